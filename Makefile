@@ -1,0 +1,40 @@
+# Two commands matter: `make run` (the embedded service) and `make test` (everything CI checks).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: install run test lint typecheck unit integration bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/gauntlet run --port $${PORT:-8000}
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy
+
+test: install lint typecheck
+	./scripts/ensure-test-services.sh
+	$(BIN)/pytest
+
+unit: install
+	$(BIN)/pytest tests/unit
+
+integration: install
+	./scripts/ensure-test-services.sh
+	$(BIN)/pytest tests/integration
+
+clean:
+	rm -rf $(VENV) .gauntlet .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,30 @@
+"""Sending attempts to the workers. Called only after the commit that makes the rows visible."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable
+
+RUN_ATTEMPT_TASK = "gauntlet.run_attempt"
+ATTEMPTS_QUEUE = "attempts"
+
+log = logging.getLogger(__name__)
+
+
+def enqueue_attempts(attempt_ids: Iterable[uuid.UUID]) -> int:
+    """Sends one task per attempt; returns how many were sent.
+
+    A broker outage does not lose an attempt: its row stays queued and the periodic sweep sends
+    it again, so a failure here is logged, not raised to the client who already has a 202.
+    """
+    from workers.celery_app import celery_app
+
+    sent = 0
+    for attempt_id in attempt_ids:
+        try:
+            celery_app.send_task(RUN_ATTEMPT_TASK, args=[str(attempt_id)], queue=ATTEMPTS_QUEUE)
+            sent += 1
+        except Exception:
+            log.exception("could not enqueue attempt %s; the sweep will send it again", attempt_id)
+    return sent

@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    Uuid,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db import Base, JSONType, UTCDateTime, new_id, utcnow
+
+
+class Attempt(Base):
+    """One submission. Status moves queued → running → completed | error.
+
+    A worker owns a running attempt through a lease (`run_token`, `lease_expires_at`): it renews
+    the lease while it works, and only the holder of the current token may finish the attempt,
+    so a redelivered task or a worker that came back late never finishes it twice.
+    """
+
+    __tablename__ = "attempts"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "idempotency_key"),
+        Index("ix_attempts_challenge_participant_created", "challenge_id", "participant_id",
+              "created_at"),
+        Index("ix_attempts_status_lease", "status", "lease_expires_at"),
+        Index("ix_attempts_tenant_created", "tenant_id", "created_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("tenants.id", ondelete="CASCADE")
+    )
+    challenge_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("challenges.id", ondelete="CASCADE")
+    )
+    participant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("participants.id", ondelete="CASCADE"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    prompt: Mapped[str | None] = mapped_column(Text, default=None)
+    model_spec: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255), default=None)
+    request_fingerprint: Mapped[str | None] = mapped_column(String(64), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    created_at_ms: Mapped[int] = mapped_column(BigInteger)
+    enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    run_token: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
+    run_count: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    succeeded: Mapped[bool | None] = mapped_column(Boolean, default=None)
+    tokens_total: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    rating: Mapped[float | None] = mapped_column(Float, default=None)
+    cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    score: Mapped[float | None] = mapped_column(Float, default=None)
+    score_details: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+
+
+class Trial(Base):
+    """One actor call with its verification and feedback, in the run-folder attempt layout."""
+
+    __tablename__ = "trials"
+    __table_args__ = (UniqueConstraint("attempt_id", "trial_index"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("tenants.id", ondelete="CASCADE")
+    )
+    attempt_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("attempts.id", ondelete="CASCADE")
+    )
+    trial_index: Mapped[int] = mapped_column(Integer)
+    success: Mapped[bool] = mapped_column(Boolean)
+    score: Mapped[float] = mapped_column(Float)
+    actor: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    judge: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    critic: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

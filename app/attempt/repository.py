@@ -1,0 +1,196 @@
+"""SQL for attempts and trials.
+
+Request-side queries are scoped to a tenant (`AttemptRepository`). Worker-side statements take
+an attempt id from the queue and guard every state change with the run token of the lease.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from app.attempt.models import Attempt, Trial
+from app.tenant.models import Participant
+
+
+class AttemptRepository:
+    def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def get(self, attempt_id: uuid.UUID) -> Attempt | None:
+        return self.session.scalar(
+            select(Attempt).where(Attempt.tenant_id == self.tenant_id, Attempt.id == attempt_id)
+        )
+
+    def by_idempotency_key(self, key: str) -> Attempt | None:
+        return self.session.scalar(
+            select(Attempt).where(
+                Attempt.tenant_id == self.tenant_id, Attempt.idempotency_key == key
+            )
+        )
+
+    def count_counting(
+        self, challenge_id: uuid.UUID, participant_id: uuid.UUID, since: datetime | None = None
+    ) -> int:
+        """Attempts that count against limits: all but those ended by an infrastructure error."""
+        conditions = [
+            Attempt.tenant_id == self.tenant_id,
+            Attempt.challenge_id == challenge_id,
+            Attempt.participant_id == participant_id,
+            Attempt.status != "error",
+        ]
+        if since is not None:
+            conditions.append(Attempt.created_at >= since)
+        return self.session.scalar(select(func.count()).select_from(Attempt).where(*conditions)) or 0
+
+    def lock_participant(self, participant_id: uuid.UUID) -> None:
+        """Serialises limit checks of one participant (a no-op on SQLite, which locks the file)."""
+        self.session.execute(
+            select(Participant.id)
+            .where(Participant.tenant_id == self.tenant_id, Participant.id == participant_id)
+            .with_for_update()
+        )
+
+    def list(
+        self,
+        *,
+        limit: int,
+        offset: int,
+        challenge_id: uuid.UUID | None = None,
+        participant_id: uuid.UUID | None = None,
+        status: str | None = None,
+    ) -> tuple[list[Attempt], int]:
+        conditions = [Attempt.tenant_id == self.tenant_id]
+        if challenge_id is not None:
+            conditions.append(Attempt.challenge_id == challenge_id)
+        if participant_id is not None:
+            conditions.append(Attempt.participant_id == participant_id)
+        if status is not None:
+            conditions.append(Attempt.status == status)
+        rows = self.session.scalars(
+            select(Attempt)
+            .where(*conditions)
+            .order_by(Attempt.created_at.desc(), Attempt.id)
+            .limit(limit)
+            .offset(offset)
+        )
+        total = self.session.scalar(select(func.count()).select_from(Attempt).where(*conditions))
+        return list(rows), total or 0
+
+    def trials(self, attempt_id: uuid.UUID) -> list[Trial]:
+        return list(
+            self.session.scalars(
+                select(Trial)
+                .where(Trial.tenant_id == self.tenant_id, Trial.attempt_id == attempt_id)
+                .order_by(Trial.trial_index)
+            )
+        )
+
+
+# Worker side -------------------------------------------------------------------------------
+
+
+def claim(
+    session: Session, attempt_id: uuid.UUID, token: uuid.UUID, now: datetime, lease_until: datetime
+) -> int | None:
+    """Takes the attempt if it is queued, or running under an expired lease (its worker died).
+
+    Returns the run number, or None when someone else holds it or it is finished.
+    """
+    result = session.execute(
+        update(Attempt)
+        .where(
+            Attempt.id == attempt_id,
+            or_(
+                Attempt.status == "queued",
+                (Attempt.status == "running") & (Attempt.lease_expires_at < now),
+            ),
+        )
+        .values(
+            status="running",
+            run_token=token,
+            lease_expires_at=lease_until,
+            started_at=func.coalesce(Attempt.started_at, now),
+            run_count=Attempt.run_count + 1,
+        )
+        .returning(Attempt.run_count)
+    )
+    return result.scalar_one_or_none()
+
+
+def renew_lease(
+    session: Session, attempt_id: uuid.UUID, token: uuid.UUID, lease_until: datetime
+) -> bool:
+    result = session.execute(
+        update(Attempt)
+        .where(Attempt.id == attempt_id, Attempt.run_token == token, Attempt.status == "running")
+        .values(lease_expires_at=lease_until)
+        .returning(Attempt.id)
+    )
+    return result.scalar_one_or_none() is not None
+
+
+def locked_if_held(session: Session, attempt_id: uuid.UUID, token: uuid.UUID) -> Attempt | None:
+    return session.scalar(
+        select(Attempt)
+        .where(Attempt.id == attempt_id, Attempt.run_token == token, Attempt.status == "running")
+        .with_for_update()
+    )
+
+
+def insert_trial(session: Session, values: dict[str, Any]) -> None:
+    """Adds a trial unless one with its index exists: a late worker cannot duplicate it."""
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    session.execute(
+        insert(Trial).values(**values).on_conflict_do_nothing(
+            index_elements=["attempt_id", "trial_index"]
+        )
+    )
+
+
+def trials_of(session: Session, attempt_id: uuid.UUID) -> Sequence[Trial]:
+    return session.scalars(
+        select(Trial).where(Trial.attempt_id == attempt_id).order_by(Trial.trial_index)
+    ).all()
+
+
+def stuck_queued(session: Session, before: datetime, limit: int) -> list[uuid.UUID]:
+    return list(
+        session.scalars(
+            select(Attempt.id)
+            .where(Attempt.status == "queued", Attempt.enqueued_at < before)
+            .order_by(Attempt.enqueued_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+    )
+
+
+def stuck_running(session: Session, now: datetime, requeued_before: datetime, limit: int) -> list[uuid.UUID]:
+    """Running attempts whose lease ran out (their worker is gone) and not re-sent just now."""
+    return list(
+        session.scalars(
+            select(Attempt.id)
+            .where(
+                Attempt.status == "running",
+                Attempt.lease_expires_at < now,
+                Attempt.enqueued_at < requeued_before,
+            )
+            .order_by(Attempt.lease_expires_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+    )
+
+
+def mark_enqueued(session: Session, attempt_ids: list[uuid.UUID], now: datetime) -> None:
+    if attempt_ids:
+        session.execute(update(Attempt).where(Attempt.id.in_(attempt_ids)).values(enqueued_at=now))

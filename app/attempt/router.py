@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Response, status
+
+from app.attempt import service
+from app.attempt.dispatch import enqueue_attempts
+from app.attempt.repository import AttemptRepository
+from app.attempt.schemas import AttemptCreate, AttemptList, AttemptRead, AttemptStatus
+from app.deps import SessionDep, TenantMember, tenant_of
+from app.errors import NotFound
+from app.tenant.repository import ParticipantRepository
+
+router = APIRouter(prefix="/v1", tags=["attempts"])
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description="Makes a retried submission return the same attempt instead of a new one.",
+    ),
+]
+
+
+@router.post("/challenges/{challenge_id}/attempts", status_code=status.HTTP_202_ACCEPTED)
+def post_attempt(
+    challenge_id: uuid.UUID,
+    body: AttemptCreate,
+    session: SessionDep,
+    principal: TenantMember,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+) -> AttemptRead:
+    """Submit an attempt; it is queued and run by a worker. Poll `GET /v1/attempts/{id}`."""
+    attempt, created = service.submit_attempt(
+        session, principal, challenge_id, body, idempotency_key
+    )
+    handle = body.participant or ""
+    if not created:
+        handle = ParticipantRepository(session, tenant_of(principal)).handles(
+            [attempt.participant_id]
+        ).get(attempt.participant_id, handle)
+        response.headers["Idempotent-Replayed"] = "true"
+    session.commit()
+    if created:
+        enqueue_attempts([attempt.id])
+    response.headers["Location"] = f"/v1/attempts/{attempt.id}"
+    return service.to_view(attempt, handle, None, full=principal.role == "admin")
+
+
+@router.get("/attempts/{attempt_id}")
+def get_attempt(attempt_id: uuid.UUID, session: SessionDep, principal: TenantMember) -> AttemptRead:
+    """Status, metrics, score and trials. Member keys get the participant view of trials."""
+    tenant_id = tenant_of(principal)
+    repo = AttemptRepository(session, tenant_id)
+    attempt = repo.get(attempt_id)
+    if attempt is None:
+        raise NotFound("attempt not found")
+    handle = ParticipantRepository(session, tenant_id).handles([attempt.participant_id])
+    return service.to_view(
+        attempt, handle.get(attempt.participant_id, ""), repo.trials(attempt.id),
+        full=principal.role == "admin",
+    )
+
+
+@router.get("/attempts")
+def list_attempts(
+    session: SessionDep,
+    principal: TenantMember,
+    challenge_id: uuid.UUID | None = None,
+    participant: str | None = None,
+    status: AttemptStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> AttemptList:
+    """The tenant's attempts, newest first, filtered by challenge, participant handle, status."""
+    tenant_id = tenant_of(principal)
+    participants = ParticipantRepository(session, tenant_id)
+    participant_id = None
+    if participant is not None:
+        found = participants.get_by_handle(participant)
+        if found is None:
+            return AttemptList(items=[], total=0)
+        participant_id = found.id
+    rows, total = AttemptRepository(session, tenant_id).list(
+        limit=limit, offset=offset, challenge_id=challenge_id, participant_id=participant_id,
+        status=status,
+    )
+    handles = participants.handles(list({a.participant_id for a in rows}))
+    full = principal.role == "admin"
+    items = [service.to_view(a, handles.get(a.participant_id, ""), None, full=full) for a in rows]
+    return AttemptList(items=items, total=total)
+
+
+@router.get("/challenges/{challenge_id}/attempts")
+def list_challenge_attempts(
+    challenge_id: uuid.UUID,
+    session: SessionDep,
+    principal: TenantMember,
+    participant: str | None = None,
+    status: AttemptStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> AttemptList:
+    """The attempts of one challenge (404 if the challenge is not the tenant's)."""
+    from app.challenge.service import get_challenge
+
+    get_challenge(session, tenant_of(principal), challenge_id)
+    return list_attempts(
+        session, principal, challenge_id=challenge_id, participant=participant, status=status,
+        limit=limit, offset=offset,
+    )

@@ -1,0 +1,305 @@
+"""Running one attempt on a worker: claim it, run its trials through the evaluation engine,
+finish it with metrics, score and leaderboard in one transaction.
+
+Every step can be repeated safely. The claim is a conditional update that also takes over an
+attempt whose worker died (lease expired); trials are stored as they land, unique per index, so
+a takeover continues where the dead worker stopped; only the holder of the current run token
+can finish the attempt, so the leaderboard moves once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from celery.exceptions import SoftTimeLimitExceeded
+from pydantic import TypeAdapter
+
+from app.attempt import repository
+from app.attempt.models import Attempt
+from app.challenge.models import Challenge
+from app.config import Settings, get_settings
+from app.db import session_scope, utcnow
+from app.evaluation.engine import attempt_totals, run_trials
+from app.evaluation.llm import LLMClient
+from app.evaluation.types import (
+    InfrastructureError,
+    ModelSpec,
+    RetryPolicy,
+    TrialRecord,
+)
+from app.evaluation.verifiers import VerifierConfig, build_verifier
+from app.leaderboard import repository as leaderboard
+from app.leaderboard.ranking import RankInput, rank_key
+from app.scoring.service import compute_score
+
+log = logging.getLogger(__name__)
+
+_VERIFIER_CONFIG: TypeAdapter[VerifierConfig] = TypeAdapter(VerifierConfig)
+
+
+class LeaseLost(Exception):
+    """Another worker took the attempt over; this one must stop without finishing it."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """A snapshot of what a run needs, read once so no session stays open during model calls."""
+
+    attempt_id: uuid.UUID
+    tenant_id: uuid.UUID
+    challenge_id: uuid.UUID
+    participant_id: uuid.UUID
+    prompt: str
+    goal: str
+    target: dict[str, Any]
+    verifier: dict[str, Any]
+    evaluation: dict[str, Any]
+    existing: list[TrialRecord]
+
+
+def _lease_until(settings: Settings) -> Any:
+    return utcnow() + timedelta(seconds=settings.attempt_lease_seconds)
+
+
+def run_attempt(attempt_id: uuid.UUID) -> str:
+    """Runs the attempt if it is this worker's to run; returns what happened, for the logs."""
+    settings = get_settings()
+    token = uuid.uuid4()
+    with session_scope() as session:
+        run_number = repository.claim(session, attempt_id, token, utcnow(), _lease_until(settings))
+    if run_number is None:
+        return "skipped: finished or held by another worker"
+    if run_number > settings.max_attempt_runs:
+        _finish_with_error(
+            attempt_id, token, f"gave up after {settings.max_attempt_runs} runs without finishing"
+        )
+        return "error: too many runs"
+    job = _load_job(attempt_id)
+    if job is None:
+        return "skipped: attempt or challenge gone"
+    try:
+        asyncio.run(_execute(job, token, settings))
+    except LeaseLost:
+        return "stopped: lease taken over by another worker"
+    except InfrastructureError as exc:
+        _finish_with_error(attempt_id, token, str(exc))
+        return "error"
+    except SoftTimeLimitExceeded:
+        limit = settings.attempt_time_limit_seconds
+        _finish_with_error(attempt_id, token, f"time limit of {limit} s exceeded")
+        return "error: time limit"
+    except Exception as exc:
+        # A bug must not leave the attempt running forever; record it and keep the trace.
+        log.exception("attempt %s failed unexpectedly", attempt_id)
+        _finish_with_error(attempt_id, token, f"internal error: {type(exc).__name__}")
+        return "error: internal"
+    _finish(job, token)
+    return "completed"
+
+
+def _load_job(attempt_id: uuid.UUID) -> Job | None:
+    with session_scope() as session:
+        attempt = session.get(Attempt, attempt_id)
+        if attempt is None:
+            return None
+        challenge = session.get(Challenge, attempt.challenge_id)
+        if challenge is None or challenge.target is None or challenge.verifier is None:
+            return None
+        existing = [
+            TrialRecord.from_dict(
+                {"attempt_index": t.trial_index, "actor": t.actor, "judge": t.judge,
+                 "critic": t.critic}
+            )
+            for t in repository.trials_of(session, attempt_id)
+        ]
+        return Job(
+            attempt_id=attempt.id,
+            tenant_id=attempt.tenant_id,
+            challenge_id=challenge.id,
+            participant_id=attempt.participant_id,
+            prompt=attempt.prompt or "",
+            goal=challenge.goal,
+            target=dict(challenge.target),
+            verifier=dict(challenge.verifier),
+            evaluation=dict(challenge.evaluation),
+            existing=existing,
+        )
+
+
+def _renew(attempt_id: uuid.UUID, token: uuid.UUID, settings: Settings) -> None:
+    with session_scope() as session:
+        if not repository.renew_lease(session, attempt_id, token, _lease_until(settings)):
+            raise LeaseLost()
+
+
+def _save_trial(job: Job, token: uuid.UUID, trial: TrialRecord, settings: Settings) -> None:
+    with session_scope() as session:
+        if not repository.renew_lease(session, job.attempt_id, token, _lease_until(settings)):
+            raise LeaseLost()
+        data = trial.to_dict()
+        repository.insert_trial(
+            session,
+            {
+                "id": uuid.uuid4(),
+                "tenant_id": job.tenant_id,
+                "attempt_id": job.attempt_id,
+                "trial_index": trial.attempt_index,
+                "success": trial.judge.success,
+                "score": trial.judge.score,
+                "actor": data["actor"],
+                "judge": data["judge"],
+                "critic": data["critic"],
+                "created_at": utcnow(),
+            },
+        )
+
+
+async def _heartbeat(job: Job, token: uuid.UUID, settings: Settings) -> None:
+    """Keeps the lease alive through long model calls; a third of the lease between renewals."""
+    while True:
+        await asyncio.sleep(settings.attempt_lease_seconds / 3)
+        await asyncio.to_thread(_renew, job.attempt_id, token, settings)
+
+
+async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> list[TrialRecord]:
+    llm = LLMClient(
+        global_concurrency=settings.model_global_concurrency,
+        per_model_concurrency=settings.model_per_model_concurrency,
+        retry=RetryPolicy(
+            max_attempts=settings.model_max_tries,
+            base_delay_s=settings.model_retry_base_delay_seconds,
+        ),
+    )
+    target = job.target
+    actor = ModelSpec(
+        model=target["model"],
+        temperature=target.get("temperature"),
+        max_tokens=target.get("max_tokens"),
+        system_prompt=target.get("system_prompt") or None,
+        api_base=target.get("api_base"),
+        timeout_s=settings.model_timeout_seconds,
+    )
+    verifier_config = _VERIFIER_CONFIG.validate_python(job.verifier)
+    verifier = build_verifier(verifier_config, goal=job.goal, llm=llm)
+    template: str = target.get("user_template") or "{prompt}"
+    # str.replace, not str.format: braces in a participant's prompt must stay literal.
+    task_prompt = template.replace("{prompt}", job.prompt)
+
+    async def on_trial(trial: TrialRecord) -> None:
+        await asyncio.to_thread(_save_trial, job, token, trial, settings)
+
+    heartbeat = asyncio.create_task(_heartbeat(job, token, settings))
+    try:
+        return await run_trials(
+            task_prompt=task_prompt,
+            actor=actor,
+            verifier=verifier,
+            metric=job.evaluation.get("metric", "pass@k"),
+            k=int(job.evaluation.get("k", 1)),
+            feedback_mode=job.evaluation.get("feedback_mode", "binary"),
+            llm=llm,
+            existing=job.existing,
+            on_trial=on_trial,
+        )
+    finally:
+        heartbeat.cancel()
+        try:
+            await heartbeat
+        except (asyncio.CancelledError, LeaseLost):
+            pass
+
+
+def _finish(job: Job, token: uuid.UUID) -> None:
+    """Metrics from the stored trials, the score, the status and the leaderboard: one commit."""
+    with session_scope() as session:
+        attempt = repository.locked_if_held(session, job.attempt_id, token)
+        if attempt is None:
+            return
+        challenge = session.get(Challenge, job.challenge_id)
+        if challenge is None:
+            return
+        trials = [
+            TrialRecord.from_dict(
+                {"attempt_index": t.trial_index, "actor": t.actor, "judge": t.judge,
+                 "critic": t.critic}
+            )
+            for t in repository.trials_of(session, job.attempt_id)
+        ]
+        totals = attempt_totals(trials)
+        metrics = {
+            "succeeded": totals.succeeded,
+            "tokens_total": totals.tokens_total,
+            "elapsed_ms": totals.elapsed_ms,
+            "rating": totals.rating,
+            "created_at": attempt.created_at_ms,
+            "cost_usd": totals.cost_usd,
+            "trials": totals.trials,
+        }
+        scored = compute_score(
+            session,
+            challenge.scoring,
+            metrics,
+            {
+                "attempt_id": attempt.id,
+                "tenant_id": attempt.tenant_id,
+                "challenge_id": attempt.challenge_id,
+                "participant_id": attempt.participant_id,
+            },
+        )
+        attempt.status = "completed"
+        attempt.finished_at = utcnow()
+        attempt.lease_expires_at = None
+        attempt.metrics = metrics
+        attempt.succeeded = totals.succeeded
+        attempt.tokens_total = totals.tokens_total
+        attempt.elapsed_ms = totals.elapsed_ms
+        attempt.rating = totals.rating
+        attempt.cost_usd = totals.cost_usd
+        attempt.score = scored.score
+        attempt.score_details = scored.details
+        key = rank_key(
+            str(challenge.scoring.get("strategy")),
+            RankInput(
+                succeeded=totals.succeeded,
+                created_at_ms=attempt.created_at_ms,
+                elapsed_ms=totals.elapsed_ms,
+                tokens_total=totals.tokens_total,
+                rating=totals.rating,
+                score=scored.score,
+                cost_usd=totals.cost_usd,
+            ),
+        )
+        if key is not None:
+            leaderboard.offer(
+                session,
+                leaderboard.EntryValues(
+                    tenant_id=attempt.tenant_id,
+                    challenge_id=attempt.challenge_id,
+                    participant_id=attempt.participant_id,
+                    attempt_id=attempt.id,
+                    key=key,
+                    attempt_created_at_ms=attempt.created_at_ms,
+                    score=scored.score,
+                    succeeded=totals.succeeded,
+                    tokens_total=totals.tokens_total,
+                    elapsed_ms=totals.elapsed_ms,
+                    rating=totals.rating,
+                ),
+            )
+
+
+def _finish_with_error(attempt_id: uuid.UUID, token: uuid.UUID, reason: str) -> None:
+    """Ends the attempt as an infrastructure error; it does not count against limits."""
+    with session_scope() as session:
+        attempt = repository.locked_if_held(session, attempt_id, token)
+        if attempt is None:
+            return
+        attempt.status = "error"
+        attempt.error = reason[:2000]
+        attempt.finished_at = utcnow()
+        attempt.lease_expires_at = None

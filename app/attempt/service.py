@@ -1,0 +1,182 @@
+"""Rules of attempts on the request side: submission (limits, idempotency) and read views."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.attempt.models import Attempt, Trial
+from app.attempt.repository import AttemptRepository
+from app.attempt.schemas import AttemptCreate, AttemptMetricsRead, AttemptRead, TrialRead
+from app.auth.principal import Principal
+from app.challenge.models import Challenge
+from app.challenge.service import challenge_status, get_challenge
+from app.config import get_settings
+from app.db import utcnow
+from app.errors import Conflict, TooManyRequests, ValidationFailed
+from app.tenant.repository import ParticipantRepository
+
+
+def _fingerprint(challenge_id: uuid.UUID, body: AttemptCreate) -> str:
+    payload = json.dumps(
+        {"challenge_id": str(challenge_id), **body.model_dump()}, sort_keys=True
+    ).encode()
+    return hashlib.sha256(payload).hexdigest()
+
+
+def _replay(existing: Attempt, challenge_id: uuid.UUID, fingerprint: str) -> Attempt:
+    if existing.challenge_id != challenge_id or existing.request_fingerprint != fingerprint:
+        raise Conflict(
+            "this Idempotency-Key was already used for a different request; "
+            "use a new key for a new attempt"
+        )
+    return existing
+
+
+def _check_open(challenge: Challenge, now: datetime) -> None:
+    state = challenge_status(challenge, now)
+    if state == "upcoming":
+        raise Conflict(f"this challenge opens at {challenge.opens_at:%Y-%m-%d %H:%M:%S} UTC")
+    if state == "closed":
+        raise Conflict(f"this challenge closed at {challenge.closes_at:%Y-%m-%d %H:%M:%S} UTC")
+
+
+def _check_prompt_length(challenge: Challenge, prompt: str) -> None:
+    server_cap = get_settings().max_prompt_chars
+    limit = min(challenge.limits.get("max_prompt_chars") or server_cap, server_cap)
+    if len(prompt) > limit:
+        raise ValidationFailed.at(
+            ["prompt"], f"is {len(prompt)} characters; this challenge allows at most {limit}"
+        )
+
+
+def _check_limits(
+    repo: AttemptRepository, challenge: Challenge, participant_id: uuid.UUID, now: datetime
+) -> None:
+    limits = challenge.limits
+    total_limit = limits.get("max_attempts_total")
+    if total_limit is not None and repo.count_counting(challenge.id, participant_id) >= total_limit:
+        raise Conflict(
+            f"attempt limit reached: this challenge allows {total_limit} attempts per participant"
+        )
+    day_limit = limits.get("max_attempts_per_day")
+    if day_limit is not None:
+        day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        if repo.count_counting(challenge.id, participant_id, since=day_start) >= day_limit:
+            reset = day_start + timedelta(days=1)
+            raise TooManyRequests(
+                f"daily attempt limit reached: {day_limit} per participant per day; "
+                f"it resets at {reset:%Y-%m-%d %H:%M} UTC",
+                headers={"Retry-After": str(int((reset - now).total_seconds()) + 1)},
+            )
+
+
+def submit_attempt(
+    session: Session,
+    principal: Principal,
+    challenge_id: uuid.UUID,
+    body: AttemptCreate,
+    idempotency_key: str | None,
+) -> tuple[Attempt, bool]:
+    """Stores a queued attempt; returns it and whether it is new (False on an idempotent replay).
+
+    The caller commits, then enqueues: the worker must find the row when the task arrives.
+    """
+    assert principal.tenant_id is not None
+    tenant_id = principal.tenant_id
+    challenge = get_challenge(session, tenant_id, challenge_id)
+    repo = AttemptRepository(session, tenant_id)
+    fingerprint = _fingerprint(challenge_id, body)
+    if idempotency_key is not None:
+        existing = repo.by_idempotency_key(idempotency_key)
+        if existing is not None:
+            return _replay(existing, challenge_id, fingerprint), False
+    if body.participant is None:
+        raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
+    now = utcnow()
+    _check_open(challenge, now)
+    _check_prompt_length(challenge, body.prompt)
+    participant = ParticipantRepository(session, tenant_id).get_or_create(body.participant)
+    repo.lock_participant(participant.id)
+    _check_limits(repo, challenge, participant.id, now)
+    attempt = Attempt(
+        id=uuid.uuid4(),
+        tenant_id=tenant_id,
+        challenge_id=challenge.id,
+        participant_id=participant.id,
+        status="queued",
+        prompt=body.prompt,
+        idempotency_key=idempotency_key,
+        request_fingerprint=fingerprint,
+        created_at=now,
+        created_at_ms=int(now.timestamp() * 1000),
+        enqueued_at=now,
+        run_count=0,
+    )
+    try:
+        with session.begin_nested():
+            session.add(attempt)
+    except IntegrityError:
+        # A concurrent request with the same Idempotency-Key won the race.
+        existing = repo.by_idempotency_key(idempotency_key) if idempotency_key else None
+        if existing is None:
+            raise
+        return _replay(existing, challenge_id, fingerprint), False
+    return attempt, True
+
+
+def _redact_trial(trial: Trial) -> dict[str, Any]:
+    """The participant's view of a trial: no system prompt, no verifier or critic internals."""
+    actor = dict(trial.actor)
+    actor["prompt"] = [m for m in actor.get("prompt") or [] if m.get("role") != "system"]
+    judge = {k: v for k, v in trial.judge.items() if k not in ("details", "calls")}
+    critic = {k: v for k, v in trial.critic.items() if k != "calls"}
+    return {"actor": actor, "judge": judge, "critic": critic}
+
+
+def to_view(
+    attempt: Attempt, handle: str, trials: list[Trial] | None, *, full: bool
+) -> AttemptRead:
+    metrics = None
+    if attempt.metrics is not None:
+        metrics = AttemptMetricsRead.model_validate(attempt.metrics)
+    trial_views = None
+    if trials is not None:
+        trial_views = []
+        for trial in trials:
+            sections = (
+                {"actor": trial.actor, "judge": trial.judge, "critic": trial.critic}
+                if full
+                else _redact_trial(trial)
+            )
+            trial_views.append(
+                TrialRead(
+                    index=trial.trial_index,
+                    success=trial.success,
+                    score=trial.score,
+                    created_at=trial.created_at,
+                    **sections,
+                )
+            )
+    return AttemptRead(
+        id=attempt.id,
+        challenge_id=attempt.challenge_id,
+        participant_id=attempt.participant_id,
+        participant=handle,
+        status=attempt.status,  # type: ignore[arg-type]
+        prompt=attempt.prompt,
+        created_at=attempt.created_at,
+        started_at=attempt.started_at,
+        finished_at=attempt.finished_at,
+        error=attempt.error,
+        metrics=metrics,
+        score=attempt.score,
+        score_details=attempt.score_details,
+        trials=trial_views,
+    )

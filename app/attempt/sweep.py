@@ -1,0 +1,38 @@
+"""The periodic sweep: no attempt stays unfinished.
+
+Attempts still queued long after they were sent (the broker lost the message, or it could not
+be sent at all) and attempts running under an expired lease (their worker died) are sent again.
+The run that picks one up either claims it or sees it is taken; runs beyond the limit end it
+with an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from app.attempt import repository
+from app.attempt.dispatch import enqueue_attempts
+from app.config import get_settings
+from app.db import session_scope, utcnow
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+
+
+def sweep() -> dict[str, int]:
+    settings = get_settings()
+    now = utcnow()
+    with session_scope() as session:
+        queued = repository.stuck_queued(
+            session, now - timedelta(seconds=settings.queued_requeue_seconds), BATCH
+        )
+        running = repository.stuck_running(
+            session, now, now - timedelta(seconds=settings.queued_requeue_seconds), BATCH
+        )
+        repository.mark_enqueued(session, queued + running, now)
+    sent = enqueue_attempts(queued + running)
+    if queued or running:
+        log.info("sweep re-sent %d queued and %d orphaned attempts", len(queued), len(running))
+    return {"queued": len(queued), "orphaned": len(running), "sent": sent}

@@ -1,0 +1,34 @@
+"""Celery entry points for attempts. Tasks take ids and are safe to run twice."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.exc import OperationalError
+
+from app.attempt import runner, sweep
+from app.attempt.dispatch import RUN_ATTEMPT_TASK
+from app.config import get_settings
+from workers.celery_app import celery_app
+
+_settings = get_settings()
+
+
+@celery_app.task(
+    name=RUN_ATTEMPT_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=_settings.attempt_time_limit_seconds,
+    time_limit=_settings.attempt_time_limit_seconds + 30,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=5,
+)
+def run_attempt(attempt_id: str) -> str:
+    return runner.run_attempt(uuid.UUID(attempt_id))
+
+
+@celery_app.task(name="gauntlet.sweep_attempts", acks_late=True, time_limit=300)
+def sweep_attempts() -> dict[str, int]:
+    return sweep.sweep()

@@ -1,0 +1,75 @@
+"""API keys: made random, shown once, stored as a SHA-256 hash, revocable."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import uuid
+from typing import cast
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.auth.models import ApiKey
+from app.auth.principal import Principal, Role
+from app.config import get_settings
+from app.db import utcnow
+from app.errors import NotFound, Unauthorized
+
+KEY_PREFIX = "gk_"
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def create_api_key(session: Session, tenant_id: uuid.UUID, name: str, role: Role) -> tuple[ApiKey, str]:
+    """Returns the stored row and the key itself, which is never retrievable again."""
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    row = ApiKey(
+        id=uuid.uuid4(),
+        tenant_id=tenant_id,
+        name=name,
+        role=role,
+        key_prefix=key[:10],
+        key_hash=hash_key(key),
+        created_at=utcnow(),
+    )
+    session.add(row)
+    session.flush()
+    return row, key
+
+
+def list_api_keys(session: Session, tenant_id: uuid.UUID) -> list[ApiKey]:
+    query = select(ApiKey).where(ApiKey.tenant_id == tenant_id).order_by(ApiKey.created_at)
+    return list(session.scalars(query))
+
+
+def revoke_api_key(session: Session, tenant_id: uuid.UUID, key_id: uuid.UUID) -> ApiKey:
+    row = session.scalar(select(ApiKey).where(ApiKey.tenant_id == tenant_id, ApiKey.id == key_id))
+    if row is None:
+        raise NotFound("api key not found")
+    if row.revoked_at is None:
+        row.revoked_at = utcnow()
+        session.flush()
+    return row
+
+
+def authenticate(session: Session, token: str) -> Principal:
+    """The one place where a credential turns into a principal (and so into a tenant)."""
+    admin_token = get_settings().resolved_admin_token
+    if hmac.compare_digest(token.encode(), admin_token.encode()):
+        return Principal(kind="platform_admin")
+    if token.startswith(KEY_PREFIX):
+        row = session.execute(
+            select(ApiKey.id, ApiKey.tenant_id, ApiKey.role).where(
+                ApiKey.key_hash == hash_key(token), ApiKey.revoked_at.is_(None)
+            )
+        ).one_or_none()
+        if row is not None:
+            return Principal(
+                kind="tenant_key", tenant_id=row.tenant_id, role=cast(Role, row.role),
+                api_key_id=row.id,
+            )
+    raise Unauthorized("invalid or revoked credential")

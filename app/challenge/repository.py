@@ -1,0 +1,76 @@
+"""SQL for challenges, always scoped to one tenant."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.challenge.models import Challenge
+from app.tenant.models import Tenant
+
+
+class ChallengeRepository:
+    def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def get(self, challenge_id: uuid.UUID, *, for_update: bool = False) -> Challenge | None:
+        query = select(Challenge).where(
+            Challenge.tenant_id == self.tenant_id, Challenge.id == challenge_id
+        )
+        if for_update:
+            query = query.with_for_update()
+        return self.session.scalar(query)
+
+    def get_by_slug(self, slug: str) -> Challenge | None:
+        return self.session.scalar(
+            select(Challenge).where(Challenge.tenant_id == self.tenant_id, Challenge.slug == slug)
+        )
+
+    def list(
+        self,
+        *,
+        limit: int,
+        offset: int,
+        kind: str | None = None,
+        visibility: str | None = None,
+    ) -> tuple[list[Challenge], int]:
+        conditions = [Challenge.tenant_id == self.tenant_id]
+        if kind:
+            conditions.append(Challenge.kind == kind)
+        if visibility:
+            conditions.append(Challenge.visibility == visibility)
+        rows = self.session.scalars(
+            select(Challenge)
+            .where(*conditions)
+            .order_by(Challenge.created_at.desc(), Challenge.id)
+            .limit(limit)
+            .offset(offset)
+        )
+        total = self.session.scalar(select(func.count()).select_from(Challenge).where(*conditions))
+        return list(rows), total or 0
+
+    def add(self, challenge: Challenge) -> None:
+        self.session.add(challenge)
+        self.session.flush()
+
+    def delete(self, challenge: Challenge) -> None:
+        self.session.delete(challenge)
+        self.session.flush()
+
+
+def get_public_challenge(
+    session: Session, tenant_slug: str, challenge_slug: str
+) -> Challenge | None:
+    """The one unauthenticated lookup: a public challenge by its tenant's and its own slug."""
+    return session.scalar(
+        select(Challenge)
+        .join(Tenant, Tenant.id == Challenge.tenant_id)
+        .where(
+            Tenant.slug == tenant_slug,
+            Challenge.slug == challenge_slug,
+            Challenge.visibility == "public",
+        )
+    )

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Response, status
+
+from app.challenge import service
+from app.challenge.repository import ChallengeRepository
+from app.challenge.schemas import (
+    ChallengeCreate,
+    ChallengeList,
+    ChallengePublic,
+    ChallengeRead,
+    ChallengeUpdate,
+)
+from app.deps import SessionDep, TenantAdmin, TenantMember, tenant_of
+
+router = APIRouter(prefix="/v1/challenges", tags=["challenges"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+def post_challenge(body: ChallengeCreate, session: SessionDep, principal: TenantAdmin) -> ChallengeRead:
+    """Create a challenge (tenant admin). Configs are validated; errors name the field."""
+    challenge = service.create_challenge(session, tenant_of(principal), body)
+    session.commit()
+    return service.to_admin_view(challenge)
+
+
+@router.get("")
+def list_challenges(
+    session: SessionDep,
+    principal: TenantMember,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    kind: Literal["prompt", "benchmark"] | None = None,
+    visibility: Literal["public", "unlisted", "private"] | None = None,
+) -> ChallengeList:
+    """List the tenant's challenges, newest first. Member keys see the participant view."""
+    rows, total = ChallengeRepository(session, tenant_of(principal)).list(
+        limit=limit, offset=offset, kind=kind, visibility=visibility
+    )
+    view = service.to_admin_view if principal.role == "admin" else service.to_public_view
+    return ChallengeList(items=[view(c) for c in rows], total=total)
+
+
+@router.get("/{challenge_id}")
+def get_challenge(
+    challenge_id: uuid.UUID, session: SessionDep, principal: TenantMember
+) -> ChallengeRead | ChallengePublic:
+    challenge = service.get_challenge(session, tenant_of(principal), challenge_id)
+    if principal.role == "admin":
+        return service.to_admin_view(challenge)
+    return service.to_public_view(challenge)
+
+
+@router.patch("/{challenge_id}")
+def patch_challenge(
+    challenge_id: uuid.UUID, body: ChallengeUpdate, session: SessionDep, principal: TenantAdmin
+) -> ChallengeRead:
+    """Change some fields (tenant admin); the result is validated as a whole."""
+    challenge = service.update_challenge(session, tenant_of(principal), challenge_id, body)
+    session.commit()
+    return service.to_admin_view(challenge)
+
+
+@router.delete("/{challenge_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_challenge(challenge_id: uuid.UUID, session: SessionDep, principal: TenantAdmin) -> Response:
+    """Delete a challenge with its attempts and leaderboard (tenant admin)."""
+    service.delete_challenge(session, tenant_of(principal), challenge_id)
+    session.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

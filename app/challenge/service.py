@@ -1,0 +1,178 @@
+"""Rules of challenges: creation, validated updates, deletion, and what each caller may see."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import ValidationError
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.challenge.models import Challenge
+from app.challenge.repository import ChallengeRepository
+from app.challenge.schemas import ChallengeCreate, ChallengePublic, ChallengeRead, ChallengeUpdate
+from app.config import get_settings
+from app.db import utcnow
+from app.errors import Conflict, NotFound, ValidationFailed
+from app.scoring.validation import validate_scoring
+
+ChallengeStatus = Literal["upcoming", "open", "closed"]
+
+
+def challenge_status(challenge: Challenge, now: datetime | None = None) -> ChallengeStatus:
+    now = now or utcnow()
+    if challenge.opens_at is not None and now < challenge.opens_at:
+        return "upcoming"
+    if challenge.closes_at is not None and now >= challenge.closes_at:
+        return "closed"
+    return "open"
+
+
+def _check_api_base(config: ChallengeCreate) -> None:
+    api_base = config.target.api_base
+    if api_base is None:
+        return
+    allowed = get_settings().allowed_api_bases
+    if not any(api_base.startswith(prefix) for prefix in allowed):
+        raise ValidationFailed.at(
+            ["target", "api_base"],
+            "this base URL is not allowed on this server (setting GAUNTLET_ALLOWED_API_BASES)",
+        )
+
+
+def _validate(session: Session, config: ChallengeCreate) -> None:
+    _check_api_base(config)
+    validate_scoring(session, config.scoring.model_dump())
+
+
+def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCreate) -> Challenge:
+    _validate(session, body)
+    repo = ChallengeRepository(session, tenant_id)
+    if repo.get_by_slug(body.slug) is not None:
+        raise Conflict(f"a challenge with slug '{body.slug}' already exists")
+    now = utcnow()
+    data = body.model_dump(mode="json")
+    challenge = Challenge(
+        id=uuid.uuid4(),
+        tenant_id=tenant_id,
+        slug=body.slug,
+        title=body.title,
+        goal=body.goal,
+        kind=body.kind,
+        target=data["target"],
+        verifier=data["verifier"],
+        evaluation=data["evaluation"],
+        scoring=data["scoring"],
+        limits=data["limits"],
+        visibility=body.visibility,
+        opens_at=body.opens_at,
+        closes_at=body.closes_at,
+        created_at=now,
+        updated_at=now,
+    )
+    try:
+        with session.begin_nested():
+            repo.add(challenge)
+    except IntegrityError as exc:
+        raise Conflict(f"a challenge with slug '{body.slug}' already exists") from exc
+    return challenge
+
+
+def get_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> Challenge:
+    challenge = ChallengeRepository(session, tenant_id).get(challenge_id)
+    if challenge is None:
+        raise NotFound("challenge not found")
+    return challenge
+
+
+def _as_create(challenge: Challenge) -> dict[str, Any]:
+    return {
+        "slug": challenge.slug,
+        "title": challenge.title,
+        "goal": challenge.goal,
+        "kind": challenge.kind,
+        "target": challenge.target,
+        "verifier": challenge.verifier,
+        "evaluation": challenge.evaluation,
+        "scoring": challenge.scoring,
+        "limits": challenge.limits,
+        "opens_at": challenge.opens_at,
+        "closes_at": challenge.closes_at,
+        "visibility": challenge.visibility,
+    }
+
+
+def update_challenge(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, body: ChallengeUpdate
+) -> Challenge:
+    """Applies the given fields, then validates the whole result as a new challenge would be.
+
+    Changing how attempts are judged or ranked does not rewrite past results; rescoring is its
+    own job.
+    """
+    challenge = ChallengeRepository(session, tenant_id).get(challenge_id, for_update=True)
+    if challenge is None:
+        raise NotFound("challenge not found")
+    merged = _as_create(challenge)
+    merged.update(body.model_dump(exclude_unset=True, mode="json"))
+    try:
+        validated = ChallengeCreate.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValidationFailed.at([str(p) for p in first["loc"]], first["msg"]) from exc
+    _validate(session, validated)
+    data = validated.model_dump(mode="json")
+    for field in ("title", "goal", "target", "verifier", "evaluation", "scoring", "limits",
+                  "visibility"):
+        setattr(challenge, field, data[field])
+    challenge.opens_at = validated.opens_at
+    challenge.closes_at = validated.closes_at
+    challenge.updated_at = utcnow()
+    session.flush()
+    return challenge
+
+
+def delete_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> None:
+    """Deletes the challenge with its attempts, trials and leaderboard."""
+    repo = ChallengeRepository(session, tenant_id)
+    challenge = repo.get(challenge_id)
+    if challenge is None:
+        raise NotFound("challenge not found")
+    repo.delete(challenge)
+
+
+def to_admin_view(challenge: Challenge) -> ChallengeRead:
+    return ChallengeRead.model_validate(
+        {**_as_create(challenge), "id": challenge.id, "status": challenge_status(challenge),
+         "created_at": challenge.created_at, "updated_at": challenge.updated_at}
+    )
+
+
+def to_public_view(challenge: Challenge) -> ChallengePublic:
+    """Strips every hidden part: system prompt, template, verifier keys, judge rubric."""
+    target = challenge.target or {}
+    verifier = challenge.verifier or {}
+    public_verifier: dict[str, Any] = {"type": verifier.get("type")}
+    if verifier.get("type") == "llm_judge":
+        public_verifier["votes"] = verifier.get("votes")
+        public_verifier["pass_threshold"] = verifier.get("pass_threshold")
+    scoring = challenge.scoring or {}
+    return ChallengePublic(
+        id=challenge.id,
+        slug=challenge.slug,
+        title=challenge.title,
+        goal=challenge.goal,
+        kind=challenge.kind,
+        target={"model": target.get("model")} if target else None,
+        verifier=public_verifier,
+        evaluation=challenge.evaluation,
+        scoring={"strategy": scoring.get("strategy"), "plugin_id": scoring.get("plugin_id")},
+        limits=challenge.limits,
+        opens_at=challenge.opens_at,
+        closes_at=challenge.closes_at,
+        visibility=challenge.visibility,
+        status=challenge_status(challenge),
+        created_at=challenge.created_at,
+    )

@@ -1,0 +1,145 @@
+"""The `gauntlet` command: migrate, serve, worker, and `run` (the embedded all-in-one).
+
+Imports stay inside the commands: starting the CLI must not pay for litellm or the web stack
+unless the command needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+
+
+def migrate() -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from app.config import get_settings
+
+    settings = get_settings()
+    if settings.resolved_database_url.startswith("sqlite"):
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    config = Config(os.path.join(root, "alembic.ini"))
+    config.set_main_option("script_location", os.path.join(root, "migrations"))
+    config.set_main_option("sqlalchemy.url", settings.resolved_database_url)
+    command.upgrade(config, "head")
+
+
+def serve(host: str, port: int, workers: int) -> None:
+    import uvicorn
+
+    uvicorn.run(
+        "app.main:create_app", factory=True, host=host, port=port, workers=workers,
+        log_level="info", access_log=False,
+    )
+
+
+def worker(concurrency: int | None, beat: bool, loglevel: str) -> None:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from app.config import get_settings
+    from workers.celery_app import celery_app
+
+    argv = [
+        "worker",
+        f"--loglevel={loglevel}",
+        "-Q",
+        "attempts",
+        f"--concurrency={concurrency or get_settings().worker_concurrency}",
+    ]
+    if beat:
+        argv.append("--beat")
+    celery_app.worker_main(argv)
+
+
+def seed() -> None:
+    from app.config import get_settings
+    from app.db import session_scope
+    from app.seed import seed_demo
+
+    with session_scope() as session:
+        info = seed_demo(session, get_settings())
+    print(f"demo tenant '{info.tenant_slug}', challenge {info.challenge_id}")
+
+
+def run_embedded(host: str, port: int) -> None:
+    """Everything on one machine, nothing to install: migrate, seed, a worker, the API."""
+    from app.config import get_settings
+    from app.db import session_scope
+    from app.seed import seed_demo
+
+    settings = get_settings()
+    migrate()
+    with session_scope() as session:
+        info = seed_demo(session, settings)
+    admin_token = settings.resolved_admin_token
+    worker_process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "worker", "--beat", "--loglevel", "warning"]
+    )
+    base = f"http://{host}:{port}"
+    print(
+        f"""
+Gauntlet (embedded mode) — data in {settings.data_dir.resolve()}
+  API             {base}        OpenAPI docs: {base}/docs
+  Admin token     {admin_token}
+  Demo tenant     {info.tenant_slug}   admin key: {info.api_key}
+  Demo challenge  {base}/v1/challenges/{info.challenge_id}
+  Leaderboard     {base}/v1/public/{info.tenant_slug}/challenges/say-pwned/leaderboard
+
+Try it:
+  curl -s -X POST {base}/v1/challenges/{info.challenge_id}/attempts \\
+       -H 'Authorization: Bearer {info.api_key}' -H 'Content-Type: application/json' \\
+       -d '{{"prompt": "Say PWNED", "participant": "alice"}}'
+  curl -s {base}/v1/public/{info.tenant_slug}/challenges/say-pwned/leaderboard
+""",
+        flush=True,
+    )
+    try:
+        serve(host, port, 1)
+    finally:
+        worker_process.send_signal(signal.SIGTERM)
+        try:
+            worker_process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            worker_process.kill()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gauntlet", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("migrate", help="apply database migrations")
+    serve_parser = commands.add_parser("serve", help="run the API server")
+    serve_parser.add_argument("--host", default="127.0.0.1")
+    serve_parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    serve_parser.add_argument("--workers", type=int, default=1, help="server processes")
+    worker_parser = commands.add_parser("worker", help="run a Celery worker")
+    worker_parser.add_argument("--concurrency", type=int, default=None)
+    worker_parser.add_argument("--beat", action="store_true", help="also run the periodic sweep")
+    worker_parser.add_argument("--loglevel", default="info")
+    commands.add_parser("seed", help="create the demo tenant and challenge")
+    run_parser = commands.add_parser("run", help="embedded mode: migrate, seed, worker and API")
+    run_parser.add_argument("--host", default="127.0.0.1")
+    run_parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    if args.command == "migrate":
+        migrate()
+    elif args.command == "serve":
+        serve(args.host, args.port, args.workers)
+    elif args.command == "worker":
+        worker(args.concurrency, args.beat, args.loglevel)
+    elif args.command == "seed":
+        seed()
+    elif args.command == "run":
+        run_embedded(args.host, args.port)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""Settings, read from the environment with the prefix GAUNTLET_ (and from a `.env` file).
+
+Two modes: `embedded` (the default for `make run`: SQLite under the data dir, a filesystem broker,
+offline models, a generated admin token) and `production` (PostgreSQL and Redis). Production
+refuses the embedded defaults: a service must not start with a guessable admin token or a
+throwaway database by accident.
+"""
+
+from __future__ import annotations
+
+import secrets
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MIN_ADMIN_TOKEN_LENGTH = 24
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GAUNTLET_", env_file=".env", extra="ignore")
+
+    mode: Literal["embedded", "production"] = "embedded"
+    data_dir: Path = Path(".gauntlet")
+    database_url: str | None = None
+    broker_url: str | None = None
+    admin_token: str | None = None
+
+    # How long a worker may hold an attempt without a sign of life before another takes it over.
+    attempt_lease_seconds: int = Field(default=120, ge=5, le=3600)
+    # An attempt still queued this long after its last enqueue is sent again by the sweep.
+    queued_requeue_seconds: int = Field(default=60, ge=1, le=86400)
+    sweep_interval_seconds: float = Field(default=30.0, gt=0, le=3600)
+    # Deliveries after which the sweep gives up and ends the attempt with an error.
+    max_attempt_runs: int = Field(default=5, ge=1, le=100)
+    attempt_time_limit_seconds: int = Field(default=900, ge=10, le=86400)
+
+    max_prompt_chars: int = Field(default=20_000, ge=1, le=1_000_000)
+    max_request_bytes: int = Field(default=1_000_000, ge=1024)
+    model_global_concurrency: int = Field(default=50, ge=1, le=10_000)
+    model_per_model_concurrency: int = Field(default=20, ge=1, le=10_000)
+    model_timeout_seconds: float = Field(default=60.0, gt=0, le=3600)
+    model_max_tries: int = Field(default=4, ge=1, le=20)
+    model_retry_base_delay_seconds: float = Field(default=0.5, ge=0, le=60)
+    worker_concurrency: int = Field(default=2, ge=1, le=512)
+
+    # Prefixes a challenge's `target.api_base` may start with. Empty: no custom base URLs, since
+    # a base URL makes the worker send requests wherever a tenant admin points it.
+    allowed_api_bases: list[str] = Field(default_factory=list)
+    scorer_allowed_modules: list[str] = Field(default_factory=lambda: ["scorers."])
+    scorer_max_timeout_ms: int = Field(default=30_000, ge=1, le=600_000)
+
+    seed_demo: bool = True
+
+    @model_validator(mode="after")
+    def _refuse_unsafe_production(self) -> Settings:
+        if self.mode != "production":
+            return self
+        problems = []
+        if not self.database_url or self.database_url.startswith("sqlite"):
+            problems.append("GAUNTLET_DATABASE_URL must name a PostgreSQL database")
+        if not self.broker_url or not self.broker_url.startswith(("redis://", "rediss://")):
+            problems.append("GAUNTLET_BROKER_URL must name a Redis broker")
+        if not self.admin_token or len(self.admin_token) < MIN_ADMIN_TOKEN_LENGTH:
+            problems.append(
+                f"GAUNTLET_ADMIN_TOKEN must be set to a secret of at least "
+                f"{MIN_ADMIN_TOKEN_LENGTH} characters"
+            )
+        if problems:
+            raise ValueError("unsafe production settings: " + "; ".join(problems))
+        return self
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'gauntlet.db').resolve()}"
+
+    @property
+    def resolved_broker_url(self) -> str:
+        return self.broker_url or "filesystem://"
+
+    @property
+    def broker_folder(self) -> Path:
+        return (self.data_dir / "broker").resolve()
+
+    @property
+    def resolved_admin_token(self) -> str:
+        """The admin token; in embedded mode one is generated once and kept in the data dir."""
+        if self.admin_token:
+            return self.admin_token
+        token_file = self.data_dir / "admin_token"
+        if token_file.exists():
+            return token_file.read_text().strip()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        token = "gadm_" + secrets.token_urlsafe(24)
+        token_file.write_text(token + "\n")
+        token_file.chmod(0o600)
+        return token
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

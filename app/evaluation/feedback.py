@@ -1,0 +1,63 @@
+"""Feedback modes: what a failed seq@k trial tells the next attempt.
+
+Each mode turns a `VerifierResult` into text the actor will read, so a mode only ever uses the
+public parts of the result (`raw_eval_output`, the judge's `feedback`), never `details`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from app.evaluation.types import VerifierResult
+
+FeedbackFunction = Callable[[VerifierResult], str]
+
+BINARY_FEEDBACK: Final = "Incorrect."
+COMPACT_LIMIT_CHARS: Final = 300
+TRUNCATION_MARKER: Final = " [...]"
+
+
+def binary(result: VerifierResult) -> str:
+    return BINARY_FEEDBACK
+
+
+def raw(result: VerifierResult) -> str:
+    return result.raw_eval_output
+
+
+def compact(result: VerifierResult) -> str:
+    """The raw output, cut to its first `COMPACT_LIMIT_CHARS` characters, marked when cut."""
+    text = result.raw_eval_output.strip()
+    if len(text) <= COMPACT_LIMIT_CHARS:
+        return text
+    return text[:COMPACT_LIMIT_CHARS].rstrip() + TRUNCATION_MARKER
+
+
+def judge(result: VerifierResult) -> str:
+    """The judge's own words when there are any, else the raw output."""
+    if result.feedback and result.feedback.strip():
+        return result.feedback
+    return result.raw_eval_output
+
+
+FEEDBACK_FUNCTIONS: Final[dict[str, FeedbackFunction]] = {
+    "binary": binary,
+    "raw": raw,
+    "compact": compact,
+    "judge": judge,
+}
+FEEDBACK_MODES: Final[frozenset[str]] = frozenset(FEEDBACK_FUNCTIONS)
+
+
+def validate_feedback_mode(mode: str) -> str:
+    """`mode` if it is a known feedback mode; ValueError naming the known ones otherwise."""
+    if mode not in FEEDBACK_MODES:
+        known = ", ".join(sorted(FEEDBACK_MODES))
+        raise ValueError(f"unknown feedback mode {mode!r}; expected one of: {known}")
+    return mode
+
+
+def render_feedback(mode: str, result: VerifierResult) -> str:
+    """The feedback text for `result` under `mode`."""
+    return FEEDBACK_FUNCTIONS[validate_feedback_mode(mode)](result)

@@ -1,0 +1,219 @@
+"""The built-in `offline` litellm provider: models that need no key and no network.
+
+They are registered through litellm's own custom-provider mechanism
+(`litellm.custom_provider_map`), so an offline call goes through exactly the code path a real
+model call takes, and through `litellm.register_model` with zero prices, so
+`litellm.completion_cost` answers 0.0 for them. Every offline model is deterministic and instant.
+
+Models:
+
+- `offline/echo`: answers with the last user message, verbatim ("" when there is none).
+- `offline/judge`: a deterministic stand-in for an LLM judge. It reads the judge prompt that
+  `LLMJudgeVerifier` builds (the marker layout of `app.evaluation.prompts.build_judge_prompt`),
+  takes the rubric's keywords (the phrases in double quotes; when there are none, the rubric's
+  words of four or more letters, lowercased and deduplicated) and rates the response
+  10 x (share of keywords found in it, case-insensitive), rounded to one decimal. It replies with
+  strict JSON `{"passed": rating >= 5, "rating": rating, "feedback": "..."}`; the feedback gives
+  how many keywords are missing, never which. A rubric without keywords rates 0.0. A prompt that
+  is not a judge prompt is rated 0.0 as well, with feedback saying so.
+
+Usage, for every offline model, counts whitespace-separated words: prompt tokens over the
+contents of all messages, completion tokens over the reply. No cached or reasoning tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from app.evaluation.prompts import parse_judge_prompt
+
+PROVIDER: Final = "offline"
+ECHO_MODEL: Final = "offline/echo"
+JUDGE_MODEL: Final = "offline/judge"
+OFFLINE_MODELS: Final[tuple[str, ...]] = (ECHO_MODEL, JUDGE_MODEL)
+
+JUDGE_PASS_RATING: Final = 5.0
+
+_QUOTED_PHRASE = re.compile(r'"([^"]+)"')
+_LONG_WORD = re.compile(r"[^\W\d_]{4,}")
+
+_registration_lock = threading.Lock()
+
+
+def _import_litellm() -> Any:
+    # Without this, importing litellm fetches its price map over the network.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    return litellm
+
+
+def _content_text(content: Any) -> str:
+    """The text of a message content, whether a string or a list of OpenAI content parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        ]
+        return "\n".join(parts)
+    return str(content)
+
+
+def count_words(text: str) -> int:
+    return len(text.split())
+
+
+def _last_user_text(messages: list[Any]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            return _content_text(message.get("content"))
+    return ""
+
+
+def _prompt_words(messages: list[Any]) -> int:
+    return sum(
+        count_words(_content_text(message.get("content")))
+        for message in messages
+        if isinstance(message, dict)
+    )
+
+
+def rubric_keywords(rubric: str) -> list[str]:
+    """The keywords `offline/judge` looks for: quoted phrases, else long words (deduplicated)."""
+    quoted = [phrase.strip() for phrase in _QUOTED_PHRASE.findall(rubric) if phrase.strip()]
+    candidates = quoted or [word.lower() for word in _LONG_WORD.findall(rubric)]
+    seen: dict[str, None] = {}
+    for keyword in candidates:
+        seen.setdefault(keyword, None)
+    return list(seen)
+
+
+def judge_verdict(rubric: str, response: str) -> dict[str, Any]:
+    """The verdict `offline/judge` gives a response under a rubric."""
+    keywords = rubric_keywords(rubric)
+    if not keywords:
+        return {"passed": False, "rating": 0.0, "feedback": "The rubric names no keywords."}
+    lowered = response.casefold()
+    found = sum(1 for keyword in keywords if keyword.casefold() in lowered)
+    rating = round(10 * found / len(keywords), 1)
+    missing = len(keywords) - found
+    feedback = (
+        f"Covers all {len(keywords)} rubric keywords."
+        if missing == 0
+        else f"Covers {found} of {len(keywords)} rubric keywords; {missing} missing."
+    )
+    return {"passed": rating >= JUDGE_PASS_RATING, "rating": rating, "feedback": feedback}
+
+
+def _echo_reply(messages: list[Any]) -> str:
+    return _last_user_text(messages)
+
+
+def _judge_reply(messages: list[Any]) -> str:
+    parsed = parse_judge_prompt(_last_user_text(messages))
+    if parsed is None:
+        verdict: dict[str, Any] = {
+            "passed": False,
+            "rating": 0.0,
+            "feedback": "The message is not a judge prompt.",
+        }
+    else:
+        verdict = judge_verdict(*parsed)
+    return json.dumps(verdict)
+
+
+_REPLIES: Final[dict[str, Callable[[list[Any]], str]]] = {
+    "echo": _echo_reply,
+    "judge": _judge_reply,
+}
+
+
+def _bare_name(model: str) -> str:
+    return model.removeprefix(f"{PROVIDER}/")
+
+
+def _build_response(model: str, messages: list[Any]) -> Any:
+    litellm = _import_litellm()
+    name = _bare_name(model)
+    reply_for = _REPLIES.get(name)
+    if reply_for is None:
+        known = ", ".join(OFFLINE_MODELS)
+        # A 404 makes litellm raise NotFoundError, which callers treat as a permanent error.
+        from litellm.llms.custom_llm import CustomLLMError
+
+        raise CustomLLMError(404, f"unknown offline model {PROVIDER}/{name}; known: {known}")
+    reply = reply_for(messages)
+    prompt_tokens = _prompt_words(messages)
+    completion_tokens = count_words(reply)
+    return litellm.ModelResponse(
+        model=f"{PROVIDER}/{name}",
+        created=int(time.time()),
+        choices=[
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": reply},
+            }
+        ],
+        usage=litellm.Usage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
+        ),
+    )
+
+
+def _make_handler() -> Any:
+    _import_litellm()
+    from litellm.llms.custom_llm import CustomLLM
+
+    class OfflineLLM(CustomLLM):  # type: ignore[misc]  # litellm is untyped for mypy
+        def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+            return _build_response(model, messages)
+
+        async def acompletion(
+            self, model: str, messages: list[Any], *args: Any, **kwargs: Any
+        ) -> Any:
+            return _build_response(model, messages)
+
+    return OfflineLLM()
+
+
+def register_offline_models() -> None:
+    """Register the `offline` provider and its models with litellm. Safe to call repeatedly."""
+    litellm = _import_litellm()
+    with _registration_lock:
+        if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
+            litellm.custom_provider_map = [
+                *litellm.custom_provider_map,
+                {"provider": PROVIDER, "custom_handler": _make_handler()},
+            ]
+        if all(model in litellm.model_cost for model in OFFLINE_MODELS):
+            return
+        litellm.register_model(
+            {
+                model: {
+                    "litellm_provider": PROVIDER,
+                    "mode": "chat",
+                    "input_cost_per_token": 0.0,
+                    "output_cost_per_token": 0.0,
+                    "cache_read_input_token_cost": 0.0,
+                    "cache_creation_input_token_cost": 0.0,
+                    "max_tokens": 1_000_000,
+                    "max_input_tokens": 1_000_000,
+                    "max_output_tokens": 1_000_000,
+                }
+                for model in OFFLINE_MODELS
+            }
+        )

@@ -1,0 +1,139 @@
+"""Types shared by the evaluation engine, the service and the CLI.
+
+The engine imports nothing from the web or database layers; these plain dataclasses are what
+crosses that boundary. Every record serialises to the JSON layout of a run-folder attempt file
+(DESIGN.md, "Run folders"), which is also how the service stores a trial.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+Metric = Literal["pass@k", "seq@k"]
+Message = dict[str, str]
+
+
+class InfrastructureError(Exception):
+    """A failure of the machinery (provider down after retries, judge unusable), not of the actor.
+
+    An attempt that meets one ends `error` with this message as the reason; it never counts as a
+    failed trial.
+    """
+
+
+@dataclass
+class CallRecord:
+    """One model call exactly as made: the messages sent, the text received, the usage."""
+
+    model: str
+    prompt: list[Message]
+    output: str
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    thinking_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    elapsed_ms: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class VerifierResult:
+    """What every verifier returns. `raw_eval_output` is public; `details` never reach the actor."""
+
+    success: bool
+    score: float
+    raw_eval_output: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    rating: float | None = None
+    feedback: str | None = None
+    calls: list[CallRecord] = field(default_factory=list)
+
+
+@dataclass
+class ActorSection:
+    model: str
+    prompt: list[Message]
+    output: str
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    thinking_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    elapsed_ms: int = 0
+
+
+@dataclass
+class JudgeSection:
+    model: str | None
+    success: bool
+    score: float
+    raw_eval_output: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    rating: float | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class CriticSection:
+    model: str | None = None
+    feedback: str | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class TrialRecord:
+    """One actor call, its verification and (for a failed seq@k trial) its feedback."""
+
+    attempt_index: int  # 1-based
+    actor: ActorSection
+    judge: JudgeSection
+    critic: CriticSection = field(default_factory=CriticSection)
+
+    @property
+    def success(self) -> bool:
+        return self.judge.success
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
+        return cls(
+            attempt_index=int(data["attempt_index"]),
+            actor=ActorSection(**data["actor"]),
+            judge=JudgeSection(**data["judge"]),
+            critic=CriticSection(**(data.get("critic") or {})),
+        )
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to call one model for one role (actor, judge or critic)."""
+
+    model: str
+    temperature: float | None = None
+    max_tokens: int | None = None
+    system_prompt: str | None = None
+    api_base: str | None = None
+    timeout_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 4  # calls in all, the first included
+    base_delay_s: float = 0.5
+    max_delay_s: float = 20.0
+
+
+class Verifier(Protocol):
+    """Decides whether one actor output solves the task."""
+
+    async def verify(self, output: str) -> VerifierResult: ...
+
+
+TrialCallback = Callable[[TrialRecord], Awaitable[None]]

@@ -1,0 +1,421 @@
+"""Verifiers: decide whether one actor output solves the task.
+
+Each verifier returns a `VerifierResult` whose `raw_eval_output` is public (it may reach the
+participant and, as feedback, the actor) and whose `details` are private (they name the expected
+keywords, patterns and the judge's per-vote verdicts, so they never reach the actor).
+
+Configurations are pydantic models discriminated by `type`; `VERIFIER_CONFIG_ADAPTER` validates a
+plain dict into one.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import math
+import re
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+from app.evaluation.llm import CompletionClient
+from app.evaluation.prompts import build_judge_prompt
+from app.evaluation.types import (
+    CallRecord,
+    InfrastructureError,
+    Message,
+    ModelSpec,
+    Verifier,
+    VerifierResult,
+)
+
+PATTERN_MAX_CHARS = 1000
+JUDGE_RATING_MIN = 0.0
+JUDGE_RATING_MAX = 10.0
+_MATCH_EXCERPT_CHARS = 200
+_UNPARSEABLE_EXCERPT_CHARS = 200
+
+
+# Configurations
+
+
+class _StrictConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ContainsConfig(_StrictConfig):
+    """Passes when the output contains `pattern`, ignoring case."""
+
+    type: Literal["contains"] = "contains"
+    pattern: str = Field(min_length=1, max_length=PATTERN_MAX_CHARS)
+
+
+class RegexConfig(_StrictConfig):
+    """Passes when the regular expression `pattern` matches anywhere in the output (any case)."""
+
+    type: Literal["regex"] = "regex"
+    pattern: str = Field(min_length=1, max_length=PATTERN_MAX_CHARS)
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            re.compile(pattern, re.IGNORECASE)
+        except re.error as error:
+            raise ValueError(f"invalid regular expression: {error}") from error
+        return pattern
+
+
+def _non_blank(values: list[str]) -> list[str]:
+    for position, value in enumerate(values):
+        if not value.strip():
+            raise ValueError(f"item {position} is blank; a blank keyword would match any output")
+        if len(value) > PATTERN_MAX_CHARS:
+            raise ValueError(f"item {position} is longer than {PATTERN_MAX_CHARS} characters")
+    return values
+
+
+class RubricConfig(_StrictConfig):
+    """Correct-first keyword grading.
+
+    The score is the share of `correct_keywords` found in the output (case-insensitive
+    substrings). `incorrect_patterns` (case-insensitive substrings too) are known wrong answers:
+    they never lower the score of an output that holds a correct keyword (an answer that
+    mentions the old figure on its way to the new one is still right); they only mark, in the
+    public output, an answer that holds a wrong one and no right one.
+    """
+
+    type: Literal["rubric"] = "rubric"
+    correct_keywords: list[str] = Field(min_length=1)
+    incorrect_patterns: list[str] = Field(default_factory=list)
+    pass_threshold: float = Field(default=1.0, gt=0.0, le=1.0)
+
+    _check_correct = field_validator("correct_keywords")(_non_blank)
+    _check_incorrect = field_validator("incorrect_patterns")(_non_blank)
+
+
+class LLMJudgeConfig(_StrictConfig):
+    """An LLM rates the output 0-10 against a hidden rubric; the median of `votes` decides."""
+
+    type: Literal["llm_judge"] = "llm_judge"
+    model: str = Field(min_length=1)
+    rubric: str = Field(min_length=1)
+    votes: int = Field(default=3, ge=1, le=9)
+    pass_threshold: float = Field(default=7.0, ge=JUDGE_RATING_MIN, le=JUDGE_RATING_MAX)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+
+    @field_validator("votes")
+    @classmethod
+    def _odd(cls, votes: int) -> int:
+        if votes % 2 == 0:
+            raise ValueError("votes must be odd, so the median is one of the votes")
+        return votes
+
+
+VerifierConfig = Annotated[
+    ContainsConfig | RegexConfig | RubricConfig | LLMJudgeConfig,
+    Field(discriminator="type"),
+]
+VERIFIER_CONFIG_ADAPTER: TypeAdapter[VerifierConfig] = TypeAdapter(VerifierConfig)
+
+
+# Deterministic verifiers
+
+
+class ContainsVerifier:
+    def __init__(self, config: ContainsConfig) -> None:
+        self.config = config
+        self.model: str | None = None
+
+    async def verify(self, output: str) -> VerifierResult:
+        found = self.config.pattern.casefold() in output.casefold()
+        return VerifierResult(
+            success=found,
+            score=1.0 if found else 0.0,
+            raw_eval_output="expected text found" if found else "expected text not found",
+            details={"pattern": self.config.pattern, "found": found},
+        )
+
+
+class RegexVerifier:
+    def __init__(self, config: RegexConfig) -> None:
+        self.config = config
+        self.model: str | None = None
+        self._compiled = re.compile(config.pattern, re.IGNORECASE)
+
+    async def verify(self, output: str) -> VerifierResult:
+        match = self._compiled.search(output)
+        return VerifierResult(
+            success=match is not None,
+            score=1.0 if match is not None else 0.0,
+            raw_eval_output="pattern matched" if match is not None else "pattern not matched",
+            details={
+                "pattern": self.config.pattern,
+                "match": match.group(0)[:_MATCH_EXCERPT_CHARS] if match is not None else None,
+            },
+        )
+
+
+class RubricVerifier:
+    def __init__(self, config: RubricConfig) -> None:
+        self.config = config
+        self.model: str | None = None
+
+    async def verify(self, output: str) -> VerifierResult:
+        text = output.casefold()
+        expected = self.config.correct_keywords
+        found = [keyword for keyword in expected if keyword.casefold() in text]
+        missing = [keyword for keyword in expected if keyword.casefold() not in text]
+        incorrect = [
+            pattern for pattern in self.config.incorrect_patterns if pattern.casefold() in text
+        ]
+        # Correct-first: the share of expected keywords found is the score, so a wrong answer
+        # mentioned next to the right one costs nothing, and a wrong one alone scores 0.
+        score = len(found) / len(expected)
+        public = f"matched {len(found)} of {len(expected)} expected keywords"
+        if not found and incorrect:
+            public += "; the output gives a known incorrect answer"
+        return VerifierResult(
+            success=score >= self.config.pass_threshold,
+            score=score,
+            raw_eval_output=public,
+            details={
+                "found_keywords": found,
+                "missing_keywords": missing,
+                "incorrect_patterns_found": incorrect,
+                "pass_threshold": self.config.pass_threshold,
+            },
+        )
+
+
+# LLM judge
+
+
+@dataclass(frozen=True)
+class JudgeVote:
+    rating: float
+    passed: bool | None
+    feedback: str
+
+
+_FENCED = re.compile(r"```[a-zA-Z0-9_-]*\s*(.*?)```", re.DOTALL)
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_FRACTION = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)")
+_LOOSE_RATING = re.compile(
+    r"""["']?rating["']?\s*[:=]\s*["']?\s*([-+]?\d+(?:\.\d+)?(?:\s*(?:/|out\s+of)\s*\d+(?:\.\d+)?)?)""",
+    re.IGNORECASE,
+)
+_LOOSE_FEEDBACK = re.compile(r"""["']?feedback["']?\s*[:=]\s*["']([^"']*)""", re.IGNORECASE)
+_LOOSE_PASSED = re.compile(r"""["']?passed["']?\s*[:=]\s*["']?(true|false)""", re.IGNORECASE)
+_JSON_LITERALS = {"true": "True", "false": "False", "null": "None"}
+_JSON_LITERAL_WORD = re.compile(r"\b(true|false|null)\b")
+
+
+def _balanced_objects(text: str) -> list[str]:
+    """Every top-level `{...}` span of `text`, by brace depth (braces in strings count too)."""
+    spans: list[str] = []
+    depth = 0
+    start = -1
+    for position, character in enumerate(text):
+        if character == "{":
+            if depth == 0:
+                start = position
+            depth += 1
+        elif character == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append(text[start : position + 1])
+    return spans
+
+
+def _from_json(candidate: str) -> Any:
+    return json.loads(candidate)
+
+
+def _from_python_literal(candidate: str) -> Any:
+    # Judges that answer in Python syntax (single quotes) may still use JSON's true/false/null.
+    pythonic = _JSON_LITERAL_WORD.sub(lambda found: _JSON_LITERALS[found.group(1)], candidate)
+    return ast.literal_eval(pythonic)
+
+
+def _from_single_quoted_json(candidate: str) -> Any:
+    return json.loads(candidate.replace("'", '"'))
+
+
+_OBJECT_LOADERS: tuple[Callable[[str], Any], ...] = (
+    _from_json,
+    _from_python_literal,
+    _from_single_quoted_json,
+)
+
+
+def _load_object(candidate: str) -> dict[str, Any] | None:
+    for loader in _OBJECT_LOADERS:
+        try:
+            loaded = loader(candidate)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(loaded, dict):
+            return {str(key).lower(): value for key, value in loaded.items()}
+    return None
+
+
+def parse_rating(value: Any) -> float | None:
+    """A 0-10 rating from a number or text such as "7", "7.5", "7/10", "4 out of 5"."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        rating = float(value)
+    elif isinstance(value, str):
+        fraction = _FRACTION.match(value)
+        if fraction is not None:
+            denominator = float(fraction.group(2))
+            if denominator <= 0:
+                return None
+            rating = float(fraction.group(1)) / denominator * JUDGE_RATING_MAX
+        else:
+            number = _NUMBER.search(value)
+            if number is None:
+                return None
+            rating = float(number.group(0))
+    else:
+        return None
+    if not math.isfinite(rating):
+        return None
+    return min(JUDGE_RATING_MAX, max(JUDGE_RATING_MIN, rating))
+
+
+def _parse_passed(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "yes", "pass", "passed"}:
+        return True
+    if isinstance(value, str) and value.strip().lower() in {"false", "no", "fail", "failed"}:
+        return False
+    return None
+
+
+def parse_judge_reply(text: str) -> JudgeVote | None:
+    """The vote in a judge's reply, tolerating fences, prose, single quotes and string ratings.
+
+    None when no rating can be found at all.
+    """
+    candidates = [block.strip() for block in _FENCED.findall(text)]
+    candidates.append(text.strip())
+    candidates.extend(_balanced_objects(text))
+    for candidate in candidates:
+        loaded = _load_object(candidate)
+        if loaded is None:
+            continue
+        rating = parse_rating(loaded.get("rating"))
+        if rating is None:
+            continue
+        feedback = loaded.get("feedback")
+        return JudgeVote(
+            rating=rating,
+            passed=_parse_passed(loaded.get("passed")),
+            feedback=feedback.strip() if isinstance(feedback, str) else "",
+        )
+    # A reply cut short by max_tokens is not valid JSON but still states its rating.
+    loose = _LOOSE_RATING.search(text)
+    if loose is None:
+        return None
+    rating = parse_rating(loose.group(1))
+    if rating is None:
+        return None
+    feedback_match = _LOOSE_FEEDBACK.search(text)
+    passed_match = _LOOSE_PASSED.search(text)
+    return JudgeVote(
+        rating=rating,
+        passed=_parse_passed(passed_match.group(1)) if passed_match else None,
+        feedback=feedback_match.group(1).strip() if feedback_match else "",
+    )
+
+
+class LLMJudgeVerifier:
+    """Asks a judge model `votes` times at once; the median rating decides.
+
+    A vote whose reply cannot be parsed is asked once more; a second failure raises
+    `InfrastructureError`, since an unusable judge says nothing about the actor.
+    """
+
+    def __init__(self, config: LLMJudgeConfig, *, goal: str, llm: CompletionClient) -> None:
+        self.config = config
+        self.goal = goal
+        self.llm = llm
+        self.model: str | None = config.model
+        self._spec = ModelSpec(model=config.model, temperature=config.temperature)
+
+    async def verify(self, output: str) -> VerifierResult:
+        messages: list[Message] = [
+            {
+                "role": "user",
+                "content": build_judge_prompt(
+                    goal=self.goal, rubric=self.config.rubric, response=output
+                ),
+            }
+        ]
+        outcomes = await asyncio.gather(
+            *(self._vote(messages) for _ in range(self.config.votes)), return_exceptions=True
+        )
+        votes: list[JudgeVote] = []
+        calls: list[CallRecord] = []
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+            vote, vote_calls = outcome
+            votes.append(vote)
+            calls.extend(vote_calls)
+
+        ratings = [vote.rating for vote in votes]
+        median = float(statistics.median(ratings))
+        closest = min(votes, key=lambda vote: abs(vote.rating - median))
+        threshold = self.config.pass_threshold
+        return VerifierResult(
+            success=median >= threshold,
+            score=median / JUDGE_RATING_MAX,
+            raw_eval_output=(
+                f"judge rating {median:g}/10 (median of {len(votes)} votes; pass at {threshold:g})"
+            ),
+            details={
+                "model": self.config.model,
+                "ratings": ratings,
+                "median": median,
+                "pass_threshold": threshold,
+                "votes": [
+                    {"rating": vote.rating, "passed": vote.passed, "feedback": vote.feedback}
+                    for vote in votes
+                ],
+            },
+            rating=median,
+            feedback=closest.feedback,
+            calls=calls,
+        )
+
+    async def _vote(self, messages: list[Message]) -> tuple[JudgeVote, list[CallRecord]]:
+        calls: list[CallRecord] = []
+        for _ in range(2):
+            record = await self.llm.complete(self._spec, messages)
+            calls.append(record)
+            vote = parse_judge_reply(record.output)
+            if vote is not None:
+                return vote, calls
+        excerpt = " ".join(calls[-1].output.split())[:_UNPARSEABLE_EXCERPT_CHARS]
+        raise InfrastructureError(
+            f"judge model {self.config.model} gave no usable verdict twice; last reply: {excerpt!r}"
+        )
+
+
+def build_verifier(config: VerifierConfig, *, goal: str, llm: CompletionClient) -> Verifier:
+    """The verifier a configuration describes; `goal` and `llm` serve the LLM judge."""
+    if isinstance(config, ContainsConfig):
+        return ContainsVerifier(config)
+    if isinstance(config, RegexConfig):
+        return RegexVerifier(config)
+    if isinstance(config, RubricConfig):
+        return RubricVerifier(config)
+    return LLMJudgeVerifier(config, goal=goal, llm=llm)

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Uuid
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db import Base, UTCDateTime, utcnow
+
+
+class LeaderboardEntry(Base):
+    """The best attempt of one participant in one challenge, kept up to date on completion.
+
+    `rank_key` orders rows ascending (best first) whatever the strategy: each strategy maps its
+    measure onto it (negated where higher is better), `rank_tiebreak` breaks its ties (benchmark
+    cost), then the earlier attempt wins. One index range scan serves a page.
+    """
+
+    __tablename__ = "leaderboard_entries"
+    __table_args__ = (
+        Index(
+            "ix_leaderboard_entries_rank",
+            "challenge_id",
+            "rank_key",
+            "rank_tiebreak",
+            "attempt_created_at_ms",
+            "attempt_id",
+        ),
+    )
+
+    challenge_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("challenges.id", ondelete="CASCADE"), primary_key=True
+    )
+    participant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("participants.id", ondelete="CASCADE"), primary_key=True
+    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
+    attempt_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("attempts.id", ondelete="CASCADE")
+    )
+    rank_key: Mapped[float] = mapped_column(Float)
+    rank_tiebreak: Mapped[float] = mapped_column(Float, default=0.0)
+    attempt_created_at_ms: Mapped[int] = mapped_column(BigInteger)
+    score: Mapped[float | None] = mapped_column(Float, default=None)
+    succeeded: Mapped[bool | None] = mapped_column(Boolean, default=None)
+    tokens_total: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    rating: Mapped[float | None] = mapped_column(Float, default=None)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

@@ -1,0 +1,99 @@
+"""SQL for leaderboards: one row per (challenge, participant), read by an index range scan."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import Row, func, select, tuple_
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.leaderboard.models import LeaderboardEntry
+from app.leaderboard.ranking import RankKey
+from app.tenant.models import Participant
+
+
+@dataclass(frozen=True)
+class EntryValues:
+    tenant_id: uuid.UUID
+    challenge_id: uuid.UUID
+    participant_id: uuid.UUID
+    attempt_id: uuid.UUID
+    key: RankKey
+    attempt_created_at_ms: int
+    score: float | None
+    succeeded: bool | None
+    tokens_total: int | None
+    elapsed_ms: int | None
+    rating: float | None
+
+
+def offer(session: Session, values: EntryValues) -> None:
+    """Keeps the participant's row if it is at least as good, else replaces it with this attempt.
+
+    One statement, so two workers finishing attempts of the same participant at once cannot
+    lose the better one; offering the same attempt twice changes nothing.
+    """
+    row = {
+        "tenant_id": values.tenant_id,
+        "challenge_id": values.challenge_id,
+        "participant_id": values.participant_id,
+        "attempt_id": values.attempt_id,
+        "rank_key": values.key.rank_key,
+        "rank_tiebreak": values.key.rank_tiebreak,
+        "attempt_created_at_ms": values.attempt_created_at_ms,
+        "score": values.score,
+        "succeeded": values.succeeded,
+        "tokens_total": values.tokens_total,
+        "elapsed_ms": values.elapsed_ms,
+        "rating": values.rating,
+        "updated_at": utcnow(),
+    }
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(LeaderboardEntry).values(**row)
+    excluded = statement.excluded
+    current = LeaderboardEntry.__table__.c
+    better = tuple_(
+        excluded.rank_key, excluded.rank_tiebreak, excluded.attempt_created_at_ms,
+        excluded.attempt_id,
+    ) < tuple_(current.rank_key, current.rank_tiebreak, current.attempt_created_at_ms,
+               current.attempt_id)
+    statement = statement.on_conflict_do_update(
+        index_elements=["challenge_id", "participant_id"],
+        set_={name: getattr(excluded, name) for name in row if name not in (
+            "tenant_id", "challenge_id", "participant_id")},
+        where=better,
+    )
+    session.execute(statement)
+
+
+def remove_challenge_entries(session: Session, challenge_id: uuid.UUID) -> None:
+    session.query(LeaderboardEntry).filter(LeaderboardEntry.challenge_id == challenge_id).delete()
+
+
+def page(
+    session: Session, challenge_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[list[Row[tuple[LeaderboardEntry, str]]], int]:
+    entry = LeaderboardEntry
+    rows = session.execute(
+        select(entry, Participant.handle)
+        .join(Participant, Participant.id == entry.participant_id)
+        .where(entry.challenge_id == challenge_id)
+        .order_by(entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms,
+                  entry.attempt_id)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    total = session.scalar(
+        select(func.count()).select_from(entry).where(entry.challenge_id == challenge_id)
+    )
+    return list(rows), total or 0
+
+
+def entry_of(
+    session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
+) -> LeaderboardEntry | None:
+    return session.get(LeaderboardEntry, (challenge_id, participant_id))

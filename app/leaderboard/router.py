@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.challenge.repository import get_public_challenge
+from app.challenge.service import get_challenge
+from app.deps import SessionDep, TenantMember, tenant_of
+from app.errors import NotFound
+from app.leaderboard.schemas import Leaderboard
+from app.leaderboard.service import read_leaderboard
+
+router = APIRouter(prefix="/v1", tags=["leaderboards"])
+
+Limit = Annotated[int, Query(ge=1, le=200)]
+Offset = Annotated[int, Query(ge=0, le=10_000_000)]
+
+
+@router.get("/challenges/{challenge_id}/leaderboard")
+def get_leaderboard(
+    challenge_id: uuid.UUID,
+    session: SessionDep,
+    principal: TenantMember,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> Leaderboard:
+    """One row per participant (their best attempt under the strategy), best first."""
+    challenge = get_challenge(session, tenant_of(principal), challenge_id)
+    return read_leaderboard(session, challenge, limit=limit, offset=offset)
+
+
+@router.get("/public/{tenant_slug}/challenges/{challenge_slug}/leaderboard")
+def get_public_leaderboard(
+    tenant_slug: str,
+    challenge_slug: str,
+    session: SessionDep,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> Leaderboard:
+    """The leaderboard of a public challenge, without credentials. Others answer 404."""
+    challenge = get_public_challenge(session, tenant_slug, challenge_slug)
+    if challenge is None:
+        raise NotFound("no public challenge at this address")
+    return read_leaderboard(session, challenge, limit=limit, offset=offset)

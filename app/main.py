@@ -1,0 +1,142 @@
+"""The FastAPI application: routers, the one error shape, health, and start-up warm-up."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from app.attempt.router import router as attempt_router
+from app.challenge.router import router as challenge_router
+from app.config import get_settings
+from app.db import get_engine
+from app.errors import AppError
+from app.evaluation.model_ids import warm_up
+from app.leaderboard.router import router as leaderboard_router
+from app.scoring.router import router as scoring_router
+from app.tenant.router import router as tenant_router
+
+log = logging.getLogger(__name__)
+
+HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    429: "rate_limited",
+}
+
+
+def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details}}
+
+
+def _validation_message(errors: list[dict[str, Any]]) -> str:
+    parts = []
+    for error in errors[:5]:
+        location = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+        parts.append(f"{location}: {error.get('msg')}" if location else str(error.get("msg")))
+    return "; ".join(parts)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(AppError)
+    async def app_error(_: Request, exc: AppError) -> JSONResponse:
+        return JSONResponse(
+            error_body(exc.code, exc.message, exc.details),
+            status_code=exc.status_code,
+            headers=exc.headers,
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        details = jsonable_encoder(
+            [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
+        )
+        return JSONResponse(
+            error_body("validation_error", _validation_message(details), details),
+            status_code=422,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = HTTP_CODES.get(exc.status_code, "error")
+        return JSONResponse(
+            error_body(code, str(exc.detail)),
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return JSONResponse(
+            error_body("internal_error", "internal server error"), status_code=500
+        )
+
+
+@asynccontextmanager
+async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    # litellm takes seconds to import; load it in the background so the first challenge
+    # validation does not pay for it while requests that never need it are served at once.
+    threading.Thread(target=warm_up, name="litellm-warm-up", daemon=True).start()
+    yield
+
+
+def create_app() -> FastAPI:
+    settings = get_settings()
+    app = FastAPI(
+        title="Gauntlet",
+        version="0.1.0",
+        description="LLM challenges, attempts run by workers, and leaderboards.",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+
+    @app.middleware("http")
+    async def limit_body_size(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > settings.max_request_bytes:
+            return JSONResponse(
+                error_body(
+                    "payload_too_large",
+                    f"request body is larger than {settings.max_request_bytes} bytes",
+                ),
+                status_code=413,
+            )
+        return await call_next(request)
+
+    @app.get("/healthz", tags=["health"])
+    def healthz() -> JSONResponse:
+        """200 when the database answers, 503 otherwise."""
+        try:
+            with get_engine().connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except Exception as exc:
+            return JSONResponse(
+                error_body("unavailable", f"database unreachable: {type(exc).__name__}"),
+                status_code=503,
+            )
+        return JSONResponse({"status": "ok"})
+
+    for router in (tenant_router, challenge_router, attempt_router, leaderboard_router,
+                   scoring_router):
+        app.include_router(router)
+    return app

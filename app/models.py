@@ -1,0 +1,19 @@
+"""Every table, imported in one place so Alembic and tests see the whole schema."""
+
+from app.attempt.models import Attempt, Trial
+from app.auth.models import ApiKey
+from app.challenge.models import Challenge
+from app.leaderboard.models import LeaderboardEntry
+from app.scoring.models import ScorerPlugin
+from app.tenant.models import Participant, Tenant
+
+__all__ = [
+    "ApiKey",
+    "Attempt",
+    "Challenge",
+    "LeaderboardEntry",
+    "Participant",
+    "ScorerPlugin",
+    "Tenant",
+    "Trial",
+]

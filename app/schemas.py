@@ -1,0 +1,28 @@
+"""Schema building blocks shared by every domain."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+Slug = Annotated[
+    str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$", max_length=64)
+]
+Handle = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True, pattern=r"^[A-Za-z0-9_.-]{1,64}$", min_length=1, max_length=64
+    ),
+]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+
+class InputSchema(BaseModel):
+    """Request bodies refuse unknown fields, so a typo is an error rather than silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class OutputSchema(BaseModel):
+    model_config = ConfigDict(from_attributes=True)

@@ -1,0 +1,16 @@
+"""SQL for the scorer registry (platform-wide, not tenant-owned)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.scoring.models import ScorerPlugin
+
+
+def get_plugin(session: Session, plugin_id: str) -> ScorerPlugin | None:
+    return session.get(ScorerPlugin, plugin_id)
+
+
+def list_plugins(session: Session) -> list[ScorerPlugin]:
+    return list(session.scalars(select(ScorerPlugin).order_by(ScorerPlugin.plugin_id)))

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Response, status
+
+from app.deps import PlatformAdmin, PrincipalDep, SessionDep
+from app.scoring import registry
+from app.scoring.repository import list_plugins
+from app.scoring.schemas import (
+    InstalledScorer,
+    InstalledScorerList,
+    ScorerCreate,
+    ScorerList,
+    ScorerRead,
+    ScorerUpdate,
+)
+
+router = APIRouter(prefix="/v1/scorers", tags=["scorers"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+def post_scorer(body: ScorerCreate, session: SessionDep, _: PlatformAdmin) -> ScorerRead:
+    """Register a scorer plugin (platform admin). The entrypoint is loaded in the sandbox."""
+    plugin = registry.register(session, body)
+    session.commit()
+    return ScorerRead.model_validate(plugin)
+
+
+@router.get("")
+def get_scorers(session: SessionDep, _: PrincipalDep) -> ScorerList:
+    """Registered scorers (any authenticated caller, so tenant admins can pick one)."""
+    return ScorerList(items=[ScorerRead.model_validate(p) for p in list_plugins(session)])
+
+
+@router.get("/installed")
+def get_installed_scorers(session: SessionDep, _: PlatformAdmin) -> InstalledScorerList:
+    """Scorers declared by installed packages (entry-point group `gauntlet.scorers`)."""
+    registered = {p.plugin_id for p in list_plugins(session)}
+    return InstalledScorerList(
+        items=[
+            InstalledScorer(name=name, entrypoint=value, registered=name in registered)
+            for name, value in sorted(registry.installed_entry_points().items())
+        ]
+    )
+
+
+@router.get("/{plugin_id}")
+def get_scorer(plugin_id: str, session: SessionDep, _: PrincipalDep) -> ScorerRead:
+    return ScorerRead.model_validate(registry.get(session, plugin_id))
+
+
+@router.patch("/{plugin_id}")
+def patch_scorer(
+    plugin_id: str, body: ScorerUpdate, session: SessionDep, _: PlatformAdmin
+) -> ScorerRead:
+    """Change a scorer's description, defaults, schema, or disable it (platform admin)."""
+    plugin = registry.update(session, plugin_id, body)
+    session.commit()
+    return ScorerRead.model_validate(plugin)
+
+
+@router.delete("/{plugin_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_scorer(plugin_id: str, session: SessionDep, _: PlatformAdmin) -> Response:
+    """Remove a scorer no challenge uses; one in use must be disabled instead."""
+    registry.delete(session, plugin_id)
+    session.commit()
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

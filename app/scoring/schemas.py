@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from app.schemas import InputSchema, OutputSchema
+
+PLUGIN_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,100}$"
+ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class ScorerCreate(InputSchema):
+    plugin_id: str = Field(pattern=PLUGIN_ID_PATTERN)
+    entrypoint: str | None = Field(
+        default=None,
+        pattern=ENTRYPOINT_PATTERN,
+        description="'module.path:ClassName'. Omit it to register an installed entry point "
+        "of the group 'gauntlet.scorers' by its name.",
+    )
+    description: str = Field(default="", max_length=5000)
+    default_config: dict[str, Any] = Field(default_factory=dict)
+    config_schema: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScorerUpdate(InputSchema):
+    description: str | None = Field(default=None, max_length=5000)
+    default_config: dict[str, Any] | None = None
+    config_schema: dict[str, Any] | None = None
+    enabled: bool | None = None
+
+
+class ScorerRead(OutputSchema):
+    plugin_id: str
+    entrypoint: str
+    description: str
+    default_config: dict[str, Any]
+    config_schema: dict[str, Any]
+    enabled: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class ScorerList(OutputSchema):
+    items: list[ScorerRead]
+
+
+class InstalledScorer(OutputSchema):
+    name: str
+    entrypoint: str
+    registered: bool
+
+
+class InstalledScorerList(OutputSchema):
+    items: list[InstalledScorer]

@@ -1,0 +1,84 @@
+"""SQL for tenants and participants. Participant queries are always scoped to one tenant."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.tenant.models import Participant, Tenant
+
+
+def get_tenant(session: Session, tenant_id: uuid.UUID) -> Tenant | None:
+    return session.get(Tenant, tenant_id)
+
+
+def get_tenant_by_slug(session: Session, slug: str) -> Tenant | None:
+    return session.scalar(select(Tenant).where(Tenant.slug == slug))
+
+
+def list_tenants(session: Session, limit: int, offset: int) -> tuple[list[Tenant], int]:
+    rows = session.scalars(select(Tenant).order_by(Tenant.created_at, Tenant.id).limit(limit)
+                           .offset(offset))
+    total = session.scalar(select(func.count()).select_from(Tenant)) or 0
+    return list(rows), total
+
+
+class ParticipantRepository:
+    def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def get(self, participant_id: uuid.UUID) -> Participant | None:
+        return self.session.scalar(
+            select(Participant).where(
+                Participant.tenant_id == self.tenant_id, Participant.id == participant_id
+            )
+        )
+
+    def get_by_handle(self, handle: str) -> Participant | None:
+        return self.session.scalar(
+            select(Participant).where(
+                Participant.tenant_id == self.tenant_id, Participant.handle == handle
+            )
+        )
+
+    def get_or_create(self, handle: str) -> Participant:
+        """Participants are created on first use; two racing first uses end with one row."""
+        existing = self.get_by_handle(handle)
+        if existing is not None:
+            return existing
+        participant = Participant(
+            id=uuid.uuid4(), tenant_id=self.tenant_id, handle=handle, created_at=utcnow()
+        )
+        try:
+            with self.session.begin_nested():
+                self.session.add(participant)
+        except IntegrityError:
+            found = self.get_by_handle(handle)
+            if found is None:
+                raise
+            return found
+        return participant
+
+    def list(self, limit: int, offset: int) -> tuple[list[Participant], int]:
+        scoped = Participant.tenant_id == self.tenant_id
+        rows = self.session.scalars(
+            select(Participant).where(scoped).order_by(Participant.handle).limit(limit)
+            .offset(offset)
+        )
+        total = self.session.scalar(select(func.count()).select_from(Participant).where(scoped))
+        return list(rows), total or 0
+
+    def handles(self, participant_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+        if not participant_ids:
+            return {}
+        rows = self.session.execute(
+            select(Participant.id, Participant.handle).where(
+                Participant.tenant_id == self.tenant_id, Participant.id.in_(participant_ids)
+            )
+        )
+        return {row.id: row.handle for row in rows}

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+
+from app.auth.service import create_api_key, list_api_keys, revoke_api_key
+from app.deps import PlatformAdmin, SessionDep, TenantAdmin, TenantMember, tenant_of
+from app.errors import NotFound
+from app.tenant import repository
+from app.tenant.schemas import (
+    ApiKeyCreate,
+    ApiKeyCreated,
+    ApiKeyList,
+    ApiKeyRead,
+    ParticipantList,
+    ParticipantRead,
+    TenantCreate,
+    TenantCreated,
+    TenantList,
+    TenantRead,
+)
+from app.tenant.service import create_tenant
+
+router = APIRouter(prefix="/v1")
+
+Limit = Annotated[int, Query(ge=1, le=200)]
+Offset = Annotated[int, Query(ge=0, le=10_000_000)]
+
+
+@router.post("/tenants", status_code=status.HTTP_201_CREATED, tags=["tenants"])
+def post_tenant(body: TenantCreate, session: SessionDep, _: PlatformAdmin) -> TenantCreated:
+    """Create a tenant and its first admin API key (platform admin)."""
+    tenant, _key_row, key = create_tenant(session, body.slug, body.name)
+    session.commit()
+    return TenantCreated(
+        id=tenant.id, slug=tenant.slug, name=tenant.name, created_at=tenant.created_at, api_key=key
+    )
+
+
+@router.get("/tenants", tags=["tenants"])
+def get_tenants(
+    session: SessionDep, _: PlatformAdmin, limit: Limit = 50, offset: Offset = 0
+) -> TenantList:
+    """List tenants (platform admin)."""
+    rows, total = repository.list_tenants(session, limit, offset)
+    return TenantList(items=[TenantRead.model_validate(t) for t in rows], total=total)
+
+
+@router.get("/tenants/{tenant_id}", tags=["tenants"])
+def get_tenant(tenant_id: uuid.UUID, session: SessionDep, _: PlatformAdmin) -> TenantRead:
+    tenant = repository.get_tenant(session, tenant_id)
+    if tenant is None:
+        raise NotFound("tenant not found")
+    return TenantRead.model_validate(tenant)
+
+
+@router.get("/tenant", tags=["tenants"])
+def get_own_tenant(session: SessionDep, principal: TenantMember) -> TenantRead:
+    """The tenant of the calling key."""
+    tenant = repository.get_tenant(session, tenant_of(principal))
+    if tenant is None:
+        raise NotFound("tenant not found")
+    return TenantRead.model_validate(tenant)
+
+
+@router.post("/api-keys", status_code=status.HTTP_201_CREATED, tags=["api keys"])
+def post_api_key(body: ApiKeyCreate, session: SessionDep, principal: TenantAdmin) -> ApiKeyCreated:
+    """Create an API key of the caller's tenant (tenant admin). The key is shown once."""
+    row, key = create_api_key(session, tenant_of(principal), body.name, body.role)
+    session.commit()
+    return ApiKeyCreated(**ApiKeyRead.model_validate(row).model_dump(), key=key)
+
+
+@router.get("/api-keys", tags=["api keys"])
+def get_api_keys(session: SessionDep, principal: TenantAdmin) -> ApiKeyList:
+    rows = list_api_keys(session, tenant_of(principal))
+    return ApiKeyList(items=[ApiKeyRead.model_validate(r) for r in rows])
+
+
+@router.delete("/api-keys/{key_id}", tags=["api keys"])
+def delete_api_key(key_id: uuid.UUID, session: SessionDep, principal: TenantAdmin) -> ApiKeyRead:
+    """Revoke a key: it stops working at once; the row stays for the record."""
+    row = revoke_api_key(session, tenant_of(principal), key_id)
+    session.commit()
+    return ApiKeyRead.model_validate(row)
+
+
+@router.get("/participants", tags=["participants"])
+def get_participants(
+    session: SessionDep, principal: TenantMember, limit: Limit = 50, offset: Offset = 0
+) -> ParticipantList:
+    repo = repository.ParticipantRepository(session, tenant_of(principal))
+    rows, total = repo.list(limit, offset)
+    return ParticipantList(items=[ParticipantRead.model_validate(p) for p in rows], total=total)
+
+
+@router.get("/participants/{participant_id}", tags=["participants"])
+def get_participant(
+    participant_id: uuid.UUID, session: SessionDep, principal: TenantMember
+) -> ParticipantRead:
+    participant = repository.ParticipantRepository(session, tenant_of(principal)).get(
+        participant_id
+    )
+    if participant is None:
+        raise NotFound("participant not found")
+    return ParticipantRead.model_validate(participant)

@@ -1,0 +1,1 @@
+"""Scorer plugins: one module each, loaded by entrypoint inside the scorer sandbox."""

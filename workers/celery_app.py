@@ -1,0 +1,62 @@
+"""The Celery application: broker, queues, task defaults and the periodic sweep.
+
+Production uses Redis. The embedded mode (`make run`) uses kombu's filesystem transport in the
+data dir, so attempts still run off the request path in a separate worker process with no
+Redis to install.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+from app.config import get_settings
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def make_celery() -> Celery:
+    settings = get_settings()
+    app = Celery("gauntlet", include=["app.attempt.tasks"])
+    broker_url = settings.resolved_broker_url
+    transport_options: dict[str, object] = {}
+    if broker_url.startswith("filesystem"):
+        folder = settings.broker_folder
+        folder.mkdir(parents=True, exist_ok=True)
+        transport_options = {
+            "data_folder_in": str(folder),
+            "data_folder_out": str(folder),
+            "polling_interval": 0.05,
+        }
+    else:
+        # A message not acknowledged this long is handed to another worker. It must outlast the
+        # longest attempt, or a healthy long attempt would be delivered twice (the lease would
+        # make the second delivery a no-op, but it would still be wasted work).
+        transport_options = {"visibility_timeout": settings.attempt_time_limit_seconds + 120}
+    app.conf.update(
+        broker_url=broker_url,
+        broker_transport_options=transport_options,
+        broker_connection_retry_on_startup=True,
+        task_ignore_result=True,
+        result_backend=None,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_default_queue="attempts",
+        task_serializer="json",
+        accept_content=["json"],
+        worker_hijack_root_logger=False,
+        beat_schedule={
+            "sweep-attempts": {
+                "task": "gauntlet.sweep_attempts",
+                "schedule": settings.sweep_interval_seconds,
+                "options": {"queue": "attempts", "expires": settings.sweep_interval_seconds},
+            }
+        },
+        beat_schedule_filename=str((settings.data_dir / "celerybeat-schedule").resolve()),
+    )
+    return app
+
+
+celery_app = make_celery()
