@@ -16,6 +16,7 @@ is why only modules under the allowed prefixes may be loaded at all.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import json
 import math
@@ -46,6 +47,7 @@ _START_ATTEMPTS = 3
 # at least half the budget and a CPU-limit kill always points at the scorer that caused it.
 _CPU_RETIRE_SHARE = 0.5
 _MAX_REPR_CHARS = 80
+_MIN_MEMORY_BYTES = 64 * 2**20
 
 
 @dataclass
@@ -233,10 +235,8 @@ class _Child:
 
     def kill_group(self) -> None:
         # The child leads its own session, so this also reaches processes a plugin started.
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 class ScorerSandbox:
@@ -255,6 +255,12 @@ class ScorerSandbox:
     ) -> None:
         if pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, got {pool_size}")
+        if memory_bytes < _MIN_MEMORY_BYTES:
+            # Below this an interpreter starts but cannot even map a C extension, so every call
+            # would fail with a baffling ImportError.
+            raise ValueError(
+                f"memory_bytes must be at least {_MIN_MEMORY_BYTES} (64 MiB), got {memory_bytes}"
+            )
         if cpu_seconds < 1:
             raise ValueError(f"cpu_seconds must be at least 1, got {cpu_seconds}")
         if max_calls_per_child < 1:

@@ -31,9 +31,9 @@ MAX_ERROR_CHARS = 500
 def _json_default(value: object) -> object:
     # Scorers often compute with numpy; its integer and float scalars are numbers to us.
     if hasattr(value, "__index__"):
-        return operator.index(value)  # type: ignore[arg-type]
+        return operator.index(value)
     if hasattr(value, "__float__"):
-        return float(value)  # type: ignore[arg-type]
+        return float(value)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
@@ -158,9 +158,7 @@ class _Child:
         try:
             module = importlib.import_module(module_name)
         except (Exception, SystemExit) as exc:
-            raise _LoadError(
-                f"cannot import {module_name!r}: {describe_exception(exc)}"
-            ) from None
+            raise _LoadError(f"cannot import {module_name!r}: {describe_exception(exc)}") from None
         scorer_class = getattr(module, class_name, None)
         if not isinstance(scorer_class, type):
             raise _LoadError(f"{module_name!r} has no class {class_name!r}")
@@ -189,7 +187,12 @@ class _Child:
             # After a MemoryError or a blown stack the heap may be fragmented or half-updated:
             # answer, then let the parent replace this process.
             retire = isinstance(exc, MemoryError | RecursionError)
-            return {"ok": False, "kind": "raised", "error": describe_exception(exc), "retire": retire}
+            return {
+                "ok": False,
+                "kind": "raised",
+                "error": describe_exception(exc),
+                "retire": retire,
+            }
         return {"ok": True, "result": result}
 
 

@@ -10,6 +10,13 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from app.evaluation.engine import AttemptTotals, attempt_totals, run_trials
+from app.evaluation.feedback import (
+    COMPACT_LIMIT_CHARS,
+    FEEDBACK_MODES,
+    TRUNCATION_MARKER,
+    render_feedback,
+    validate_feedback_mode,
+)
 from app.evaluation.llm import LLMClient
 from app.evaluation.types import (
     ActorSection,
@@ -21,6 +28,7 @@ from app.evaluation.types import (
     Metric,
     ModelSpec,
     TrialRecord,
+    VerifierResult,
 )
 from app.evaluation.verifiers import ContainsConfig, ContainsVerifier, RubricConfig, RubricVerifier
 
@@ -324,3 +332,37 @@ def test_attempt_totals_without_prices_or_ratings() -> None:
 
 def test_attempt_totals_of_no_trials() -> None:
     assert attempt_totals([]) == AttemptTotals(False, 0, 0, None, None, 0)
+
+
+# feedback modes
+
+
+def test_feedback_modes_render_only_public_parts() -> None:
+    result = VerifierResult(
+        success=False,
+        score=0.0,
+        raw_eval_output="matched 1 of 2 expected keywords",
+        details={"missing_keywords": ["SECRET"]},
+        feedback="Say more about the cause.",
+    )
+    assert render_feedback("binary", result) == "Incorrect."
+    assert render_feedback("raw", result) == "matched 1 of 2 expected keywords"
+    assert render_feedback("compact", result) == "matched 1 of 2 expected keywords"
+    assert render_feedback("judge", result) == "Say more about the cause."
+    assert all("SECRET" not in render_feedback(mode, result) for mode in FEEDBACK_MODES)
+
+
+def test_compact_feedback_is_bounded_and_marked() -> None:
+    result = VerifierResult(success=False, score=0.0, raw_eval_output="é" * 1000)
+    text = render_feedback("compact", result)
+    assert text == "é" * COMPACT_LIMIT_CHARS + TRUNCATION_MARKER
+
+
+def test_judge_feedback_falls_back_to_the_raw_output() -> None:
+    result = VerifierResult(success=False, score=0.0, raw_eval_output="rating 3/10", feedback=" ")
+    assert render_feedback("judge", result) == "rating 3/10"
+
+
+def test_unknown_feedback_mode_is_rejected_naming_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="binary, compact, judge, raw"):
+        validate_feedback_mode("critic")

@@ -245,7 +245,10 @@ def _error_with_headers(headers: dict[str, str]) -> Exception:
     response = httpx.Response(
         429, headers=headers, request=httpx.Request("POST", "http://127.0.0.1/v1")
     )
-    return litellm.RateLimitError("slow down", llm_provider="openai", model="m", response=response)
+    error: Exception = litellm.RateLimitError(
+        "slow down", llm_provider="openai", model="m", response=response
+    )
+    return error
 
 
 def test_retry_after_reads_seconds_milliseconds_and_http_dates() -> None:

@@ -1,0 +1,225 @@
+"""Deliberately misbehaving scorers, for the sandbox's tests, its benchmark and its docs.
+
+Each class shows one way a plugin can go wrong and what the sandbox makes of it (see
+workers/sandbox.py): the attempt keeps `score = null` and the reason is recorded. They live under
+`scorers.` because the sandbox only loads modules under its allowed prefixes.
+
+Never register these for a real challenge.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from scorers.protocol import AttemptMetrics, ScoringContext, ScoringResult
+
+
+def _write_pid(config: dict[str, Any]) -> None:
+    """Lets a test find the process afterwards and prove it was killed."""
+    pid_file = config.get("pid_file")
+    if pid_file:
+        Path(pid_file).write_text(str(os.getpid()))
+
+
+class RaisingScorer:
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        raise ValueError(config.get("message", "this scorer always fails"))
+
+
+class HangingScorer:
+    """Spins on the CPU: only a kill stops it."""
+
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        _write_pid(config)
+        while True:
+            pass
+
+
+class SleepingScorer:
+    """Blocks without using CPU, so the CPU limit never fires: only the timeout stops it."""
+
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        _write_pid(config)
+        time.sleep(float(config.get("seconds", 3600)))
+        return {"score": 1.0, "details": None}
+
+
+class CrashingScorer:
+    """Kills its own process: a segfault by default, or SIGABRT with config {"how": "abort"}."""
+
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        if config.get("how") == "abort":
+            os.abort()
+        ctypes.string_at(0)
+        raise AssertionError("reading address 0 should have crashed the process")
+
+
+class ExitingScorer:
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        sys.exit(3)
+
+
+class HugeOutputScorer:
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        return {"score": 1.0, "details": {"blob": "x" * int(config.get("size", 10_000_000))}}
+
+
+class NaNScorer:
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        return {"score": float("nan"), "details": None}
+
+
+class InfScorer:
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        return {"score": float("inf"), "details": None}
+
+
+class StringScorer:
+    def score(self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext) -> Any:
+        return {"score": "high", "details": None}
+
+
+class BoolScorer:
+    def score(self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext) -> Any:
+        return {"score": True, "details": None}
+
+
+class MissingKeyScorer:
+    def score(self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext) -> Any:
+        return {"details": {"note": "forgot the score"}}
+
+
+class NotADictScorer:
+    def score(self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext) -> Any:
+        return [1.0, 2.0]
+
+
+class NotSerializableScorer:
+    def score(self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext) -> Any:
+        return {"score": 1.0, "details": {"when": object()}}
+
+
+class DetailsNotADictScorer:
+    def score(self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext) -> Any:
+        return {"score": 2.5, "details": ["not", "a", "dict"]}
+
+
+class NegativeScorer:
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        return {"score": float(config.get("score", -5.0)), "details": {"note": "below zero"}}
+
+
+class MemoryHogScorer:
+    """Asks for more memory than RLIMIT_AS allows (1 GiB by default, against 512 MiB).
+
+    A bytearray is zero-filled by calloc, so without the limit the pages would not even be
+    touched: a MemoryError here is the address-space limit at work, not a full machine."""
+
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        hog = bytearray(int(config.get("bytes", 2**30)))
+        return {"score": float(len(hog)), "details": None}
+
+
+class PrintingScorer:
+    """Writes to stdout and stderr, which must not corrupt the sandbox's pipes."""
+
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        for _ in range(1000):
+            print("noise " * 50)
+            print("more noise " * 50, file=sys.stderr)
+        return {"score": 7.0, "details": None}
+
+
+class FileWritingScorer:
+    """Writes config["bytes"] bytes to config["path"], to show RLIMIT_FSIZE at work."""
+
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        Path(config["path"]).write_bytes(b"x" * int(config["bytes"]))
+        return {"score": 1.0, "details": None}
+
+
+class EnvSnoopScorer:
+    """Reports the names of the environment variables a plugin can see."""
+
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        return {"score": 1.0, "details": {"env": sorted(os.environ)}}
+
+
+class LimitsScorer:
+    """Reports the resource limits a plugin runs under, as [soft, hard] pairs."""
+
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        names = {
+            "as": resource.RLIMIT_AS,
+            "cpu": resource.RLIMIT_CPU,
+            "core": resource.RLIMIT_CORE,
+            "fsize": resource.RLIMIT_FSIZE,
+        }
+        return {
+            "score": 1.0,
+            "details": {name: list(resource.getrlimit(kind)) for name, kind in names.items()},
+        }
+
+
+class EchoScorer:
+    """Well behaved: returns what it was given and its process id, so tests can see how metrics,
+    config and context arrive and which process served them."""
+
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        return {
+            "score": float(config.get("score", 1.0)),
+            "details": {
+                "metrics": metrics.to_dict(),
+                "config": config,
+                "ctx": {
+                    "tenant_id": ctx.tenant_id,
+                    "challenge_id": ctx.challenge_id,
+                    "participant_id": ctx.participant_id,
+                    "timeout_ms": ctx.timeout_ms,
+                },
+                "pid": os.getpid(),
+            },
+        }
+
+
+class NoScoreMethod:
+    """Has no `score`: check() must refuse it."""
+
+    def rate(self) -> float:
+        return 1.0

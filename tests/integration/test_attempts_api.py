@@ -1,0 +1,138 @@
+"""Submission rules over HTTP: idempotency, limits, open/closed windows and bad input."""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tests.conftest import Api, Worker
+
+pytestmark = pytest.mark.integration
+
+
+def test_idempotency_key_returns_the_same_attempt(api: Api, tenant: dict[str, Any]) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    headers = {"Idempotency-Key": f"k-{uuid.uuid4()}"}
+    first = api.submit(key, challenge["id"], "PWNED", "alice", headers=headers)
+    again = api.submit(key, challenge["id"], "PWNED", "alice", headers=headers)
+    assert first.status_code == 202 and again.status_code == 202
+    assert again.json()["id"] == first.json()["id"]
+    assert again.headers["Idempotent-Replayed"] == "true"
+    # The same key for a different request is refused rather than silently answered.
+    other = api.submit(key, challenge["id"], "something else", "alice", headers=headers)
+    assert other.status_code == 409
+    assert "Idempotency-Key" in other.json()["error"]["message"]
+    listed = api.request("GET", f"/v1/challenges/{challenge['id']}/attempts", key).json()
+    assert listed["total"] == 1
+
+
+def test_concurrent_retries_with_one_key_make_one_attempt(api: Api, tenant: dict[str, Any]) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    headers = {"Idempotency-Key": f"k-{uuid.uuid4()}"}
+    with ThreadPoolExecutor(8) as pool:
+        responses = list(
+            pool.map(lambda _: api.submit(key, challenge["id"], "PWNED", "zed", headers=headers),
+                     range(8))
+        )
+    assert {r.status_code for r in responses} == {202}
+    assert len({r.json()["id"] for r in responses}) == 1
+    listed = api.request("GET", f"/v1/challenges/{challenge['id']}/attempts", key).json()
+    assert listed["total"] == 1
+
+
+def test_total_and_daily_limits(api: Api, worker: Worker, tenant: dict[str, Any]) -> None:
+    key = tenant["api_key"]
+    total = api.create_challenge(key, limits={"max_attempts_total": 2})
+    for _ in range(2):
+        assert api.submit(key, total["id"], "PWNED", "amy").status_code == 202
+    refused = api.submit(key, total["id"], "PWNED", "amy")
+    assert refused.status_code == 409
+    assert "attempt limit reached" in refused.json()["error"]["message"]
+    # The limit is per participant.
+    assert api.submit(key, total["id"], "PWNED", "ben").status_code == 202
+
+    daily = api.create_challenge(key, limits={"max_attempts_per_day": 1})
+    assert api.submit(key, daily["id"], "PWNED", "amy").status_code == 202
+    refused = api.submit(key, daily["id"], "PWNED", "amy")
+    assert refused.status_code == 429
+    assert "daily attempt limit" in refused.json()["error"]["message"]
+    assert int(refused.headers["Retry-After"]) > 0
+
+
+def test_upcoming_and_closed_challenges_refuse_attempts(api: Api, tenant: dict[str, Any]) -> None:
+    key = tenant["api_key"]
+    now = datetime.now(UTC)
+    upcoming = api.create_challenge(key, opens_at=(now + timedelta(days=1)).isoformat())
+    closed = api.create_challenge(
+        key, opens_at=(now - timedelta(days=2)).isoformat(),
+        closes_at=(now - timedelta(days=1)).isoformat(),
+    )
+    assert upcoming["status"] == "upcoming" and closed["status"] == "closed"
+    response = api.submit(key, upcoming["id"], "PWNED", "amy")
+    assert response.status_code == 409 and "opens at" in response.json()["error"]["message"]
+    response = api.submit(key, closed["id"], "PWNED", "amy")
+    assert response.status_code == 409 and "closed at" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"prompt": 42, "participant": "amy"}, "prompt"),
+        ({"prompt": "", "participant": "amy"}, "prompt"),
+        ({"prompt": "   ", "participant": "amy"}, "prompt"),
+        ({"prompt": "a\x00b", "participant": "amy"}, "prompt"),
+        ({"prompt": "hi", "participant": "amy", "extra": 1}, "extra"),
+        ({"prompt": "hi", "participant": "has space"}, "participant"),
+        ({"prompt": "hi", "participant": "x" * 65}, "participant"),
+        ({"prompt": "hi"}, "participant"),
+        ({"prompt": ["PWNED"], "participant": "amy"}, "prompt"),
+    ],
+)
+def test_bad_attempt_bodies_are_refused_naming_the_field(
+    api: Api, tenant: dict[str, Any], body: dict[str, Any], field: str
+) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    response = api.request("POST", f"/v1/challenges/{challenge['id']}/attempts", key, json=body)
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["code"] == "validation_error"
+    assert field in error["message"]
+
+
+def test_oversize_prompts_and_bodies(api: Api, tenant: dict[str, Any]) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key, limits={"max_prompt_chars": 10})
+    response = api.submit(key, challenge["id"], "x" * 11, "amy")
+    assert response.status_code == 422
+    assert "at most 10" in response.json()["error"]["message"]
+    # Characters, not bytes: ten emoji fit a ten-character limit.
+    assert api.submit(key, challenge["id"], "🙂" * 10, "amy").status_code == 202
+    huge = api.submit(key, challenge["id"], "x" * 2_000_000, "amy")
+    assert huge.status_code == 413
+    not_json = api.request(
+        "POST", f"/v1/challenges/{challenge['id']}/attempts", key, content=b"{nope",
+        headers={"Content-Type": "application/json"},
+    )
+    assert not_json.status_code == 422
+
+
+def test_unicode_prompts_round_trip(api: Api, worker: Worker, tenant: dict[str, Any]) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    prompt = "Ünïcödé 漢字 \u202e PWNED 👾 {prompt} {0} %s"
+    response = api.submit(key, challenge["id"], prompt, "émilie")
+    assert response.status_code == 422  # handles are ASCII-safe identifiers
+    response = api.submit(key, challenge["id"], prompt, "emilie")
+    assert response.status_code == 202
+    result = api.wait_finished(key, response.json()["id"])
+    assert result["status"] == "completed"
+    assert result["prompt"] == prompt
+    assert result["trials"][0]["actor"]["output"] == prompt  # braces stay literal
+    assert result["metrics"]["succeeded"] is True

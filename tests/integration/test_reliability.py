@@ -1,0 +1,168 @@
+"""Faults a real deployment meets: providers that fail, workers that die, tasks sent twice."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from tests.conftest import Api, Worker
+from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(default=Behaviour.ok("PWNED")) as server:
+        yield server
+
+
+def _fake_target(server: FakeOpenAIServer) -> dict[str, Any]:
+    return {"model": "openai/fake-model", "api_base": server.base_url, "system_prompt": "Be terse."}
+
+
+def test_transient_provider_errors_are_retried(
+    api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
+) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key, target=_fake_target(provider))
+    provider.enqueue(Behaviour.rate_limited(retry_after=0.2), Behaviour.server_error(),
+                     Behaviour.garbage(), Behaviour.ok("PWNED"))
+    attempt = api.submit(key, challenge["id"], "say it", "amy").json()
+    result = api.wait_finished(key, attempt["id"])
+    assert result["status"] == "completed", result
+    assert provider.request_count == 4
+    actor = result["trials"][0]["actor"]
+    assert (actor["input_tokens"], actor["cached_tokens"], actor["thinking_tokens"],
+            actor["output_tokens"]) == (11, 3, 2, 7)
+    assert result["metrics"]["tokens_total"] == 18
+    # The request litellm sent carried the hidden system prompt, the participant's prompt last.
+    sent = provider.requests[-1]["messages"]
+    assert sent[0] == {"role": "system", "content": "Be terse."}
+    assert sent[-1]["content"] == "say it"
+
+
+def test_spent_retry_budget_ends_in_error_that_does_not_count(
+    api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
+) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(
+        key, target=_fake_target(provider), limits={"max_attempts_total": 1}
+    )
+    provider.default = Behaviour.server_error()
+    attempt = api.submit(key, challenge["id"], "say it", "amy").json()
+    result = api.wait_finished(key, attempt["id"])
+    assert result["status"] == "error"
+    assert "4 tries" in result["error"] and "openai/fake-model" in result["error"]
+    assert result["metrics"] is None
+    assert provider.request_count == 4
+    # An infrastructure error does not use up the participant's attempts.
+    provider.default = Behaviour.ok("PWNED")
+    retry = api.submit(key, challenge["id"], "say it", "amy")
+    assert retry.status_code == 202
+    assert api.wait_finished(key, retry.json()["id"])["status"] == "completed"
+    board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
+    assert board["total"] == 1
+
+
+def test_garbage_answers_until_the_budget_is_spent(
+    api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
+) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key, target=_fake_target(provider))
+    provider.default = Behaviour.garbage()
+    attempt = api.submit(key, challenge["id"], "say it", "amy").json()
+    result = api.wait_finished(key, attempt["id"])
+    assert result["status"] == "error" and result["error"]
+
+
+def test_worker_killed_mid_attempt_is_finished_by_another(
+    api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
+) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(
+        key, target=_fake_target(provider), evaluation={"metric": "seq@k", "k": 3}
+    )
+    # Trial 1 fails fast; trial 2 hangs until the worker is killed; the next call succeeds.
+    provider.enqueue(Behaviour.ok("nope"), Behaviour.slow(30, "nope"))
+    attempt = api.submit(key, challenge["id"], "say it", "amy").json()
+    deadline = time.monotonic() + 30
+    while provider.request_count < 2:
+        assert time.monotonic() < deadline, "the worker never reached trial 2"
+        time.sleep(0.02)
+    worker.kill()
+    assert api.request("GET", f"/v1/attempts/{attempt['id']}", key).json()["status"] == "running"
+    worker.start()
+    result = api.wait_finished(key, attempt["id"], timeout=60)
+    assert result["status"] == "completed", result
+    assert [t["index"] for t in result["trials"]] == [1, 2]
+    assert [t["actor"]["output"] for t in result["trials"]] == ["nope", "PWNED"]
+    assert result["trials"][0]["critic"]["feedback"]
+    # Trial 1 was not called again: 1 (trial 1) + 1 (killed) + 1 (trial 2 on the new worker).
+    assert provider.request_count == 3
+    assert result["metrics"]["succeeded"] is True
+    board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
+    assert board["total"] == 1
+
+
+def test_redelivered_tasks_add_no_trials_and_move_no_leaderboard(
+    api: Api, worker: Worker, tenant: dict[str, Any], stack: Any
+) -> None:
+    from app.attempt.dispatch import enqueue_attempts
+    from app.attempt.models import Attempt, Trial
+    from app.db import session_scope
+    from app.leaderboard.models import LeaderboardEntry
+
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key, evaluation={"metric": "pass@k", "k": 3})
+    attempt = api.submit(key, challenge["id"], "PWNED", "amy").json()
+    attempt_id = uuid.UUID(attempt["id"])
+    # The same task three more times, at once and after the attempt finished.
+    enqueue_attempts([attempt_id, attempt_id])
+    first = api.wait_finished(key, attempt["id"])
+    enqueue_attempts([attempt_id])
+    time.sleep(1.0)
+    again = api.wait_finished(key, attempt["id"])
+    assert first["finished_at"] == again["finished_at"]
+    with session_scope() as session:
+        trials = session.scalar(
+            select(func.count()).select_from(Trial).where(Trial.attempt_id == attempt_id)
+        )
+        row = session.get(Attempt, attempt_id)
+        entries = session.scalars(
+            select(LeaderboardEntry).where(LeaderboardEntry.challenge_id == row.challenge_id)
+        ).all()
+    assert trials == 3
+    assert row is not None and row.run_count == 1
+    assert len(entries) == 1 and entries[0].attempt_id == attempt_id
+
+
+def test_sweep_sends_attempts_the_broker_never_delivered(
+    api: Api, worker: Worker, tenant: dict[str, Any], stack: Any
+) -> None:
+    """An attempt whose task was lost (broker down at submit) is still run."""
+    from datetime import timedelta
+
+    from app.attempt.models import Attempt
+    from app.db import session_scope, utcnow
+    from app.tenant.repository import ParticipantRepository
+
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    with session_scope() as session:
+        participant = ParticipantRepository(session, uuid.UUID(tenant["id"])).get_or_create("lost")
+        created = utcnow() - timedelta(seconds=30)
+        lost = Attempt(
+            id=uuid.uuid4(), tenant_id=uuid.UUID(tenant["id"]),
+            challenge_id=uuid.UUID(challenge["id"]), participant_id=participant.id,
+            status="queued", prompt="PWNED", created_at=created,
+            created_at_ms=int(created.timestamp() * 1000), enqueued_at=created, run_count=0,
+        )
+        session.add(lost)
+    result = api.wait_finished(key, str(lost.id), timeout=30)
+    assert result["status"] == "completed"
