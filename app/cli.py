@@ -34,8 +34,13 @@ def serve(host: str, port: int, workers: int) -> None:
     import uvicorn
 
     uvicorn.run(
-        "app.main:create_app", factory=True, host=host, port=port, workers=workers,
-        log_level="info", access_log=False,
+        "app.main:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        access_log=False,
     )
 
 

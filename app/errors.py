@@ -6,6 +6,7 @@ render them, FastAPI's validation errors and anything unexpected in that one sha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -45,7 +46,7 @@ class ValidationFailed(AppError):
     code = "validation_error"
 
     @classmethod
-    def at(cls, path: list[str | int], message: str) -> ValidationFailed:
+    def at(cls, path: Sequence[str | int], message: str) -> ValidationFailed:
         """A 422 naming the field path, in the same form as request validation errors."""
         return cls(
             f"{'.'.join(str(p) for p in path)}: {message}",

@@ -85,9 +85,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error", exc_info=exc)
-        return JSONResponse(
-            error_body("internal_error", "internal server error"), status_code=500
-        )
+        return JSONResponse(error_body("internal_error", "internal server error"), status_code=500)
 
 
 @asynccontextmanager
@@ -136,7 +134,12 @@ def create_app() -> FastAPI:
             )
         return JSONResponse({"status": "ok"})
 
-    for router in (tenant_router, challenge_router, attempt_router, leaderboard_router,
-                   scoring_router):
+    for router in (
+        tenant_router,
+        challenge_router,
+        attempt_router,
+        leaderboard_router,
+        scoring_router,
+    ):
         app.include_router(router)
     return app

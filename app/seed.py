@@ -51,5 +51,7 @@ def seed_demo(session: Session, settings: Settings) -> DemoInfo:
     key = key_file.read_text().strip()
     challenge = ChallengeRepository(session, tenant.id).get_by_slug(DEMO_CHALLENGE["slug"])  # type: ignore[arg-type]
     if challenge is None:
-        challenge = create_challenge(session, tenant.id, ChallengeCreate.model_validate(DEMO_CHALLENGE))
+        challenge = create_challenge(
+            session, tenant.id, ChallengeCreate.model_validate(DEMO_CHALLENGE)
+        )
     return DemoInfo(tenant_slug=tenant.slug, challenge_id=str(challenge.id), api_key=key)

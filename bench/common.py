@@ -139,8 +139,11 @@ def summary(values: Sequence[float], percentiles: Sequence[float] = (50, 90, 99)
         return "n=0"
     parts = [f"n={len(values)}"]
     parts += [f"p{p:g}={percentile(values, p):.2f}" for p in percentiles]
-    parts += [f"min={min(values):.2f}", f"max={max(values):.2f}",
-              f"mean={sum(values) / len(values):.2f}"]
+    parts += [
+        f"min={min(values):.2f}",
+        f"max={max(values):.2f}",
+        f"mean={sum(values) / len(values):.2f}",
+    ]
     return " ".join(parts) + " (ms)"
 
 
@@ -161,10 +164,18 @@ class ScratchDatabase:
 
 
 def migrate(database_url: str, env: dict[str, str] | None = None) -> None:
-    run_env = {**os.environ, **(env or {}), "GAUNTLET_DATABASE_URL": database_url,
-               "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    run_env = {
+        **os.environ,
+        **(env or {}),
+        "GAUNTLET_DATABASE_URL": database_url,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
     result = subprocess.run(
-        [gauntlet_bin(), "migrate"], env=run_env, cwd=ROOT, capture_output=True, text=True,
+        [gauntlet_bin(), "migrate"],
+        env=run_env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
         timeout=120,
     )
     if result.returncode != 0:
@@ -202,8 +213,12 @@ def flush_broker(url: str = REDIS_URL) -> None:
         client.close()
 
 
-def service_env(database: ScratchDatabase, data_dir: str, broker_url: str = REDIS_URL,
-                extra: dict[str, str] | None = None) -> dict[str, str]:
+def service_env(
+    database: ScratchDatabase,
+    data_dir: str,
+    broker_url: str = REDIS_URL,
+    extra: dict[str, str] | None = None,
+) -> dict[str, str]:
     env = {
         **os.environ,
         "GAUNTLET_MODE": "production",
@@ -248,7 +263,11 @@ class Process:
         log = self.log_path.open("ab")
         try:
             self.process = subprocess.Popen(
-                self.argv, env=self.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                self.argv,
+                env=self.env,
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         finally:
@@ -293,16 +312,30 @@ class Process:
             os.killpg(self.process.pid, signal.SIGKILL)
 
 
-def start_server(env: dict[str, str], log_dir: Path, port: int | None = None, workers: int = 1,
-                 timeout: float = 60) -> tuple[Process, str]:
+def start_server(
+    env: dict[str, str],
+    log_dir: Path,
+    port: int | None = None,
+    workers: int = 1,
+    timeout: float = 60,
+) -> tuple[Process, str]:
     import httpx
 
     port = port or free_port()
     server = Process(
         "serve",
-        [gauntlet_bin(), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers",
-         str(workers)],
-        env, log_dir / "serve.log",
+        [
+            gauntlet_bin(),
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+        ],
+        env,
+        log_dir / "serve.log",
     )
     server.start()
     base = f"http://127.0.0.1:{port}"
@@ -324,8 +357,14 @@ def start_server(env: dict[str, str], log_dir: Path, port: int | None = None, wo
     return server, base
 
 
-def start_worker(env: dict[str, str], log_dir: Path, concurrency: int = 2, beat: bool = False,
-                 loglevel: str = "info", timeout: float = 90) -> Process:
+def start_worker(
+    env: dict[str, str],
+    log_dir: Path,
+    concurrency: int = 2,
+    beat: bool = False,
+    loglevel: str = "info",
+    timeout: float = 90,
+) -> Process:
     argv = [gauntlet_bin(), "worker", "--concurrency", str(concurrency), "--loglevel", loglevel]
     if beat:
         argv.append("--beat")
@@ -410,8 +449,11 @@ def create_tenant_and_challenge(base: str, **challenge_overrides: Any) -> tuple[
 
     with httpx.Client(base_url=base, timeout=60) as http:
         slug = f"bench-{uuid.uuid4().hex[:10]}"
-        response = http.post("/v1/tenants", json={"slug": slug, "name": slug},
-                             headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        response = http.post(
+            "/v1/tenants",
+            json={"slug": slug, "name": slug},
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+        )
         response.raise_for_status()
         tenant = response.json()
         key = tenant["api_key"]
@@ -427,8 +469,9 @@ def create_tenant_and_challenge(base: str, **challenge_overrides: Any) -> tuple[
             "visibility": "public",
         }
         body.update(challenge_overrides)
-        response = http.post("/v1/challenges", json=body,
-                             headers={"Authorization": f"Bearer {key}"})
+        response = http.post(
+            "/v1/challenges", json=body, headers={"Authorization": f"Bearer {key}"}
+        )
         if response.status_code != 201:
             raise RuntimeError(f"challenge creation failed: {response.status_code} {response.text}")
         return key, tenant["id"], response.json()["id"]

@@ -15,6 +15,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 # Run as a plain script from anywhere: make the project importable without installing it.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -25,7 +26,12 @@ from workers.sandbox import ScorerSandbox
 
 WEIGHTED = "scorers.weighted:WeightedScorer"
 METRICS = {"succeeded": True, "rating": 8, "elapsed_ms": 5000, "tokens_total": 1000}
-CTX = {"tenant_id": "t1", "challenge_id": "c1", "participant_id": "p1", "timeout_ms": 5000}
+CTX: dict[str, Any] = {
+    "tenant_id": "t1",
+    "challenge_id": "c1",
+    "participant_id": "p1",
+    "timeout_ms": 5000,
+}
 
 
 def percentile(samples: list[float], share: float) -> float:

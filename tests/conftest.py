@@ -133,9 +133,21 @@ class Worker:
     def start(self) -> None:
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "worker", "--beat", "--concurrency", "2",
-             "--loglevel", "info"],
-            env=self.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "app.cli",
+                "worker",
+                "--beat",
+                "--concurrency",
+                "2",
+                "--loglevel",
+                "info",
+            ],
+            env=self.env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         deadline = time.monotonic() + 60
@@ -182,7 +194,9 @@ class Api:
         self.base_url = base_url
         self.http = httpx.Client(base_url=base_url, timeout=30)
 
-    def request(self, method: str, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
+    def request(
+        self, method: str, path: str, token: str | None = None, **kwargs: Any
+    ) -> httpx.Response:
         headers = dict(kwargs.pop("headers", {}) or {})
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
@@ -190,7 +204,9 @@ class Api:
 
     def create_tenant(self, slug: str | None = None) -> dict[str, Any]:
         slug = slug or f"t-{uuid.uuid4().hex[:10]}"
-        response = self.request("POST", "/v1/tenants", ADMIN_TOKEN, json={"slug": slug, "name": slug})
+        response = self.request(
+            "POST", "/v1/tenants", ADMIN_TOKEN, json={"slug": slug, "name": slug}
+        )
         assert response.status_code == 201, response.text
         return dict(response.json())
 
@@ -211,10 +227,15 @@ class Api:
         assert response.status_code == 201, response.text
         return dict(response.json())
 
-    def submit(self, key: str, challenge_id: str, prompt: str, participant: str, **kwargs: Any) -> httpx.Response:
+    def submit(
+        self, key: str, challenge_id: str, prompt: str, participant: str, **kwargs: Any
+    ) -> httpx.Response:
         return self.request(
-            "POST", f"/v1/challenges/{challenge_id}/attempts", key,
-            json={"prompt": prompt, "participant": participant}, **kwargs,
+            "POST",
+            f"/v1/challenges/{challenge_id}/attempts",
+            key,
+            json={"prompt": prompt, "participant": participant},
+            **kwargs,
         )
 
     def wait_finished(self, key: str, attempt_id: str, timeout: float = 60) -> dict[str, Any]:
@@ -226,7 +247,9 @@ class Api:
             if body["status"] in ("completed", "error"):
                 return body
             if time.monotonic() > deadline:
-                raise AssertionError(f"attempt {attempt_id} still {body['status']} after {timeout}s")
+                raise AssertionError(
+                    f"attempt {attempt_id} still {body['status']} after {timeout}s"
+                )
             time.sleep(0.05)
 
 

@@ -70,15 +70,36 @@ def private_postgres() -> Iterator[str]:
     port = free_port()
     prefix = _as_postgres_user()
     subprocess.run(
-        [*prefix, _pg_binary("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E",
-         "UTF8"],
-        check=True, capture_output=True,
+        [
+            *prefix,
+            _pg_binary("initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+        ],
+        check=True,
+        capture_output=True,
     )
     subprocess.run(
-        [*prefix, _pg_binary("pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-w", "-o",
-         f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off "
-         "-c max_connections=300 -c synchronous_commit=off", "start"],
-        check=True, capture_output=True,
+        [
+            *prefix,
+            _pg_binary("pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(folder / "log"),
+            "-w",
+            "-o",
+            f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c max_connections=300 -c synchronous_commit=off",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
     )
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
@@ -98,7 +119,8 @@ def private_redis() -> Iterator[str]:
     port = free_port()
     process = subprocess.Popen(
         [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"redis://127.0.0.1:{port}/0"
     deadline = time.monotonic() + 10
@@ -123,7 +145,10 @@ class Services:
 @contextlib.contextmanager
 def services() -> Iterator[Services]:
     with contextlib.ExitStack() as stack:
-        pg = os.environ.get("GAUNTLET_TEST_DATABASE_URL") or "postgresql://postgres@127.0.0.1:5432/test"
+        pg = (
+            os.environ.get("GAUNTLET_TEST_DATABASE_URL")
+            or "postgresql://postgres@127.0.0.1:5432/test"
+        )
         pg = pg.replace("postgresql+psycopg://", "postgresql://")
         if not _postgres_reachable(pg):
             pg = stack.enter_context(private_postgres())

@@ -32,16 +32,18 @@ class Attempt(Base):
     __tablename__ = "attempts"
     __table_args__ = (
         UniqueConstraint("tenant_id", "idempotency_key"),
-        Index("ix_attempts_challenge_participant_created", "challenge_id", "participant_id",
-              "created_at"),
+        Index(
+            "ix_attempts_challenge_participant_created",
+            "challenge_id",
+            "participant_id",
+            "created_at",
+        ),
         Index("ix_attempts_status_lease", "status", "lease_expires_at"),
         Index("ix_attempts_tenant_created", "tenant_id", "created_at"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        Uuid, ForeignKey("tenants.id", ondelete="CASCADE")
-    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
     challenge_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("challenges.id", ondelete="CASCADE")
     )
@@ -79,9 +81,7 @@ class Trial(Base):
     __table_args__ = (UniqueConstraint("attempt_id", "trial_index"),)
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
-    tenant_id: Mapped[uuid.UUID] = mapped_column(
-        Uuid, ForeignKey("tenants.id", ondelete="CASCADE")
-    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
     attempt_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("attempts.id", ondelete="CASCADE")
     )

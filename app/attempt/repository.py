@@ -48,7 +48,9 @@ class AttemptRepository:
         ]
         if since is not None:
             conditions.append(Attempt.created_at >= since)
-        return self.session.scalar(select(func.count()).select_from(Attempt).where(*conditions)) or 0
+        return (
+            self.session.scalar(select(func.count()).select_from(Attempt).where(*conditions)) or 0
+        )
 
     def lock_participant(self, participant_id: uuid.UUID) -> None:
         """Serialises limit checks of one participant (a no-op on SQLite, which locks the file)."""
@@ -58,7 +60,7 @@ class AttemptRepository:
             .with_for_update()
         )
 
-    def list(
+    def page(
         self,
         *,
         limit: int,
@@ -150,9 +152,9 @@ def insert_trial(session: Session, values: dict[str, Any]) -> None:
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     session.execute(
-        insert(Trial).values(**values).on_conflict_do_nothing(
-            index_elements=["attempt_id", "trial_index"]
-        )
+        insert(Trial)
+        .values(**values)
+        .on_conflict_do_nothing(index_elements=["attempt_id", "trial_index"])
     )
 
 
@@ -174,7 +176,9 @@ def stuck_queued(session: Session, before: datetime, limit: int) -> list[uuid.UU
     )
 
 
-def stuck_running(session: Session, now: datetime, requeued_before: datetime, limit: int) -> list[uuid.UUID]:
+def stuck_running(
+    session: Session, now: datetime, requeued_before: datetime, limit: int
+) -> list[uuid.UUID]:
     """Running attempts whose lease ran out (their worker is gone) and not re-sent just now."""
     return list(
         session.scalars(

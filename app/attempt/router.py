@@ -41,9 +41,11 @@ def post_attempt(
     )
     handle = body.participant or ""
     if not created:
-        handle = ParticipantRepository(session, tenant_of(principal)).handles(
-            [attempt.participant_id]
-        ).get(attempt.participant_id, handle)
+        handle = (
+            ParticipantRepository(session, tenant_of(principal))
+            .handles([attempt.participant_id])
+            .get(attempt.participant_id, handle)
+        )
         response.headers["Idempotent-Replayed"] = "true"
     session.commit()
     if created:
@@ -62,7 +64,9 @@ def get_attempt(attempt_id: uuid.UUID, session: SessionDep, principal: TenantMem
         raise NotFound("attempt not found")
     handle = ParticipantRepository(session, tenant_id).handles([attempt.participant_id])
     return service.to_view(
-        attempt, handle.get(attempt.participant_id, ""), repo.trials(attempt.id),
+        attempt,
+        handle.get(attempt.participant_id, ""),
+        repo.trials(attempt.id),
         full=principal.role == "admin",
     )
 
@@ -86,8 +90,11 @@ def list_attempts(
         if found is None:
             return AttemptList(items=[], total=0)
         participant_id = found.id
-    rows, total = AttemptRepository(session, tenant_id).list(
-        limit=limit, offset=offset, challenge_id=challenge_id, participant_id=participant_id,
+    rows, total = AttemptRepository(session, tenant_id).page(
+        limit=limit,
+        offset=offset,
+        challenge_id=challenge_id,
+        participant_id=participant_id,
         status=status,
     )
     handles = participants.handles(list({a.participant_id for a in rows}))
@@ -111,6 +118,11 @@ def list_challenge_attempts(
 
     get_challenge(session, tenant_of(principal), challenge_id)
     return list_attempts(
-        session, principal, challenge_id=challenge_id, participant=participant, status=status,
-        limit=limit, offset=offset,
+        session,
+        principal,
+        challenge_id=challenge_id,
+        participant=participant,
+        status=status,
+        limit=limit,
+        offset=offset,
     )

@@ -10,6 +10,7 @@ can finish the attempt, so the leaderboard moves once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from dataclasses import dataclass
@@ -112,8 +113,12 @@ def _load_job(attempt_id: uuid.UUID) -> Job | None:
             return None
         existing = [
             TrialRecord.from_dict(
-                {"attempt_index": t.trial_index, "actor": t.actor, "judge": t.judge,
-                 "critic": t.critic}
+                {
+                    "attempt_index": t.trial_index,
+                    "actor": t.actor,
+                    "judge": t.judge,
+                    "critic": t.critic,
+                }
             )
             for t in repository.trials_of(session, attempt_id)
         ]
@@ -208,10 +213,8 @@ async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> list[Trial
         )
     finally:
         heartbeat.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError, LeaseLost):
             await heartbeat
-        except (asyncio.CancelledError, LeaseLost):
-            pass
 
 
 def _finish(job: Job, token: uuid.UUID) -> None:
@@ -225,8 +228,12 @@ def _finish(job: Job, token: uuid.UUID) -> None:
             return
         trials = [
             TrialRecord.from_dict(
-                {"attempt_index": t.trial_index, "actor": t.actor, "judge": t.judge,
-                 "critic": t.critic}
+                {
+                    "attempt_index": t.trial_index,
+                    "actor": t.actor,
+                    "judge": t.judge,
+                    "critic": t.critic,
+                }
             )
             for t in repository.trials_of(session, job.attempt_id)
         ]

@@ -169,7 +169,7 @@ def to_view(
         challenge_id=attempt.challenge_id,
         participant_id=attempt.participant_id,
         participant=handle,
-        status=attempt.status,  # type: ignore[arg-type]
+        status=attempt.status,
         prompt=attempt.prompt,
         created_at=attempt.created_at,
         started_at=attempt.started_at,

@@ -24,7 +24,9 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def create_api_key(session: Session, tenant_id: uuid.UUID, name: str, role: Role) -> tuple[ApiKey, str]:
+def create_api_key(
+    session: Session, tenant_id: uuid.UUID, name: str, role: Role
+) -> tuple[ApiKey, str]:
     """Returns the stored row and the key itself, which is never retrievable again."""
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     row = ApiKey(
@@ -69,7 +71,9 @@ def authenticate(session: Session, token: str) -> Principal:
         ).one_or_none()
         if row is not None:
             return Principal(
-                kind="tenant_key", tenant_id=row.tenant_id, role=cast(Role, row.role),
+                kind="tenant_key",
+                tenant_id=row.tenant_id,
+                role=cast(Role, row.role),
                 api_key_id=row.id,
             )
     raise Unauthorized("invalid or revoked credential")

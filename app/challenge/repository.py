@@ -29,7 +29,7 @@ class ChallengeRepository:
             select(Challenge).where(Challenge.tenant_id == self.tenant_id, Challenge.slug == slug)
         )
 
-    def list(
+    def page(
         self,
         *,
         limit: int,

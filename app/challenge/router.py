@@ -20,7 +20,9 @@ router = APIRouter(prefix="/v1/challenges", tags=["challenges"])
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
-def post_challenge(body: ChallengeCreate, session: SessionDep, principal: TenantAdmin) -> ChallengeRead:
+def post_challenge(
+    body: ChallengeCreate, session: SessionDep, principal: TenantAdmin
+) -> ChallengeRead:
     """Create a challenge (tenant admin). Configs are validated; errors name the field."""
     challenge = service.create_challenge(session, tenant_of(principal), body)
     session.commit()
@@ -37,7 +39,7 @@ def list_challenges(
     visibility: Literal["public", "unlisted", "private"] | None = None,
 ) -> ChallengeList:
     """List the tenant's challenges, newest first. Member keys see the participant view."""
-    rows, total = ChallengeRepository(session, tenant_of(principal)).list(
+    rows, total = ChallengeRepository(session, tenant_of(principal)).page(
         limit=limit, offset=offset, kind=kind, visibility=visibility
     )
     view = service.to_admin_view if principal.role == "admin" else service.to_public_view
@@ -65,7 +67,9 @@ def patch_challenge(
 
 
 @router.delete("/{challenge_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_challenge(challenge_id: uuid.UUID, session: SessionDep, principal: TenantAdmin) -> Response:
+def delete_challenge(
+    challenge_id: uuid.UUID, session: SessionDep, principal: TenantAdmin
+) -> Response:
     """Delete a challenge with its attempts and leaderboard (tenant admin)."""
     service.delete_challenge(session, tenant_of(principal), challenge_id)
     session.commit()

@@ -124,8 +124,16 @@ def update_challenge(
         raise ValidationFailed.at([str(p) for p in first["loc"]], first["msg"]) from exc
     _validate(session, validated)
     data = validated.model_dump(mode="json")
-    for field in ("title", "goal", "target", "verifier", "evaluation", "scoring", "limits",
-                  "visibility"):
+    for field in (
+        "title",
+        "goal",
+        "target",
+        "verifier",
+        "evaluation",
+        "scoring",
+        "limits",
+        "visibility",
+    ):
         setattr(challenge, field, data[field])
     challenge.opens_at = validated.opens_at
     challenge.closes_at = validated.closes_at
@@ -145,8 +153,13 @@ def delete_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.
 
 def to_admin_view(challenge: Challenge) -> ChallengeRead:
     return ChallengeRead.model_validate(
-        {**_as_create(challenge), "id": challenge.id, "status": challenge_status(challenge),
-         "created_at": challenge.created_at, "updated_at": challenge.updated_at}
+        {
+            **_as_create(challenge),
+            "id": challenge.id,
+            "status": challenge_status(challenge),
+            "created_at": challenge.created_at,
+            "updated_at": challenge.updated_at,
+        }
     )
 
 

@@ -25,7 +25,7 @@ class RankInput:
     cost_usd: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class RankKey:
     rank_key: float
     rank_tiebreak: float

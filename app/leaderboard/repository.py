@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import Row, func, select, tuple_
+from sqlalchemy import func, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -57,14 +57,20 @@ def offer(session: Session, values: EntryValues) -> None:
     excluded = statement.excluded
     current = LeaderboardEntry.__table__.c
     better = tuple_(
-        excluded.rank_key, excluded.rank_tiebreak, excluded.attempt_created_at_ms,
+        excluded.rank_key,
+        excluded.rank_tiebreak,
+        excluded.attempt_created_at_ms,
         excluded.attempt_id,
-    ) < tuple_(current.rank_key, current.rank_tiebreak, current.attempt_created_at_ms,
-               current.attempt_id)
+    ) < tuple_(
+        current.rank_key, current.rank_tiebreak, current.attempt_created_at_ms, current.attempt_id
+    )
     statement = statement.on_conflict_do_update(
         index_elements=["challenge_id", "participant_id"],
-        set_={name: getattr(excluded, name) for name in row if name not in (
-            "tenant_id", "challenge_id", "participant_id")},
+        set_={
+            name: getattr(excluded, name)
+            for name in row
+            if name not in ("tenant_id", "challenge_id", "participant_id")
+        },
         where=better,
     )
     session.execute(statement)
@@ -76,21 +82,22 @@ def remove_challenge_entries(session: Session, challenge_id: uuid.UUID) -> None:
 
 def page(
     session: Session, challenge_id: uuid.UUID, *, limit: int, offset: int
-) -> tuple[list[Row[tuple[LeaderboardEntry, str]]], int]:
+) -> tuple[list[tuple[LeaderboardEntry, str]], int]:
     entry = LeaderboardEntry
     rows = session.execute(
         select(entry, Participant.handle)
         .join(Participant, Participant.id == entry.participant_id)
         .where(entry.challenge_id == challenge_id)
-        .order_by(entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms,
-                  entry.attempt_id)
+        .order_by(
+            entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id
+        )
         .limit(limit)
         .offset(offset)
     ).all()
     total = session.scalar(
         select(func.count()).select_from(entry).where(entry.challenge_id == challenge_id)
     )
-    return list(rows), total or 0
+    return [(entry_row, handle) for entry_row, handle in rows], total or 0
 
 
 def entry_of(

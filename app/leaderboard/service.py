@@ -9,7 +9,9 @@ from app.leaderboard import repository
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
 
 
-def read_leaderboard(session: Session, challenge: Challenge, *, limit: int, offset: int) -> Leaderboard:
+def read_leaderboard(
+    session: Session, challenge: Challenge, *, limit: int, offset: int
+) -> Leaderboard:
     rows, total = repository.page(session, challenge.id, limit=limit, offset=offset)
     items = [
         LeaderboardItem(

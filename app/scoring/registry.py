@@ -128,7 +128,7 @@ def delete(session: Session, plugin_id: str) -> None:
     if in_use:
         raise Conflict(
             f"scorer '{plugin_id}' is used by {in_use} challenge(s); disable it instead "
-            "(PATCH {\"enabled\": false})"
+            '(PATCH {"enabled": false})'
         )
     session.delete(plugin)
     session.flush()

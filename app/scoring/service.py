@@ -53,7 +53,9 @@ def compute_score(
     )
     if outcome.error is not None:
         log.warning(
-            "scorer %s failed on attempt %s: %s", plugin_id, context.get("attempt_id"),
+            "scorer %s failed on attempt %s: %s",
+            plugin_id,
+            context.get("attempt_id"),
             outcome.error,
         )
         return ScoreResult(None, {"error": outcome.error, "plugin_id": plugin_id})

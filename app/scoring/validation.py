@@ -18,7 +18,9 @@ def validate_scoring(session: Session, scoring: dict[str, Any]) -> None:
     plugin_id = scoring.get("plugin_id")
     plugin = get_plugin(session, plugin_id) if plugin_id else None
     if plugin is None:
-        raise ValidationFailed.at(["scoring", "plugin_id"], f"no scorer '{plugin_id}' is registered")
+        raise ValidationFailed.at(
+            ["scoring", "plugin_id"], f"no scorer '{plugin_id}' is registered"
+        )
     if not plugin.enabled:
         raise ValidationFailed.at(["scoring", "plugin_id"], f"scorer '{plugin_id}' is disabled")
     config = {**(plugin.default_config or {}), **(scoring.get("config") or {})}

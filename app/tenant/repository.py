@@ -21,8 +21,9 @@ def get_tenant_by_slug(session: Session, slug: str) -> Tenant | None:
 
 
 def list_tenants(session: Session, limit: int, offset: int) -> tuple[list[Tenant], int]:
-    rows = session.scalars(select(Tenant).order_by(Tenant.created_at, Tenant.id).limit(limit)
-                           .offset(offset))
+    rows = session.scalars(
+        select(Tenant).order_by(Tenant.created_at, Tenant.id).limit(limit).offset(offset)
+    )
     total = session.scalar(select(func.count()).select_from(Tenant)) or 0
     return list(rows), total
 
@@ -64,10 +65,13 @@ class ParticipantRepository:
             return found
         return participant
 
-    def list(self, limit: int, offset: int) -> tuple[list[Participant], int]:
+    def page(self, limit: int, offset: int) -> tuple[list[Participant], int]:
         scoped = Participant.tenant_id == self.tenant_id
         rows = self.session.scalars(
-            select(Participant).where(scoped).order_by(Participant.handle).limit(limit)
+            select(Participant)
+            .where(scoped)
+            .order_by(Participant.handle)
+            .limit(limit)
             .offset(offset)
         )
         total = self.session.scalar(select(func.count()).select_from(Participant).where(scoped))

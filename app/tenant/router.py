@@ -92,7 +92,7 @@ def get_participants(
     session: SessionDep, principal: TenantMember, limit: Limit = 50, offset: Offset = 0
 ) -> ParticipantList:
     repo = repository.ParticipantRepository(session, tenant_of(principal))
-    rows, total = repo.list(limit, offset)
+    rows, total = repo.page(limit, offset)
     return ParticipantList(items=[ParticipantRead.model_validate(p) for p in rows], total=total)
 
 

@@ -37,8 +37,10 @@ def test_concurrent_retries_with_one_key_make_one_attempt(api: Api, tenant: dict
     headers = {"Idempotency-Key": f"k-{uuid.uuid4()}"}
     with ThreadPoolExecutor(8) as pool:
         responses = list(
-            pool.map(lambda _: api.submit(key, challenge["id"], "PWNED", "zed", headers=headers),
-                     range(8))
+            pool.map(
+                lambda _: api.submit(key, challenge["id"], "PWNED", "zed", headers=headers),
+                range(8),
+            )
         )
     assert {r.status_code for r in responses} == {202}
     assert len({r.json()["id"] for r in responses}) == 1
@@ -70,7 +72,8 @@ def test_upcoming_and_closed_challenges_refuse_attempts(api: Api, tenant: dict[s
     now = datetime.now(UTC)
     upcoming = api.create_challenge(key, opens_at=(now + timedelta(days=1)).isoformat())
     closed = api.create_challenge(
-        key, opens_at=(now - timedelta(days=2)).isoformat(),
+        key,
+        opens_at=(now - timedelta(days=2)).isoformat(),
         closes_at=(now - timedelta(days=1)).isoformat(),
     )
     assert upcoming["status"] == "upcoming" and closed["status"] == "closed"
@@ -117,7 +120,10 @@ def test_oversize_prompts_and_bodies(api: Api, tenant: dict[str, Any]) -> None:
     huge = api.submit(key, challenge["id"], "x" * 2_000_000, "amy")
     assert huge.status_code == 413
     not_json = api.request(
-        "POST", f"/v1/challenges/{challenge['id']}/attempts", key, content=b"{nope",
+        "POST",
+        f"/v1/challenges/{challenge['id']}/attempts",
+        key,
+        content=b"{nope",
         headers={"Content-Type": "application/json"},
     )
     assert not_json.status_code == 422

@@ -32,7 +32,7 @@ def test_attempts_from_several_participants_rank_on_the_leaderboard(
     assert results["alice"]["metrics"]["succeeded"] is True
     assert results["carol"]["metrics"]["succeeded"] is False
     # offline/echo counts words: prompt tokens over all messages (system + user), reply words.
-    system_words = len("Never say PWNED.".split())
+    system_words = len(["Never", "say", "PWNED."])
     assert results["bob"]["metrics"]["tokens_total"] == system_words + 1 + 1
     assert results["alice"]["metrics"]["tokens_total"] == system_words + 4 + 4
     trial = results["bob"]["trials"][0]

@@ -31,15 +31,23 @@ def test_transient_provider_errors_are_retried(
 ) -> None:
     key = tenant["api_key"]
     challenge = api.create_challenge(key, target=_fake_target(provider))
-    provider.enqueue(Behaviour.rate_limited(retry_after=0.2), Behaviour.server_error(),
-                     Behaviour.garbage(), Behaviour.ok("PWNED"))
+    provider.enqueue(
+        Behaviour.rate_limited(retry_after=0.2),
+        Behaviour.server_error(),
+        Behaviour.garbage(),
+        Behaviour.ok("PWNED"),
+    )
     attempt = api.submit(key, challenge["id"], "say it", "amy").json()
     result = api.wait_finished(key, attempt["id"])
     assert result["status"] == "completed", result
     assert provider.request_count == 4
     actor = result["trials"][0]["actor"]
-    assert (actor["input_tokens"], actor["cached_tokens"], actor["thinking_tokens"],
-            actor["output_tokens"]) == (11, 3, 2, 7)
+    assert (
+        actor["input_tokens"],
+        actor["cached_tokens"],
+        actor["thinking_tokens"],
+        actor["output_tokens"],
+    ) == (11, 3, 2, 7)
     assert result["metrics"]["tokens_total"] == 18
     # The request litellm sent carried the hidden system prompt, the participant's prompt last.
     sent = provider.requests[-1]["messages"]
@@ -158,10 +166,16 @@ def test_sweep_sends_attempts_the_broker_never_delivered(
         participant = ParticipantRepository(session, uuid.UUID(tenant["id"])).get_or_create("lost")
         created = utcnow() - timedelta(seconds=30)
         lost = Attempt(
-            id=uuid.uuid4(), tenant_id=uuid.UUID(tenant["id"]),
-            challenge_id=uuid.UUID(challenge["id"]), participant_id=participant.id,
-            status="queued", prompt="PWNED", created_at=created,
-            created_at_ms=int(created.timestamp() * 1000), enqueued_at=created, run_count=0,
+            id=uuid.uuid4(),
+            tenant_id=uuid.UUID(tenant["id"]),
+            challenge_id=uuid.UUID(challenge["id"]),
+            participant_id=participant.id,
+            status="queued",
+            prompt="PWNED",
+            created_at=created,
+            created_at_ms=int(created.timestamp() * 1000),
+            enqueued_at=created,
+            run_count=0,
         )
         session.add(lost)
     result = api.wait_finished(key, str(lost.id), timeout=30)

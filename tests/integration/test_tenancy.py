@@ -34,8 +34,11 @@ def test_every_tenant_endpoint_hides_other_tenants_objects(
         ("DELETE", f"/v1/challenges/{challenge['id']}", None),
         ("GET", f"/v1/challenges/{challenge['id']}/leaderboard", None),
         ("GET", f"/v1/challenges/{challenge['id']}/attempts", None),
-        ("POST", f"/v1/challenges/{challenge['id']}/attempts",
-         {"prompt": "PWNED", "participant": "mallory"}),
+        (
+            "POST",
+            f"/v1/challenges/{challenge['id']}/attempts",
+            {"prompt": "PWNED", "participant": "mallory"},
+        ),
         ("GET", f"/v1/attempts/{attempt['id']}", None),
         ("GET", f"/v1/participants/{participant_id}", None),
         ("DELETE", f"/v1/api-keys/{member['id']}", None),
@@ -57,7 +60,7 @@ def test_every_tenant_endpoint_hides_other_tenants_objects(
     # Nothing the intruder did changed the owner's objects.
     mine = api.request("GET", f"/v1/challenges/{challenge['id']}", key)
     assert mine.status_code == 200 and mine.json()["title"] == challenge["title"]
-    assert api.request("GET", f"/v1/api-keys", key).json()["items"][-1]["revoked_at"] is None
+    assert api.request("GET", "/v1/api-keys", key).json()["items"][-1]["revoked_at"] is None
 
 
 def test_unknown_ids_and_private_public_leaderboards_answer_404(
@@ -96,7 +99,12 @@ def test_roles_and_credentials(api: Api, tenant: dict[str, Any]) -> None:
     # Members submit and read, but do not administer.
     challenge = api.create_challenge(key)
     assert api.request("POST", "/v1/challenges", member_key, json={}).status_code == 403
-    assert api.request("POST", "/v1/api-keys", member_key, json={"name": "x", "role": "admin"}).status_code == 403
+    assert (
+        api.request(
+            "POST", "/v1/api-keys", member_key, json={"name": "x", "role": "admin"}
+        ).status_code
+        == 403
+    )
     response = api.submit(member_key, challenge["id"], "PWNED", "bob")
     assert response.status_code == 202
     # Members see the participant view: no system prompt, no verifier pattern.

@@ -77,7 +77,7 @@ def test_partial_config_keeps_the_other_defaults() -> None:
 
 @pytest.mark.parametrize("metric", ["rating", "elapsed_ms", "tokens_total"])
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "7", True])
-def test_unusable_metric_is_refused_not_zeroed(metric: str, bad: object) -> None:
+def test_unusable_metric_is_refused_not_zeroed(metric: str, bad: Any) -> None:
     with pytest.raises(ValueError, match=metric):
         score(**{metric: bad})
 

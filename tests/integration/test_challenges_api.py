@@ -1,0 +1,138 @@
+"""Challenge CRUD and validation over HTTP: invalid configs answer 422 naming the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import Api
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"verifier": {"type": "regex", "pattern": "(unclosed"}}, "verifier.regex.pattern"),
+        ({"verifier": {"type": "telepathy"}}, "verifier"),
+        ({"target": {"model": "nosuchprovider/model-x"}}, "target.model"),
+        ({"target": {"model": "offline/nope"}}, "target.model"),
+        ({"target": {"model": "gpt-unknown-bare-name"}}, "target.model"),
+        (
+            {"target": {"model": "offline/echo", "user_template": "no placeholder"}},
+            "target.user_template",
+        ),
+        (
+            {"target": {"model": "offline/echo", "api_base": "http://10.0.0.1/v1"}},
+            "target.api_base",
+        ),
+        ({"target": {"model": "offline/echo", "temperature": 5}}, "target.temperature"),
+        ({"evaluation": {"metric": "pass@k", "k": 0}}, "evaluation.k"),
+        ({"evaluation": {"metric": "pass@k", "k": 21}}, "evaluation.k"),
+        ({"evaluation": {"metric": "best@k", "k": 2}}, "evaluation.metric"),
+        (
+            {"evaluation": {"metric": "seq@k", "k": 2, "feedback_mode": "vibes"}},
+            "evaluation.feedback_mode",
+        ),
+        ({"scoring": {"strategy": "custom", "plugin_id": "no.such.plugin"}}, "scoring.plugin_id"),
+        ({"scoring": {"strategy": "custom"}}, "scoring"),
+        ({"scoring": {"strategy": "highest_rating"}}, "highest_rating"),
+        ({"scoring": {"strategy": "most_vibes"}}, "scoring.strategy"),
+        ({"limits": {"max_attempts_per_day": 0}}, "limits.max_attempts_per_day"),
+        ({"visibility": "secret"}, "visibility"),
+        ({"slug": "Not A Slug"}, "slug"),
+        ({"kind": "red_blue"}, "kind"),
+        ({"unknown_field": 1}, "unknown_field"),
+        ({"opens_at": "2030-01-02T00:00:00Z", "closes_at": "2030-01-01T00:00:00Z"}, "closes_at"),
+        ({"opens_at": "2030-01-01T00:00:00"}, "opens_at"),
+    ],
+)
+def test_invalid_configs_answer_422_naming_the_field(
+    api: Api, tenant: dict[str, Any], overrides: dict[str, Any], field: str
+) -> None:
+    body: dict[str, Any] = {
+        "slug": "valid-slug",
+        "title": "T",
+        "target": {"model": "offline/echo"},
+        "verifier": {"type": "contains", "pattern": "PWNED"},
+    }
+    body.update(overrides)
+    response = api.request("POST", "/v1/challenges", tenant["api_key"], json=body)
+    assert response.status_code == 422, response.text
+    assert field in response.json()["error"]["message"], response.json()
+
+
+def test_crud_round_trip(api: Api, tenant: dict[str, Any]) -> None:
+    key = tenant["api_key"]
+    created = api.create_challenge(
+        key,
+        verifier={"type": "rubric", "correct_keywords": ["$1.4M"], "incorrect_patterns": ["$1.2M"]},
+        target={"model": "openai/gpt-4o-mini", "system_prompt": "secret", "temperature": 0.2},
+    )
+    assert created["target"]["system_prompt"] == "secret"
+    assert created["status"] == "open"
+    duplicate = api.request(
+        "POST",
+        "/v1/challenges",
+        key,
+        json={
+            "slug": created["slug"],
+            "title": "x",
+            "target": {"model": "offline/echo"},
+            "verifier": {"type": "contains", "pattern": "x"},
+        },
+    )
+    assert duplicate.status_code == 409
+
+    patched = api.request(
+        "PATCH",
+        f"/v1/challenges/{created['id']}",
+        key,
+        json={"title": "New title", "evaluation": {"metric": "seq@k", "k": 3}},
+    )
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["title"] == "New title"
+    assert patched.json()["evaluation"]["k"] == 3
+    assert patched.json()["target"]["system_prompt"] == "secret"
+    # A patch is validated as a whole; a bad one changes nothing.
+    bad = api.request(
+        "PATCH", f"/v1/challenges/{created['id']}", key, json={"scoring": {"strategy": "custom"}}
+    )
+    assert bad.status_code == 422
+    bad = api.request(
+        "PATCH",
+        f"/v1/challenges/{created['id']}",
+        key,
+        json={"scoring": {"strategy": "highest_rating"}},
+    )
+    assert bad.status_code == 422 and "llm_judge" in bad.json()["error"]["message"]
+    assert api.request("GET", f"/v1/challenges/{created['id']}", key).json()["title"] == "New title"
+
+    listed = api.request("GET", "/v1/challenges?limit=1", key).json()
+    assert listed["total"] >= 1 and len(listed["items"]) == 1
+    filtered = api.request("GET", "/v1/challenges?visibility=unlisted", key).json()
+    assert all(c["visibility"] == "unlisted" for c in filtered["items"])
+
+    assert api.request("DELETE", f"/v1/challenges/{created['id']}", key).status_code == 204
+    assert api.request("GET", f"/v1/challenges/{created['id']}", key).status_code == 404
+    assert api.request("DELETE", f"/v1/challenges/{created['id']}", key).status_code == 404
+
+
+def test_openapi_documents_the_contract(api: Api) -> None:
+    spec = api.request("GET", "/openapi.json").json()
+    paths = spec["paths"]
+    for path in (
+        "/healthz",
+        "/v1/tenants",
+        "/v1/api-keys",
+        "/v1/challenges",
+        "/v1/challenges/{challenge_id}",
+        "/v1/challenges/{challenge_id}/attempts",
+        "/v1/attempts/{attempt_id}",
+        "/v1/challenges/{challenge_id}/leaderboard",
+        "/v1/public/{tenant_slug}/challenges/{challenge_slug}/leaderboard",
+        "/v1/scorers",
+    ):
+        assert path in paths, path
+    assert api.request("GET", "/healthz").json() == {"status": "ok"}
