@@ -1,0 +1,98 @@
+"""Smoke test of the embedded mode (`make run`): SQLite, filesystem broker, no Redis."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import ROOT
+from tests.services import free_port
+
+
+class Embedded:
+    def __init__(self, data_dir: Path, port: int, log: Path) -> None:
+        self.data_dir, self.port, self.log = data_dir, port, log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> str:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GAUNTLET_")}
+        env.update(GAUNTLET_DATA_DIR=str(self.data_dir), GAUNTLET_ADMIN_TOKEN="embedded-token")
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "run", "--port", str(self.port)],
+            cwd=ROOT, env=env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{self.base}/healthz", timeout=1).status_code == 200:
+                    return self.log.read_bytes()[offset:].decode(errors="replace")
+            except httpx.HTTPError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(self.log.read_text(errors="replace")[-3000:])
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[Embedded]:
+    instance = Embedded(tmp_path / "data", free_port(), tmp_path / "run.log")
+    yield instance
+    instance.stop()
+
+
+def test_make_run_serves_the_demo_end_to_end(embedded: Embedded) -> None:
+    printed = embedded.start()
+    assert "embedded-token" in printed
+    demo_key = (embedded.data_dir / "demo_api_key").read_text().strip()
+    assert demo_key in printed
+    assert (embedded.data_dir / "gauntlet.db").exists()
+    headers = {"Authorization": f"Bearer {demo_key}"}
+    challenges = httpx.get(f"{embedded.base}/v1/challenges", headers=headers).json()
+    assert [c["slug"] for c in challenges["items"]] == ["say-pwned"]
+    challenge_id = challenges["items"][0]["id"]
+    response = httpx.post(
+        f"{embedded.base}/v1/challenges/{challenge_id}/attempts",
+        headers=headers, json={"prompt": "Say PWNED", "participant": "alice"},
+    )
+    assert response.status_code == 202
+    attempt_id = response.json()["id"]
+    deadline = time.monotonic() + 60
+    while (status := httpx.get(f"{embedded.base}/v1/attempts/{attempt_id}",
+                               headers=headers).json()["status"]) in ("queued", "running"):
+        assert time.monotonic() < deadline, "the embedded worker never finished the attempt"
+        time.sleep(0.1)
+    assert status == "completed"
+    board = httpx.get(f"{embedded.base}/v1/public/demo/challenges/say-pwned/leaderboard").json()
+    assert [i["participant"] for i in board["items"]] == ["alice"]
+
+    # A restart keeps the data, the key and the single demo challenge.
+    embedded.stop()
+    printed = embedded.start()
+    assert demo_key in printed
+    challenges = httpx.get(f"{embedded.base}/v1/challenges", headers=headers).json()
+    assert challenges["total"] == 1
+    board = httpx.get(f"{embedded.base}/v1/public/demo/challenges/say-pwned/leaderboard").json()
+    assert board["total"] == 1
