@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     database_url: str | None = None
     broker_url: str | None = None
     admin_token: str | None = None
+    # Signs web-UI session cookies and CSRF tokens.
+    secret_key: str | None = None
 
     # How long a worker may hold an attempt without a sign of life before another takes it over.
     attempt_lease_seconds: int = Field(default=120, ge=5, le=3600)
@@ -68,6 +70,11 @@ class Settings(BaseSettings):
                 f"GAUNTLET_ADMIN_TOKEN must be set to a secret of at least "
                 f"{MIN_ADMIN_TOKEN_LENGTH} characters"
             )
+        if not self.secret_key or len(self.secret_key) < MIN_ADMIN_TOKEN_LENGTH:
+            problems.append(
+                f"GAUNTLET_SECRET_KEY must be set to a secret of at least "
+                f"{MIN_ADMIN_TOKEN_LENGTH} characters"
+            )
         if problems:
             raise ValueError("unsafe production settings: " + "; ".join(problems))
         return self
@@ -86,19 +93,25 @@ class Settings(BaseSettings):
     def broker_folder(self) -> Path:
         return (self.data_dir / "broker").resolve()
 
+    def _generated_secret(self, name: str, prefix: str) -> str:
+        """A secret made once and kept in the data dir (embedded mode only: production refuses
+        to start without explicit secrets)."""
+        path = self.data_dir / name
+        if path.exists():
+            return path.read_text().strip()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        value = prefix + secrets.token_urlsafe(24)
+        path.write_text(value + "\n")
+        path.chmod(0o600)
+        return value
+
     @property
     def resolved_admin_token(self) -> str:
-        """The admin token; in embedded mode one is generated once and kept in the data dir."""
-        if self.admin_token:
-            return self.admin_token
-        token_file = self.data_dir / "admin_token"
-        if token_file.exists():
-            return token_file.read_text().strip()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        token = "gadm_" + secrets.token_urlsafe(24)
-        token_file.write_text(token + "\n")
-        token_file.chmod(0o600)
-        return token
+        return self.admin_token or self._generated_secret("admin_token", "gadm_")
+
+    @property
+    def resolved_secret_key(self) -> str:
+        return self.secret_key or self._generated_secret("secret_key", "")
 
 
 @lru_cache

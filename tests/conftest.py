@@ -39,6 +39,7 @@ TEST_SETTINGS = {
     "GAUNTLET_MODEL_TIMEOUT_SECONDS": "20",
     "GAUNTLET_ALLOWED_API_BASES": '["http://127.0.0.1:"]',
     "GAUNTLET_SEED_DEMO": "false",
+    "GAUNTLET_SECRET_KEY": "test-secret-key-" + "s" * 24,
 }
 
 

@@ -9,7 +9,8 @@ from app.attempt import service
 from app.attempt.dispatch import enqueue_attempts
 from app.attempt.repository import AttemptRepository
 from app.attempt.schemas import AttemptCreate, AttemptList, AttemptRead, AttemptStatus
-from app.deps import SessionDep, TenantMember, tenant_of
+from app.challenge.service import get_challenge
+from app.deps import SessionDep, TenantAdmin, TenantMember, tenant_of
 from app.errors import NotFound
 from app.tenant.repository import ParticipantRepository
 
@@ -114,8 +115,6 @@ def list_challenge_attempts(
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> AttemptList:
     """The attempts of one challenge (404 if the challenge is not the tenant's)."""
-    from app.challenge.service import get_challenge
-
     get_challenge(session, tenant_of(principal), challenge_id)
     return list_attempts(
         session,
@@ -126,3 +125,16 @@ def list_challenge_attempts(
         limit=limit,
         offset=offset,
     )
+
+
+@router.post("/attempts/{attempt_id}/retry", status_code=status.HTTP_202_ACCEPTED)
+def post_attempt_retry(
+    attempt_id: uuid.UUID, session: SessionDep, principal: TenantAdmin
+) -> AttemptRead:
+    """Re-run an attempt that ended in error (tenant admin); finished trials are kept."""
+    tenant_id = tenant_of(principal)
+    attempt = service.retry_attempt(session, tenant_id, attempt_id)
+    handle = ParticipantRepository(session, tenant_id).handles([attempt.participant_id])
+    session.commit()
+    enqueue_attempts([attempt.id])
+    return service.to_view(attempt, handle.get(attempt.participant_id, ""), None, full=True)

@@ -19,7 +19,7 @@ from app.challenge.models import Challenge
 from app.challenge.service import challenge_status, get_challenge
 from app.config import get_settings
 from app.db import utcnow
-from app.errors import Conflict, TooManyRequests, ValidationFailed
+from app.errors import Conflict, NotFound, TooManyRequests, ValidationFailed
 from app.tenant.repository import ParticipantRepository
 
 
@@ -129,6 +129,31 @@ def submit_attempt(
             raise
         return _replay(existing, challenge_id, fingerprint), False
     return attempt, True
+
+
+def retry_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
+    """Queues an attempt that ended in an infrastructure error again (tenant admin).
+
+    Its stored trials are kept, so the new run continues where the failed one stopped. The
+    caller commits, then enqueues.
+    """
+    attempt = AttemptRepository(session, tenant_id).get(attempt_id)
+    if attempt is None:
+        raise NotFound("attempt not found")
+    if attempt.status != "error":
+        raise Conflict(
+            f"only attempts that ended in error can be re-run; this one is {attempt.status}"
+        )
+    now = utcnow()
+    attempt.status = "queued"
+    attempt.error = None
+    attempt.finished_at = None
+    attempt.run_token = None
+    attempt.lease_expires_at = None
+    attempt.run_count = 0
+    attempt.enqueued_at = now
+    session.flush()
+    return attempt
 
 
 def _redact_trial(trial: Trial) -> dict[str, Any]:

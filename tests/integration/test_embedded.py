@@ -32,7 +32,10 @@ class Embedded:
         offset = self.log.stat().st_size if self.log.exists() else 0
         self.process = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "run", "--port", str(self.port)],
-            cwd=ROOT, env=env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=env,
+            stdout=self.log.open("ab"),
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         deadline = time.monotonic() + 60
@@ -75,13 +78,17 @@ def test_make_run_serves_the_demo_end_to_end(embedded: Embedded) -> None:
     challenge_id = challenges["items"][0]["id"]
     response = httpx.post(
         f"{embedded.base}/v1/challenges/{challenge_id}/attempts",
-        headers=headers, json={"prompt": "Say PWNED", "participant": "alice"},
+        headers=headers,
+        json={"prompt": "Say PWNED", "participant": "alice"},
     )
     assert response.status_code == 202
     attempt_id = response.json()["id"]
     deadline = time.monotonic() + 60
-    while (status := httpx.get(f"{embedded.base}/v1/attempts/{attempt_id}",
-                               headers=headers).json()["status"]) in ("queued", "running"):
+    while (
+        status := httpx.get(f"{embedded.base}/v1/attempts/{attempt_id}", headers=headers).json()[
+            "status"
+        ]
+    ) in ("queued", "running"):
         assert time.monotonic() < deadline, "the embedded worker never finished the attempt"
         time.sleep(0.1)
     assert status == "completed"
