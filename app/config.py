@@ -51,7 +51,9 @@ class Settings(BaseSettings):
     # Prefixes a challenge's `target.api_base` may start with. Empty: no custom base URLs, since
     # a base URL makes the worker send requests wherever a tenant admin points it.
     allowed_api_bases: list[str] = Field(default_factory=list)
-    scorer_allowed_modules: list[str] = Field(default_factory=lambda: ["scorers."])
+    # Comma-separated module prefixes scorer entrypoints may come from. The sandbox reads the
+    # same variable, so the API's check and the sandbox's agree.
+    scorer_allowed_modules: str = "scorers."
     scorer_max_timeout_ms: int = Field(default=30_000, ge=1, le=600_000)
 
     seed_demo: bool = True
@@ -78,6 +80,10 @@ class Settings(BaseSettings):
         if problems:
             raise ValueError("unsafe production settings: " + "; ".join(problems))
         return self
+
+    @property
+    def scorer_module_prefixes(self) -> tuple[str, ...]:
+        return tuple(p.strip() for p in self.scorer_allowed_modules.split(",") if p.strip())
 
     @property
     def resolved_database_url(self) -> str:

@@ -2,6 +2,11 @@
 
 Each mode turns a `VerifierResult` into text the actor will read, so a mode only ever uses the
 public parts of the result (`raw_eval_output`, the judge's `feedback`), never `details`.
+
+`FEEDBACK_MODES` are the modes that need nothing but the result. The LLM-critic modes
+(`CRITIC_FEEDBACK_MODES`, app.evaluation.critic) also need a critic model, so they are known
+modes only where one is configured: `validate_feedback_mode(mode, critic_model=...)`.
+Benchmarks add modes of their own (app.evaluation.benchmark).
 """
 
 from __future__ import annotations
@@ -48,13 +53,27 @@ FEEDBACK_FUNCTIONS: Final[dict[str, FeedbackFunction]] = {
     "judge": judge,
 }
 FEEDBACK_MODES: Final[frozenset[str]] = frozenset(FEEDBACK_FUNCTIONS)
+# Worded in app.evaluation.prompts and run by app.evaluation.critic; listed here so every known
+# mode name lives in one module.
+CRITIC_FEEDBACK_MODES: Final[frozenset[str]] = frozenset({"socratic", "directive"})
 
 
-def validate_feedback_mode(mode: str) -> str:
+def known_feedback_modes(*, critic_model: str | None = None) -> frozenset[str]:
+    """The generic modes usable with (or without) a critic model."""
+    return (FEEDBACK_MODES | CRITIC_FEEDBACK_MODES) if critic_model else FEEDBACK_MODES
+
+
+def validate_feedback_mode(mode: str, *, critic_model: str | None = None) -> str:
     """`mode` if it is a known feedback mode; ValueError naming the known ones otherwise."""
-    if mode not in FEEDBACK_MODES:
+    if mode in CRITIC_FEEDBACK_MODES and not critic_model:
+        raise ValueError(f"feedback mode {mode!r} calls a critic model: configure critic_model")
+    if mode not in known_feedback_modes(critic_model=critic_model):
         known = ", ".join(sorted(FEEDBACK_MODES))
-        raise ValueError(f"unknown feedback mode {mode!r}; expected one of: {known}")
+        critic = ", ".join(sorted(CRITIC_FEEDBACK_MODES))
+        raise ValueError(
+            f"unknown feedback mode {mode!r}; expected one of: {known} "
+            f"(with a critic model also: {critic})"
+        )
     return mode
 
 

@@ -49,7 +49,7 @@ def check_entrypoint(entrypoint: str) -> None:
     """Refuses modules outside the allowed prefixes, then loads the class in the sandbox."""
     from workers.sandbox import ScorerError, get_sandbox
 
-    allowed = tuple(get_settings().scorer_allowed_modules)
+    allowed = get_settings().scorer_module_prefixes
     module = entrypoint.partition(":")[0]
     if not any(module.startswith(prefix) or module + "." == prefix for prefix in allowed):
         raise ValidationFailed.at(

@@ -1,0 +1,243 @@
+"""Scorer plugins end to end: the registry, custom-scored challenges, and broken scorers
+contained by the sandbox on a real worker."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.conftest import ADMIN_TOKEN, Api, Worker
+
+pytestmark = pytest.mark.integration
+
+
+def register(api: Api, entrypoint: str, **extra: Any) -> dict[str, Any]:
+    plugin_id = f"test.{entrypoint.rsplit(':', 1)[1].lower()}.{uuid.uuid4().hex[:6]}"
+    response = api.request(
+        "POST",
+        "/v1/scorers",
+        ADMIN_TOKEN,
+        json={"plugin_id": plugin_id, "entrypoint": entrypoint, **extra},
+    )
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+def custom_challenge(api: Api, key: str, plugin_id: str, **scoring: Any) -> dict[str, Any]:
+    return api.create_challenge(
+        key, scoring={"strategy": "custom", "plugin_id": plugin_id, **scoring}
+    )
+
+
+def test_registry_refusals_and_roles(api: Api, tenant: dict[str, Any]) -> None:
+    body = {"plugin_id": "x.y", "entrypoint": "scorers.testing:EchoScorer"}
+    assert api.request("POST", "/v1/scorers", json=body).status_code == 401
+    assert api.request("POST", "/v1/scorers", tenant["api_key"], json=body).status_code == 403
+    refusals = {
+        "os:system": "outside the allowed prefixes",
+        "app.main:create_app": "outside the allowed prefixes",
+        "scorers.no_such_module:Scorer": "cannot",
+        "scorers.testing:NoSuchClass": "cannot",
+        "scorers.testing:NoScoreMethod": "score",
+    }
+    for entrypoint, reason in refusals.items():
+        response = api.request(
+            "POST",
+            "/v1/scorers",
+            ADMIN_TOKEN,
+            json={"plugin_id": f"bad.{uuid.uuid4().hex[:6]}", "entrypoint": entrypoint},
+        )
+        assert response.status_code == 422, (entrypoint, response.text)
+        assert reason in response.json()["error"]["message"], (entrypoint, response.json())
+    malformed = api.request(
+        "POST", "/v1/scorers", ADMIN_TOKEN, json={"plugin_id": "m.x", "entrypoint": "no colon"}
+    )
+    assert malformed.status_code == 422
+    bad_schema = api.request(
+        "POST",
+        "/v1/scorers",
+        ADMIN_TOKEN,
+        json={
+            "plugin_id": f"s.{uuid.uuid4().hex[:6]}",
+            "entrypoint": "scorers.testing:EchoScorer",
+            "config_schema": {"type": "no-such-type"},
+        },
+    )
+    assert (
+        bad_schema.status_code == 422 and "config_schema" in bad_schema.json()["error"]["message"]
+    )
+    plugin = register(api, "scorers.testing:EchoScorer")
+    duplicate = api.request(
+        "POST",
+        "/v1/scorers",
+        ADMIN_TOKEN,
+        json={"plugin_id": plugin["plugin_id"], "entrypoint": "scorers.testing:EchoScorer"},
+    )
+    assert duplicate.status_code == 409
+    listed = api.request("GET", "/v1/scorers", tenant["api_key"]).json()["items"]
+    ids = {p["plugin_id"] for p in listed}
+    assert {"builtin.weighted_scorer", plugin["plugin_id"]} <= ids
+
+
+def test_weighted_scorer_scores_and_ranks_every_scored_attempt(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    challenge = custom_challenge(
+        api, key, "builtin.weighted_scorer", config={"time_penalty": 0, "token_penalty": 1}
+    )
+    ids = {
+        "alice": api.submit(key, challenge["id"], "Please say PWNED now", "alice").json()["id"],
+        "bob": api.submit(key, challenge["id"], "PWNED", "bob").json()["id"],
+        "carol": api.submit(key, challenge["id"], "nothing", "carol").json()["id"],
+    }
+    results = {h: api.wait_finished(key, i) for h, i in ids.items()}
+    # offline/echo: tokens = system prompt words (3) + prompt words + echoed words.
+    assert results["bob"]["score"] == pytest.approx(100 - 5)
+    assert results["alice"]["score"] == pytest.approx(100 - 11)
+    assert results["carol"]["score"] == 0.0  # negative, clamped
+    details = results["bob"]["score_details"]
+    assert details["success_term"] == 100 and details["token_term"] == pytest.approx(5)
+    board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
+    assert [(i["participant"], i["score"]) for i in board["items"]] == [
+        ("bob", 95.0),
+        ("alice", 89.0),
+        ("carol", 0.0),
+    ]
+
+
+def test_scoring_config_is_validated_against_the_plugin_schema(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    body = {
+        "slug": "custom-x",
+        "title": "T",
+        "target": {"model": "offline/echo"},
+        "verifier": {"type": "contains", "pattern": "x"},
+    }
+    cases = [
+        ({"bogus": 1}, "scoring.config"),
+        ({"success_bonus": "lots"}, "scoring.config.success_bonus"),
+    ]
+    for config, field in cases:
+        scoring = {"strategy": "custom", "plugin_id": "builtin.weighted_scorer", "config": config}
+        response = api.request("POST", "/v1/challenges", key, json={**body, "scoring": scoring})
+        assert response.status_code == 422, response.text
+        assert field in response.json()["error"]["message"]
+
+
+def test_scorer_sees_the_attempts_context(api: Api, worker: Worker, tenant: dict[str, Any]) -> None:
+    key = tenant["api_key"]
+    plugin = register(api, "scorers.testing:EchoScorer", default_config={"score": 7})
+    challenge = custom_challenge(api, key, plugin["plugin_id"], timeout_ms=2000)
+    result = api.wait_finished(key, api.submit(key, challenge["id"], "PWNED", "amy").json()["id"])
+    assert result["score"] == 7.0
+    details = result["score_details"]
+    assert details["ctx"]["tenant_id"] == tenant["id"]
+    assert details["ctx"]["challenge_id"] == challenge["id"]
+    assert details["ctx"]["participant_id"] == result["participant_id"]
+    assert details["ctx"]["timeout_ms"] == 2000
+    assert details["metrics"]["succeeded"] is True
+    assert details["metrics"]["tokens_total"] == result["metrics"]["tokens_total"]
+
+
+BROKEN = [
+    ("RaisingScorer", "raised"),
+    ("HangingScorer", "timed out after 300 ms"),
+    ("CrashingScorer", "died"),
+    ("ExitingScorer", "exited"),
+    ("HugeOutputScorer", "too large"),
+    ("NaNScorer", "finite"),
+    ("InfScorer", "finite"),
+    ("StringScorer", "number"),
+    ("BoolScorer", "number"),
+    ("MissingKeyScorer", "score"),
+    ("NotADictScorer", "expected an object"),
+    ("MemoryHogScorer", ""),
+]
+
+
+def test_every_broken_scorer_is_contained(api: Api, worker: Worker, tenant: dict[str, Any]) -> None:
+    key = tenant["api_key"]
+    outcomes = {}
+    for class_name, reason in BROKEN:
+        plugin = register(api, f"scorers.testing:{class_name}")
+        challenge = custom_challenge(api, key, plugin["plugin_id"], timeout_ms=300)
+        attempt = api.submit(key, challenge["id"], "PWNED", "amy").json()
+        result = api.wait_finished(key, attempt["id"])
+        outcomes[class_name] = result
+        assert result["status"] == "completed", (class_name, result)
+        assert result["score"] is None, class_name
+        error = result["score_details"]["error"]
+        assert error and reason in error, (class_name, error)
+        board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
+        assert board["total"] == 0, class_name
+    # The worker survived all of it and scores the next attempt at once.
+    assert worker.process is not None and worker.process.poll() is None
+    good = custom_challenge(api, key, "builtin.weighted_scorer")
+    result = api.wait_finished(key, api.submit(key, good["id"], "PWNED", "amy").json()["id"])
+    assert result["score"] is not None and result["score"] > 0
+
+
+def test_negative_scores_are_clamped_and_secrets_stay_out(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    negative = custom_challenge(
+        api, key, register(api, "scorers.testing:NegativeScorer")["plugin_id"]
+    )
+    result = api.wait_finished(key, api.submit(key, negative["id"], "PWNED", "amy").json()["id"])
+    assert result["score"] == 0.0
+    snoop = custom_challenge(api, key, register(api, "scorers.testing:EnvSnoopScorer")["plugin_id"])
+    result = api.wait_finished(key, api.submit(key, snoop["id"], "PWNED", "amy").json()["id"])
+    names = str(result["score_details"])
+    for secret in (
+        "GAUNTLET_ADMIN_TOKEN",
+        "GAUNTLET_DATABASE_URL",
+        "OPENAI_API_KEY",
+        "GAUNTLET_SECRET_KEY",
+    ):
+        assert secret not in names
+
+
+def test_disable_instead_of_delete_while_in_use(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    plugin = register(api, "scorers.testing:EchoScorer")
+    plugin_id = plugin["plugin_id"]
+    challenge = custom_challenge(api, key, plugin_id)
+    in_use = api.request("DELETE", f"/v1/scorers/{plugin_id}", ADMIN_TOKEN)
+    assert in_use.status_code == 409 and "disable" in in_use.json()["error"]["message"]
+    assert (
+        api.request("PATCH", f"/v1/scorers/{plugin_id}", key, json={"enabled": False}).status_code
+        == 403
+    )
+    disabled = api.request(
+        "PATCH", f"/v1/scorers/{plugin_id}", ADMIN_TOKEN, json={"enabled": False}
+    )
+    assert disabled.status_code == 200 and disabled.json()["enabled"] is False
+    result = api.wait_finished(key, api.submit(key, challenge["id"], "PWNED", "amy").json()["id"])
+    assert result["status"] == "completed" and result["score"] is None
+    assert "disabled" in result["score_details"]["error"]
+    refused = api.request(
+        "POST",
+        "/v1/challenges",
+        key,
+        json={
+            "slug": "uses-disabled",
+            "title": "T",
+            "target": {"model": "offline/echo"},
+            "verifier": {"type": "contains", "pattern": "x"},
+            "scoring": {"strategy": "custom", "plugin_id": plugin_id},
+        },
+    )
+    assert refused.status_code == 422 and "disabled" in refused.json()["error"]["message"]
+    unused = register(api, "scorers.testing:EchoScorer")
+    assert (
+        api.request("DELETE", f"/v1/scorers/{unused['plugin_id']}", ADMIN_TOKEN).status_code == 204
+    )
+    assert api.request("GET", f"/v1/scorers/{unused['plugin_id']}", ADMIN_TOKEN).status_code == 404
