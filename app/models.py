@@ -5,6 +5,7 @@ from app.auth.models import ApiKey
 from app.challenge.models import Challenge
 from app.leaderboard.models import LeaderboardEntry
 from app.scoring.models import ScorerPlugin
+from app.scoring.rescore_models import RescoreJob
 from app.tenant.models import Participant, Tenant
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "Challenge",
     "LeaderboardEntry",
     "Participant",
+    "RescoreJob",
     "ScorerPlugin",
     "Tenant",
     "Trial",

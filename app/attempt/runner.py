@@ -35,7 +35,7 @@ from app.evaluation.types import (
 )
 from app.evaluation.verifiers import VerifierConfig, build_verifier
 from app.leaderboard import repository as leaderboard
-from app.leaderboard.ranking import RankInput, rank_key
+from app.leaderboard.service import entry_for
 from app.scoring.service import compute_score
 
 log = logging.getLogger(__name__)
@@ -269,35 +269,9 @@ def _finish(job: Job, token: uuid.UUID) -> None:
         attempt.cost_usd = totals.cost_usd
         attempt.score = scored.score
         attempt.score_details = scored.details
-        key = rank_key(
-            str(challenge.scoring.get("strategy")),
-            RankInput(
-                succeeded=totals.succeeded,
-                created_at_ms=attempt.created_at_ms,
-                elapsed_ms=totals.elapsed_ms,
-                tokens_total=totals.tokens_total,
-                rating=totals.rating,
-                score=scored.score,
-                cost_usd=totals.cost_usd,
-            ),
-        )
-        if key is not None:
-            leaderboard.offer(
-                session,
-                leaderboard.EntryValues(
-                    tenant_id=attempt.tenant_id,
-                    challenge_id=attempt.challenge_id,
-                    participant_id=attempt.participant_id,
-                    attempt_id=attempt.id,
-                    key=key,
-                    attempt_created_at_ms=attempt.created_at_ms,
-                    score=scored.score,
-                    succeeded=totals.succeeded,
-                    tokens_total=totals.tokens_total,
-                    elapsed_ms=totals.elapsed_ms,
-                    rating=totals.rating,
-                ),
-            )
+        entry = entry_for(attempt, str(challenge.scoring.get("strategy")))
+        if entry is not None:
+            leaderboard.offer(session, entry)
 
 
 def _finish_with_error(attempt_id: uuid.UUID, token: uuid.UUID, reason: str) -> None:

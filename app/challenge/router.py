@@ -15,6 +15,9 @@ from app.challenge.schemas import (
     ChallengeUpdate,
 )
 from app.deps import SessionDep, TenantAdmin, TenantMember, tenant_of
+from app.scoring import rescore
+from app.scoring.rescore import enqueue_rescores
+from app.scoring.schemas import RescoreJobList, RescoreJobRead
 
 router = APIRouter(prefix="/v1/challenges", tags=["challenges"])
 
@@ -58,11 +61,22 @@ def get_challenge(
 
 @router.patch("/{challenge_id}")
 def patch_challenge(
-    challenge_id: uuid.UUID, body: ChallengeUpdate, session: SessionDep, principal: TenantAdmin
+    challenge_id: uuid.UUID,
+    body: ChallengeUpdate,
+    session: SessionDep,
+    principal: TenantAdmin,
+    response: Response,
 ) -> ChallengeRead:
-    """Change some fields (tenant admin); the result is validated as a whole."""
-    challenge = service.update_challenge(session, tenant_of(principal), challenge_id, body)
+    """Change some fields (tenant admin); the result is validated as a whole.
+
+    Changing `scoring` starts a rescore job (its address is in the `Location` header): past
+    attempts are scored again and the leaderboard is rebuilt.
+    """
+    challenge, job = service.update_challenge(session, tenant_of(principal), challenge_id, body)
     session.commit()
+    if job is not None:
+        enqueue_rescores([job.id])
+        response.headers["Location"] = f"/v1/rescore-jobs/{job.id}"
     return service.to_admin_view(challenge)
 
 
@@ -74,3 +88,27 @@ def delete_challenge(
     service.delete_challenge(session, tenant_of(principal), challenge_id)
     session.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/{challenge_id}/rescore", status_code=status.HTTP_202_ACCEPTED)
+def post_rescore(
+    challenge_id: uuid.UUID, session: SessionDep, principal: TenantAdmin
+) -> RescoreJobRead:
+    """Score every completed attempt again and rebuild the leaderboard (tenant admin)."""
+    tenant_id = tenant_of(principal)
+    service.get_challenge(session, tenant_id, challenge_id)
+    job = rescore.request_rescore(session, tenant_id, challenge_id, "requested")
+    session.commit()
+    enqueue_rescores([job.id])
+    return RescoreJobRead.model_validate(job)
+
+
+@router.get("/{challenge_id}/rescore-jobs")
+def get_rescore_jobs(
+    challenge_id: uuid.UUID, session: SessionDep, principal: TenantMember
+) -> RescoreJobList:
+    """The challenge's rescore jobs with their progress, newest first."""
+    tenant_id = tenant_of(principal)
+    service.get_challenge(session, tenant_id, challenge_id)
+    jobs = rescore.list_jobs(session, tenant_id, challenge_id)
+    return RescoreJobList(items=[RescoreJobRead.model_validate(j) for j in jobs])

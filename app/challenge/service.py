@@ -16,6 +16,8 @@ from app.challenge.schemas import ChallengeCreate, ChallengePublic, ChallengeRea
 from app.config import get_settings
 from app.db import utcnow
 from app.errors import Conflict, NotFound, ValidationFailed
+from app.scoring.rescore import request_rescore
+from app.scoring.rescore_models import RescoreJob
 from app.scoring.validation import validate_scoring
 
 ChallengeStatus = Literal["upcoming", "open", "closed"]
@@ -106,11 +108,12 @@ def _as_create(challenge: Challenge) -> dict[str, Any]:
 
 def update_challenge(
     session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, body: ChallengeUpdate
-) -> Challenge:
+) -> tuple[Challenge, RescoreJob | None]:
     """Applies the given fields, then validates the whole result as a new challenge would be.
 
-    Changing how attempts are judged or ranked does not rewrite past results; rescoring is its
-    own job.
+    A change of scoring records a rescore job (returned, for the caller to send after commit):
+    past attempts are scored again and the leaderboard rebuilt. Changing the target or the
+    verifier does not rewrite past results.
     """
     challenge = ChallengeRepository(session, tenant_id).get(challenge_id, for_update=True)
     if challenge is None:
@@ -124,6 +127,7 @@ def update_challenge(
         raise ValidationFailed.at([str(p) for p in first["loc"]], first["msg"]) from exc
     _validate(session, validated)
     data = validated.model_dump(mode="json")
+    scoring_changed = data["scoring"] != challenge.scoring
     for field in (
         "title",
         "goal",
@@ -139,7 +143,10 @@ def update_challenge(
     challenge.closes_at = validated.closes_at
     challenge.updated_at = utcnow()
     session.flush()
-    return challenge
+    job = None
+    if scoring_changed:
+        job = request_rescore(session, tenant_id, challenge.id, "challenge scoring changed")
+    return challenge, job
 
 
 def delete_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> None:

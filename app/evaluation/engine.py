@@ -9,16 +9,22 @@ larger k can continue from it. Both resume from trials already made (`existing`)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from app.evaluation.feedback import render_feedback, validate_feedback_mode
+from app.evaluation.critic import critic_feedback
+from app.evaluation.feedback import (
+    CRITIC_FEEDBACK_MODES,
+    render_feedback,
+    validate_feedback_mode,
+)
 from app.evaluation.llm import CompletionClient
 from app.evaluation.prompts import build_actor_messages
 from app.evaluation.types import (
     ActorSection,
     CriticSection,
     JudgeSection,
+    Message,
     Metric,
     ModelSpec,
     TrialCallback,
@@ -29,6 +35,26 @@ from app.evaluation.types import (
 
 METRICS: frozenset[str] = frozenset({"pass@k", "seq@k"})
 
+ActStep = Callable[[list[Message], int], Awaitable[ActorSection]]
+"""The actor's answer to the messages of one attempt (its 1-based index given)."""
+VerifyStep = Callable[[ActorSection, int], Awaitable[tuple[JudgeSection, VerifierResult]]]
+"""The verdict on one actor answer: the stored section and the full result (for feedback)."""
+FeedbackStep = Callable[[TrialRecord, VerifierResult], Awaitable[CriticSection]]
+"""The feedback on a failed seq@k trial."""
+
+
+@dataclass(frozen=True)
+class TrialSteps:
+    """How the trials of one task are made; the loop (`run_trial_loop`) is the same for all.
+
+    Prompt challenges (`run_trials`) and benchmarks (app.evaluation.runner) differ only here:
+    which call answers, what verifies, what gives feedback.
+    """
+
+    act: ActStep
+    verify: VerifyStep
+    feedback: FeedbackStep
+
 
 def _judge_model(verifier: Verifier) -> str | None:
     # Only model-backed verifiers carry a `model`; the Verifier protocol does not require one.
@@ -36,36 +62,34 @@ def _judge_model(verifier: Verifier) -> str | None:
     return model if isinstance(model, str) else None
 
 
+def judge_section(result: VerifierResult, model: str | None) -> JudgeSection:
+    """The stored form of a verdict, calls included."""
+    return JudgeSection(
+        model=model,
+        success=result.success,
+        score=result.score,
+        raw_eval_output=result.raw_eval_output,
+        details=result.details,
+        rating=result.rating,
+        calls=[record.to_dict() for record in result.calls],
+    )
+
+
 async def _run_trial(
     *,
     attempt_index: int,
     task_prompt: str,
-    actor: ModelSpec,
-    verifier: Verifier,
     metric: Metric,
     k: int,
     history: Sequence[TrialRecord],
-    llm: CompletionClient,
+    steps: TrialSteps,
 ) -> tuple[TrialRecord, VerifierResult]:
     messages = build_actor_messages(
         task_prompt, metric=metric, attempt_index=attempt_index, k=k, history=history
     )
-    call = await llm.complete(actor, messages)
-    result = await verifier.verify(call.output)
-    trial = TrialRecord(
-        attempt_index=attempt_index,
-        actor=ActorSection(**call.to_dict()),
-        judge=JudgeSection(
-            model=_judge_model(verifier),
-            success=result.success,
-            score=result.score,
-            raw_eval_output=result.raw_eval_output,
-            details=result.details,
-            rating=result.rating,
-            calls=[record.to_dict() for record in result.calls],
-        ),
-    )
-    return trial, result
+    actor = await steps.act(messages, attempt_index)
+    judge, result = await steps.verify(actor, attempt_index)
+    return TrialRecord(attempt_index=attempt_index, actor=actor, judge=judge), result
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -88,28 +112,31 @@ def _check_existing(existing: Sequence[TrialRecord], metric: Metric, k: int) -> 
     return ordered
 
 
-async def run_trials(
+def _check_run_arguments(metric: str, k: int) -> None:
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; expected one of: {sorted(METRICS)}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an int of at least 1, got {k!r}")
+
+
+async def run_trial_loop(
     *,
     task_prompt: str,
-    actor: ModelSpec,
-    verifier: Verifier,
     metric: Metric,
     k: int,
-    feedback_mode: str,
-    llm: CompletionClient,
+    steps: TrialSteps,
     existing: Sequence[TrialRecord] = (),
     on_trial: TrialCallback | None = None,
 ) -> list[TrialRecord]:
-    """All trials of the attempt, `existing` and new, ordered by attempt index.
+    """THE trial loop: all trials of one task, `existing` and new, ordered by attempt index.
 
-    Each new trial goes to `on_trial` as soon as it is finished (for seq@k, before the next
-    attempt starts). `InfrastructureError` propagates; trials reported before it stay reported.
+    pass@k runs the missing samples of 1..k concurrently and never stops early; seq@k continues
+    after the existing attempts, one at a time, and stops at the first success (an existing
+    success means nothing runs). Each new trial goes to `on_trial` as soon as it is finished
+    (for seq@k, with its feedback and before the next attempt starts). Errors propagate; trials
+    reported before them stay reported.
     """
-    if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}; expected one of: {sorted(METRICS)}")
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    validate_feedback_mode(feedback_mode)
+    _check_run_arguments(metric, k)
     trials = _check_existing(existing, metric, k)
 
     async def finish(trial: TrialRecord) -> TrialRecord:
@@ -124,12 +151,10 @@ async def run_trials(
             trial, _ = await _run_trial(
                 attempt_index=attempt_index,
                 task_prompt=task_prompt,
-                actor=actor,
-                verifier=verifier,
                 metric=metric,
                 k=k,
                 history=(),
-                llm=llm,
+                steps=steps,
             )
             return await finish(trial)
 
@@ -153,19 +178,73 @@ async def run_trials(
         trial, result = await _run_trial(
             attempt_index=attempt_index,
             task_prompt=task_prompt,
-            actor=actor,
-            verifier=verifier,
             metric=metric,
             k=k,
             history=trials,
-            llm=llm,
+            steps=steps,
         )
         if not trial.success:
-            trial.critic = CriticSection(feedback=render_feedback(feedback_mode, result))
+            trial.critic = await steps.feedback(trial, result)
         trials.append(await finish(trial))
         if trial.success:
             break
     return trials
+
+
+async def run_trials(
+    *,
+    task_prompt: str,
+    actor: ModelSpec,
+    verifier: Verifier,
+    metric: Metric,
+    k: int,
+    feedback_mode: str,
+    llm: CompletionClient,
+    existing: Sequence[TrialRecord] = (),
+    on_trial: TrialCallback | None = None,
+    critic: ModelSpec | None = None,
+) -> list[TrialRecord]:
+    """All trials of the attempt, `existing` and new, ordered by attempt index.
+
+    Each new trial goes to `on_trial` as soon as it is finished (for seq@k, before the next
+    attempt starts). `InfrastructureError` propagates; trials reported before it stay reported.
+    The LLM-critic feedback modes (`socratic`, `directive`) need `critic`.
+    """
+    _check_run_arguments(metric, k)
+    validate_feedback_mode(feedback_mode, critic_model=critic.model if critic else None)
+
+    async def act(messages: list[Message], attempt_index: int) -> ActorSection:
+        return ActorSection(**(await llm.complete(actor, messages)).to_dict())
+
+    async def verify(
+        answer: ActorSection, attempt_index: int
+    ) -> tuple[JudgeSection, VerifierResult]:
+        result = await verifier.verify(answer.output)
+        return judge_section(result, _judge_model(verifier)), result
+
+    async def feedback(trial: TrialRecord, result: VerifierResult) -> CriticSection:
+        if feedback_mode in CRITIC_FEEDBACK_MODES and critic is not None:
+            text, calls = await critic_feedback(
+                feedback_mode,
+                llm=llm,
+                critic=critic,
+                task_prompt=task_prompt,
+                output=trial.actor.output,
+                result=result,
+            )
+            return CriticSection(
+                model=critic.model, feedback=text, calls=[call.to_dict() for call in calls]
+            )
+        return CriticSection(feedback=render_feedback(feedback_mode, result))
+
+    return await run_trial_loop(
+        task_prompt=task_prompt,
+        metric=metric,
+        k=k,
+        steps=TrialSteps(act=act, verify=verify, feedback=feedback),
+        existing=existing,
+        on_trial=on_trial,
+    )
 
 
 @dataclass

@@ -1,8 +1,16 @@
-"""pass@k and seq@k estimators."""
+"""Estimators and totals: pass@k, seq@k, best-score curves, standard errors, tokens and cost.
+
+Pure functions over plain data; no litellm, so `gauntlet eval metrics` starts fast. Costs come
+from the calls' recorded `cost_usd` (litellm's price map at call time) unless a price override
+names the model.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 def _check_counts(n: int, c: int, k: int) -> None:
@@ -59,3 +67,410 @@ def seq_at_t(first_success_indices: Sequence[int | None], t: int) -> float:
         if index <= t:
             solved += 1
     return solved / len(first_success_indices)
+
+
+def expected_best_of(scores: Sequence[float], t: int) -> float:
+    """Expected best score of t samples drawn without replacement from `scores` (n of them).
+
+    The best-score analogue of the unbiased pass@k estimator: with the scores sorted ascending,
+    s_(i) is the best of a random t-subset with probability C(i-1, t-1) / C(n, t). The weights
+    are built by a running product, so large n stays finite. For 0/1 scores this equals
+    `pass_at_k(n, c, t)`.
+    """
+    n = len(scores)
+    _check_counts(n, 0, t)
+    ordered = sorted(_finite_score(score) for score in scores)
+    # weight(i) = C(i-1, t-1) / C(n, t); weight(n) = t / n, and
+    # weight(i-1) / weight(i) = (i - t) / (i - 1).
+    total = 0.0
+    weight = t / n
+    for i in range(n, t - 1, -1):
+        total += weight * ordered[i - 1]
+        if i > 1:
+            weight *= (i - t) / (i - 1)
+    return total
+
+
+def _finite_score(score: float) -> float:
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        raise ValueError(f"scores must be finite numbers, got {score!r}")
+    return float(score)
+
+
+def prefix_best_curve(scores: Sequence[float], k: int) -> list[float]:
+    """max(scores[:t]) for t = 1..k; past the last attempt the best so far holds (a seq@k task
+    that stopped at its first success keeps its score), and no attempt at all counts 0."""
+    curve: list[float] = []
+    best: float | None = None
+    for t in range(1, k + 1):
+        if t <= len(scores):
+            score = _finite_score(scores[t - 1])
+            best = score if best is None else max(best, score)
+        curve.append(0.0 if best is None else best)
+    return curve
+
+
+def standard_error(values: Sequence[float]) -> float | None:
+    """Standard error of the mean (sample standard deviation / sqrt(n)); None below 2 values."""
+    if len(values) < 2:
+        return None
+    mean = math.fsum(values) / len(values)
+    variance = math.fsum((value - mean) ** 2 for value in values) / (len(values) - 1)
+    return math.sqrt(variance / len(values))
+
+
+def mean(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """What the estimators need of one trial."""
+
+    attempt_index: int
+    success: bool
+    score: float
+
+
+@dataclass
+class TaskOutcome:
+    """The trials of one task, as the estimators see them, ordered by attempt index."""
+
+    task_index: int
+    task_id: str
+    attempts: list[AttemptOutcome] = field(default_factory=list)
+
+    @property
+    def first_success(self) -> int | None:
+        for attempt in self.attempts:
+            if attempt.success:
+                return attempt.attempt_index
+        return None
+
+    def is_complete(self, metric: str, k: int) -> bool:
+        """Whether the task has what a curve up to k needs: k samples (pass@k); a success or k
+        attempts (seq@k)."""
+        if metric == "pass@k":
+            return len(self.attempts) >= k
+        first = self.first_success
+        return (first is not None and first <= k) or len(self.attempts) >= k
+
+    def metric_curve(self, metric: str, k: int) -> list[float]:
+        """pass@t (unbiased, over all samples) or seq@t (1 if solved within t) for t = 1..k."""
+        if metric == "pass@k":
+            n = len(self.attempts)
+            c = sum(1 for attempt in self.attempts if attempt.success)
+            return pass_curve(n, c, k)
+        first = self.first_success
+        return [1.0 if first is not None and first <= t else 0.0 for t in range(1, k + 1)]
+
+    def best_score_curve(self, metric: str, k: int) -> list[float]:
+        scores = [attempt.score for attempt in self.attempts]
+        if metric == "pass@k":
+            return [expected_best_of(scores, t) for t in range(1, k + 1)]
+        return prefix_best_curve(scores[:k], k)
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    t: int
+    value: float | None
+    stderr: float | None
+
+
+def _curve(per_task: list[list[float]], k: int) -> list[CurvePoint]:
+    points: list[CurvePoint] = []
+    for t in range(1, k + 1):
+        values = [curve[t - 1] for curve in per_task]
+        points.append(CurvePoint(t=t, value=mean(values), stderr=standard_error(values)))
+    return points
+
+
+@dataclass(frozen=True)
+class RunCurves:
+    """The run's curves at t = 1..k over its complete tasks, with standard errors over tasks."""
+
+    metric: str
+    k: int
+    tasks_complete: int
+    tasks_incomplete: int
+    tasks_solved: int
+    metric_at: list[CurvePoint]
+    best_score_at: list[CurvePoint]
+    gain: CurvePoint | None  # seq@k - seq@1 (paired over tasks); None for pass@k
+
+    @property
+    def name(self) -> str:
+        return "pass" if self.metric == "pass@k" else "seq"
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "metric": self.metric,
+            "k": self.k,
+            "tasks_complete": self.tasks_complete,
+            "tasks_incomplete": self.tasks_incomplete,
+            "tasks_solved": self.tasks_solved,
+            "t": [point.t for point in self.metric_at],
+            f"{self.name}_at": [point.value for point in self.metric_at],
+            f"{self.name}_at_stderr": [point.stderr for point in self.metric_at],
+            "best_score_at": [point.value for point in self.best_score_at],
+            "best_score_at_stderr": [point.stderr for point in self.best_score_at],
+        }
+        if self.gain is not None:
+            data["gain"] = {
+                "name": f"seq@{self.k} - seq@1",
+                "value": self.gain.value,
+                "stderr": self.gain.stderr,
+            }
+        return data
+
+
+def run_curves(outcomes: Iterable[TaskOutcome], metric: str, k: int) -> RunCurves:
+    """Curves over the tasks complete for k; incomplete tasks are counted, not estimated."""
+    if metric not in ("pass@k", "seq@k"):
+        raise ValueError(f"unknown metric {metric!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an int of at least 1, got {k!r}")
+    metric_curves: list[list[float]] = []
+    best_curves: list[list[float]] = []
+    incomplete = 0
+    solved = 0
+    for outcome in outcomes:
+        if not outcome.is_complete(metric, k):
+            incomplete += 1
+            continue
+        curve = outcome.metric_curve(metric, k)
+        metric_curves.append(curve)
+        best_curves.append(outcome.best_score_curve(metric, k))
+        if curve[-1] > 0:
+            solved += 1
+    gain: CurvePoint | None = None
+    if metric == "seq@k":
+        differences = [curve[-1] - curve[0] for curve in metric_curves]
+        gain = CurvePoint(t=k, value=mean(differences), stderr=standard_error(differences))
+    return RunCurves(
+        metric=metric,
+        k=k,
+        tasks_complete=len(metric_curves),
+        tasks_incomplete=incomplete,
+        tasks_solved=solved,
+        metric_at=_curve(metric_curves, k),
+        best_score_at=_curve(best_curves, k),
+        gain=gain,
+    )
+
+
+# Usage and cost
+
+ROLES: tuple[str, ...] = ("actor", "judge", "critic")
+TOKEN_FIELDS: tuple[str, ...] = (
+    "input_tokens",
+    "cached_tokens",
+    "thinking_tokens",
+    "output_tokens",
+)
+
+
+@dataclass(frozen=True)
+class Price:
+    """Per-token prices in USD, litellm's field names. Cached input defaults to full input."""
+
+    input_cost_per_token: float
+    output_cost_per_token: float
+    cache_read_input_token_cost: float | None = None
+
+    def cost(self, *, input_tokens: int, cached_tokens: int, output_tokens: int) -> float:
+        # Providers count cached tokens inside input tokens and reasoning inside output tokens.
+        cached = min(max(cached_tokens, 0), max(input_tokens, 0))
+        cached_price = (
+            self.cache_read_input_token_cost
+            if self.cache_read_input_token_cost is not None
+            else self.input_cost_per_token
+        )
+        return (
+            (input_tokens - cached) * self.input_cost_per_token
+            + cached * cached_price
+            + output_tokens * self.output_cost_per_token
+        )
+
+
+def parse_prices(data: Any, *, source: str = "prices") -> dict[str, Price]:
+    """`{model: {input_cost_per_token, output_cost_per_token, cache_read_input_token_cost?}}`."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected a mapping of model id to prices")
+    prices: dict[str, Price] = {}
+    allowed = {"input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost"}
+    for model, entry in data.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"{source}.{model}: expected a mapping of prices")
+        unknown = set(entry) - allowed
+        if unknown:
+            raise ValueError(f"{source}.{model}: unknown keys {sorted(unknown)}")
+        values: dict[str, float] = {}
+        for key, value in entry.items():
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                raise ValueError(f"{source}.{model}.{key}: expected a price >= 0, got {value!r}")
+            values[key] = float(value)
+        for required in ("input_cost_per_token", "output_cost_per_token"):
+            if required not in values:
+                raise ValueError(f"{source}.{model}: missing {required}")
+        prices[str(model)] = Price(**values)
+    return prices
+
+
+@dataclass
+class UsageTotals:
+    """Calls, tokens and cost of one model in one role. `cost_usd` is None when any call's
+    price is unknown (a partial sum would understate the cost)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    thinking_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    elapsed_ms: int = 0
+
+    def add_call(self, call: Mapping[str, Any], price: Price | None = None) -> None:
+        self.calls += 1
+        tokens = {name: _count(call.get(name)) for name in TOKEN_FIELDS}
+        self.input_tokens += tokens["input_tokens"]
+        self.cached_tokens += tokens["cached_tokens"]
+        self.thinking_tokens += tokens["thinking_tokens"]
+        self.output_tokens += tokens["output_tokens"]
+        self.elapsed_ms += _count(call.get("elapsed_ms"))
+        if price is not None:
+            cost: float | None = price.cost(
+                input_tokens=tokens["input_tokens"],
+                cached_tokens=tokens["cached_tokens"],
+                output_tokens=tokens["output_tokens"],
+            )
+        else:
+            cost = _known_cost(call.get("cost_usd"))
+        if cost is None or self.cost_usd is None:
+            self.cost_usd = None
+        else:
+            self.cost_usd += cost
+
+    def merge(self, other: UsageTotals) -> None:
+        self.calls += other.calls
+        self.input_tokens += other.input_tokens
+        self.cached_tokens += other.cached_tokens
+        self.thinking_tokens += other.thinking_tokens
+        self.output_tokens += other.output_tokens
+        self.elapsed_ms += other.elapsed_ms
+        if self.cost_usd is None or other.cost_usd is None:
+            self.cost_usd = None
+        else:
+            self.cost_usd += other.cost_usd
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> UsageTotals:
+        cost = data.get("cost_usd")
+        return cls(
+            calls=_count(data.get("calls")),
+            input_tokens=_count(data.get("input_tokens")),
+            cached_tokens=_count(data.get("cached_tokens")),
+            thinking_tokens=_count(data.get("thinking_tokens")),
+            output_tokens=_count(data.get("output_tokens")),
+            cost_usd=_known_cost(cost),
+            elapsed_ms=_count(data.get("elapsed_ms")),
+        )
+
+
+def _known_cost(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+Usage = dict[str, dict[str, UsageTotals]]
+"""role -> model -> totals."""
+
+
+def trial_calls(trial: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(role, call) for every model call of a stored trial (a TrialRecord.to_dict())."""
+    actor = trial.get("actor")
+    if isinstance(actor, Mapping):
+        yield "actor", actor
+    for role in ("judge", "critic"):
+        section = trial.get(role)
+        if isinstance(section, Mapping):
+            for call in section.get("calls") or ():
+                if isinstance(call, Mapping):
+                    yield role, call
+
+
+def add_trial_usage(usage: Usage, trial: Mapping[str, Any], prices: Mapping[str, Price]) -> None:
+    for role, call in trial_calls(trial):
+        model = str(call.get("model") or "unknown")
+        totals = usage.setdefault(role, {}).setdefault(model, UsageTotals())
+        totals.add_call(call, prices.get(model))
+
+
+def merge_usage(into: Usage, other: Usage) -> None:
+    for role, models in other.items():
+        for model, totals in models.items():
+            into.setdefault(role, {}).setdefault(model, UsageTotals()).merge(totals)
+
+
+def usage_to_dict(usage: Usage) -> dict[str, dict[str, dict[str, Any]]]:
+    return {
+        role: {model: totals.to_dict() for model, totals in sorted(models.items())}
+        for role, models in sorted(usage.items(), key=lambda item: _role_order(item[0]))
+    }
+
+
+def usage_from_dict(data: Any) -> Usage:
+    usage: Usage = {}
+    if not isinstance(data, Mapping):
+        return usage
+    for role, models in data.items():
+        if isinstance(models, Mapping):
+            usage[str(role)] = {
+                str(model): UsageTotals.from_dict(totals)
+                for model, totals in models.items()
+                if isinstance(totals, Mapping)
+            }
+    return usage
+
+
+def _role_order(role: str) -> int:
+    return ROLES.index(role) if role in ROLES else len(ROLES)
+
+
+def total_cost(usage: Usage) -> float | None:
+    """The cost over all roles and models; None when any model's price is unknown."""
+    costs = [totals.cost_usd for models in usage.values() for totals in models.values()]
+    if any(cost is None for cost in costs):
+        return None
+    return math.fsum(cost for cost in costs if cost is not None)
+
+
+def unpriced_models(usage: Usage) -> list[str]:
+    return sorted(
+        {
+            model
+            for models in usage.values()
+            for model, totals in models.items()
+            if totals.cost_usd is None
+        }
+    )
+
+
+def total_calls(usage: Usage) -> int:
+    return sum(totals.calls for models in usage.values() for totals in models.values())

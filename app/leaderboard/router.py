@@ -11,6 +11,8 @@ from app.deps import SessionDep, TenantMember, tenant_of
 from app.errors import NotFound
 from app.leaderboard.schemas import Leaderboard
 from app.leaderboard.service import read_leaderboard
+from app.scoring import rescore
+from app.scoring.schemas import RescoreJobRead
 
 router = APIRouter(prefix="/v1", tags=["leaderboards"])
 
@@ -44,3 +46,11 @@ def get_public_leaderboard(
     if challenge is None:
         raise NotFound("no public challenge at this address")
     return read_leaderboard(session, challenge, limit=limit, offset=offset)
+
+
+@router.get("/rescore-jobs/{job_id}", tags=["scorers"])
+def get_rescore_job(
+    job_id: uuid.UUID, session: SessionDep, principal: TenantMember
+) -> RescoreJobRead:
+    """Progress of one rescore job: `processed` of `total` attempts, then `completed`."""
+    return RescoreJobRead.model_validate(rescore.get_job(session, tenant_of(principal), job_id))

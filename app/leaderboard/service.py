@@ -4,9 +4,42 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
+from app.attempt.models import Attempt
 from app.challenge.models import Challenge
 from app.leaderboard import repository
+from app.leaderboard.ranking import RankInput, rank_key
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
+
+
+def entry_for(attempt: Attempt, strategy: str) -> repository.EntryValues | None:
+    """The leaderboard row a completed attempt would have, or None if it does not rank."""
+    key = rank_key(
+        strategy,
+        RankInput(
+            succeeded=attempt.succeeded,
+            created_at_ms=attempt.created_at_ms,
+            elapsed_ms=attempt.elapsed_ms,
+            tokens_total=attempt.tokens_total,
+            rating=attempt.rating,
+            score=attempt.score,
+            cost_usd=attempt.cost_usd,
+        ),
+    )
+    if key is None:
+        return None
+    return repository.EntryValues(
+        tenant_id=attempt.tenant_id,
+        challenge_id=attempt.challenge_id,
+        participant_id=attempt.participant_id,
+        attempt_id=attempt.id,
+        key=key,
+        attempt_created_at_ms=attempt.created_at_ms,
+        score=attempt.score,
+        succeeded=attempt.succeeded,
+        tokens_total=attempt.tokens_total,
+        elapsed_ms=attempt.elapsed_ms,
+        rating=attempt.rating,
+    )
 
 
 def read_leaderboard(

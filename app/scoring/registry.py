@@ -15,6 +15,8 @@ from app.db import utcnow
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.scoring.models import ScorerPlugin
 from app.scoring.repository import get_plugin
+from app.scoring.rescore import request_rescores_for_plugin
+from app.scoring.rescore_models import RescoreJob
 from app.scoring.schemas import ScorerCreate, ScorerUpdate
 
 ENTRY_POINT_GROUP = "gauntlet.scorers"
@@ -101,19 +103,29 @@ def get(session: Session, plugin_id: str) -> ScorerPlugin:
     return plugin
 
 
-def update(session: Session, plugin_id: str, body: ScorerUpdate) -> ScorerPlugin:
+def update(
+    session: Session, plugin_id: str, body: ScorerUpdate
+) -> tuple[ScorerPlugin, list[RescoreJob]]:
+    """Applies the change; returns rescore jobs for the challenges whose scores it changes."""
     plugin = get(session, plugin_id)
     changes = body.model_dump(exclude_unset=True)
     schema = changes.get("config_schema", plugin.config_schema)
     if "config_schema" in changes:
         _check_schema(schema, ["config_schema"])
     _check_default_config(schema, changes.get("default_config", plugin.default_config))
+    affects_scores = any(
+        field in changes and changes[field] is not None and changes[field] != getattr(plugin, field)
+        for field in ("default_config", "enabled")
+    )
     for field, value in changes.items():
         if value is not None:
             setattr(plugin, field, value)
     plugin.updated_at = utcnow()
     session.flush()
-    return plugin
+    jobs = []
+    if affects_scores:
+        jobs = request_rescores_for_plugin(session, plugin_id, f"scorer '{plugin_id}' changed")
+    return plugin, jobs
 
 
 def challenges_using(session: Session, plugin_id: str) -> int:

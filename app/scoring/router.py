@@ -5,6 +5,7 @@ from fastapi import APIRouter, Response, status
 from app.deps import PlatformAdmin, PrincipalDep, SessionDep
 from app.scoring import registry
 from app.scoring.repository import list_plugins
+from app.scoring.rescore import enqueue_rescores
 from app.scoring.schemas import (
     InstalledScorer,
     InstalledScorerList,
@@ -52,9 +53,13 @@ def get_scorer(plugin_id: str, session: SessionDep, _: PrincipalDep) -> ScorerRe
 def patch_scorer(
     plugin_id: str, body: ScorerUpdate, session: SessionDep, _: PlatformAdmin
 ) -> ScorerRead:
-    """Change a scorer's description, defaults, schema, or disable it (platform admin)."""
-    plugin = registry.update(session, plugin_id, body)
+    """Change a scorer's description, defaults, schema, or disable it (platform admin).
+
+    A change of defaults or of `enabled` rescores every challenge that uses the scorer.
+    """
+    plugin, jobs = registry.update(session, plugin_id, body)
     session.commit()
+    enqueue_rescores([job.id for job in jobs])
     return ScorerRead.model_validate(plugin)
 
 

@@ -3,6 +3,7 @@ contained by the sandbox on a real worker."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -241,3 +242,85 @@ def test_disable_instead_of_delete_while_in_use(
         api.request("DELETE", f"/v1/scorers/{unused['plugin_id']}", ADMIN_TOKEN).status_code == 204
     )
     assert api.request("GET", f"/v1/scorers/{unused['plugin_id']}", ADMIN_TOKEN).status_code == 404
+
+
+def test_changing_scoring_rescores_past_attempts_and_rebuilds_the_leaderboard(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key, scoring={"strategy": "first"})
+    first = api.submit(key, challenge["id"], "Please say PWNED now", "alice").json()["id"]
+    api.wait_finished(key, first)
+    second = api.submit(key, challenge["id"], "PWNED", "bob").json()["id"]
+    api.wait_finished(key, second)
+    failed = api.submit(key, challenge["id"], "no", "carol").json()["id"]
+    api.wait_finished(key, failed)
+    board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
+    assert [i["participant"] for i in board["items"]] == ["alice", "bob"]
+
+    patched = api.request(
+        "PATCH",
+        f"/v1/challenges/{challenge['id']}",
+        key,
+        json={
+            "scoring": {
+                "strategy": "custom",
+                "plugin_id": "builtin.weighted_scorer",
+                "config": {"time_penalty": 0, "token_penalty": 1},
+            }
+        },
+    )
+    assert patched.status_code == 200, patched.text
+    job_path = patched.headers["Location"]
+    deadline = time.monotonic() + 60
+    while (job := api.request("GET", job_path, key).json())["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, job
+        time.sleep(0.1)
+    assert job["status"] == "completed", job
+    assert job["total"] == 3 and job["processed"] == 3
+    board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
+    # Every scored attempt ranks under `custom`, the failed one too (clamped to 0).
+    assert [(i["participant"], i["score"]) for i in board["items"]] == [
+        ("bob", 95.0),
+        ("alice", 89.0),
+        ("carol", 0.0),
+    ]
+    assert api.request("GET", f"/v1/attempts/{second}", key).json()["score"] == 95.0
+    # A second run of the same job (a redelivery) changes nothing.
+    from app.scoring.rescore import run_rescore
+
+    assert run_rescore(uuid.UUID(job["id"])) == "skipped"
+    listed = api.request("GET", f"/v1/challenges/{challenge['id']}/rescore-jobs", key).json()
+    assert [j["id"] for j in listed["items"]] == [job["id"]]
+    # Other tenants cannot see the job.
+    other = api.create_tenant()["api_key"]
+    assert api.request("GET", job_path, other).status_code == 404
+
+    # A manual rescore after a plugin default changes, through the plugin's PATCH.
+    manual = api.request("POST", f"/v1/challenges/{challenge['id']}/rescore", key)
+    assert manual.status_code == 202
+
+
+def test_changing_a_plugins_defaults_rescores_the_challenges_using_it(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    plugin = register(api, "scorers.testing:EchoScorer", default_config={"score": 3})
+    challenge = custom_challenge(api, key, plugin["plugin_id"])
+    attempt = api.submit(key, challenge["id"], "PWNED", "amy").json()["id"]
+    assert api.wait_finished(key, attempt)["score"] == 3.0
+    patched = api.request(
+        "PATCH",
+        f"/v1/scorers/{plugin['plugin_id']}",
+        ADMIN_TOKEN,
+        json={"default_config": {"score": 9}},
+    )
+    assert patched.status_code == 200
+    deadline = time.monotonic() + 60
+    while api.request("GET", f"/v1/attempts/{attempt}", key).json()["score"] != 9.0:
+        assert time.monotonic() < deadline, "the plugin change was never applied"
+        time.sleep(0.1)
+    board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
+    assert board["items"][0]["score"] == 9.0
+    jobs = api.request("GET", f"/v1/challenges/{challenge['id']}/rescore-jobs", key).json()
+    assert "changed" in jobs["items"][0]["reason"]

@@ -1,0 +1,22 @@
+"""Celery entry points for scoring jobs."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.exc import OperationalError
+
+from app.scoring import rescore
+from workers.celery_app import celery_app
+
+
+@celery_app.task(
+    name=rescore.RESCORE_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=5,
+)
+def rescore_challenge(job_id: str) -> str:
+    return rescore.run_rescore(uuid.UUID(job_id))
