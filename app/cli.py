@@ -61,6 +61,16 @@ def worker(concurrency: int | None, beat: bool, loglevel: str) -> None:
     celery_app.worker_main(argv)
 
 
+def beat(loglevel: str) -> None:
+    """The periodic scheduler alone (production runs exactly one; `worker --beat` embeds it)."""
+    from app.config import get_settings
+    from workers.celery_app import celery_app
+
+    schedule = str((get_settings().data_dir / "celerybeat-schedule").resolve())
+    get_settings().data_dir.mkdir(parents=True, exist_ok=True)
+    celery_app.start(["celery", "beat", f"--loglevel={loglevel}", f"--schedule={schedule}"])
+
+
 def seed() -> None:
     from app.config import get_settings
     from app.db import session_scope
@@ -125,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     worker_parser.add_argument("--concurrency", type=int, default=None)
     worker_parser.add_argument("--beat", action="store_true", help="also run the periodic sweep")
     worker_parser.add_argument("--loglevel", default="info")
+    beat_parser = commands.add_parser("beat", help="run the periodic sweep scheduler alone")
+    beat_parser.add_argument("--loglevel", default="info")
     commands.add_parser("seed", help="create the demo tenant and challenge")
     run_parser = commands.add_parser("run", help="embedded mode: migrate, seed, worker and API")
     run_parser.add_argument("--host", default="127.0.0.1")
@@ -140,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         serve(args.host, args.port, args.workers)
     elif args.command == "worker":
         worker(args.concurrency, args.beat, args.loglevel)
+    elif args.command == "beat":
+        beat(args.loglevel)
     elif args.command == "seed":
         seed()
     elif args.command == "run":

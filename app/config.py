@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     # Comma-separated module prefixes scorer entrypoints may come from. The sandbox reads the
     # same variable, so the API's check and the sandbox's agree.
     scorer_allowed_modules: str = "scorers."
+    # Pre-started scorer processes per worker process (the sandbox reads this variable itself).
+    scorer_pool_size: int = Field(default=2, ge=1, le=64)
     scorer_max_timeout_ms: int = Field(default=30_000, ge=1, le=600_000)
 
     seed_demo: bool = True

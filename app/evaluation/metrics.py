@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 
@@ -338,7 +338,7 @@ class UsageTotals:
     cost_usd: float | None = 0.0
     elapsed_ms: int = 0
 
-    def add_call(self, call: Mapping[str, Any], price: Price | None = None) -> None:
+    def add_call(self, call: Mapping[str, Any]) -> None:
         self.calls += 1
         tokens = {name: _count(call.get(name)) for name in TOKEN_FIELDS}
         self.input_tokens += tokens["input_tokens"]
@@ -346,14 +346,7 @@ class UsageTotals:
         self.thinking_tokens += tokens["thinking_tokens"]
         self.output_tokens += tokens["output_tokens"]
         self.elapsed_ms += _count(call.get("elapsed_ms"))
-        if price is not None:
-            cost: float | None = price.cost(
-                input_tokens=tokens["input_tokens"],
-                cached_tokens=tokens["cached_tokens"],
-                output_tokens=tokens["output_tokens"],
-            )
-        else:
-            cost = _known_cost(call.get("cost_usd"))
+        cost = _known_cost(call.get("cost_usd"))
         if cost is None or self.cost_usd is None:
             self.cost_usd = None
         else:
@@ -415,11 +408,30 @@ def trial_calls(trial: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, An
                     yield role, call
 
 
-def add_trial_usage(usage: Usage, trial: Mapping[str, Any], prices: Mapping[str, Price]) -> None:
+def add_trial_usage(usage: Usage, trial: Mapping[str, Any]) -> None:
     for role, call in trial_calls(trial):
         model = str(call.get("model") or "unknown")
-        totals = usage.setdefault(role, {}).setdefault(model, UsageTotals())
-        totals.add_call(call, prices.get(model))
+        usage.setdefault(role, {}).setdefault(model, UsageTotals()).add_call(call)
+
+
+def apply_prices(usage: Usage, prices: Mapping[str, Price]) -> Usage:
+    """A copy of `usage` whose overridden models' costs come from `prices`.
+
+    Cost is linear in the token counts, so pricing the totals equals pricing every call.
+    """
+    priced: Usage = {}
+    for role, models in usage.items():
+        for model, totals in models.items():
+            copy = replace(totals)
+            price = prices.get(model)
+            if price is not None:
+                copy.cost_usd = price.cost(
+                    input_tokens=totals.input_tokens,
+                    cached_tokens=totals.cached_tokens,
+                    output_tokens=totals.output_tokens,
+                )
+            priced.setdefault(role, {})[model] = copy
+    return priced
 
 
 def merge_usage(into: Usage, other: Usage) -> None:
@@ -474,3 +486,115 @@ def unpriced_models(usage: Usage) -> list[str]:
 
 def total_calls(usage: Usage) -> int:
     return sum(totals.calls for models in usage.values() for totals in models.values())
+
+
+# Per task and per run
+
+TASK_STATUSES: tuple[str, ...] = ("pending", "partial", "done", "error")
+
+
+@dataclass
+class TaskStats:
+    """What a task's summary holds: its outcome, its usage, its status. Small on purpose: the
+    runner keeps one per task for the run summary, never the prompts."""
+
+    outcome: TaskOutcome
+    usage: Usage = field(default_factory=dict)
+    status: str = "pending"
+    error: str | None = None
+
+    @classmethod
+    def from_trials(
+        cls, task_index: int, task_id: str, trials: Iterable[Mapping[str, Any]]
+    ) -> TaskStats:
+        stats = cls(outcome=TaskOutcome(task_index=task_index, task_id=task_id))
+        for trial in trials:
+            stats.add_trial(trial)
+        return stats
+
+    def add_trial(self, trial: Mapping[str, Any]) -> None:
+        judge = trial.get("judge") or {}
+        score = judge.get("score")
+        attempt = AttemptOutcome(
+            attempt_index=int(trial["attempt_index"]),
+            success=bool(judge.get("success")),
+            score=float(score) if isinstance(score, int | float) and math.isfinite(score) else 0.0,
+        )
+        self.outcome.attempts = sorted(
+            [*self.outcome.attempts, attempt], key=lambda item: item.attempt_index
+        )
+        add_trial_usage(self.usage, trial)
+        if self.status == "pending":
+            self.status = "partial"
+
+    def to_summary(self, metric: str, k: int) -> dict[str, Any]:
+        outcome = self.outcome
+        complete = outcome.is_complete(metric, k)
+        # A curve is only an estimate once the task has what the estimator needs.
+        curve_k = k if complete else None
+        return {
+            "task_id": outcome.task_id,
+            "task_index": outcome.task_index,
+            "metric": metric,
+            "k": k,
+            "status": self.status,
+            "error": self.error,
+            "attempts": [asdict(attempt) for attempt in outcome.attempts],
+            "first_success": outcome.first_success,
+            "success": outcome.first_success is not None,
+            "metric_at": outcome.metric_curve(metric, curve_k) if curve_k else None,
+            "best_score_at": outcome.best_score_curve(metric, curve_k) if curve_k else None,
+            "usage": usage_to_dict(self.usage),
+            "cost_usd": total_cost(self.usage),
+            "calls": total_calls(self.usage),
+        }
+
+    @classmethod
+    def from_summary(cls, data: Mapping[str, Any]) -> TaskStats:
+        attempts = [
+            AttemptOutcome(
+                attempt_index=int(item["attempt_index"]),
+                success=bool(item["success"]),
+                score=float(item["score"]),
+            )
+            for item in data.get("attempts") or ()
+        ]
+        status = str(data.get("status") or "pending")
+        error = data.get("error")
+        return cls(
+            outcome=TaskOutcome(
+                task_index=int(data["task_index"]),
+                task_id=str(data["task_id"]),
+                attempts=sorted(attempts, key=lambda item: item.attempt_index),
+            ),
+            usage=usage_from_dict(data.get("usage")),
+            status=status if status in TASK_STATUSES else "partial",
+            error=error if isinstance(error, str) else None,
+        )
+
+
+def run_summary(
+    stats: Iterable[TaskStats], *, metric: str, k: int, prices: Mapping[str, Price] | None = None
+) -> dict[str, Any]:
+    """Curves, standard errors, gain, tokens and cost over the tasks, as summary.json holds them."""
+    stats_list = list(stats)
+    usage: Usage = {}
+    for task in stats_list:
+        merge_usage(usage, task.usage)
+    if prices:
+        usage = apply_prices(usage, prices)
+    curves = run_curves((task.outcome for task in stats_list), metric, k)
+    return {
+        "curves": curves.to_dict(),
+        "tasks": {
+            "total": len(stats_list),
+            "done": sum(1 for task in stats_list if task.status == "done"),
+            "partial": sum(1 for task in stats_list if task.status == "partial"),
+            "error": sum(1 for task in stats_list if task.status == "error"),
+        },
+        "attempts": sum(len(task.outcome.attempts) for task in stats_list),
+        "usage": usage_to_dict(usage),
+        "cost_usd": total_cost(usage),
+        "unpriced_models": unpriced_models(usage),
+        "calls": total_calls(usage),
+    }
