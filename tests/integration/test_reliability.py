@@ -180,3 +180,22 @@ def test_sweep_sends_attempts_the_broker_never_delivered(
         session.add(lost)
     result = api.wait_finished(key, str(lost.id), timeout=30)
     assert result["status"] == "completed"
+
+
+def test_cost_comes_from_litellms_price_map(
+    api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
+) -> None:
+    import litellm
+
+    key = tenant["api_key"]
+    target = {**_fake_target(provider), "model": "openai/gpt-4o-mini"}
+    challenge = api.create_challenge(key, target=target, evaluation={"metric": "pass@k", "k": 2})
+    provider.default = Behaviour.ok(
+        "PWNED", prompt_tokens=1000, cached_tokens=0, completion_tokens=500, reasoning_tokens=0
+    )
+    result = api.wait_finished(key, api.submit(key, challenge["id"], "x", "amy").json()["id"])
+    prices = litellm.model_cost["gpt-4o-mini"]
+    one_call = 1000 * prices["input_cost_per_token"] + 500 * prices["output_cost_per_token"]
+    assert result["trials"][0]["actor"]["cost_usd"] == pytest.approx(one_call)
+    assert result["metrics"]["cost_usd"] == pytest.approx(2 * one_call)
+    assert result["metrics"]["tokens_total"] == 2 * 1500
