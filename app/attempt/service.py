@@ -103,8 +103,9 @@ def submit_attempt(
     _check_open(challenge, now)
     _check_prompt_length(challenge, body.prompt)
     participant = ParticipantRepository(session, tenant_id).get_or_create(body.participant)
-    repo.lock_participant(participant.id)
-    _check_limits(repo, challenge, participant.id, now)
+    if challenge.limits.get("max_attempts_total") or challenge.limits.get("max_attempts_per_day"):
+        repo.lock_participant(participant.id)
+        _check_limits(repo, challenge, participant.id, now)
     attempt = Attempt(
         id=uuid.uuid4(),
         tenant_id=tenant_id,
@@ -119,12 +120,16 @@ def submit_attempt(
         enqueued_at=now,
         run_count=0,
     )
+    if idempotency_key is None:
+        session.add(attempt)
+        session.flush()
+        return attempt, True
     try:
         with session.begin_nested():
             session.add(attempt)
     except IntegrityError:
         # A concurrent request with the same Idempotency-Key won the race.
-        existing = repo.by_idempotency_key(idempotency_key) if idempotency_key else None
+        existing = repo.by_idempotency_key(idempotency_key)
         if existing is None:
             raise
         return _replay(existing, challenge_id, fingerprint), False
