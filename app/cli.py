@@ -1,4 +1,4 @@
-"""The `gauntlet` command: migrate, serve, worker, and `run` (the embedded all-in-one).
+"""The `gauntlet` command: migrate, serve, worker, `run` (the embedded all-in-one) and `eval`.
 
 Imports stay inside the commands: starting the CLI must not pay for litellm or the web stack
 unless the command needs them.
@@ -53,7 +53,7 @@ def worker(concurrency: int | None, beat: bool, loglevel: str) -> None:
         "worker",
         f"--loglevel={loglevel}",
         "-Q",
-        "attempts",
+        get_settings().queue,
         f"--concurrency={concurrency or get_settings().worker_concurrency}",
     ]
     if beat:
@@ -141,6 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser = commands.add_parser("run", help="embedded mode: migrate, seed, worker and API")
     run_parser.add_argument("--host", default="127.0.0.1")
     run_parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    # A light import: the eval commands import their heavy modules only when they run.
+    from app.evaluation.cli import add_eval_commands
+
+    eval_parser = commands.add_parser(
+        "eval", help="run benchmark variants (pass@k, seq@k) and read their run folders"
+    )
+    add_eval_commands(eval_parser)
     return parser
 
 
@@ -158,6 +165,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         seed()
     elif args.command == "run":
         run_embedded(args.host, args.port)
+    elif args.command == "eval":
+        from app.evaluation.cli import dispatch
+
+        sys.exit(dispatch(args))
 
 
 if __name__ == "__main__":

@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     model_timeout_seconds: float = Field(default=60.0, gt=0, le=3600)
     model_max_tries: int = Field(default=4, ge=1, le=20)
     model_retry_base_delay_seconds: float = Field(default=0.5, ge=0, le=60)
+    # The Celery queue of this deployment; deployments (or test runs) sharing one Redis keep
+    # their tasks apart by using different queue names.
+    queue: str = Field(default="attempts", pattern=r"^[A-Za-z0-9_.-]{1,100}$")
     worker_concurrency: int = Field(default=2, ge=1, le=512)
 
     # Prefixes a challenge's `target.api_base` may start with. Empty: no custom base URLs, since

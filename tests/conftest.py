@@ -39,6 +39,8 @@ TEST_SETTINGS = {
     "GAUNTLET_MODEL_TIMEOUT_SECONDS": "20",
     "GAUNTLET_ALLOWED_API_BASES": '["http://127.0.0.1:"]',
     "GAUNTLET_SEED_DEMO": "false",
+    # Test runs sharing one Redis (parallel checkouts) must not take each other's tasks.
+    "GAUNTLET_QUEUE": f"test-{uuid.uuid4().hex[:12]}",
     "GAUNTLET_SECRET_KEY": "test-secret-key-" + "s" * 24,
 }
 

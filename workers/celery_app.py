@@ -43,7 +43,7 @@ def make_celery() -> Celery:
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        task_default_queue="attempts",
+        task_default_queue=settings.queue,
         task_serializer="json",
         accept_content=["json"],
         worker_hijack_root_logger=False,
@@ -51,7 +51,7 @@ def make_celery() -> Celery:
             "sweep-attempts": {
                 "task": "gauntlet.sweep_attempts",
                 "schedule": settings.sweep_interval_seconds,
-                "options": {"queue": "attempts", "expires": settings.sweep_interval_seconds},
+                "options": {"queue": settings.queue, "expires": settings.sweep_interval_seconds},
             }
         },
         beat_schedule_filename=str((settings.data_dir / "celerybeat-schedule").resolve()),

@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Iterable
 
 RUN_ATTEMPT_TASK = "gauntlet.run_attempt"
-ATTEMPTS_QUEUE = "attempts"
 
 log = logging.getLogger(__name__)
 
@@ -18,12 +17,14 @@ def enqueue_attempts(attempt_ids: Iterable[uuid.UUID]) -> int:
     A broker outage does not lose an attempt: its row stays queued and the periodic sweep sends
     it again, so a failure here is logged, not raised to the client who already has a 202.
     """
+    from app.config import get_settings
     from workers.celery_app import celery_app
 
+    queue = get_settings().queue
     sent = 0
     for attempt_id in attempt_ids:
         try:
-            celery_app.send_task(RUN_ATTEMPT_TASK, args=[str(attempt_id)], queue=ATTEMPTS_QUEUE)
+            celery_app.send_task(RUN_ATTEMPT_TASK, args=[str(attempt_id)], queue=queue)
             sent += 1
         except Exception:
             log.exception("could not enqueue attempt %s; the sweep will send it again", attempt_id)

@@ -63,11 +63,13 @@ def request_rescores_for_plugin(session: Session, plugin_id: str, reason: str) -
 
 
 def enqueue_rescores(job_ids: list[uuid.UUID]) -> None:
+    from app.config import get_settings
     from workers.celery_app import celery_app
 
+    queue = get_settings().queue
     for job_id in job_ids:
         try:
-            celery_app.send_task(RESCORE_TASK, args=[str(job_id)], queue="attempts")
+            celery_app.send_task(RESCORE_TASK, args=[str(job_id)], queue=queue)
         except Exception:
             log.exception("could not enqueue rescore job %s; POST .../rescore to retry", job_id)
 
