@@ -10,8 +10,8 @@ can finish the attempt, so the leaderboard moves once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -84,7 +84,8 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
     if job is None:
         return "skipped: attempt or challenge gone"
     try:
-        asyncio.run(_execute(job, token, settings))
+        with Heartbeat(job, token, settings):
+            asyncio.run(_execute(job, token, settings))
     except LeaseLost:
         return "stopped: lease taken over by another worker"
     except InfrastructureError as exc:
@@ -164,11 +165,39 @@ def _save_trial(job: Job, token: uuid.UUID, trial: TrialRecord, settings: Settin
         )
 
 
-async def _heartbeat(job: Job, token: uuid.UUID, settings: Settings) -> None:
-    """Keeps the lease alive through long model calls; a third of the lease between renewals."""
-    while True:
-        await asyncio.sleep(settings.attempt_lease_seconds / 3)
-        await asyncio.to_thread(_renew, job.attempt_id, token, settings)
+class Heartbeat:
+    """Renews the lease from its own thread, a third of the lease apart.
+
+    A thread, not a task on the run's event loop: anything that blocks the loop (a slow
+    import, a heavy verifier) must not let the lease lapse while the worker is alive, or the
+    sweep would hand a healthy attempt to a second worker.
+    """
+
+    def __init__(self, job: Job, token: uuid.UUID, settings: Settings) -> None:
+        self.job, self.token, self.settings = job, token, settings
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lease-heartbeat", daemon=True)
+
+    def _run(self) -> None:
+        interval = self.settings.attempt_lease_seconds / 3
+        while not self._stop.wait(interval):
+            try:
+                _renew(self.job.attempt_id, self.token, self.settings)
+            except LeaseLost:
+                return  # another worker holds it now; the next trial save stops this run
+            except Exception:
+                # A database hiccup: keep trying; the lease has two more intervals to spare.
+                log.warning(
+                    "could not renew the lease of attempt %s", self.job.attempt_id, exc_info=True
+                )
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> list[TrialRecord]:
@@ -198,23 +227,17 @@ async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> list[Trial
     async def on_trial(trial: TrialRecord) -> None:
         await asyncio.to_thread(_save_trial, job, token, trial, settings)
 
-    heartbeat = asyncio.create_task(_heartbeat(job, token, settings))
-    try:
-        return await run_trials(
-            task_prompt=task_prompt,
-            actor=actor,
-            verifier=verifier,
-            metric=job.evaluation.get("metric", "pass@k"),
-            k=int(job.evaluation.get("k", 1)),
-            feedback_mode=job.evaluation.get("feedback_mode", "binary"),
-            llm=llm,
-            existing=job.existing,
-            on_trial=on_trial,
-        )
-    finally:
-        heartbeat.cancel()
-        with contextlib.suppress(asyncio.CancelledError, LeaseLost):
-            await heartbeat
+    return await run_trials(
+        task_prompt=task_prompt,
+        actor=actor,
+        verifier=verifier,
+        metric=job.evaluation.get("metric", "pass@k"),
+        k=int(job.evaluation.get("k", 1)),
+        feedback_mode=job.evaluation.get("feedback_mode", "binary"),
+        llm=llm,
+        existing=job.existing,
+        on_trial=on_trial,
+    )
 
 
 def _finish(job: Job, token: uuid.UUID) -> None:

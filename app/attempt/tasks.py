@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from celery.signals import worker_init
 from sqlalchemy.exc import OperationalError
 
 from app.attempt import runner, sweep
@@ -12,6 +13,15 @@ from app.config import get_settings
 from workers.celery_app import celery_app
 
 _settings = get_settings()
+
+
+@worker_init.connect
+def _load_litellm_before_forking(**_: object) -> None:
+    """Import litellm (seconds) once in the worker's main process, before the pool forks, so
+    no attempt pays for it and no lease runs out while a child imports it."""
+    from app.evaluation.llm import warm_up
+
+    warm_up()
 
 
 @celery_app.task(

@@ -58,6 +58,11 @@ def _litellm() -> Any:
     return _litellm_module
 
 
+def warm_up() -> None:
+    """Imports litellm ahead of the first call (a worker does this before forking its pool)."""
+    _litellm()
+
+
 class MalformedResponseError(Exception):
     """A provider answered, but not with a usable chat completion."""
 
@@ -293,6 +298,16 @@ class LLMClient:
         )
 
     def _cost(self, litellm: Any, model: str, response: Any) -> float | None:
+        # litellm prices every response as it builds it; pricing it again costs milliseconds
+        # of CPU per call, which at 50 calls in flight is most of the engine's own time.
+        hidden = getattr(response, "_hidden_params", None)
+        if isinstance(hidden, dict):
+            known = hidden.get("response_cost")
+            is_number = isinstance(known, int | float) and not isinstance(known, bool)
+            if is_number and math.isfinite(known):
+                return float(known)
+        if model in self._cost_warned:
+            return None  # litellm could not price this model before; it will not now
         try:
             cost = litellm.completion_cost(completion_response=response)
         except Exception as error:

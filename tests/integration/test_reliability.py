@@ -112,7 +112,9 @@ def test_worker_killed_mid_attempt_is_finished_by_another(
     assert [t["actor"]["output"] for t in result["trials"]] == ["nope", "PWNED"]
     assert result["trials"][0]["critic"]["feedback"]
     # Trial 1 was not called again: 1 (trial 1) + 1 (killed) + 1 (trial 2 on the new worker).
-    assert provider.request_count == 3
+    assert provider.request_count == 3, [
+        r["messages"][-1]["content"][-80:] for r in provider.requests
+    ]
     assert result["metrics"]["succeeded"] is True
     board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
     assert board["total"] == 1
