@@ -27,6 +27,8 @@ def make_celery() -> Celery:
         transport_options = {
             "data_folder_in": str(folder),
             "data_folder_out": str(folder),
+            # Exchange bindings; kombu would otherwise write them to ./control.
+            "control_folder": str(folder / "control"),
             "polling_interval": 0.05,
         }
     else:
