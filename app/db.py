@@ -80,7 +80,10 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+    # No pre-ping: it costs a round trip on every checkout of the hottest paths. A connection
+    # that died with the server fails its request once (503, see main.py); SQLAlchemy then
+    # discards the whole pool, and the next requests connect afresh.
+    return create_engine(url, pool_size=20, max_overflow=20, pool_recycle=1800)
 
 
 @lru_cache

@@ -10,15 +10,18 @@ can finish the attempt, so the leaderboard moves once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import uuid
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from celery.exceptions import SoftTimeLimitExceeded
 from pydantic import TypeAdapter
+from sqlalchemy.orm import Session
 
 from app.attempt import repository
 from app.attempt.models import Attempt
@@ -39,6 +42,8 @@ from app.leaderboard.service import entry_for
 from app.scoring.service import compute_score
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _VERIFIER_CONFIG: TypeAdapter[VerifierConfig] = TypeAdapter(VerifierConfig)
 
@@ -73,19 +78,20 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
     token = uuid.uuid4()
     with session_scope() as session:
         run_number = repository.claim(session, attempt_id, token, utcnow(), _lease_until(settings))
-    if run_number is None:
-        return "skipped: finished or held by another worker"
+        if run_number is None:
+            return "skipped: finished or held by another worker"
+        job = _load_job(session, attempt_id) if run_number <= settings.max_attempt_runs else None
     if run_number > settings.max_attempt_runs:
         _finish_with_error(
             attempt_id, token, f"gave up after {settings.max_attempt_runs} runs without finishing"
         )
         return "error: too many runs"
-    job = _load_job(attempt_id)
     if job is None:
-        return "skipped: attempt or challenge gone"
+        _finish_with_error(attempt_id, token, "the challenge has no runnable configuration")
+        return "error: not runnable"
     try:
         with Heartbeat(job, token, settings):
-            asyncio.run(_execute(job, token, settings))
+            _run_on_process_loop(_execute(job, token, settings))
     except LeaseLost:
         return "stopped: lease taken over by another worker"
     except InfrastructureError as exc:
@@ -104,37 +110,62 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
     return "completed"
 
 
-def _load_job(attempt_id: uuid.UUID) -> Job | None:
-    with session_scope() as session:
-        attempt = session.get(Attempt, attempt_id)
-        if attempt is None:
-            return None
-        challenge = session.get(Challenge, attempt.challenge_id)
-        if challenge is None or challenge.target is None or challenge.verifier is None:
-            return None
-        existing = [
-            TrialRecord.from_dict(
-                {
-                    "attempt_index": t.trial_index,
-                    "actor": t.actor,
-                    "judge": t.judge,
-                    "critic": t.critic,
-                }
-            )
-            for t in repository.trials_of(session, attempt_id)
-        ]
-        return Job(
-            attempt_id=attempt.id,
-            tenant_id=attempt.tenant_id,
-            challenge_id=challenge.id,
-            participant_id=attempt.participant_id,
-            prompt=attempt.prompt or "",
-            goal=challenge.goal,
-            target=dict(challenge.target),
-            verifier=dict(challenge.verifier),
-            evaluation=dict(challenge.evaluation),
-            existing=existing,
+_process_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _run_on_process_loop(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Runs on one event loop per worker process, kept between attempts: a new loop (and its
+    thread pool) for every attempt is measurable overhead for short offline attempts. A loop
+    that an exception interrupted may hold half-done tasks, so it is discarded."""
+    global _process_loop
+    if _process_loop is None or _process_loop.is_closed():
+        _process_loop = asyncio.new_event_loop()
+    loop = _process_loop
+    try:
+        return loop.run_until_complete(coroutine)
+    except BaseException:
+        _process_loop = None
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
+        raise
+
+
+def _stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]:
+    return [
+        TrialRecord.from_dict(
+            {
+                "attempt_index": t.trial_index,
+                "actor": t.actor,
+                "judge": t.judge,
+                "critic": t.critic,
+            }
         )
+        for t in repository.trials_of(session, attempt_id)
+    ]
+
+
+def _load_job(session: Session, attempt_id: uuid.UUID) -> Job | None:
+    attempt = session.get(Attempt, attempt_id)
+    if attempt is None:
+        return None
+    challenge = session.get(Challenge, attempt.challenge_id)
+    if challenge is None or challenge.target is None or challenge.verifier is None:
+        return None
+    return Job(
+        attempt_id=attempt.id,
+        tenant_id=attempt.tenant_id,
+        challenge_id=challenge.id,
+        participant_id=attempt.participant_id,
+        prompt=attempt.prompt or "",
+        goal=challenge.goal,
+        target=dict(challenge.target),
+        verifier=dict(challenge.verifier),
+        evaluation=dict(challenge.evaluation),
+        existing=_stored_trials(session, attempt_id),
+    )
 
 
 def _renew(attempt_id: uuid.UUID, token: uuid.UUID, settings: Settings) -> None:
@@ -249,17 +280,7 @@ def _finish(job: Job, token: uuid.UUID) -> None:
         challenge = session.get(Challenge, job.challenge_id)
         if challenge is None:
             return
-        trials = [
-            TrialRecord.from_dict(
-                {
-                    "attempt_index": t.trial_index,
-                    "actor": t.actor,
-                    "judge": t.judge,
-                    "critic": t.critic,
-                }
-            )
-            for t in repository.trials_of(session, job.attempt_id)
-        ]
+        trials = _stored_trials(session, job.attempt_id)
         totals = attempt_totals(trials)
         metrics = {
             "succeeded": totals.succeeded,
