@@ -31,6 +31,7 @@ PG_USER = os.environ.get("BENCH_PG_USER", "postgres")
 PG_ADMIN_DB = os.environ.get("BENCH_PG_ADMIN_DB", "test")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/10")
 ADMIN_TOKEN = "bench-admin-token-" + "b" * 32
+SECRET_KEY = "bench-secret-key-" + "s" * 32
 
 
 def gauntlet_bin() -> str:
@@ -114,6 +115,14 @@ def print_machine_info(title: str, argv: Sequence[str] | None = None) -> None:
     for key, value in machine_info().items():
         print(f"   {key}: {value}")
     print("   note: preliminary figures; the machine is shared with other work", flush=True)
+
+
+def print_end_load() -> None:
+    with contextlib.suppress(OSError):
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+        print(
+            f"   loadavg (1/5/15 min) at end: {load} (2 cores; above 2 means other work competed)"
+        )
 
 
 # Statistics --------------------------------------------------------------------------------
@@ -203,6 +212,28 @@ def scratch_database(migrated: bool = True, keep: bool = False) -> Iterator[Scra
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@contextlib.contextmanager
+def broker_lock(url: str = REDIS_URL) -> Iterator[None]:
+    """One benchmark at a time per Redis db: a second run would flush the first one's queue, and
+    the workers of each would consume (and drop, as unknown attempts) the other's tasks."""
+    import fcntl
+
+    safe = "".join(ch if ch.isalnum() else "_" for ch in url)
+    path = Path(tempfile.gettempdir()) / f"gauntlet-bench-{safe}.lock"
+    with path.open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SystemExit(
+                f"another benchmark is using the broker {url}; wait for it, or set "
+                "BENCH_REDIS_URL to another Redis db"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def flush_broker(url: str = REDIS_URL) -> None:
     import redis
 
@@ -225,6 +256,8 @@ def service_env(
         "GAUNTLET_DATABASE_URL": database.url,
         "GAUNTLET_BROKER_URL": broker_url,
         "GAUNTLET_ADMIN_TOKEN": ADMIN_TOKEN,
+        # Newer production settings also require a secret key; harmless where it is unknown.
+        "GAUNTLET_SECRET_KEY": SECRET_KEY,
         "GAUNTLET_DATA_DIR": data_dir,
         "GAUNTLET_SEED_DEMO": "false",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
@@ -350,7 +383,8 @@ def start_server(
                 # With several server processes, give each a chance to come up.
                 if healthy_in_a_row >= 3 * workers:
                     break
-        if time.monotonic() > deadline:
+        log_tail = _tail(server.log_path, 20_000)
+        if time.monotonic() > deadline or "ValidationError" in log_tail:
             server.stop()
             raise RuntimeError(f"gauntlet serve not healthy:\n{_tail(server.log_path)}")
         time.sleep(0.1)
@@ -444,7 +478,7 @@ def redis_pids() -> list[int]:
 
 
 def create_tenant_and_challenge(base: str, **challenge_overrides: Any) -> tuple[str, str, str]:
-    """A tenant (its admin key) and an offline prompt challenge; returns (key, tenant, challenge)."""
+    """A tenant (its admin key) and an offline prompt challenge: (key, tenant id, challenge id)."""
     import httpx
 
     with httpx.Client(base_url=base, timeout=60) as http:

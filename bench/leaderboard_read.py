@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import common  # noqa: E402
+from bench import common
 
 
 def parse_args() -> argparse.Namespace:
@@ -152,9 +152,9 @@ def load_rows(
                 elapsed = rng.randint(5, 2000)
                 created = _ts(created_ms)
                 metrics = (
-                    '{"succeeded": %s, "tokens_total": %d, "elapsed_ms": %d, "rating": null, '
-                    '"created_at": %d, "cost_usd": 0.0, "trials": 1}'
-                    % ("true" if succeeded else "false", tokens, elapsed, created_ms)
+                    f'{{"succeeded": {"true" if succeeded else "false"}, "tokens_total": {tokens}, '
+                    f'"elapsed_ms": {elapsed}, "rating": null, "created_at": {created_ms}, '
+                    f'"cost_usd": 0.0, "trials": 1}}'
                 )
                 buffer.write(
                     f"{uuid.UUID(int=rng.getrandbits(128), version=4)}\t{tenant}\t{challenge}\t"
@@ -336,10 +336,24 @@ def measure_page(
                     "plan": plan_text,
                 }
             )
+        # The same statements on the raw DBAPI connection, rows fetched as tuples: the database
+        # and round-trip share of page(), without SQLAlchemy's ORM work.
+        raw_ms = []
+        for _ in range(reads):
+            t0 = time.perf_counter()
+            for statement, parameters in capture.statements:
+                cursor.execute(statement, parameters)
+                cursor.fetchall()
+            raw_ms.append((time.perf_counter() - t0) * 1000)
         raw.rollback()
     finally:
         raw.close()
-    return {"in_session": in_session, "unit_of_work": unit_of_work, "explains": explains}
+    return {
+        "in_session": in_session,
+        "unit_of_work": unit_of_work,
+        "explains": explains,
+        "raw": raw_ms,
+    }
 
 
 def print_page_results(label: str, result: dict[str, Any], show_plans: bool) -> None:
@@ -351,6 +365,10 @@ def print_page_results(label: str, result: dict[str, Any], show_plans: bool) -> 
     print(
         f"   new session per call (pool checkout + pre-ping + page + count + close): "
         f"{common.summary(result['unit_of_work'])}"
+    )
+    print(
+        f"   same 2 statements on the raw psycopg connection (no ORM): "
+        f"{common.summary(result['raw'])}"
     )
     for index, item in enumerate(result["explains"], start=1):
         sql_one_line = " ".join(item["sql"].split())
@@ -599,4 +617,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        common.print_end_load()

@@ -303,8 +303,11 @@ class LLMClient:
         hidden = getattr(response, "_hidden_params", None)
         if isinstance(hidden, dict):
             known = hidden.get("response_cost")
-            is_number = isinstance(known, int | float) and not isinstance(known, bool)
-            if is_number and math.isfinite(known):
+            if (
+                isinstance(known, int | float)
+                and not isinstance(known, bool)
+                and math.isfinite(known)
+            ):
                 return float(known)
         if model in self._cost_warned:
             return None  # litellm could not price this model before; it will not now

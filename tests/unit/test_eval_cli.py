@@ -1,0 +1,278 @@
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from app.cli import build_parser
+from app.evaluation.benchmark import Task
+from app.evaluation.cli import Console, main
+from app.evaluation.metrics import TaskOutcome, TaskStats
+from app.evaluation.runner import RunEvent
+from app.evaluation.types import ActorSection, JudgeSection, TrialRecord
+from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "benchmarks" / "jsonl" / "variants" / "example.yaml"
+FOLDER = Path("jsonl-example") / "seqk" / "offline__echo" / "offline__judge" / "hint"
+
+
+def write_variant(tmp_path: Path, name: str, **changes: Any) -> Path:
+    data = yaml.safe_load(EXAMPLE.read_text())
+    data["benchmark"] = "jsonl"
+    data.update(changes)
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def eval_main(*argv: str) -> int:
+    return main(list(argv))
+
+
+@pytest.fixture
+def finished_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    runs = tmp_path / "runs"
+    assert eval_main("run", str(EXAMPLE), "--runs-root", str(runs), "--char-limit", "80") == 0
+    out, err = capsys.readouterr()
+    assert "--- task 1 (capital-france) attempt 1: pass, score 1.00 ---" in out
+    assert "seq@t" in out and "0.300 ± 0.153" in out
+    assert "[########################] 10/10 tasks" in err
+    return runs / FOLDER
+
+
+def test_run_writes_the_run_folder_and_a_rerun_resumes_without_calls(
+    finished_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (finished_run / "config.json").is_file()
+    assert len(list(finished_run.glob("task-*/attempt-*.json"))) == 24
+    assert eval_main("run", str(EXAMPLE), "--runs-root", str(tmp_path / "runs")) == 0
+    out, err = capsys.readouterr()
+    assert "--- task" not in out
+    assert "0 attempts" in err and "10 resumed done" in err
+    assert len(list(finished_run.glob("task-*/attempt-*.json"))) == 24
+
+
+def test_run_prints_prompts_up_to_the_char_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    variant = write_variant(tmp_path, "v.yaml", console_char_limit=20, task_indices=[2], k=2)
+    assert eval_main("run", str(variant), "--runs-root", str(tmp_path / "runs")) == 0
+    out = capsys.readouterr().out
+    assert "What is the capital \n... [" in out
+    assert out.count("--- task 2 (capital-japan)") == 2
+
+
+def test_other_settings_are_refused_and_continue_extends(
+    finished_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = str(tmp_path / "runs")
+    hotter = write_variant(tmp_path, "hot.yaml", temperature=0.9)
+    assert eval_main("run", str(hotter), "--runs-root", runs) == 2
+    assert "actor.temperature: null -> 0.9" in capsys.readouterr().err
+
+    longer = write_variant(tmp_path, "k4.yaml", k=4)
+    assert eval_main("run", str(longer), "--runs-root", runs) == 2
+    assert "continue: true" in capsys.readouterr().err
+    assert eval_main("run", str(longer), "--runs-root", runs, "--continue") == 0
+    # 7 unsolved tasks get their 4th attempt.
+    assert len(list(finished_run.glob("task-*/attempt-*.json"))) == 24 + 7
+
+
+def test_bad_variants_are_reported_with_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo = write_variant(tmp_path, "typo.yaml", feedbak_mode="raw")
+    assert eval_main("run", str(typo)) == 2
+    assert "feedbak_mode" in capsys.readouterr().err
+    negative = write_variant(tmp_path, "neg.yaml", k=0)
+    assert eval_main("run", str(negative)) == 2
+    assert "k:" in capsys.readouterr().err
+    loose = tmp_path / "loose.yaml"
+    loose.write_text("metric: pass@k\nk: 1\nmodel: offline/echo\n")
+    assert eval_main("run", str(loose)) == 2
+    assert "`benchmark:` key" in capsys.readouterr().err
+    critic = write_variant(tmp_path, "critic.yaml", feedback_mode="socratic")
+    assert eval_main("run", str(critic)) == 2
+    assert "critic" in capsys.readouterr().err
+
+
+def test_metrics_table_json_and_k(finished_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert eval_main("metrics", str(finished_run.parents[3]), "--k", "2") == 0
+    out = capsys.readouterr().out
+    assert "seq@k, k=2: 10 tasks complete" in out
+    assert "gain seq@2 - seq@1: 0.000 ± 0.000" in out
+    assert "offline/echo" in out and "offline/judge" in out
+
+    assert eval_main("metrics", str(finished_run), "--json") == 0
+    document = json.loads(capsys.readouterr().out)
+    (run,) = document["runs"]
+    assert run["curves"]["seq_at"] == [0.3, 0.3, 0.3]
+    assert run["usage"]["actor"]["offline/echo"]["calls"] == 24
+    assert run["cost_usd"] == 0.0
+    assert run["tasks"]["done"] == 10
+
+    assert eval_main("metrics", str(finished_run), "--k", "4") == 2
+    assert "between 1 and the run's k (3)" in capsys.readouterr().err
+
+
+def test_metrics_prices_override(
+    finished_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("offline/echo: {input_cost_per_token: 0.001, output_cost_per_token: 0.002}\n")
+    assert eval_main("metrics", str(finished_run), "--json", "--prices", str(prices)) == 0
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    echo = run["usage"]["actor"]["offline/echo"]
+    expected = echo["input_tokens"] * 0.001 + echo["output_tokens"] * 0.002
+    assert echo["cost_usd"] == pytest.approx(expected)
+
+
+def test_inspect_a_task_and_an_attempt(
+    finished_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert eval_main("inspect", str(finished_run), "--task-index", "2") == 0
+    out = capsys.readouterr().out
+    assert "task 2 (capital-japan): done, 3 attempts" in out
+    assert "Hint: It was called Edo until 1868." in out
+
+    assert eval_main("inspect", str(finished_run), "--task-index", "2", "--attempt", "2") == 0
+    out = capsys.readouterr().out
+    assert "This is attempt 2 of 3." in out
+    assert "details (private):" in out and "Tokyo" in out
+
+    assert (
+        eval_main("inspect", str(finished_run), "--task-index", "2", "--attempt", "1", "--json")
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["attempt_index"] == 1
+    assert eval_main("inspect", str(finished_run), "--task-index", "99") == 2
+    assert "no task 99" in capsys.readouterr().err
+
+
+def test_gauntlet_has_the_eval_commands() -> None:
+    args = build_parser().parse_args(["eval", "metrics", "runs", "--k", "3"])
+    assert (args.command, args.eval_command, args.k) == ("eval", "metrics", 3)
+
+
+def test_metrics_and_inspect_never_import_litellm(finished_run: Path) -> None:
+    script = (
+        "import sys\n"
+        "from app.cli import main\n"
+        "for argv in (['eval', 'metrics', sys.argv[1]],\n"
+        "             ['eval', 'inspect', sys.argv[1], '--task-index', '1', '--attempt', '1']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit as done:\n"
+        "        assert done.code == 0, done.code\n"
+        "print('litellm' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(finished_run)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("False")
+
+
+def test_console_without_a_terminal_prints_lines_and_clips_prompts() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    console = Console(total=2, char_limit=5, out=out, err=err, interactive=False)
+    task = Task(task_id="a", canonical_index=1, prompt="p")
+    stats = TaskStats(outcome=TaskOutcome(task_index=1, task_id="a"))
+    trial = TrialRecord(
+        attempt_index=1,
+        actor=ActorSection(
+            model="m", prompt=[{"role": "user", "content": "0123456789"}], output=""
+        ),
+        judge=JudgeSection(model=None, success=False, score=0.25),
+    )
+    console.handle(RunEvent(kind="trial", task=task, stats=stats, trial=trial))
+    console.handle(RunEvent(kind="task_error", task=task, stats=stats, error="boom"))
+    console.close()
+    assert out.getvalue() == (
+        "--- task 1 (a) attempt 1: fail, score 0.25 ---\n01234\n... [5 more characters]\n"
+    )
+    lines = err.getvalue().splitlines()
+    assert "task 1 (a) failed: boom" in lines
+    assert lines[-1].startswith("[############------------] 1/2 tasks | 1 attempts")
+    assert "\r" not in err.getvalue()
+
+
+def test_ctrl_c_stops_cleanly_and_a_rerun_repeats_no_finished_call(tmp_path: Path) -> None:
+    rows = [{"id": f"r{i}", "prompt": f"Say {i}", "answer": "never"} for i in range(1, 7)]
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with FakeOpenAIServer(default=Behaviour.slow(0.3, text="no")) as server:
+        variant = tmp_path / "slow.yaml"
+        variant.write_text(
+            yaml.safe_dump(
+                {
+                    "benchmark": "jsonl",
+                    "metric": "pass@k",
+                    "k": 2,
+                    "model": {
+                        "model": "openai/fake-model",
+                        "api_base": server.base_url,
+                        "timeout_s": 10,
+                    },
+                    "options": {"path": str(data)},
+                    "concurrency": 2,
+                    "console_char_limit": 0,
+                }
+            )
+        )
+        command = [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "eval",
+            "run",
+            str(variant),
+            "--runs-root",
+            str(tmp_path / "runs"),
+        ]
+        env = {
+            **os.environ,
+            "OPENAI_API_KEY": "sk-test-dummy",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        runs = tmp_path / "runs"
+        deadline = time.monotonic() + 60
+        while len(list(runs.rglob("attempt-*.json"))) < 3:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 130, err
+        assert "run the same command to resume" in err
+        (folder,) = {path.parent.parent for path in runs.rglob("attempt-*.json")}
+        saved = len(list(folder.glob("task-*/attempt-*.json")))
+        assert saved < 12
+        assert json.loads((folder / "summary.json").read_text())["status"] == "stopped"
+
+        server.reset()
+        rerun = subprocess.run(
+            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert rerun.returncode == 0, rerun.stderr
+        assert len(list(folder.glob("task-*/attempt-*.json"))) == 12
+        assert server.request_count == 12 - saved

@@ -1,0 +1,208 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from app.evaluation import run_folder
+from app.evaluation.benchmark import Task
+from app.evaluation.run_folder import (
+    RunFolderError,
+    RunFolderStore,
+    find_run_folders,
+    path_component,
+    read_task_stats,
+    run_folder_for,
+    write_json_atomic,
+)
+from app.evaluation.runner import RunConfig, run_benchmark
+from app.evaluation.types import ActorSection, JudgeSection, ModelSpec, TrialRecord
+from tests.fixtures.eval_benchmark import ScriptedClient, make_benchmark
+
+ACTOR = ModelSpec("openai/gpt-4o-mini", temperature=0.3)
+
+
+def config(**changes: Any) -> RunConfig:
+    values: dict[str, Any] = {
+        "benchmark": "memory_bench",
+        "metric": "seq@k",
+        "k": 2,
+        "feedback_mode": "raw",
+        "actor": ACTOR,
+        "options": {"size": 2},
+    }
+    values.update(changes)
+    return RunConfig(**values)
+
+
+def trial(index: int) -> TrialRecord:
+    return TrialRecord(
+        attempt_index=index,
+        actor=ActorSection(model="m", prompt=[{"role": "user", "content": "p"}], output="o"),
+        judge=JudgeSection(model=None, success=False, score=0.0),
+    )
+
+
+# layout
+
+
+def test_folder_path_follows_the_design_layout(tmp_path: Path) -> None:
+    benchmark = make_benchmark()
+    assert run_folder_for(tmp_path, benchmark, config()) == (
+        tmp_path / "memory_bench-2" / "seqk" / "openai__gpt-4o-mini" / "deterministic" / "raw"
+    )
+    judged = config(metric="pass@k", judge=ModelSpec("anthropic/claude-3-5-haiku"))
+    assert run_folder_for(tmp_path, benchmark, judged).parts[-4:] == (
+        "passk",
+        "openai__gpt-4o-mini",
+        "anthropic__claude-3-5-haiku",
+        "raw",
+    )
+    # An LLM-critic mode names the critic model.
+    critic = config(feedback_mode="socratic", critic=ModelSpec("openai/gpt-4o"))
+    assert run_folder_for(tmp_path, benchmark, critic).name == "openai__gpt-4o"
+
+
+@pytest.mark.parametrize("bad", ["", "  ", ".", ".."])
+def test_a_value_that_cannot_name_a_folder_is_refused(bad: str) -> None:
+    with pytest.raises(ValueError):
+        path_component(bad)
+
+
+def test_a_run_writes_every_file_with_the_documented_keys(tmp_path: Path) -> None:
+    asyncio.run(
+        run_benchmark(make_benchmark(count=2), config(), RunFolderStore(tmp_path), ScriptedClient())
+    )
+    names = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*"))
+    assert names == [
+        "config.json",
+        "summary.json",
+        "task-1",
+        "task-1/attempt-1.json",
+        "task-1/attempt-2.json",
+        "task-1/summary.json",
+        "task-1/task_meta.json",
+        "task-2",
+        "task-2/attempt-1.json",
+        "task-2/attempt-2.json",
+        "task-2/summary.json",
+        "task-2/task_meta.json",
+    ]
+    attempt = json.loads((tmp_path / "task-2" / "attempt-2.json").read_text())
+    assert list(attempt) == [
+        "task_id",
+        "task_index",
+        "metric",
+        "feedback_mode",
+        "attempt_index",
+        "actor",
+        "judge",
+        "critic",
+    ]
+    assert (attempt["task_id"], attempt["task_index"], attempt["attempt_index"]) == ("t2", 2, 2)
+    assert (attempt["metric"], attempt["feedback_mode"]) == ("seq@k", "raw")
+    for key in (
+        "model",
+        "prompt",
+        "output",
+        "input_tokens",
+        "cached_tokens",
+        "thinking_tokens",
+        "output_tokens",
+    ):
+        assert key in attempt["actor"]
+    for key in ("model", "success", "score", "raw_eval_output", "details", "calls"):
+        assert key in attempt["judge"]
+    assert set(attempt["critic"]) >= {"model", "feedback", "calls"}
+    assert attempt["critic"]["feedback"] == "wrong secret"
+
+    meta = json.loads((tmp_path / "task-1" / "task_meta.json").read_text())
+    assert meta == {
+        "task_id": "t1",
+        "task_index": 1,
+        "prompt": "Task 1: name the secret.",
+        "metadata": {"n": 1},
+    }
+    assert "ANSWER-KEY" not in json.dumps(meta)
+    config_json = json.loads((tmp_path / "config.json").read_text())
+    assert len(config_json["fingerprint"]) == 64
+    assert config_json["settings"]["prompt_version"]
+    assert config_json["sessions"][-1]["status"] == "complete"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "complete"
+    assert summary["curves"]["seq_at"] == [0.0, 0.0]
+    task_summary = json.loads((tmp_path / "task-1" / "summary.json").read_text())
+    assert task_summary["status"] == "done"
+    assert [a["attempt_index"] for a in task_summary["attempts"]] == [1, 2]
+    assert not list(tmp_path.rglob(".*.tmp"))
+
+
+# atomic writes and never overwriting
+
+
+def test_an_interrupted_write_leaves_the_old_file_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "summary.json"
+    write_json_atomic(target, {"version": 1})
+
+    def broken_dump(data: Any, handle: Any, **kwargs: Any) -> None:
+        handle.write('{"version": ')
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_folder.json, "dump", broken_dump)
+    with pytest.raises(KeyboardInterrupt):
+        write_json_atomic(target, {"version": 2})
+    assert json.loads(target.read_text()) == {"version": 1}
+    assert [path.name for path in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_an_attempt_is_never_overwritten(tmp_path: Path) -> None:
+    store = RunFolderStore(tmp_path)
+    task = Task(task_id="a", canonical_index=1, prompt="p")
+    asyncio.run(store.save_trial(task, trial(1)))
+    with pytest.raises(RunFolderError, match="never overwritten"):
+        asyncio.run(store.save_trial(task, trial(1)))
+
+
+def test_attempts_of_another_task_at_the_same_index_are_refused(tmp_path: Path) -> None:
+    store = RunFolderStore(tmp_path)
+    asyncio.run(store.save_trial(Task(task_id="old", canonical_index=3, prompt="p"), trial(1)))
+    with pytest.raises(RunFolderError, match=r"'old'.*'new'"):
+        asyncio.run(store.load_trials(Task(task_id="new", canonical_index=3, prompt="p")))
+
+
+# reading
+
+
+def test_task_stats_are_rebuilt_when_the_summary_is_behind(tmp_path: Path) -> None:
+    asyncio.run(
+        run_benchmark(make_benchmark(count=1), config(), RunFolderStore(tmp_path), ScriptedClient())
+    )
+    task_dir = tmp_path / "task-1"
+    summary = json.loads((task_dir / "summary.json").read_text())
+    summary["attempts"] = summary["attempts"][:1]  # as if the run stopped between the writes
+    (task_dir / "summary.json").write_text(json.dumps(summary))
+    stats = read_task_stats(1, task_dir)
+    assert [attempt.attempt_index for attempt in stats.outcome.attempts] == [1, 2]
+    assert stats.outcome.task_id == "t1"
+    (task_dir / "summary.json").unlink()
+    assert len(read_task_stats(1, task_dir).outcome.attempts) == 2
+
+
+def test_run_folders_are_found_below_a_root(tmp_path: Path) -> None:
+    benchmark = make_benchmark(count=1)
+    for metric in ("pass@k", "seq@k"):
+        run_config = config(metric=metric)
+        folder = run_folder_for(tmp_path, benchmark, run_config)
+        asyncio.run(run_benchmark(benchmark, run_config, RunFolderStore(folder), ScriptedClient()))
+    found = find_run_folders(tmp_path)
+    assert [path.relative_to(tmp_path).parts[1] for path in found] == ["passk", "seqk"]
+    assert find_run_folders(found[0]) == [found[0]]
+    assert find_run_folders(tmp_path / "memory_bench-2" / "seqk") == [found[1]]
