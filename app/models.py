@@ -1,6 +1,6 @@
 """Every table, imported in one place so Alembic and tests see the whole schema."""
 
-from app.attempt.models import Attempt, Trial
+from app.attempt.models import Attempt, AttemptTask, Trial
 from app.auth.models import ApiKey
 from app.challenge.models import Challenge
 from app.leaderboard.models import LeaderboardEntry
@@ -11,6 +11,7 @@ from app.tenant.models import Participant, Tenant
 __all__ = [
     "ApiKey",
     "Attempt",
+    "AttemptTask",
     "Challenge",
     "LeaderboardEntry",
     "Participant",

@@ -72,19 +72,41 @@ class Attempt(Base):
     metrics: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     score: Mapped[float | None] = mapped_column(Float, default=None)
     score_details: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    # Benchmark attempts: the engine's run record (fingerprint, settings) and its latest
+    # summary (tasks done, the curve so far, usage), refreshed as trials land.
+    run_config: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+
+
+class AttemptTask(Base):
+    """One benchmark task of an attempt: its public description and its summary so far."""
+
+    __tablename__ = "attempt_tasks"
+
+    attempt_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("attempts.id", ondelete="CASCADE"), primary_key=True
+    )
+    task_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
+    task_id: Mapped[str] = mapped_column(String(200))
+    meta: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
 
 
 class Trial(Base):
     """One actor call with its verification and feedback, in the run-folder attempt layout."""
 
     __tablename__ = "trials"
-    __table_args__ = (UniqueConstraint("attempt_id", "trial_index"),)
+    __table_args__ = (UniqueConstraint("attempt_id", "task_index", "trial_index"),)
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
     tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
     attempt_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("attempts.id", ondelete="CASCADE")
     )
+    # Prompt attempts have one task (index 0); benchmark attempts one per benchmark task.
+    task_index: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    task_id: Mapped[str | None] = mapped_column(String(200), default=None)
     trial_index: Mapped[int] = mapped_column(Integer)
     success: Mapped[bool] = mapped_column(Boolean)
     score: Mapped[float] = mapped_column(Float)

@@ -15,7 +15,7 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt, Trial
+from app.attempt.models import Attempt, AttemptTask, Trial
 from app.tenant.models import Participant
 
 
@@ -86,6 +86,22 @@ class AttemptRepository:
         total = self.session.scalar(select(func.count()).select_from(Attempt).where(*conditions))
         return list(rows), total or 0
 
+    def trials_page(
+        self, attempt_id: uuid.UUID, *, task_index: int | None, limit: int, offset: int
+    ) -> tuple[list[Trial], int]:
+        conditions = [Trial.tenant_id == self.tenant_id, Trial.attempt_id == attempt_id]
+        if task_index is not None:
+            conditions.append(Trial.task_index == task_index)
+        rows = self.session.scalars(
+            select(Trial)
+            .where(*conditions)
+            .order_by(Trial.task_index, Trial.trial_index)
+            .limit(limit)
+            .offset(offset)
+        )
+        total = self.session.scalar(select(func.count()).select_from(Trial).where(*conditions))
+        return list(rows), total or 0
+
     def trials(self, attempt_id: uuid.UUID) -> list[Trial]:
         return list(
             self.session.scalars(
@@ -154,7 +170,7 @@ def insert_trial(session: Session, values: dict[str, Any]) -> None:
     session.execute(
         insert(Trial)
         .values(**values)
-        .on_conflict_do_nothing(index_elements=["attempt_id", "trial_index"])
+        .on_conflict_do_nothing(index_elements=["attempt_id", "task_index", "trial_index"])
     )
 
 
@@ -198,3 +214,36 @@ def stuck_running(
 def mark_enqueued(session: Session, attempt_ids: list[uuid.UUID], now: datetime) -> None:
     if attempt_ids:
         session.execute(update(Attempt).where(Attempt.id.in_(attempt_ids)).values(enqueued_at=now))
+
+
+def set_run_record(
+    session: Session, attempt_id: uuid.UUID, token: uuid.UUID, **values: Any
+) -> bool:
+    """Writes `run_config` / `progress` of a held attempt; False when the lease is lost."""
+    result = session.execute(
+        update(Attempt)
+        .where(Attempt.id == attempt_id, Attempt.run_token == token, Attempt.status == "running")
+        .values(**values)
+        .returning(Attempt.id)
+    )
+    return result.scalar_one_or_none() is not None
+
+
+def task_trials(session: Session, attempt_id: uuid.UUID, task_index: int) -> Sequence[Trial]:
+    return session.scalars(
+        select(Trial)
+        .where(Trial.attempt_id == attempt_id, Trial.task_index == task_index)
+        .order_by(Trial.trial_index)
+    ).all()
+
+
+def upsert_attempt_task(session: Session, values: dict[str, Any], update_fields: list[str]) -> None:
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(AttemptTask).values(**values)
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=["attempt_id", "task_index"],
+            set_={name: getattr(statement.excluded, name) for name in update_fields},
+        )
+    )

@@ -8,7 +8,13 @@ from fastapi import APIRouter, Header, Query, Response, status
 from app.attempt import service
 from app.attempt.dispatch import enqueue_attempts
 from app.attempt.repository import AttemptRepository
-from app.attempt.schemas import AttemptCreate, AttemptList, AttemptRead, AttemptStatus
+from app.attempt.schemas import (
+    AttemptCreate,
+    AttemptList,
+    AttemptRead,
+    AttemptStatus,
+    TrialList,
+)
 from app.challenge.service import get_challenge
 from app.deps import SessionDep, TenantAdmin, TenantMember, tenant_of
 from app.errors import NotFound
@@ -57,19 +63,40 @@ def post_attempt(
 
 @router.get("/attempts/{attempt_id}")
 def get_attempt(attempt_id: uuid.UUID, session: SessionDep, principal: TenantMember) -> AttemptRead:
-    """Status, metrics, score and trials. Member keys get the participant view of trials."""
+    """Status, metrics, score and trials. Member keys get the participant view of trials.
+
+    Benchmark attempts show their progress and curve here; their trials (tasks times k of them)
+    are paged at `GET /v1/attempts/{id}/trials`.
+    """
     tenant_id = tenant_of(principal)
     repo = AttemptRepository(session, tenant_id)
     attempt = repo.get(attempt_id)
     if attempt is None:
         raise NotFound("attempt not found")
     handle = ParticipantRepository(session, tenant_id).handles([attempt.participant_id])
+    trials = repo.trials(attempt.id) if attempt.model_spec is None else None
     return service.to_view(
-        attempt,
-        handle.get(attempt.participant_id, ""),
-        repo.trials(attempt.id),
-        full=principal.role == "admin",
+        attempt, handle.get(attempt.participant_id, ""), trials, full=principal.role == "admin"
     )
+
+
+@router.get("/attempts/{attempt_id}/trials")
+def get_attempt_trials(
+    attempt_id: uuid.UUID,
+    session: SessionDep,
+    principal: TenantMember,
+    task_index: Annotated[int | None, Query(ge=0)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> TrialList:
+    """An attempt's trials, by task then index (participant view for member keys)."""
+    repo = AttemptRepository(session, tenant_of(principal))
+    attempt = repo.get(attempt_id)
+    if attempt is None:
+        raise NotFound("attempt not found")
+    rows, total = repo.trials_page(attempt.id, task_index=task_index, limit=limit, offset=offset)
+    full = principal.role == "admin"
+    return TrialList(items=[service.trial_view(t, full=full) for t in rows], total=total)
 
 
 @router.get("/attempts")

@@ -16,7 +16,6 @@ import threading
 import uuid
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, TypeVar
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -24,6 +23,8 @@ from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
+from app.attempt.benchmark_run import BenchmarkJob, run_benchmark_attempt
+from app.attempt.lease import LeaseLost, lease_until
 from app.attempt.models import Attempt
 from app.challenge.models import Challenge
 from app.config import Settings, get_settings
@@ -48,10 +49,6 @@ T = TypeVar("T")
 _VERIFIER_CONFIG: TypeAdapter[VerifierConfig] = TypeAdapter(VerifierConfig)
 
 
-class LeaseLost(Exception):
-    """Another worker took the attempt over; this one must stop without finishing it."""
-
-
 @dataclass(frozen=True)
 class Job:
     """A snapshot of what a run needs, read once so no session stays open during model calls."""
@@ -60,16 +57,25 @@ class Job:
     tenant_id: uuid.UUID
     challenge_id: uuid.UUID
     participant_id: uuid.UUID
+    kind: str
     prompt: str
     goal: str
-    target: dict[str, Any]
-    verifier: dict[str, Any]
+    target: dict[str, Any] | None
+    verifier: dict[str, Any] | None
     evaluation: dict[str, Any]
     existing: list[TrialRecord]
+    benchmark: dict[str, Any] | None = None
+    model_spec: dict[str, Any] | None = None
 
-
-def _lease_until(settings: Settings) -> Any:
-    return utcnow() + timedelta(seconds=settings.attempt_lease_seconds)
+    def benchmark_job(self) -> BenchmarkJob:
+        assert self.benchmark is not None and self.model_spec is not None
+        return BenchmarkJob(
+            attempt_id=self.attempt_id,
+            tenant_id=self.tenant_id,
+            benchmark=self.benchmark,
+            evaluation=self.evaluation,
+            model_spec=self.model_spec,
+        )
 
 
 def run_attempt(attempt_id: uuid.UUID) -> str:
@@ -77,7 +83,7 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
     settings = get_settings()
     token = uuid.uuid4()
     with session_scope() as session:
-        run_number = repository.claim(session, attempt_id, token, utcnow(), _lease_until(settings))
+        run_number = repository.claim(session, attempt_id, token, utcnow(), lease_until(settings))
         if run_number is None:
             return "skipped: finished or held by another worker"
         job = _load_job(session, attempt_id) if run_number <= settings.max_attempt_runs else None
@@ -91,7 +97,7 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
         return "error: not runnable"
     try:
         with Heartbeat(job, token, settings):
-            _run_on_process_loop(_execute(job, token, settings))
+            benchmark_metrics = _run_on_process_loop(_execute(job, token, settings))
     except LeaseLost:
         return "stopped: lease taken over by another worker"
     except InfrastructureError as exc:
@@ -106,7 +112,7 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
         log.exception("attempt %s failed unexpectedly", attempt_id)
         _finish_with_error(attempt_id, token, f"internal error: {type(exc).__name__}")
         return "error: internal"
-    _finish(job, token)
+    _finish(job, token, benchmark_metrics)
     return "completed"
 
 
@@ -152,31 +158,40 @@ def _load_job(session: Session, attempt_id: uuid.UUID) -> Job | None:
     if attempt is None:
         return None
     challenge = session.get(Challenge, attempt.challenge_id)
-    if challenge is None or challenge.target is None or challenge.verifier is None:
+    if challenge is None:
+        return None
+    if challenge.kind == "benchmark":
+        if challenge.benchmark is None or attempt.model_spec is None:
+            return None
+    elif challenge.target is None or challenge.verifier is None:
         return None
     return Job(
         attempt_id=attempt.id,
         tenant_id=attempt.tenant_id,
         challenge_id=challenge.id,
         participant_id=attempt.participant_id,
+        kind=challenge.kind,
         prompt=attempt.prompt or "",
         goal=challenge.goal,
-        target=dict(challenge.target),
-        verifier=dict(challenge.verifier),
+        target=challenge.target,
+        verifier=challenge.verifier,
         evaluation=dict(challenge.evaluation),
-        existing=_stored_trials(session, attempt_id),
+        # Benchmark runs load their trials task by task through their store.
+        existing=_stored_trials(session, attempt_id) if challenge.kind == "prompt" else [],
+        benchmark=challenge.benchmark,
+        model_spec=attempt.model_spec,
     )
 
 
 def _renew(attempt_id: uuid.UUID, token: uuid.UUID, settings: Settings) -> None:
     with session_scope() as session:
-        if not repository.renew_lease(session, attempt_id, token, _lease_until(settings)):
+        if not repository.renew_lease(session, attempt_id, token, lease_until(settings)):
             raise LeaseLost()
 
 
 def _save_trial(job: Job, token: uuid.UUID, trial: TrialRecord, settings: Settings) -> None:
     with session_scope() as session:
-        if not repository.renew_lease(session, job.attempt_id, token, _lease_until(settings)):
+        if not repository.renew_lease(session, job.attempt_id, token, lease_until(settings)):
             raise LeaseLost()
         data = trial.to_dict()
         repository.insert_trial(
@@ -231,7 +246,9 @@ class Heartbeat:
         self._thread.join()
 
 
-async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> list[TrialRecord]:
+async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> dict[str, Any] | None:
+    """Runs the trials; returns a benchmark attempt's metrics (a prompt attempt's come from its
+    stored trials when it finishes)."""
     llm = LLMClient(
         global_concurrency=settings.model_global_concurrency,
         per_model_concurrency=settings.model_per_model_concurrency,
@@ -240,6 +257,9 @@ async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> list[Trial
             base_delay_s=settings.model_retry_base_delay_seconds,
         ),
     )
+    if job.kind == "benchmark":
+        return await run_benchmark_attempt(job.benchmark_job(), token, settings, llm)
+    assert job.target is not None and job.verifier is not None
     target = job.target
     actor = ModelSpec(
         model=target["model"],
@@ -258,7 +278,7 @@ async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> list[Trial
     async def on_trial(trial: TrialRecord) -> None:
         await asyncio.to_thread(_save_trial, job, token, trial, settings)
 
-    return await run_trials(
+    await run_trials(
         task_prompt=task_prompt,
         actor=actor,
         verifier=verifier,
@@ -269,10 +289,24 @@ async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> list[Trial
         existing=job.existing,
         on_trial=on_trial,
     )
+    return None
 
 
-def _finish(job: Job, token: uuid.UUID) -> None:
-    """Metrics from the stored trials, the score, the status and the leaderboard: one commit."""
+def _prompt_metrics(session: Session, attempt: Attempt) -> dict[str, Any]:
+    totals = attempt_totals(_stored_trials(session, attempt.id))
+    return {
+        "succeeded": totals.succeeded,
+        "tokens_total": totals.tokens_total,
+        "elapsed_ms": totals.elapsed_ms,
+        "rating": totals.rating,
+        "cost_usd": totals.cost_usd,
+        "trials": totals.trials,
+    }
+
+
+def _finish(job: Job, token: uuid.UUID, benchmark_metrics: dict[str, Any] | None) -> None:
+    """Metrics (a prompt attempt's from its stored trials), the score, the status and the
+    leaderboard: one commit."""
     with session_scope() as session:
         attempt = repository.locked_if_held(session, job.attempt_id, token)
         if attempt is None:
@@ -280,17 +314,8 @@ def _finish(job: Job, token: uuid.UUID) -> None:
         challenge = session.get(Challenge, job.challenge_id)
         if challenge is None:
             return
-        trials = _stored_trials(session, job.attempt_id)
-        totals = attempt_totals(trials)
-        metrics = {
-            "succeeded": totals.succeeded,
-            "tokens_total": totals.tokens_total,
-            "elapsed_ms": totals.elapsed_ms,
-            "rating": totals.rating,
-            "created_at": attempt.created_at_ms,
-            "cost_usd": totals.cost_usd,
-            "trials": totals.trials,
-        }
+        metrics = dict(benchmark_metrics or _prompt_metrics(session, attempt))
+        metrics["created_at"] = attempt.created_at_ms
         scored = compute_score(
             session,
             challenge.scoring,
@@ -306,11 +331,11 @@ def _finish(job: Job, token: uuid.UUID) -> None:
         attempt.finished_at = utcnow()
         attempt.lease_expires_at = None
         attempt.metrics = metrics
-        attempt.succeeded = totals.succeeded
-        attempt.tokens_total = totals.tokens_total
-        attempt.elapsed_ms = totals.elapsed_ms
-        attempt.rating = totals.rating
-        attempt.cost_usd = totals.cost_usd
+        attempt.succeeded = metrics["succeeded"]
+        attempt.tokens_total = metrics["tokens_total"]
+        attempt.elapsed_ms = metrics["elapsed_ms"]
+        attempt.rating = metrics["rating"]
+        attempt.cost_usd = metrics["cost_usd"]
         attempt.score = scored.score
         attempt.score_details = scored.details
         entry = entry_for(attempt, str(challenge.scoring.get("strategy")))

@@ -6,26 +6,48 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from app.evaluation.model_ids import model_id_problem
 from app.schemas import Handle, InputSchema, OutputSchema
 
 AttemptStatus = Literal["queued", "running", "completed", "error"]
 
 
 class AttemptCreate(InputSchema):
-    prompt: str = Field(min_length=1, description="The participant's prompt (prompt challenges).")
+    """A prompt (prompt challenges) or a model spec (benchmark challenges), for a participant."""
+
+    prompt: str | None = Field(default=None, min_length=1, description="Prompt challenges.")
+    model: str | None = Field(
+        default=None, description="Benchmark challenges: a litellm model id.", max_length=200
+    )
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Benchmark only.")
+    system_prompt: str | None = Field(
+        default=None, max_length=20_000, description="Benchmark only."
+    )
     participant: Handle | None = Field(
         default=None,
         description="The participant's handle, created on first use. Required with a tenant key.",
     )
 
-    @field_validator("prompt")
+    @field_validator("prompt", "system_prompt")
     @classmethod
-    def _storable(cls, value: str) -> str:
+    def _storable(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         if "\x00" in value:
             raise ValueError("must not contain NUL characters")
         if not value.strip():
             raise ValueError("must not be blank")
         return value
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        problem = model_id_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value.strip()
 
 
 class AttemptMetricsRead(OutputSchema):
@@ -36,9 +58,17 @@ class AttemptMetricsRead(OutputSchema):
     created_at: int = Field(description="Epoch milliseconds.")
     cost_usd: float | None
     trials: int
+    metric_at: list[float] | None = Field(
+        default=None, description="Benchmark attempts: the pass@t or seq@t curve, t = 1..k."
+    )
+    metric_at_k: float | None = None
+    tasks_total: int | None = None
+    tasks_solved: int | None = None
 
 
 class TrialRead(OutputSchema):
+    task_index: int = Field(description="0 for prompt attempts; the benchmark task otherwise.")
+    task_id: str | None
     index: int
     success: bool
     score: float
@@ -55,6 +85,13 @@ class AttemptRead(OutputSchema):
     participant: str
     status: AttemptStatus
     prompt: str | None
+    model_spec: dict[str, Any] | None = Field(
+        default=None, description="Benchmark attempts: the model, temperature, system prompt."
+    )
+    progress: dict[str, Any] | None = Field(
+        default=None,
+        description="Benchmark attempts: tasks done, the curve so far, usage and cost.",
+    )
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -69,4 +106,9 @@ class AttemptRead(OutputSchema):
 
 class AttemptList(OutputSchema):
     items: list[AttemptRead]
+    total: int
+
+
+class TrialList(OutputSchema):
+    items: list[TrialRead]
     total: int

@@ -47,6 +47,24 @@ def _check_open(challenge: Challenge, now: datetime) -> None:
         raise Conflict(f"this challenge closed at {challenge.closes_at:%Y-%m-%d %H:%M:%S} UTC")
 
 
+def _check_body_fits_kind(challenge: Challenge, body: AttemptCreate) -> None:
+    """A prompt challenge takes a prompt; a benchmark challenge takes a model spec."""
+    if challenge.kind == "benchmark":
+        if body.model is None:
+            raise ValidationFailed.at(["model"], "is required: this is a benchmark challenge")
+        if body.prompt is not None:
+            raise ValidationFailed.at(
+                ["prompt"], "is not used by benchmark challenges; send a model spec"
+            )
+        return
+    if body.prompt is None:
+        raise ValidationFailed.at(["prompt"], "is required: this is a prompt challenge")
+    for field in ("model", "temperature", "system_prompt"):
+        if getattr(body, field) is not None:
+            raise ValidationFailed.at([field], "is only used by benchmark challenges")
+    _check_prompt_length(challenge, body.prompt)
+
+
 def _check_prompt_length(challenge: Challenge, prompt: str) -> None:
     server_cap = get_settings().max_prompt_chars
     limit = min(challenge.limits.get("max_prompt_chars") or server_cap, server_cap)
@@ -101,7 +119,7 @@ def submit_attempt(
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
     now = utcnow()
     _check_open(challenge, now)
-    _check_prompt_length(challenge, body.prompt)
+    _check_body_fits_kind(challenge, body)
     participant = ParticipantRepository(session, tenant_id).get_or_create(body.participant)
     if challenge.limits.get("max_attempts_total") or challenge.limits.get("max_attempts_per_day"):
         repo.lock_participant(participant.id)
@@ -113,6 +131,15 @@ def submit_attempt(
         participant_id=participant.id,
         status="queued",
         prompt=body.prompt,
+        model_spec=(
+            {
+                "model": body.model,
+                "temperature": body.temperature,
+                "system_prompt": body.system_prompt,
+            }
+            if body.model is not None
+            else None
+        ),
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint,
         created_at=now,
@@ -170,30 +197,30 @@ def _redact_trial(trial: Trial) -> dict[str, Any]:
     return {"actor": actor, "judge": judge, "critic": critic}
 
 
+def trial_view(trial: Trial, *, full: bool) -> TrialRead:
+    sections = (
+        {"actor": trial.actor, "judge": trial.judge, "critic": trial.critic}
+        if full
+        else _redact_trial(trial)
+    )
+    return TrialRead(
+        task_index=trial.task_index,
+        task_id=trial.task_id,
+        index=trial.trial_index,
+        success=trial.success,
+        score=trial.score,
+        created_at=trial.created_at,
+        **sections,
+    )
+
+
 def to_view(
     attempt: Attempt, handle: str, trials: list[Trial] | None, *, full: bool
 ) -> AttemptRead:
     metrics = None
     if attempt.metrics is not None:
         metrics = AttemptMetricsRead.model_validate(attempt.metrics)
-    trial_views = None
-    if trials is not None:
-        trial_views = []
-        for trial in trials:
-            sections = (
-                {"actor": trial.actor, "judge": trial.judge, "critic": trial.critic}
-                if full
-                else _redact_trial(trial)
-            )
-            trial_views.append(
-                TrialRead(
-                    index=trial.trial_index,
-                    success=trial.success,
-                    score=trial.score,
-                    created_at=trial.created_at,
-                    **sections,
-                )
-            )
+    trial_views = None if trials is None else [trial_view(t, full=full) for t in trials]
     return AttemptRead(
         id=attempt.id,
         challenge_id=attempt.challenge_id,
@@ -201,6 +228,8 @@ def to_view(
         participant=handle,
         status=attempt.status,
         prompt=attempt.prompt,
+        model_spec=attempt.model_spec,
+        progress=attempt.progress,
         created_at=attempt.created_at,
         started_at=attempt.started_at,
         finished_at=attempt.finished_at,

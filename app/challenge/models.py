@@ -26,6 +26,8 @@ class Challenge(Base):
     kind: Mapped[str] = mapped_column(String(16))
     target: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     verifier: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    # Benchmark challenges: which benchmark, its options, and the judge and critic models.
+    benchmark: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     evaluation: Mapped[dict[str, Any]] = mapped_column(JSONType)
     scoring: Mapped[dict[str, Any]] = mapped_column(JSONType)
     limits: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, Field, field_validator, model_validator
 
@@ -19,7 +19,7 @@ from app.evaluation.model_ids import model_id_problem
 from app.evaluation.verifiers import VerifierConfig
 from app.schemas import InputSchema, Name, OutputSchema, Slug
 
-Strategy = Literal["first", "fastest", "fewest_tokens", "highest_rating", "custom"]
+Strategy = Literal["first", "fastest", "fewest_tokens", "highest_rating", "metric_at_k", "custom"]
 Visibility = Literal["public", "unlisted", "private"]
 PROMPT_PLACEHOLDER = "{prompt}"
 
@@ -59,21 +59,49 @@ class TargetConfig(InputSchema):
         return value
 
 
+def _model_id(value: str | None) -> str | None:
+    if value is None:
+        return None
+    problem = model_id_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value.strip()
+
+
+class BenchmarkSpec(InputSchema):
+    """A benchmark challenge: which benchmark runs, on which tasks, judged and critiqued how."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=100, examples=["arcagi2"])
+    options: dict[str, Any] = Field(default_factory=dict)
+    task_indices: list[Annotated[int, Field(ge=1)]] | None = Field(default=None, max_length=10_000)
+    max_tasks: int | None = Field(default=None, ge=1, le=100_000)
+    judge_model: str | None = None
+    critic_model: str | None = None
+    cost_budget_usd: float | None = Field(
+        default=None, gt=0, description="No new task starts once an attempt has spent this."
+    )
+    actor_api_base: str | None = Field(
+        default=None,
+        max_length=500,
+        description="An OpenAI-compatible server the participants' models are called at; must "
+        "start with an allowed prefix (setting GAUNTLET_ALLOWED_API_BASES).",
+    )
+
+    _judge = field_validator("judge_model")(_model_id)
+    _critic = field_validator("critic_model")(_model_id)
+
+
 class EvaluationConfig(InputSchema):
     metric: Literal["pass@k", "seq@k"] = "pass@k"
     k: int = Field(default=1, ge=1, le=20)
-    feedback_mode: str = "binary"
 
-    @field_validator("feedback_mode")
-    @classmethod
-    def _known_mode(cls, value: str) -> str:
-        if value not in FEEDBACK_MODES:
-            raise ValueError(f"unknown feedback mode; known: {', '.join(sorted(FEEDBACK_MODES))}")
-        return value
+    feedback_mode: str = Field(default="binary", pattern=r"^[a-z][a-z0-9_]*$", max_length=50)
 
 
 class ScoringConfig(InputSchema):
-    strategy: Strategy = "first"
+    strategy: Strategy | None = Field(
+        default=None, description="Default: 'first' for prompt, 'metric_at_k' for benchmark."
+    )
     plugin_id: str | None = Field(default=None, max_length=100)
     config: dict[str, Any] = Field(default_factory=dict)
     timeout_ms: int = Field(default=5000, ge=1, le=60_000)
@@ -97,9 +125,10 @@ class ChallengeCreate(InputSchema):
     slug: Slug
     title: Name
     goal: str = Field(default="", max_length=20_000)
-    kind: Literal["prompt"] = "prompt"
-    target: TargetConfig
-    verifier: VerifierConfig
+    kind: Literal["prompt", "benchmark"] = "prompt"
+    target: TargetConfig | None = None
+    verifier: VerifierConfig | None = None
+    benchmark: BenchmarkSpec | None = None
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
@@ -111,10 +140,36 @@ class ChallengeCreate(InputSchema):
     def _consistent(self) -> ChallengeCreate:
         if self.opens_at and self.closes_at and self.closes_at <= self.opens_at:
             raise ValueError("closes_at must be after opens_at")
-        if self.scoring.strategy == "highest_rating" and self.verifier.type != "llm_judge":
-            raise ValueError(
-                "strategy 'highest_rating' needs an 'llm_judge' verifier (only a judge rates)"
-            )
+        strategy = self.scoring.strategy
+        if self.kind == "prompt":
+            if self.target is None or self.verifier is None:
+                raise ValueError("a prompt challenge needs 'target' and 'verifier'")
+            if self.benchmark is not None:
+                raise ValueError("'benchmark' is only for benchmark challenges")
+            if strategy == "metric_at_k":
+                raise ValueError("strategy 'metric_at_k' is only for benchmark challenges")
+            if self.evaluation.feedback_mode not in FEEDBACK_MODES:
+                known = ", ".join(sorted(FEEDBACK_MODES))
+                raise ValueError(f"evaluation.feedback_mode: unknown feedback mode; known: {known}")
+            if strategy == "highest_rating" and self.verifier.type != "llm_judge":
+                raise ValueError(
+                    "strategy 'highest_rating' needs an 'llm_judge' verifier (only a judge rates)"
+                )
+            self.scoring.strategy = strategy or "first"
+        else:
+            if self.benchmark is None:
+                raise ValueError("a benchmark challenge needs 'benchmark'")
+            if self.target is not None or self.verifier is not None:
+                raise ValueError(
+                    "'target' and 'verifier' are only for prompt challenges; a benchmark "
+                    "challenge's attempts name the model, and the benchmark verifies"
+                )
+            if strategy not in (None, "metric_at_k", "custom"):
+                raise ValueError(
+                    f"strategy '{strategy}' does not apply to benchmark challenges; "
+                    "use 'metric_at_k' or 'custom'"
+                )
+            self.scoring.strategy = strategy or "metric_at_k"
         return self
 
 
@@ -125,6 +180,7 @@ class ChallengeUpdate(InputSchema):
     goal: str | None = Field(default=None, max_length=20_000)
     target: TargetConfig | None = None
     verifier: VerifierConfig | None = None
+    benchmark: BenchmarkSpec | None = None
     evaluation: EvaluationConfig | None = None
     scoring: ScoringConfig | None = None
     limits: LimitsConfig | None = None
@@ -141,6 +197,7 @@ class ChallengeRead(OutputSchema):
     kind: str
     target: dict[str, Any] | None
     verifier: dict[str, Any] | None
+    benchmark: dict[str, Any] | None
     evaluation: dict[str, Any]
     scoring: dict[str, Any]
     limits: dict[str, Any]
@@ -162,6 +219,7 @@ class ChallengePublic(OutputSchema):
     kind: str
     target: dict[str, Any] | None
     verifier: dict[str, Any] | None
+    benchmark: dict[str, Any] | None
     evaluation: dict[str, Any]
     scoring: dict[str, Any]
     limits: dict[str, Any]

@@ -16,6 +16,7 @@ from app.challenge.schemas import ChallengeCreate, ChallengePublic, ChallengeRea
 from app.config import get_settings
 from app.db import utcnow
 from app.errors import Conflict, NotFound, ValidationFailed
+from app.evaluation.benchmark import Benchmark, BenchmarkError
 from app.scoring.rescore import request_rescore
 from app.scoring.rescore_models import RescoreJob
 from app.scoring.validation import validate_scoring
@@ -33,19 +34,64 @@ def challenge_status(challenge: Challenge, now: datetime | None = None) -> Chall
 
 
 def _check_api_base(config: ChallengeCreate) -> None:
-    api_base = config.target.api_base
+    if config.target is not None:
+        api_base, path = config.target.api_base, ["target", "api_base"]
+    elif config.benchmark is not None:
+        api_base, path = config.benchmark.actor_api_base, ["benchmark", "actor_api_base"]
+    else:
+        return
     if api_base is None:
         return
     allowed = get_settings().allowed_api_bases
     if not any(api_base.startswith(prefix) for prefix in allowed):
         raise ValidationFailed.at(
-            ["target", "api_base"],
+            path,
             "this base URL is not allowed on this server (setting GAUNTLET_ALLOWED_API_BASES)",
         )
 
 
+def _check_benchmark(config: ChallengeCreate) -> None:
+    """The benchmark exists, its options load tasks, and it knows the feedback mode."""
+    spec = config.benchmark
+    if spec is None:
+        return
+    for key, value in spec.options.items():
+        # Workers run with the service's files; a tenant must not point a benchmark at them.
+        if isinstance(value, str) and (
+            "/" in value or "\\" in value or value.startswith((".", "~"))
+        ):
+            raise ValidationFailed.at(
+                ["benchmark", "options", key],
+                "file paths are not accepted here; name a file bundled with the benchmark",
+            )
+    try:
+        benchmark = Benchmark.load(spec.name)
+    except BenchmarkError as exc:
+        raise ValidationFailed.at(["benchmark", "name"], str(exc)) from exc
+    try:
+        first = next(iter(benchmark.iter_tasks(spec.options)), None)
+    except Exception as exc:
+        raise ValidationFailed.at(
+            ["benchmark", "options"], f"the benchmark cannot load tasks: {exc}"
+        ) from exc
+    if first is None:
+        raise ValidationFailed.at(["benchmark", "options"], "these options select no task")
+    if config.evaluation.metric == "seq@k":
+        mode = config.evaluation.feedback_mode
+        known = benchmark.known_feedback_modes(critic_model=spec.critic_model)
+        if mode not in known:
+            raise ValidationFailed.at(
+                ["evaluation", "feedback_mode"],
+                f"'{mode}' is not a feedback mode of '{spec.name}' with these models; "
+                f"known: {', '.join(sorted(known))}",
+            )
+    if benchmark.verifier_name == "llm" and spec.judge_model is None:
+        raise ValidationFailed.at(["benchmark", "judge_model"], "this benchmark needs a judge")
+
+
 def _validate(session: Session, config: ChallengeCreate) -> None:
     _check_api_base(config)
+    _check_benchmark(config)
     validate_scoring(session, config.scoring.model_dump())
 
 
@@ -65,6 +111,7 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         kind=body.kind,
         target=data["target"],
         verifier=data["verifier"],
+        benchmark=data["benchmark"],
         evaluation=data["evaluation"],
         scoring=data["scoring"],
         limits=data["limits"],
@@ -97,6 +144,7 @@ def _as_create(challenge: Challenge) -> dict[str, Any]:
         "kind": challenge.kind,
         "target": challenge.target,
         "verifier": challenge.verifier,
+        "benchmark": challenge.benchmark,
         "evaluation": challenge.evaluation,
         "scoring": challenge.scoring,
         "limits": challenge.limits,
@@ -133,6 +181,7 @@ def update_challenge(
         "goal",
         "target",
         "verifier",
+        "benchmark",
         "evaluation",
         "scoring",
         "limits",
@@ -174,8 +223,8 @@ def to_public_view(challenge: Challenge) -> ChallengePublic:
     """Strips every hidden part: system prompt, template, verifier keys, judge rubric."""
     target = challenge.target or {}
     verifier = challenge.verifier or {}
-    public_verifier: dict[str, Any] = {"type": verifier.get("type")}
-    if verifier.get("type") == "llm_judge":
+    public_verifier: dict[str, Any] | None = {"type": verifier.get("type")} if verifier else None
+    if public_verifier is not None and verifier.get("type") == "llm_judge":
         public_verifier["votes"] = verifier.get("votes")
         public_verifier["pass_threshold"] = verifier.get("pass_threshold")
     scoring = challenge.scoring or {}
@@ -187,6 +236,7 @@ def to_public_view(challenge: Challenge) -> ChallengePublic:
         kind=challenge.kind,
         target={"model": target.get("model")} if target else None,
         verifier=public_verifier,
+        benchmark=challenge.benchmark,
         evaluation=challenge.evaluation,
         scoring={"strategy": scoring.get("strategy"), "plugin_id": scoring.get("plugin_id")},
         limits=challenge.limits,

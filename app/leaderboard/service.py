@@ -22,6 +22,7 @@ def entry_for(attempt: Attempt, strategy: str) -> repository.EntryValues | None:
             tokens_total=attempt.tokens_total,
             rating=attempt.rating,
             score=attempt.score,
+            metric_at_k=(attempt.metrics or {}).get("metric_at_k"),
             cost_usd=attempt.cost_usd,
         ),
     )

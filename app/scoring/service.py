@@ -27,6 +27,9 @@ def compute_score(
     metrics: dict[str, Any],
     context: dict[str, Any],
 ) -> ScoreResult:
+    if scoring.get("strategy") == "metric_at_k":
+        # The curve at k is the benchmark attempt's score, shown on the leaderboard.
+        return ScoreResult(metrics.get("metric_at_k"), None)
     if scoring.get("strategy") != "custom":
         return ScoreResult(None, None)
     plugin_id = scoring.get("plugin_id")
