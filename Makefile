@@ -27,6 +27,7 @@ typecheck: install
 
 test: install lint typecheck
 	./scripts/ensure-test-services.sh
+	./scripts/ensure-chromium.sh
 	$(BIN)/pytest
 
 unit: install

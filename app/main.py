@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -12,9 +12,10 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import Response
 
 from app.attempt.router import router as attempt_router
 from app.challenge.router import router as challenge_router
@@ -23,8 +24,11 @@ from app.db import get_engine
 from app.errors import AppError
 from app.evaluation.model_ids import warm_up
 from app.leaderboard.router import router as leaderboard_router
+from app.middleware import BodySizeLimit
 from app.scoring.router import router as scoring_router
 from app.tenant.router import router as tenant_router
+from app.web.rendering import STATIC_DIR, STATIC_URL
+from app.web.router import router as web_router
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +86,18 @@ def install_error_handlers(app: FastAPI) -> None:
             headers=getattr(exc, "headers", None),
         )
 
+    @app.exception_handler(DBAPIError)
+    async def database_error(_: Request, exc: DBAPIError) -> JSONResponse:
+        if exc.connection_invalidated or isinstance(exc, OperationalError):
+            log.warning("database unavailable: %s", exc.orig)
+            return JSONResponse(
+                error_body("unavailable", "the database is unavailable; retry shortly"),
+                status_code=503,
+                headers={"Retry-After": "1"},
+            )
+        log.exception("database error", exc_info=exc)
+        return JSONResponse(error_body("internal_error", "internal server error"), status_code=500)
+
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error", exc_info=exc)
@@ -106,20 +122,7 @@ def create_app() -> FastAPI:
     )
     install_error_handlers(app)
 
-    @app.middleware("http")
-    async def limit_body_size(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > settings.max_request_bytes:
-            return JSONResponse(
-                error_body(
-                    "payload_too_large",
-                    f"request body is larger than {settings.max_request_bytes} bytes",
-                ),
-                status_code=413,
-            )
-        return await call_next(request)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> JSONResponse:
@@ -142,4 +145,7 @@ def create_app() -> FastAPI:
         scoring_router,
     ):
         app.include_router(router)
+    # The web UI: server-rendered pages and their static assets (no CDN, works offline).
+    app.mount(STATIC_URL, StaticFiles(directory=STATIC_DIR), name="web-static")
+    app.include_router(web_router)
     return app

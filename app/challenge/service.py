@@ -220,7 +220,7 @@ def to_admin_view(challenge: Challenge) -> ChallengeRead:
 
 
 def to_public_view(challenge: Challenge) -> ChallengePublic:
-    """Strips every hidden part: system prompt, template, verifier keys, judge rubric."""
+    """Strips every hidden part: system prompt, verifier keys, judge rubric."""
     target = challenge.target or {}
     verifier = challenge.verifier or {}
     public_verifier: dict[str, Any] | None = {"type": verifier.get("type")} if verifier else None
@@ -234,7 +234,12 @@ def to_public_view(challenge: Challenge) -> ChallengePublic:
         title=challenge.title,
         goal=challenge.goal,
         kind=challenge.kind,
-        target={"model": target.get("model")} if target else None,
+        # The user template is not secret: it is part of the prompt each trial shows.
+        target=(
+            {"model": target.get("model"), "user_template": target.get("user_template")}
+            if target
+            else None
+        ),
         verifier=public_verifier,
         benchmark=challenge.benchmark,
         evaluation=challenge.evaluation,

@@ -23,6 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+# Both keep matplotlib and boto3 imports inside their commands, so this stays light.
+from app.evaluation import plot, upload
+
 if TYPE_CHECKING:
     from app.evaluation.metrics import Price
     from app.evaluation.runner import RunConfig, RunEvent
@@ -400,19 +403,13 @@ def _warn_unpriced(models: Sequence[str], err: TextIO, warned: set[str]) -> None
 
 
 def _sync_to_s3(folder: Path, setting: Any, err: TextIO) -> int:
-    """Hands the folder to the upload command (app.evaluation.upload) when the variant asks."""
-    import importlib
-
+    """Uploads the run folder when the variant asks (`s3_sync`); the results stay on disk
+    whatever happens to the upload."""
     try:
-        upload = importlib.import_module("app.evaluation.upload")
-    except ImportError:
-        print("warning: s3_sync is set but the upload command is not installed", file=err)
+        upload.sync_run_folder(folder, setting)
+    except upload.UploadError as error:
+        print(f"error: s3 sync failed: {error}", file=err)
         return EXIT_FAILED
-    sync: Callable[..., Any] | None = getattr(upload, "sync_run_folder", None)
-    if sync is None:
-        print("warning: s3_sync is set but app.evaluation.upload has no sync_run_folder", file=err)
-        return EXIT_FAILED
-    sync(folder, setting)
     return EXIT_OK
 
 
@@ -751,7 +748,13 @@ def register_inspect(commands: Any) -> None:
 
 # The command group
 
-SUBCOMMANDS: list[Callable[[Any], None]] = [register_run, register_metrics, register_inspect]
+SUBCOMMANDS: list[Callable[[Any], None]] = [
+    register_run,
+    register_metrics,
+    register_inspect,
+    plot.add_parser,
+    upload.add_parser,
+]
 
 
 def add_eval_commands(parser: argparse.ArgumentParser) -> None:

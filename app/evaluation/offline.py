@@ -16,6 +16,9 @@ Models:
   strict JSON `{"passed": rating >= 5, "rating": rating, "feedback": "..."}`; the feedback gives
   how many keywords are missing, never which. A rubric without keywords rates 0.0. A prompt that
   is not a judge prompt is rated 0.0 as well, with feedback saying so.
+- `offline/solver-sim`, `offline/solver-sim-weak`: SIMULATED solvers for the bundled benchmarks,
+  told the answers by the benchmark; seeded, temperature-dependent, helped by feedback. They are
+  defined and documented in app.evaluation.simulated.
 
 Usage, for every offline model, counts whitespace-separated words: prompt tokens over the
 contents of all messages, completion tokens over the reply. No cached or reasoning tokens.
@@ -31,12 +34,13 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from app.evaluation import simulated
 from app.evaluation.prompts import parse_judge_prompt
 
 PROVIDER: Final = "offline"
 ECHO_MODEL: Final = "offline/echo"
 JUDGE_MODEL: Final = "offline/judge"
-OFFLINE_MODELS: Final[tuple[str, ...]] = (ECHO_MODEL, JUDGE_MODEL)
+OFFLINE_MODELS: Final[tuple[str, ...]] = (ECHO_MODEL, JUDGE_MODEL, *simulated.SIMULATED_MODELS)
 
 JUDGE_PASS_RATING: Final = 5.0
 
@@ -143,17 +147,34 @@ def _bare_name(model: str) -> str:
     return model.removeprefix(f"{PROVIDER}/")
 
 
-def _build_response(model: str, messages: list[Any]) -> Any:
+def _temperature(optional_params: Any) -> float | None:
+    value = optional_params.get("temperature") if isinstance(optional_params, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _reply(name: str, messages: list[Any], optional_params: Any) -> str | None:
+    """The offline model's reply, or None when no offline model has that name."""
+    if f"{PROVIDER}/{name}" in simulated.SIMULATED_MODELS:
+        # The simulations also need the temperature, which litellm passes in optional_params.
+        return simulated.reply(
+            name, _last_user_text(messages), temperature=_temperature(optional_params)
+        )
+    reply_for = _REPLIES.get(name)
+    return reply_for(messages) if reply_for is not None else None
+
+
+def _build_response(model: str, messages: list[Any], optional_params: Any = None) -> Any:
     litellm = _import_litellm()
     name = _bare_name(model)
-    reply_for = _REPLIES.get(name)
-    if reply_for is None:
+    reply = _reply(name, messages, optional_params)
+    if reply is None:
         known = ", ".join(OFFLINE_MODELS)
         # A 404 makes litellm raise NotFoundError, which callers treat as a permanent error.
         from litellm.llms.custom_llm import CustomLLMError
 
         raise CustomLLMError(404, f"unknown offline model {PROVIDER}/{name}; known: {known}")
-    reply = reply_for(messages)
     prompt_tokens = _prompt_words(messages)
     completion_tokens = count_words(reply)
     return litellm.ModelResponse(
@@ -180,12 +201,12 @@ def _make_handler() -> Any:
 
     class OfflineLLM(CustomLLM):  # type: ignore[misc]  # litellm is untyped for mypy
         def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
-            return _build_response(model, messages)
+            return _build_response(model, messages, kwargs.get("optional_params"))
 
         async def acompletion(
             self, model: str, messages: list[Any], *args: Any, **kwargs: Any
         ) -> Any:
-            return _build_response(model, messages)
+            return _build_response(model, messages, kwargs.get("optional_params"))
 
     return OfflineLLM()
 

@@ -184,7 +184,10 @@ def csrf_token_for(session_id: str) -> str:
 
 
 def csrf_valid(session: WebSession, token: str) -> bool:
-    return bool(token) and hmac.compare_digest(session.csrf_token, token)
+    # Bytes, not str: compare_digest refuses non-ASCII strings, and a forged token may hold any.
+    return bool(token) and hmac.compare_digest(
+        session.csrf_token.encode(), token.encode("utf-8", "surrogateescape")
+    )
 
 
 # Admin cookie ---------------------------------------------------------------------------------

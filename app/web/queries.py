@@ -114,6 +114,19 @@ def all_challenges(session: Session, tenant_id: uuid.UUID, *, limit: int) -> lis
 # Participants ---------------------------------------------------------------------------------
 
 
+def handle_in_use(session: Session, tenant_id: uuid.UUID, handle: str) -> bool:
+    """Whether a participant of the tenant has this handle, ignoring case."""
+    found = session.scalar(
+        select(Participant.id)
+        .where(
+            Participant.tenant_id == tenant_id,
+            func.lower(Participant.handle) == handle.lower(),
+        )
+        .limit(1)
+    )
+    return found is not None
+
+
 def add_participant(
     session: Session, tenant_id: uuid.UUID, handle: str, password_hash: str
 ) -> Participant:

@@ -3,11 +3,12 @@ attempt cards and trials (always the participant's redacted view), leaderboard p
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -15,13 +16,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.attempt.models import Attempt, Trial
-from app.attempt.schemas import AttemptRead
+from app.attempt.schemas import AttemptRead, TrialRead
 from app.attempt.service import to_view
 from app.challenge.models import Challenge
 from app.challenge.schemas import ChallengePublic
 from app.challenge.service import challenge_status, to_public_view
 from app.config import get_settings
 from app.errors import AppError
+from app.leaderboard.models import LeaderboardEntry
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
 from app.leaderboard.service import read_leaderboard
 from app.schemas import Handle
@@ -56,14 +58,19 @@ def clean_handle(raw: str) -> str:
 
 
 def sign_up(session: Session, tenant_id: uuid.UUID, handle: str, password: str) -> Participant:
-    """Creates a participant with a password. A handle already in use is refused, even one an
-    API key created without a password: claiming it would take over that player's results."""
+    """Creates a participant with a password.
+
+    A handle already in use is refused, even one an API key created without a password:
+    claiming it would take over that player's results. So is one differing only in case from a
+    handle in use ('Alice' next to 'alice'), which would pass for the same player on a
+    leaderboard.
+    """
     handle = clean_handle(handle)
     problem = auth.password_problem(password)
     if problem:
         raise FormError(problem, field="password")
     taken = FormError("This handle is taken. Choose another one.", field="handle", status_code=409)
-    if ParticipantRepository(session, tenant_id).get_by_handle(handle) is not None:
+    if queries.handle_in_use(session, tenant_id, handle):
         raise taken
     try:
         return queries.add_participant(session, tenant_id, handle, auth.hash_password(password))
@@ -191,9 +198,7 @@ class ChallengeCard:
     attempts: int
 
 
-def _item_of(entry: Any, handle: str) -> LeaderboardItem:
-    from datetime import UTC
-
+def _item_of(entry: LeaderboardEntry, handle: str) -> LeaderboardItem:
     return LeaderboardItem(
         rank=0,
         participant=handle,
@@ -219,7 +224,7 @@ def challenge_cards(
     best result so far."""
     challenges = queries.challenges_with_visibility(session, tenant_id, visibilities, limit=limit)
     ids = [c.id for c in challenges]
-    entries: dict[uuid.UUID, Any] = {}
+    entries: dict[uuid.UUID, LeaderboardEntry] = {}
     counts: dict[uuid.UUID, int] = {}
     if participant is not None:
         entries = queries.best_entries(session, tenant_id, participant.id, ids)
@@ -310,7 +315,7 @@ class TrialView:
     elapsed_ms: int
 
 
-def _trial_view(trial: Any) -> TrialView:
+def _trial_view(trial: TrialRead) -> TrialView:
     """From the redacted `TrialRead` (system prompt, verifier details and calls removed)."""
     actor = trial.actor
     judge = trial.judge
@@ -363,13 +368,13 @@ class AttemptCard:
 
 
 def _detail_text(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return str(value).lower() if isinstance(value, bool) else "—"
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, int | float):
         return format_number(value)
     if isinstance(value, dict | list):
-        import json
-
         return json.dumps(value, ensure_ascii=False)
     return str(value)
 
@@ -402,7 +407,8 @@ class LeaderboardView:
     strategy: Strategy
     rows: list[LeaderboardRow]
     total: int
-    you: LeaderboardRow | None  # the participant's row when it is not among `rows`
+    own: LeaderboardRow | None  # the participant's row, on this page or not
+    own_on_page: bool
 
 
 def _row(strategy: Strategy, item: LeaderboardItem, handle: str | None) -> LeaderboardRow:
@@ -417,18 +423,19 @@ def leaderboard_view(
     limit: int,
     offset: int,
 ) -> LeaderboardView:
-    """A page of the leaderboard, and the participant's own row if it is not on that page."""
+    """A page of the leaderboard, and the participant's own row wherever it is."""
     strategy = strategy_of(challenge)
     board: Leaderboard = read_leaderboard(session, challenge, limit=limit, offset=offset)
     handle = participant.handle if participant is not None else None
     rows = [_row(strategy, item, handle) for item in board.items]
-    you = None
-    if participant is not None and not any(row.is_you for row in rows):
+    own = next((row for row in rows if row.is_you), None)
+    own_on_page = own is not None
+    if participant is not None and own is None:
         entry = queries.best_entries(session, challenge.tenant_id, participant.id, [challenge.id])
-        own = entry.get(challenge.id)
-        if own is not None:
-            item = _item_of(own, participant.handle).model_copy(
-                update={"rank": queries.rank_of(session, challenge.tenant_id, own)}
+        found = entry.get(challenge.id)
+        if found is not None:
+            item = _item_of(found, participant.handle).model_copy(
+                update={"rank": queries.rank_of(session, challenge.tenant_id, found)}
             )
-            you = _row(strategy, item, handle)
-    return LeaderboardView(strategy, rows, board.total, you)
+            own = _row(strategy, item, handle)
+    return LeaderboardView(strategy, rows, board.total, own, own_on_page)

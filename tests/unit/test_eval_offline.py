@@ -26,7 +26,12 @@ def litellm() -> Any:
 
 
 def test_offline_models_are_listed() -> None:
-    assert set(OFFLINE_MODELS) == {"offline/echo", "offline/judge"}
+    assert set(OFFLINE_MODELS) == {
+        "offline/echo",
+        "offline/judge",
+        "offline/solver-sim",
+        "offline/solver-sim-weak",
+    }
 
 
 def test_echo_answers_the_last_user_message_verbatim_through_litellm(litellm: Any) -> None:

@@ -1,0 +1,223 @@
+"""Templates, responses and error pages of the web UI.
+
+Pages render with Jinja2 (autoescaped). Every HTML response carries a strict Content Security
+Policy (scripts and styles from this app only, no inline code), `Cache-Control: no-store` (pages
+show a signed-in person's data) and a `Server-Timing` header with the time spent making it.
+The web router's routes turn errors into HTML pages instead of the API's JSON error shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from sqlalchemy.exc import OperationalError
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from app.errors import AppError
+from app.web import auth, service
+
+log = logging.getLogger(__name__)
+
+WEB_DIR = Path(__file__).resolve().parent
+TEMPLATES_DIR = WEB_DIR / "templates"
+STATIC_DIR = WEB_DIR / "static"
+STATIC_URL = "/static/web"
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
+        "object-src 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+
+class PageError(Exception):
+    """Ends a request with an HTML error page."""
+
+    def __init__(self, status_code: int, title: str, message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.title = title
+        self.message = message
+
+
+def not_found() -> PageError:
+    return PageError(
+        404,
+        "Page not found",
+        "There is nothing here, or it is not visible to you. If it is yours, sign in first.",
+    )
+
+
+def csrf_failed() -> PageError:
+    return PageError(
+        403,
+        "Form expired",
+        "This form was not sent from this site's current page, or your session changed. "
+        "Go back, reload the page and try again.",
+    )
+
+
+@lru_cache
+def _static_version(name: str) -> str:
+    """A content hash for cache busting: `/static/web/app.css?v=<hash>`."""
+    path = STATIC_DIR / name
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.exists() else "0"
+
+
+def static_url(name: str) -> str:
+    return f"{STATIC_URL}/{name}?v={_static_version(name)}"
+
+
+@lru_cache
+def environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES_DIR),
+        autoescape=select_autoescape(["html"]),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals["static_url"] = static_url
+    env.filters["duration"] = service.format_duration
+    env.filters["when"] = service.format_when
+    env.filters["number"] = service.format_number
+    return env
+
+
+def render_template(name: str, **context: Any) -> str:
+    return environment().get_template(name).render(**context)
+
+
+def render_macro(template: str, macro: str, *args: Any, **kwargs: Any) -> str:
+    module = environment().get_template(template).make_module()
+    return str(getattr(module, macro)(*args, **kwargs))
+
+
+def _finish(request: Request, response: Response, web: auth.WebSession | None) -> Response:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    if web is not None:
+        auth.store_session(request, response, web)
+    return response
+
+
+def page(
+    request: Request,
+    web: auth.WebSession | None,
+    template: str,
+    *,
+    status_code: int = 200,
+    headers: dict[str, str] | None = None,
+    **context: Any,
+) -> HTMLResponse:
+    context.setdefault("tenant", None)
+    context.setdefault("participant", None)
+    context.setdefault("notice", None)
+    context.setdefault("title", "Gauntlet")
+    context.setdefault("admin_page", False)
+    html = render_template(
+        template,
+        request=request,
+        csrf_token=web.csrf_token if web is not None else "",
+        **context,
+    )
+    response = HTMLResponse(html, status_code=status_code, headers=headers)
+    _finish(request, response, web)
+    return response
+
+
+def redirect(request: Request, web: auth.WebSession | None, url: str) -> RedirectResponse:
+    response = RedirectResponse(url, status_code=303)
+    _finish(request, response, web)
+    return response
+
+
+def json_response(
+    request: Request, web: auth.WebSession | None, body: Any, status_code: int = 200
+) -> JSONResponse:
+    response = JSONResponse(body, status_code=status_code)
+    _finish(request, response, web)
+    return response
+
+
+def error_page(request: Request, status_code: int, title: str, message: str) -> Response:
+    if request.url.path.endswith(".json") or "application/json" in request.headers.get(
+        "accept", ""
+    ):
+        return json_response(
+            request,
+            None,
+            {"error": {"code": title.lower().replace(" ", "_"), "message": message}},
+            status_code,
+        )
+    return page(
+        request,
+        None,
+        "error.html",
+        status_code=status_code,
+        title=title,
+        heading=title,
+        message=message,
+    )
+
+
+class HtmlRoute(APIRoute):
+    """Web routes answer errors with HTML pages (the API's handlers answer JSON) and report
+    their server time."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def html_handler(request: Request) -> Response:
+            started = time.perf_counter()
+            try:
+                response = await handler(request)
+            except PageError as exc:
+                response = error_page(request, exc.status_code, exc.title, exc.message)
+            except AppError as exc:
+                # Rules the pages did not turn into a friendlier message themselves.
+                response = error_page(request, exc.status_code, "Request refused", exc.message)
+            except RequestValidationError:
+                response = error_page(request, 404, *_not_found_text())
+            except OperationalError:
+                log.warning("database unavailable while rendering %s", request.url.path)
+                response = error_page(
+                    request,
+                    503,
+                    "Temporarily unavailable",
+                    "The service cannot reach its database right now. Try again in a moment.",
+                )
+            except Exception:
+                log.exception("web page %s failed", request.url.path)
+                response = error_page(
+                    request,
+                    500,
+                    "Something went wrong",
+                    "This page could not be shown because of an error on our side.",
+                )
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            response.headers["Server-Timing"] = f"app;dur={elapsed_ms:.1f}"
+            return response
+
+        return html_handler
+
+
+def _not_found_text() -> tuple[str, str]:
+    error = not_found()
+    return error.title, error.message

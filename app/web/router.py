@@ -1,0 +1,743 @@
+"""The web UI's pages: server-rendered HTML on top of the same services the REST API uses.
+
+Routes (all under `/t/{tenant_slug}` but the home page):
+- `/`: tenants with public challenges, each challenge one click away.
+- `/t/{tenant}/`: the challenges a visitor may see, by status, with their best result.
+- `/t/{tenant}/sign-up`, `/sign-in`, `/sign-out`: participant accounts of this tenant.
+- `/t/{tenant}/challenges/{slug}`: goal, attempt form, the participant's attempts (updated live
+  from `.../live`), the leaderboard beside them; `.../leaderboard`: the full leaderboard.
+- `/t/{tenant}/attempts/{id}`: one attempt with its trials (the participant's own only).
+- `/t/{tenant}/admin`: tenant admins, signed in with an API key.
+
+Visibility: public challenges are readable by anyone (playing needs an account of the tenant);
+unlisted ones by the tenant's signed-in participants; private ones never appear here. Whatever a
+visitor may not see answers 404, as the API does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Query, Request
+from pydantic import ValidationError
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from app.attempt.dispatch import enqueue_attempts
+from app.attempt.repository import AttemptRepository
+from app.attempt.schemas import AttemptCreate
+from app.attempt.service import retry_attempt, submit_attempt
+from app.auth.models import ApiKey
+from app.auth.principal import Principal
+from app.auth.service import authenticate
+from app.challenge.models import Challenge
+from app.challenge.repository import ChallengeRepository
+from app.challenge.service import challenge_status, to_public_view
+from app.deps import SessionDep
+from app.errors import AppError, Unauthorized
+from app.scoring.repository import list_plugins
+from app.tenant.models import Participant, Tenant
+from app.tenant.repository import get_tenant_by_slug
+from app.web import auth, queries, service
+from app.web.rendering import (
+    HtmlRoute,
+    PageError,
+    csrf_failed,
+    json_response,
+    not_found,
+    page,
+    redirect,
+    render_macro,
+)
+
+router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
+
+LEADERBOARD_PAGE_SIZE = 50
+LEADERBOARD_PANEL_SIZE = 10
+ATTEMPTS_PAGE_SIZE = 10
+MAX_LIVE_IDS = 50
+MAX_PAGE = 1_000_000
+
+NOTICES = {
+    "signed-up": "Welcome! Your account is ready: pick a challenge and play.",
+    "signed-in": "You are signed in.",
+    "signed-out": "You are signed out.",
+    "submitted": "Attempt submitted. Its status below updates as it runs.",
+    "requeued": "The attempt is queued again.",
+    "not-retryable": "That attempt cannot be re-run: only attempts that ended in error can.",
+    "admin-signed-in": "You are signed in as a tenant admin.",
+    "admin-signed-out": "You are signed out of the admin view.",
+    "key-invalid": "Your admin key is no longer valid (revoked or deleted). Sign in again.",
+}
+
+CsrfField = Annotated[str, Form(alias="csrf_token")]
+PageNumber = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+
+
+def _notice(code: str | None) -> str | None:
+    return NOTICES.get(code or "")
+
+
+def _tenant(session: Session, slug: str) -> Tenant:
+    tenant = get_tenant_by_slug(session, slug)
+    if tenant is None:
+        raise not_found()
+    return tenant
+
+
+def _visible_challenge(
+    session: Session, tenant: Tenant, slug: str, participant: Participant | None
+) -> Challenge:
+    challenge = ChallengeRepository(session, tenant.id).get_by_slug(slug)
+    if challenge is None or challenge.visibility not in service.visible_visibilities(participant):
+        raise not_found()
+    return challenge
+
+
+def _require_csrf(web: auth.WebSession, token: str) -> None:
+    if not auth.csrf_valid(web, token):
+        raise csrf_failed()
+
+
+def _tenant_url(tenant: Tenant, rest: str = "") -> str:
+    return f"/t/{tenant.slug}/{rest}"
+
+
+def _challenge_url(tenant: Tenant, challenge: Challenge, rest: str = "") -> str:
+    return _tenant_url(tenant, f"challenges/{challenge.slug}{rest}")
+
+
+def _safe_next(tenant: Tenant, target: str | None) -> str:
+    """Only a path inside this tenant's pages: never an open redirect elsewhere."""
+    prefix = _tenant_url(tenant)
+    if target and target.startswith(prefix) and "\\" not in target and "//" not in target:
+        return target
+    return prefix
+
+
+def _visitor(
+    request: Request, session: Session, tenant_slug: str
+) -> tuple[auth.WebSession, Tenant, Participant | None]:
+    web = auth.load_session(request)
+    tenant = _tenant(session, tenant_slug)
+    return web, tenant, service.signed_in_participant(session, web, tenant.id)
+
+
+# Home -----------------------------------------------------------------------------------------
+
+
+@router.get("/")
+def home(
+    request: Request,
+    session: SessionDep,
+    page_number: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
+) -> Response:
+    per_page = 20
+    tenants, total = queries.tenants_with_public_challenges(
+        session, limit=per_page, offset=(page_number - 1) * per_page, challenges_per_tenant=5
+    )
+    counts = queries.public_challenge_counts(session, [t.id for t, _ in tenants])
+    rows = [
+        (tenant, [(c, challenge_status(c)) for c in challenges], counts.get(tenant.id, 0))
+        for tenant, challenges in tenants
+    ]
+    return page(
+        request,
+        auth.load_session(request),
+        "home.html",
+        rows=rows,
+        page_number=page_number,
+        pages=max(1, math.ceil(total / per_page)),
+    )
+
+
+# Tenant pages ---------------------------------------------------------------------------------
+
+
+@router.get("/t/{tenant_slug}")
+def tenant_root(tenant_slug: str, request: Request, session: SessionDep) -> Response:
+    tenant = _tenant(session, tenant_slug)
+    return redirect(request, None, _tenant_url(tenant))
+
+
+@router.get("/t/{tenant_slug}/")
+def challenge_list(
+    tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
+) -> Response:
+    web, tenant, participant = _visitor(request, session, tenant_slug)
+    groups = service.challenge_cards(
+        session, tenant.id, participant, service.visible_visibilities(participant)
+    )
+    return page(
+        request,
+        web,
+        "challenges.html",
+        title=f"Challenges · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        groups=groups,
+        notice=_notice(notice),
+    )
+
+
+# Accounts -------------------------------------------------------------------------------------
+
+
+@router.get("/t/{tenant_slug}/sign-up")
+def sign_up_form(
+    tenant_slug: str, request: Request, session: SessionDep, next: str | None = None
+) -> Response:
+    web, tenant, participant = _visitor(request, session, tenant_slug)
+    return page(
+        request,
+        web,
+        "sign_up.html",
+        title=f"Create an account · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        next=_safe_next(tenant, next),
+        handle="",
+        error=None,
+        error_field=None,
+        handle_rules=service.HANDLE_RULES,
+        min_password=auth.MIN_PASSWORD_LENGTH,
+    )
+
+
+@router.post("/t/{tenant_slug}/sign-up")
+def sign_up(
+    tenant_slug: str,
+    request: Request,
+    session: SessionDep,
+    csrf_token: CsrfField = "",
+    handle: Annotated[str, Form()] = "",
+    password: Annotated[str, Form()] = "",
+    next: Annotated[str, Form()] = "",
+) -> Response:
+    web, tenant, _ = _visitor(request, session, tenant_slug)
+    _require_csrf(web, csrf_token)
+    client = auth.client_address(request)
+    try:
+        refusal = auth.limits.check_sign_up(client)
+        if refusal is not None:
+            raise service.FormError(refusal.message, status_code=429)
+        participant = service.sign_up(session, tenant.id, handle, password)
+    except service.FormError as exc:
+        session.rollback()
+        return page(
+            request,
+            web,
+            "sign_up.html",
+            status_code=exc.status_code,
+            title=f"Create an account · {tenant.name}",
+            tenant=tenant,
+            next=_safe_next(tenant, next),
+            handle=handle,
+            error=exc.message,
+            error_field=exc.field,
+            handle_rules=service.HANDLE_RULES,
+            min_password=auth.MIN_PASSWORD_LENGTH,
+        )
+    session.commit()
+    auth.limits.signed_up(client)
+    web.sign_in(tenant.id, participant.id)
+    target = _safe_next(tenant, next)
+    separator = "&" if "?" in target else "?"
+    return redirect(request, web, f"{target}{separator}notice=signed-up")
+
+
+@router.get("/t/{tenant_slug}/sign-in")
+def sign_in_form(
+    tenant_slug: str, request: Request, session: SessionDep, next: str | None = None
+) -> Response:
+    web, tenant, participant = _visitor(request, session, tenant_slug)
+    return page(
+        request,
+        web,
+        "sign_in.html",
+        title=f"Sign in · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        next=_safe_next(tenant, next),
+        handle="",
+        error=None,
+    )
+
+
+@router.post("/t/{tenant_slug}/sign-in")
+def sign_in(
+    tenant_slug: str,
+    request: Request,
+    session: SessionDep,
+    csrf_token: CsrfField = "",
+    handle: Annotated[str, Form()] = "",
+    password: Annotated[str, Form()] = "",
+    next: Annotated[str, Form()] = "",
+) -> Response:
+    web, tenant, _ = _visitor(request, session, tenant_slug)
+    _require_csrf(web, csrf_token)
+    try:
+        participant = service.sign_in(
+            session, tenant.id, handle, password, auth.client_address(request)
+        )
+    except service.FormError as exc:
+        session.rollback()
+        return page(
+            request,
+            web,
+            "sign_in.html",
+            status_code=exc.status_code,
+            title=f"Sign in · {tenant.name}",
+            tenant=tenant,
+            next=_safe_next(tenant, next),
+            handle=handle,
+            error=exc.message,
+        )
+    session.commit()
+    web.sign_in(tenant.id, participant.id)
+    target = _safe_next(tenant, next)
+    separator = "&" if "?" in target else "?"
+    return redirect(request, web, f"{target}{separator}notice=signed-in")
+
+
+@router.post("/t/{tenant_slug}/sign-out")
+def sign_out(
+    tenant_slug: str, request: Request, session: SessionDep, csrf_token: CsrfField = ""
+) -> Response:
+    web, tenant, _ = _visitor(request, session, tenant_slug)
+    _require_csrf(web, csrf_token)
+    web.sign_out()
+    return redirect(request, web, _tenant_url(tenant, "?notice=signed-out"))
+
+
+# Challenge page -------------------------------------------------------------------------------
+
+
+def _challenge_page(
+    request: Request,
+    session: Session,
+    web: auth.WebSession,
+    tenant: Tenant,
+    challenge: Challenge,
+    participant: Participant | None,
+    *,
+    attempts_page: int = 1,
+    status_code: int = 200,
+    prompt: str = "",
+    error: str | None = None,
+    notice: str | None = None,
+) -> Response:
+    cards: list[service.AttemptCard] = []
+    attempts_total = 0
+    if participant is not None:
+        attempts, attempts_total = queries.participant_attempts(
+            session,
+            tenant.id,
+            challenge.id,
+            participant.id,
+            limit=ATTEMPTS_PAGE_SIZE,
+            offset=(attempts_page - 1) * ATTEMPTS_PAGE_SIZE,
+        )
+        cards = service.attempt_cards(session, tenant.id, attempts, participant.handle)
+    board = service.leaderboard_view(
+        session, challenge, participant, limit=LEADERBOARD_PANEL_SIZE, offset=0
+    )
+    public = to_public_view(challenge)
+    return page(
+        request,
+        web,
+        "challenge.html",
+        status_code=status_code,
+        title=f"{challenge.title} · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        challenge=public,
+        status=public.status,
+        strategy=service.strategy_of(challenge),
+        prompt_limit=service.prompt_limit(challenge),
+        cards=cards,
+        attempts_total=attempts_total,
+        attempts_page=attempts_page,
+        attempts_pages=max(1, math.ceil(attempts_total / ATTEMPTS_PAGE_SIZE)),
+        board=board,
+        prompt=prompt,
+        error=error,
+        submission_id=uuid.uuid4().hex,
+        notice=notice,
+        base_url=_challenge_url(tenant, challenge),
+    )
+
+
+@router.get("/t/{tenant_slug}/challenges/{challenge_slug}")
+def challenge_page(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    session: SessionDep,
+    notice: str | None = None,
+    attempts_page: PageNumber = 1,
+) -> Response:
+    web, tenant, participant = _visitor(request, session, tenant_slug)
+    challenge = _visible_challenge(session, tenant, challenge_slug, participant)
+    return _challenge_page(
+        request,
+        session,
+        web,
+        tenant,
+        challenge,
+        participant,
+        attempts_page=attempts_page,
+        notice=_notice(notice),
+    )
+
+
+def _validation_message(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    message = str(first.get("msg", "is not valid")).removeprefix("Value error, ")
+    return f"Your prompt {message[0].lower()}{message[1:]}." if message else "Invalid prompt."
+
+
+@router.post("/t/{tenant_slug}/challenges/{challenge_slug}/attempts")
+def submit(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    session: SessionDep,
+    csrf_token: CsrfField = "",
+    prompt: Annotated[str, Form()] = "",
+    submission_id: Annotated[str, Form()] = "",
+) -> Response:
+    web, tenant, participant = _visitor(request, session, tenant_slug)
+    _require_csrf(web, csrf_token)
+    challenge = _visible_challenge(session, tenant, challenge_slug, participant)
+    if participant is None:
+        raise PageError(
+            401,
+            "Sign in to play",
+            f"Sign in or create an account of {tenant.name} to submit attempts.",
+        )
+    # Browsers send a textarea's line breaks as CRLF; count and store what the person typed.
+    prompt = prompt.replace("\r\n", "\n")
+
+    def again(status_code: int, message: str) -> Response:
+        session.rollback()
+        return _challenge_page(
+            request,
+            session,
+            web,
+            tenant,
+            challenge,
+            participant,
+            status_code=status_code,
+            prompt=prompt,
+            error=message,
+        )
+
+    if challenge.kind != "prompt":
+        return again(422, "This page takes prompts; submit attempts at this challenge via the API.")
+    if not prompt.strip():
+        return again(422, "Write a prompt first: it must not be blank.")
+    try:
+        body = AttemptCreate(prompt=prompt, participant=participant.handle)
+    except ValidationError as exc:
+        return again(422, _validation_message(exc))
+    # The form's one-time id makes a double submit (double click, resent form) one attempt.
+    idempotency_key = None
+    with contextlib.suppress(ValueError):
+        idempotency_key = f"web:{participant.id}:{uuid.UUID(hex=submission_id).hex}"
+    principal = Principal(
+        kind="participant",
+        tenant_id=tenant.id,
+        participant_id=participant.id,
+        participant_handle=participant.handle,
+    )
+    try:
+        attempt, created = submit_attempt(session, principal, challenge.id, body, idempotency_key)
+    except AppError as exc:
+        return again(exc.status_code, exc.message)
+    session.commit()
+    if created:
+        enqueue_attempts([attempt.id])
+    return redirect(
+        request,
+        web,
+        _challenge_url(tenant, challenge, f"?notice=submitted#attempt-{attempt.id}"),
+    )
+
+
+@router.get("/t/{tenant_slug}/challenges/{challenge_slug}/live")
+def live(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    session: SessionDep,
+    ids: str = "",
+) -> Response:
+    """The status of the participant's given attempts, each with its card's HTML, and the
+    leaderboard panel's HTML when one of them has finished (the page swaps them in)."""
+    web, tenant, participant = _visitor(request, session, tenant_slug)
+    challenge = _visible_challenge(session, tenant, challenge_slug, participant)
+    if participant is None:
+        raise not_found()
+    attempt_ids = []
+    for raw in ids.split(",")[:MAX_LIVE_IDS]:
+        try:
+            attempt_ids.append(uuid.UUID(raw.strip()))
+        except ValueError:
+            continue
+    attempts = queries.participant_attempts_by_ids(
+        session, tenant.id, challenge.id, participant.id, attempt_ids
+    )
+    cards = service.attempt_cards(session, tenant.id, attempts, participant.handle)
+    finished = any(card.finished for card in cards)
+    leaderboard_html = None
+    if finished:
+        board = service.leaderboard_view(
+            session, challenge, participant, limit=LEADERBOARD_PANEL_SIZE, offset=0
+        )
+        leaderboard_html = render_macro(
+            "macros.html",
+            "leaderboard_panel",
+            board,
+            _challenge_url(tenant, challenge, "/leaderboard"),
+        )
+    base = _tenant_url(tenant)
+    return json_response(
+        request,
+        web,
+        {
+            "attempts": [
+                {
+                    "id": str(card.view.id),
+                    "status": card.view.status,
+                    "finished": card.finished,
+                    "html": render_macro("macros.html", "attempt_card", card, base),
+                }
+                for card in cards
+            ],
+            "leaderboard_html": leaderboard_html,
+        },
+    )
+
+
+@router.get("/t/{tenant_slug}/challenges/{challenge_slug}/leaderboard")
+def leaderboard(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    session: SessionDep,
+    page_number: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
+) -> Response:
+    web, tenant, participant = _visitor(request, session, tenant_slug)
+    challenge = _visible_challenge(session, tenant, challenge_slug, participant)
+    board = service.leaderboard_view(
+        session,
+        challenge,
+        participant,
+        limit=LEADERBOARD_PAGE_SIZE,
+        offset=(page_number - 1) * LEADERBOARD_PAGE_SIZE,
+    )
+    pages = max(1, math.ceil(board.total / LEADERBOARD_PAGE_SIZE))
+    your_page = None
+    if board.own is not None:
+        your_page = math.ceil(board.own.item.rank / LEADERBOARD_PAGE_SIZE)
+    return page(
+        request,
+        web,
+        "leaderboard.html",
+        title=f"Leaderboard · {challenge.title}",
+        tenant=tenant,
+        participant=participant,
+        challenge=to_public_view(challenge),
+        board=board,
+        page_number=page_number,
+        pages=pages,
+        your_page=your_page,
+        base_url=_challenge_url(tenant, challenge),
+    )
+
+
+# Attempt page ---------------------------------------------------------------------------------
+
+
+@router.get("/t/{tenant_slug}/attempts/{attempt_id}")
+def attempt_page(
+    tenant_slug: str, attempt_id: uuid.UUID, request: Request, session: SessionDep
+) -> Response:
+    web, tenant, participant = _visitor(request, session, tenant_slug)
+    if participant is None:
+        raise not_found()
+    attempt = AttemptRepository(session, tenant.id).get(attempt_id)
+    if attempt is None or attempt.participant_id != participant.id:
+        raise not_found()
+    challenge = ChallengeRepository(session, tenant.id).get(attempt.challenge_id)
+    if challenge is None or challenge.visibility not in service.visible_visibilities(participant):
+        raise not_found()
+    card = service.attempt_cards(session, tenant.id, [attempt], participant.handle)[0]
+    return page(
+        request,
+        web,
+        "attempt.html",
+        title=f"Attempt · {challenge.title}",
+        tenant=tenant,
+        participant=participant,
+        challenge=to_public_view(challenge),
+        strategy=service.strategy_of(challenge),
+        card=card,
+        base_url=_challenge_url(tenant, challenge),
+    )
+
+
+# Admin view -----------------------------------------------------------------------------------
+
+
+def _admin_key(request: Request, session: Session, tenant: Tenant) -> ApiKey | None:
+    """The admin's key, checked against the database on every request (revocation is
+    immediate)."""
+    key_id = auth.admin_key_id(request, tenant.id)
+    return queries.active_admin_key(session, tenant.id, key_id) if key_id else None
+
+
+def _admin_sign_in_page(
+    request: Request,
+    web: auth.WebSession,
+    tenant: Tenant,
+    *,
+    status_code: int = 200,
+    error: str | None = None,
+    notice: str | None = None,
+) -> Response:
+    return page(
+        request,
+        web,
+        "admin_sign_in.html",
+        status_code=status_code,
+        admin_page=True,
+        title=f"Admin sign-in · {tenant.name}",
+        tenant=tenant,
+        error=error,
+        notice=notice,
+    )
+
+
+@router.get("/t/{tenant_slug}/admin")
+def admin(
+    tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
+) -> Response:
+    web, tenant, participant = _visitor(request, session, tenant_slug)
+    key = _admin_key(request, session, tenant)
+    if key is None:
+        code = "key-invalid" if request.cookies.get(auth.ADMIN_COOKIE) else None
+        response = redirect(
+            request,
+            web,
+            _tenant_url(tenant, "admin/sign-in" + (f"?notice={code}" if code else "")),
+        )
+        if code:
+            auth.clear_admin_cookie(response, tenant.slug)
+        return response
+    challenges = queries.all_challenges(session, tenant.id, limit=200)
+    counts = queries.attempt_status_counts(session, tenant.id, [c.id for c in challenges])
+    rows = [(c, challenge_status(c), service.strategy_of(c), counts[c.id]) for c in challenges]
+    return page(
+        request,
+        web,
+        "admin.html",
+        admin_page=True,
+        title=f"Admin · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        admin_key=key,
+        rows=rows,
+        errors=queries.recent_errors(session, tenant.id, limit=20),
+        plugins=list_plugins(session),
+        notice=_notice(notice),
+    )
+
+
+@router.get("/t/{tenant_slug}/admin/sign-in")
+def admin_sign_in_form(
+    tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
+) -> Response:
+    web, tenant, _ = _visitor(request, session, tenant_slug)
+    return _admin_sign_in_page(request, web, tenant, notice=_notice(notice))
+
+
+@router.post("/t/{tenant_slug}/admin/sign-in")
+def admin_sign_in(
+    tenant_slug: str,
+    request: Request,
+    session: SessionDep,
+    csrf_token: CsrfField = "",
+    api_key: Annotated[str, Form()] = "",
+) -> Response:
+    web, tenant, _ = _visitor(request, session, tenant_slug)
+    _require_csrf(web, csrf_token)
+    client = auth.client_address(request)
+    refusal = auth.limits.check_client(client)
+    if refusal is not None:
+        return _admin_sign_in_page(request, web, tenant, status_code=429, error=refusal.message)
+    try:
+        principal = authenticate(session, api_key.strip())
+    except Unauthorized:
+        principal = None
+    if (
+        principal is None
+        or principal.kind != "tenant_key"
+        or principal.tenant_id != tenant.id
+        or principal.role != "admin"
+        or principal.api_key_id is None
+    ):
+        auth.limits.sign_in_failed(None, None, client)
+        return _admin_sign_in_page(
+            request,
+            web,
+            tenant,
+            status_code=401,
+            error=f"This is not a valid admin API key of {tenant.name}.",
+        )
+    response = redirect(request, web, _tenant_url(tenant, "admin?notice=admin-signed-in"))
+    auth.set_admin_cookie(request, response, tenant.slug, tenant.id, principal.api_key_id)
+    return response
+
+
+@router.post("/t/{tenant_slug}/admin/sign-out")
+def admin_sign_out(
+    tenant_slug: str, request: Request, session: SessionDep, csrf_token: CsrfField = ""
+) -> Response:
+    web, tenant, _ = _visitor(request, session, tenant_slug)
+    _require_csrf(web, csrf_token)
+    response = redirect(request, web, _tenant_url(tenant, "admin/sign-in?notice=admin-signed-out"))
+    auth.clear_admin_cookie(response, tenant.slug)
+    return response
+
+
+@router.post("/t/{tenant_slug}/admin/attempts/{attempt_id}/retry")
+def admin_retry(
+    tenant_slug: str,
+    attempt_id: uuid.UUID,
+    request: Request,
+    session: SessionDep,
+    csrf_token: CsrfField = "",
+) -> Response:
+    web, tenant, _ = _visitor(request, session, tenant_slug)
+    _require_csrf(web, csrf_token)
+    if _admin_key(request, session, tenant) is None:
+        raise not_found()
+    try:
+        attempt = retry_attempt(session, tenant.id, attempt_id)
+    except AppError:
+        session.rollback()
+        return redirect(request, web, _tenant_url(tenant, "admin?notice=not-retryable"))
+    session.commit()
+    enqueue_attempts([attempt.id])
+    return redirect(request, web, _tenant_url(tenant, "admin?notice=requeued"))
+
+
+# Anything else under a tenant: an HTML 404 rather than the API's JSON one.
+@router.get("/t/{tenant_slug}/{rest:path}")
+def unknown_page(tenant_slug: str, rest: str) -> Response:
+    raise not_found()

@@ -1,0 +1,314 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import benchmarks.arcagi2 as arc
+from app.evaluation.benchmark import AttemptView, Benchmark, Task
+from app.evaluation.cli import load_prices, parse_variant, run_config_from_variant
+from app.evaluation.feedback import render_feedback
+from app.evaluation.llm import LLMClient
+from app.evaluation.runner import MemoryRunStore, RunConfig, RunResult, run_benchmark
+from app.evaluation.types import ModelSpec, VerifierResult
+
+BENCHMARK = Benchmark.load("arcagi2")
+SIM = "offline/solver-sim"
+
+
+def view(output: str) -> AttemptView:
+    return AttemptView(output=output, attempt_index=1, prompt=[])
+
+
+def check(task: Task, output: str) -> VerifierResult:
+    return arc.verify(task, view(output), judge_model=None)
+
+
+def cell_match(task: Task, output: str) -> str:
+    result = check(task, output)
+    return arc.feedback(task, view(output), result, "cell_match", critic_model=None)
+
+
+def grid_task(answer: list[list[int]]) -> Task:
+    return Task(task_id="t", canonical_index=1, prompt="p", answer=answer)
+
+
+def write_split(root: Path, split: str, tasks: dict[str, Any], order: list[str] | None) -> str:
+    (root / split).mkdir(parents=True, exist_ok=True)
+    for task_id, document in tasks.items():
+        (root / split / f"{task_id}.json").write_text(json.dumps(document), encoding="utf-8")
+    if order is not None:
+        (root / f"{split}.txt").write_text("\n".join(order) + "\n", encoding="utf-8")
+    return str(root)
+
+
+PAIR = {"input": [[1, 0]], "output": [[0, 1]]}
+
+
+# Loading
+
+
+def test_the_bundled_sample_loads_in_its_order_file_with_stable_indices() -> None:
+    first = BENCHMARK.load_tasks({})
+    again = BENCHMARK.load_tasks({"split": "evaluation"})
+    assert [task.canonical_index for task in first] == list(range(1, 11))
+    order = (arc.BUNDLED_DATA_DIR / "evaluation.txt").read_text().split()
+    assert [task.task_id for task in first] == order
+    assert [(task.task_id, task.prompt) for task in first] == [
+        (task.task_id, task.prompt) for task in again
+    ]
+    assert BENCHMARK.slice_name({}) == "arcagi2-sample"
+    assert BENCHMARK.slice_name({"seed": 3}) == "arcagi2-sample-seed3"
+    assert {path.name for path in BENCHMARK.variants()} >= {
+        "sample_passk.yaml",
+        "sample_seqk.yaml",
+    }
+
+
+def test_the_prompt_shows_the_examples_and_test_input_but_never_the_answer() -> None:
+    for task in BENCHMARK.load_tasks({}):
+        assert "Test input:" in task.prompt and "Example 3" in task.prompt
+        for form in (
+            arc.render_grid(task.answer),
+            json.dumps(task.answer),
+            json.dumps(task.answer, separators=(",", ":")),
+        ):
+            assert form not in task.prompt
+            assert form not in json.dumps(task.metadata)
+
+
+def test_a_data_dir_without_order_file_is_read_by_file_name(tmp_path: Path) -> None:
+    data_dir = write_split(
+        tmp_path,
+        "training",
+        {
+            "bbb": {"train": [PAIR], "test": [PAIR]},
+            "aaa": {"train": [PAIR], "test": [PAIR, {"input": [[2]], "output": [[3]]}]},
+        },
+        order=None,
+    )
+    tasks = BENCHMARK.load_tasks({"data_dir": data_dir, "split": "training"})
+    assert [(task.canonical_index, task.task_id) for task in tasks] == [
+        (1, "aaa-1"),
+        (2, "aaa-2"),
+        (3, "bbb"),
+    ]
+    assert tasks[1].answer == [[3]]
+    assert BENCHMARK.slice_name({"data_dir": data_dir, "split": "training"}) == ("arcagi2-training")
+
+
+def test_an_order_file_fixes_which_tasks_exist_and_their_order(tmp_path: Path) -> None:
+    data_dir = write_split(
+        tmp_path,
+        "evaluation",
+        {name: {"train": [PAIR], "test": [PAIR]} for name in ("aaa", "bbb", "ccc")},
+        order=["# newest last", "ccc", "", "aaa.json"],
+    )
+    tasks = BENCHMARK.load_tasks({"data_dir": data_dir})
+    assert [task.task_id for task in tasks] == ["ccc", "aaa"]
+
+
+@pytest.mark.parametrize(
+    ("document", "order", "message"),
+    [
+        ({"train": [PAIR], "test": [{"input": [[1]]}]}, ["t"], "no output"),
+        ({"train": [PAIR], "test": [{"input": [[1, 2], [3]], "output": [[1]]}]}, ["t"], "grid"),
+        ({"train": [PAIR], "test": [{"input": [[12]], "output": [[1]]}]}, ["t"], "0-9"),
+        ({"train": [], "test": [PAIR]}, ["t"], "train must be"),
+        ({"train": [PAIR], "test": [PAIR]}, ["../secret"], "bad task id"),
+        ({"train": [PAIR], "test": [PAIR]}, ["t", "t"], "more than once"),
+        ({"train": [PAIR], "test": [PAIR]}, ["missing"], "no task file"),
+    ],
+)
+def test_bad_data_is_named(
+    tmp_path: Path, document: dict[str, Any], order: list[str], message: str
+) -> None:
+    data_dir = write_split(tmp_path, "evaluation", {"t": document}, order=order)
+    with pytest.raises(ValueError, match=message):
+        BENCHMARK.load_tasks({"data_dir": data_dir})
+
+
+def test_a_missing_split_or_folder_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no split 'nope'"):
+        BENCHMARK.load_tasks({"data_dir": str(tmp_path), "split": "nope"})
+    with pytest.raises(ValueError, match="no ARC data folder"):
+        BENCHMARK.load_tasks({"data_dir": str(tmp_path / "absent")})
+    with pytest.raises(ValueError, match="plain folder name"):
+        BENCHMARK.load_tasks({"split": "../evaluation"})
+
+
+# Verification
+
+
+ANSWER = [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "[[1,2,3],[4,5,6],[7,8,9]]",
+        "The rule mirrors it:\n```json\n[[1, 2, 3],\n [4, 5, 6],\n [7, 8, 9]]\n```\nDone.",
+        "Output grid: [[1,2,3,],[4,5,6,],[7,8,9,],]",
+        "[['1','2','3'],['4','5','6'],['7','8','9']]",
+        "[[1.0, 2, 3], [4, 5, 6], [7, 8, 9.0]]",
+        "First guess [[0,0],[0,0]], final answer: [[1,2,3],[4,5,6],[7,8,9]]",
+        "[[[1,2,3],[4,5,6],[7,8,9]]]",
+    ],
+)
+def test_right_and_repairable_outputs_pass(output: str) -> None:
+    result = check(grid_task(ANSWER), output)
+    assert result.success and result.score == 1.0
+    assert result.raw_eval_output == "the output grid matches the expected grid"
+
+
+@pytest.mark.parametrize(
+    ("output", "score", "public"),
+    [
+        ("[[1,2,3],[4,5,6],[7,8,0]]", 8 / 9, "does not match"),
+        ("[[1,2,3],[4,5,6]]", 0.0, "does not match"),
+        ("[[1,2,3],[4,5],[7,8,9]]", 0.0, "does not match"),
+        ("[[1,2,3],[4,5,6],[7,8,9]] then changed my mind: [[0]]", 0.0, "does not match"),
+        ("no grid here", 0.0, "no grid could be read"),
+        ("[[1,2,3],[4,5,6],[7,8,9]", 0.0, "no grid could be read"),
+        ("[[true, 2, 3]]", 0.0, "no grid could be read"),
+        ("[" * 5000 + "]" * 5000, 0.0, "no grid could be read"),
+    ],
+)
+def test_wrong_outputs_fail_with_partial_scores(output: str, score: float, public: str) -> None:
+    result = check(grid_task(ANSWER), output)
+    assert not result.success
+    assert result.score == pytest.approx(score)
+    assert public in result.raw_eval_output
+
+
+def test_cell_match_feedback_tells_shape_and_share_only() -> None:
+    task = grid_task(ANSWER)
+    assert cell_match(task, "[[1,2,3],[4,5,6],[7,8,0]]") == (
+        "Shape correct; 8 of 9 cells (89%) match the expected output."
+    )
+    wrong_shape = cell_match(task, "[[1,2],[4,5]]")
+    assert "2x2" in wrong_shape and "3x3" not in wrong_shape
+    assert "rectangular" in cell_match(task, "[[1,2,3],[4]]")
+    assert "No grid could be read" in cell_match(task, "I give up")
+    with pytest.raises(ValueError, match="no feedback mode"):
+        arc.feedback(task, view("x"), check(task, "x"), "hint", critic_model=None)
+
+
+def test_no_feedback_mode_reveals_the_target_grid() -> None:
+    outputs = [
+        "[[0,0,0],[0,0,0],[0,0,0]]",
+        "[[1,2,3],[4,5,6],[7,8,0]]",
+        "[[9]]",
+        "garbage",
+        "[[1,2,3],[4,5,6],[7,8]]",
+    ]
+    for task in BENCHMARK.load_tasks({}):
+        answer = task.answer
+        forbidden = {
+            arc.render_grid(answer),
+            json.dumps(answer),
+            json.dumps(answer, separators=(",", ":")),
+        }
+        forbidden |= {json.dumps(row) for row in answer if len(row) > 2}
+        forbidden |= {json.dumps(row, separators=(",", ":")) for row in answer if len(row) > 2}
+        rows, columns = len(answer), len(answer[0])
+        for output in outputs:
+            result = check(task, output)
+            texts = [cell_match(task, output)]
+            texts += [
+                render_feedback(mode, result) for mode in ("binary", "raw", "compact", "judge")
+            ]
+            got = arc.extract_grid(output)
+            shape_differs = got is None or arc.shape(got) != (rows, columns)
+            for text in texts:
+                assert not any(form in text for form in forbidden), (task.task_id, text)
+                if shape_differs:
+                    assert f"{rows}x{columns}" not in text, (task.task_id, text)
+
+
+# Runs on the simulated solver
+
+
+def run(config: RunConfig) -> tuple[RunResult, MemoryRunStore]:
+    store = MemoryRunStore()
+    result = asyncio.run(run_benchmark(BENCHMARK, config, store, LLMClient()))
+    return result, store
+
+
+def variant_config(path: Path, **changes: Any) -> RunConfig:
+    import yaml
+
+    variant = parse_variant(yaml.safe_load(path.read_text()), source=str(path))
+    config = run_config_from_variant(
+        variant, benchmark="arcagi2", prices=load_prices(variant.prices), allow_continue=False
+    )
+    return replace(config, **changes)
+
+
+@pytest.mark.parametrize("variant", BENCHMARK.variants(), ids=lambda path: path.name)
+def test_each_variant_runs_end_to_end_on_offline_models(variant: Path) -> None:
+    config = variant_config(variant, k=2, max_tasks=3)
+    assert config.actor.model.startswith("offline/")
+    result, store = run(config)
+    assert result.status == "complete" and result.tasks_run == 3
+    for trials in store.trials.values():
+        for trial in trials.values():
+            assert trial.actor.output != ""
+            assert trial.judge.raw_eval_output
+            if not trial.success and config.metric == "seq@k":
+                assert trial.critic.feedback
+
+
+def test_the_cli_runs_a_bundled_variant_into_a_run_folder(tmp_path: Path) -> None:
+    from app.cli import main
+
+    variant = BENCHMARK.variants_dir / "sample_seqk.yaml"
+    with pytest.raises(SystemExit) as exit_info:
+        main(
+            [
+                "eval",
+                "run",
+                str(variant),
+                "--runs-root",
+                str(tmp_path),
+                "--max-tasks",
+                "2",
+                "--char-limit",
+                "0",
+            ]
+        )
+    assert exit_info.value.code == 0
+    folder = tmp_path / "arcagi2-sample" / "seqk" / "offline__solver-sim" / "exact_grid"
+    assert (folder / "cell_match" / "config.json").is_file()
+    assert (folder / "cell_match" / "task-1" / "attempt-1.json").is_file()
+
+
+def test_seq_k_with_feedback_beats_pass_k_on_the_bundled_sample() -> None:
+    # The simulation draws seq@k attempt t with pass@k sample t's number at a chance raised by
+    # feedback, so every task pass@k solves within k, seq@k solves too (module docstring of
+    # app.evaluation.simulated); the parameters are the bundled variants'.
+    k = 5
+    actor = ModelSpec(SIM, temperature=0.8)
+    passk, _ = run(RunConfig("arcagi2", "pass@k", k, "binary", actor))
+    seqk, store = run(RunConfig("arcagi2", "seq@k", k, "cell_match", actor))
+    pass_curve = passk.summary["curves"]["pass_at"]
+    seq_curve = seqk.summary["curves"]["seq_at"]
+    assert pass_curve != seq_curve
+    assert seq_curve[-1] >= pass_curve[-1]
+    assert seq_curve == sorted(seq_curve) and pass_curve == sorted(pass_curve)
+    # Feedback did work: some task failed first and succeeded later.
+    assert any(
+        not trials[1].success and any(trial.success for trial in trials.values())
+        for trials in store.trials.values()
+    )
+    # At T = 0 every pass@k sample is the same greedy reply: its curve is flat.
+    cold, _ = run(RunConfig("arcagi2", "pass@k", 3, "binary", ModelSpec(SIM, temperature=0.0)))
+    flat = cold.summary["curves"]["pass_at"]
+    assert flat[0] == flat[-1]
