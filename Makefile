@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install run test lint typecheck unit integration bench clean
+.PHONY: install run test lint typecheck unit integration screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ unit: install
 integration: install
 	./scripts/ensure-test-services.sh
 	$(BIN)/pytest tests/integration
+
+screenshots: install
+	./scripts/ensure-test-services.sh
+	./scripts/ensure-chromium.sh
+	GAUNTLET_SCREENSHOTS_DIR=docs/screenshots $(BIN)/pytest tests/e2e/test_browser.py
 
 clean:
 	rm -rf $(VENV) .gauntlet .mypy_cache .pytest_cache .ruff_cache

@@ -2,7 +2,8 @@
 participant's browser sees the new ranking, the admin re-runs a failed attempt; other tenants,
 forged forms and forged cookies get nowhere; the pages work at phone width and by keyboard.
 
-The tour saves a screenshot of each page into docs/screenshots/ on every run.
+The tour saves a screenshot of each page on every run (into .artifacts/screenshots/, or
+GAUNTLET_SCREENSHOTS_DIR; `make screenshots` refreshes docs/screenshots/ for the README).
 """
 
 from __future__ import annotations
