@@ -324,3 +324,21 @@ def test_changing_a_plugins_defaults_rescores_the_challenges_using_it(
     assert board["items"][0]["score"] == 9.0
     jobs = api.request("GET", f"/v1/challenges/{challenge['id']}/rescore-jobs", key).json()
     assert "changed" in jobs["items"][0]["reason"]
+
+
+def test_installed_entry_points_are_listed_and_registered_by_name(api: Api) -> None:
+    installed = api.request("GET", "/v1/scorers/installed", ADMIN_TOKEN)
+    assert installed.status_code == 200
+    frugal = {i["name"]: i for i in installed.json()["items"]}["frugal"]
+    assert frugal["entrypoint"] == "scorers.frugal:FrugalScorer"
+    assert frugal["registered"] is False
+    registered = api.request("POST", "/v1/scorers", ADMIN_TOKEN, json={"plugin_id": "frugal"})
+    assert registered.status_code == 201, registered.text
+    assert registered.json()["entrypoint"] == "scorers.frugal:FrugalScorer"
+    listed = {
+        i["name"]: i
+        for i in api.request("GET", "/v1/scorers/installed", ADMIN_TOKEN).json()["items"]
+    }
+    assert listed["frugal"]["registered"] is True
+    unknown = api.request("POST", "/v1/scorers", ADMIN_TOKEN, json={"plugin_id": "no-such-ep"})
+    assert unknown.status_code == 422 and "entry point" in unknown.json()["error"]["message"]
