@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import func, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from app.db import utcnow
 from app.leaderboard.models import LeaderboardEntry
@@ -83,16 +83,25 @@ def remove_challenge_entries(session: Session, challenge_id: uuid.UUID) -> None:
 def page(
     session: Session, challenge_id: uuid.UUID, *, limit: int, offset: int
 ) -> tuple[list[tuple[LeaderboardEntry, str]], int]:
+    """One page, best first, with handles. The offset is taken inside the leaderboard's index
+    before the join, so a deep page joins 50 participants, not every row above it."""
     entry = LeaderboardEntry
-    rows = session.execute(
-        select(entry, Participant.handle)
-        .join(Participant, Participant.id == entry.participant_id)
+    order = (entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id)
+    window = (
+        select(entry)
         .where(entry.challenge_id == challenge_id)
-        .order_by(
-            entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id
-        )
+        .order_by(*order)
         .limit(limit)
         .offset(offset)
+        .subquery()
+    )
+    ranked = aliased(LeaderboardEntry, window)
+    rows = session.execute(
+        select(ranked, Participant.handle)
+        .join(Participant, Participant.id == ranked.participant_id)
+        .order_by(
+            ranked.rank_key, ranked.rank_tiebreak, ranked.attempt_created_at_ms, ranked.attempt_id
+        )
     ).all()
     total = session.scalar(
         select(func.count()).select_from(entry).where(entry.challenge_id == challenge_id)

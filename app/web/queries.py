@@ -7,11 +7,12 @@ import uuid
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt, Trial
+from app.attempt.models import Attempt, AttemptTask, Trial
 from app.auth.models import ApiKey
 from app.challenge.models import Challenge
 from app.db import utcnow
@@ -271,6 +272,66 @@ def trials_by_attempt(
     for trial in rows:
         found[trial.attempt_id].append(trial)
     return found
+
+
+# Benchmark attempts ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunRow:
+    attempt_id: uuid.UUID
+    model_spec: dict[str, Any] | None
+    metrics: dict[str, Any] | None
+    cost_usd: float | None
+
+
+def benchmark_runs(
+    session: Session, tenant_id: uuid.UUID, attempt_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, RunRow]:
+    """The model spec and metrics of the given attempts (a leaderboard page's), in one query;
+    not their run records or progress, which can be large."""
+    if not attempt_ids:
+        return {}
+    rows = session.execute(
+        select(Attempt.id, Attempt.model_spec, Attempt.metrics, Attempt.cost_usd).where(
+            Attempt.tenant_id == tenant_id, Attempt.id.in_(attempt_ids)
+        )
+    ).tuples()
+    return {
+        attempt_id: RunRow(attempt_id, model_spec, metrics, cost_usd)
+        for attempt_id, model_spec, metrics, cost_usd in rows
+    }
+
+
+def attempt_tasks_page(
+    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[list[tuple[int, str, dict[str, Any] | None]], int]:
+    """A page of a benchmark attempt's tasks by index: (index, task id, summary). Not their
+    descriptions (`meta`, with the whole task prompt): a task's trials show its prompt."""
+    conditions = (AttemptTask.tenant_id == tenant_id, AttemptTask.attempt_id == attempt_id)
+    rows = session.execute(
+        select(AttemptTask.task_index, AttemptTask.task_id, AttemptTask.summary)
+        .where(*conditions)
+        .order_by(AttemptTask.task_index)
+        .limit(limit)
+        .offset(offset)
+    ).tuples()
+    total = session.scalar(select(func.count()).select_from(AttemptTask).where(*conditions))
+    return list(rows), total or 0
+
+
+def attempt_task(
+    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, task_index: int
+) -> tuple[str, dict[str, Any] | None] | None:
+    """One task of a benchmark attempt: (task id, summary), or None."""
+    row = session.execute(
+        select(AttemptTask.task_id, AttemptTask.summary).where(
+            AttemptTask.tenant_id == tenant_id,
+            AttemptTask.attempt_id == attempt_id,
+            AttemptTask.task_index == task_index,
+        )
+    ).first()
+    return None if row is None else (row[0], row[1])
 
 
 # Admin view -----------------------------------------------------------------------------------

@@ -97,6 +97,8 @@ def environment() -> Environment:
     env.filters["duration"] = service.format_duration
     env.filters["when"] = service.format_when
     env.filters["number"] = service.format_number
+    env.filters["cost"] = service.format_cost
+    env.filters["percent"] = service.format_percent
     return env
 
 

@@ -4,9 +4,13 @@ Routes (all under `/t/{tenant_slug}` but the home page):
 - `/`: tenants with public challenges, each challenge one click away.
 - `/t/{tenant}/`: the challenges a visitor may see, by status, with their best result.
 - `/t/{tenant}/sign-up`, `/sign-in`, `/sign-out`: participant accounts of this tenant.
-- `/t/{tenant}/challenges/{slug}`: goal, attempt form, the participant's attempts (updated live
-  from `.../live`), the leaderboard beside them; `.../leaderboard`: the full leaderboard.
-- `/t/{tenant}/attempts/{id}`: one attempt with its trials (the participant's own only).
+- `/t/{tenant}/challenges/{slug}`: goal, attempt form (a prompt, or a model spec for benchmark
+  challenges), the participant's attempts (updated live from `.../live`), the leaderboard beside
+  them and, for benchmarks, the curves of the top models; `.../leaderboard`: the full
+  leaderboard (and the curves).
+- `/t/{tenant}/attempts/{id}`: one attempt with its trials (the participant's own only); a
+  benchmark attempt with its curve and its tasks, paged, each task's trials at
+  `.../tasks/{index}` (a page, or the fragment the attempt page unfolds, as JSON).
 - `/t/{tenant}/admin`: tenant admins, signed in with an API key.
 
 Visibility: public challenges are readable by anyone (playing needs an account of the tenant);
@@ -19,14 +23,16 @@ from __future__ import annotations
 import contextlib
 import math
 import uuid
+from dataclasses import replace
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Form, Path, Query, Request
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from app.attempt.dispatch import enqueue_attempts
+from app.attempt.models import Attempt
 from app.attempt.repository import AttemptRepository
 from app.attempt.schemas import AttemptCreate
 from app.attempt.service import retry_attempt, submit_attempt
@@ -38,6 +44,7 @@ from app.challenge.repository import ChallengeRepository
 from app.challenge.service import challenge_status, to_public_view
 from app.deps import SessionDep
 from app.errors import AppError, Unauthorized
+from app.evaluation.offline import OFFLINE_MODELS
 from app.scoring.repository import list_plugins
 from app.tenant.models import Participant, Tenant
 from app.tenant.repository import get_tenant_by_slug
@@ -58,6 +65,7 @@ router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 LEADERBOARD_PAGE_SIZE = 50
 LEADERBOARD_PANEL_SIZE = 10
 ATTEMPTS_PAGE_SIZE = 10
+TASKS_PAGE_SIZE = 25
 MAX_LIVE_IDS = 50
 MAX_PAGE = 1_000_000
 
@@ -327,6 +335,7 @@ def _challenge_page(
     attempts_page: int = 1,
     status_code: int = 200,
     prompt: str = "",
+    spec_form: service.ModelSpecForm | None = None,
     error: str | None = None,
     notice: str | None = None,
 ) -> Response:
@@ -341,11 +350,12 @@ def _challenge_page(
             limit=ATTEMPTS_PAGE_SIZE,
             offset=(attempts_page - 1) * ATTEMPTS_PAGE_SIZE,
         )
-        cards = service.attempt_cards(session, tenant.id, attempts, participant.handle)
+        cards = service.attempt_cards(session, tenant.id, challenge, attempts, participant.handle)
     board = service.leaderboard_view(
         session, challenge, participant, limit=LEADERBOARD_PANEL_SIZE, offset=0
     )
     public = to_public_view(challenge)
+    benchmark = challenge.kind == "benchmark"
     return page(
         request,
         web,
@@ -364,6 +374,11 @@ def _challenge_page(
         attempts_pages=max(1, math.ceil(attempts_total / ATTEMPTS_PAGE_SIZE)),
         board=board,
         prompt=prompt,
+        benchmark=service.benchmark_facts(challenge) if benchmark else None,
+        chart=service.leaderboard_chart(challenge, board) if benchmark else None,
+        spec_form=spec_form or service.ModelSpecForm(),
+        offline_models=OFFLINE_MODELS,
+        system_prompt_limit=service.SYSTEM_PROMPT_LIMIT,
         error=error,
         submission_id=uuid.uuid4().hex,
         notice=notice,
@@ -408,6 +423,9 @@ def submit(
     session: SessionDep,
     csrf_token: CsrfField = "",
     prompt: Annotated[str, Form()] = "",
+    model: Annotated[str, Form()] = "",
+    temperature: Annotated[str, Form()] = "",
+    system_prompt: Annotated[str, Form()] = "",
     submission_id: Annotated[str, Form()] = "",
 ) -> Response:
     web, tenant, participant = _visitor(request, session, tenant_slug)
@@ -421,8 +439,11 @@ def submit(
         )
     # Browsers send a textarea's line breaks as CRLF; count and store what the person typed.
     prompt = prompt.replace("\r\n", "\n")
+    spec_form = service.ModelSpecForm(
+        model=model, temperature=temperature, system_prompt=system_prompt.replace("\r\n", "\n")
+    )
 
-    def again(status_code: int, message: str) -> Response:
+    def again(status_code: int, message: str, field: str | None = None) -> Response:
         session.rollback()
         return _challenge_page(
             request,
@@ -433,17 +454,24 @@ def submit(
             participant,
             status_code=status_code,
             prompt=prompt,
+            spec_form=replace(spec_form, error_field=field),
             error=message,
         )
 
-    if challenge.kind != "prompt":
-        return again(422, "This page takes prompts; submit attempts at this challenge via the API.")
-    if not prompt.strip():
+    if challenge.kind == "benchmark":
+        try:
+            body = service.model_spec_attempt(spec_form, participant.handle)
+        except service.FormError as exc:
+            return again(exc.status_code, exc.message, exc.field)
+    elif challenge.kind != "prompt":
+        return again(422, "This page cannot submit attempts at this kind of challenge.")
+    elif not prompt.strip():
         return again(422, "Write a prompt first: it must not be blank.")
-    try:
-        body = AttemptCreate(prompt=prompt, participant=participant.handle)
-    except ValidationError as exc:
-        return again(422, _validation_message(exc))
+    else:
+        try:
+            body = AttemptCreate(prompt=prompt, participant=participant.handle)
+        except ValidationError as exc:
+            return again(422, _validation_message(exc))
     # The form's one-time id makes a double submit (double click, resent form) one attempt.
     idempotency_key = None
     with contextlib.suppress(ValueError):
@@ -457,7 +485,7 @@ def submit(
     try:
         attempt, created = submit_attempt(session, principal, challenge.id, body, idempotency_key)
     except AppError as exc:
-        return again(exc.status_code, exc.message)
+        return again(exc.status_code, exc.message, service.error_field(exc))
     session.commit()
     if created:
         enqueue_attempts([attempt.id])
@@ -491,9 +519,10 @@ def live(
     attempts = queries.participant_attempts_by_ids(
         session, tenant.id, challenge.id, participant.id, attempt_ids
     )
-    cards = service.attempt_cards(session, tenant.id, attempts, participant.handle)
+    cards = service.attempt_cards(session, tenant.id, challenge, attempts, participant.handle)
     finished = any(card.finished for card in cards)
     leaderboard_html = None
+    chart_html = None
     if finished:
         board = service.leaderboard_view(
             session, challenge, participant, limit=LEADERBOARD_PANEL_SIZE, offset=0
@@ -504,6 +533,10 @@ def live(
             board,
             _challenge_url(tenant, challenge, "/leaderboard"),
         )
+        if challenge.kind == "benchmark":
+            chart_html = render_macro(
+                "macros.html", "curve_chart", service.leaderboard_chart(challenge, board)
+            )
     base = _tenant_url(tenant)
     return json_response(
         request,
@@ -513,12 +546,14 @@ def live(
                 {
                     "id": str(card.view.id),
                     "status": card.view.status,
+                    "version": card.version,
                     "finished": card.finished,
                     "html": render_macro("macros.html", "attempt_card", card, base),
                 }
                 for card in cards
             ],
             "leaderboard_html": leaderboard_html,
+            "chart_html": chart_html,
         },
     )
 
@@ -544,6 +579,14 @@ def leaderboard(
     your_page = None
     if board.own is not None:
         your_page = math.ceil(board.own.item.rank / LEADERBOARD_PAGE_SIZE)
+    chart = None
+    if challenge.kind == "benchmark":
+        top = board
+        if page_number != 1 or len(board.rows) < min(board.total, service.CHART_MODELS):
+            top = service.leaderboard_view(
+                session, challenge, participant, limit=service.CHART_MODELS, offset=0
+            )
+        chart = service.leaderboard_chart(challenge, top)
     return page(
         request,
         web,
@@ -556,6 +599,7 @@ def leaderboard(
         page_number=page_number,
         pages=pages,
         your_page=your_page,
+        chart=chart,
         base_url=_challenge_url(tenant, challenge),
     )
 
@@ -563,11 +607,10 @@ def leaderboard(
 # Attempt page ---------------------------------------------------------------------------------
 
 
-@router.get("/t/{tenant_slug}/attempts/{attempt_id}")
-def attempt_page(
-    tenant_slug: str, attempt_id: uuid.UUID, request: Request, session: SessionDep
-) -> Response:
-    web, tenant, participant = _visitor(request, session, tenant_slug)
+def _own_attempt(
+    session: Session, tenant: Tenant, participant: Participant | None, attempt_id: uuid.UUID
+) -> tuple[Attempt, Challenge, Participant]:
+    """The signed-in participant's attempt and its (visible) challenge; 404 for anyone else."""
     if participant is None:
         raise not_found()
     attempt = AttemptRepository(session, tenant.id).get(attempt_id)
@@ -576,7 +619,30 @@ def attempt_page(
     challenge = ChallengeRepository(session, tenant.id).get(attempt.challenge_id)
     if challenge is None or challenge.visibility not in service.visible_visibilities(participant):
         raise not_found()
-    card = service.attempt_cards(session, tenant.id, [attempt], participant.handle)[0]
+    return attempt, challenge, participant
+
+
+@router.get("/t/{tenant_slug}/attempts/{attempt_id}")
+def attempt_page(
+    tenant_slug: str,
+    attempt_id: uuid.UUID,
+    request: Request,
+    session: SessionDep,
+    tasks_page: PageNumber = 1,
+) -> Response:
+    web, tenant, visitor = _visitor(request, session, tenant_slug)
+    attempt, challenge, participant = _own_attempt(session, tenant, visitor, attempt_id)
+    card = service.attempt_cards(session, tenant.id, challenge, [attempt], participant.handle)[0]
+    tasks: list[service.TaskRow] = []
+    tasks_total = 0
+    if card.benchmark is not None:
+        tasks, tasks_total = service.task_rows(
+            session,
+            tenant.id,
+            attempt.id,
+            limit=TASKS_PAGE_SIZE,
+            offset=(tasks_page - 1) * TASKS_PAGE_SIZE,
+        )
     return page(
         request,
         web,
@@ -587,6 +653,46 @@ def attempt_page(
         challenge=to_public_view(challenge),
         strategy=service.strategy_of(challenge),
         card=card,
+        chart=service.attempt_chart(challenge, card),
+        tasks=tasks,
+        tasks_total=tasks_total,
+        tasks_page=tasks_page,
+        tasks_pages=max(1, math.ceil(tasks_total / TASKS_PAGE_SIZE)),
+        attempt_url=_tenant_url(tenant, f"attempts/{attempt.id}"),
+        base_url=_challenge_url(tenant, challenge),
+    )
+
+
+@router.get("/t/{tenant_slug}/attempts/{attempt_id}/tasks/{task_index}")
+def attempt_task(
+    tenant_slug: str,
+    attempt_id: uuid.UUID,
+    task_index: Annotated[int, Path(ge=1, le=10_000_000)],
+    request: Request,
+    session: SessionDep,
+) -> Response:
+    """One task of a benchmark attempt with its trials (the participant's redacted view). As
+    JSON (`Accept: application/json`) it is the HTML fragment the attempt page unfolds inline."""
+    web, tenant, visitor = _visitor(request, session, tenant_slug)
+    attempt, challenge, participant = _own_attempt(session, tenant, visitor, attempt_id)
+    found = service.task_trials(session, tenant.id, attempt.id, task_index)
+    if found is None:
+        raise not_found()
+    task, trials = found
+    if "application/json" in request.headers.get("accept", ""):
+        html = render_macro("macros.html", "task_trials", task, trials)
+        return json_response(request, web, {"task_index": task_index, "html": html})
+    return page(
+        request,
+        web,
+        "task.html",
+        title=f"Task {task.task_id} · {challenge.title}",
+        tenant=tenant,
+        participant=participant,
+        challenge=to_public_view(challenge),
+        task=task,
+        trials=trials,
+        attempt_url=_tenant_url(tenant, f"attempts/{attempt.id}"),
         base_url=_challenge_url(tenant, challenge),
     )
 

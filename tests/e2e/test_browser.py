@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import Api, Worker
 from tests.e2e.conftest import (
+    DESKTOP,
     PASSWORD,
     PHONE,
     create_tenant,
@@ -324,3 +325,264 @@ def test_sign_in_is_rate_limited(new_context: Contexts, demo: dict[str, Any]) ->
         "Too many failed sign-in attempts for this handle. Try again in"
     )
     expect(page.get_by_label("Handle")).to_have_value("fay")
+
+
+# Benchmark challenges -----------------------------------------------------------------------------
+
+
+def unsolved_answer_grids(attempt: dict[str, Any], api: Api, key: str) -> list[str]:
+    """The answer grids (whitespace removed) of the tasks the attempt never solved: a solved
+    task's output is its answer, legitimately shown; an unsolved task's answer must appear
+    nowhere."""
+    import json
+
+    from app.evaluation.benchmark import Benchmark
+
+    tasks = Benchmark.load("arcagi2").load_tasks({})
+    trials = api.request("GET", f"/v1/attempts/{attempt['id']}/trials?limit=500", key).json()
+    solved = {t["task_index"] for t in trials["items"] if t["success"]}
+    return [
+        json.dumps(task.answer, separators=(",", ":"))
+        for task in tasks[: attempt["metrics"]["tasks_total"]]
+        if task.canonical_index not in solved
+    ]
+
+
+def test_a_participant_runs_a_model_on_a_benchmark_and_sees_the_curves(
+    api: Api, worker: Worker, new_context: Contexts, demo: dict[str, Any]
+) -> None:
+    from playwright.sync_api import expect
+
+    key = demo["tenant"]["api_key"]
+    api.create_challenge(
+        key,
+        slug="arc-sample",
+        title="ARC sample: solve the grids",
+        goal="Bring a model that solves grid puzzles: each task shows example input and output "
+        "grids and asks for the output of a test grid.",
+        kind="benchmark",
+        target=None,
+        verifier=None,
+        benchmark={"name": "arcagi2", "options": {}, "max_tasks": 3},
+        evaluation={"metric": "seq@k", "k": 2, "feedback_mode": "cell_match"},
+        scoring={"strategy": "metric_at_k"},
+    )
+    challenge_path = "/t/demo/challenges/arc-sample"
+    # Two rival models already ranked, submitted by an app through the tenant key.
+    benchmark_path = f"/v1/challenges/{api_id(api, key, 'arc-sample')}/attempts"
+    for model, handle in (("offline/solver-sim-weak", "weak-bot"), ("offline/echo", "echo-bot")):
+        body = {"model": model, "temperature": 1.0, "participant": handle}
+        rival = api.request("POST", benchmark_path, key, json=body).json()
+        assert api.wait_finished(key, rival["id"])["status"] == "completed"
+
+    grace = new_context().new_page()
+    sign_up_in_browser(grace, "demo", "grace", challenge_path)
+    expect(grace.get_by_role("heading", name="ARC sample: solve the grids")).to_be_visible()
+    facts = grace.locator("dl.facts")
+    expect(facts).to_contain_text("arcagi2")
+    expect(facts).to_contain_text("The first 3 tasks")
+    expect(facts).to_contain_text("seq@2")
+    expect(facts).to_contain_text("cell_match")
+    options = grace.locator("#offline-models option")
+    expect(options).to_have_count(4)
+    assert "offline/solver-sim" in [options.nth(i).get_attribute("value") for i in range(4)]
+    chart = grace.locator("#curve-chart")
+    expect(chart.locator("svg[role=img] polyline")).to_have_count(2)
+
+    grace.get_by_label("Model", exact=True).fill("offline/solver-sim")
+    grace.get_by_label("Temperature").fill("1")
+    grace.get_by_label("System prompt").fill("Answer with the grid only.")
+    assert_accessible_basics(grace)
+    card = grace.locator("#attempt-list .attempt-card").first
+    with paused(worker):
+        grace.get_by_role("button", name="Submit attempt").click()
+        expect(card).to_have_attribute("data-status", "queued")
+        expect(card).to_contain_text("offline/solver-sim")
+        expect(card).to_contain_text("temperature 1")
+        grace.evaluate("window.stillTheSamePage = true")
+    expect(card).to_have_attribute("data-status", "completed", timeout=30_000)
+    assert grace.evaluate("window.stillTheSamePage === true")
+    expect(card.locator(".metrics")).to_contain_text("seq@2")
+    expect(card.locator(".metrics")).to_contain_text(re.compile(r"Tasks solved\s*\d of 3"))
+    expect(card.locator(".curve-chips li")).to_have_count(2)
+    # The chart now draws one curve per ranked model, grace's among them, without a reload.
+    expect(chart.locator("svg[role=img] polyline")).to_have_count(3)
+    expect(chart.locator("svg title").first).to_have_text(re.compile("seq@t curves"))
+    expect(chart.locator(".chart-legend")).to_contain_text("grace")
+    expect(chart.locator(".chart-legend li", has_text="grace")).to_contain_text(
+        "offline/solver-sim"
+    )
+    expect(chart.locator(".chart-data table tbody tr")).to_have_count(3)
+    you = grace.locator("#leaderboard-panel tr.is-you")
+    expect(you).to_contain_text("grace")
+    expect(you).to_contain_text("offline/solver-sim")
+    expect(you.locator("td.ranked")).to_have_text(re.compile(r"^\d+(\.\d)?%$"))
+    assert_accessible_basics(grace)
+    screenshot(grace, "benchmark-challenge")
+
+    # The attempt page: the curve, the tasks, and a task's trials unfolded on demand.
+    card.get_by_role("link", name=re.compile("Details")).click()
+    expect(grace.locator("#attempt-curve svg[role=img] polyline")).to_have_count(1)
+    tasks = grace.locator("table.tasks-table > tbody > tr")
+    expect(tasks).to_have_count(3)
+    first_task = grace.locator("#task-1")
+    toggle = first_task.get_by_role("button", name=re.compile("Trials"))
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    trials = grace.locator("#task-1-trials-row")
+    expect(trials.get_by_role("heading", name=re.compile(r"Trial 1 of \d"))).to_be_visible()
+    expect(trials).to_contain_text("does not match the expected grid")
+    expect(trials.locator("details.prompt-fold").first).to_contain_text("This is attempt 1 of 2")
+    assert_accessible_basics(grace)
+    screenshot(grace, "benchmark-attempt")
+    toggle.click()
+    expect(trials).to_be_hidden()
+    attempt_url = grace.url
+    attempt_id = attempt_url.rstrip("/").rsplit("/", 1)[1]
+
+    # At phone width nothing scrolls sideways, trials unfolded or not.
+    grace.set_viewport_size(PHONE)
+    for path in (challenge_path, f"{challenge_path}/leaderboard", attempt_url):
+        grace.goto(path)
+        assert horizontal_overflow(grace) == 0, path
+    grace.locator("#task-1").get_by_role("button", name=re.compile("Trials")).click()
+    expect(grace.locator("#task-1-trials-row")).to_be_visible()
+    assert horizontal_overflow(grace) == 0
+    grace.set_viewport_size(DESKTOP)
+
+    # The full leaderboard: model, seq@2 as a percentage, tasks solved, cost; the chart below.
+    grace.goto(f"{challenge_path}/leaderboard")
+    headers = grace.locator("table.board thead th")
+    expect(headers).to_contain_text(["Rank", "Participant", "Model", "seq@2", "Solved", "Cost"])
+    row = grace.locator("table.board tr.is-you")
+    expect(row).to_contain_text("offline/solver-sim")
+    expect(row).to_contain_text("$0.00")
+    expect(grace.locator("#curve-chart svg[role=img] polyline")).to_have_count(3)
+    assert_accessible_basics(grace)
+
+    # No page shows the answer key of a task the model did not solve.
+    attempt = api.request("GET", f"/v1/attempts/{attempt_id}", key).json()
+    secrets = unsolved_answer_grids(attempt, api, key)
+    assert secrets, "the simulated solver solved every task: nothing left to check"
+    pages = [grace.content()]
+    for path in (challenge_path, attempt_url, f"{attempt_url}/tasks/1", f"{attempt_url}/tasks/2"):
+        grace.goto(path)
+        pages.append(grace.content())
+    grace.goto(attempt_url)
+    for index in range(1, 4):
+        grace.locator(f"#task-{index}").get_by_role("button", name=re.compile("Trials")).click()
+        expect(grace.locator(f"#task-{index}-trials-row")).to_be_visible()
+    pages.append(grace.content())
+    for html in pages:
+        squeezed = re.sub(r"\s+", "", html)
+        for grid in secrets:
+            assert grid not in squeezed
+        assert "expected_shape" not in html and "matching_cells" not in html
+
+
+def api_id(api: Api, key: str, slug: str) -> str:
+    listing = api.request("GET", "/v1/challenges?limit=200", key).json()
+    return str(next(c["id"] for c in listing["items"] if c["slug"] == slug))
+
+
+def test_a_running_benchmark_attempt_shows_its_progress_live(
+    api: Api, new_context: Contexts
+) -> None:
+    """A real offline run finishes too fast to watch, so this one plays a worker's part: it
+    writes the progress a run stores as tasks complete, and the pages follow it."""
+    import uuid
+    from datetime import UTC, datetime
+
+    from playwright.sync_api import expect
+    from sqlalchemy import select, update
+
+    from app.attempt.models import Attempt
+    from app.db import session_scope
+    from app.tenant.models import Participant
+
+    tenant = create_tenant(api)
+    challenge = api.create_challenge(
+        tenant["api_key"],
+        kind="benchmark",
+        target=None,
+        verifier=None,
+        benchmark={"name": "arcagi2", "options": {}, "max_tasks": 3},
+        evaluation={"metric": "pass@k", "k": 2},
+        scoring={"strategy": "metric_at_k"},
+    )
+    challenge_path = f"/t/{tenant['slug']}/challenges/{challenge['slug']}"
+    page = new_context().new_page()
+    sign_up_in_browser(page, tenant["slug"], "hana", challenge_path)
+
+    def progress(done: int, curve: list[float]) -> dict[str, Any]:
+        return {
+            "metric": "pass@k",
+            "k": 2,
+            "attempts": 2 * done,
+            "cost_usd": 0.0,
+            "curves": {"tasks_complete": done, "tasks_solved": done, "pass_at": curve},
+        }
+
+    attempt_id = uuid.uuid4()
+    now = datetime.now(UTC)
+    with session_scope() as session:
+        participant = session.scalar(
+            select(Participant.id).where(
+                Participant.tenant_id == uuid.UUID(tenant["id"]), Participant.handle == "hana"
+            )
+        )
+        assert participant is not None
+        session.add(
+            Attempt(
+                id=attempt_id,
+                tenant_id=uuid.UUID(tenant["id"]),
+                challenge_id=uuid.UUID(challenge["id"]),
+                participant_id=participant,
+                status="running",
+                model_spec={"model": "offline/solver-sim", "temperature": None},
+                created_at=now,
+                created_at_ms=int(now.timestamp() * 1000),
+                enqueued_at=now,
+                run_count=1,
+                progress=progress(1, [0.5, 1.0]),
+            )
+        )
+
+    def store(**values: Any) -> None:
+        with session_scope() as session:
+            session.execute(update(Attempt).where(Attempt.id == attempt_id).values(**values))
+
+    page.reload()
+    card = page.locator(f"#attempt-{attempt_id}")
+    expect(card.locator(".progress-label")).to_contain_text("Tasks done 1 of 3")
+    expect(card.locator("progress")).to_have_attribute("value", "1")
+    page.evaluate("window.stillTheSamePage = true")
+    store(progress=progress(2, [0.25, 0.5]))
+    expect(card.locator(".progress-label")).to_contain_text("Tasks done 2 of 3")
+    expect(card.locator(".curve-chips")).to_contain_text("pass@2 50%")
+    assert page.evaluate("window.stillTheSamePage === true")
+
+    card.get_by_role("link", name=re.compile("Details")).click()
+    summary = page.locator(".live-progress")
+    expect(summary).to_contain_text("Tasks done 2 of 3")
+    store(progress=progress(3, [1 / 3, 2 / 3]))
+    expect(summary).to_contain_text("Tasks done 3 of 3")
+    expect(summary).to_contain_text("pass@2 66.7%")
+    metrics = {
+        "succeeded": True,
+        "tokens_total": 10,
+        "elapsed_ms": 5,
+        "rating": None,
+        "created_at": int(now.timestamp() * 1000),
+        "cost_usd": 0.0,
+        "trials": 6,
+        "metric_at": [1 / 3, 2 / 3],
+        "metric_at_k": 2 / 3,
+        "tasks_total": 3,
+        "tasks_solved": 2,
+    }
+    store(status="completed", finished_at=datetime.now(UTC), metrics=metrics)
+    # The attempt page reloads once the attempt has finished, showing its final figures.
+    expect(page.locator(".metrics")).to_contain_text(re.compile(r"Tasks solved\s*2 of 3"))
+    expect(page.get_by_role("heading", name="pass@t curve", exact=True)).to_be_visible()

@@ -8,6 +8,7 @@ import html
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -592,3 +593,231 @@ def test_a_leaderboard_of_ten_thousand_rows_is_paginated(
     panel = client.get(base).text  # the challenge page's panel: the top ten, then you
     rows = re.findall(r"<tr class=\"([^\"]*)\"", panel)
     assert rows == [""] * 10 + ["gap", "is-you"] and ">4322<" in panel
+
+
+# Benchmark challenges ---------------------------------------------------------------------------
+
+
+def _benchmark_challenge(api: Api, key: str, **overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "title": "ARC sample",
+        "kind": "benchmark",
+        "target": None,
+        "verifier": None,
+        "benchmark": {"name": "arcagi2", "options": {}, "max_tasks": 3},
+        "evaluation": {"metric": "pass@k", "k": 2},
+        "scoring": {"strategy": "metric_at_k"},
+    }
+    body.update(overrides)
+    return api.create_challenge(key, **body)
+
+
+def _submit_spec(client: WebClient, slug: str, challenge_slug: str, **fields: str) -> Any:
+    page = f"/t/{slug}/challenges/{challenge_slug}"
+    form = {"model": "", "temperature": "", "system_prompt": "", "submission_id": uuid.uuid4().hex}
+    return client.post_form(f"{page}/attempts", {**form, **fields}, token_from=page)
+
+
+def _alert(response: Any) -> str:
+    found = re.search(r'role="alert"[^>]*>(.*?)</div>', response.text, re.DOTALL)
+    assert found, response.text[:2000]
+    return html.unescape(found.group(1))
+
+
+def test_the_model_spec_form_explains_refusals_and_keeps_what_was_typed(
+    api: Api, web_client: Clients, owner: dict[str, Any]
+) -> None:
+    from app.evaluation.offline import OFFLINE_MODELS
+
+    key, slug = owner["api_key"], owner["slug"]
+    challenge = _benchmark_challenge(api, key)
+    page = f"/t/{slug}/challenges/{challenge['slug']}"
+    visitor = web_client().get(page).text
+    for fact in ("arcagi2", "arcagi2-sample", "The first 3 tasks", "pass@2", "Sign up to play"):
+        assert fact in visitor, fact
+    assert 'name="model"' not in visitor
+
+    client = _signed_in(web_client, slug)
+    form = client.get(page).text
+    assert 'list="offline-models"' in form and 'name="prompt"' not in form
+    for model in OFFLINE_MODELS:
+        assert f'<option value="{model}">' in form
+
+    kept = {"temperature": "0.5", "system_prompt": "Be <brief> & kind."}
+    blank = _submit_spec(client, slug, challenge["slug"], **kept)
+    assert blank.status_code == 422 and "Name a model first" in _alert(blank)
+    assert 'value="0.5"' in blank.text and "Be &lt;brief&gt; &amp; kind." in blank.text
+    assert re.search(r'id="model"[^>]*aria-invalid="true"', blank.text, re.DOTALL)
+    unknown = _submit_spec(client, slug, challenge["slug"], model="offline/nope", **kept)
+    assert unknown.status_code == 422 and "unknown offline model" in _alert(unknown)
+    assert 'value="offline/nope"' in unknown.text
+    for temperature in ("3", "-1", "abc", "nan"):
+        hot = _submit_spec(
+            client, slug, challenge["slug"], model="offline/echo", temperature=temperature
+        )
+        assert hot.status_code == 422, temperature
+        assert "Temperature must be a number from 0 to 2" in _alert(hot)
+        assert re.search(r'id="temperature"[^>]*aria-invalid="true"', hot.text, re.DOTALL)
+    long_prompt = _submit_spec(
+        client, slug, challenge["slug"], model="offline/echo", system_prompt="x" * 20_001
+    )
+    assert long_prompt.status_code == 422 and "at most 20,000" in _alert(long_prompt)
+
+    daily = _benchmark_challenge(api, key, limits={"max_attempts_per_day": 1})
+    spec = {"model": "offline/solver-sim", "temperature": "0,7", "system_prompt": "Grid only."}
+    assert _submit_spec(client, slug, daily["slug"], **spec).status_code == 303
+    again = _submit_spec(client, slug, daily["slug"], **spec)
+    assert again.status_code == 429 and "daily attempt limit reached" in _alert(again)
+    assert 'value="offline/solver-sim"' in again.text and "Grid only." in again.text
+    total = _benchmark_challenge(api, key, limits={"max_attempts_total": 1})
+    assert _submit_spec(client, slug, total["slug"], model="offline/echo").status_code == 303
+    over = _submit_spec(client, slug, total["slug"], model="offline/echo")
+    assert over.status_code == 409 and "attempt limit reached" in _alert(over)
+    past = datetime.now(UTC) - timedelta(days=1)
+    closed = _benchmark_challenge(
+        api, key, opens_at=(past - timedelta(days=1)).isoformat(), closes_at=past.isoformat()
+    )
+    closed_page = client.get(f"/t/{slug}/challenges/{closed['slug']}").text
+    assert "This challenge closed" in closed_page and 'name="model"' not in closed_page
+    refused = _submit_spec(client, slug, closed["slug"], model="offline/echo")
+    assert refused.status_code == 409 and "this challenge closed at" in _alert(refused)
+
+    stored = api.request("GET", "/v1/attempts", key).json()
+    assert stored["total"] == 2
+    first = next(a for a in stored["items"] if a["challenge_id"] == daily["id"])
+    assert first["model_spec"] == {
+        "model": "offline/solver-sim",
+        "temperature": 0.7,
+        "system_prompt": "Grid only.",
+    }
+
+
+@contextmanager
+def counting_queries() -> Iterator[list[str]]:
+    """The SQL statements the in-process server runs meanwhile."""
+    from sqlalchemy import event
+
+    from app.db import get_engine
+
+    statements: list[str] = []
+
+    def count(*args: Any) -> None:
+        statements.append(str(args[2]))
+
+    engine = get_engine()
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+
+
+def test_benchmark_pages_show_the_curves_the_tasks_and_never_an_answer_key(
+    api: Api,
+    web_client: Clients,
+    worker: Worker,
+    owner: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from app.web import router
+
+    key, slug = owner["api_key"], owner["slug"]
+    challenge = _benchmark_challenge(api, key)
+    base = f"/t/{slug}/challenges/{challenge['slug']}"
+    path = f"/v1/challenges/{challenge['id']}/attempts"
+    rival = api.request(
+        "POST", path, key, json={"model": "offline/solver-sim-weak", "participant": "rival"}
+    ).json()
+    assert _wait_finished(api, key, rival["id"])["status"] == "completed"
+
+    ada = _signed_in(web_client, slug, "ada")
+    submitted = _submit_spec(
+        ada, slug, challenge["slug"], model="offline/solver-sim", temperature="0.3"
+    )
+    assert submitted.status_code == 303
+    attempt_id = _attempt_id_of(submitted)
+    attempt = _wait_finished(api, key, attempt_id)
+    assert attempt["status"] == "completed"
+    assert attempt["metrics"]["tasks_total"] == 3
+
+    live = ada.get(f"{base}/live?ids={attempt_id}").json()
+    card = live["attempts"][0]
+    assert card["finished"] and card["version"].startswith("completed:")
+    assert "pass@2" in card["html"] and "Tasks solved" in card["html"]
+    assert "offline/solver-sim" in card["html"] and "temperature 0.3" in card["html"]
+    assert live["chart_html"].count("<polyline") == 2
+    assert "ada" in live["leaderboard_html"] and "offline/solver-sim" in live["leaderboard_html"]
+
+    page = ada.get(base).text
+    chart = page[page.index('id="curve-chart"') :]
+    assert chart.count("<polyline") == 2
+    assert 'role="img"' in chart and "<title id=" in chart and "<desc id=" in chart
+    assert '<details class="chart-data">' in chart and "pass@t curves" in chart
+    assert re.search(r"<th scope=\"row\">ada</th>", chart)
+
+    monkeypatch.setattr(router, "LEADERBOARD_PAGE_SIZE", 1)
+    first_page = ada.get(f"{base}/leaderboard").text
+    header = re.search(r'<table class="board">.*?</thead>', first_page, re.DOTALL)
+    assert header is not None
+    labels = re.findall(r'<th scope="col"[^>]*>([^<]*)</th>', header.group(0))
+    assert labels == ["Rank", "Participant", "Model", "pass@2", "Solved", "Cost", "Submitted"]
+    assert "$0.00" in first_page and re.search(r">\d+(\.\d)?%</td>", first_page)
+    assert first_page.count("<polyline") == 2
+    second_page = ada.get(f"{base}/leaderboard?page=2").text
+    assert second_page.count("<polyline") == 2  # the chart shows the top, whatever the page
+
+    monkeypatch.setattr(router, "TASKS_PAGE_SIZE", 2)
+    attempt_page = ada.get(f"/t/{slug}/attempts/{attempt_id}").text
+    assert attempt_page.count('class="trials-toggle"') == 2 and "Page 1 of 2" in attempt_page
+    assert attempt_page.count("<polyline") == 1
+    last = ada.get(f"/t/{slug}/attempts/{attempt_id}?tasks_page=2").text
+    assert last.count('class="trials-toggle"') == 1
+    task_url = f"/t/{slug}/attempts/{attempt_id}/tasks"
+    fragment = ada.get(f"{task_url}/1", headers={"Accept": "application/json"}).json()
+    assert fragment["task_index"] == 1 and "Trial 1 of 2" in fragment["html"]
+    pages = [page, first_page, attempt_page, last, live["chart_html"], card["html"]]
+    for index in (1, 2, 3):
+        task_page = ada.get(f"{task_url}/{index}")
+        assert task_page.status_code == 200
+        pages.append(task_page.text)
+        pages.append(ada.get(f"{task_url}/{index}", headers={"Accept": "application/json"}).text)
+    assert ada.get(f"{task_url}/4").status_code == 404
+    assert ada.get(f"{task_url}/0").status_code == 404
+
+    # Only its owner sees an attempt's tasks and trials.
+    neighbour = _signed_in(web_client, slug)
+    outsider = _signed_in(web_client, create_tenant(api)["slug"])
+    for client in (neighbour, outsider):
+        assert client.get(f"/t/{slug}/attempts/{attempt_id}").status_code == 404
+        assert client.get(f"{task_url}/1").status_code == 404
+        json_refusal = client.get(f"{task_url}/1", headers={"Accept": "application/json"})
+        assert json_refusal.status_code == 404 and "Trial" not in json_refusal.text
+
+    # The answer key of every task the model left unsolved is on no page (a solved task's
+    # output is its answer, rightly shown); nor are the verifier's private details.
+    from tests.e2e.test_browser import unsolved_answer_grids
+
+    secrets = unsolved_answer_grids(attempt, api, key)
+    assert secrets, "the simulated solver solved every task: nothing left to check"
+    for text in pages:
+        squeezed = re.sub(r"\s+", "", html.unescape(text).replace("\\n", ""))
+        for grid in secrets:
+            assert grid not in squeezed
+        for private in ("expected_shape", "matching_cells", "shape_matches"):
+            assert private not in text
+
+    # The pages' queries do not grow with the leaderboard (no query per row).
+    counts = []
+    for handle in ("third", "fourth"):
+        with counting_queries() as statements:
+            for url in (base, f"{base}/leaderboard", f"/t/{slug}/attempts/{attempt_id}"):
+                assert ada.get(url).status_code == 200
+        counts.append(len(statements))
+        more = api.request(
+            "POST", path, key, json={"model": "offline/echo", "participant": handle}
+        ).json()
+        assert _wait_finished(api, key, more["id"])["status"] == "completed"
+    with counting_queries() as statements:
+        for url in (base, f"{base}/leaderboard", f"/t/{slug}/attempts/{attempt_id}"):
+            assert ada.get(url).status_code == 200
+    assert counts[0] == counts[1] == len(statements)

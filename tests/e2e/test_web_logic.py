@@ -4,6 +4,7 @@ cookies and CSRF tokens."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from starlette.requests import Request
@@ -121,3 +122,215 @@ def test_passwords_are_hashed_with_argon2_and_checked() -> None:
     assert auth.password_problem("short") is not None
     assert auth.password_problem("x" * 1000) is not None
     assert auth.password_problem("eight ch") is None
+
+
+# Benchmark challenges: the curve chart, progress, the model-spec form -----------------------------
+
+
+def test_percentages_are_rounded_and_unknowns_shown_as_dashes() -> None:
+    from app.web.charts import percent
+
+    assert [percent(v) for v in (0.0, 1 / 3, 2 / 3, 1.0, 0.12345)] == [
+        "0%",
+        "33.3%",
+        "66.7%",
+        "100%",
+        "12.3%",
+    ]
+    assert percent(None) == percent(float("nan")) == percent(float("inf")) == "—"
+
+
+def test_the_curve_chart_places_points_on_shared_axes() -> None:
+    from app.web import charts
+
+    chart = charts.curve_chart(
+        [
+            charts.CurveInput("ada", "offline/solver-sim", [0.5, 1.0], rank=1, is_you=True),
+            charts.CurveInput("bob", "offline/echo", [0.0], rank=2),
+        ],
+        metric="seq@k",
+        k=2,
+        element_id="c",
+        heading="Curves",
+    )
+    assert chart.metric_t == "seq@t" and chart.metric_at(2) == "seq@2" and chart.ranked
+    ada, bob = chart.series
+    left, right = chart.plot_left, chart.plot_right
+    top, bottom = chart.plot_top, chart.plot_bottom
+    assert [(m.x, m.y) for m in ada.markers] == [(left, (top + bottom) / 2), (right, top)]
+    assert ada.points == f"{left:g},{(top + bottom) / 2:g} {right:g},{top:g}"
+    assert [(m.x, m.y) for m in bob.markers] == [(left, bottom)]
+    assert ada.cells == ["50%", "100%"] and bob.cells == ["0%", "—"]
+    assert bob.final == "0%" and (ada.palette, bob.palette) == (0, 1)
+    assert [tick.label for tick in chart.y_ticks] == ["0%", "25%", "50%", "75%", "100%"]
+    assert "#1 ada (offline/solver-sim): 50% at t = 1, 100% at t = 2" in chart.description
+    assert "#2 bob (offline/echo): 0% at t = 1, 0% at t = 1" in chart.description
+
+
+@pytest.mark.parametrize(
+    ("values", "k", "cells"),
+    [
+        ([], 3, ["—", "—", "—"]),  # nothing yet
+        ([0.4], 1, ["40%"]),  # k = 1: one point, mid-width
+        ([1.5, -0.2], 2, ["100%", "0%"]),  # out of range: clamped
+        ([float("nan"), None, 0.5], 3, ["—", "—", "50%"]),  # unknowns skipped
+        ([0.1, 0.2, 0.3, 0.4], 2, ["10%", "20%", "30%", "40%"]),  # longer than k: k grows
+    ],
+)
+def test_the_curve_chart_survives_odd_curves(
+    values: list[float | None], k: int, cells: list[str]
+) -> None:
+    from app.web import charts
+
+    chart = charts.curve_chart(
+        [charts.CurveInput("ünïcode <b>", "m", values)],
+        metric="pass@k",
+        k=k,
+        element_id="c",
+        heading="h",
+    )
+    (series,) = chart.series
+    assert series.cells == cells and chart.k == len(cells)
+    assert len(series.markers) == sum(cell != "—" for cell in cells)
+    for marker in series.markers:
+        assert chart.plot_left <= marker.x <= chart.plot_right
+        assert chart.plot_top <= marker.y <= chart.plot_bottom
+    if k == 1:
+        assert series.markers[0].x == (chart.plot_left + chart.plot_right) / 2
+
+
+def test_the_curve_chart_keeps_eight_curves_and_thins_long_axes() -> None:
+    from app.web import charts
+
+    curves = [charts.CurveInput(f"p{i}", "m", [i / 10] * 20, rank=i + 1) for i in range(12)]
+    chart = charts.curve_chart(curves, metric="pass@k", k=20, element_id="c", heading="h")
+    assert len(chart.series) == charts.PALETTE_SIZE == 8
+    assert [tick.label for tick in chart.x_ticks] == [
+        "1", "3", "5", "7", "9", "11", "13", "15", "17", "19", "20"
+    ]  # fmt: skip
+    empty = charts.curve_chart([], metric="pass@k", k=3, element_id="c", heading="h")
+    assert empty.series == [] and empty.k == 3 and "No curves yet" in empty.description
+
+
+def _benchmark_view(status: str, **fields: Any) -> Any:
+    from datetime import UTC, datetime
+
+    from app.attempt.schemas import AttemptRead
+
+    values: dict[str, Any] = {
+        "id": uuid.uuid4(),
+        "challenge_id": uuid.uuid4(),
+        "participant_id": uuid.uuid4(),
+        "participant": "ada",
+        "status": status,
+        "prompt": None,
+        "model_spec": {"model": "offline/solver-sim", "temperature": 0.7, "system_prompt": None},
+        "created_at": datetime.now(UTC),
+        "started_at": None,
+        "finished_at": None,
+        "error": None,
+        "metrics": None,
+        "score": None,
+        "score_details": None,
+    }
+    return AttemptRead(**{**values, **fields})
+
+
+RUNNING_PROGRESS = {
+    "metric": "pass@k",
+    "k": 2,
+    "attempts": 4,
+    "cost_usd": 0.0042,
+    "curves": {"tasks_complete": 2, "tasks_solved": 1, "pass_at": [0.5, 0.75]},
+    "usage": {"actor": {"offline/solver-sim": {"input_tokens": 100, "output_tokens": 20}}},
+}
+
+
+def test_a_running_benchmark_attempt_shows_tasks_done_and_the_curve_so_far() -> None:
+    from app.web.rendering import render_macro
+    from app.web.service import AttemptCard, BenchmarkContext, benchmark_progress
+
+    context = BenchmarkContext(metric="pass@k", k=2, tasks_total=3)
+    progress = benchmark_progress(_benchmark_view("running", progress=RUNNING_PROGRESS), context)
+    assert (progress.tasks_done, progress.tasks_total, progress.percent_done) == (2, 3, 67)
+    assert progress.curve_points == [("pass@1", "50%"), ("pass@2", "75%")]
+    assert (progress.tokens_total, progress.cost_usd, progress.metric_at_k) == (120, 0.0042, 0.75)
+    card = AttemptCard(_benchmark_view("running"), [], [], progress)
+    html = render_macro("macros.html", "attempt_card", card, "/t/x/")
+    assert "Tasks done" in html and "2 of 3" in html and "$0.0042" in html
+    assert '<progress max="3" value="2"' in html and "temperature 0.7" in html
+
+    later = dict(RUNNING_PROGRESS, curves={"tasks_complete": 3, "pass_at": [0.5, 0.5]})
+    moved = benchmark_progress(_benchmark_view("running", progress=later), context)
+    assert moved.version != progress.version  # the live page swaps the card in
+    unknown_total = benchmark_progress(_benchmark_view("running", progress=RUNNING_PROGRESS), None)
+    assert unknown_total.tasks_total is None and unknown_total.percent_done is None
+    nothing_yet = benchmark_progress(_benchmark_view("queued"), context)
+    assert (nothing_yet.tasks_done, nothing_yet.curve, nothing_yet.k) == (0, [], 2)
+
+
+def test_a_completed_benchmark_attempt_shows_its_final_metrics() -> None:
+    from app.attempt.schemas import AttemptMetricsRead
+    from app.web.service import BenchmarkContext, benchmark_progress
+
+    metrics = AttemptMetricsRead(
+        succeeded=True,
+        tokens_total=900,
+        elapsed_ms=40,
+        rating=None,
+        created_at=0,
+        cost_usd=0.0,
+        trials=6,
+        metric_at=[0.2, 0.4],
+        metric_at_k=0.4,
+        tasks_total=5,  # the budget ran out before two tasks: they count as unsolved
+        tasks_solved=2,
+    )
+    view = _benchmark_view("completed", progress=RUNNING_PROGRESS, metrics=metrics)
+    final = benchmark_progress(view, BenchmarkContext("pass@k", 2, tasks_total=3))
+    assert (final.tasks_total, final.tasks_solved, final.metric_at_k) == (5, 2, 0.4)
+    assert final.curve == [0.2, 0.4] and final.tokens_total == 900 and final.trials == 6
+
+
+def test_the_model_spec_form_is_checked_as_the_api_checks_it() -> None:
+    from app.web.service import FormError, ModelSpecForm, model_spec_attempt
+
+    body = model_spec_attempt(
+        ModelSpecForm(model="  offline/echo ", temperature="1,5", system_prompt="  "), "ada"
+    )
+    assert (body.model, body.temperature, body.system_prompt) == ("offline/echo", 1.5, None)
+    assert body.participant == "ada" and body.prompt is None
+    assert model_spec_attempt(ModelSpecForm(model="offline/echo"), "ada").temperature is None
+    for form, field, text in (
+        (ModelSpecForm(), "model", "Name a model first"),
+        (ModelSpecForm(model="offline/nope"), "model", "unknown offline model"),
+        (ModelSpecForm(model="has space"), "model", "without spaces"),
+        (ModelSpecForm(model="offline/echo", temperature="2.01"), "temperature", "0 to 2"),
+        (ModelSpecForm(model="offline/echo", temperature="inf"), "temperature", "0 to 2"),
+        (ModelSpecForm(model="offline/echo", temperature="1e999"), "temperature", "0 to 2"),
+        (ModelSpecForm(model="offline/echo", system_prompt="a\x00b"), "system_prompt", "NUL"),
+    ):
+        with pytest.raises(FormError) as refused:
+            model_spec_attempt(form, "ada")
+        assert refused.value.field == field and text in refused.value.message, form
+
+
+@pytest.mark.parametrize(
+    ("spec", "tasks", "text"),
+    [
+        ({}, 10, "Every task · 10 tasks"),
+        ({}, None, "Every task"),
+        ({"max_tasks": 3}, 3, "The first 3 tasks"),
+        ({"max_tasks": 20}, 10, "The first 20 tasks · 10 tasks"),
+        ({"task_indices": [2]}, 1, "Task 2 · 1 task"),
+        ({"task_indices": [1, 4], "max_tasks": 1}, 1, "Tasks 1, 4 (the first 1) · 1 task"),
+        ({"task_indices": list(range(1, 15))}, 14, "Tasks 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, "
+         "11, 12 and 2 more · 14 tasks"),
+    ],
+)  # fmt: skip
+def test_the_task_selection_is_described(
+    spec: dict[str, Any], tasks: int | None, text: str
+) -> None:
+    from app.web.service import _selection_text
+
+    assert _selection_text(spec, tasks) == text

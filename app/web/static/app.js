@@ -1,4 +1,6 @@
-// Gauntlet web UI: the prompt character counter and live attempt updates. No dependencies.
+// Gauntlet web UI: character counters, live attempt updates (status, benchmark progress, the
+// leaderboard and its curve chart) and a benchmark task's trials unfolded in place. No
+// dependencies.
 (function () {
   "use strict";
 
@@ -73,7 +75,9 @@
     poller(list.dataset.liveUrl, pendingIds, function (data) {
       data.attempts.forEach(function (attempt) {
         var current = document.getElementById("attempt-" + attempt.id);
-        if (!current || current.dataset.status === attempt.status) return;
+        var version = attempt.version || attempt.status;
+        if (!current || (current.dataset.version || current.dataset.status) === version) return;
+        var statusChanged = current.dataset.status !== attempt.status;
         var hadFocus = current.contains(document.activeElement);
         var fresh = fragment(attempt.html);
         current.replaceWith(fresh);
@@ -81,7 +85,8 @@
           var link = fresh.querySelector(".attempt-link");
           if (link) link.focus();
         }
-        if (announcer) {
+        // Progress within a run is shown, not announced: only the status changes are.
+        if (announcer && statusChanged) {
           var words = { running: "is running", completed: "has completed", error: "ended in error" };
           announcer.textContent = "Your attempt " + (words[attempt.status] || attempt.status) + ".";
         }
@@ -89,6 +94,10 @@
       if (data.leaderboard_html) {
         var panel = document.getElementById("leaderboard-panel");
         if (panel) panel.replaceWith(fragment(data.leaderboard_html));
+      }
+      if (data.chart_html) {
+        var chart = document.getElementById("curve-chart");
+        if (chart) chart.replaceWith(fragment(data.chart_html));
       }
     });
   }
@@ -103,12 +112,78 @@
       },
       function (data) {
         var attempt = data.attempts[0];
-        if (attempt && attempt.finished) {
+        if (!attempt) return;
+        if (attempt.finished) {
           finished = true;
           window.location.reload();
+          return;
+        }
+        // A running benchmark attempt: swap in its progress (tasks done, the curve so far).
+        var progress = detail.querySelector(".live-progress");
+        if (progress && progress.dataset.version !== attempt.version) {
+          var fresh = fragment(attempt.html).querySelector(".run-progress");
+          if (fresh) {
+            progress.replaceChildren(fresh);
+            progress.dataset.version = attempt.version;
+          }
         }
       }
     );
+  }
+
+  // "Trials" links of a benchmark attempt's task table unfold the task's trials below its row
+  // (fetched once, on demand); without JavaScript they open the task's own page.
+  function setUpTaskTrials(table) {
+    var columns = parseInt(table.dataset.tasksColumns, 10) || 1;
+    table.querySelectorAll("a.trials-toggle").forEach(function (link) {
+      var index = link.dataset.taskIndex;
+      var rowId = "task-" + index + "-trials-row";
+      link.setAttribute("role", "button");
+      link.setAttribute("aria-expanded", "false");
+      link.setAttribute("aria-controls", rowId);
+      function toggle(event) {
+        event.preventDefault();
+        var existing = document.getElementById(rowId);
+        var open = link.getAttribute("aria-expanded") === "true";
+        if (existing) {
+          existing.hidden = open;
+          link.setAttribute("aria-expanded", open ? "false" : "true");
+          return;
+        }
+        if (link.dataset.loading) return;
+        link.dataset.loading = "true";
+        fetch(link.href, {
+          headers: { Accept: "application/json" },
+          credentials: "same-origin",
+          cache: "no-store",
+        })
+          .then(function (response) {
+            if (!response.ok) throw new Error("status " + response.status);
+            return response.json();
+          })
+          .then(function (data) {
+            var row = document.createElement("tr");
+            row.id = rowId;
+            row.className = "trials-row";
+            var cell = document.createElement("td");
+            cell.colSpan = columns;
+            cell.innerHTML = data.html;
+            row.appendChild(cell);
+            link.closest("tr").after(row);
+            link.setAttribute("aria-expanded", "true");
+          })
+          .catch(function () {
+            window.location.href = link.href;
+          })
+          .finally(function () {
+            delete link.dataset.loading;
+          });
+      }
+      link.addEventListener("click", toggle);
+      link.addEventListener("keydown", function (event) {
+        if (event.key === " ") toggle(event);
+      });
+    });
   }
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -117,5 +192,6 @@
     if (list && list.dataset.liveUrl) setUpAttemptList(list);
     var detail = document.getElementById("attempt-detail");
     if (detail && detail.dataset.finished === "false") setUpAttemptDetail(detail);
+    document.querySelectorAll("table[data-tasks-columns]").forEach(setUpTaskTrials);
   });
 })();
