@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from app.evaluation.jsonish import balanced_spans
 from app.evaluation.llm import CompletionClient
 from app.evaluation.prompts import build_judge_prompt
 from app.evaluation.types import (
@@ -216,20 +217,8 @@ _JSON_LITERAL_WORD = re.compile(r"\b(true|false|null)\b")
 
 
 def _balanced_objects(text: str) -> list[str]:
-    """Every top-level `{...}` span of `text`, by brace depth (braces in strings count too)."""
-    spans: list[str] = []
-    depth = 0
-    start = -1
-    for position, character in enumerate(text):
-        if character == "{":
-            if depth == 0:
-                start = position
-            depth += 1
-        elif character == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                spans.append(text[start : position + 1])
-    return spans
+    """Every top-level `{...}` span of `text`."""
+    return balanced_spans(text, "{", "}")
 
 
 def _from_json(candidate: str) -> Any:

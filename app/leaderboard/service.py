@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session
 from app.attempt.models import Attempt
 from app.challenge.models import Challenge
 from app.leaderboard import repository
+from app.leaderboard.models import LeaderboardEntry
 from app.leaderboard.ranking import RankInput, rank_key
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
 
@@ -43,22 +44,26 @@ def entry_for(attempt: Attempt, strategy: str) -> repository.EntryValues | None:
     )
 
 
+def item_of(entry: LeaderboardEntry, handle: str, *, rank: int) -> LeaderboardItem:
+    return LeaderboardItem(
+        rank=rank,
+        participant=handle,
+        attempt_id=entry.attempt_id,
+        score=entry.score,
+        succeeded=entry.succeeded,
+        tokens_total=entry.tokens_total,
+        elapsed_ms=entry.elapsed_ms,
+        rating=entry.rating,
+        created_at=datetime.fromtimestamp(entry.attempt_created_at_ms / 1000, UTC),
+    )
+
+
 def read_leaderboard(
     session: Session, challenge: Challenge, *, limit: int, offset: int
 ) -> Leaderboard:
     rows, total = repository.page(session, challenge.id, limit=limit, offset=offset)
     items = [
-        LeaderboardItem(
-            rank=offset + position,
-            participant=handle,
-            attempt_id=entry.attempt_id,
-            score=entry.score,
-            succeeded=entry.succeeded,
-            tokens_total=entry.tokens_total,
-            elapsed_ms=entry.elapsed_ms,
-            rating=entry.rating,
-            created_at=datetime.fromtimestamp(entry.attempt_created_at_ms / 1000, UTC),
-        )
+        item_of(entry, handle, rank=offset + position)
         for position, (entry, handle) in enumerate(rows, start=1)
     ]
     return Leaderboard(

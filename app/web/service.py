@@ -10,7 +10,7 @@ import re
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -29,7 +29,7 @@ from app.config import get_settings
 from app.errors import AppError
 from app.leaderboard.models import LeaderboardEntry
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
-from app.leaderboard.service import read_leaderboard
+from app.leaderboard.service import item_of, read_leaderboard
 from app.schemas import Handle
 from app.tenant.models import Participant
 from app.tenant.repository import ParticipantRepository
@@ -248,20 +248,6 @@ class ChallengeCard:
     attempts: int
 
 
-def _item_of(entry: LeaderboardEntry, handle: str) -> LeaderboardItem:
-    return LeaderboardItem(
-        rank=0,
-        participant=handle,
-        attempt_id=entry.attempt_id,
-        score=entry.score,
-        succeeded=entry.succeeded,
-        tokens_total=entry.tokens_total,
-        elapsed_ms=entry.elapsed_ms,
-        rating=entry.rating,
-        created_at=datetime.fromtimestamp(entry.attempt_created_at_ms / 1000, UTC),
-    )
-
-
 def challenge_cards(
     session: Session,
     tenant_id: uuid.UUID,
@@ -287,7 +273,7 @@ def challenge_cards(
         if entry is not None and participant is not None:
             best = BestResult(
                 rank=queries.rank_of(session, tenant_id, entry),
-                value=ranked_value(strategy.key, _item_of(entry, participant.handle)),
+                value=ranked_value(strategy.key, item_of(entry, participant.handle, rank=0)),
                 attempt_id=entry.attempt_id,
             )
         groups[challenge_status(challenge)].append(
@@ -971,9 +957,8 @@ def leaderboard_view(
         entry = queries.best_entries(session, challenge.tenant_id, participant.id, [challenge.id])
         found = entry.get(challenge.id)
         if found is not None:
-            item = _item_of(found, participant.handle).model_copy(
-                update={"rank": queries.rank_of(session, challenge.tenant_id, found)}
-            )
+            rank = queries.rank_of(session, challenge.tenant_id, found)
+            item = item_of(found, participant.handle, rank=rank)
             own = _row(strategy, item, handle)
     if challenge.kind != "benchmark":
         return LeaderboardView(strategy, rows, board.total, own, own_on_page)

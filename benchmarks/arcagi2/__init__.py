@@ -39,6 +39,7 @@ from typing import Any
 
 from app.evaluation import simulated
 from app.evaluation.benchmark import AttemptView, Task
+from app.evaluation.jsonish import balanced_spans
 from app.evaluation.types import VerifierResult
 
 VERIFIER = "exact_grid"
@@ -121,19 +122,7 @@ def render_grid(grid: Grid) -> str:
 
 def _top_level_arrays(text: str) -> list[str]:
     """Every balanced `[...]` span that is not inside another one, in order."""
-    spans: list[str] = []
-    depth = 0
-    start = 0
-    for position, character in enumerate(text):
-        if character == "[":
-            if depth == 0:
-                start = position
-            depth += 1
-        elif character == "]" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                spans.append(text[start : position + 1])
-    return spans
+    return balanced_spans(text, "[", "]")
 
 
 def _load_array(candidate: str) -> Any:
