@@ -76,10 +76,9 @@ def main() -> None:
                 ).json()["slug"]
                 started = time.perf_counter()
                 with psycopg.connect(common.dsn(database.name), autocommit=True) as connection:
-                    connection.execute(
-                        SEED_SQL,
-                        {"tenant": tenant_id, "challenge": challenge_id, "rows": args.rows},
-                    )
+                    values = {"tenant": tenant_id, "challenge": challenge_id, "rows": args.rows}
+                    for statement in filter(str.strip, SEED_SQL.split(";")):
+                        connection.execute(statement, values)
                     connection.execute("VACUUM ANALYZE")
                 seconds = time.perf_counter() - started
                 print(f"   seeded {args.rows} leaderboard rows in {seconds:.1f} s")
