@@ -84,7 +84,7 @@ def page(
     session: Session, challenge_id: uuid.UUID, *, limit: int, offset: int
 ) -> tuple[list[tuple[LeaderboardEntry, str]], int]:
     """One page, best first, with handles. The offset is taken inside the leaderboard's index
-    before the join, so a deep page joins 50 participants, not every row above it."""
+    first, so a deep page looks up 50 participants, not every row above it."""
     entry = LeaderboardEntry
     order = (entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id)
     window = (
@@ -96,10 +96,15 @@ def page(
         .subquery()
     )
     ranked = aliased(LeaderboardEntry, window)
+    # A scalar subquery per row: 50 primary-key lookups, where a join let the planner hash the
+    # whole participants table.
+    handle = (
+        select(Participant.handle)
+        .where(Participant.id == ranked.participant_id)
+        .scalar_subquery()
+    )
     rows = session.execute(
-        select(ranked, Participant.handle)
-        .join(Participant, Participant.id == ranked.participant_id)
-        .order_by(
+        select(ranked, handle).order_by(
             ranked.rank_key, ranked.rank_tiebreak, ranked.attempt_created_at_ms, ranked.attempt_id
         )
     ).all()
