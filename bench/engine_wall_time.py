@@ -45,7 +45,7 @@ from app.evaluation.benchmark import AttemptView, Benchmark, Task
 from app.evaluation.llm import LLMClient, _litellm
 from app.evaluation.run_folder import RunFolderStore
 from app.evaluation.runner import RunConfig, run_benchmark
-from app.evaluation.types import Message, ModelSpec, VerifierResult
+from app.evaluation.types import CallRecord, Message, ModelSpec, VerifierResult
 
 Grid = list[list[int]]
 TASK_LINE = re.compile(r"ARC task (\d+)")
@@ -154,21 +154,9 @@ class FixedLatencyServer(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
     def reply(self, body: dict[str, Any]) -> str:
-        content = str(body["messages"][-1]["content"])
-        task = TASK_LINE.search(content)
-        index = int(task.group(1)) if task else 0
-        attempt_match = ATTEMPT_LINE.search(content)
-        if attempt_match is not None:
-            attempt = int(attempt_match.group(1))
-        else:
-            # pass@k samples are independent: every 3rd call per server is right.
-            with self.lock:
-                self.pass_counter += 1
-                attempt = 1 if self.pass_counter % 3 == 0 else 0
-        target = solved_on(index, self.k) if attempt_match is not None else 1
-        if target is not None and attempt == target and index in self.answers:
-            return json.dumps(self.answers[index])
-        return "[[0]]"
+        # pass@k samples are independent: every 3rd call per server is right.
+        with self.lock:
+            return _reply(self, str(body["messages"][-1]["content"]))
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -275,7 +263,54 @@ class ServerProcess:
 # Measurements
 
 
-async def sequential(llm: LLMClient, spec: ModelSpec, prompts: list[list[Message]]) -> float:
+class SleepingClient:
+    """A CompletionClient that answers like the server after sleeping its latency, with no
+    litellm and no HTTP: it isolates the engine's own scheduling (`--client sleep`)."""
+
+    def __init__(self, latency_s: float, tasks: list[dict[str, Any]], k: int, cap: int) -> None:
+        self.latency_s = latency_s
+        self.answers = {task["index"]: task["test"][0]["output"] for task in tasks}
+        self.k = k
+        self.global_concurrency = cap
+        self.gate = asyncio.Semaphore(cap)
+        self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.pass_counter = 0
+
+    def reply(self, content: str) -> str:
+        return _reply(self, content)
+
+    async def complete(self, spec: ModelSpec, messages: list[Message]) -> CallRecord:
+        async with self.gate:
+            self.calls += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                await asyncio.sleep(self.latency_s)
+            finally:
+                self.in_flight -= 1
+        output = self.reply(str(messages[-1]["content"]))
+        return CallRecord(model=spec.model, prompt=list(messages), output=output)
+
+
+def _reply(state: Any, content: str) -> str:
+    """The fake model: solves task i on attempt solved_on(i) (seq@k), every 3rd pass@k call."""
+    task = TASK_LINE.search(content)
+    index = int(task.group(1)) if task else 0
+    attempt_match = ATTEMPT_LINE.search(content)
+    if attempt_match is not None:
+        attempt = int(attempt_match.group(1))
+    else:
+        state.pass_counter += 1
+        attempt = 1 if state.pass_counter % 3 == 0 else 0
+    target = solved_on(index, state.k) if attempt_match is not None else 1
+    if target is not None and attempt == target and index in state.answers:
+        return json.dumps(state.answers[index])
+    return "[[0]]"
+
+
+async def sequential(llm: Any, spec: ModelSpec, prompts: list[list[Message]]) -> float:
     started = time.perf_counter()
     for messages in prompts:
         await llm.complete(spec, messages)
@@ -283,10 +318,15 @@ async def sequential(llm: LLMClient, spec: ModelSpec, prompts: list[list[Message
 
 
 def measure(
-    metric: str, benchmark: Benchmark, server: ServerProcess, k: int, cap: int
+    metric: str,
+    benchmark: Benchmark,
+    server: ServerProcess,
+    k: int,
+    cap: int,
+    sleeping: SleepingClient | None = None,
 ) -> dict[str, Any]:
     spec = ModelSpec("openai/fake-model", api_base=server.base_url, timeout_s=30)
-    llm = LLMClient(global_concurrency=cap, per_model_concurrency=cap)
+    llm: Any = sleeping or LLMClient(global_concurrency=cap, per_model_concurrency=cap)
     config = RunConfig(
         benchmark="arc_bench",
         metric=metric,
@@ -303,6 +343,8 @@ def measure(
         after = server.stats()
         calls = after["requests"] - started_requests
         peak = after["max_in_flight"]
+        if sleeping is not None:
+            calls, peak = sleeping.calls, sleeping.max_in_flight
         per_task = []
         prompts: list[list[Message]] = []
         for task_dir in sorted(Path(folder).glob("task-*")):
@@ -316,7 +358,10 @@ def measure(
     if metric == "seq@k":
         ideal_rounds = max(ideal_rounds, max(per_task))
     ideal_s = ideal_rounds * latency
-    sequential_s = asyncio.run(sequential(LLMClient(), spec, prompts))
+    one_at_a_time: Any = (
+        SleepingClient(sleeping.latency_s, [], k, 1) if sleeping is not None else LLMClient()
+    )
+    sequential_s = asyncio.run(sequential(one_at_a_time, spec, prompts))
     curve = result.summary["curves"]
     name = "pass_at" if metric == "pass@k" else "seq_at"
     return {
@@ -338,6 +383,13 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=40)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument(
+        "--client",
+        choices=("litellm", "sleep"),
+        default="litellm",
+        help="litellm (the real path, to the loopback server) or sleep (no litellm, no HTTP: "
+        "the engine's own scheduling)",
+    )
     args = parser.parse_args()
 
     tasks = arc_tasks(args.tasks)
@@ -369,7 +421,10 @@ def main() -> None:
         )
         print(header)
         for metric in ("pass@k", "seq@k"):
-            row = measure(metric, benchmark, server, args.k, args.concurrency)
+            sleeping = None
+            if args.client == "sleep":
+                sleeping = SleepingClient(args.latency_ms / 1000, tasks, args.k, args.concurrency)
+            row = measure(metric, benchmark, server, args.k, args.concurrency, sleeping)
             print(
                 f"{row['metric']:7} {row['calls']:>5} {row['peak_in_flight']:>4} "
                 f"{row['engine_s']:>9.3f} {row['ideal_s']:>8.3f} {row['sequential_s']:>11.3f} "

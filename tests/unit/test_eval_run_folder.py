@@ -152,11 +152,11 @@ def test_an_interrupted_write_leaves_the_old_file_and_no_temporary(
     target = tmp_path / "summary.json"
     write_json_atomic(target, {"version": 1})
 
-    def broken_dump(data: Any, handle: Any, **kwargs: Any) -> None:
-        handle.write('{"version": ')
+    def interrupted_replace(source: Any, destination: Any) -> None:
+        # Ctrl-C after the temporary file is written, before it takes the target's place.
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_folder.json, "dump", broken_dump)
+    monkeypatch.setattr(run_folder.os, "replace", interrupted_replace)
     with pytest.raises(KeyboardInterrupt):
         write_json_atomic(target, {"version": 2})
     assert json.loads(target.read_text()) == {"version": 1}
