@@ -99,9 +99,7 @@ def page(
     # A scalar subquery per row: 50 primary-key lookups, where a join let the planner hash the
     # whole participants table.
     handle = (
-        select(Participant.handle)
-        .where(Participant.id == ranked.participant_id)
-        .scalar_subquery()
+        select(Participant.handle).where(Participant.id == ranked.participant_id).scalar_subquery()
     )
     rows = session.execute(
         select(ranked, handle).order_by(
