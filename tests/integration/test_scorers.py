@@ -342,3 +342,24 @@ def test_installed_entry_points_are_listed_and_registered_by_name(api: Api) -> N
     assert listed["frugal"]["registered"] is True
     unknown = api.request("POST", "/v1/scorers", ADMIN_TOKEN, json={"plugin_id": "no-such-ep"})
     assert unknown.status_code == 422 and "entry point" in unknown.json()["error"]["message"]
+
+
+def test_scoring_config_is_validated_on_update_too(api: Api, tenant: dict[str, Any]) -> None:
+    key = tenant["api_key"]
+    challenge = custom_challenge(api, key, "builtin.weighted_scorer")
+    response = api.request(
+        "PATCH",
+        f"/v1/challenges/{challenge['id']}",
+        key,
+        json={
+            "scoring": {
+                "strategy": "custom",
+                "plugin_id": "builtin.weighted_scorer",
+                "config": {"time_penalty": "slow"},
+            }
+        },
+    )
+    assert response.status_code == 422
+    assert "scoring.config.time_penalty" in response.json()["error"]["message"]
+    unchanged = api.request("GET", f"/v1/challenges/{challenge['id']}", key).json()
+    assert unchanged["scoring"]["config"] == {}
