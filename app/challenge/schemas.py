@@ -21,7 +21,7 @@ from app.schemas import InputSchema, Name, OutputSchema, Slug
 
 Strategy = Literal["first", "fastest", "fewest_tokens", "highest_rating", "metric_at_k", "custom"]
 Visibility = Literal["public", "unlisted", "private"]
-PROMPT_PLACEHOLDER = "{prompt}"
+PROMPT_SLOT = "{prompt}"
 
 
 class TargetConfig(InputSchema):
@@ -32,7 +32,7 @@ class TargetConfig(InputSchema):
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1, le=200_000)
     user_template: str = Field(
-        default=PROMPT_PLACEHOLDER,
+        default=PROMPT_SLOT,
         max_length=50_000,
         description="The user message; '{prompt}' is replaced by the participant's prompt.",
     )
@@ -53,8 +53,8 @@ class TargetConfig(InputSchema):
 
     @field_validator("user_template")
     @classmethod
-    def _has_placeholder(cls, value: str) -> str:
-        if PROMPT_PLACEHOLDER not in value:
+    def _has_prompt_slot(cls, value: str) -> str:
+        if PROMPT_SLOT not in value:
             raise ValueError("must contain '{prompt}', where the participant's prompt goes")
         return value
 
