@@ -55,9 +55,10 @@ def _reset_caches() -> None:
 
 
 class Stack:
-    def __init__(self, database_url: str, broker_url: str) -> None:
+    def __init__(self, database_url: str, broker_url: str, admin_url: str) -> None:
         self.database_url = database_url
         self.broker_url = broker_url
+        self.admin_url = admin_url  # may create databases
 
     def env(self) -> dict[str, str]:
         return {
@@ -77,7 +78,7 @@ def stack() -> Iterator[Stack]:
         import redis
 
         redis.Redis.from_url(broker_url).flushdb()
-        result = Stack(database_url, broker_url)
+        result = Stack(database_url, broker_url, found.admin_url)
         os.environ.update(result.env())
         _reset_caches()
         from app.cli import migrate
