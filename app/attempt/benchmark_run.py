@@ -65,17 +65,8 @@ class DatabaseRunStore:
 
     def _load_trials(self, task: Task) -> list[TrialRecord]:
         with session_scope() as session:
-            return [
-                TrialRecord.from_dict(
-                    {
-                        "attempt_index": t.trial_index,
-                        "actor": t.actor,
-                        "judge": t.judge,
-                        "critic": t.critic,
-                    }
-                )
-                for t in repository.task_trials(session, self.job.attempt_id, task.canonical_index)
-            ]
+            rows = repository.task_trials(session, self.job.attempt_id, task.canonical_index)
+            return [repository.trial_record(row) for row in rows]
 
     def _save_trial(self, task: Task, trial: TrialRecord) -> None:
         data = trial.to_dict()

@@ -16,6 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.attempt.models import Attempt, AttemptTask, Trial
+from app.evaluation.types import TrialRecord
 from app.tenant.models import Participant
 
 
@@ -171,6 +172,18 @@ def insert_trial(session: Session, values: dict[str, Any]) -> None:
         insert(Trial)
         .values(**values)
         .on_conflict_do_nothing(index_elements=["attempt_id", "task_index", "trial_index"])
+    )
+
+
+def trial_record(row: Trial) -> TrialRecord:
+    """A stored trial as the engine's record (the run-folder attempt layout)."""
+    return TrialRecord.from_dict(
+        {
+            "attempt_index": row.trial_index,
+            "actor": row.actor,
+            "judge": row.judge,
+            "critic": row.critic,
+        }
     )
 
 

@@ -140,17 +140,7 @@ def _run_on_process_loop(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 def _stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]:
-    return [
-        TrialRecord.from_dict(
-            {
-                "attempt_index": t.trial_index,
-                "actor": t.actor,
-                "judge": t.judge,
-                "critic": t.critic,
-            }
-        )
-        for t in repository.trials_of(session, attempt_id)
-    ]
+    return [repository.trial_record(row) for row in repository.trials_of(session, attempt_id)]
 
 
 def _load_job(session: Session, attempt_id: uuid.UUID) -> Job | None:
