@@ -81,6 +81,10 @@ def seed() -> None:
     print(f"demo tenant '{info.tenant_slug}', challenge {info.challenge_id}")
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def run_embedded(host: str, port: int) -> None:
     """Everything on one machine, nothing to install: migrate, seed, a worker, the API."""
     from app.config import get_settings
@@ -114,6 +118,10 @@ Try it:
 """,
         flush=True,
     )
+    # uvicorn handles SIGTERM itself, then raises it again once the server has stopped; with the
+    # default action that would end this process before the worker below is stopped, leaving it
+    # orphaned. As an exception it unwinds through `finally`.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         serve(host, port, 1)
     finally:

@@ -103,3 +103,31 @@ def test_make_run_serves_the_demo_end_to_end(embedded: Embedded) -> None:
     assert challenges["total"] == 1
     board = httpx.get(f"{embedded.base}/v1/public/demo/challenges/say-pwned/leaderboard").json()
     assert board["total"] == 1
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_sigterm_stops_the_worker_too(embedded: Embedded) -> None:
+    """A service manager stops `gauntlet run` with SIGTERM to its main process only: the
+    worker it started must not be left behind."""
+    embedded.start()
+    assert embedded.process is not None
+    workers = _children(embedded.process.pid)
+    assert workers, "gauntlet run started no worker process"
+    embedded.process.send_signal(signal.SIGTERM)
+    embedded.process.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in workers):
+        assert time.monotonic() < deadline, "the worker outlived gauntlet run"
+        time.sleep(0.1)
