@@ -49,6 +49,8 @@ class Settings(BaseSettings):
     # The Celery queue of this deployment; deployments (or test runs) sharing one Redis keep
     # their tasks apart by using different queue names.
     queue: str = Field(default="attempts", pattern=r"^[A-Za-z0-9_.-]{1,100}$")
+    # Threads per API process for blocking request work (database calls).
+    api_threads: int = Field(default=8, ge=1, le=256)
     worker_concurrency: int = Field(default=2, ge=1, le=512)
 
     # Prefixes a challenge's `target.api_base` may start with. Empty: no custom base URLs, since
