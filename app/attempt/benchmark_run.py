@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.attempt import repository
-from app.attempt.lease import LeaseLost, lease_until
+from app.attempt.lease import LeaseLost, hold
 from app.attempt.models import Attempt
 from app.config import Settings
-from app.db import session_scope, utcnow
+from app.db import session_scope
 from app.evaluation.benchmark import Benchmark, Task
 from app.evaluation.llm import LLMClient
 from app.evaluation.runner import (
@@ -48,10 +48,7 @@ class DatabaseRunStore:
         self.job, self.token, self.settings = job, token, settings
 
     def _held(self, session: Any) -> None:
-        if not repository.renew_lease(
-            session, self.job.attempt_id, self.token, lease_until(self.settings)
-        ):
-            raise LeaseLost()
+        hold(session, self.job.attempt_id, self.token, self.settings)
 
     def _load_config(self) -> dict[str, Any] | None:
         with session_scope() as session:
@@ -69,25 +66,15 @@ class DatabaseRunStore:
             return [repository.trial_record(row) for row in rows]
 
     def _save_trial(self, task: Task, trial: TrialRecord) -> None:
-        data = trial.to_dict()
         with session_scope() as session:
             self._held(session)
             repository.insert_trial(
                 session,
-                {
-                    "id": uuid.uuid4(),
-                    "tenant_id": self.job.tenant_id,
-                    "attempt_id": self.job.attempt_id,
-                    "task_index": task.canonical_index,
-                    "task_id": task.task_id[:200],
-                    "trial_index": trial.attempt_index,
-                    "success": trial.judge.success,
-                    "score": trial.judge.score,
-                    "actor": data["actor"],
-                    "judge": data["judge"],
-                    "critic": data["critic"],
-                    "created_at": utcnow(),
-                },
+                tenant_id=self.job.tenant_id,
+                attempt_id=self.job.attempt_id,
+                trial=trial,
+                task_index=task.canonical_index,
+                task_id=task.task_id,
             )
 
     def _save_task(self, task: Task, field: str, value: dict[str, Any]) -> None:

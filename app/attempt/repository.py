@@ -16,6 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.attempt.models import Attempt, AttemptTask, Trial
+from app.db import utcnow
 from app.evaluation.types import TrialRecord
 from app.tenant.models import Participant
 
@@ -164,13 +165,38 @@ def locked_if_held(session: Session, attempt_id: uuid.UUID, token: uuid.UUID) ->
     )
 
 
-def insert_trial(session: Session, values: dict[str, Any]) -> None:
-    """Adds a trial unless one with its index exists: a late worker cannot duplicate it."""
+def insert_trial(
+    session: Session,
+    *,
+    tenant_id: uuid.UUID,
+    attempt_id: uuid.UUID,
+    trial: TrialRecord,
+    task_index: int = 0,
+    task_id: str | None = None,
+) -> None:
+    """Adds a trial unless one with its index exists: a late worker cannot duplicate it.
+
+    Prompt attempts have one task, index 0; benchmark attempts pass the task's index and id.
+    """
+    data = trial.to_dict()
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     session.execute(
         insert(Trial)
-        .values(**values)
+        .values(
+            id=uuid.uuid4(),
+            tenant_id=tenant_id,
+            attempt_id=attempt_id,
+            task_index=task_index,
+            task_id=task_id[:200] if task_id is not None else None,
+            trial_index=trial.attempt_index,
+            success=trial.judge.success,
+            score=trial.judge.score,
+            actor=data["actor"],
+            judge=data["judge"],
+            critic=data["critic"],
+            created_at=utcnow(),
+        )
         .on_conflict_do_nothing(index_elements=["attempt_id", "task_index", "trial_index"])
     )
 

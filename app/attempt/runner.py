@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.attempt import repository
 from app.attempt.benchmark_run import BenchmarkJob, run_benchmark_attempt
-from app.attempt.lease import LeaseLost, lease_until
+from app.attempt.lease import LeaseLost, hold, lease_until
 from app.attempt.models import Attempt
 from app.challenge.models import Challenge
 from app.config import Settings, get_settings
@@ -40,7 +40,7 @@ from app.evaluation.types import (
 from app.evaluation.verifiers import VerifierConfig, build_verifier
 from app.leaderboard import repository as leaderboard
 from app.leaderboard.service import entry_for
-from app.scoring.service import compute_score
+from app.scoring.service import prepare_scoring
 
 log = logging.getLogger(__name__)
 
@@ -175,29 +175,14 @@ def _load_job(session: Session, attempt_id: uuid.UUID) -> Job | None:
 
 def _renew(attempt_id: uuid.UUID, token: uuid.UUID, settings: Settings) -> None:
     with session_scope() as session:
-        if not repository.renew_lease(session, attempt_id, token, lease_until(settings)):
-            raise LeaseLost()
+        hold(session, attempt_id, token, settings)
 
 
 def _save_trial(job: Job, token: uuid.UUID, trial: TrialRecord, settings: Settings) -> None:
     with session_scope() as session:
-        if not repository.renew_lease(session, job.attempt_id, token, lease_until(settings)):
-            raise LeaseLost()
-        data = trial.to_dict()
+        hold(session, job.attempt_id, token, settings)
         repository.insert_trial(
-            session,
-            {
-                "id": uuid.uuid4(),
-                "tenant_id": job.tenant_id,
-                "attempt_id": job.attempt_id,
-                "trial_index": trial.attempt_index,
-                "success": trial.judge.success,
-                "score": trial.judge.score,
-                "actor": data["actor"],
-                "judge": data["judge"],
-                "critic": data["critic"],
-                "created_at": utcnow(),
-            },
+            session, tenant_id=job.tenant_id, attempt_id=job.attempt_id, trial=trial
         )
 
 
@@ -296,27 +281,29 @@ def _prompt_metrics(session: Session, attempt: Attempt) -> dict[str, Any]:
 
 def _finish(job: Job, token: uuid.UUID, benchmark_metrics: dict[str, Any] | None) -> None:
     """Metrics (a prompt attempt's from its stored trials), the score, the status and the
-    leaderboard: one commit."""
+    leaderboard. The score is computed between two transactions, so a slow scorer holds no
+    lock; the writes are one commit, by the holder of the lease only."""
+    with session_scope() as session:
+        attempt = session.get(Attempt, job.attempt_id)
+        challenge = session.get(Challenge, job.challenge_id)
+        if attempt is None or challenge is None:
+            return
+        metrics = dict(benchmark_metrics or _prompt_metrics(session, attempt))
+        metrics["created_at"] = attempt.created_at_ms
+        scoring = prepare_scoring(session, challenge.scoring)
+    scored = scoring.score(
+        metrics,
+        {
+            "attempt_id": job.attempt_id,
+            "tenant_id": job.tenant_id,
+            "challenge_id": job.challenge_id,
+            "participant_id": job.participant_id,
+        },
+    )
     with session_scope() as session:
         attempt = repository.locked_if_held(session, job.attempt_id, token)
         if attempt is None:
             return
-        challenge = session.get(Challenge, job.challenge_id)
-        if challenge is None:
-            return
-        metrics = dict(benchmark_metrics or _prompt_metrics(session, attempt))
-        metrics["created_at"] = attempt.created_at_ms
-        scored = compute_score(
-            session,
-            challenge.scoring,
-            metrics,
-            {
-                "attempt_id": attempt.id,
-                "tenant_id": attempt.tenant_id,
-                "challenge_id": attempt.challenge_id,
-                "participant_id": attempt.participant_id,
-            },
-        )
         attempt.status = "completed"
         attempt.finished_at = utcnow()
         attempt.lease_expires_at = None
@@ -328,7 +315,7 @@ def _finish(job: Job, token: uuid.UUID, benchmark_metrics: dict[str, Any] | None
         attempt.cost_usd = metrics["cost_usd"]
         attempt.score = scored.score
         attempt.score_details = scored.details
-        entry = entry_for(attempt, str(challenge.scoring.get("strategy")))
+        entry = entry_for(attempt, str(scoring.strategy))
         if entry is not None:
             leaderboard.offer(session, entry)
 

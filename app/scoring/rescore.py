@@ -13,7 +13,7 @@ import logging
 import uuid
 from typing import Any
 
-from sqlalchemy import delete, func, select, tuple_
+from sqlalchemy import delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from app.attempt.models import Attempt
@@ -25,7 +25,7 @@ from app.leaderboard.models import LeaderboardEntry
 from app.leaderboard.ranking import sort_tuple
 from app.leaderboard.service import entry_for
 from app.scoring.rescore_models import RescoreJob
-from app.scoring.service import compute_score
+from app.scoring.service import Scoring, prepare_scoring
 
 log = logging.getLogger(__name__)
 
@@ -136,11 +136,12 @@ def run_rescore(job_id: uuid.UUID) -> str:
             .where(Attempt.challenge_id == job.challenge_id, Attempt.status == "completed")
         )
         started_at = job.started_at
-        scoring: dict[str, Any] = dict(challenge.scoring)
+        # The plugin is looked up once for the job, not once per attempt.
+        scoring = prepare_scoring(session, dict(challenge.scoring))
         challenge_id = challenge.id
     try:
         best = _rescore_attempts(job_id, challenge_id, scoring)
-        _swap_leaderboard(job_id, challenge_id, scoring, best, started_at)
+        _swap_leaderboard(job_id, challenge_id, str(scoring.strategy), best, started_at)
     except Exception as exc:
         log.exception("rescore job %s failed", job_id)
         _finish(job_id, "error", f"{type(exc).__name__}: {exc}"[:2000])
@@ -149,10 +150,14 @@ def run_rescore(job_id: uuid.UUID) -> str:
 
 
 def _rescore_attempts(
-    job_id: uuid.UUID, challenge_id: uuid.UUID, scoring: dict[str, Any]
+    job_id: uuid.UUID, challenge_id: uuid.UUID, scoring: Scoring
 ) -> dict[uuid.UUID, leaderboard.EntryValues]:
-    """New scores for every completed attempt, batch by batch; returns each participant's best."""
-    strategy = str(scoring.get("strategy"))
+    """New scores for every completed attempt, batch by batch; returns each participant's best.
+
+    Each batch is read in one transaction, scored with none open (a plugin call may take its
+    whole timeout), and written in another.
+    """
+    strategy = str(scoring.strategy)
     best: dict[uuid.UUID, leaderboard.EntryValues] = {}
     after: tuple[int, uuid.UUID] | None = None
     while True:
@@ -166,41 +171,49 @@ def _rescore_attempts(
             if after is not None:
                 query = query.where(tuple_(Attempt.created_at_ms, Attempt.id) > tuple_(*after))
             attempts = list(session.scalars(query))
-            if not attempts:
-                return best
+        if not attempts:
+            return best
+        for attempt in attempts:
+            # Detached objects (kept loaded after commit): set here, written below.
+            scored = scoring.score(
+                attempt.metrics or {},
+                {
+                    "attempt_id": attempt.id,
+                    "tenant_id": attempt.tenant_id,
+                    "challenge_id": attempt.challenge_id,
+                    "participant_id": attempt.participant_id,
+                },
+            )
+            attempt.score = scored.score
+            attempt.score_details = scored.details
+            entry = entry_for(attempt, strategy)
+            if entry is None:
+                continue
+            current = best.get(attempt.participant_id)
+            if current is None or sort_tuple(
+                entry.key, entry.attempt_created_at_ms, str(entry.attempt_id)
+            ) < sort_tuple(current.key, current.attempt_created_at_ms, str(current.attempt_id)):
+                best[attempt.participant_id] = entry
+        with session_scope() as session:
             for attempt in attempts:
-                scored = compute_score(
-                    session,
-                    scoring,
-                    attempt.metrics or {},
-                    {
-                        "attempt_id": attempt.id,
-                        "tenant_id": attempt.tenant_id,
-                        "challenge_id": attempt.challenge_id,
-                        "participant_id": attempt.participant_id,
-                    },
+                session.execute(
+                    update(Attempt)
+                    .where(Attempt.id == attempt.id)
+                    .values(score=attempt.score, score_details=attempt.score_details)
                 )
-                attempt.score = scored.score
-                attempt.score_details = scored.details
-                entry = entry_for(attempt, strategy)
-                if entry is None:
-                    continue
-                current = best.get(attempt.participant_id)
-                if current is None or sort_tuple(
-                    entry.key, entry.attempt_created_at_ms, str(entry.attempt_id)
-                ) < sort_tuple(current.key, current.attempt_created_at_ms, str(current.attempt_id)):
-                    best[attempt.participant_id] = entry
-            job = session.get(RescoreJob, job_id)
-            if job is not None:
-                job.processed += len(attempts)
-            last = attempts[-1]
-            after = (last.created_at_ms, last.id)
+            session.execute(
+                update(RescoreJob)
+                .where(RescoreJob.id == job_id)
+                .values(processed=RescoreJob.processed + len(attempts))
+            )
+        last = attempts[-1]
+        after = (last.created_at_ms, last.id)
 
 
 def _swap_leaderboard(
     job_id: uuid.UUID,
     challenge_id: uuid.UUID,
-    scoring: dict[str, Any],
+    strategy: str,
     best: dict[uuid.UUID, leaderboard.EntryValues],
     started_at: Any,
 ) -> None:
@@ -225,7 +238,6 @@ def _swap_leaderboard(
                 Attempt.finished_at >= started_at,
             )
         )
-        strategy = str(scoring.get("strategy"))
         for attempt in late:
             late_entry = entry_for(attempt, strategy)
             if late_entry is not None:

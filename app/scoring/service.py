@@ -1,5 +1,11 @@
-"""Scores of finished attempts. Built-in strategies rank by metrics and need no score; `custom`
-asks the challenge's scorer plugin, always inside the sandbox."""
+"""Scores of finished attempts. Built-in strategies rank by metrics and need no score
+(`metric_at_k` shows the curve at k as the score); `custom` asks the challenge's scorer plugin,
+always inside the sandbox.
+
+Scoring is prepared from the database once (`prepare_scoring`), then run without it
+(`Scoring.score`): a plugin call may take its whole timeout, and no transaction or row lock
+should be held open while it does.
+"""
 
 from __future__ import annotations
 
@@ -21,45 +27,68 @@ class ScoreResult:
     details: dict[str, Any] | None
 
 
-def compute_score(
-    session: Session,
-    scoring: dict[str, Any],
-    metrics: dict[str, Any],
-    context: dict[str, Any],
-) -> ScoreResult:
-    if scoring.get("strategy") == "metric_at_k":
-        # The curve at k is the benchmark attempt's score, shown on the leaderboard.
-        return ScoreResult(metrics.get("metric_at_k"), None)
-    if scoring.get("strategy") != "custom":
-        return ScoreResult(None, None)
+@dataclass(frozen=True)
+class Scoring:
+    """What scoring a challenge's attempts takes, resolved from the registry."""
+
+    strategy: str | None
+    plugin_id: str | None = None
+    entrypoint: str | None = None
+    config: dict[str, Any] | None = None
+    timeout_ms: int = 0
+    unavailable: str | None = None  # why the plugin cannot score (unregistered, disabled)
+
+    def score(self, metrics: dict[str, Any], context: dict[str, Any]) -> ScoreResult:
+        """The attempt's score; never raises for a scorer's misbehaviour (see the sandbox)."""
+        if self.strategy == "metric_at_k":
+            return ScoreResult(metrics.get("metric_at_k"), None)
+        if self.strategy != "custom":
+            return ScoreResult(None, None)
+        if self.unavailable is not None or self.entrypoint is None:
+            log.warning("attempt %s not scored: %s", context.get("attempt_id"), self.unavailable)
+            return ScoreResult(None, {"error": self.unavailable})
+        from workers.sandbox import get_sandbox
+
+        outcome = get_sandbox().score(
+            self.entrypoint,
+            metrics,
+            self.config or {},
+            {
+                "tenant_id": str(context["tenant_id"]),
+                "challenge_id": str(context["challenge_id"]),
+                "participant_id": str(context["participant_id"]),
+                "timeout_ms": self.timeout_ms,
+            },
+            self.timeout_ms,
+        )
+        if outcome.error is not None:
+            log.warning(
+                "scorer %s failed on attempt %s: %s",
+                self.plugin_id,
+                context.get("attempt_id"),
+                outcome.error,
+            )
+            return ScoreResult(None, {"error": outcome.error, "plugin_id": self.plugin_id})
+        return ScoreResult(outcome.score, outcome.details)
+
+
+def prepare_scoring(session: Session, scoring: dict[str, Any]) -> Scoring:
+    strategy = scoring.get("strategy")
+    if strategy != "custom":
+        return Scoring(strategy)
     plugin_id = scoring.get("plugin_id")
     plugin = get_plugin(session, plugin_id) if plugin_id else None
     if plugin is None or not plugin.enabled:
         reason = f"scorer '{plugin_id}' is not registered or is disabled"
-        log.warning("attempt %s not scored: %s", context.get("attempt_id"), reason)
-        return ScoreResult(None, {"error": reason})
-    from workers.sandbox import get_sandbox, resolve_timeout_ms
+        return Scoring(strategy, plugin_id, unavailable=reason)
+    from workers.sandbox import resolve_timeout_ms
 
-    timeout_ms = resolve_timeout_ms(scoring.get("timeout_ms"), get_settings().scorer_max_timeout_ms)
-    config = {**(plugin.default_config or {}), **(scoring.get("config") or {})}
-    outcome = get_sandbox().score(
-        plugin.entrypoint,
-        metrics,
-        config,
-        {
-            "tenant_id": str(context["tenant_id"]),
-            "challenge_id": str(context["challenge_id"]),
-            "participant_id": str(context["participant_id"]),
-            "timeout_ms": timeout_ms,
-        },
-        timeout_ms,
+    return Scoring(
+        strategy,
+        plugin_id,
+        entrypoint=plugin.entrypoint,
+        config={**(plugin.default_config or {}), **(scoring.get("config") or {})},
+        timeout_ms=resolve_timeout_ms(
+            scoring.get("timeout_ms"), get_settings().scorer_max_timeout_ms
+        ),
     )
-    if outcome.error is not None:
-        log.warning(
-            "scorer %s failed on attempt %s: %s",
-            plugin_id,
-            context.get("attempt_id"),
-            outcome.error,
-        )
-        return ScoreResult(None, {"error": outcome.error, "plugin_id": plugin_id})
-    return ScoreResult(outcome.score, outcome.details)
