@@ -194,25 +194,78 @@ def challenge_list(
 # Accounts -------------------------------------------------------------------------------------
 
 
+def _sign_up_page(
+    request: Request,
+    web: auth.WebSession,
+    tenant: Tenant,
+    next: str | None,
+    *,
+    participant: Participant | None = None,
+    handle: str = "",
+    error: service.FormError | None = None,
+) -> Response:
+    return page(
+        request,
+        web,
+        "sign_up.html",
+        status_code=error.status_code if error else 200,
+        title=f"Create an account · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        next=_safe_next(tenant, next),
+        handle=handle,
+        error=error.message if error else None,
+        error_field=error.field if error else None,
+        handle_rules=service.HANDLE_RULES,
+        min_password=auth.MIN_PASSWORD_LENGTH,
+    )
+
+
+def _sign_in_page(
+    request: Request,
+    web: auth.WebSession,
+    tenant: Tenant,
+    next: str | None,
+    *,
+    participant: Participant | None = None,
+    handle: str = "",
+    error: service.FormError | None = None,
+) -> Response:
+    return page(
+        request,
+        web,
+        "sign_in.html",
+        status_code=error.status_code if error else 200,
+        title=f"Sign in · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        next=_safe_next(tenant, next),
+        handle=handle,
+        error=error.message if error else None,
+    )
+
+
+def _back_signed_in(
+    request: Request,
+    web: auth.WebSession,
+    tenant: Tenant,
+    participant_id: uuid.UUID,
+    next: str | None,
+    notice: str,
+) -> Response:
+    """Signs the participant in and sends them back where they came from, with a notice."""
+    web.sign_in(tenant.id, participant_id)
+    target = _safe_next(tenant, next)
+    separator = "&" if "?" in target else "?"
+    return redirect(request, web, f"{target}{separator}notice={notice}")
+
+
 @router.get("/t/{tenant_slug}/sign-up")
 def sign_up_form(
     tenant_slug: str, request: Request, session: SessionDep, next: str | None = None
 ) -> Response:
     web, tenant, participant = _visitor(request, session, tenant_slug)
-    return page(
-        request,
-        web,
-        "sign_up.html",
-        title=f"Create an account · {tenant.name}",
-        tenant=tenant,
-        participant=participant,
-        next=_safe_next(tenant, next),
-        handle="",
-        error=None,
-        error_field=None,
-        handle_rules=service.HANDLE_RULES,
-        min_password=auth.MIN_PASSWORD_LENGTH,
-    )
+    return _sign_up_page(request, web, tenant, next, participant=participant)
 
 
 @router.post("/t/{tenant_slug}/sign-up")
@@ -235,26 +288,10 @@ def sign_up(
         participant = service.sign_up(session, tenant.id, handle, password)
     except service.FormError as exc:
         session.rollback()
-        return page(
-            request,
-            web,
-            "sign_up.html",
-            status_code=exc.status_code,
-            title=f"Create an account · {tenant.name}",
-            tenant=tenant,
-            next=_safe_next(tenant, next),
-            handle=handle,
-            error=exc.message,
-            error_field=exc.field,
-            handle_rules=service.HANDLE_RULES,
-            min_password=auth.MIN_PASSWORD_LENGTH,
-        )
+        return _sign_up_page(request, web, tenant, next, handle=handle, error=exc)
     session.commit()
     auth.limits.signed_up(client)
-    web.sign_in(tenant.id, participant.id)
-    target = _safe_next(tenant, next)
-    separator = "&" if "?" in target else "?"
-    return redirect(request, web, f"{target}{separator}notice=signed-up")
+    return _back_signed_in(request, web, tenant, participant.id, next, "signed-up")
 
 
 @router.get("/t/{tenant_slug}/sign-in")
@@ -262,17 +299,7 @@ def sign_in_form(
     tenant_slug: str, request: Request, session: SessionDep, next: str | None = None
 ) -> Response:
     web, tenant, participant = _visitor(request, session, tenant_slug)
-    return page(
-        request,
-        web,
-        "sign_in.html",
-        title=f"Sign in · {tenant.name}",
-        tenant=tenant,
-        participant=participant,
-        next=_safe_next(tenant, next),
-        handle="",
-        error=None,
-    )
+    return _sign_in_page(request, web, tenant, next, participant=participant)
 
 
 @router.post("/t/{tenant_slug}/sign-in")
@@ -293,22 +320,9 @@ def sign_in(
         )
     except service.FormError as exc:
         session.rollback()
-        return page(
-            request,
-            web,
-            "sign_in.html",
-            status_code=exc.status_code,
-            title=f"Sign in · {tenant.name}",
-            tenant=tenant,
-            next=_safe_next(tenant, next),
-            handle=handle,
-            error=exc.message,
-        )
+        return _sign_in_page(request, web, tenant, next, handle=handle, error=exc)
     session.commit()
-    web.sign_in(tenant.id, participant.id)
-    target = _safe_next(tenant, next)
-    separator = "&" if "?" in target else "?"
-    return redirect(request, web, f"{target}{separator}notice=signed-in")
+    return _back_signed_in(request, web, tenant, participant.id, next, "signed-in")
 
 
 @router.post("/t/{tenant_slug}/sign-out")
