@@ -40,7 +40,7 @@ from app.evaluation.types import (
 from app.evaluation.verifiers import VerifierConfig, build_verifier
 from app.leaderboard import repository as leaderboard
 from app.leaderboard.service import entry_for
-from app.scoring.service import prepare_scoring
+from app.scoring.service import ScoreResult, Scoring, prepare_scoring
 
 log = logging.getLogger(__name__)
 
@@ -281,43 +281,53 @@ def _prompt_metrics(session: Session, attempt: Attempt) -> dict[str, Any]:
 
 def _finish(job: Job, token: uuid.UUID, benchmark_metrics: dict[str, Any] | None) -> None:
     """Metrics (a prompt attempt's from its stored trials), the score, the status and the
-    leaderboard. The score is computed between two transactions, so a slow scorer holds no
-    lock; the writes are one commit, by the holder of the lease only."""
+    leaderboard, written in one commit by the holder of the lease only. A scorer plugin runs
+    between two transactions, so a slow one holds no lock; other strategies need one."""
+    context = {
+        "attempt_id": job.attempt_id,
+        "tenant_id": job.tenant_id,
+        "challenge_id": job.challenge_id,
+        "participant_id": job.participant_id,
+    }
     with session_scope() as session:
-        attempt = session.get(Attempt, job.attempt_id)
+        attempt = repository.locked_if_held(session, job.attempt_id, token)
         challenge = session.get(Challenge, job.challenge_id)
         if attempt is None or challenge is None:
             return
         metrics = dict(benchmark_metrics or _prompt_metrics(session, attempt))
         metrics["created_at"] = attempt.created_at_ms
         scoring = prepare_scoring(session, challenge.scoring)
-    scored = scoring.score(
-        metrics,
-        {
-            "attempt_id": job.attempt_id,
-            "tenant_id": job.tenant_id,
-            "challenge_id": job.challenge_id,
-            "participant_id": job.participant_id,
-        },
-    )
+        if not scoring.calls_plugin:
+            _complete(session, attempt, metrics, scoring.score(metrics, context), scoring)
+            return
+    scored = scoring.score(metrics, context)
     with session_scope() as session:
         attempt = repository.locked_if_held(session, job.attempt_id, token)
-        if attempt is None:
-            return
-        attempt.status = "completed"
-        attempt.finished_at = utcnow()
-        attempt.lease_expires_at = None
-        attempt.metrics = metrics
-        attempt.succeeded = metrics["succeeded"]
-        attempt.tokens_total = metrics["tokens_total"]
-        attempt.elapsed_ms = metrics["elapsed_ms"]
-        attempt.rating = metrics["rating"]
-        attempt.cost_usd = metrics["cost_usd"]
-        attempt.score = scored.score
-        attempt.score_details = scored.details
-        entry = entry_for(attempt, str(scoring.strategy))
-        if entry is not None:
-            leaderboard.offer(session, entry)
+        if attempt is not None:
+            _complete(session, attempt, metrics, scored, scoring)
+
+
+def _complete(
+    session: Session,
+    attempt: Attempt,
+    metrics: dict[str, Any],
+    scored: ScoreResult,
+    scoring: Scoring,
+) -> None:
+    attempt.status = "completed"
+    attempt.finished_at = utcnow()
+    attempt.lease_expires_at = None
+    attempt.metrics = metrics
+    attempt.succeeded = metrics["succeeded"]
+    attempt.tokens_total = metrics["tokens_total"]
+    attempt.elapsed_ms = metrics["elapsed_ms"]
+    attempt.rating = metrics["rating"]
+    attempt.cost_usd = metrics["cost_usd"]
+    attempt.score = scored.score
+    attempt.score_details = scored.details
+    entry = entry_for(attempt, str(scoring.strategy))
+    if entry is not None:
+        leaderboard.offer(session, entry)
 
 
 def _finish_with_error(attempt_id: uuid.UUID, token: uuid.UUID, reason: str) -> None:

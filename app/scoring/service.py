@@ -38,6 +38,11 @@ class Scoring:
     timeout_ms: int = 0
     unavailable: str | None = None  # why the plugin cannot score (unregistered, disabled)
 
+    @property
+    def calls_plugin(self) -> bool:
+        """Whether scoring runs a plugin (and so may take up to its timeout)."""
+        return self.strategy == "custom" and self.entrypoint is not None
+
     def score(self, metrics: dict[str, Any], context: dict[str, Any]) -> ScoreResult:
         """The attempt's score; never raises for a scorer's misbehaviour (see the sandbox)."""
         if self.strategy == "metric_at_k":
