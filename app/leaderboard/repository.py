@@ -76,10 +76,6 @@ def offer(session: Session, values: EntryValues) -> None:
     session.execute(statement)
 
 
-def remove_challenge_entries(session: Session, challenge_id: uuid.UUID) -> None:
-    session.query(LeaderboardEntry).filter(LeaderboardEntry.challenge_id == challenge_id).delete()
-
-
 def page(
     session: Session, challenge_id: uuid.UUID, *, limit: int, offset: int
 ) -> tuple[list[tuple[LeaderboardEntry, str]], int]:
@@ -110,9 +106,3 @@ def page(
         select(func.count()).select_from(entry).where(entry.challenge_id == challenge_id)
     )
     return [(entry_row, handle) for entry_row, handle in rows], total or 0
-
-
-def entry_of(
-    session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
-) -> LeaderboardEntry | None:
-    return session.get(LeaderboardEntry, (challenge_id, participant_id))
