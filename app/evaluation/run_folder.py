@@ -19,11 +19,14 @@ This module imports no litellm: `gauntlet eval metrics` and `inspect` read folde
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
+import threading
 import uuid
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -245,15 +248,42 @@ def read_all_task_stats(folder: Path) -> Iterator[TaskStats]:
 
 
 class RunFolderStore:
-    """A `RunStore` (app.evaluation.runner) writing one run folder."""
+    """A `RunStore` (app.evaluation.runner) writing one run folder.
+
+    Files are written by one thread of the store's own, in the order they are asked for: the
+    run's event loop never waits on the file system (writes overlap with calls in flight), and
+    an attempt file always lands before the task summary that counts it. A task summary asked
+    for while an older one of the same task still waits its turn replaces it: at 50 calls in
+    flight the summaries of a busy task are coalesced instead of each being written.
+    """
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._metric = "pass@k"
         self._feedback_mode: str | None = None
+        self._writer: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        # A summary path's newest content and the write job that will take it, while queued.
+        self._queued_summaries: dict[Path, tuple[dict[str, Any], asyncio.Future[None]]] = {}
 
     def task_dir(self, task: Task) -> Path:
         return self.folder / task_dir_name(task.canonical_index)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-folder")
+        return self._writer
+
+    async def _write(self, path: Path, data: Any, *, indent: int | None = 2) -> None:
+        job = functools.partial(write_json_atomic, path, data, indent=indent)
+        # Shielded: a cancelled run (Ctrl-C) still lets a write that started finish whole.
+        await asyncio.shield(asyncio.get_running_loop().run_in_executor(self._executor(), job))
+
+    def _write_queued_summary(self, path: Path) -> None:
+        with self._lock:
+            data, _ = self._queued_summaries.pop(path)
+        # Rewritten after every trial of the task: compact (see write_json_atomic).
+        write_json_atomic(path, data, indent=None)
 
     async def load_config(self) -> dict[str, Any] | None:
         if not is_run_folder(self.folder):
@@ -268,7 +298,7 @@ class RunFolderStore:
         self._metric = str(settings.get("metric", "pass@k"))
         mode = settings.get("feedback_mode")
         self._feedback_mode = mode if isinstance(mode, str) else None
-        write_json_atomic(self.folder / CONFIG_FILE, config)
+        await self._write(self.folder / CONFIG_FILE, config)
 
     async def load_trials(self, task: Task) -> list[TrialRecord]:
         trials = []
@@ -294,19 +324,27 @@ class RunFolderStore:
             feedback_mode=self._feedback_mode,
             trial=trial,
         )
-        # In a thread: the file system calls overlap with the run's waiting on models.
-        await asyncio.to_thread(write_json_atomic, path, document)
+        await self._write(path, document)
 
     async def save_task_meta(self, task: Task, meta: dict[str, Any]) -> None:
-        write_json_atomic(self.task_dir(task) / TASK_META_FILE, meta)
+        await self._write(self.task_dir(task) / TASK_META_FILE, meta)
 
     async def save_task_summary(self, task: Task, summary: dict[str, Any]) -> None:
-        # Rewritten after every trial of the task: compact (see write_json_atomic), and written
-        # in the loop's own thread so two refreshes of one task land in order.
-        write_json_atomic(self.task_dir(task) / SUMMARY_FILE, summary, indent=None)
+        path = self.task_dir(task) / SUMMARY_FILE
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            queued = self._queued_summaries.get(path)
+            if queued is None:
+                job: asyncio.Future[None] = loop.run_in_executor(
+                    self._executor(), self._write_queued_summary, path
+                )
+            else:
+                job = queued[1]
+            self._queued_summaries[path] = (summary, job)
+        await asyncio.shield(job)
 
     async def save_run_summary(self, summary: dict[str, Any]) -> None:
-        write_json_atomic(self.folder / SUMMARY_FILE, summary)
+        await self._write(self.folder / SUMMARY_FILE, summary)
 
 
 def config_value(config: Mapping[str, Any], key: str) -> Any:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +177,82 @@ def test_attempts_of_another_task_at_the_same_index_are_refused(tmp_path: Path) 
     asyncio.run(store.save_trial(Task(task_id="old", canonical_index=3, prompt="p"), trial(1)))
     with pytest.raises(RunFolderError, match=r"'old'.*'new'"):
         asyncio.run(store.load_trials(Task(task_id="new", canonical_index=3, prompt="p")))
+
+
+def test_summaries_queued_behind_a_slow_write_collapse_to_the_newest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RunFolderStore(tmp_path)
+    task = Task(task_id="a", canonical_index=1, prompt="p")
+    release = threading.Event()
+    written: list[tuple[str, Any]] = []
+    real_write = run_folder.write_json_atomic
+
+    def slow_write(path: Path, data: Any, *, indent: int | None = 2) -> None:
+        written.append((path.name, data))
+        if len(written) == 1:
+            release.wait(5)  # the first file holds the writer while the loop asks for more
+        real_write(path, data, indent=indent)
+
+    monkeypatch.setattr(run_folder, "write_json_atomic", slow_write)
+
+    async def scenario() -> None:
+        first = asyncio.create_task(store.save_trial(task, trial(1)))
+        await asyncio.sleep(0.05)
+        refreshes = [
+            asyncio.create_task(store.save_task_summary(task, {"version": version}))
+            for version in range(1, 6)
+        ]
+        await asyncio.sleep(0.05)
+        release.set()
+        await asyncio.gather(first, *refreshes)
+
+    asyncio.run(scenario())
+    # The attempt file first, then one summary write carrying the newest of the five.
+    assert written == [("attempt-1.json", written[0][1]), ("summary.json", {"version": 5})]
+    assert json.loads((tmp_path / "task-1" / "summary.json").read_text()) == {"version": 5}
+
+
+def test_files_land_in_the_order_they_are_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RunFolderStore(tmp_path)
+    task = Task(task_id="a", canonical_index=1, prompt="p")
+    order: list[str] = []
+    real_write = run_folder.write_json_atomic
+
+    def recording_write(path: Path, data: Any, *, indent: int | None = 2) -> None:
+        order.append(f"{path.parent.name}/{path.name}")
+        real_write(path, data, indent=indent)
+
+    monkeypatch.setattr(run_folder, "write_json_atomic", recording_write)
+
+    async def scenario() -> None:
+        await store.save_task_meta(task, {"task_id": "a"})
+        for index in (1, 2):
+            await store.save_trial(task, trial(index))
+            await store.save_task_summary(task, {"attempts": index})
+        await store.save_run_summary({"done": True})
+
+    asyncio.run(scenario())
+    assert order == [
+        "task-1/task_meta.json",
+        "task-1/attempt-1.json",
+        "task-1/summary.json",
+        "task-1/attempt-2.json",
+        "task-1/summary.json",
+        f"{tmp_path.name}/summary.json",
+    ]
+
+
+def test_a_failed_write_reaches_the_caller(tmp_path: Path) -> None:
+    (tmp_path / "task-1").write_text("a file where the task's folder belongs")
+    store = RunFolderStore(tmp_path)
+    task = Task(task_id="a", canonical_index=1, prompt="p")
+    with pytest.raises(OSError):
+        asyncio.run(store.save_task_summary(task, {"attempts": 1}))
+    with pytest.raises(OSError):
+        asyncio.run(store.save_task_meta(task, {"task_id": "a"}))
 
 
 # reading
