@@ -68,7 +68,8 @@ def main() -> None:
             worker = common.start_worker(env, data, args.worker_concurrency)
             with common.running(worker):
                 key, _tenant, challenge_id = common.create_tenant_and_challenge(base)
-                time.sleep(6)  # background litellm imports in server and worker
+                # Servers and workers import litellm in the background after start.
+                common.wait_idle(server.pids() + worker.pids())
                 headers = {"Authorization": f"Bearer {key}"}
                 client_ms: list[float] = []
                 post_ms: list[float] = []

@@ -450,6 +450,22 @@ def cpu_seconds(pids: Sequence[int]) -> float:
     return total / CLOCK_TICKS
 
 
+def wait_idle(
+    pids: Sequence[int], *, busy_share: float = 0.05, window_s: float = 0.5, timeout_s: float = 60
+) -> float:
+    """Waits until the processes use under `busy_share` of a core over `window_s` (start-up
+    work done: servers and workers import litellm in a background thread after they answer).
+    Returns the seconds waited; raises RuntimeError after `timeout_s`."""
+    started = time.monotonic()
+    while True:
+        before = cpu_seconds(pids)
+        time.sleep(window_s)
+        if cpu_seconds(pids) - before < busy_share * window_s:
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout_s:
+            raise RuntimeError(f"processes {list(pids)} still busy after {timeout_s:g} s")
+
+
 def postgres_pids() -> list[int]:
     """Backends of the PostgreSQL server (readable when it runs as a visible user)."""
     found = []

@@ -42,7 +42,7 @@ os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-real-key")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.evaluation.benchmark import AttemptView, Benchmark, Task
-from app.evaluation.llm import LLMClient, _litellm
+from app.evaluation.llm import LLMClient, load_litellm
 from app.evaluation.run_folder import RunFolderStore
 from app.evaluation.runner import RunConfig, run_benchmark
 from app.evaluation.types import CallRecord, Message, ModelSpec, VerifierResult
@@ -398,7 +398,7 @@ def main() -> None:
     try:
         # Priced like a real model: litellm prices every response, and for a model missing
         # from its price map it walks its fallbacks on every call, several ms of CPU each.
-        _litellm().register_model(
+        load_litellm().register_model(
             {
                 "openai/fake-model": {
                     "litellm_provider": "openai",

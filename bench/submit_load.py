@@ -375,7 +375,8 @@ def main() -> None:
                 processes.append(worker)
             key, _tenant, challenge_id = common.create_tenant_and_challenge(base)
             # Servers and workers import litellm in the background after start; let it finish.
-            time.sleep(6)
+            settle_pids = server.pids() + (worker.pids() if worker else [])
+            print(f"   start-up settled after {common.wait_idle(settle_pids):.1f} s", flush=True)
             host, port = "127.0.0.1", int(base.rsplit(":", 1)[1])
 
             warm = asyncio.run(

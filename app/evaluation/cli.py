@@ -418,7 +418,7 @@ def command_run(args: argparse.Namespace) -> int:
     import asyncio
 
     from app.evaluation.benchmark import Benchmark, BenchmarkError
-    from app.evaluation.llm import LLMClient, _litellm
+    from app.evaluation.llm import LLMClient, load_litellm
     from app.evaluation.run_folder import RunFolderStore, run_folder_for
     from app.evaluation.runner import (
         RunAborted,
@@ -477,7 +477,7 @@ def command_run(args: argparse.Namespace) -> int:
     )
     store = RunFolderStore(folder)
     # litellm takes seconds to import; done before the run so its wall time is the run's.
-    _litellm()
+    load_litellm()
     try:
         result = asyncio.run(run_benchmark(benchmark, config, store, llm, on_event=console.handle))
     except RunConfigMismatch as error:

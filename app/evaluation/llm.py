@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import gc
 import logging
 import math
 import os
@@ -38,7 +39,7 @@ _litellm_module: Any = None
 _litellm_lock = threading.Lock()
 
 
-def _litellm() -> Any:
+def load_litellm() -> Any:
     """litellm, imported on first use (it takes seconds) with the offline models registered."""
     global _litellm_module
     if _litellm_module is not None:
@@ -54,13 +55,19 @@ def _litellm() -> Any:
             # Its "Give Feedback / Get Help" banner on every exception is noise in worker logs.
             litellm.suppress_debug_info = True
             register_offline_models()
+            # Importing litellm leaves ~370,000 long-lived objects; each full collection walks
+            # them all (~190 ms on a 2-core machine), a pause in the middle of a run or of the
+            # API's requests. They live as long as the process: frozen, the collector skips
+            # them (the garbage among them is collected first).
+            gc.collect()
+            gc.freeze()
             _litellm_module = litellm
     return _litellm_module
 
 
 def warm_up() -> None:
     """Imports litellm ahead of the first call (a worker does this before forking its pool)."""
-    _litellm()
+    load_litellm()
 
 
 class MalformedResponseError(Exception):
@@ -250,7 +257,7 @@ class LLMClient:
         return model_gate, self._global_gate
 
     async def _call_once(self, spec: ModelSpec, sent: list[Message]) -> CallRecord:
-        litellm = _litellm()
+        litellm = load_litellm()
         arguments: dict[str, Any] = {
             "model": spec.model,
             # A fresh copy per try: providers may rewrite the list they are given.

@@ -3,16 +3,15 @@ when a worker first calls the model."""
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from typing import Any
 
 
 @lru_cache(maxsize=1)
 def _litellm_catalog() -> tuple[frozenset[str], frozenset[str]]:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    from app.evaluation.llm import load_litellm
 
+    litellm = load_litellm()
     providers: Any = litellm.provider_list
     names = {p.value if hasattr(p, "value") else str(p) for p in providers}
     return frozenset(names), frozenset(litellm.model_cost)

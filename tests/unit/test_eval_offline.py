@@ -9,7 +9,7 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.llm import LLMClient, _litellm
+from app.evaluation.llm import LLMClient, load_litellm
 from app.evaluation.offline import (
     OFFLINE_MODELS,
     judge_verdict,
@@ -22,7 +22,7 @@ from app.evaluation.types import InfrastructureError, ModelSpec
 
 @pytest.fixture(scope="module")
 def litellm() -> Any:
-    return _litellm()
+    return load_litellm()
 
 
 def test_offline_models_are_listed() -> None:

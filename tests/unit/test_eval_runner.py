@@ -22,7 +22,7 @@ from app.evaluation.benchmark import (
     resolve_spec,
     use_models,
 )
-from app.evaluation.llm import LLMClient, _litellm
+from app.evaluation.llm import LLMClient, load_litellm
 from app.evaluation.metrics import Price
 from app.evaluation.run_folder import RunFolderStore
 from app.evaluation.runner import (
@@ -351,7 +351,7 @@ def test_caps_hold_across_tasks_and_roles_on_a_real_http_server() -> None:
     """10 tasks x pass@3, each verification also calling a judge model: never more than the
     per-model cap for the actor, nor more than the global cap in all."""
     os.environ.setdefault("OPENAI_API_KEY", "sk-test-dummy")
-    _litellm()
+    load_litellm()
     with FakeOpenAIServer(default=Behaviour.slow(0.03, text="no idea")) as server:
         actor = ModelSpec("openai/fake-model", api_base=server.base_url, timeout_s=10)
         judge = ModelSpec("openai/fake-judge", api_base=server.base_url, timeout_s=10)
@@ -375,7 +375,7 @@ def test_caps_hold_across_tasks_and_roles_on_a_real_http_server() -> None:
 
 def test_per_model_cap_limits_one_model_below_the_global_cap() -> None:
     os.environ.setdefault("OPENAI_API_KEY", "sk-test-dummy")
-    _litellm()
+    load_litellm()
     with FakeOpenAIServer(default=Behaviour.slow(0.03, text="no idea")) as server:
         actor = ModelSpec("openai/fake-model", api_base=server.base_url, timeout_s=10)
         client = LLMClient(global_concurrency=8, per_model_concurrency=3)
@@ -390,7 +390,7 @@ def test_transient_failures_are_retried_and_usage_summed_per_role(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     os.environ.setdefault("OPENAI_API_KEY", "sk-test-dummy")
-    _litellm()
+    load_litellm()
     with FakeOpenAIServer(default=Behaviour.ok(text="no idea")) as server:
         server.enqueue(Behaviour.rate_limited(retry_after=0), Behaviour.server_error())
         actor = ModelSpec("openai/fake-model", api_base=server.base_url, timeout_s=10)
