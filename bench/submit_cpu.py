@@ -1,0 +1,99 @@
+"""CPU per attempt submission, in one process, one request at a time.
+
+The load test (`submit_load.py`) varies by a third between runs on a shared 2-core machine;
+this compares code paths of `POST /v1/challenges/{id}/attempts` more steadily. The app runs
+in this process behind httpx's ASGI transport (the same FastAPI stack and thread pool as under
+uvicorn, without the HTTP parsing), against a scratch PostgreSQL database and Redis db 10 as
+the broker (queue `bench-submit-cpu`, flushed after). Printed per repetition: process CPU per
+submission, the same for a request that FastAPI answers 404 without the database (the client
+and framework floor), and wall time per submission.
+
+    .venv/bin/python bench/submit_cpu.py [--requests 1500] [--repeat 3] [--participants 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import common
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=1500, help="submissions per repetition")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--participants", type=int, default=500, help="distinct handles")
+    parser.add_argument("--warmup", type=int, default=300)
+    return parser.parse_args()
+
+
+async def measure(args: argparse.Namespace) -> None:
+    import httpx
+
+    from app.evaluation.llm import load_litellm
+    from app.main import create_app
+    from app.seed import DEMO_CHALLENGE
+
+    load_litellm()  # as the API's start-up warm-up does, so its collection is not measured
+    transport = httpx.ASGITransport(app=create_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
+        admin = {"Authorization": f"Bearer {common.ADMIN_TOKEN}"}
+        reply = await http.post("/v1/tenants", json={"slug": "cpu", "name": "cpu"}, headers=admin)
+        reply.raise_for_status()
+        key = {"Authorization": f"Bearer {reply.json()['api_key']}"}
+        reply = await http.post("/v1/challenges", json={**DEMO_CHALLENGE, "slug": "c"}, headers=key)
+        reply.raise_for_status()
+        url = f"/v1/challenges/{reply.json()['id']}/attempts"
+
+        async def submit(count: int) -> None:
+            for index in range(count):
+                body = {"participant": f"p{index % args.participants}", "prompt": "hello"}
+                answer = await http.post(url, json=body, headers=key)
+                if answer.status_code != 202:
+                    raise RuntimeError(f"{answer.status_code}: {answer.text}")
+
+        await submit(args.warmup)
+        for repetition in range(1, args.repeat + 1):
+            started_cpu = time.process_time()
+            for _ in range(args.requests):
+                await http.get("/no-such-page")
+            floor_ms = (time.process_time() - started_cpu) / args.requests * 1000
+            started_cpu, started = time.process_time(), time.perf_counter()
+            await submit(args.requests)
+            cpu_ms = (time.process_time() - started_cpu) / args.requests * 1000
+            wall_ms = (time.perf_counter() - started) / args.requests * 1000
+            print(
+                f"   repetition {repetition}: CPU {cpu_ms:.2f} ms per submission "
+                f"(404 floor {floor_ms:.2f} ms), wall {wall_ms:.2f} ms",
+                flush=True,
+            )
+
+
+def main() -> None:
+    args = parse_args()
+    common.print_machine_info("submit_cpu")
+    with (
+        common.broker_lock(),
+        common.scratch_database() as database,
+        common.data_dir() as data,
+    ):
+        common.flush_broker()
+        os.environ.update(
+            common.service_env(database, str(data), extra={"GAUNTLET_QUEUE": "bench-submit-cpu"})
+        )
+        try:
+            asyncio.run(measure(args))
+        finally:
+            common.flush_broker()
+    common.print_end_load()
+
+
+if __name__ == "__main__":
+    main()
