@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from app.challenge.models import Challenge
 from app.tenant.models import Tenant
+
+# Built once: composing a statement costs more CPU than running it on the hottest paths
+# (every attempt submission looks its challenge up); SQLAlchemy caches the compiled form.
+_BY_ID = select(Challenge).where(
+    Challenge.tenant_id == bindparam("tenant_id"), Challenge.id == bindparam("challenge_id")
+)
 
 
 class ChallengeRepository:
@@ -17,12 +23,10 @@ class ChallengeRepository:
         self.tenant_id = tenant_id
 
     def get(self, challenge_id: uuid.UUID, *, for_update: bool = False) -> Challenge | None:
-        query = select(Challenge).where(
-            Challenge.tenant_id == self.tenant_id, Challenge.id == challenge_id
+        query = _BY_ID.with_for_update() if for_update else _BY_ID
+        return self.session.scalar(
+            query, {"tenant_id": self.tenant_id, "challenge_id": challenge_id}
         )
-        if for_update:
-            query = query.with_for_update()
-        return self.session.scalar(query)
 
     def get_by_slug(self, slug: str) -> Challenge | None:
         return self.session.scalar(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -28,6 +28,12 @@ def list_tenants(session: Session, limit: int, offset: int) -> tuple[list[Tenant
     return list(rows), total
 
 
+# Built once: every attempt submission runs it (see app/challenge/repository.py).
+_BY_HANDLE = select(Participant).where(
+    Participant.tenant_id == bindparam("tenant_id"), Participant.handle == bindparam("handle")
+)
+
+
 class ParticipantRepository:
     def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
         self.session = session
@@ -41,11 +47,7 @@ class ParticipantRepository:
         )
 
     def get_by_handle(self, handle: str) -> Participant | None:
-        return self.session.scalar(
-            select(Participant).where(
-                Participant.tenant_id == self.tenant_id, Participant.handle == handle
-            )
-        )
+        return self.session.scalar(_BY_HANDLE, {"tenant_id": self.tenant_id, "handle": handle})
 
     def get_or_create(self, handle: str) -> Participant:
         """Participants are created on first use; two racing first uses end with one row."""
