@@ -9,6 +9,13 @@ submission, the same for a request that FastAPI answers 404 without the database
 and framework floor), and wall time per submission.
 
     .venv/bin/python bench/submit_cpu.py [--requests 1500] [--repeat 3] [--participants 500]
+
+CPU time on a shared machine varies by a fifth between runs. Instruction counts do not: run
+under callgrind with instrumentation off, and `--instructions` switches it on for the
+submissions only (valgrind prints "Collected : N"; divide by --requests):
+
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/cg.%p \
+        .venv/bin/python bench/submit_cpu.py --instructions --requests 100
 """
 
 from __future__ import annotations
@@ -31,7 +38,19 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--participants", type=int, default=500, help="distinct handles")
     parser.add_argument("--warmup", type=int, default=300)
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="under callgrind: count instructions of one repetition's submissions only",
+    )
     return parser.parse_args()
+
+
+def callgrind_instrumentation(on: bool) -> None:
+    import subprocess
+
+    state = "on" if on else "off"
+    subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True)
 
 
 async def measure(args: argparse.Namespace) -> None:
@@ -60,6 +79,12 @@ async def measure(args: argparse.Namespace) -> None:
                     raise RuntimeError(f"{answer.status_code}: {answer.text}")
 
         await submit(args.warmup)
+        if args.instructions:
+            callgrind_instrumentation(True)
+            await submit(args.requests)
+            callgrind_instrumentation(False)
+            print(f"   {args.requests} submissions instrumented", flush=True)
+            return
         for repetition in range(1, args.repeat + 1):
             started_cpu = time.process_time()
             for _ in range(args.requests):
