@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+
+from app.evaluation.model_ids import model_id_problem
 
 Slug = Annotated[
     str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$", max_length=64)
@@ -16,6 +18,17 @@ Handle = Annotated[
     ),
 ]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+
+
+def _known_model_id(value: str) -> str:
+    problem = model_id_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value.strip()
+
+
+# A litellm model id, refused when saved if no worker could call it (see model_ids).
+ModelId = Annotated[str, StringConstraints(max_length=200), AfterValidator(_known_model_id)]
 
 
 class InputSchema(BaseModel):

@@ -6,8 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from app.evaluation.model_ids import model_id_problem
-from app.schemas import Handle, InputSchema, OutputSchema
+from app.schemas import Handle, InputSchema, ModelId, OutputSchema
 
 AttemptStatus = Literal["queued", "running", "completed", "error"]
 
@@ -16,8 +15,8 @@ class AttemptCreate(InputSchema):
     """A prompt (prompt challenges) or a model spec (benchmark challenges), for a participant."""
 
     prompt: str | None = Field(default=None, min_length=1, description="Prompt challenges.")
-    model: str | None = Field(
-        default=None, description="Benchmark challenges: a litellm model id.", max_length=200
+    model: ModelId | None = Field(
+        default=None, description="Benchmark challenges: a litellm model id."
     )
     temperature: float | None = Field(default=None, ge=0, le=2, description="Benchmark only.")
     system_prompt: str | None = Field(
@@ -38,16 +37,6 @@ class AttemptCreate(InputSchema):
         if not value.strip():
             raise ValueError("must not be blank")
         return value
-
-    @field_validator("model")
-    @classmethod
-    def _known_model(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        problem = model_id_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value.strip()
 
 
 class AttemptMetricsRead(OutputSchema):

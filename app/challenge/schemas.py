@@ -15,9 +15,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, Field, field_validator, model_validator
 
 from app.evaluation.feedback import FEEDBACK_MODES
-from app.evaluation.model_ids import model_id_problem
 from app.evaluation.verifiers import VerifierConfig
-from app.schemas import InputSchema, Name, OutputSchema, Slug
+from app.schemas import InputSchema, ModelId, Name, OutputSchema, Slug
 
 Strategy = Literal["first", "fastest", "fewest_tokens", "highest_rating", "metric_at_k", "custom"]
 Visibility = Literal["public", "unlisted", "private"]
@@ -27,7 +26,7 @@ PROMPT_SLOT = "{prompt}"
 class TargetConfig(InputSchema):
     """The model that answers a participant's prompt, and what surrounds that prompt."""
 
-    model: str = Field(examples=["offline/echo"])
+    model: ModelId = Field(examples=["offline/echo"])
     system_prompt: str = Field(default="", max_length=50_000)
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1, le=200_000)
@@ -43,29 +42,12 @@ class TargetConfig(InputSchema):
         "(setting GAUNTLET_ALLOWED_API_BASES).",
     )
 
-    @field_validator("model")
-    @classmethod
-    def _known_model(cls, value: str) -> str:
-        problem = model_id_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value.strip()
-
     @field_validator("user_template")
     @classmethod
     def _has_prompt_slot(cls, value: str) -> str:
         if PROMPT_SLOT not in value:
             raise ValueError("must contain '{prompt}', where the participant's prompt goes")
         return value
-
-
-def _model_id(value: str | None) -> str | None:
-    if value is None:
-        return None
-    problem = model_id_problem(value)
-    if problem:
-        raise ValueError(problem)
-    return value.strip()
 
 
 class BenchmarkSpec(InputSchema):
@@ -75,8 +57,8 @@ class BenchmarkSpec(InputSchema):
     options: dict[str, Any] = Field(default_factory=dict)
     task_indices: list[Annotated[int, Field(ge=1)]] | None = Field(default=None, max_length=10_000)
     max_tasks: int | None = Field(default=None, ge=1, le=100_000)
-    judge_model: str | None = None
-    critic_model: str | None = None
+    judge_model: ModelId | None = None
+    critic_model: ModelId | None = None
     cost_budget_usd: float | None = Field(
         default=None, gt=0, description="No new task starts once an attempt has spent this."
     )
@@ -86,9 +68,6 @@ class BenchmarkSpec(InputSchema):
         description="An OpenAI-compatible server the participants' models are called at; must "
         "start with an allowed prefix (setting GAUNTLET_ALLOWED_API_BASES).",
     )
-
-    _judge = field_validator("judge_model")(_model_id)
-    _critic = field_validator("critic_model")(_model_id)
 
 
 class EvaluationConfig(InputSchema):
