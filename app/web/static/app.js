@@ -6,6 +6,18 @@
 
   var numbers = new Intl.NumberFormat("en-US");
 
+  // A same-origin JSON GET that never comes from a cache; a non-2xx answer rejects.
+  function getJson(url) {
+    return fetch(url, {
+      headers: { Accept: "application/json" },
+      credentials: "same-origin",
+      cache: "no-store",
+    }).then(function (response) {
+      if (!response.ok) throw new Error("status " + response.status);
+      return response.json();
+    });
+  }
+
   // Counts characters as the server does (code points; line breaks as one character).
   function setUpCounter(textarea) {
     var counter = document.querySelector('[data-counter-for="' + textarea.id + '"]');
@@ -44,15 +56,7 @@
     function poll() {
       var ids = pendingIds();
       if (!ids.length) return;
-      fetch(url + "?ids=" + encodeURIComponent(ids.join(",")), {
-        headers: { Accept: "application/json" },
-        credentials: "same-origin",
-        cache: "no-store",
-      })
-        .then(function (response) {
-          if (!response.ok) throw new Error("status " + response.status);
-          return response.json();
-        })
+      getJson(url + "?ids=" + encodeURIComponent(ids.join(",")))
         .then(onData)
         .catch(function () {
           /* A network hiccup: the next poll tries again. */
@@ -152,15 +156,7 @@
         }
         if (link.dataset.loading) return;
         link.dataset.loading = "true";
-        fetch(link.href, {
-          headers: { Accept: "application/json" },
-          credentials: "same-origin",
-          cache: "no-store",
-        })
-          .then(function (response) {
-            if (!response.ok) throw new Error("status " + response.status);
-            return response.json();
-          })
+        getJson(link.href)
           .then(function (data) {
             var row = document.createElement("tr");
             row.id = rowId;
