@@ -18,7 +18,7 @@ class Channel(redis.Channel):
     _command_client: Any = None
 
     def _create_client(self, asynchronous: bool = False) -> Any:
-        # The stubs kombu is checked against do not list this method of its Redis channel.
+        # kombu's type information (from celery-types) does not declare this method.
         create = super()._create_client  # type: ignore[misc]
         if asynchronous:
             return create(asynchronous=True)
