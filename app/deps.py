@@ -34,7 +34,8 @@ async def get_session() -> AsyncIterator[Session]:
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
-def get_principal(request: Request, session: SessionDep) -> Principal:
+async def get_credential(request: Request) -> str:
+    """The bearer token as sent; it is looked up by `authenticate`, in the endpoint's thread."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -42,7 +43,14 @@ def get_principal(request: Request, session: SessionDep) -> Principal:
             "missing credential: send 'Authorization: Bearer <token>'",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    return authenticate(session, token.strip())
+    return token.strip()
+
+
+CredentialDep = Annotated[str, Depends(get_credential)]
+
+
+def get_principal(credential: CredentialDep, session: SessionDep) -> Principal:
+    return authenticate(session, credential)
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
@@ -54,10 +62,14 @@ async def require_platform_admin(principal: PrincipalDep) -> Principal:
     return principal
 
 
-async def require_tenant_member(principal: PrincipalDep) -> Principal:
+def check_tenant_member(principal: Principal) -> Principal:
     if principal.tenant_id is None:
         raise Forbidden("this needs a tenant API key")
     return principal
+
+
+async def require_tenant_member(principal: PrincipalDep) -> Principal:
+    return check_tenant_member(principal)
 
 
 async def require_tenant_admin(principal: PrincipalDep) -> Principal:

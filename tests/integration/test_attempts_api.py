@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api, Worker
+from tests.conftest import ADMIN_TOKEN, Api, Worker
 
 pytestmark = pytest.mark.integration
 
@@ -29,6 +29,43 @@ def test_idempotency_key_returns_the_same_attempt(api: Api, tenant: dict[str, An
     assert "Idempotency-Key" in other.json()["error"]["message"]
     listed = api.request("GET", f"/v1/challenges/{challenge['id']}/attempts", key).json()
     assert listed["total"] == 1
+
+
+def test_submission_answers_with_the_attempt_and_checks_the_credential(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    accepted = api.submit(key, challenge["id"], "PWNED", "alice")
+    assert accepted.status_code == 202
+    assert accepted.headers["content-type"] == "application/json"
+    assert "Idempotent-Replayed" not in accepted.headers
+    attempt = accepted.json()
+    assert accepted.headers["Location"] == f"/v1/attempts/{attempt['id']}"
+    assert attempt["status"] == "queued" and attempt["participant"] == "alice"
+    assert attempt["challenge_id"] == challenge["id"] and attempt["prompt"] == "PWNED"
+    read = api.request("GET", f"/v1/attempts/{attempt['id']}", key).json()
+    assert read["participant_id"] == attempt["participant_id"]
+    assert read["created_at"] == attempt["created_at"]
+
+    # The submission route looks its credential up itself: the same rules as every route.
+    path = f"/v1/challenges/{challenge['id']}/attempts"
+    body = {"prompt": "PWNED", "participant": "alice"}
+    missing = api.request("POST", path, json=body)
+    assert missing.status_code == 401 and missing.headers["WWW-Authenticate"] == "Bearer"
+    assert api.request("POST", path, "gk_not-a-key", json=body).status_code == 401
+    assert api.request("POST", path, ADMIN_TOKEN, json=body).status_code == 403
+    member = api.request("POST", "/v1/api-keys", key, json={"name": "app", "role": "member"})
+    member_key = member.json()["key"]
+    assert api.submit(member_key, challenge["id"], "PWNED", "bob").status_code == 202
+    api.request("DELETE", f"/v1/api-keys/{member.json()['id']}", key)
+    assert api.submit(member_key, challenge["id"], "PWNED", "bob").status_code == 401
+    # Another tenant's challenge is not found; a bad body is refused before any lookup.
+    other = api.create_tenant()
+    assert api.submit(other["api_key"], challenge["id"], "PWNED", "eve").status_code == 404
+    assert api.request("POST", path, key, json={"prompt": 3}).status_code == 422
+    listed = api.request("GET", f"/v1/challenges/{challenge['id']}/attempts", key).json()
+    assert listed["total"] == 2
 
 
 def test_concurrent_retries_with_one_key_make_one_attempt(api: Api, tenant: dict[str, Any]) -> None:
