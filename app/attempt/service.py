@@ -8,15 +8,13 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.attempt.models import Attempt, Trial
-from app.attempt.repository import AttemptRepository
+from app.attempt.repository import AttemptRepository, SubmissionTarget
 from app.attempt.schemas import AttemptCreate, AttemptMetricsRead, AttemptRead, TrialRead
 from app.auth.principal import Principal
-from app.challenge.models import Challenge
-from app.challenge.service import challenge_status, get_challenge
+from app.challenge.service import challenge_status
 from app.config import get_settings
 from app.db import utcnow
 from app.errors import Conflict, NotFound, TooManyRequests, ValidationFailed
@@ -39,7 +37,7 @@ def _replay(existing: Attempt, challenge_id: uuid.UUID, fingerprint: str) -> Att
     return existing
 
 
-def _check_open(challenge: Challenge, now: datetime) -> None:
+def _check_open(challenge: SubmissionTarget, now: datetime) -> None:
     state = challenge_status(challenge, now)
     if state == "upcoming":
         raise Conflict(f"this challenge opens at {challenge.opens_at:%Y-%m-%d %H:%M:%S} UTC")
@@ -47,7 +45,7 @@ def _check_open(challenge: Challenge, now: datetime) -> None:
         raise Conflict(f"this challenge closed at {challenge.closes_at:%Y-%m-%d %H:%M:%S} UTC")
 
 
-def _check_body_fits_kind(challenge: Challenge, body: AttemptCreate) -> None:
+def _check_body_fits_kind(challenge: SubmissionTarget, body: AttemptCreate) -> None:
     """A prompt challenge takes a prompt; a benchmark challenge takes a model spec."""
     if challenge.kind == "benchmark":
         if body.model is None:
@@ -65,7 +63,7 @@ def _check_body_fits_kind(challenge: Challenge, body: AttemptCreate) -> None:
     _check_prompt_length(challenge, body.prompt)
 
 
-def _check_prompt_length(challenge: Challenge, prompt: str) -> None:
+def _check_prompt_length(challenge: SubmissionTarget, prompt: str) -> None:
     server_cap = get_settings().max_prompt_chars
     limit = min(challenge.limits.get("max_prompt_chars") or server_cap, server_cap)
     if len(prompt) > limit:
@@ -75,18 +73,24 @@ def _check_prompt_length(challenge: Challenge, prompt: str) -> None:
 
 
 def _check_limits(
-    repo: AttemptRepository, challenge: Challenge, participant_id: uuid.UUID, now: datetime
+    repo: AttemptRepository, challenge: SubmissionTarget, participant_id: uuid.UUID, now: datetime
 ) -> None:
     limits = challenge.limits
     total_limit = limits.get("max_attempts_total")
-    if total_limit is not None and repo.count_counting(challenge.id, participant_id) >= total_limit:
+    if (
+        total_limit is not None
+        and repo.count_counting(challenge.challenge_id, participant_id) >= total_limit
+    ):
         raise Conflict(
             f"attempt limit reached: this challenge allows {total_limit} attempts per participant"
         )
     day_limit = limits.get("max_attempts_per_day")
     if day_limit is not None:
         day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        if repo.count_counting(challenge.id, participant_id, since=day_start) >= day_limit:
+        if (
+            repo.count_counting(challenge.challenge_id, participant_id, since=day_start)
+            >= day_limit
+        ):
             reset = day_start + timedelta(days=1)
             raise TooManyRequests(
                 f"daily attempt limit reached: {day_limit} per participant per day; "
@@ -108,8 +112,10 @@ def submit_attempt(
     """
     assert principal.tenant_id is not None
     tenant_id = principal.tenant_id
-    challenge = get_challenge(session, tenant_id, challenge_id)
     repo = AttemptRepository(session, tenant_id)
+    challenge = repo.submission_target(challenge_id, body.participant)
+    if challenge is None:
+        raise NotFound("challenge not found")
     fingerprint = _fingerprint(challenge_id, body)
     if idempotency_key is not None:
         existing = repo.by_idempotency_key(idempotency_key)
@@ -120,15 +126,19 @@ def submit_attempt(
     now = utcnow()
     _check_open(challenge, now)
     _check_body_fits_kind(challenge, body)
-    participant = ParticipantRepository(session, tenant_id).get_or_create(body.participant)
+    participant_id = challenge.participant_id
+    if participant_id is None:
+        participant_id = (
+            ParticipantRepository(session, tenant_id).get_or_create(body.participant).id
+        )
     if challenge.limits.get("max_attempts_total") or challenge.limits.get("max_attempts_per_day"):
-        repo.lock_participant(participant.id)
-        _check_limits(repo, challenge, participant.id, now)
+        repo.lock_participant(participant_id)
+        _check_limits(repo, challenge, participant_id, now)
     attempt = Attempt(
         id=uuid.uuid4(),
         tenant_id=tenant_id,
-        challenge_id=challenge.id,
-        participant_id=participant.id,
+        challenge_id=challenge_id,
+        participant_id=participant_id,
         status="queued",
         prompt=body.prompt,
         model_spec=(
@@ -147,20 +157,14 @@ def submit_attempt(
         enqueued_at=now,
         run_count=0,
     )
-    if idempotency_key is None:
-        session.add(attempt)
-        session.flush()
+    if repo.insert_new(attempt):
         return attempt, True
-    try:
-        with session.begin_nested():
-            session.add(attempt)
-    except IntegrityError:
-        # A concurrent request with the same Idempotency-Key won the race.
-        existing = repo.by_idempotency_key(idempotency_key)
-        if existing is None:
-            raise
-        return _replay(existing, challenge_id, fingerprint), False
-    return attempt, True
+    # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
+    assert idempotency_key is not None
+    existing = repo.by_idempotency_key(idempotency_key)
+    if existing is None:
+        raise RuntimeError(f"Idempotency-Key {idempotency_key!r} conflicted, yet no attempt has it")
+    return _replay(existing, challenge_id, fingerprint), False
 
 
 def retry_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:

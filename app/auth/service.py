@@ -8,7 +8,7 @@ import secrets
 import uuid
 from typing import cast
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session
 
 from app.auth.models import ApiKey
@@ -59,9 +59,11 @@ def revoke_api_key(session: Session, tenant_id: uuid.UUID, key_id: uuid.UUID) ->
 
 
 # Built once: every API request runs it, and composing the select each time cost ~4 % of
-# an attempt submission's CPU (SQLAlchemy caches the compiled SQL either way).
-_ACTIVE_KEY = select(ApiKey.id, ApiKey.tenant_id, ApiKey.role).where(
-    ApiKey.key_hash == bindparam("key_hash"), ApiKey.revoked_at.is_(None)
+# an attempt submission's CPU (SQLAlchemy caches the compiled SQL either way). It reads the
+# table, not the mapped class: the ORM layer would add a third to the statement's CPU.
+_API_KEYS: Table = ApiKey.__table__  # type: ignore[assignment]
+_ACTIVE_KEY = select(_API_KEYS.c.id, _API_KEYS.c.tenant_id, _API_KEYS.c.role).where(
+    _API_KEYS.c.key_hash == bindparam("key_hash"), _API_KEYS.c.revoked_at.is_(None)
 )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
@@ -24,7 +24,17 @@ from app.scoring.validation import validate_scoring
 ChallengeStatus = Literal["upcoming", "open", "closed"]
 
 
-def challenge_status(challenge: Challenge, now: datetime | None = None) -> ChallengeStatus:
+class Scheduled(Protocol):
+    """A challenge, or the part of one that a submission loads."""
+
+    @property
+    def opens_at(self) -> datetime | None: ...
+
+    @property
+    def closes_at(self) -> datetime | None: ...
+
+
+def challenge_status(challenge: Scheduled, now: datetime | None = None) -> ChallengeStatus:
     now = now or utcnow()
     if challenge.opens_at is not None and now < challenge.opens_at:
         return "upcoming"

@@ -57,10 +57,17 @@ def test_visibility_rules_for_visitors_and_participants(
     private = api.create_challenge(key, title="Secret one", visibility="private")
 
     anonymous = web_client()
-    home = anonymous.get("/")
-    assert home.status_code == 200
-    assert f'href="/t/{slug}/challenges/{public["slug"]}"' in home.text
-    assert "Members one" not in home.text and "Secret one" not in home.text
+    # The home page lists tenants by name, 20 a page; other tests' tenants share the database.
+    home_pages = []
+    for number in range(1, 100):
+        home = anonymous.get("/", params={"page": number})
+        assert home.status_code == 200
+        home_pages.append(home.text)
+        if f'href="/t/{slug}/' in home.text or 'href="/t/' not in home.text:
+            break
+    home_text = "".join(home_pages)
+    assert f'href="/t/{slug}/challenges/{public["slug"]}"' in home_text
+    assert "Members one" not in home_text and "Secret one" not in home_text
     listing = anonymous.get(f"/t/{slug}/")
     assert "Public one" in listing.text
     assert "Members one" not in listing.text and "Secret one" not in listing.text

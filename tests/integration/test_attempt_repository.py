@@ -1,0 +1,137 @@
+"""The submission's own statements, on PostgreSQL and on SQLite (the embedded mode)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from app.attempt.models import Attempt
+from app.attempt.repository import AttemptRepository
+from app.challenge.models import Challenge
+from app.db import make_engine, utcnow
+from app.tenant.models import Participant, Tenant
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    if request.param == "postgresql":
+        url = request.getfixturevalue("stack").database_url
+    else:
+        url = f"sqlite:///{tmp_path / 'embedded.db'}"
+        config = Config(str(ROOT / "alembic.ini"))
+        config.set_main_option("script_location", str(ROOT / "migrations"))
+        config.set_main_option("sqlalchemy.url", url)
+        command.upgrade(config, "head")
+    engine = make_engine(url)
+    yield engine
+    engine.dispose()
+
+
+def _tenant_with_challenge(session: Session, **challenge: object) -> tuple[Tenant, Challenge]:
+    tenant = Tenant(id=uuid.uuid4(), slug=f"t-{uuid.uuid4().hex[:10]}", name="t")
+    session.add(tenant)
+    session.flush()  # the mapping has no relationships to order the inserts
+    row = Challenge(
+        id=uuid.uuid4(),
+        tenant_id=tenant.id,
+        slug="c",
+        title="c",
+        kind="prompt",
+        target={"model": "offline/echo"},
+        verifier={"type": "contains", "expected": "x"},
+        evaluation={"mode": "pass@k", "k": 1},
+        scoring={"strategy": "first_success"},
+        **challenge,
+    )
+    session.add(row)
+    session.flush()
+    return tenant, row
+
+
+def _attempt(
+    tenant: Tenant, challenge: Challenge, participant: Participant, key: str | None
+) -> Attempt:
+    now = utcnow()
+    return Attempt(
+        id=uuid.uuid4(),
+        tenant_id=tenant.id,
+        challenge_id=challenge.id,
+        participant_id=participant.id,
+        status="queued",
+        prompt="hello",
+        idempotency_key=key,
+        created_at=now,
+        created_at_ms=int(now.timestamp() * 1000),
+        enqueued_at=now,
+        run_count=0,
+    )
+
+
+def test_submission_target_is_the_tenants_challenge_with_the_handles_participant(
+    engine: Engine,
+) -> None:
+    opens = datetime(2026, 1, 1, tzinfo=UTC)
+    with Session(engine) as session:
+        tenant, challenge = _tenant_with_challenge(
+            session, limits={"max_attempts_total": 3}, opens_at=opens, closes_at=None
+        )
+        other, _ = _tenant_with_challenge(session)
+        alice = Participant(id=uuid.uuid4(), tenant_id=tenant.id, handle="alice")
+        # The same handle in another tenant is another participant.
+        session.add_all([alice, Participant(id=uuid.uuid4(), tenant_id=other.id, handle="bob")])
+        session.flush()
+
+        repo = AttemptRepository(session, tenant.id)
+        target = repo.submission_target(challenge.id, "alice")
+        assert target is not None
+        assert (target.challenge_id, target.kind, target.participant_id) == (
+            challenge.id,
+            "prompt",
+            alice.id,
+        )
+        assert target.limits == {"max_attempts_total": 3}
+        assert target.opens_at == opens and target.closes_at is None
+        assert target.opens_at.tzinfo is not None
+        for handle in ("bob", "ALICE", None):
+            found = repo.submission_target(challenge.id, handle)
+            assert found is not None and found.participant_id is None
+        assert repo.submission_target(uuid.uuid4(), "alice") is None
+        # Another tenant's challenge is not found, even with a handle of that tenant.
+        assert AttemptRepository(session, other.id).submission_target(challenge.id, "bob") is None
+
+
+def test_insert_new_refuses_a_taken_idempotency_key_of_the_same_tenant(engine: Engine) -> None:
+    with Session(engine) as session:
+        tenant, challenge = _tenant_with_challenge(session)
+        other, other_challenge = _tenant_with_challenge(session)
+        alice = Participant(id=uuid.uuid4(), tenant_id=tenant.id, handle="alice")
+        bob = Participant(id=uuid.uuid4(), tenant_id=other.id, handle="bob")
+        session.add_all([alice, bob])
+        session.flush()
+        repo = AttemptRepository(session, tenant.id)
+
+        first = _attempt(tenant, challenge, alice, "key-1")
+        assert repo.insert_new(first)
+        assert first not in session  # a record of the row, not a tracked object
+        assert not repo.insert_new(_attempt(tenant, challenge, alice, "key-1"))
+        stored = repo.by_idempotency_key("key-1")
+        assert stored is not None and stored.id == first.id
+        assert stored.status == "queued" and stored.score is None and stored.run_count == 0
+        # Without a key nothing conflicts; a key is the tenant's own.
+        assert repo.insert_new(_attempt(tenant, challenge, alice, None))
+        assert repo.insert_new(_attempt(tenant, challenge, alice, None))
+        other_repo = AttemptRepository(session, other.id)
+        assert other_repo.insert_new(_attempt(other, other_challenge, bob, "key-1"))
+        assert repo.count_counting(challenge.id, alice.id) == 3
+        assert repo.count_counting(challenge.id, alice.id, since=utcnow() + timedelta(1)) == 0
