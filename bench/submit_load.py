@@ -60,7 +60,9 @@ def parse_args() -> argparse.Namespace:
         help="do not start a Celery worker during the load (started after it)",
     )
     parser.add_argument("--beat", action="store_true", help="run the worker with --beat (sweep)")
-    parser.add_argument("--warmup-requests", type=int, default=200)
+    parser.add_argument(
+        "--warmup-requests", type=int, default=200, help="at least --handles are sent"
+    )
     parser.add_argument("--drain-timeout", type=float, default=300.0)
     parser.add_argument("--keep-db", action="store_true")
     return parser.parse_args()
@@ -379,20 +381,24 @@ def main() -> None:
             print(f"   start-up settled after {common.wait_idle(settle_pids):.1f} s", flush=True)
             host, port = "127.0.0.1", int(base.rsplit(":", 1)[1])
 
+            # The warm-up uses every handle once and as many connections as the run, so the
+            # measured run is the steady state: participants exist (a handle's first attempt
+            # also creates it) and each server holds its database connections.
             warm = asyncio.run(
                 loadgen.closed_loop(
                     host,
                     port,
                     make_request_factory(host, port, key, challenge_id, args.handles, 10_000_000),
-                    connections=4,
-                    duration=30,
-                    max_requests=args.warmup_requests,
+                    connections=args.connections,
+                    duration=60,
+                    max_requests=max(args.warmup_requests, args.handles),
                 )
             )
             warm_ids = accepted_ids(warm)
             print(
-                f"   warm-up: {len(warm.results)} requests, {len(warm_ids)} accepted "
-                f"(counted in the checks, not in the figures)",
+                f"   warm-up: {len(warm.results)} requests over {args.connections} connections, "
+                f"{len(warm_ids)} accepted, every handle used (counted in the checks, not in "
+                f"the figures)",
                 flush=True,
             )
             if not args.no_worker:

@@ -127,10 +127,8 @@ def submit_attempt(
     _check_open(challenge, now)
     _check_body_fits_kind(challenge, body)
     participant_id = challenge.participant_id
-    if participant_id is None:
-        participant_id = (
-            ParticipantRepository(session, tenant_id).get_or_create(body.participant).id
-        )
+    if participant_id is None:  # the handle's first attempt in this tenant
+        participant_id = ParticipantRepository(session, tenant_id).id_for_handle(body.participant)
     if challenge.limits.get("max_attempts_total") or challenge.limits.get("max_attempts_per_day"):
         repo.lock_participant(participant_id)
         _check_limits(repo, challenge, participant_id, now)

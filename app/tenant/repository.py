@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from sqlalchemy import bindparam, func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
@@ -49,23 +49,23 @@ class ParticipantRepository:
     def get_by_handle(self, handle: str) -> Participant | None:
         return self.session.scalar(_BY_HANDLE, {"tenant_id": self.tenant_id, "handle": handle})
 
-    def get_or_create(self, handle: str) -> Participant:
-        """Participants are created on first use; two racing first uses end with one row."""
-        existing = self.get_by_handle(handle)
-        if existing is not None:
-            return existing
-        participant = Participant(
-            id=uuid.uuid4(), tenant_id=self.tenant_id, handle=handle, created_at=utcnow()
+    def id_for_handle(self, handle: str) -> uuid.UUID:
+        """The handle's participant, created on first use; racing first uses make one row (the
+        later insert waits for the earlier transaction, then inserts nothing)."""
+        dialect = self.session.get_bind().dialect.name
+        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        created: uuid.UUID | None = self.session.scalar(
+            insert(Participant)
+            .values(id=uuid.uuid4(), tenant_id=self.tenant_id, handle=handle, created_at=utcnow())
+            .on_conflict_do_nothing(index_elements=["tenant_id", "handle"])
+            .returning(Participant.id)
         )
-        try:
-            with self.session.begin_nested():
-                self.session.add(participant)
-        except IntegrityError:
-            found = self.get_by_handle(handle)
-            if found is None:
-                raise
-            return found
-        return participant
+        if created is not None:
+            return created
+        existing = self.get_by_handle(handle)
+        if existing is None:
+            raise RuntimeError(f"participant {handle!r} conflicted on insert, yet is not there")
+        return existing.id
 
     def page(self, limit: int, offset: int) -> tuple[list[Participant], int]:
         scoped = Participant.tenant_id == self.tenant_id

@@ -18,6 +18,7 @@ from app.attempt.repository import AttemptRepository
 from app.challenge.models import Challenge
 from app.db import make_engine, utcnow
 from app.tenant.models import Participant, Tenant
+from app.tenant.repository import ParticipantRepository
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -135,3 +136,16 @@ def test_insert_new_refuses_a_taken_idempotency_key_of_the_same_tenant(engine: E
         assert other_repo.insert_new(_attempt(other, other_challenge, bob, "key-1"))
         assert repo.count_counting(challenge.id, alice.id) == 3
         assert repo.count_counting(challenge.id, alice.id, since=utcnow() + timedelta(1)) == 0
+
+
+def test_a_handle_is_one_participant_per_tenant_made_on_first_use(engine: Engine) -> None:
+    with Session(engine) as session:
+        tenant, _ = _tenant_with_challenge(session)
+        other, _ = _tenant_with_challenge(session)
+        participants = ParticipantRepository(session, tenant.id)
+        first = participants.id_for_handle("alice")
+        assert participants.id_for_handle("alice") == first
+        assert participants.id_for_handle("bob") != first
+        assert ParticipantRepository(session, other.id).id_for_handle("alice") != first
+        found = participants.get_by_handle("alice")
+        assert found is not None and found.id == first and found.created_at is not None

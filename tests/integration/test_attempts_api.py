@@ -31,6 +31,22 @@ def test_idempotency_key_returns_the_same_attempt(api: Api, tenant: dict[str, An
     assert listed["total"] == 1
 
 
+def test_concurrent_first_attempts_of_a_handle_make_one_participant(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    with ThreadPoolExecutor(8) as pool:
+        responses = list(
+            pool.map(lambda _: api.submit(key, challenge["id"], "PWNED", "newcomer"), range(8))
+        )
+    assert {r.status_code for r in responses} == {202}
+    assert len({r.json()["id"] for r in responses}) == 8
+    assert len({r.json()["participant_id"] for r in responses}) == 1
+    participants = api.request("GET", "/v1/participants", key, params={"limit": 200}).json()
+    assert [p["handle"] for p in participants["items"]].count("newcomer") == 1
+
+
 def test_submission_answers_with_the_attempt_and_checks_the_credential(
     api: Api, tenant: dict[str, Any]
 ) -> None:

@@ -165,13 +165,15 @@ def test_sweep_sends_attempts_the_broker_never_delivered(
     key = tenant["api_key"]
     challenge = api.create_challenge(key)
     with session_scope() as session:
-        participant = ParticipantRepository(session, uuid.UUID(tenant["id"])).get_or_create("lost")
+        participant_id = ParticipantRepository(session, uuid.UUID(tenant["id"])).id_for_handle(
+            "lost"
+        )
         created = utcnow() - timedelta(seconds=30)
         lost = Attempt(
             id=uuid.uuid4(),
             tenant_id=uuid.UUID(tenant["id"]),
             challenge_id=uuid.UUID(challenge["id"]),
-            participant_id=participant.id,
+            participant_id=participant_id,
             status="queued",
             prompt="PWNED",
             created_at=created,
