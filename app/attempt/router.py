@@ -4,6 +4,7 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Response, status
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from app.attempt import service
@@ -18,7 +19,7 @@ from app.attempt.schemas import (
 )
 from app.auth.service import authenticate
 from app.challenge.service import get_challenge
-from app.db import get_sessionmaker
+from app.db import get_autocommit_sessionmaker, get_sessionmaker
 from app.deps import (
     CredentialDep,
     SessionDep,
@@ -64,7 +65,24 @@ async def post_attempt(
 def _submit(
     challenge_id: uuid.UUID, body: AttemptCreate, credential: str, idempotency_key: str | None
 ) -> Response:
-    with get_sessionmaker()() as session:
+    # Most submissions write one row, so their statements run without a transaction around
+    # them (no BEGIN and COMMIT round trips); a challenge with attempt limits needs one.
+    try:
+        return _submit_in(
+            get_autocommit_sessionmaker(), challenge_id, body, credential, idempotency_key
+        )
+    except service.TransactionNeeded:
+        return _submit_in(get_sessionmaker(), challenge_id, body, credential, idempotency_key)
+
+
+def _submit_in(
+    sessions: sessionmaker[Session],
+    challenge_id: uuid.UUID,
+    body: AttemptCreate,
+    credential: str,
+    idempotency_key: str | None,
+) -> Response:
+    with sessions() as session:
         principal = check_tenant_member(authenticate(session, credential))
         attempt, created = service.submit_attempt(
             session, principal, challenge_id, body, idempotency_key

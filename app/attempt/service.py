@@ -16,9 +16,13 @@ from app.attempt.schemas import AttemptCreate, AttemptMetricsRead, AttemptRead, 
 from app.auth.principal import Principal
 from app.challenge.service import challenge_status
 from app.config import get_settings
-from app.db import utcnow
+from app.db import autocommits, utcnow
 from app.errors import Conflict, NotFound, TooManyRequests, ValidationFailed
 from app.tenant.repository import ParticipantRepository
+
+
+class TransactionNeeded(Exception):
+    """This submission checks attempt limits, which needs a transaction: run it in one."""
 
 
 def _fingerprint(challenge_id: uuid.UUID, body: AttemptCreate) -> str:
@@ -109,6 +113,10 @@ def submit_attempt(
     """Stores a queued attempt; returns it and whether it is new (False on an idempotent replay).
 
     The caller commits, then enqueues: the worker must find the row when the task arrives.
+    Each write stands alone (a participant's first attempt makes the participant, which is
+    harmless if the attempt then fails), so a session of `get_autocommit_sessionmaker` may
+    run it, except for a challenge with attempt limits: those are checked under a row lock
+    held to the insert, and in such a session TransactionNeeded is raised before any write.
     """
     assert principal.tenant_id is not None
     tenant_id = principal.tenant_id
@@ -126,10 +134,15 @@ def submit_attempt(
     now = utcnow()
     _check_open(challenge, now)
     _check_body_fits_kind(challenge, body)
+    limited = bool(
+        challenge.limits.get("max_attempts_total") or challenge.limits.get("max_attempts_per_day")
+    )
+    if limited and autocommits(session):
+        raise TransactionNeeded()
     participant_id = challenge.participant_id
     if participant_id is None:  # the handle's first attempt in this tenant
         participant_id = ParticipantRepository(session, tenant_id).id_for_handle(body.participant)
-    if challenge.limits.get("max_attempts_total") or challenge.limits.get("max_attempts_per_day"):
+    if limited:
         repo.lock_participant(participant_id)
         _check_limits(repo, challenge, participant_id, now)
     attempt = Attempt(

@@ -120,6 +120,20 @@ def test_total_and_daily_limits(api: Api, worker: Worker, tenant: dict[str, Any]
     assert int(refused.headers["Retry-After"]) > 0
 
 
+def test_concurrent_submissions_never_pass_a_limit(api: Api, tenant: dict[str, Any]) -> None:
+    # Limits are checked under a lock held to the insert, so a burst cannot slip past them,
+    # not even for a handle that does not exist yet (its first attempts create it).
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key, limits={"max_attempts_total": 3})
+    with ThreadPoolExecutor(8) as pool:
+        responses = list(
+            pool.map(lambda _: api.submit(key, challenge["id"], "PWNED", "burst"), range(12))
+        )
+    assert sorted(r.status_code for r in responses) == [202] * 3 + [409] * 9
+    listed = api.request("GET", f"/v1/challenges/{challenge['id']}/attempts", key).json()
+    assert listed["total"] == 3
+
+
 def test_upcoming_and_closed_challenges_refuse_attempts(api: Api, tenant: dict[str, Any]) -> None:
     key = tenant["api_key"]
     now = datetime.now(UTC)
