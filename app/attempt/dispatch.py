@@ -23,8 +23,13 @@ def enqueue_attempts(attempt_ids: Iterable[uuid.UUID]) -> int:
     queue = get_settings().queue
     sent = 0
     for attempt_id in attempt_ids:
+        args = [str(attempt_id)]
         try:
-            celery_app.send_task(RUN_ATTEMPT_TASK, args=[str(attempt_id)], queue=queue)
+            # The representations monitoring tools show, given rather than computed by
+            # Celery's safe repr (~10 % of a publish).
+            celery_app.send_task(
+                RUN_ATTEMPT_TASK, args=args, queue=queue, argsrepr=repr(args), kwargsrepr="{}"
+            )
             sent += 1
         except Exception:
             log.exception("could not enqueue attempt %s; the sweep will send it again", attempt_id)
