@@ -349,7 +349,8 @@ def main() -> None:
         f"   load generator: asyncio raw HTTP/1.1 keep-alive client (bench/loadgen.py), "
         f"{args.connections} connections, {mode}, {args.duration:g} s, "
         f"{args.handles} participants; serve --workers {args.serve_workers}, "
-        f"worker --concurrency {args.worker_concurrency}",
+        f"worker --concurrency {args.worker_concurrency}"
+        + (" (started after the load)" if args.no_worker else " (running during the load)"),
         flush=True,
     )
     try:
