@@ -8,13 +8,14 @@ UTC datetime type that gives timezone-aware values back on both.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, Engine, MetaData, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
@@ -112,6 +113,12 @@ def autocommits(session: Session) -> bool:
     """Whether the session's statements commit one by one (so no lock outlives a statement)."""
     options = session.connection().get_execution_options()
     return options.get("isolation_level") == "AUTOCOMMIT"
+
+
+def insert_for(session: Session) -> Callable[[Any], postgresql.Insert | sqlite.Insert]:
+    """The INSERT construct of the session's database: both have ON CONFLICT, the generic one
+    does not."""
+    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
 
 
 @contextmanager

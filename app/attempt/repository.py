@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from app.attempt.models import Attempt, AttemptTask, Trial
 from app.challenge.models import Challenge
-from app.db import utcnow
+from app.db import insert_for, utcnow
 from app.evaluation.types import TrialRecord
 from app.tenant.models import Participant
 
@@ -257,8 +257,7 @@ def insert_trial(
     Prompt attempts have one task, index 0; benchmark attempts pass the task's index and id.
     """
     data = trial.to_dict()
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    insert = insert_for(session)
     session.execute(
         insert(Trial)
         .values(
@@ -355,8 +354,7 @@ def task_trials(session: Session, attempt_id: uuid.UUID, task_index: int) -> Seq
 
 
 def upsert_attempt_task(session: Session, values: dict[str, Any], update_fields: list[str]) -> None:
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    insert = insert_for(session)
     statement = insert(AttemptTask).values(**values)
     session.execute(
         statement.on_conflict_do_update(

@@ -10,8 +10,9 @@ from sqlalchemy.orm import Session
 from app.challenge.models import Challenge
 from app.tenant.models import Tenant
 
-# Built once: every attempt submission looks its challenge up, and composing the select
-# each time cost ~4 % of its CPU (SQLAlchemy caches the compiled SQL either way).
+# Built once: every challenge-scoped request (leaderboard reads, attempt lists, the challenge
+# itself) looks its challenge up first, and composing the select each time costs more than
+# binding its parameters (SQLAlchemy caches the compiled SQL either way).
 _BY_ID = select(Challenge).where(
     Challenge.tenant_id == bindparam("tenant_id"), Challenge.id == bindparam("challenge_id")
 )

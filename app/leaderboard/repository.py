@@ -6,10 +6,9 @@ import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import func, select, tuple_
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
-from app.db import utcnow
+from app.db import insert_for, utcnow
 from app.leaderboard.models import LeaderboardEntry
 from app.leaderboard.ranking import RankKey
 from app.tenant.models import Participant
@@ -51,8 +50,7 @@ def offer(session: Session, values: EntryValues) -> None:
         "rating": values.rating,
         "updated_at": utcnow(),
     }
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    insert = insert_for(session)
     statement = insert(LeaderboardEntry).values(**row)
     excluded = statement.excluded
     current = LeaderboardEntry.__table__.c

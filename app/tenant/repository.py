@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import bindparam, func, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.db import utcnow
+from app.db import insert_for, utcnow
 from app.tenant.models import Participant, Tenant
 
 
@@ -28,12 +27,6 @@ def list_tenants(session: Session, limit: int, offset: int) -> tuple[list[Tenant
     return list(rows), total
 
 
-# Built once: every attempt submission runs it (see app/challenge/repository.py).
-_BY_HANDLE = select(Participant).where(
-    Participant.tenant_id == bindparam("tenant_id"), Participant.handle == bindparam("handle")
-)
-
-
 class ParticipantRepository:
     def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
         self.session = session
@@ -47,13 +40,16 @@ class ParticipantRepository:
         )
 
     def get_by_handle(self, handle: str) -> Participant | None:
-        return self.session.scalar(_BY_HANDLE, {"tenant_id": self.tenant_id, "handle": handle})
+        return self.session.scalar(
+            select(Participant).where(
+                Participant.tenant_id == self.tenant_id, Participant.handle == handle
+            )
+        )
 
     def id_for_handle(self, handle: str) -> uuid.UUID:
         """The handle's participant, created on first use; racing first uses make one row (the
         later insert waits for the earlier transaction, then inserts nothing)."""
-        dialect = self.session.get_bind().dialect.name
-        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        insert = insert_for(self.session)
         created: uuid.UUID | None = self.session.scalar(
             insert(Participant)
             .values(id=uuid.uuid4(), tenant_id=self.tenant_id, handle=handle, created_at=utcnow())
