@@ -88,17 +88,14 @@ def _submit_in(
             session, principal, challenge_id, body, idempotency_key
         )
         headers = {"Location": f"/v1/attempts/{attempt.id}"}
-        handle = body.participant or ""
         if not created:
-            handle = (
-                ParticipantRepository(session, tenant_of(principal))
-                .handles([attempt.participant_id])
-                .get(attempt.participant_id, handle)
-            )
             headers["Idempotent-Replayed"] = "true"
         session.commit()
     if created:
         enqueue_attempts([attempt.id])
+    # A replay matched the stored request's fingerprint, participant included: the body's
+    # handle is the attempt's participant either way.
+    handle = body.participant or ""
     view = service.to_view(attempt, handle, None, full=principal.role == "admin")
     return Response(
         view.model_dump_json(),

@@ -23,6 +23,7 @@ def test_idempotency_key_returns_the_same_attempt(api: Api, tenant: dict[str, An
     assert first.status_code == 202 and again.status_code == 202
     assert again.json()["id"] == first.json()["id"]
     assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.json()["participant"] == "alice"
     # The same key for a different request is refused rather than silently answered.
     other = api.submit(key, challenge["id"], "something else", "alice", headers=headers)
     assert other.status_code == 409
