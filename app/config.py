@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     # The Celery queue of this deployment; deployments (or test runs) sharing one Redis keep
     # their tasks apart by using different queue names.
     queue: str = Field(default="attempts", pattern=r"^[A-Za-z0-9_.-]{1,100}$")
+    # Prepended to every Redis key the broker writes (kombu's `global_keyprefix`), so that
+    # deployments or test runs sharing one Redis database never touch each other's keys.
+    redis_key_prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_.:-]{0,100}$")
     # Threads per API process for blocking request work (database calls). Few: each thread
     # fights the others for the GIL (bench/README.md: p99 at 500 submissions/s, 4 against 8).
     api_threads: int = Field(default=4, ge=1, le=256)

@@ -31,6 +31,8 @@ os.environ["GAUNTLET_ADMIN_TOKEN"] = ADMIN_TOKEN
 os.environ["GAUNTLET_DATA_DIR"] = tempfile.mkdtemp(prefix="gauntlet-test-data-")
 os.environ.setdefault("OPENAI_API_KEY", "sk-test-not-a-real-key")
 
+_RUN_ID = uuid.uuid4().hex[:12]
+
 # Short leases and a fast sweep, so that recovery from a killed worker is seen within seconds.
 TEST_SETTINGS = {
     "GAUNTLET_MODE": "production",
@@ -41,8 +43,10 @@ TEST_SETTINGS = {
     "GAUNTLET_MODEL_TIMEOUT_SECONDS": "20",
     "GAUNTLET_ALLOWED_API_BASES": '["http://127.0.0.1:"]',
     "GAUNTLET_SEED_DEMO": "false",
-    # Test runs sharing one Redis (parallel checkouts) must not take each other's tasks.
-    "GAUNTLET_QUEUE": f"test-{uuid.uuid4().hex[:12]}",
+    # Test runs sharing one Redis (parallel checkouts) must not take each other's tasks, nor
+    # touch each other's keys: each run has its own queue and its own key prefix.
+    "GAUNTLET_QUEUE": f"test-{_RUN_ID}",
+    "GAUNTLET_REDIS_KEY_PREFIX": f"gauntlet-test-{_RUN_ID}:",
     "GAUNTLET_SECRET_KEY": "test-secret-key-" + "s" * 24,
 }
 
@@ -76,10 +80,9 @@ def stack() -> Iterator[Stack]:
     from tests.services import scratch_database, services
 
     with services() as found, scratch_database(found.admin_url) as database_url:
+        # Database 9 of whatever Redis is used; this run's keys carry its own prefix, and
+        # nothing here ever deletes keys it did not write.
         broker_url = found.redis_url.rsplit("/", 1)[0] + "/9"
-        import redis
-
-        redis.Redis.from_url(broker_url).flushdb()
         result = Stack(database_url, broker_url, found.admin_url)
         os.environ.update(result.env())
         _reset_caches()

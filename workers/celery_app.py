@@ -36,6 +36,8 @@ def make_celery() -> Celery:
         # longest attempt, or a healthy long attempt would be delivered twice (the lease would
         # make the second delivery a no-op, but it would still be wasted work).
         transport_options = {"visibility_timeout": settings.attempt_time_limit_seconds + 120}
+        if settings.redis_key_prefix:
+            transport_options["global_keyprefix"] = settings.redis_key_prefix
     if broker_url.startswith("redis://"):
         app.conf.broker_transport = "workers.redis_transport:Transport"
     app.conf.update(

@@ -29,14 +29,19 @@ def test_messages_reach_the_queue_through_one_kept_client(stack: Stack) -> None:
     assert clients[0] is not None
     assert all(client is clients[0] for client in clients)
 
+    from app.config import get_settings
+
+    # The run's key prefix is on every key the transport writes, the queue's list included.
+    key = get_settings().redis_key_prefix + queue
+    assert key != queue
     broker = redis.Redis.from_url(stack.broker_url)
     try:
-        messages = [json.loads(raw) for raw in reversed(broker.lrange(queue, 0, -1))]
+        messages = [json.loads(raw) for raw in reversed(broker.lrange(key, 0, -1))]
         assert [message["headers"]["argsrepr"] for message in messages] == [
             repr([attempt_id]) for attempt_id in ids
         ]
     finally:
-        broker.delete(queue)
+        broker.delete(key)
 
 
 def test_a_channel_whose_pool_is_replaced_builds_a_new_client(stack: Stack) -> None:
