@@ -137,8 +137,12 @@ _CSRF = re.compile(r'name="csrf_token" value="([0-9a-f]+)"')
 class WebClient:
     """A cookie-keeping HTTP client that fills in CSRF tokens like a browser submitting a form."""
 
-    def __init__(self, base_url: str) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=30, follow_redirects=False)
+    def __init__(self, base_url: str, local_address: str | None = None) -> None:
+        # A local address (any of 127.0.0.0/8) makes the client another address to the server.
+        transport = httpx.HTTPTransport(local_address=local_address) if local_address else None
+        self.http = httpx.Client(
+            base_url=base_url, timeout=30, follow_redirects=False, transport=transport
+        )
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
         return self.http.get(path, **kwargs)
