@@ -100,7 +100,7 @@ def secret_bits(value: str) -> float:
 
 def secret_problem(name: str, value: str | None) -> str | None:
     """Why a production secret is refused (a clause naming the variable); None if strong."""
-    how = "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+    how = "generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
     if not value:
         return f"{name} must be set to a random secret of at least {MIN_SECRET_LENGTH} characters"
     if len(value) < MIN_SECRET_LENGTH:

@@ -41,6 +41,7 @@ ADDRESS_BUDGET = min(item.amount for item in DEFAULT_LIMITS.address_failures)
 # The second API process believes proxy headers from this address only.
 TRUSTED_PROXY = "127.0.0.5"
 NEW_PASSWORD = "seven purple otters sing"
+XFF = "X-Forwarded-For"
 
 
 def _address() -> str:
@@ -425,11 +426,15 @@ def test_proxy_headers_are_believed_only_from_trusted_proxies(
     assert clients().sign_up(slug, "proxied").status_code == 303
     proxy = clients(TRUSTED_PROXY, base_url=second_api)
     token = proxy.csrf(f"/t/{slug}/sign-in")
-    client_a = {"X-Forwarded-For": _forwarded_client()}
-    client_b = {"X-Forwarded-For": _forwarded_client()}
-    # Through the trusted proxy, failures count against the client it names...
-    for _ in range(LOCKOUT_AFTER):
-        response = _sign_in_post(proxy, slug, "proxied", "a wrong guess", token, **client_a)
+    client_a = {XFF: _forwarded_client()}
+    client_b = {XFF: _forwarded_client()}
+    # Through the trusted proxy, failures count against the client it names (the address it
+    # appended; what the client wrote in front of it is ignored)...
+    for number in range(LOCKOUT_AFTER):
+        forged_then_appended = {"X-Forwarded-For": f"192.0.2.{number + 1}, {client_a[XFF]}"}
+        response = _sign_in_post(
+            proxy, slug, "proxied", "a wrong guess", token, **forged_then_appended
+        )
         assert response.status_code == 401
     assert _sign_in_post(proxy, slug, "proxied", PASSWORD, token, **client_a).status_code == 429
     # ...so another client behind the same proxy is not locked out.
