@@ -159,7 +159,12 @@ def test_posts_without_a_valid_csrf_token_are_refused(
         (f"/t/{slug}/sign-in", {"handle": "alice", "password": "correct horse battery"}),
         (f"/t/{slug}/sign-up", {"handle": "bob", "password": "correct horse battery"}),
         (f"/t/{slug}/sign-out", {}),
+        (
+            f"/t/{slug}/account/password",
+            {"current_password": "correct horse battery", "new_password": "a new passphrase"},
+        ),
         (f"/t/{slug}/admin/sign-in", {"api_key": key}),
+        (f"/t/{slug}/admin/sign-out", {}),
         (f"/t/{slug}/admin/attempts/{uuid.uuid4()}/retry", {}),
     ):
         assert client.http.post(path, data=data).status_code == 403, path
