@@ -3,8 +3,8 @@ behaves like a browser (cookies, CSRF tokens from the forms).
 
 The browser is Debian's `chromium` (Playwright's own browser download does not work on the
 machines this runs on); without it, the browser tests skip with the reason and the plain HTTP
-tests still run. The API server (`api_url`) runs in this process, so tests can reset the
-in-memory sign-in limits between tests.
+tests still run. The sign-in limits are counted in this run's Redis keys; tests reset them
+between tests (they all sign in from 127.0.0.1).
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def chromium_path() -> str | None:
 
 @pytest.fixture(autouse=True)
 def _fresh_sign_in_limits() -> Iterator[None]:
-    """Every test starts with empty sign-in counters (they all come from 127.0.0.1)."""
+    """Every test starts with empty sign-in counters (they all come from 127.0.0.1); only this
+    run's keys are deleted."""
     from app.web import auth
 
     auth.limits.reset()
