@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def migrate() -> None:
@@ -30,6 +31,18 @@ def migrate() -> None:
     command.upgrade(config, "head")
 
 
+def proxy_options() -> dict[str, Any]:
+    """uvicorn's proxy-header options from the settings: X-Forwarded-For and -Proto are
+    believed only from `GAUNTLET_TRUSTED_PROXIES` (uvicorn's own default believes them from
+    loopback, so that anyone reaching the port there could pick their address)."""
+    from app.config import get_settings
+
+    trusted = get_settings().trusted_proxy_list
+    if not trusted:
+        return {"proxy_headers": False, "forwarded_allow_ips": []}
+    return {"proxy_headers": True, "forwarded_allow_ips": trusted}
+
+
 def serve(host: str, port: int, workers: int) -> None:
     import uvicorn
 
@@ -41,6 +54,7 @@ def serve(host: str, port: int, workers: int) -> None:
         workers=workers,
         log_level="info",
         access_log=False,
+        **proxy_options(),
     )
 
 
@@ -160,8 +174,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _settings_or_exit() -> None:
+    """Unsafe production settings end the command with their reasons, not a traceback (and
+    never with the values: they may be secrets)."""
+    from pydantic import ValidationError
+
+    from app.config import get_settings
+
+    try:
+        get_settings()
+    except ValidationError as exc:
+        reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        sys.exit(f"gauntlet: cannot start: {reasons}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    if args.command != "eval":
+        _settings_or_exit()
     if args.command == "migrate":
         migrate()
     elif args.command == "serve":

@@ -8,19 +8,23 @@ throwaway database by accident.
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-MIN_ADMIN_TOKEN_LENGTH = 24
+from app.auth.strength import secret_problem
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="GAUNTLET_", env_file=".env", extra="ignore")
+    # Errors never echo the input: it holds secrets.
+    model_config = SettingsConfigDict(
+        env_prefix="GAUNTLET_", env_file=".env", extra="ignore", hide_input_in_errors=True
+    )
 
     mode: Literal["embedded", "production"] = "embedded"
     data_dir: Path = Path(".gauntlet")
@@ -69,6 +73,34 @@ class Settings(BaseSettings):
 
     seed_demo: bool = True
 
+    # Reverse proxies (addresses or networks, comma-separated) whose X-Forwarded-For and
+    # X-Forwarded-Proto headers are believed; uvicorn gets them as `forwarded_allow_ips`.
+    # Empty: none, so the address a connection comes from is the client's, whatever it sends.
+    trusted_proxies: str = ""
+    # Session cookies carry the Secure flag (browsers send them over HTTPS only). Unset: on in
+    # production, off in embedded mode (plain HTTP on 127.0.0.1); on for HTTPS requests always.
+    secure_cookies: bool | None = None
+    # Where sign-in limits and lockouts are counted, shared by every API process: a Redis URL.
+    # Unset: the broker's Redis; in embedded mode (one API process) this process's memory.
+    rate_limit_url: str | None = None
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_addresses(cls, value: str) -> str:
+        for entry in (part.strip() for part in value.split(",")):
+            if not entry:
+                continue
+            if entry == "*":
+                raise ValueError(
+                    "'*' would believe any client's X-Forwarded-For; list the proxies' "
+                    "addresses or networks"
+                )
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"{entry!r} is not an IP address or network") from exc
+        return value
+
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Settings:
         if self.mode != "production":
@@ -78,19 +110,41 @@ class Settings(BaseSettings):
             problems.append("GAUNTLET_DATABASE_URL must name a PostgreSQL database")
         if not self.broker_url or not self.broker_url.startswith(("redis://", "rediss://")):
             problems.append("GAUNTLET_BROKER_URL must name a Redis broker")
-        if not self.admin_token or len(self.admin_token) < MIN_ADMIN_TOKEN_LENGTH:
+        for name, value in (
+            ("GAUNTLET_ADMIN_TOKEN", self.admin_token),
+            ("GAUNTLET_SECRET_KEY", self.secret_key),
+        ):
+            problem = secret_problem(name, value)
+            if problem:
+                problems.append(problem)
+        if self.admin_token and self.admin_token == self.secret_key:
+            problems.append("GAUNTLET_ADMIN_TOKEN and GAUNTLET_SECRET_KEY must differ")
+        if self.rate_limit_url and not self.rate_limit_url.startswith(("redis://", "rediss://")):
             problems.append(
-                f"GAUNTLET_ADMIN_TOKEN must be set to a secret of at least "
-                f"{MIN_ADMIN_TOKEN_LENGTH} characters"
-            )
-        if not self.secret_key or len(self.secret_key) < MIN_ADMIN_TOKEN_LENGTH:
-            problems.append(
-                f"GAUNTLET_SECRET_KEY must be set to a secret of at least "
-                f"{MIN_ADMIN_TOKEN_LENGTH} characters"
+                "GAUNTLET_RATE_LIMIT_URL must name a Redis database (limits are shared by "
+                "every API process)"
             )
         if problems:
             raise ValueError("unsafe production settings: " + "; ".join(problems))
         return self
+
+    @property
+    def trusted_proxy_list(self) -> list[str]:
+        return [part.strip() for part in self.trusted_proxies.split(",") if part.strip()]
+
+    @property
+    def resolved_secure_cookies(self) -> bool:
+        if self.secure_cookies is not None:
+            return self.secure_cookies
+        return self.mode == "production"
+
+    @property
+    def resolved_rate_limit_url(self) -> str:
+        if self.rate_limit_url:
+            return self.rate_limit_url
+        if self.broker_url and self.broker_url.startswith(("redis://", "rediss://")):
+            return self.broker_url
+        return "memory://"
 
     @property
     def scorer_module_prefixes(self) -> tuple[str, ...]:

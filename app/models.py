@@ -1,7 +1,7 @@
 """Every table, imported in one place so Alembic and tests see the whole schema."""
 
 from app.attempt.models import Attempt, AttemptTask, Trial
-from app.auth.models import ApiKey
+from app.auth.models import ApiKey, BrowserSession
 from app.challenge.models import Challenge
 from app.leaderboard.models import LeaderboardEntry
 from app.scoring.models import ScorerPlugin
@@ -12,6 +12,7 @@ __all__ = [
     "ApiKey",
     "Attempt",
     "AttemptTask",
+    "BrowserSession",
     "Challenge",
     "LeaderboardEntry",
     "Participant",

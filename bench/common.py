@@ -30,8 +30,9 @@ PG_PORT = int(os.environ.get("BENCH_PG_PORT", "5432"))
 PG_USER = os.environ.get("BENCH_PG_USER", "postgres")
 PG_ADMIN_DB = os.environ.get("BENCH_PG_ADMIN_DB", "test")
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/10")
-ADMIN_TOKEN = "bench-admin-token-" + "b" * 32
-SECRET_KEY = "bench-secret-key-" + "s" * 32
+# Production refuses weak secrets; these are random (and public: benchmarks only).
+ADMIN_TOKEN = "gadm_bench_xrKlfuvJZKcCVzgkr4yejqR4vIXvqUjwjRJEPI-WeIg"
+SECRET_KEY = "sLyhUjb2ERvE5VGciciRL0ohT4OU7CZG_PbFn6JymO0"
 
 
 def gauntlet_bin() -> str:

@@ -7,6 +7,7 @@ Each integration test works in tenants of its own, so tests never see each other
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -24,7 +25,8 @@ import pytest
 from app.seed import DEMO_CHALLENGE
 
 ROOT = Path(__file__).resolve().parent.parent
-ADMIN_TOKEN = "test-admin-token-" + "x" * 24
+# Production refuses weak secrets (length and estimated entropy): random ones for each run.
+ADMIN_TOKEN = "gadm_test_" + secrets.token_urlsafe(32)
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ["GAUNTLET_ADMIN_TOKEN"] = ADMIN_TOKEN
@@ -47,7 +49,9 @@ TEST_SETTINGS = {
     # touch each other's keys: each run has its own queue and its own key prefix.
     "GAUNTLET_QUEUE": f"test-{_RUN_ID}",
     "GAUNTLET_REDIS_KEY_PREFIX": f"gauntlet-test-{_RUN_ID}:",
-    "GAUNTLET_SECRET_KEY": "test-secret-key-" + "s" * 24,
+    "GAUNTLET_SECRET_KEY": secrets.token_urlsafe(32),
+    # The test servers speak plain HTTP: a Secure cookie would never come back.
+    "GAUNTLET_SECURE_COOKIES": "false",
 }
 
 
@@ -99,10 +103,16 @@ class ServerThread:
     def __init__(self, port: int) -> None:
         import uvicorn
 
+        from app.cli import proxy_options
         from app.main import create_app
 
         config = uvicorn.Config(
-            create_app(), host="127.0.0.1", port=port, log_level="warning", access_log=False
+            create_app(),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            access_log=False,
+            **proxy_options(),
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

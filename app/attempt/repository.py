@@ -33,6 +33,7 @@ class SubmissionTarget:
     opens_at: datetime | None
     closes_at: datetime | None
     participant_id: uuid.UUID | None
+    participant_handle: str | None
 
 
 # The submission's statements are the busiest of the service (bench/README.md), so they are
@@ -50,13 +51,15 @@ _SUBMISSION_TARGET = (
         _CHALLENGES.c.opens_at,
         _CHALLENGES.c.closes_at,
         _PARTICIPANTS.c.id.label("participant_id"),
+        _PARTICIPANTS.c.handle.label("participant_handle"),
     )
     .select_from(
         _CHALLENGES.outerjoin(
             _PARTICIPANTS,
             and_(
                 _PARTICIPANTS.c.tenant_id == _CHALLENGES.c.tenant_id,
-                _PARTICIPANTS.c.handle == bindparam("handle"),
+                # Handles are unique ignoring case; this is the unique index's expression.
+                func.lower(_PARTICIPANTS.c.handle) == bindparam("handle_lower"),
             ),
         )
     )
@@ -85,10 +88,15 @@ class AttemptRepository:
     def submission_target(
         self, challenge_id: uuid.UUID, handle: str | None
     ) -> SubmissionTarget | None:
-        """The tenant's challenge (None if it has none of that id) and the handle's participant."""
+        """The tenant's challenge (None if it has none of that id) and the handle's participant
+        (ignoring case)."""
         row = self.session.execute(
             _SUBMISSION_TARGET,
-            {"tenant_id": self.tenant_id, "challenge_id": challenge_id, "handle": handle},
+            {
+                "tenant_id": self.tenant_id,
+                "challenge_id": challenge_id,
+                "handle_lower": handle.lower() if handle is not None else None,
+            },
         ).one_or_none()
         return None if row is None else SubmissionTarget(*row)
 

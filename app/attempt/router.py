@@ -84,7 +84,7 @@ def _submit_in(
 ) -> Response:
     with sessions() as session:
         principal = check_tenant_member(authenticate(session, credential))
-        attempt, created = service.submit_attempt(
+        attempt, created, handle = service.submit_attempt(
             session, principal, challenge_id, body, idempotency_key
         )
         headers = {"Location": f"/v1/attempts/{attempt.id}"}
@@ -93,9 +93,6 @@ def _submit_in(
         session.commit()
     if created:
         enqueue_attempts([attempt.id])
-    # A replay matched the stored request's fingerprint, participant included: the body's
-    # handle is the attempt's participant either way.
-    handle = body.participant or ""
     view = service.to_view(attempt, handle, None, full=principal.role == "admin")
     return Response(
         view.model_dump_json(),

@@ -6,7 +6,7 @@ import hashlib
 import json
 import uuid
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -23,6 +23,13 @@ from app.tenant.repository import ParticipantRepository
 
 class TransactionNeeded(Exception):
     """This submission checks attempt limits, which needs a transaction: run it in one."""
+
+
+class Submission(NamedTuple):
+    attempt: Attempt
+    created: bool  # False on an idempotent replay
+    # The participant's handle as first spelled (a body's 'ALICE' is participant 'alice').
+    participant_handle: str
 
 
 def _fingerprint(challenge_id: uuid.UUID, body: AttemptCreate) -> str:
@@ -109,8 +116,9 @@ def submit_attempt(
     challenge_id: uuid.UUID,
     body: AttemptCreate,
     idempotency_key: str | None,
-) -> tuple[Attempt, bool]:
-    """Stores a queued attempt; returns it and whether it is new (False on an idempotent replay).
+) -> Submission:
+    """Stores a queued attempt; returns it, whether it is new (False on an idempotent replay)
+    and the participant's handle as stored.
 
     The caller commits, then enqueues: the worker must find the row when the task arrives.
     Each write stands alone (a participant's first attempt makes the participant, which is
@@ -128,7 +136,9 @@ def submit_attempt(
     if idempotency_key is not None:
         existing = repo.by_idempotency_key(idempotency_key)
         if existing is not None:
-            return _replay(existing, challenge_id, fingerprint), False
+            # The fingerprint covers the handle as sent, so it named this participant.
+            handle = challenge.participant_handle or body.participant or ""
+            return Submission(_replay(existing, challenge_id, fingerprint), False, handle)
     if body.participant is None:
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
     now = utcnow()
@@ -140,8 +150,11 @@ def submit_attempt(
     if limited and autocommits(session):
         raise TransactionNeeded()
     participant_id = challenge.participant_id
+    handle = challenge.participant_handle or body.participant
     if participant_id is None:  # the handle's first attempt in this tenant
-        participant_id = ParticipantRepository(session, tenant_id).id_for_handle(body.participant)
+        participant_id, handle = ParticipantRepository(session, tenant_id).id_and_handle_for(
+            body.participant
+        )
     if limited:
         repo.lock_participant(participant_id)
         _check_limits(repo, challenge, participant_id, now)
@@ -169,13 +182,13 @@ def submit_attempt(
         run_count=0,
     )
     if repo.insert_new(attempt):
-        return attempt, True
+        return Submission(attempt, True, handle)
     # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
     assert idempotency_key is not None
     existing = repo.by_idempotency_key(idempotency_key)
     if existing is None:
         raise RuntimeError(f"Idempotency-Key {idempotency_key!r} conflicted, yet no attempt has it")
-    return _replay(existing, challenge_id, fingerprint), False
+    return Submission(_replay(existing, challenge_id, fingerprint), False, handle)
 
 
 def retry_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:

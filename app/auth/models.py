@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String, Uuid
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UTCDateTime, new_id, utcnow
@@ -25,3 +25,30 @@ class ApiKey(Base):
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+
+
+class BrowserSession(Base):
+    """A signed-in browser: a participant's web session, or a tenant admin's (signed in with an
+    API key). The cookie holds a random token; only its SHA-256 is stored, so the table does
+    not give sessions away. Deleting the row ends the session (sign-out, password change),
+    and `expires_at` is checked on every request."""
+
+    __tablename__ = "browser_sessions"
+    __table_args__ = (
+        CheckConstraint(
+            "(participant_id IS NULL) <> (api_key_id IS NULL)", name="one_kind_of_session"
+        ),
+        Index("ix_browser_sessions_tenant_id_expires_at", "tenant_id", "expires_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
+    participant_id: Mapped[uuid.UUID | None] = mapped_column(
+        Uuid, ForeignKey("participants.id", ondelete="CASCADE"), index=True, default=None
+    )
+    api_key_id: Mapped[uuid.UUID | None] = mapped_column(
+        Uuid, ForeignKey("api_keys.id", ondelete="CASCADE"), index=True, default=None
+    )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)

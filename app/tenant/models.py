@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String, UniqueConstraint, Uuid
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, Uuid, func
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UTCDateTime, new_id, utcnow
@@ -19,9 +19,16 @@ class Tenant(Base):
 
 
 class Participant(Base):
-    """A player of one tenant; created on first use by a tenant key, or by signing up."""
+    """A player of one tenant; created on first use by a tenant key, or by signing up.
+
+    Handles are unique in a tenant ignoring case ('Alice' and 'alice' are one player); the
+    first spelling is kept for display. Handles are ASCII (`app.schemas.Handle`), so SQL's
+    lower() and Python's agree on both databases.
+    """
 
     __tablename__ = "participants"
+    # The plain unique constraint is older and now redundant; it stays because dropping it
+    # means rebuilding the table on SQLite (see the 20261126 accounts migration).
     __table_args__ = (UniqueConstraint("tenant_id", "handle"),)
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
@@ -31,3 +38,11 @@ class Participant(Base):
     handle: Mapped[str] = mapped_column(String(64))
     password_hash: Mapped[str | None] = mapped_column(String(255), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+Index(
+    "ux_participants_tenant_id_lower_handle",
+    Participant.tenant_id,
+    func.lower(Participant.handle),
+    unique=True,
+)

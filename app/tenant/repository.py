@@ -40,28 +40,36 @@ class ParticipantRepository:
         )
 
     def get_by_handle(self, handle: str) -> Participant | None:
+        """The participant with this handle, ignoring case."""
         return self.session.scalar(
             select(Participant).where(
-                Participant.tenant_id == self.tenant_id, Participant.handle == handle
+                Participant.tenant_id == self.tenant_id,
+                func.lower(Participant.handle) == handle.lower(),
             )
         )
 
     def id_for_handle(self, handle: str) -> uuid.UUID:
-        """The handle's participant, created on first use; racing first uses make one row (the
-        later insert waits for the earlier transaction, then inserts nothing)."""
+        return self.id_and_handle_for(handle)[0]
+
+    def id_and_handle_for(self, handle: str) -> tuple[uuid.UUID, str]:
+        """The handle's participant (ignoring case), created on first use, and its handle as
+        first spelled. Racing first uses, in any mix of cases, make one row: the later insert
+        waits for the earlier transaction, then inserts nothing and finds that row. No
+        conflict target: the exact-spelling constraint may be the one a race trips first, and a
+        targeted ON CONFLICT would raise on it."""
         insert = insert_for(self.session)
         created: uuid.UUID | None = self.session.scalar(
             insert(Participant)
             .values(id=uuid.uuid4(), tenant_id=self.tenant_id, handle=handle, created_at=utcnow())
-            .on_conflict_do_nothing(index_elements=["tenant_id", "handle"])
+            .on_conflict_do_nothing()
             .returning(Participant.id)
         )
         if created is not None:
-            return created
+            return created, handle
         existing = self.get_by_handle(handle)
         if existing is None:
             raise RuntimeError(f"participant {handle!r} conflicted on insert, yet is not there")
-        return existing.id
+        return existing.id, existing.handle
 
     def page(self, limit: int, offset: int) -> tuple[list[Participant], int]:
         scoped = Participant.tenant_id == self.tenant_id

@@ -13,7 +13,6 @@ from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
 from app.attempt.models import Attempt, AttemptTask, Trial
-from app.auth.models import ApiKey
 from app.challenge.models import Challenge
 from app.db import utcnow
 from app.leaderboard.models import LeaderboardEntry
@@ -376,15 +375,3 @@ def recent_errors(session: Session, tenant_id: uuid.UUID, *, limit: int) -> list
         .limit(limit)
     ).tuples()
     return [FailedAttempt(attempt, handle, title, slug) for attempt, handle, title, slug in rows]
-
-
-def active_admin_key(session: Session, tenant_id: uuid.UUID, key_id: uuid.UUID) -> ApiKey | None:
-    """The key if it still exists, is not revoked, belongs to the tenant and is an admin's."""
-    return session.scalar(
-        select(ApiKey).where(
-            ApiKey.tenant_id == tenant_id,
-            ApiKey.id == key_id,
-            ApiKey.revoked_at.is_(None),
-            ApiKey.role == "admin",
-        )
-    )

@@ -23,6 +23,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from sqlalchemy.exc import OperationalError
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from app.auth.rate_limits import LimitsUnavailable
 from app.errors import AppError
 from app.web import auth, service
 
@@ -197,6 +198,14 @@ class HtmlRoute(APIRoute):
                 response = error_page(request, exc.status_code, "Request refused", exc.message)
             except RequestValidationError:
                 response = error_page(request, 404, *_not_found_text())
+            except LimitsUnavailable:
+                log.warning("rate-limit store unavailable while serving %s", request.url.path)
+                response = error_page(
+                    request,
+                    503,
+                    "Temporarily unavailable",
+                    "Signing in is unavailable for a moment. Try again shortly.",
+                )
             except OperationalError:
                 log.warning("database unavailable while rendering %s", request.url.path)
                 response = error_page(

@@ -3,7 +3,8 @@
 Routes (all under `/t/{tenant_slug}` but the home page):
 - `/`: tenants with public challenges, each challenge one click away.
 - `/t/{tenant}/`: the challenges a visitor may see, by status, with their best result.
-- `/t/{tenant}/sign-up`, `/sign-in`, `/sign-out`: participant accounts of this tenant.
+- `/t/{tenant}/sign-up`, `/sign-in`, `/sign-out`: participant accounts of this tenant;
+  `/t/{tenant}/account`: the signed-in participant's account (password change).
 - `/t/{tenant}/challenges/{slug}`: goal, attempt form (a prompt, or a model spec for benchmark
   challenges), the participant's attempts (updated live from `.../live`), the leaderboard beside
   them and, for benchmarks, the curves of the top models; `.../leaderboard`: the full
@@ -36,6 +37,7 @@ from app.attempt.models import Attempt
 from app.attempt.repository import AttemptRepository
 from app.attempt.schemas import AttemptCreate
 from app.attempt.service import retry_attempt, submit_attempt
+from app.auth import sessions
 from app.auth.models import ApiKey
 from app.auth.principal import Principal
 from app.auth.service import authenticate
@@ -78,7 +80,12 @@ NOTICES = {
     "not-retryable": "That attempt cannot be re-run: only attempts that ended in error can.",
     "admin-signed-in": "You are signed in as a tenant admin.",
     "admin-signed-out": "You are signed out of the admin view.",
-    "key-invalid": "Your admin key is no longer valid (revoked or deleted). Sign in again.",
+    "key-invalid": (
+        "Your admin session has ended (signed out, expired, or its key revoked). Sign in again."
+    ),
+    "password-changed": (
+        "Your password is changed. Every other session of your account is signed out."
+    ),
 }
 
 CsrfField = Annotated[str, Form(alias="csrf_token")]
@@ -209,6 +216,7 @@ def _sign_up_page(
         web,
         "sign_up.html",
         status_code=error.status_code if error else 200,
+        headers=error.headers if error else None,
         title=f"Create an account · {tenant.name}",
         tenant=tenant,
         participant=participant,
@@ -236,6 +244,7 @@ def _sign_in_page(
         web,
         "sign_in.html",
         status_code=error.status_code if error else 200,
+        headers=error.headers if error else None,
         title=f"Sign in · {tenant.name}",
         tenant=tenant,
         participant=participant,
@@ -247,14 +256,18 @@ def _sign_in_page(
 
 def _back_signed_in(
     request: Request,
+    session: Session,
     web: auth.WebSession,
     tenant: Tenant,
     participant_id: uuid.UUID,
     next: str | None,
     notice: str,
 ) -> Response:
-    """Signs the participant in and sends them back where they came from, with a notice."""
-    web.sign_in(tenant.id, participant_id)
+    """Starts a session for the participant (committing the request's work with it) and sends
+    them back where they came from, with a notice."""
+    token = service.start_session(session, web, tenant.id, participant_id)
+    session.commit()
+    web.sign_in(token)
     target = _safe_next(tenant, next)
     separator = "&" if "?" in target else "?"
     return redirect(request, web, f"{target}{separator}notice={notice}")
@@ -280,18 +293,15 @@ def sign_up(
 ) -> Response:
     web, tenant, _ = _visitor(request, session, tenant_slug)
     _require_csrf(web, csrf_token)
-    client = auth.client_address(request)
+    address = auth.client_address(request)
     try:
-        refusal = auth.limits.check_sign_up(client)
-        if refusal is not None:
-            raise service.FormError(refusal.message, status_code=429)
+        service.check_sign_up_allowed(address)
         participant = service.sign_up(session, tenant.id, handle, password)
     except service.FormError as exc:
         session.rollback()
         return _sign_up_page(request, web, tenant, next, handle=handle, error=exc)
-    session.commit()
-    auth.limits.signed_up(client)
-    return _back_signed_in(request, web, tenant, participant.id, next, "signed-up")
+    auth.limits.signed_up(address)
+    return _back_signed_in(request, session, web, tenant, participant.id, next, "signed-up")
 
 
 @router.get("/t/{tenant_slug}/sign-in")
@@ -321,8 +331,7 @@ def sign_in(
     except service.FormError as exc:
         session.rollback()
         return _sign_in_page(request, web, tenant, next, handle=handle, error=exc)
-    session.commit()
-    return _back_signed_in(request, web, tenant, participant.id, next, "signed-in")
+    return _back_signed_in(request, session, web, tenant, participant.id, next, "signed-in")
 
 
 @router.post("/t/{tenant_slug}/sign-out")
@@ -331,8 +340,80 @@ def sign_out(
 ) -> Response:
     web, tenant, _ = _visitor(request, session, tenant_slug)
     _require_csrf(web, csrf_token)
+    # The server forgets the session: a copy of the cookie signs nobody in afterwards.
+    service.end_session(session, web)
+    session.commit()
     web.sign_out()
     return redirect(request, web, _tenant_url(tenant, "?notice=signed-out"))
+
+
+def _account_page(
+    request: Request,
+    web: auth.WebSession,
+    tenant: Tenant,
+    participant: Participant,
+    *,
+    error: service.FormError | None = None,
+    notice: str | None = None,
+) -> Response:
+    return page(
+        request,
+        web,
+        "account.html",
+        status_code=error.status_code if error else 200,
+        headers=error.headers if error else None,
+        title=f"Your account · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        error=error.message if error else None,
+        error_field=error.field if error else None,
+        min_password=auth.MIN_PASSWORD_LENGTH,
+        notice=notice,
+    )
+
+
+@router.get("/t/{tenant_slug}/account")
+def account(
+    tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
+) -> Response:
+    web, tenant, participant = _visitor(request, session, tenant_slug)
+    if participant is None:
+        return redirect(request, web, _tenant_url(tenant, f"sign-in?next=/t/{tenant.slug}/account"))
+    return _account_page(request, web, tenant, participant, notice=_notice(notice))
+
+
+@router.post("/t/{tenant_slug}/account/password")
+def change_password(
+    tenant_slug: str,
+    request: Request,
+    session: SessionDep,
+    csrf_token: CsrfField = "",
+    current_password: Annotated[str, Form()] = "",
+    new_password: Annotated[str, Form()] = "",
+) -> Response:
+    web, tenant, participant = _visitor(request, session, tenant_slug)
+    _require_csrf(web, csrf_token)
+    if participant is None:
+        return redirect(request, web, _tenant_url(tenant, f"sign-in?next=/t/{tenant.slug}/account"))
+    try:
+        service.change_password(
+            session,
+            tenant.id,
+            participant,
+            current_password,
+            new_password,
+            auth.client_address(request),
+        )
+    except service.FormError as exc:
+        session.rollback()
+        return _account_page(request, web, tenant, participant, error=exc)
+    # Every session of the participant ended with the change, this browser's too: it gets a
+    # new one, so the person who changed the password stays signed in here only.
+    web.sign_out()
+    token = service.start_session(session, web, tenant.id, participant.id)
+    session.commit()
+    web.sign_in(token)
+    return redirect(request, web, _tenant_url(tenant, "account?notice=password-changed"))
 
 
 # Challenge page -------------------------------------------------------------------------------
@@ -497,7 +578,9 @@ def submit(
         participant_handle=participant.handle,
     )
     try:
-        attempt, created = submit_attempt(session, principal, challenge.id, body, idempotency_key)
+        attempt, created, _ = submit_attempt(
+            session, principal, challenge.id, body, idempotency_key
+        )
     except AppError as exc:
         return again(exc.status_code, exc.message, service.error_field(exc))
     session.commit()
@@ -715,10 +798,10 @@ def attempt_task(
 
 
 def _admin_key(request: Request, session: Session, tenant: Tenant) -> ApiKey | None:
-    """The admin's key, checked against the database on every request (revocation is
-    immediate)."""
-    key_id = auth.admin_key_id(request, tenant.id)
-    return queries.active_admin_key(session, tenant.id, key_id) if key_id else None
+    """The admin's key, through its live admin session, checked against the database on
+    every request (sign-out, expiry and revocation are immediate)."""
+    token = auth.admin_session_token(request)
+    return sessions.admin_key_of(session, tenant.id, token) if token else None
 
 
 def _admin_sign_in_page(
@@ -729,12 +812,14 @@ def _admin_sign_in_page(
     status_code: int = 200,
     error: str | None = None,
     notice: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Response:
     return page(
         request,
         web,
         "admin_sign_in.html",
         status_code=status_code,
+        headers=headers,
         admin_page=True,
         title=f"Admin sign-in · {tenant.name}",
         tenant=tenant,
@@ -757,7 +842,7 @@ def admin(
             _tenant_url(tenant, "admin/sign-in" + (f"?notice={code}" if code else "")),
         )
         if code:
-            auth.clear_admin_cookie(response, tenant.slug)
+            auth.clear_admin_cookie(request, response, tenant.slug)
         return response
     challenges = queries.all_challenges(session, tenant.id, limit=200)
     counts = queries.attempt_status_counts(session, tenant.id, [c.id for c in challenges])
@@ -796,10 +881,17 @@ def admin_sign_in(
 ) -> Response:
     web, tenant, _ = _visitor(request, session, tenant_slug)
     _require_csrf(web, csrf_token)
-    client = auth.client_address(request)
-    refusal = auth.limits.check_client(client)
+    address = auth.client_address(request)
+    refusal = auth.limits.check_address(address)
     if refusal is not None:
-        return _admin_sign_in_page(request, web, tenant, status_code=429, error=refusal.message)
+        return _admin_sign_in_page(
+            request,
+            web,
+            tenant,
+            status_code=429,
+            error=refusal.message,
+            headers={"Retry-After": str(refusal.retry_after_seconds)},
+        )
     try:
         principal = authenticate(session, api_key.strip())
     except Unauthorized:
@@ -811,7 +903,7 @@ def admin_sign_in(
         or principal.role != "admin"
         or principal.api_key_id is None
     ):
-        auth.limits.sign_in_failed(None, None, client)
+        auth.limits.sign_in_failed(None, None, address)
         return _admin_sign_in_page(
             request,
             web,
@@ -819,8 +911,12 @@ def admin_sign_in(
             status_code=401,
             error=f"This is not a valid admin API key of {tenant.name}.",
         )
+    token = sessions.start_admin_session(
+        session, tenant.id, principal.api_key_id, auth.admin_session_token(request)
+    )
+    session.commit()
     response = redirect(request, web, _tenant_url(tenant, "admin?notice=admin-signed-in"))
-    auth.set_admin_cookie(request, response, tenant.slug, tenant.id, principal.api_key_id)
+    auth.set_admin_cookie(request, response, tenant.slug, token)
     return response
 
 
@@ -830,8 +926,12 @@ def admin_sign_out(
 ) -> Response:
     web, tenant, _ = _visitor(request, session, tenant_slug)
     _require_csrf(web, csrf_token)
+    token = auth.admin_session_token(request)
+    if token is not None:
+        sessions.end_session(session, token)
+        session.commit()
     response = redirect(request, web, _tenant_url(tenant, "admin/sign-in?notice=admin-signed-out"))
-    auth.clear_admin_cookie(response, tenant.slug)
+    auth.clear_admin_cookie(request, response, tenant.slug)
     return response
 
 

@@ -22,6 +22,8 @@ from app.attempt.models import Attempt, Trial
 from app.attempt.repository import AttemptRepository
 from app.attempt.schemas import AttemptCreate, AttemptRead, TrialRead
 from app.attempt.service import to_view, trial_view
+from app.auth import sessions
+from app.auth.rate_limits import Refusal
 from app.challenge.models import Challenge
 from app.challenge.schemas import ChallengePublic
 from app.challenge.service import challenge_status, to_public_view
@@ -44,8 +46,15 @@ class FormError(AppError):
     status_code = 422
     code = "validation_error"
 
-    def __init__(self, message: str, *, field: str | None = None, status_code: int = 422):
-        super().__init__(message)
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        status_code: int = 422,
+        headers: dict[str, str] | None = None,
+    ):
+        super().__init__(message, headers=headers)
         self.field = field
         self.status_code = status_code
 
@@ -72,49 +81,99 @@ def sign_up(session: Session, tenant_id: uuid.UUID, handle: str, password: str) 
     leaderboard.
     """
     handle = clean_handle(handle)
-    problem = auth.password_problem(password)
+    problem = auth.password_problem(password, handle)
     if problem:
         raise FormError(problem, field="password")
     taken = FormError("This handle is taken. Choose another one.", field="handle", status_code=409)
     if queries.handle_in_use(session, tenant_id, handle):
         raise taken
     try:
+        # The unique index on the lower-cased handle decides races ('Alice' against 'alice').
         return queries.add_participant(session, tenant_id, handle, auth.hash_password(password))
     except IntegrityError as exc:
         raise taken from exc
 
 
+def _refuse_if_limited(refusal: Refusal | None) -> None:
+    if refusal is not None:
+        raise FormError(
+            refusal.message,
+            status_code=429,
+            headers={"Retry-After": str(refusal.retry_after_seconds)},
+        )
+
+
+def check_sign_up_allowed(address: str) -> None:
+    _refuse_if_limited(auth.limits.check_sign_up(address))
+
+
 def sign_in(
-    session: Session, tenant_id: uuid.UUID, handle: str, password: str, client: str
+    session: Session, tenant_id: uuid.UUID, handle: str, password: str, address: str
 ) -> Participant:
     handle = handle.strip()
-    refusal = auth.limits.check_sign_in(tenant_id, handle, client)
-    if refusal is not None:
-        raise FormError(refusal.message, status_code=429)
+    _refuse_if_limited(auth.limits.check_sign_in(tenant_id, handle, address))
     participant = (
         ParticipantRepository(session, tenant_id).get_by_handle(handle) if handle else None
     )
     password_hash = participant.password_hash if participant is not None else None
     if participant is None or not auth.verify_password(password_hash, password):
-        auth.limits.sign_in_failed(tenant_id, handle, client)
+        auth.limits.sign_in_failed(tenant_id, handle, address)
         raise FormError("Wrong handle or password.", status_code=401)
-    auth.limits.sign_in_succeeded(tenant_id, handle)
+    auth.limits.sign_in_succeeded(tenant_id, handle, address)
     if password_hash is not None and auth.needs_rehash(password_hash):
         participant.password_hash = auth.hash_password(password)
         session.flush()
     return participant
 
 
+def change_password(
+    session: Session,
+    tenant_id: uuid.UUID,
+    participant: Participant,
+    current_password: str,
+    new_password: str,
+    address: str,
+) -> None:
+    """Sets a new password after checking the current one (a stolen session alone must not
+    change it) and ends every session of the participant; the caller starts a new one for
+    this browser. Wrong current passwords count as failed sign-ins (lockout included)."""
+    _refuse_if_limited(auth.limits.check_sign_in(tenant_id, participant.handle, address))
+    if not auth.verify_password(participant.password_hash, current_password):
+        auth.limits.sign_in_failed(tenant_id, participant.handle, address)
+        raise FormError(
+            "Your current password is not right.", field="current_password", status_code=401
+        )
+    problem = auth.password_problem(new_password, participant.handle)
+    if problem:
+        raise FormError(problem, field="new_password")
+    if new_password == current_password:
+        raise FormError("Your new password must differ from the current one.", field="new_password")
+    participant.password_hash = auth.hash_password(new_password)
+    session.flush()
+    sessions.end_participant_sessions(session, tenant_id, participant.id)
+
+
+def start_session(
+    session: Session, web: auth.WebSession, tenant_id: uuid.UUID, participant_id: uuid.UUID
+) -> str:
+    """A new server-side session for the participant, ending the browser's previous one;
+    returns its token. The caller commits, then signs the cookie in with it."""
+    return sessions.start_participant_session(session, tenant_id, participant_id, web.server_token)
+
+
+def end_session(session: Session, web: auth.WebSession) -> None:
+    token = web.server_token
+    if token is not None:
+        sessions.end_session(session, token)
+
+
 def signed_in_participant(
     session: Session, web: auth.WebSession, tenant_id: uuid.UUID
 ) -> Participant | None:
-    """The participant this session is signed in as, in this tenant, if still a web account."""
-    if web.tenant_id != tenant_id or web.participant_id is None:
-        return None
-    participant = ParticipantRepository(session, tenant_id).get(web.participant_id)
-    if participant is None or participant.password_hash is None:
-        return None
-    return participant
+    """The participant this browser's live session of this tenant is for, if still a web
+    account."""
+    token = web.server_token
+    return sessions.participant_of(session, tenant_id, token) if token is not None else None
 
 
 # Challenges -----------------------------------------------------------------------------------

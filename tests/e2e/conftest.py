@@ -3,8 +3,8 @@ behaves like a browser (cookies, CSRF tokens from the forms).
 
 The browser is Debian's `chromium` (Playwright's own browser download does not work on the
 machines this runs on); without it, the browser tests skip with the reason and the plain HTTP
-tests still run. The API server (`api_url`) runs in this process, so tests can reset the
-in-memory sign-in limits between tests.
+tests still run. The sign-in limits are counted in this run's Redis keys; tests reset them
+between tests (they all sign in from 127.0.0.1).
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def chromium_path() -> str | None:
 
 @pytest.fixture(autouse=True)
 def _fresh_sign_in_limits() -> Iterator[None]:
-    """Every test starts with empty sign-in counters (they all come from 127.0.0.1)."""
+    """Every test starts with empty sign-in counters (they all come from 127.0.0.1); only this
+    run's keys are deleted."""
     from app.web import auth
 
     auth.limits.reset()
@@ -137,8 +138,12 @@ _CSRF = re.compile(r'name="csrf_token" value="([0-9a-f]+)"')
 class WebClient:
     """A cookie-keeping HTTP client that fills in CSRF tokens like a browser submitting a form."""
 
-    def __init__(self, base_url: str) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=30, follow_redirects=False)
+    def __init__(self, base_url: str, local_address: str | None = None) -> None:
+        # A local address (any of 127.0.0.0/8) makes the client another address to the server.
+        transport = httpx.HTTPTransport(local_address=local_address) if local_address else None
+        self.http = httpx.Client(
+            base_url=base_url, timeout=30, follow_redirects=False, transport=transport
+        )
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
         return self.http.get(path, **kwargs)

@@ -159,7 +159,12 @@ def test_posts_without_a_valid_csrf_token_are_refused(
         (f"/t/{slug}/sign-in", {"handle": "alice", "password": "correct horse battery"}),
         (f"/t/{slug}/sign-up", {"handle": "bob", "password": "correct horse battery"}),
         (f"/t/{slug}/sign-out", {}),
+        (
+            f"/t/{slug}/account/password",
+            {"current_password": "correct horse battery", "new_password": "a new passphrase"},
+        ),
         (f"/t/{slug}/admin/sign-in", {"api_key": key}),
+        (f"/t/{slug}/admin/sign-out", {}),
         (f"/t/{slug}/admin/attempts/{uuid.uuid4()}/retry", {}),
     ):
         assert client.http.post(path, data=data).status_code == 403, path
@@ -258,27 +263,23 @@ def test_sign_in_is_rate_limited_per_handle_and_per_client(
     slug = owner["slug"]
     _signed_in(web_client, slug, "erin")
     client = web_client()
-    for _ in range(auth.limits.per_account.limit):
+    for _ in range(auth.limits.lockout_after):
         response = client.sign_in(slug, "erin", "wrong password")
         assert response.status_code == 401 and "Wrong handle or password" in response.text
     refused = client.sign_in(slug, "erin")  # even the right password, for now
     assert refused.status_code == 429
     assert "Too many failed sign-in attempts for this handle" in refused.text
     assert re.search(r"Try again in \d+ minutes?", refused.text)
+    assert int(refused.headers["retry-after"]) > 0
     # Other handles are not locked by erin's failures...
     frank = _signed_in(web_client, slug, "frank")
     assert frank.sign_in(slug, "frank").status_code == 303
     # ...until one client fails too often across handles.
     auth.limits.reset()
-    original = auth.limits.per_client.limit
-    auth.limits.per_client.limit = 3
-    try:
-        for number in range(3):
-            assert client.sign_in(slug, f"nobody{number}", "wrong password").status_code == 401
-        refused = client.sign_in(slug, "frank")
-        assert refused.status_code == 429 and "from your network" in refused.text
-    finally:
-        auth.limits.per_client.limit = original
+    for number in range(auth.limits.address_failures[0].amount):
+        assert client.sign_in(slug, f"nobody{number}", "wrong password").status_code == 401
+    refused = client.sign_in(slug, "frank")
+    assert refused.status_code == 429 and "from your network" in refused.text
 
 
 # What pages show --------------------------------------------------------------------------------

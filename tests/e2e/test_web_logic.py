@@ -1,5 +1,5 @@
-"""Pure logic of the web UI, no services needed: reasoning folding, rate-limit windows, session
-cookies and CSRF tokens."""
+"""Pure logic of the web UI, no services needed: reasoning folding, sign-in limits (in memory),
+client addresses, session cookies and CSRF tokens."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import uuid
 from typing import Any
 
 import pytest
+from limits.storage import MemoryStorage
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.auth.rate_limits import AccountLimits
 from app.web import auth
 from app.web.service import split_reasoning
 
@@ -33,39 +35,74 @@ def test_reasoning_is_split_from_the_answer(text: str, answer: str, reasoning: l
     assert split_reasoning(text) == (answer, reasoning)
 
 
-def test_a_sliding_window_refuses_past_its_limit_and_forgets_old_events() -> None:
-    counter = auth.SlidingWindowCounter(limit=2, window_seconds=60)
-    assert counter.retry_after("k", now=0) is None
-    counter.add("k", now=0)
-    counter.add("k", now=10)
-    assert counter.retry_after("k", now=20) == pytest.approx(40)
-    assert counter.retry_after("other", now=20) is None
-    assert counter.retry_after("k", now=60.5) is None  # the first event left the window
-    counter.add("k", now=61)
-    assert counter.retry_after("k", now=62) == pytest.approx(8)
-    counter.clear("k")
-    assert counter.retry_after("k", now=62) is None
+def _limits(**tiers: str) -> AccountLimits:
+    return AccountLimits(storage=MemoryStorage(), **tiers)
 
 
-def test_a_sliding_window_holds_a_bounded_number_of_keys() -> None:
-    counter = auth.SlidingWindowCounter(limit=1, window_seconds=60, max_keys=3)
-    for number in range(10):
-        counter.add(f"client-{number}", now=0)
-    assert counter.retry_after("client-9", now=1) is not None
-    assert counter.retry_after("client-0", now=1) is None  # forgotten, least recently used
-
-
-def test_account_limits_ignore_handle_case_and_clear_on_success() -> None:
-    limits = auth.SignInLimits(failures_per_account=2, failures_per_client=100)
+def test_lockouts_are_per_handle_and_address_ignoring_handle_case() -> None:
+    limits = _limits(account_failures="2/minute", address_failures="100/minute")
     tenant = uuid.uuid4()
     limits.sign_in_failed(tenant, "Alice", "10.0.0.1")
-    limits.sign_in_failed(tenant, "alice", "10.0.0.2")
-    refusal = limits.check_sign_in(tenant, "ALICE", "10.0.0.3")
+    limits.sign_in_failed(tenant, "alice", "10.0.0.1")
+    refusal = limits.check_sign_in(tenant, "ALICE", "10.0.0.1")
     assert refusal is not None and "for this handle" in refusal.message
-    assert refusal.retry_after_seconds > 0
-    assert limits.check_sign_in(uuid.uuid4(), "alice", "10.0.0.3") is None  # another tenant
-    limits.sign_in_succeeded(tenant, "alice")
-    assert limits.check_sign_in(tenant, "alice", "10.0.0.3") is None
+    assert 0 < refusal.retry_after_seconds <= 60
+    assert limits.check_sign_in(tenant, "alice", "10.0.0.2") is None  # the owner elsewhere
+    assert limits.check_sign_in(uuid.uuid4(), "alice", "10.0.0.1") is None  # another tenant
+    limits.sign_in_succeeded(tenant, "alice", "10.0.0.1")
+    assert limits.check_sign_in(tenant, "alice", "10.0.0.1") is None
+
+
+def test_lockouts_back_off_as_failures_pile_up() -> None:
+    limits = _limits(account_failures="2/minute;3/hour", address_failures="100/minute")
+    tenant = uuid.uuid4()
+    for _ in range(2):
+        limits.sign_in_failed(tenant, "bob", "10.0.0.1")
+    first = limits.check_sign_in(tenant, "bob", "10.0.0.1")
+    assert first is not None and first.retry_after_seconds <= 60
+    limits.sign_in_failed(tenant, "bob", "10.0.0.1")  # a third after the first lockout
+    second = limits.check_sign_in(tenant, "bob", "10.0.0.1")
+    assert second is not None and second.retry_after_seconds > 60
+    assert "Try again in 60 minutes" in second.message
+
+
+def test_an_address_failing_across_handles_is_refused() -> None:
+    limits = _limits(address_failures="3/minute")
+    tenant = uuid.uuid4()
+    for number in range(3):
+        assert limits.check_sign_in(tenant, f"h{number}", "10.0.0.9") is None
+        limits.sign_in_failed(tenant, f"h{number}", "10.0.0.9")
+    refusal = limits.check_sign_in(tenant, "someone-else", "10.0.0.9")
+    assert refusal is not None and "from your network" in refusal.message
+    assert limits.check_address("10.0.0.9") is not None
+    assert limits.check_address("10.0.0.10") is None
+
+
+def test_sign_ups_are_counted_per_address() -> None:
+    limits = _limits(address_sign_ups="2/minute")
+    limits.signed_up("10.0.0.1")
+    assert limits.check_sign_up("10.0.0.1") is None
+    limits.signed_up("10.0.0.1")
+    refusal = limits.check_sign_up("10.0.0.1")
+    assert refusal is not None and "new accounts" in refusal.message
+    assert limits.check_sign_up("10.0.0.2") is None
+    limits.reset()
+    assert limits.check_sign_up("10.0.0.1") is None
+
+
+@pytest.mark.parametrize(
+    ("peer", "address"),
+    [
+        ("203.0.113.7", "203.0.113.7"),
+        ("::ffff:203.0.113.7", "203.0.113.7"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2:ffff::1", "2001:db8:1:2::/64"),
+        ("testclient", "testclient"),
+    ],
+)
+def test_client_addresses_count_ipv6_by_network(peer: str, address: str) -> None:
+    request = Request({"type": "http", "headers": [], "path": "/", "client": (peer, 1234)})
+    assert auth.client_address(request) == address
 
 
 def _request(cookie: str | None = None) -> Request:
@@ -82,23 +119,19 @@ def _issued_cookie(session: auth.WebSession) -> str:
 
 def test_a_session_survives_the_round_trip_and_tampering_does_not() -> None:
     session = auth.load_session(_request())
-    assert session.changed and session.participant_id is None
-    tenant, participant = uuid.uuid4(), uuid.uuid4()
-    session.sign_in(tenant, participant)
+    assert session.changed and not session.signed_in and session.server_token is None
+    token = "t" + uuid.uuid4().hex
+    session.sign_in(token)
     cookie = _issued_cookie(session)
     loaded = auth.load_session(_request(cookie))
-    assert (loaded.session_id, loaded.tenant_id, loaded.participant_id) == (
-        session.session_id,
-        tenant,
-        participant,
-    )
+    assert (loaded.session_id, loaded.signed_in, loaded.server_token) == (token, True, token)
     assert not loaded.changed
     assert auth.csrf_valid(loaded, session.csrf_token)
     # Not the last character: base64 ignores some of its bits (same bytes, same signature).
     for index in (2, len(cookie) // 2, len(cookie) - 3):
         forged = cookie[:index] + ("A" if cookie[index] != "A" else "B") + cookie[index + 1 :]
         anonymous = auth.load_session(_request(forged))
-        assert anonymous.participant_id is None and anonymous.changed
+        assert not anonymous.signed_in and anonymous.changed
         assert not auth.csrf_valid(anonymous, session.csrf_token)
 
 
@@ -108,7 +141,7 @@ def test_csrf_tokens_belong_to_one_session_and_change_on_sign_in() -> None:
     assert auth.csrf_valid(session, token)
     for wrong in ("", token[:-1], token.upper(), "ü" * 64, auth.csrf_token_for("x" * 32)):
         assert not auth.csrf_valid(session, wrong)
-    session.sign_in(uuid.uuid4(), uuid.uuid4())
+    session.sign_in("t" + uuid.uuid4().hex)
     assert not auth.csrf_valid(session, token)
 
 
@@ -121,7 +154,8 @@ def test_passwords_are_hashed_with_argon2_and_checked() -> None:
     assert not auth.verify_password("not a hash", "x")
     assert auth.password_problem("short") is not None
     assert auth.password_problem("x" * 1000) is not None
-    assert auth.password_problem("eight ch") is None
+    assert auth.password_problem("eight ch") is not None  # too easy to guess now
+    assert auth.password_problem("correct horse battery") is None
 
 
 # Benchmark challenges: the curve chart, progress, the model-spec form -----------------------------

@@ -104,9 +104,13 @@ def test_submission_target_is_the_tenants_challenge_with_the_handles_participant
         assert target.limits == {"max_attempts_total": 3}
         assert target.opens_at == opens and target.closes_at is None
         assert target.opens_at.tzinfo is not None
-        for handle in ("bob", "ALICE", None):
+        for handle in ("bob", None):
             found = repo.submission_target(challenge.id, handle)
             assert found is not None and found.participant_id is None
+        # A handle names one participant ignoring case, shown as first spelled.
+        found = repo.submission_target(challenge.id, "ALICE")
+        assert found is not None
+        assert (found.participant_id, found.participant_handle) == (alice.id, "alice")
         assert repo.submission_target(uuid.uuid4(), "alice") is None
         # Another tenant's challenge is not found, even with a handle of that tenant.
         assert AttemptRepository(session, other.id).submission_target(challenge.id, "bob") is None
@@ -147,5 +151,8 @@ def test_a_handle_is_one_participant_per_tenant_made_on_first_use(engine: Engine
         assert participants.id_for_handle("alice") == first
         assert participants.id_for_handle("bob") != first
         assert ParticipantRepository(session, other.id).id_for_handle("alice") != first
+        assert participants.id_and_handle_for("ALICE") == (first, "alice")
+        assert participants.id_and_handle_for("Carol")[1] == "Carol"
+        assert participants.id_and_handle_for("cAROL")[1] == "Carol"
         found = participants.get_by_handle("alice")
         assert found is not None and found.id == first and found.created_at is not None

@@ -5,6 +5,7 @@ start-up is the one the service needs."""
 from __future__ import annotations
 
 import re
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,15 @@ def compose() -> dict[str, Any]:
 
 
 def _resolve(value: str) -> str:
-    """Substitutes ${VAR:?...} and ${VAR:-default} the way compose does, with test values."""
-    return re.sub(
-        r"\$\{(\w+)(?::[?-][^}]*)?\}", lambda m: f"{m.group(1).lower()}-" + "v" * 24, value
-    )
+    """Substitutes ${VAR:?...} (required: a random test value, strong enough for a secret) and
+    ${VAR:-default} (its default) the way compose does."""
+
+    def substitute(match: re.Match[str]) -> str:
+        if match.group(2) == "-":
+            return match.group(3)
+        return f"{match.group(1).lower()}-{secrets.token_urlsafe(32)}"
+
+    return re.sub(r"\$\{(\w+)(?::([?-])([^}]*))?\}", substitute, value)
 
 
 def test_services_and_start_up_order(compose: dict[str, Any]) -> None:
@@ -87,7 +93,7 @@ def test_production_refuses_unsafe_defaults(monkeypatch: pytest.MonkeyPatch) -> 
     ):
         assert name in message
     monkeypatch.setenv("GAUNTLET_ADMIN_TOKEN", "short")
-    with pytest.raises(ValueError, match="at least 24"):
+    with pytest.raises(ValueError, match="GAUNTLET_ADMIN_TOKEN must be at least 32 characters"):
         Settings(_env_file=None)  # type: ignore[call-arg]
 
 
