@@ -42,6 +42,8 @@ from app.evaluation.verifiers import (
 )
 
 VERIFIER = "deterministic"
+# Rows with `criteria` call the judge model; the others never do (their judge.model is null).
+USES_JUDGE_MODEL = True
 FEEDBACK_MODES = {"hint"}
 LLM_CRITIC_MODES: set[str] = set()
 

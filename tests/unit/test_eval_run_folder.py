@@ -59,12 +59,15 @@ def test_folder_path_follows_the_design_layout(tmp_path: Path) -> None:
         tmp_path / "memory_bench-2" / "seqk" / "openai__gpt-4o-mini" / "deterministic" / "raw"
     )
     judged = config(metric="pass@k", judge=ModelSpec("anthropic/claude-3-5-haiku"))
-    assert run_folder_for(tmp_path, benchmark, judged).parts[-4:] == (
+    assert run_folder_for(tmp_path, make_benchmark(verifier="llm"), judged).parts[-4:] == (
         "passk",
         "openai__gpt-4o-mini",
         "anthropic__claude-3-5-haiku",
         "raw",
     )
+    # A deterministic benchmark is `deterministic` whatever judge the variant names (the seq_k
+    # contract): the judge cannot change its results.
+    assert run_folder_for(tmp_path, benchmark, judged).parts[-2] == "deterministic"
     # An LLM-critic mode names the critic model.
     critic = config(feedback_mode="socratic", critic=ModelSpec("openai/gpt-4o"))
     assert run_folder_for(tmp_path, benchmark, critic).name == "openai__gpt-4o"

@@ -243,9 +243,15 @@ def test_fingerprint_covers_result_settings_only() -> None:
         {"k": 4},
         {"feedback_mode": "binary"},
         {"options": {"size": 3}},
-        {"judge": ModelSpec("fake/judge")},
     ):
         assert fingerprint(result_settings(benchmark, config(**change))) != fingerprint(base)
+    # A judge changes the runs of a benchmark that grades with one, and no other's.
+    judged = config(judge=ModelSpec("fake/judge"))
+    assert fingerprint(result_settings(benchmark, judged)) == fingerprint(base)
+    graded = make_benchmark(verifier="llm")
+    assert fingerprint(result_settings(graded, judged)) != fingerprint(
+        result_settings(graded, config(judge=ModelSpec("other/judge")))
+    )
     # pass@k gives no feedback, so its mode cannot change a result.
     assert fingerprint(
         result_settings(benchmark, config(metric="pass@k", feedback_mode="raw"))
@@ -363,7 +369,7 @@ def test_caps_hold_across_tasks_and_roles_on_a_real_http_server() -> None:
 
         client = LLMClient(global_concurrency=4, per_model_concurrency=3)
         result = run(
-            make_benchmark(count=10, verify=verify),
+            make_benchmark(count=10, verify=verify, verifier="llm"),
             config(metric="pass@k", k=3, judge=judge, actor=actor),
             client,
         )
