@@ -113,7 +113,7 @@ def test_upload_copies_the_run_folder_without_config_json_and_verifies_it(
     assert args.handler(args) == 0
     output = capsys.readouterr().out
     levels = "/".join(run_folder.parts[-5:])
-    assert levels == "arcagi2-sample/seqk/offline__solver-sim/exact_grid/cell_match"
+    assert levels == "arcagi2-sample/seqk/offline__solver-sim/deterministic/cell_match"
     expected = {
         f"team/a/{levels}/{name}": content
         for name, content in local_files(run_folder).items()
