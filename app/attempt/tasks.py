@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_process_init
 from sqlalchemy.exc import OperationalError
 
 from app.attempt import runner, sweep
@@ -17,11 +17,19 @@ _settings = get_settings()
 
 @worker_init.connect
 def _load_litellm_before_forking(**_: object) -> None:
-    """Import litellm (seconds) once in the worker's main process, before the pool forks, so
-    no attempt pays for it and no lease runs out while a child imports it."""
+    """Import litellm (seconds) and make its first call (seconds more: it loads its provider
+    modules then) once in the worker's main process, before the pool forks, so no attempt pays
+    for either and no lease runs out while a child imports it."""
     from app.evaluation.llm import warm_up
 
     warm_up()
+
+
+@worker_process_init.connect
+def _warm_up_pool_process(**_: object) -> None:
+    """A pool process makes one untimed call on its own event loop before it takes work, so
+    its first attempt is timed like its later ones."""
+    runner.warm_up_process()
 
 
 @celery_app.task(
