@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from celery.signals import worker_init, worker_process_init
@@ -13,6 +14,7 @@ from app.config import get_settings
 from workers.celery_app import celery_app
 
 _settings = get_settings()
+log = logging.getLogger(__name__)
 
 
 @worker_init.connect
@@ -29,7 +31,8 @@ def _load_litellm_before_forking(**_: object) -> None:
 def _warm_up_pool_process(**_: object) -> None:
     """A pool process makes one untimed call on its own event loop before it takes work, so
     its first attempt is timed like its later ones."""
-    runner.warm_up_process()
+    if runner.warm_up_process():
+        log.info("pool process warmed up: its first attempt is timed like the later ones")
 
 
 @celery_app.task(
