@@ -62,6 +62,7 @@ from app.evaluation.types import (
 
 logger = logging.getLogger(__name__)
 
+DETERMINISTIC = "deterministic"
 # The run summary is rebuilt from every task's stats; with thousands of small tasks, doing so
 # at each task end would cost more than the tasks. Task summaries are still written per trial.
 SUMMARY_INTERVAL_S = 2.0
@@ -500,6 +501,14 @@ class _Run:
             )
             with recording_calls() as calls:
                 result = await benchmark.verify(task, view, judge_model=judge_model)
+            if benchmark.verifier_name == DETERMINISTIC and result.score not in (0.0, 1.0):
+                # The run-folder contract: a deterministic verifier scores 0/1, and the
+                # research harness's curves read that score; partial credit stays in details.
+                result = replace(
+                    result,
+                    score=1.0 if result.success else 0.0,
+                    details={**result.details, "partial_score": result.score},
+                )
             # Calls made through `complete` are recorded; a verifier that also lists them in
             # its result (LLMJudgeVerifier does) must not count them twice.
             extra = [call for call in result.calls if not any(call is seen for seen in calls)]

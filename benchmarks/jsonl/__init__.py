@@ -41,8 +41,9 @@ from app.evaluation.verifiers import (
     RubricVerifier,
 )
 
-VERIFIER = "deterministic"
-# Rows with `criteria` call the judge model; the others never do (their judge.model is null).
+# Each row says how it is graded: rules (a rubric's share of keywords, a regex, an exact
+# answer) or, for rows with `criteria`, the judge model (the others' judge.model is null).
+VERIFIER = "per_row"
 USES_JUDGE_MODEL = True
 FEEDBACK_MODES = {"hint"}
 LLM_CRITIC_MODES: set[str] = set()

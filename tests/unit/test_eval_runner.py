@@ -140,9 +140,23 @@ def test_best_score_curve_uses_graded_scores() -> None:
     def respond(spec: ModelSpec, messages: list[Message]) -> str:
         return "the secret is hidden"  # scores 0.5 under the default verifier
 
-    result = run(make_benchmark(count=2), config(metric="pass@k", k=2), ScriptedClient(respond))
+    graded = make_benchmark(count=2, verifier="graded")
+    result = run(graded, config(metric="pass@k", k=2), ScriptedClient(respond))
     assert result.summary["curves"]["best_score_at"] == [0.5, 0.5]
     assert result.summary["curves"]["pass_at"] == [0.0, 0.0]
+
+
+def test_a_deterministic_verifier_scores_0_or_1_with_partial_credit_in_details() -> None:
+    def respond(spec: ModelSpec, messages: list[Message]) -> str:
+        return "the secret is hidden"  # 0.5 by the fixture's verify
+
+    store = MemoryRunStore()
+    result = run(
+        make_benchmark(count=1), config(metric="pass@k", k=1), ScriptedClient(respond), store
+    )
+    trial = store.trials[1][1]
+    assert (trial.judge.score, trial.judge.details["partial_score"]) == (0.0, 0.5)
+    assert result.summary["curves"]["best_score_at"] == [0.0]
 
 
 # the answer key
