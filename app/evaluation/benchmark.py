@@ -13,7 +13,9 @@ DESIGN.md "Benchmarks"). Module-level names:
 - `load_tasks(**options) -> Iterable[Task]` (required): the tasks, each with a 1-based,
   stable `canonical_index` (a task keeps its index across runs and releases, since run folders
   and stored trials are keyed by it). A generator is welcome: the runner iterates lazily, so a
-  benchmark of 10,000 tasks never has all its prompts in memory at once.
+  benchmark of 10,000 tasks never has all its prompts in memory at once. A task's `metadata`
+  is public; its optional `figures` (name to number) are measurements other than the grade,
+  averaged in the run summary beside the curves (memory_qa's retrieval recall).
 - `verify(task, attempt, *, judge_model) -> VerifierResult` (required): `attempt` is an
   `AttemptView` (the actor's output, its attempt index and the exact prompt it saw);
   `judge_model` is the configured judge model id or None. `raw_eval_output` is public (it may
