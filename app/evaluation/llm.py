@@ -67,6 +67,12 @@ def load_litellm() -> Any:
 
 WARM_UP_MODEL = "offline/echo"
 _WARM_UP_FLUSH_S = 5.0
+_warmed_up = False
+
+
+def warmed_up() -> bool:
+    """Whether this process (or the process it was forked from) made the warm-up call."""
+    return _warmed_up
 
 
 async def warm_up_calls() -> bool:
@@ -91,6 +97,8 @@ async def warm_up_calls() -> bool:
     except Exception as error:
         logger.warning("litellm warm-up call failed (%s); the first call will be slower", error)
         return False
+    global _warmed_up
+    _warmed_up = True
     return True
 
 

@@ -229,6 +229,12 @@ def test_k_comes_from_the_path_or_else_from_the_attempts(
     assert run["harness_view"]["seq_at"] == pytest.approx([0.3125, 0.6875])
 
 
+def test_plot_draws_a_seqk_folder(seqk_folder: Path, tmp_path: Path) -> None:
+    chart = tmp_path / "chart.svg"
+    assert main(["plot", str(seqk_folder), "--out", str(chart)]) == 0
+    assert "seq@k" in chart.read_text() and "openai/gpt-4o" in chart.read_text()
+
+
 def test_a_seqk_config_json_is_read_as_its_settings(
     seqk_folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

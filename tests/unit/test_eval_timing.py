@@ -103,3 +103,25 @@ def test_the_worker_hooks_warm_up_before_the_pool_takes_work() -> None:
     child = [receiver() for _, receiver in signals.worker_process_init.receivers]
     assert tasks._load_litellm_before_forking in parent
     assert tasks._warm_up_pool_process in child
+
+
+def test_a_pool_process_skips_its_warm_up_when_the_main_process_had_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the main process's warm-up a pool process's call would load every module itself,
+    seconds that Celery's start-up timeout does not allow; it leaves the cold call to its first
+    attempt rather than be killed and restarted."""
+    from app.attempt import runner
+    from app.evaluation import llm
+
+    calls: list[str] = []
+
+    async def spy() -> bool:
+        calls.append("warm-up")
+        return True
+
+    monkeypatch.setattr(runner, "warm_up_calls", spy)
+    monkeypatch.setattr(llm, "_warmed_up", False)
+    assert runner.warm_up_process() is False and calls == []
+    monkeypatch.setattr(llm, "_warmed_up", True)
+    assert runner.warm_up_process() is True and calls == ["warm-up"]
