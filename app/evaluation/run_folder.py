@@ -224,16 +224,6 @@ def find_run_folders(path: Path, *, require_config: bool = False) -> list[Path]:
     return sorted(found)
 
 
-def read_config(folder: Path) -> dict[str, Any]:
-    """Gauntlet's run record of `folder` (its `config.json`, with the run's settings)."""
-    if not (folder / CONFIG_FILE).is_file():
-        raise RunFolderError(f"{folder} is not a run folder (no {CONFIG_FILE})")
-    config = read_json(folder / CONFIG_FILE)
-    if not isinstance(config, dict) or not isinstance(config.get("settings"), dict):
-        raise RunFolderError(f"{folder / CONFIG_FILE} has no run settings")
-    return config
-
-
 @dataclass
 class RunFolderInfo:
     """What a run folder says about its run: from Gauntlet's `config.json`, from the research
@@ -590,9 +580,3 @@ class RunFolderStore:
 
     async def save_run_summary(self, summary: dict[str, Any]) -> None:
         await self._write(self.folder / SUMMARY_FILE, summary)
-
-
-def config_value(config: Mapping[str, Any], key: str) -> Any:
-    """A result-affecting setting of a run record (`metric`, `k`, `feedback_mode`, ...)."""
-    settings = config.get("settings")
-    return settings.get(key) if isinstance(settings, Mapping) else None
