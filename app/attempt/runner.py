@@ -30,7 +30,7 @@ from app.challenge.models import Challenge
 from app.config import Settings, get_settings
 from app.db import session_scope, utcnow
 from app.evaluation.engine import attempt_totals, run_trials
-from app.evaluation.llm import LLMClient
+from app.evaluation.llm import LLMClient, warm_up_calls, warmed_up
 from app.evaluation.types import (
     InfrastructureError,
     ModelSpec,
@@ -137,6 +137,14 @@ def _run_on_process_loop(coroutine: Coroutine[Any, Any, T]) -> T:
             loop.run_until_complete(loop.shutdown_default_executor())
         loop.close()
         raise
+
+
+def warm_up_process() -> bool:
+    """The warm-up call (app.evaluation.llm.warm_up_calls) on this process's event loop, the
+    one its attempts then run on: their first timed call is then like any later one. Only
+    after the main process's warm-up loaded litellm's modules (inherited by the fork): a pool
+    process that took seconds to start would be killed by Celery's start-up timeout."""
+    return warmed_up() and _run_on_process_loop(warm_up_calls())
 
 
 def _stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_process_init
 from sqlalchemy.exc import OperationalError
 
 from app.attempt import runner, sweep
@@ -13,15 +14,25 @@ from app.config import get_settings
 from workers.celery_app import celery_app
 
 _settings = get_settings()
+log = logging.getLogger(__name__)
 
 
 @worker_init.connect
 def _load_litellm_before_forking(**_: object) -> None:
-    """Import litellm (seconds) once in the worker's main process, before the pool forks, so
-    no attempt pays for it and no lease runs out while a child imports it."""
+    """Import litellm (seconds) and make its first call (seconds more: it loads its provider
+    modules then) once in the worker's main process, before the pool forks, so no attempt pays
+    for either and no lease runs out while a child imports it."""
     from app.evaluation.llm import warm_up
 
     warm_up()
+
+
+@worker_process_init.connect
+def _warm_up_pool_process(**_: object) -> None:
+    """A pool process makes one untimed call on its own event loop before it takes work, so
+    its first attempt is timed like its later ones."""
+    if runner.warm_up_process():
+        log.info("pool process warmed up: its first attempt is timed like the later ones")
 
 
 @celery_app.task(

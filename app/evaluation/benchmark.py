@@ -3,12 +3,19 @@
 A benchmark is a plain Python package (the same contract the pass@k/seq@k research harness uses,
 DESIGN.md "Benchmarks"). Module-level names:
 
-- `VERIFIER: str` (required): how it verifies, `"llm"` (needs a judge model), `"deterministic"`,
-  or any short name. It names the run folder's verifier level when no judge model is configured.
+- `VERIFIER: str` (required): how it verifies, `"llm"` (needs a judge model), `"deterministic"`
+  (rules alone: a 0/1 score, partial credit kept in `details`), or any short name. It names the
+  run folder's verifier level of a benchmark that grades without a judge model.
+- `USES_JUDGE_MODEL: bool` (optional; default: `VERIFIER == "llm"`): whether `verify` may call
+  the judge model (a rubric with an LLM fallback, say). Only then is the judge model given to
+  `verify`, part of the run's fingerprint and the run folder's verifier level; a benchmark that
+  never calls one gets `judge_model=None`, so a judge named by a variant cannot change its runs.
 - `load_tasks(**options) -> Iterable[Task]` (required): the tasks, each with a 1-based,
   stable `canonical_index` (a task keeps its index across runs and releases, since run folders
   and stored trials are keyed by it). A generator is welcome: the runner iterates lazily, so a
-  benchmark of 10,000 tasks never has all its prompts in memory at once.
+  benchmark of 10,000 tasks never has all its prompts in memory at once. A task's `metadata`
+  is public; its optional `figures` (name to number) are measurements other than the grade,
+  averaged in the run summary beside the curves (memory_qa's retrieval recall).
 - `verify(task, attempt, *, judge_model) -> VerifierResult` (required): `attempt` is an
   `AttemptView` (the actor's output, its attempt index and the exact prompt it saw);
   `judge_model` is the configured judge model id or None. `raw_eval_output` is public (it may
@@ -212,6 +219,10 @@ class Benchmark:
         if not isinstance(verifier, str) or not verifier.strip():
             raise BenchmarkError(f"benchmark {self.name}: VERIFIER must be a non-empty string")
         self.verifier_name: str = verifier
+        uses_judge = getattr(module, "USES_JUDGE_MODEL", verifier == "llm")
+        if not isinstance(uses_judge, bool):
+            raise BenchmarkError(f"benchmark {self.name}: USES_JUDGE_MODEL must be True or False")
+        self.uses_judge_model: bool = uses_judge
         for required in ("load_tasks", "verify"):
             if not callable(getattr(module, required, None)):
                 raise BenchmarkError(f"benchmark {self.name}: missing function {required}()")

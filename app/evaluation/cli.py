@@ -1,8 +1,8 @@
 """`gauntlet eval ...`: run benchmark variants into run folders, read their metrics, inspect them.
 
     gauntlet eval run VARIANT.yaml [--runs-root ./runs] [--continue] [--prices FILE]
-    gauntlet eval metrics PATH [--k K] [--json] [--prices FILE]
-    gauntlet eval inspect PATH --task-index N [--attempt M] [--json]
+    gauntlet eval metrics PATH|s3://BUCKET/PREFIX [--k K] [--json] [--prices FILE]
+    gauntlet eval inspect PATH|s3://... (--task-index N | --task-id ID) [--attempt M] [--json]
 
 Adding a subcommand is one function and one line: write `register_<name>(commands)` that adds
 its parser with `commands.add_parser(...)` and sets `handler=` (a function taking the parsed
@@ -165,17 +165,25 @@ def run_config_from_variant(
     variant: Any, *, benchmark: str, prices: Mapping[str, Price], allow_continue: bool
 ) -> RunConfig:
     from app.evaluation.runner import RunConfig
+    from app.evaluation.types import ModelSpec
 
     concurrency = variant.concurrency
     tasks_in_flight = None if isinstance(concurrency, int) else concurrency.tasks_in_flight
+    actor = _model_spec(variant.model, key="model", temperature=variant.temperature)
+    # The research harness's defaults: the judge is the actor's model (reached the same way,
+    # at the judge's own temperature), the critic is the judge.
+    judge = _model_spec(variant.judge_model, key="judge_model") or ModelSpec(
+        model=actor.model, api_base=actor.api_base, timeout_s=actor.timeout_s
+    )
+    critic = _model_spec(variant.critic_model, key="critic_model") or judge
     return RunConfig(
         benchmark=benchmark,
         metric=variant.metric,
         k=variant.k,
         feedback_mode=variant.feedback_mode,
-        actor=_model_spec(variant.model, key="model", temperature=variant.temperature),
-        judge=_model_spec(variant.judge_model, key="judge_model"),
-        critic=_model_spec(variant.critic_model, key="critic_model"),
+        actor=actor,
+        judge=judge,
+        critic=critic,
         options=variant.options,
         task_indices=tuple(variant.task_indices) if variant.task_indices is not None else None,
         max_tasks=variant.max_tasks,
@@ -336,30 +344,64 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
+def _harness_rows(view: Mapping[str, Any] | None, name: str, count: int) -> list[str]:
+    values = (view or {}).get(f"{name}_at") or []
+    return [_number(values[index]) if index < len(values) else "-" for index in range(count)]
+
+
+def _harness_gain(view: Mapping[str, Any] | None, k: int) -> str | None:
+    if not view or "delta" not in view:
+        return None
+    text = f"  seq_k: Δ = seq@{k} - seq@1 = {_number(view['delta'])}"
+    if view.get("gain") == "no gain":
+        return text + " (no gain over seq@1)"
+    return text + f", EGS = {_number(view['egs'], 2)}, LGS = {_number(view['lgs'], 2)}"
+
+
 def format_summary(summary: Mapping[str, Any], *, title: str, wall_time_s: float | None) -> str:
-    """A run summary (metrics.run_summary) as the table `metrics` prints."""
+    """A run summary (metrics.run_summary) as the table `metrics` prints: Gauntlet's unbiased
+    curves, and beside them the research harness's first-t best-score curve (seq_k)."""
     curves = summary["curves"]
     name = "pass" if curves["metric"] == "pass@k" else "seq"
-    lines = [
-        title,
+    lines = [title]
+    inferred = summary.get("inferred") or []
+    if inferred:
+        lines.append(f"  no config.json: inferred {'; '.join(inferred)}")
+    lines.append(
         f"  {curves['metric']}, k={curves['k']}: {curves['tasks_complete']} tasks complete, "
-        f"{curves['tasks_incomplete']} incomplete, {curves['tasks_solved']} solved",
-    ]
-    rows = [["t", f"{name}@t", "best score"]]
+        f"{curves['tasks_incomplete']} incomplete, {curves['tasks_solved']} solved"
+    )
+    view = summary.get("harness_view")
+    rows = [["t", f"{name}@t", "best score", f"seq_k {name}@t"]]
     values, errors = curves[f"{name}_at"], curves[f"{name}_at_stderr"]
     best, best_errors = curves["best_score_at"], curves["best_score_at_stderr"]
+    harness = _harness_rows(view, name, len(curves["t"]))
     for position, t in enumerate(curves["t"]):
         rows.append(
             [
                 str(t),
                 _with_error(values[position], errors[position]),
                 _with_error(best[position], best_errors[position]),
+                harness[position],
             ]
         )
     lines.extend(f"  {line}" for line in _table(rows))
     gain = curves.get("gain")
     if gain is not None:
         lines.append(f"  gain {gain['name']}: {_with_error(gain['value'], gain['stderr'])}")
+    harness_gain = _harness_gain(view, int(curves["k"]))
+    if harness_gain is not None:
+        lines.append(harness_gain)
+    if view:
+        lines.append(
+            f"  (seq_k {name}@t: mean best score within the first t attempts, over the "
+            f"{view['tasks']} tasks with an attempt)"
+        )
+    for figure, figures in (summary.get("figures") or {}).items():
+        lines.append(
+            f"  {figure}: {_with_error(figures['mean'], figures['stderr'])} over "
+            f"{figures['tasks']} tasks (reported beside the curves)"
+        )
     usage = summary.get("usage") or {}
     usage_rows = [["role", "model", "calls", "input", "cached", "thinking", "output", "cost_usd"]]
     for role, models in usage.items():
@@ -381,9 +423,16 @@ def format_summary(summary: Mapping[str, Any], *, title: str, wall_time_s: float
         lines.extend(f"    {line}" for line in _table(usage_rows))
     cost = summary.get("cost_usd")
     wall = f"{wall_time_s:.1f} s" if wall_time_s is not None else "-"
+    pricing = summary.get("pricing") or {}
+    prices = ""
+    if pricing.get("pricing_last_updated") or pricing.get("litellm_version"):
+        prices = (
+            f" | prices: litellm {pricing.get('litellm_version') or '?'}, "
+            f"map of {pricing.get('pricing_last_updated') or 'unknown date'}"
+        )
     lines.append(
         f"  cost: {'$' + _number(cost, 6) if cost is not None else 'unknown'}"
-        f" | calls: {summary.get('calls', 0)} | wall time: {wall}"
+        f" | calls: {summary.get('calls', 0)} | wall time: {wall}{prices}"
     )
     return "\n".join(lines)
 
@@ -418,8 +467,8 @@ def command_run(args: argparse.Namespace) -> int:
     import asyncio
 
     from app.evaluation.benchmark import Benchmark, BenchmarkError
-    from app.evaluation.llm import LLMClient, load_litellm
-    from app.evaluation.run_folder import RunFolderStore, run_folder_for
+    from app.evaluation.llm import LLMClient, warm_up
+    from app.evaluation.run_folder import RunFolderError, RunFolderStore, run_folder_for
     from app.evaluation.runner import (
         RunAborted,
         RunConfigMismatch,
@@ -476,11 +525,13 @@ def command_run(args: argparse.Namespace) -> int:
         file=err,
     )
     store = RunFolderStore(folder)
-    # litellm takes seconds to import; done before the run so its wall time is the run's.
-    load_litellm()
+    # litellm takes seconds to import, and its first call seconds more (it loads its provider
+    # modules then): both happen before the run, so neither the run's wall time nor the first
+    # attempts' elapsed_ms holds them.
+    warm_up()
     try:
         result = asyncio.run(run_benchmark(benchmark, config, store, llm, on_event=console.handle))
-    except RunConfigMismatch as error:
+    except (RunConfigMismatch, RunFolderError) as error:
         print(f"error: {error}", file=err)
         return EXIT_USAGE
     except RunAborted as error:
@@ -557,46 +608,80 @@ def _wall_time(config: Mapping[str, Any]) -> float | None:
     return float(sum(known)) if known else None
 
 
+PRICING_KEYS = ("price_map", "litellm_version", "pricing_last_updated")
+
+
 def folder_metrics(
     folder: Path, *, k: int | None, prices: Mapping[str, Price] | None = None
 ) -> dict[str, Any]:
-    """The summary of one run folder at `k` (default: the run's k), read from disk."""
+    """The summary of one run folder at `k` (default: the run's k), read from disk. A folder
+    without config.json (an S3 copy, a research-harness folder) is read too: its settings are
+    inferred, and `inferred` says from what."""
     from app.evaluation.metrics import run_summary
-    from app.evaluation.run_folder import config_value, read_all_task_stats, read_config
+    from app.evaluation.run_folder import describe_run_folder, read_all_task_stats
 
-    config = read_config(folder)
-    metric = str(config_value(config, "metric"))
-    run_k = config_value(config, "k")
-    if not isinstance(run_k, int):
-        raise CliError(f"{folder}: the run record has no k")
-    chosen = run_k if k is None else k
-    if chosen < 1 or chosen > run_k:
-        raise CliError(f"{folder}: --k must be between 1 and the run's k ({run_k}), got {chosen}")
-    summary = run_summary(read_all_task_stats(folder), metric=metric, k=chosen, prices=prices)
+    info = describe_run_folder(folder)
+    chosen = info.k if k is None else k
+    if chosen < 1 or (info.k_is_the_runs and chosen > info.k):
+        raise CliError(f"{folder}: --k must be between 1 and the run's k ({info.k}), got {chosen}")
+    summary = run_summary(read_all_task_stats(folder), metric=info.metric, k=chosen, prices=prices)
+    record = info.record or {}
+    stored = info.run_summary or {}
     return {
         "folder": str(folder),
-        "fingerprint": config.get("fingerprint"),
-        "settings": config.get("settings"),
-        "wall_time_s": _wall_time(config),
-        "sessions": len(config.get("sessions", [])),
+        "settings_source": info.source,
+        "inferred": info.inferred,
+        "fingerprint": record.get("fingerprint"),
+        "settings": info.settings,
+        "wall_time_s": _wall_time(record),
+        "sessions": len(record.get("sessions", [])),
+        "pricing": {key: stored[key] for key in PRICING_KEYS if key in stored},
+        "price_overrides": sorted(prices or {}),
         **summary,
     }
 
 
+def _local_folder(path_text: str, endpoint_url: str | None, stack: Any) -> Path:
+    """A local folder for PATH: PATH itself, or an `s3://bucket/prefix` copied into a
+    temporary folder that `stack` removes."""
+    if not path_text.startswith(upload.S3_SCHEME):
+        path = Path(path_text)
+        if not path.exists():
+            raise CliError(f"no such folder: {path}")
+        return path
+    import tempfile
+
+    target = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gauntlet-s3-")))
+    try:
+        count = upload.download_prefix(path_text, target, endpoint_url=endpoint_url)
+    except upload.UploadError as error:
+        raise CliError(str(error)) from None
+    if count == 0:
+        raise CliError(f"no objects under {path_text}")
+    return target
+
+
 def command_metrics(args: argparse.Namespace) -> int:
+    import contextlib
+
     from app.evaluation.run_folder import RunFolderError, find_run_folders
 
-    path = Path(args.path)
-    if not path.exists():
-        raise CliError(f"no such folder: {path}")
     prices = load_prices(args.prices)
-    try:
-        folders = find_run_folders(path)
-        if not folders:
-            raise CliError(f"no run folders under {path}")
-        documents = [folder_metrics(folder, k=args.k, prices=prices) for folder in folders]
-    except RunFolderError as error:
-        raise CliError(str(error)) from None
+    with contextlib.ExitStack() as stack:
+        path = _local_folder(args.path, args.endpoint_url, stack)
+        try:
+            folders = find_run_folders(path)
+            if not folders:
+                raise CliError(f"no run folders under {args.path}")
+            documents = [folder_metrics(folder, k=args.k, prices=prices) for folder in folders]
+        except RunFolderError as error:
+            raise CliError(str(error)) from None
+        if path != Path(args.path):
+            # Read from S3: name the folders by their keys, not the temporary copy.
+            for document in documents:
+                relative = Path(document["folder"]).relative_to(path).as_posix()
+                below = "" if relative == "." else f"/{relative}"
+                document["folder"] = args.path.rstrip("/") + below
     if args.json:
         print(json.dumps({"runs": documents}, indent=2, ensure_ascii=False))
     else:
@@ -614,16 +699,27 @@ def command_metrics(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_endpoint_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--endpoint-url",
+        default=None,
+        help=f"for s3:// paths: an S3-compatible endpoint (env {upload.ENDPOINT_ENV})",
+    )
+
+
 def register_metrics(commands: Any) -> None:
     parser = commands.add_parser(
         "metrics",
         help="pass@t / seq@t curves, standard errors, tokens and cost of run folders",
-        description="Read the metrics of a run folder, or of every run folder below PATH.",
+        description="Read the metrics of a run folder, or of every run folder below PATH "
+        "(a local folder, or s3://bucket/prefix). Folders without config.json (S3 copies, "
+        "folders the seq_k harness wrote) are read too, their settings inferred.",
     )
-    parser.add_argument("path", help="a run folder, or a folder holding run folders")
+    parser.add_argument("path", help="a run folder, a folder holding run folders, or s3://...")
     parser.add_argument("--k", type=int, help="the curve up to this k (default: the run's k)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--prices", help="a YAML file of price overrides per model")
+    _add_endpoint_argument(parser)
     parser.set_defaults(handler=command_metrics)
 
 
@@ -634,6 +730,18 @@ def _section_lines(title: str, text: str) -> list[str]:
     return [f"{title}:", *("  " + line for line in (text or "").splitlines() or [""])]
 
 
+def _prompt_lines(actor: Mapping[str, Any]) -> list[str]:
+    from app.evaluation.types import prompt_text, stored_messages
+
+    messages = stored_messages(actor.get("prompt"), actor.get("messages"))
+    stored = actor.get("prompt")
+    text = stored if isinstance(stored, str) else prompt_text(messages)
+    if len(messages) > 1:
+        roles = ", ".join(str(message.get("role")) for message in messages)
+        return _section_lines(f"prompt (what the actor saw; messages: {roles})", text)
+    return _section_lines("prompt (what the actor saw)", text)
+
+
 def format_attempt(document: Mapping[str, Any]) -> str:
     actor = document.get("actor") or {}
     judge = document.get("judge") or {}
@@ -642,56 +750,73 @@ def format_attempt(document: Mapping[str, Any]) -> str:
         f"task {document.get('task_index')} ({document.get('task_id')}), "
         f"attempt {document.get('attempt_index')}, {document.get('metric')}, "
         f"feedback mode {document.get('feedback_mode')}",
-        f"actor {actor.get('model')}: {actor.get('input_tokens', 0)} in "
-        f"({actor.get('cached_tokens', 0)} cached), {actor.get('output_tokens', 0)} out "
-        f"({actor.get('thinking_tokens', 0)} thinking), {actor.get('elapsed_ms', 0)} ms, "
+        f"actor {actor.get('model')}: {actor.get('input_tokens') or 0} in "
+        f"({actor.get('cached_tokens') or 0} cached), {actor.get('output_tokens') or 0} out "
+        f"({actor.get('thinking_tokens') or 0} thinking), {actor.get('elapsed_ms') or 0} ms, "
         f"cost {_number(actor.get('cost_usd'), 6)}",
     ]
-    for message in actor.get("prompt") or []:
-        lines.extend(_section_lines(f"prompt [{message.get('role')}]", message.get("content", "")))
-    lines.extend(_section_lines("output", actor.get("output", "")))
+    lines.extend(_prompt_lines(actor))
+    lines.extend(_section_lines("output", str(actor.get("output") or "")))
     lines.append(
         f"judge {judge.get('model') or '(deterministic)'}: "
         f"{'pass' if judge.get('success') else 'fail'}, score {_number(judge.get('score'))}"
         + (f", rating {judge.get('rating')}" if judge.get("rating") is not None else "")
         + f", {len(judge.get('calls') or [])} calls"
     )
-    lines.extend(_section_lines("verdict (public)", judge.get("raw_eval_output", "")))
-    lines.extend(
-        _section_lines("details (private)", json.dumps(judge.get("details"), ensure_ascii=False))
-    )
+    lines.extend(_section_lines("verdict (public)", str(judge.get("raw_eval_output") or "")))
+    details = judge.get("details", judge.get("judge_details"))
+    lines.extend(_section_lines("details (private)", json.dumps(details, ensure_ascii=False)))
     if critic.get("feedback") is not None:
         lines.append(
             f"critic {critic.get('model') or '(none)'}: {len(critic.get('calls') or [])} calls"
         )
-        lines.extend(_section_lines("feedback", critic.get("feedback", "")))
+        lines.extend(_section_lines("feedback", str(critic.get("feedback") or "")))
     return "\n".join(lines)
 
 
-def command_inspect(args: argparse.Namespace) -> int:
+def _task_status(summary: Mapping[str, Any]) -> str:
+    status = summary.get("status")
+    if isinstance(status, str):
+        return status
+    if "success" in summary:  # the research harness's task summary has no status
+        return "solved" if summary.get("success") else "not solved"
+    return "unknown"
+
+
+def _find_task(folder: Path, task_id: str) -> int:
+    from app.evaluation.run_folder import TASK_META_FILE, read_attempts, read_json, task_dirs
+
+    for index, task_dir in task_dirs(folder):
+        meta_path = task_dir / TASK_META_FILE
+        meta = read_json(meta_path) if meta_path.is_file() else {}
+        if isinstance(meta, dict) and meta.get("task_id") == task_id:
+            return index
+        attempts = read_attempts(task_dir)[:1]
+        if attempts and attempts[0].get("task_id") == task_id:
+            return index
+    raise CliError(f"{folder} has no task {task_id!r}")
+
+
+def _inspect_folder(folder: Path, args: argparse.Namespace) -> int:
     from app.evaluation.run_folder import (
         SUMMARY_FILE,
         TASK_META_FILE,
-        RunFolderError,
         attempt_file_name,
+        describe_run_folder,
         read_attempts,
-        read_config,
         read_json,
         task_dir_name,
     )
 
-    folder = Path(args.path)
-    try:
-        read_config(folder)
-    except RunFolderError as error:
-        raise CliError(str(error)) from None
-    task_dir = folder / task_dir_name(args.task_index)
+    info = describe_run_folder(folder)
+    task_index = args.task_index if args.task_id is None else _find_task(folder, args.task_id)
+    task_dir = folder / task_dir_name(task_index)
     if not task_dir.is_dir():
-        raise CliError(f"{folder} has no task {args.task_index}")
+        raise CliError(f"{args.path} has no task {task_index}")
     if args.attempt is not None:
         path = task_dir / attempt_file_name(args.attempt)
         if not path.is_file():
-            raise CliError(f"task {args.task_index} has no attempt {args.attempt}")
+            raise CliError(f"task {task_index} has no attempt {args.attempt}")
         document = read_json(path)
         print(
             json.dumps(document, indent=2, ensure_ascii=False)
@@ -711,10 +836,10 @@ def command_inspect(args: argparse.Namespace) -> int:
             )
         )
         return EXIT_OK
-    lines = [
-        f"task {args.task_index} ({meta.get('task_id', '?')}): "
-        f"{summary.get('status', 'unknown')}, {len(attempts)} attempts"
-    ]
+    task_id = meta.get("task_id") or (attempts[0].get("task_id") if attempts else None) or "?"
+    lines = [f"task {task_index} ({task_id}): {_task_status(summary)}, {len(attempts)} attempts"]
+    if info.inferred:
+        lines.append(f"no config.json: inferred {'; '.join(info.inferred)}")
     if summary.get("error"):
         lines.append(f"error: {summary['error']}")
     lines.extend(_section_lines("prompt", str(meta.get("prompt", ""))))
@@ -726,7 +851,7 @@ def command_inspect(args: argparse.Namespace) -> int:
         lines.append(
             f"  attempt {document['attempt_index']}: "
             f"{'pass' if judge.get('success') else 'fail'}, score {_number(judge.get('score'))}"
-            f" | {judge.get('raw_eval_output', '')}"
+            f" | {judge.get('raw_eval_output') or ''}"
             + (f" | feedback: {' '.join(str(feedback).split())[:120]}" if feedback else "")
         )
     lines.append("(--attempt M shows an attempt in full)")
@@ -734,15 +859,33 @@ def command_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def command_inspect(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from app.evaluation.run_folder import RunFolderError
+
+    with contextlib.ExitStack() as stack:
+        folder = _local_folder(args.path, args.endpoint_url, stack)
+        try:
+            return _inspect_folder(folder, args)
+        except RunFolderError as error:
+            raise CliError(str(error)) from None
+
+
 def register_inspect(commands: Any) -> None:
     parser = commands.add_parser(
         "inspect",
         help="show a task of a run folder, or one attempt in full",
+        description="Show a task of a run folder (local, or s3://bucket/prefix of one run "
+        "folder), with or without config.json.",
     )
-    parser.add_argument("path", help="a run folder")
-    parser.add_argument("--task-index", type=int, required=True, help="the task's index")
+    parser.add_argument("path", help="a run folder, or s3://bucket/prefix of one")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--task-index", type=int, help="the task's index")
+    which.add_argument("--task-id", help="the task's id")
     parser.add_argument("--attempt", type=int, help="show this attempt in full")
     parser.add_argument("--json", action="store_true", help="print the stored JSON")
+    _add_endpoint_argument(parser)
     parser.set_defaults(handler=command_inspect)
 
 

@@ -65,9 +65,49 @@ def load_litellm() -> Any:
     return _litellm_module
 
 
-def warm_up() -> None:
-    """Imports litellm ahead of the first call (a worker does this before forking its pool)."""
+WARM_UP_MODEL = "offline/echo"
+_WARM_UP_FLUSH_S = 5.0
+_warmed_up = False
+
+
+def warmed_up() -> bool:
+    """Whether this process (or the process it was forked from) made the warm-up call."""
+    return _warmed_up
+
+
+async def warm_up_calls() -> bool:
+    """One untimed, unrecorded call through the whole client path, to the offline echo model.
+
+    litellm loads its provider, logging and cost modules lazily, on the first `acompletion` of
+    a process: seconds on a loaded machine. Timed, they would make a process's first attempt
+    look slow and rank it behind later ones (`elapsed_ms`, `fastest`, time penalties). Made
+    here, before any attempt, they leave every timed call with only the call itself. Never
+    raises: a failed warm-up costs fairness, not the worker (the reason is logged).
+    """
+    try:
+        await LLMClient().complete(
+            ModelSpec(model=WARM_UP_MODEL), [{"role": "user", "content": "warm up"}]
+        )
+        # The call's logging callback is queued on this loop; drained and stopped here, it is
+        # not carried (with a warning) onto the loop of the first real call.
+        from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
+
+        await asyncio.wait_for(GLOBAL_LOGGING_WORKER.flush(), _WARM_UP_FLUSH_S)
+        await asyncio.wait_for(GLOBAL_LOGGING_WORKER.stop(), _WARM_UP_FLUSH_S)
+    except Exception as error:
+        logger.warning("litellm warm-up call failed (%s); the first call will be slower", error)
+        return False
+    global _warmed_up
+    _warmed_up = True
+    return True
+
+
+def warm_up() -> bool:
+    """Imports litellm and makes the warm-up call (`warm_up_calls`) on a loop of its own;
+    called where no loop runs: by the CLI before a run, by a worker before forking its pool
+    (the modules loaded are inherited by every pool process)."""
     load_litellm()
+    return asyncio.run(warm_up_calls())
 
 
 class MalformedResponseError(Exception):

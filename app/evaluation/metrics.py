@@ -3,13 +3,25 @@
 Pure functions over plain data; no litellm, so `gauntlet eval metrics` starts fast. Costs come
 from the calls' recorded `cost_usd` (litellm's price map at call time) unless a price override
 names the model.
+
+Two sets of definitions are computed side by side. Gauntlet's own are unbiased: pass@t by the
+estimator of Chen et al. over all n samples of a task, seq@t as the share of tasks solved within
+t attempts, over the tasks complete for k. The research harness's (seq_k's, `harness_view`)
+are what its `metrics` command prints for the same folder: the first-t best-score curve (per
+task, the best score among its first t attempts, carried forward past its last attempt, 0
+without one; averaged over every task with an attempt), Δ = curve@K - curve@1, and for seq@k the
+early and late gain shares EGS = (curve@2 - curve@1) / Δ and LGS = (curve@K - curve@K-1) / Δ,
+or "no gain" when Δ is not positive.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from app.evaluation.types import TrialRecord
@@ -262,9 +274,104 @@ def run_curves(outcomes: Iterable[TaskOutcome], metric: str, k: int) -> RunCurve
     )
 
 
+def first_t_best_curve(scores: Sequence[float], k: int) -> list[float]:
+    """The research harness's per-task curve: the best of the first t scores, t = 1..k, from
+    0 (so a negative score never shows), carried forward past the last attempt."""
+    curve: list[float] = []
+    best = 0.0
+    for t in range(k):
+        if t < len(scores):
+            best = max(best, _finite_score(scores[t]))
+        curve.append(best)
+    return curve
+
+
+def harness_view(
+    score_lists: Iterable[Sequence[float]], metric: str, k: int
+) -> dict[str, Any] | None:
+    """seq_k's definitions over the tasks' scores (each task's, in attempt order): the mean
+    first-t best-score curve over every task with an attempt, its standard errors (0 below two
+    tasks, as seq_k writes them), and for seq@k with k >= 2 the gain Δ and its shares EGS and
+    LGS, or `"no gain"`. None without a task that has an attempt."""
+    curves = [first_t_best_curve(scores, k) for scores in score_lists if len(scores) > 0]
+    if not curves:
+        return None
+    n = len(curves)
+    name = "seq" if metric == "seq@k" else "pass"
+    values = [math.fsum(curve[t] for curve in curves) / n for t in range(k)]
+    errors = []
+    for t in range(k):
+        error = standard_error([curve[t] for curve in curves])
+        errors.append(0.0 if error is None else error)
+    view: dict[str, Any] = {
+        "definition": "seq_k: mean over tasks of the best score within the first t attempts",
+        "tasks": n,
+        "k": k,
+        f"{name}_at": values,
+        f"{name}_at_stderr": errors,
+    }
+    if metric == "seq@k" and k >= 2:
+        delta = values[k - 1] - values[0]
+        view["delta"] = delta
+        if delta > 0:
+            view["egs"] = (values[1] - values[0]) / delta
+            view["lgs"] = (values[k - 1] - values[k - 2]) / delta
+        else:
+            view["egs"] = view["lgs"] = None
+            view["gain"] = "no gain"
+    return view
+
+
 # Usage and cost
 
-ROLES: tuple[str, ...] = ("actor", "judge", "critic")
+ROLES: tuple[str, ...] = ("actor", "judge", "critic", "summarizer")
+BUNDLED_PRICE_MAP = "model_prices_and_context_window_backup.json"
+
+
+def price_map_info() -> dict[str, Any]:
+    """Which price map priced a run's calls, for its summary: litellm's version and the map's
+    date. litellm's map carries no date of its own; the date is that of the litellm release
+    (the build timestamp of its SBOM), else the day its bundled map file was installed. With
+    `LITELLM_LOCAL_MODEL_COST_MAP` unset, litellm fetches the current map at import instead."""
+    from importlib import metadata
+
+    bundled = os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "").lower() == "true"
+    info: dict[str, Any] = {
+        "price_map": "litellm bundled" if bundled else "litellm fetched at start",
+        "litellm_version": None,
+        "pricing_last_updated": None,
+    }
+    try:
+        distribution = metadata.distribution("litellm")
+    except metadata.PackageNotFoundError:
+        return info
+    info["litellm_version"] = distribution.version
+    if not bundled:
+        info["pricing_last_updated"] = datetime.now(UTC).date().isoformat()
+        return info
+    date: str | None = None
+    for entry in distribution.files or ():
+        if entry.name.endswith(".cyclonedx.json"):
+            try:
+                sbom = json.loads(entry.read_text())
+                stamp = sbom["metadata"]["timestamp"]
+                date = datetime.fromisoformat(str(stamp)[:19]).date().isoformat()
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            break
+    if date is None:
+        for entry in distribution.files or ():
+            if entry.name == BUNDLED_PRICE_MAP:
+                try:
+                    moment = os.stat(entry.locate()).st_mtime
+                except OSError:
+                    break
+                date = datetime.fromtimestamp(moment, UTC).date().isoformat()
+                break
+    info["pricing_last_updated"] = date
+    return info
+
+
 TOKEN_FIELDS: tuple[str, ...] = (
     "input_tokens",
     "cached_tokens",
@@ -419,11 +526,12 @@ def trial_view(trial: TrialRecord) -> dict[str, Any]:
 
 
 def trial_calls(trial: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """(role, call) for every model call of a stored trial (a TrialRecord.to_dict())."""
+    """(role, call) for every model call of a stored trial (a TrialRecord.to_dict(), or an
+    attempt file, whose research-harness form may add a `summarizer` section)."""
     actor = trial.get("actor")
     if isinstance(actor, Mapping):
         yield "actor", actor
-    for role in ("judge", "critic"):
+    for role in ("judge", "critic", "summarizer"):
         section = trial.get(role)
         if isinstance(section, Mapping):
             for call in section.get("calls") or ():
@@ -511,6 +619,46 @@ def total_calls(usage: Usage) -> int:
     return sum(totals.calls for models in usage.values() for totals in models.values())
 
 
+def tokens_by_model(usage: Usage) -> dict[str, dict[str, Any]]:
+    """The usage of each model over every role it played (a model both actor and judge is
+    one entry), with its cost: the task summary's `tokens`, as the research harness keys it."""
+    merged: dict[str, UsageTotals] = {}
+    for models in usage.values():
+        for model, totals in models.items():
+            merged.setdefault(model, UsageTotals()).merge(totals)
+    return {
+        model: {
+            "input_tokens": totals.input_tokens,
+            "cached_tokens": totals.cached_tokens,
+            "thinking_tokens": totals.thinking_tokens,
+            "output_tokens": totals.output_tokens,
+            "calls": totals.calls,
+            "cost_usd": totals.cost_usd,
+        }
+        for model, totals in sorted(merged.items())
+    }
+
+
+def _figures(data: Any) -> dict[str, float]:
+    if not isinstance(data, Mapping):
+        return {}
+    return {
+        str(name): float(value)
+        for name, value in data.items()
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    }
+
+
+def task_figures(metadata: Mapping[str, Any]) -> dict[str, float]:
+    """A task's `figures` (its metadata's numbers other than the grade, e.g. memory_qa's
+    retrieval recall), reported beside the curves, never folded into them."""
+    return _figures(metadata.get("figures"))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 # Per task and per run
 
 TASK_STATUSES: tuple[str, ...] = ("pending", "partial", "done", "error")
@@ -525,6 +673,7 @@ class TaskStats:
     usage: Usage = field(default_factory=dict)
     status: str = "pending"
     error: str | None = None
+    figures: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_trials(
@@ -556,6 +705,7 @@ class TaskStats:
         complete = outcome.is_complete(metric, k)
         # A curve is only an estimate once the task has what the estimator needs.
         curve_k = k if complete else None
+        scores = [attempt.score for attempt in outcome.attempts]
         return {
             "task_id": outcome.task_id,
             "task_index": outcome.task_index,
@@ -573,22 +723,28 @@ class TaskStats:
             ],
             "first_success": outcome.first_success,
             "success": outcome.first_success is not None,
+            "best_score": max(scores) if scores else None,
             "metric_at": outcome.metric_curve(metric, curve_k) if curve_k else None,
             "best_score_at": outcome.best_score_curve(metric, curve_k) if curve_k else None,
+            "figures": dict(self.figures),
+            "tokens": tokens_by_model(self.usage),
             "usage": usage_to_dict(self.usage),
             "cost_usd": total_cost(self.usage),
             "calls": total_calls(self.usage),
+            "last_updated": _now(),
         }
 
     @classmethod
     def from_summary(cls, data: Mapping[str, Any]) -> TaskStats:
         attempts = [
             AttemptOutcome(
-                attempt_index=int(item["attempt_index"]),
-                success=bool(item["success"]),
-                score=float(item["score"]),
+                # The research harness names the index `attempt`.
+                attempt_index=int(item.get("attempt_index", item.get("attempt"))),
+                success=bool(item.get("success")),
+                score=float(item.get("score") or 0.0),
             )
             for item in data.get("attempts") or ()
+            if isinstance(item, Mapping)
         ]
         status = str(data.get("status") or "pending")
         error = data.get("error")
@@ -601,6 +757,7 @@ class TaskStats:
             usage=usage_from_dict(data.get("usage")),
             status=status if status in TASK_STATUSES else "partial",
             error=error if isinstance(error, str) else None,
+            figures=_figures(data.get("figures")),
         )
 
 
@@ -615,8 +772,21 @@ def run_summary(
     if prices:
         usage = apply_prices(usage, prices)
     curves = run_curves((task.outcome for task in stats_list), metric, k)
+    figures: dict[str, list[float]] = {}
+    for task in stats_list:
+        for name, value in task.figures.items():
+            figures.setdefault(name, []).append(value)
     return {
         "curves": curves.to_dict(),
+        "harness_view": harness_view(
+            ([attempt.score for attempt in task.outcome.attempts] for task in stats_list),
+            metric,
+            k,
+        ),
+        "figures": {
+            name: {"mean": mean(values), "stderr": standard_error(values), "tasks": len(values)}
+            for name, values in sorted(figures.items())
+        },
         "tasks": {
             "total": len(stats_list),
             "done": sum(1 for task in stats_list if task.status == "done"),

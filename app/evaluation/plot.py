@@ -24,10 +24,10 @@ from typing import Any
 from app.evaluation.metrics import run_summary
 from app.evaluation.run_folder import (
     RunFolderError,
-    config_value,
+    RunFolderInfo,
+    describe_run_folder,
     find_run_folders,
     read_all_task_stats,
-    read_config,
 )
 
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -71,21 +71,28 @@ def run_label(config: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def _label_without_record(info: RunFolderInfo) -> str:
+    settings = info.settings
+    actor = settings.get("actor") or settings.get("model") or "?"
+    parts = [str(settings.get("benchmark") or info.folder.name), info.metric, str(actor)]
+    if info.metric == "seq@k":
+        parts.append(str(settings.get("feedback_mode") or "?"))
+    return " · ".join(parts)
+
+
 def load_curve(folder: Path, *, k: int | None = None) -> RunCurve:
-    """The curve of one run folder at `k` (default: the run's k)."""
-    config = read_config(folder)
-    metric = config_value(config, "metric")
-    run_k = config_value(config, "k")
-    if metric not in ("pass@k", "seq@k") or not isinstance(run_k, int):
-        raise PlotError(f"{folder}: the run record names no metric and k")
-    chosen = run_k if k is None else k
-    if not 1 <= chosen <= run_k:
-        raise PlotError(f"{folder}: --k must be between 1 and the run's k ({run_k}), got {chosen}")
+    """The curve of one run folder at `k` (default: the run's k); a folder without
+    config.json is read with its settings inferred (run_folder.describe_run_folder)."""
+    info = describe_run_folder(folder)
+    metric = info.metric
+    chosen = info.k if k is None else k
+    if chosen < 1 or (info.k_is_the_runs and chosen > info.k):
+        raise PlotError(f"{folder}: --k must be between 1 and the run's k ({info.k}), got {chosen}")
     curves = run_summary(read_all_task_stats(folder), metric=metric, k=chosen)["curves"]
     name = "pass" if metric == "pass@k" else "seq"
     return RunCurve(
         folder=folder,
-        label=run_label(config),
+        label=run_label(info.record) if info.record else _label_without_record(info),
         metric=metric,
         t=list(curves["t"]),
         values=list(curves[f"{name}_at"]),

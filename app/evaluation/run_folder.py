@@ -1,17 +1,26 @@
-"""Run folders: the CLI's `RunStore`, laid out as DESIGN.md ("Run folders") fixes it.
+"""Run folders: the CLI's `RunStore`, laid out as the run-folder contract fixes it.
 
     runs/<slice>/<passk|seqk>/<actor>/<verifier>/<feedback>/
         config.json            fingerprint, result-affecting settings, k history, sessions
-        summary.json           the run's curves, tokens and cost (refreshed as tasks end)
+        summary.json           the run's curves, tokens, cost and price-map date
         task-N/task_meta.json  the task's id, index, prompt and metadata (never its answer key)
-        task-N/summary.json    the task's attempts, curve, tokens and cost (refreshed per trial)
+        task-N/summary.json    the task's attempts and scores, best score, curve, tokens per
+                               model with their cost, last update (refreshed per trial)
         task-N/attempt-M.json  one trial: task_id, task_index, metric, feedback_mode,
                                attempt_index, actor {...}, judge {...}, critic {...}
 
-`/` in a model id becomes `__`. The verifier level is the judge model id, or the benchmark's
-fixed verifier name; the feedback level is the mode name, or the critic model id for an
-LLM-critic mode. Every file is written atomically (a temporary file, then `os.replace`), so an
-interrupted run never leaves half a file; nothing here deletes or overwrites an attempt.
+`/` in a model id becomes `__`. The verifier level is the judge model id for a benchmark that
+grades with an LLM judge, else the benchmark's fixed verifier name (`deterministic`); the
+feedback level is the mode name, or the critic model id for an LLM-critic mode. In an attempt
+file `actor.prompt` is the exact text the actor saw, with the message list beside it as
+`actor.messages` (the same for every judge and critic call). Every file is written atomically
+(a temporary file, then `os.replace`), so an interrupted run never leaves half a file; nothing
+here deletes or overwrites an attempt.
+
+Reading is wider than writing: any folder in this layout is read, with or without
+`config.json` (an S3 copy never has one), whether Gauntlet or the pass@k/seq@k research
+harness (seq_k) wrote it; `describe_run_folder` says which settings it had to infer, and from
+what.
 
 This module imports no litellm: `gauntlet eval metrics` and `inspect` read folders through it.
 """
@@ -27,11 +36,12 @@ import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.evaluation.metrics import TaskStats
-from app.evaluation.types import TrialRecord
+from app.evaluation.types import TrialRecord, prompt_text, stored_messages
 
 if TYPE_CHECKING:
     from app.evaluation.benchmark import Benchmark, Task
@@ -43,6 +53,7 @@ TASK_META_FILE = "task_meta.json"
 TASK_DIR_PREFIX = "task-"
 ATTEMPT_PREFIX = "attempt-"
 METRIC_FOLDERS: dict[str, str] = {"pass@k": "passk", "seq@k": "seqk"}
+FOLDER_METRICS: dict[str, str] = {folder: metric for metric, folder in METRIC_FOLDERS.items()}
 
 _TASK_DIR = re.compile(r"^task-(\d+)$")
 _ATTEMPT_FILE = re.compile(r"^attempt-(\d+)\.json$")
@@ -85,8 +96,14 @@ def run_folder_path(
 
 
 def run_folder_for(runs_root: Path, benchmark: Benchmark, config: RunConfig) -> Path:
-    """Where the run of `config` lives under `runs_root`."""
-    verifier = config.judge.model if config.judge is not None else benchmark.verifier_name
+    """Where the run of `config` lives under `runs_root`. A judge model names the verifier
+    level only where the benchmark grades with one: a deterministic benchmark's runs are
+    `deterministic` (its verifier's name) whatever judge the variant names."""
+    verifier = (
+        config.judge.model
+        if config.judge is not None and benchmark.uses_judge_model
+        else benchmark.verifier_name
+    )
     feedback = config.feedback_mode
     if benchmark.is_llm_critic_mode(feedback) and config.critic is not None:
         feedback = config.critic.model
@@ -136,53 +153,246 @@ def read_json(path: Path) -> Any:
         return json.load(handle)
 
 
+def call_document(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A model call as an attempt file holds it: `prompt` the exact text the model saw,
+    `messages` the message list it was sent, then the rest of the record."""
+    messages = stored_messages(call.get("prompt"), call.get("messages"))
+    document: dict[str, Any] = {
+        "model": call.get("model"),
+        "prompt": prompt_text(messages),
+        "messages": messages,
+    }
+    document.update(
+        (key, value) for key, value in call.items() if key not in ("model", "prompt", "messages")
+    )
+    return document
+
+
 def attempt_document(
     *, task_id: str, task_index: int, metric: str, feedback_mode: str | None, trial: TrialRecord
 ) -> dict[str, Any]:
     """The attempt file's content: the trial's sections under the task and run keys."""
     data = trial.to_dict()
+    judge, critic = data["judge"], data["critic"]
     return {
         "task_id": task_id,
         "task_index": task_index,
         "metric": metric,
         "feedback_mode": feedback_mode,
         "attempt_index": trial.attempt_index,
-        "actor": data["actor"],
-        "judge": data["judge"],
-        "critic": data["critic"],
+        "actor": call_document(data["actor"]),
+        "judge": {**judge, "calls": [call_document(call) for call in judge["calls"]]},
+        "critic": {**critic, "calls": [call_document(call) for call in critic["calls"]]},
     }
 
 
 # Reading a folder
 
 
-def is_run_folder(path: Path) -> bool:
-    return (path / CONFIG_FILE).is_file()
+def _has_task_folders(path: Path) -> bool:
+    try:
+        with os.scandir(path) as scan:
+            return any(_TASK_DIR.match(entry.name) and entry.is_dir() for entry in scan)
+    except OSError:
+        return False
 
 
-def find_run_folders(path: Path) -> list[Path]:
+def is_run_folder(path: Path, *, require_config: bool = False) -> bool:
+    """A folder holding `config.json`, or (unless `require_config`) task folders: a copy from
+    S3 has no `config.json`, and neither has every folder the research harness wrote."""
+    if (path / CONFIG_FILE).is_file():
+        return True
+    return not require_config and path.is_dir() and _has_task_folders(path)
+
+
+def find_run_folders(path: Path, *, require_config: bool = False) -> list[Path]:
     """`path` itself when it is a run folder, else every run folder below it, sorted."""
-    if is_run_folder(path):
+    if is_run_folder(path, require_config=require_config):
         return [path]
     if not path.is_dir():
         raise RunFolderError(f"{path} is not a folder")
     found: list[Path] = []
     for root, directories, files in os.walk(path):
-        if CONFIG_FILE in files:
+        holds_tasks = any(_TASK_DIR.match(name) for name in directories)
+        if CONFIG_FILE in files or (holds_tasks and not require_config):
             found.append(Path(root))
             directories.clear()  # a run folder's task-N folders hold no runs
             continue
-        directories[:] = sorted(d for d in directories if not _TASK_DIR.match(d))
+        directories[:] = sorted(
+            name for name in directories if not _TASK_DIR.match(name) and not name.startswith(".")
+        )
     return sorted(found)
 
 
-def read_config(folder: Path) -> dict[str, Any]:
-    if not is_run_folder(folder):
-        raise RunFolderError(f"{folder} is not a run folder (no {CONFIG_FILE})")
-    config = read_json(folder / CONFIG_FILE)
-    if not isinstance(config, dict) or not isinstance(config.get("settings"), dict):
-        raise RunFolderError(f"{folder / CONFIG_FILE} has no run settings")
-    return config
+@dataclass
+class RunFolderInfo:
+    """What a run folder says about its run: from Gauntlet's `config.json`, from the research
+    harness's, or (no `config.json`) inferred from `summary.json`, the path and the attempt
+    files, each inferred setting noted in `inferred` with where it came from."""
+
+    folder: Path
+    metric: str
+    k: int
+    k_is_the_runs: bool  # False when k is only the most attempts a task has
+    settings: dict[str, Any]
+    source: str  # "config.json", "seq_k config.json" or "inferred"
+    record: dict[str, Any] | None = None  # Gauntlet's config.json
+    run_summary: dict[str, Any] | None = None  # the stored summary.json
+    inferred: list[str] = field(default_factory=list)
+
+
+def _path_settings(folder: Path) -> dict[str, Any]:
+    """What the folder's path says: Gauntlet's `<slice>/<passk|seqk>/<actor>/<verifier>/
+    <feedback>`, or the research harness's labelled levels (`metric=seqk/k=05/agent=.../
+    judge=.../fb=...`)."""
+    parts = folder.resolve().parts
+    found: dict[str, Any] = {}
+    labels = {"metric": "metric", "k": "k", "agent": "actor", "judge": "judge", "fb": "feedback"}
+    for part in parts:
+        name, separator, value = part.partition("=")
+        if separator and name in labels and value:
+            found[labels[name]] = value
+    if "metric" in found:
+        found["metric"] = FOLDER_METRICS.get(found["metric"], found["metric"])
+        if "k" in found:
+            found["k"] = int(found["k"]) if str(found["k"]).isdigit() else None
+        feedback = found.get("feedback")
+        if isinstance(feedback, str):
+            found["feedback"] = feedback.partition("@")[0] or None
+    elif len(parts) >= 5 and parts[-4] in FOLDER_METRICS:
+        found = {
+            "metric": FOLDER_METRICS[parts[-4]],
+            "actor": parts[-3],
+            "judge": parts[-2],
+            "feedback": parts[-1],
+        }
+    for key in ("actor", "judge"):
+        if isinstance(found.get(key), str):
+            found[key] = found[key].replace("__", "/")
+    return {key: value for key, value in found.items() if value is not None}
+
+
+def _first_attempt(folder: Path) -> dict[str, Any] | None:
+    for _, task_dir in task_dirs(folder):
+        for _, path in attempt_files(task_dir):
+            document = read_json(path)
+            if isinstance(document, dict):
+                return document
+    return None
+
+
+def _most_attempts(folder: Path) -> int:
+    return max((len(attempt_files(task_dir)) for _, task_dir in task_dirs(folder)), default=0)
+
+
+def _checked_k(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return None
+    return value
+
+
+def describe_run_folder(folder: Path) -> RunFolderInfo:
+    """The run's metric, k and settings, from wherever the folder keeps them."""
+    summary_path = folder / SUMMARY_FILE
+    loaded = read_json(summary_path) if summary_path.is_file() else None
+    summary: dict[str, Any] | None = loaded if isinstance(loaded, dict) else None
+    if (folder / CONFIG_FILE).is_file():
+        config = read_json(folder / CONFIG_FILE)
+        if not isinstance(config, dict):
+            raise RunFolderError(f"{folder / CONFIG_FILE} is not a run record")
+        settings = config.get("settings")
+        if isinstance(settings, dict):
+            metric, k = settings.get("metric"), _checked_k(settings.get("k"))
+            source, record = CONFIG_FILE, config
+        elif "metric" in config:
+            # The research harness freezes its settings as flat keys.
+            settings = dict(config)
+            metric, k = config.get("metric"), _checked_k(config.get("k"))
+            source, record = f"seq_k {CONFIG_FILE}", None
+        else:
+            raise RunFolderError(f"{folder / CONFIG_FILE} has no run settings")
+        if metric not in METRIC_FOLDERS or k is None:
+            raise RunFolderError(f"{folder / CONFIG_FILE} names no metric and k")
+        return RunFolderInfo(
+            folder=folder,
+            metric=str(metric),
+            k=k,
+            k_is_the_runs=True,
+            settings=settings,
+            source=source,
+            record=record,
+            run_summary=summary,
+        )
+
+    if not _has_task_folders(folder):
+        raise RunFolderError(f"{folder} is not a run folder (no {CONFIG_FILE}, no task folders)")
+    inferred: list[str] = []
+    attempt = _first_attempt(folder) or {}
+    from_path = _path_settings(folder)
+    stored = summary or {}
+    section = attempt.get("actor")
+    actor: dict[str, Any] = section if isinstance(section, dict) else {}
+
+    def pick(name: str, *candidates: tuple[Any, str]) -> Any:
+        for value, origin in candidates:
+            if value is not None and value != "":
+                inferred.append(f"{name} from {origin}")
+                return value
+        return None
+
+    metric = pick(
+        "metric",
+        (attempt.get("metric"), "the attempt files"),
+        (stored.get("metric"), SUMMARY_FILE),
+        (from_path.get("metric"), "the folder path"),
+    )
+    if metric not in METRIC_FOLDERS:
+        raise RunFolderError(
+            f"{folder}: no {CONFIG_FILE}, and neither the attempt files, {SUMMARY_FILE} nor the "
+            "folder path name the metric (pass@k or seq@k)"
+        )
+    k = pick(
+        "k",
+        (_checked_k(stored.get("k")), SUMMARY_FILE),
+        (_checked_k(from_path.get("k")), "the folder path"),
+    )
+    k_is_the_runs = k is not None
+    if k is None:
+        k = _most_attempts(folder)
+        if k < 1:
+            raise RunFolderError(f"{folder} holds no attempt files")
+        inferred.append("k as the most attempts any task has (choose another with --k)")
+    settings = {
+        "metric": metric,
+        "k": k,
+        "feedback_mode": pick(
+            "feedback mode",
+            (attempt.get("feedback_mode"), "the attempt files"),
+            (stored.get("feedback_mode"), SUMMARY_FILE),
+            (from_path.get("feedback"), "the folder path"),
+        ),
+        "actor": pick(
+            "actor",
+            (actor.get("model"), "the attempt files"),
+            (stored.get("actor") or stored.get("model"), SUMMARY_FILE),
+            (from_path.get("actor"), "the folder path"),
+        ),
+        "judge": pick(
+            "verifier",
+            (stored.get("judge"), SUMMARY_FILE),
+            (from_path.get("judge"), "the folder path"),
+        ),
+    }
+    return RunFolderInfo(
+        folder=folder,
+        metric=str(metric),
+        k=int(k),
+        k_is_the_runs=k_is_the_runs,
+        settings=settings,
+        source="inferred",
+        run_summary=summary,
+        inferred=inferred,
+    )
 
 
 def task_dirs(folder: Path) -> Iterator[tuple[int, Path]]:
@@ -212,28 +422,43 @@ def read_attempts(task_dir: Path) -> list[dict[str, Any]]:
     attempts = []
     for index, path in attempt_files(task_dir):
         document = read_json(path)
-        if not isinstance(document, dict) or document.get("attempt_index") != index:
+        if not isinstance(document, dict):
+            raise RunFolderError(f"{path} is not an attempt file")
+        document.setdefault("attempt_index", index)
+        if document.get("attempt_index") != index:
             raise RunFolderError(f"{path} is not the attempt file of attempt {index}")
         attempts.append(document)
     return attempts
 
 
+def _is_gauntlet_task_summary(summary: Any) -> bool:
+    # The research harness writes task summaries too, with other keys (`attempt`, `tokens`):
+    # those are rebuilt from the attempt files rather than half read.
+    if not isinstance(summary, dict) or not isinstance(summary.get("usage"), dict):
+        return False
+    attempts = summary.get("attempts")
+    return isinstance(attempts, list) and all(
+        isinstance(item, dict) and "attempt_index" in item for item in attempts
+    )
+
+
 def read_task_stats(task_index: int, task_dir: Path) -> TaskStats:
     """The task's stats from its summary, or rebuilt from its attempt files when the summary
-    is missing or behind them (a run stopped between the two writes)."""
+    is missing, behind them (a run stopped between the two writes) or not Gauntlet's."""
     on_disk = [index for index, _ in attempt_files(task_dir)]
     summary_path = task_dir / SUMMARY_FILE
     if summary_path.is_file():
         summary = read_json(summary_path)
-        if isinstance(summary, dict):
+        if _is_gauntlet_task_summary(summary):
             stats = TaskStats.from_summary(summary)
             if [attempt.attempt_index for attempt in stats.outcome.attempts] == on_disk:
                 return stats
     attempts = read_attempts(task_dir)
-    task_id = str(attempts[0]["task_id"]) if attempts else ""
+    task_id = str(attempts[0].get("task_id") or "") if attempts else ""
     meta_path = task_dir / TASK_META_FILE
     if not task_id and meta_path.is_file():
-        task_id = str(read_json(meta_path).get("task_id", ""))
+        meta = read_json(meta_path)
+        task_id = str(meta.get("task_id", "")) if isinstance(meta, dict) else ""
     stats = TaskStats.from_trials(task_index, task_id, attempts)
     stats.status = "partial" if attempts else "pending"
     return stats
@@ -286,7 +511,16 @@ class RunFolderStore:
         write_json_atomic(path, data, indent=None)
 
     async def load_config(self) -> dict[str, Any] | None:
-        if not is_run_folder(self.folder):
+        if not (self.folder / CONFIG_FILE).is_file():
+            if _has_task_folders(self.folder):
+                # A copy from S3, or a folder another harness wrote: without the run record
+                # nothing says its attempts were made under this run's settings.
+                raise RunFolderError(
+                    f"{self.folder} holds task folders but no {CONFIG_FILE} (a copy from S3, or "
+                    "a folder another harness wrote), so nothing says they were made with these "
+                    "settings; Gauntlet does not add attempts to it. Read it with `gauntlet eval "
+                    "metrics`, or run into another folder (--runs-root)."
+                )
             return None
         config = read_json(self.folder / CONFIG_FILE)
         if not isinstance(config, dict):
@@ -296,7 +530,8 @@ class RunFolderStore:
     async def save_config(self, config: dict[str, Any]) -> None:
         settings = config.get("settings") or {}
         self._metric = str(settings.get("metric", "pass@k"))
-        mode = settings.get("feedback_mode")
+        # The run's mode, also for pass@k, whose settings leave it out (it gives no feedback).
+        mode = config.get("feedback_mode", settings.get("feedback_mode"))
         self._feedback_mode = mode if isinstance(mode, str) else None
         await self._write(self.folder / CONFIG_FILE, config)
 
@@ -345,9 +580,3 @@ class RunFolderStore:
 
     async def save_run_summary(self, summary: dict[str, Any]) -> None:
         await self._write(self.folder / SUMMARY_FILE, summary)
-
-
-def config_value(config: Mapping[str, Any], key: str) -> Any:
-    """A result-affecting setting of a run record (`metric`, `k`, `feedback_mode`, ...)."""
-    settings = config.get("settings")
-    return settings.get(key) if isinstance(settings, Mapping) else None

@@ -38,7 +38,15 @@ from app.evaluation.critic import critic_feedback
 from app.evaluation.engine import METRICS, TrialSteps, judge_section, run_trial_loop
 from app.evaluation.feedback import CRITIC_FEEDBACK_MODES, render_feedback
 from app.evaluation.llm import CompletionClient
-from app.evaluation.metrics import Price, TaskStats, run_summary, trial_calls, trial_view
+from app.evaluation.metrics import (
+    Price,
+    TaskStats,
+    price_map_info,
+    run_summary,
+    task_figures,
+    trial_calls,
+    trial_view,
+)
 from app.evaluation.prompts import PROMPT_VERSION
 from app.evaluation.types import (
     ActorSection,
@@ -54,6 +62,7 @@ from app.evaluation.types import (
 
 logger = logging.getLogger(__name__)
 
+DETERMINISTIC = "deterministic"
 # The run summary is rebuilt from every task's stats; with thousands of small tasks, doing so
 # at each task end would cost more than the tasks. Task summaries are still written per trial.
 SUMMARY_INTERVAL_S = 2.0
@@ -183,7 +192,8 @@ def result_settings(benchmark: Benchmark, config: RunConfig) -> dict[str, Any]:
         # pass@k gives no feedback: its mode and critic cannot change a result.
         "feedback_mode": config.feedback_mode if sequential else None,
         "actor": _model_settings(config.actor),
-        "judge": _model_settings(config.judge),
+        # A benchmark that never calls a judge gets none, so a judge named anyway changes nothing.
+        "judge": _model_settings(config.judge) if benchmark.uses_judge_model else None,
         "critic": _model_settings(config.critic) if _uses_critic(benchmark, config) else None,
         "prompt_version": PROMPT_VERSION,
     }
@@ -232,7 +242,12 @@ def check_resume(
         return
     previous = stored.get("settings")
     if not isinstance(previous, Mapping):
-        raise RunConfigMismatch("the store's run record has no settings", ["settings"])
+        raise RunConfigMismatch(
+            "this run folder's config.json was not written by Gauntlet (it has no run "
+            "settings), so nothing says its attempts match this run; refusing to add to it. "
+            "Read it with `gauntlet eval metrics`, or run into another folder (--runs-root).",
+            ["settings"],
+        )
     if fingerprint(previous) == fingerprint(settings):
         return
     differences = setting_differences(
@@ -336,6 +351,10 @@ class _Run:
         self.last_summary = 0.0
         self.status: RunStatus | Literal["running"] = "running"
         self.record: dict[str, Any] = {}
+        self.pricing = {
+            **price_map_info(),
+            "price_overrides": sorted(config.prices),
+        }
 
     # Events and summaries
 
@@ -363,6 +382,7 @@ class _Run:
         calls_made = getattr(self.llm, "calls_made", None)
         max_in_flight = getattr(self.llm, "max_in_flight", None)
         return {
+            **self.pricing,
             "benchmark": config.benchmark,
             "slice": self.slice_name,
             "metric": config.metric,
@@ -415,6 +435,8 @@ class _Run:
                 "k_history": history,
                 "slice": self.slice_name,
                 "benchmark_verifier": self.benchmark.verifier_name,
+                # Not a setting for pass@k (no feedback is given), but its attempt files carry it.
+                "feedback_mode": self.config.feedback_mode,
                 "created_at": record.get("created_at", self.started_at),
                 "sessions": sessions,
             }
@@ -443,14 +465,13 @@ class _Run:
 
     def steps_for(self, task: Task) -> TrialSteps:
         benchmark, config, llm = self.benchmark, self.config, self.llm
-        judge_model = config.judge.model if config.judge else None
+        judge_model = config.judge.model if config.judge and benchmark.uses_judge_model else None
         critic_model = config.critic.model if config.critic else None
         mode = config.feedback_mode
 
         async def act(messages: list[Message], attempt_index: int) -> ActorSection:
             if not benchmark.has_run_attempt:
                 return ActorSection(**(await llm.complete(config.actor, messages)).to_dict())
-            started = time.perf_counter()
             with recording_calls() as calls:
                 value = await benchmark.run_attempt(task, messages, actor=config.actor)
             if isinstance(value, CallRecord):
@@ -467,7 +488,9 @@ class _Run:
                 cost_usd=None
                 if any(cost is None for cost in costs)
                 else math.fsum(cost for cost in costs if cost is not None),
-                elapsed_ms=round((time.perf_counter() - started) * 1000),
+                # The model calls' time only: the benchmark's own work (tools, environments)
+                # is not the actor's, and must not rank one model behind another.
+                elapsed_ms=sum(call.elapsed_ms for call in calls),
             )
 
         async def verify(
@@ -478,6 +501,14 @@ class _Run:
             )
             with recording_calls() as calls:
                 result = await benchmark.verify(task, view, judge_model=judge_model)
+            if benchmark.verifier_name == DETERMINISTIC and result.score not in (0.0, 1.0):
+                # The run-folder contract: a deterministic verifier scores 0/1, and the
+                # research harness's curves read that score; partial credit stays in details.
+                result = replace(
+                    result,
+                    score=1.0 if result.success else 0.0,
+                    details={**result.details, "partial_score": result.score},
+                )
             # Calls made through `complete` are recorded; a verifier that also lists them in
             # its result (LLMJudgeVerifier does) must not count them twice.
             extra = [call for call in result.calls if not any(call is seen for seen in calls)]
@@ -525,6 +556,7 @@ class _Run:
         stats = TaskStats.from_trials(
             task.canonical_index, task.task_id, (trial_view(trial) for trial in existing)
         )
+        stats.figures = task_figures(task.metadata)
         self.stats[task.canonical_index] = stats
         self.spent_usd += _known_cost(stats)
         if stats.outcome.is_complete(config.metric, config.k):

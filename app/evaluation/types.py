@@ -7,8 +7,8 @@ crosses that boundary. Every record serialises to the JSON layout of a run-folde
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol
 
 Metric = Literal["pass@k", "seq@k"]
@@ -102,13 +102,48 @@ class TrialRecord:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
+    def from_dict(cls, data: Mapping[str, Any]) -> TrialRecord:
+        """A stored trial: the service's rows, or an attempt file of a run folder, whichever
+        harness wrote it. The actor's prompt may be the message list (the service, older run
+        folders) or the text it saw with the list beside it as `messages` (run folders);
+        keys this record does not keep (a provider's raw response, a finish reason) are
+        dropped rather than refused."""
+        actor = dict(data["actor"])
+        actor["prompt"] = stored_messages(actor.get("prompt"), actor.get("messages"))
+        judge = dict(data["judge"])
+        if "details" not in judge:
+            # The research harness's older files call the private details otherwise.
+            legacy = judge.get("judge_details", judge.get("private"))
+            judge["details"] = legacy if isinstance(legacy, dict) else {}
         return cls(
             attempt_index=int(data["attempt_index"]),
-            actor=ActorSection(**data["actor"]),
-            judge=JudgeSection(**data["judge"]),
-            critic=CriticSection(**(data.get("critic") or {})),
+            actor=_section(ActorSection, actor),
+            judge=_section(JudgeSection, judge),
+            critic=_section(CriticSection, dict(data.get("critic") or {})),
         )
+
+
+def _section(kind: type[Any], data: dict[str, Any]) -> Any:
+    known = {item.name for item in fields(kind)}
+    return kind(**{key: value for key, value in data.items() if key in known})
+
+
+def prompt_text(messages: list[Message]) -> str:
+    """The text a model saw in `messages`: the one message's content, or the contents of
+    several in order, a blank line apart (a system prompt before the user message)."""
+    return "\n\n".join(str(message.get("content", "")) for message in messages)
+
+
+def stored_messages(prompt: Any, messages: Any) -> list[Message]:
+    """The message list of a stored call: `messages` when kept, a stored list as is, or a
+    prompt stored as text, taken as the one user message it was."""
+    if isinstance(messages, list):
+        return [dict(message) for message in messages if isinstance(message, Mapping)]
+    if isinstance(prompt, list):
+        return [dict(message) for message in prompt if isinstance(message, Mapping)]
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return []
 
 
 @dataclass(frozen=True)

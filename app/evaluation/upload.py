@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import hashlib
 import os
 import sys
@@ -210,6 +211,54 @@ def list_objects(client: Any, target: UploadTarget, key_prefix: str) -> dict[str
     return result
 
 
+S3_SCHEME = "s3://"
+
+
+def parse_s3_url(url: str) -> tuple[str, str]:
+    """(bucket, key prefix) of `s3://bucket/prefix`."""
+    if not url.startswith(S3_SCHEME):
+        raise UploadError(f"not an s3:// URL: {url!r}")
+    bucket, _, prefix = url[len(S3_SCHEME) :].partition("/")
+    if not bucket:
+        raise UploadError(f"no bucket in {url!r}")
+    return bucket, prefix.strip("/")
+
+
+def download_prefix(
+    url: str, destination: Path, *, endpoint_url: str | None = None, region: str | None = None
+) -> int:
+    """Copies every object under `s3://bucket/prefix` into `destination`, each at its key's
+    path below the prefix (so a run folder's copy is read like the folder); the number of
+    objects. A key that would land outside `destination` is refused: the bucket is not
+    trusted to name paths on this machine."""
+    bucket, prefix = parse_s3_url(url)
+    target = UploadTarget(
+        bucket=bucket,
+        prefix=prefix,
+        endpoint_url=endpoint_url or os.environ.get(ENDPOINT_ENV) or None,
+        region=region,
+    )
+    client = make_client(target)
+    key_prefix = f"{prefix}/" if prefix else ""
+    objects = list_objects(client, target, key_prefix)
+    root = destination.resolve()
+    count = 0
+    for key in sorted(objects):
+        relative = key[len(key_prefix) :]
+        parts = [part for part in relative.split("/") if part]
+        if not parts or key.endswith("/"):
+            continue  # a "folder" marker object
+        if any(part in {".", ".."} for part in parts) or "\\" in relative:
+            raise UploadError(f"refusing the object key {key!r}: it names a path outside the copy")
+        path = root.joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _guarded(
+            target, "downloading", functools.partial(client.download_file, bucket, key, str(path))
+        )
+        count += 1
+    return count
+
+
 def _is_plain_md5(etag: str) -> bool:
     return len(etag) == 32 and all(character in "0123456789abcdef" for character in etag.lower())
 
@@ -328,7 +377,7 @@ def upload(
     if not path.exists():
         raise UploadError(f"no such folder: {path}")
     try:
-        folders = find_run_folders(path)
+        folders = find_run_folders(path, require_config=True)
     except RunFolderError as error:
         raise UploadError(str(error)) from None
     if not folders:

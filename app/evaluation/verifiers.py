@@ -328,7 +328,11 @@ def parse_judge_reply(text: str) -> JudgeVote | None:
 class LLMJudgeVerifier:
     """Asks a judge model `votes` times at once; the median rating decides.
 
-    A vote whose reply cannot be parsed is asked once more; a second failure raises
+    The threshold decides: `success` is `median rating >= pass_threshold`. The judge's own
+    `passed` (the majority of the votes that gave one) is recorded beside it in the details as
+    `judge_passed`, for comparison; it never overrides the threshold. A vote whose reply cannot
+    be parsed is asked once more; a vote still unparseable is dropped (recorded in the details)
+    and the median of the remaining votes decides. Only when every vote is unparseable is it an
     `InfrastructureError`, since an unusable judge says nothing about the actor.
     """
 
@@ -353,39 +357,54 @@ class LLMJudgeVerifier:
         )
         votes: list[JudgeVote] = []
         calls: list[CallRecord] = []
+        dropped: list[str] = []
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
             vote, vote_calls = outcome
-            votes.append(vote)
             calls.extend(vote_calls)
+            if vote is None:
+                dropped.append(" ".join(vote_calls[-1].output.split())[:_UNPARSEABLE_EXCERPT_CHARS])
+            else:
+                votes.append(vote)
+        if not votes:
+            raise InfrastructureError(
+                f"judge model {self.config.model} gave no usable verdict in any of its "
+                f"{self.config.votes} votes (each asked twice); last reply: {dropped[-1]!r}"
+            )
 
         ratings = [vote.rating for vote in votes]
         median = float(statistics.median(ratings))
         closest = min(votes, key=lambda vote: abs(vote.rating - median))
         threshold = self.config.pass_threshold
+        counted = f"median of {len(votes)} votes"
+        if dropped:
+            counted += f", {len(dropped)} unparseable dropped"
         return VerifierResult(
             success=median >= threshold,
             score=median / JUDGE_RATING_MAX,
-            raw_eval_output=(
-                f"judge rating {median:g}/10 (median of {len(votes)} votes; pass at {threshold:g})"
-            ),
+            raw_eval_output=f"judge rating {median:g}/10 ({counted}; pass at {threshold:g})",
             details={
                 "model": self.config.model,
                 "ratings": ratings,
                 "median": median,
                 "pass_threshold": threshold,
+                "decided_by": "threshold",
+                "passed_by_threshold": median >= threshold,
+                "judge_passed": _majority([vote.passed for vote in votes]),
                 "votes": [
                     {"rating": vote.rating, "passed": vote.passed, "feedback": vote.feedback}
                     for vote in votes
                 ],
+                "dropped_votes": [{"reply_excerpt": excerpt} for excerpt in dropped],
             },
             rating=median,
             feedback=closest.feedback,
             calls=calls,
         )
 
-    async def _vote(self, messages: list[Message]) -> tuple[JudgeVote, list[CallRecord]]:
+    async def _vote(self, messages: list[Message]) -> tuple[JudgeVote | None, list[CallRecord]]:
+        """The vote, or None when its reply is unparseable twice; the calls either way."""
         calls: list[CallRecord] = []
         for _ in range(2):
             record = await self.llm.complete(self._spec, messages)
@@ -393,10 +412,16 @@ class LLMJudgeVerifier:
             vote = parse_judge_reply(record.output)
             if vote is not None:
                 return vote, calls
-        excerpt = " ".join(calls[-1].output.split())[:_UNPARSEABLE_EXCERPT_CHARS]
-        raise InfrastructureError(
-            f"judge model {self.config.model} gave no usable verdict twice; last reply: {excerpt!r}"
-        )
+        return None, calls
+
+
+def _majority(verdicts: list[bool | None]) -> bool | None:
+    """The verdict most votes gave, of those that gave one; None without one or on a tie."""
+    given = [verdict for verdict in verdicts if verdict is not None]
+    yes = sum(given)
+    if not given or yes * 2 == len(given):
+        return None
+    return yes * 2 > len(given)
 
 
 def build_verifier(config: VerifierConfig, *, goal: str, llm: CompletionClient) -> Verifier:

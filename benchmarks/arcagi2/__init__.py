@@ -17,11 +17,14 @@ Options:
 - `seed`: seeds the offline simulated solvers (app.evaluation.simulated) only; the tasks are
   the same for every seed.
 
-Verification: the last grid-like JSON array in the reply (prose and code fences allowed) is
-read with light repairs (trailing commas, single quotes, integral floats and digit strings
-as ints) and must equal the expected grid exactly. The score is the share of matching cells
-when the shape is right (0 otherwise), so best-score curves show near misses; success needs
-every cell. `raw_eval_output` says only whether a grid was read and whether it matched.
+Verification (`VERIFIER = "deterministic"`, no judge model): the last grid-like JSON array in
+the reply (prose and code fences allowed) is read with light repairs (trailing commas, single
+quotes, integral floats and digit strings as ints) and must equal the expected grid exactly.
+The score is 1 for an exact grid and 0 otherwise, the deterministic verifier's score of the
+run-folder contract, so pass@k, seq@k and the research harness's best-score curves agree on
+what a solved task is. The partial credit, the share of matching cells when the shape is right
+(0 otherwise), is kept in `details` as `cell_share`. `raw_eval_output` says only whether a
+grid was read and whether it matched.
 
 Feedback mode `cell_match` (besides the generic ones): whether the grid's shape is right and,
 if it is, how many cells match (a count and a percentage). It never shows the expected grid,
@@ -42,7 +45,7 @@ from app.evaluation.benchmark import AttemptView, Task
 from app.evaluation.jsonish import balanced_spans
 from app.evaluation.types import VerifierResult
 
-VERIFIER = "exact_grid"
+VERIFIER = "deterministic"
 FEEDBACK_MODES = {"cell_match"}
 LLM_CRITIC_MODES: set[str] = set()
 
@@ -372,19 +375,19 @@ def verify(task: Task, attempt: AttemptView, *, judge_model: str | None) -> Veri
             success=False,
             score=0.0,
             raw_eval_output="no grid could be read from the output",
-            details=figures,
+            details={**figures, "cell_share": 0.0},
         )
     success = got == expected
-    score = figures["matching_cells"] / figures["cells"] if figures["shape_matches"] else 0.0
+    share = figures["matching_cells"] / figures["cells"] if figures["shape_matches"] else 0.0
     return VerifierResult(
         success=success,
-        score=1.0 if success else score,
+        score=1.0 if success else 0.0,
         raw_eval_output=(
             "the output grid matches the expected grid"
             if success
             else "the output grid does not match the expected grid"
         ),
-        details={**figures, "got": got},
+        details={**figures, "cell_share": share, "got": got},
     )
 
 

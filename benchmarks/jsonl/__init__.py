@@ -41,7 +41,10 @@ from app.evaluation.verifiers import (
     RubricVerifier,
 )
 
-VERIFIER = "deterministic"
+# Each row says how it is graded: rules (a rubric's share of keywords, a regex, an exact
+# answer) or, for rows with `criteria`, the judge model (the others' judge.model is null).
+VERIFIER = "per_row"
+USES_JUDGE_MODEL = True
 FEEDBACK_MODES = {"hint"}
 LLM_CRITIC_MODES: set[str] = set()
 

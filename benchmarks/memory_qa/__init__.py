@@ -1,47 +1,57 @@
 """`memory_qa`: long-horizon memory questions over a log of notes about entities.
 
-The memory is a generated log of dated operations notes about incidents (INC-2024-089),
-vulnerabilities (CVE-2024-12345), projects (PROJ-456) and servers (SRV-789); see
-`benchmarks.memory_qa.data` for the categories (temporal evolution, security log analysis,
-multi-hop, needle in a haystack, multi-entity). The actor never sees the whole memory: each
-task's prompt holds the notes that retrieval brings back for its question, then the question.
+The memory is a generated log of over 1,000 dated operations notes about incidents
+(INC-2024-089), vulnerabilities (CVE-2024-12345), projects (PROJ-456) and servers (SRV-789),
+with near-miss twins of every question's entities (PROJ-465 beside PROJ-456) whose values are
+wrong answers; see `benchmarks.memory_qa.data` for the categories (temporal evolution, security
+log analysis, multi-hop, needle in a haystack, multi-entity). The actor never sees the whole
+memory: each task's prompt holds the notes that retrieval brings back for its question, then
+the question.
 
-Retrieval (option `retrieval`):
+Retrieval (option `retrieval`); both drop a note whose text repeats one already taken (routine
+notes repeat word for word, and a repeat would only take a place from evidence):
 
 - `standard`: keyword overlap. The question and every note are cut into lowercase words
-  (entity ids split at their dashes, stopwords dropped); a note scores the number of distinct
+  (entity ids split at their dashes, stopwords dropped, one common suffix such as -s or -ed
+  cut); a note scores the number of distinct
   question words it holds; the `top_n` best (ties: earlier note first) with a score above 0.
   It misses a note worded unlike the question even when that note names the question's
-  entity, since words shared with near-miss notes outweigh one id.
+  entity, and it cannot tell an id from its near-miss twin (they share every word).
 - `entity_linked`: the entity ids of the question are extracted (regexes for the four id
   shapes) and ALL notes are searched for each of them, each entity on its own, so a question
-  naming two entities retrieves both; the per-entity results are interleaved (each ranked by
-  keyword overlap with the question) and deduplicated, up to `max_chunks` notes. With
-  `entity_hops` > 0, the ids named by the notes found are searched in turn (for multi-hop
-  questions: the incident's note names the CVE whose note holds the answer). A question with
-  no entity id falls back to `standard`.
+  naming two entities retrieves both; with `entity_hops` > 0, the ids named by the notes found
+  are searched in turn (for multi-hop questions: the incident's note names the CVE whose note
+  holds the answer). Each entity's notes are ranked by keyword overlap with the question's
+  other words (not its ids, which every one of those notes shares or merely lists). The
+  cap `max_chunks` is shared out so that no hop's evidence is crowded out: each hop gets an
+  equal share (a hop that needs less passes the rest on), taken round robin over its entities
+  (so a two-entity question's second entity is reached), and what is left at the end goes to
+  the best remaining notes, hop by hop. A question with no entity id falls back to `standard`.
 
-Grading: the correct-first rubric (app.evaluation.verifiers.RubricVerifier) with the
-question's correct keywords and known wrong answers (incorrect patterns). The rubric decides,
-except when its verdict is ambiguous:
+Grading, correct-first (app.evaluation.verifiers.RubricVerifier, with the question's correct
+keywords and known wrong answers): a correct keyword present in the output decides, whatever
+else the output says (the rubric's score is the share of correct keywords found, and the task
+passes when all are found: "It moved from X to Y" passes for Y, a half answer to a two-part
+question fails at 0.5); failing that, a known wrong answer present decides (a fail). Only when
+the rubric cannot decide, no correct keyword and no known wrong answer in the output (a
+paraphrase, a refusal), does the LLM judge decide (app.evaluation.verifiers.LLMJudgeVerifier
+through the run's judge model: `judge_votes` votes, 3 by default, the median rating against
+`judge_pass_threshold`), with a rubric that quotes the correct keywords (so `offline/judge`,
+which rates the share of quoted phrases found, can grade it) and names the known wrong answers
+unquoted. Without a judge model such an output fails, and the details say so.
 
-- some but not all correct keywords are found (a half answer), or
-- a correct keyword and a known wrong answer are both found (e.g. an old value mentioned on the
-  way to the latest one).
-
-Then the LLM judge decides (app.evaluation.verifiers.LLMJudgeVerifier, through the run's judge
-model, `judge_votes` votes, pass at `judge_pass_threshold`), with a rubric that quotes the
-correct keywords (so `offline/judge`, which rates the share of quoted phrases found, can grade
-it) and names the known wrong answers unquoted. Without a judge model the rubric's verdict
-stands, and the details say so.
+Retrieval is measured on its own, not through the answers: each task's metadata holds
+`figures.retrieval_recall`, the share of its evidence notes that reached the prompt, which the
+run summary and `gauntlet eval metrics` report beside (never inside) the answer curves.
 
 Options: `retrieval` (`standard`), `top_n` (6), `max_chunks` (10), `entity_hops` (1), `seed`
 (7; also seeds the offline simulated solvers), `questions_per_category` (2, so 10 tasks),
-`haystack` (filler notes, 120), `judge_votes` (1), `judge_pass_threshold` (7.0).
+`haystack` (filler notes, 1000), `judge_votes` (3), `judge_pass_threshold` (7.0).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -66,11 +76,16 @@ from benchmarks.memory_qa.data import (
 )
 
 VERIFIER = "rubric+llm"
+# The judge decides only what the rubric cannot, but it can decide: the judge model is a
+# setting of the run.
+USES_JUDGE_MODEL = True
 FEEDBACK_MODES: set[str] = set()
 LLM_CRITIC_MODES: set[str] = set()
 
 RETRIEVAL_MODES = ("standard", "entity_linked")
 DEFAULT_SEED = 7
+# The data's version, in the slice name: a run folder of other data is another folder.
+DATA_VERSION = "v2"
 
 _WORD = re.compile(r"[a-z0-9]+")
 # fmt: off
@@ -89,11 +104,32 @@ class MemoryQaError(ValueError):
 # Retrieval
 
 
+_SUFFIXES = ("ing", "ed", "es", "s", "e")
+
+
+def _stem(word: str) -> str:
+    """A light stem, so "operates", "operated" and "operate" meet: one common suffix cut."""
+    if any(character.isdigit() for character in word):
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+@functools.lru_cache(maxsize=8192)
 def keywords(text: str) -> frozenset[str]:
-    """The words keyword-overlap retrieval compares: lowercase, ids split, no stopwords."""
+    """The words keyword-overlap retrieval compares: lowercase, ids split, no stopwords,
+    lightly stemmed."""
     return frozenset(
-        word for word in _WORD.findall(text.lower()) if len(word) > 1 and word not in _STOPWORDS
+        _stem(word)
+        for word in _WORD.findall(text.lower())
+        if len(word) > 1 and word not in _STOPWORDS
     )
+
+
+def _content_key(note: Note) -> str:
+    return " ".join(note.text.lower().split())
 
 
 def _ranked(question_words: frozenset[str], notes: Iterable[Note]) -> list[tuple[int, Note]]:
@@ -103,8 +139,46 @@ def _ranked(question_words: frozenset[str], notes: Iterable[Note]) -> list[tuple
 
 
 def retrieve_standard(question: str, notes: Sequence[Note], *, top_n: int) -> list[Note]:
-    ranked = _ranked(keywords(question), notes)
-    return [note for score, note in ranked[:top_n] if score > 0]
+    selected: list[Note] = []
+    seen: set[str] = set()
+    for score, note in _ranked(keywords(question), notes):
+        if score <= 0 or len(selected) >= top_n:
+            break
+        if _content_key(note) not in seen:
+            seen.add(_content_key(note))
+            selected.append(note)
+    return selected
+
+
+class _Selection:
+    """Notes taken so far, deduplicated by id and by content."""
+
+    def __init__(self) -> None:
+        self.notes: list[Note] = []
+        self._ids: set[str] = set()
+        self._contents: set[str] = set()
+
+    def fresh(self, note: Note) -> bool:
+        return note.note_id not in self._ids and _content_key(note) not in self._contents
+
+    def take(self, note: Note) -> None:
+        self._ids.add(note.note_id)
+        self._contents.add(_content_key(note))
+        self.notes.append(note)
+
+
+def _round_robin(groups: list[list[Note]], selection: _Selection, budget: int) -> list[Note]:
+    """Up to `budget` fresh notes, the best of each group in turn; taken from the groups."""
+    taken: list[Note] = []
+    while len(taken) < budget and any(groups):
+        for group in groups:
+            while group and not selection.fresh(group[0]):
+                group.pop(0)
+            if group and len(taken) < budget:
+                note = group.pop(0)
+                selection.take(note)
+                taken.append(note)
+    return taken
 
 
 def retrieve_entity_linked(
@@ -113,32 +187,39 @@ def retrieve_entity_linked(
     wanted = list(extract_entities(question))
     if not wanted:
         return retrieve_standard(question, notes, top_n=top_n)
-    question_words = keywords(question)
-    selected: dict[str, Note] = {}
+    # Within an entity's notes its id says nothing, and another id of the question would only
+    # favour notes that list ids together: the notes are ranked on the question's other words.
+    question_words = keywords(question) - keywords(" ".join(wanted))
+    by_entity: dict[str, list[Note]] = {}
+    for note in notes:
+        for entity in note.entities:
+            by_entity.setdefault(entity, []).append(note)
+    selection = _Selection()
     searched: set[str] = set()
+    leftovers: list[list[Note]] = []
     frontier = wanted
-    for _ in range(hops + 1):
-        per_entity = [
-            [
-                note
-                for _, note in _ranked(question_words, (n for n in notes if entity in n.entities))
-            ]
+    levels = hops + 1
+    for level in range(levels):
+        groups = [
+            [note for _, note in _ranked(question_words, by_entity.get(entity, ()))]
             for entity in frontier
         ]
         searched.update(frontier)
-        found: list[Note] = []
-        # Round robin over the entities, so a cap never starves the second entity of a
-        # two-entity question.
-        for rank in range(max((len(matches) for matches in per_entity), default=0)):
-            for matches in per_entity:
-                if rank < len(matches) and matches[rank].note_id not in selected:
-                    selected[matches[rank].note_id] = matches[rank]
-                    found.append(matches[rank])
-        frontier = [entity for note in found for entity in note.entities if entity not in searched]
-        frontier = list(dict.fromkeys(frontier))
+        # This hop's share of what is left, so a busy entity of one hop cannot fill the cap
+        # before the next hop's evidence is reached.
+        remaining = max_chunks - len(selection.notes)
+        share = -(-remaining // (levels - level))
+        found = _round_robin(groups, selection, share)
+        leftovers.extend(groups)
+        frontier = list(
+            dict.fromkeys(
+                entity for note in found for entity in note.entities if entity not in searched
+            )
+        )
         if not frontier:
             break
-    return list(selected.values())[:max_chunks]
+    _round_robin(leftovers, selection, max_chunks - len(selection.notes))
+    return selection.notes
 
 
 def retrieve(
@@ -164,7 +245,7 @@ def retrieve(
 
 
 def slice_name(options: dict[str, Any]) -> str:
-    name = f"memory_qa-{options.get('retrieval', 'standard')}"
+    name = f"memory_qa-{DATA_VERSION}-{options.get('retrieval', 'standard')}"
     seed = options.get("seed", DEFAULT_SEED)
     return f"{name}-seed{seed}" if seed != DEFAULT_SEED else name
 
@@ -216,8 +297,8 @@ def load_tasks(
     entity_hops: int = 1,
     seed: int = DEFAULT_SEED,
     questions_per_category: int = 2,
-    haystack: int = 120,
-    judge_votes: int = 1,
+    haystack: int = 1000,
+    judge_votes: int = 3,
     judge_pass_threshold: float = 7.0,
 ) -> Iterator[Task]:
     if retrieval not in RETRIEVAL_MODES:
@@ -245,7 +326,9 @@ def load_tasks(
             hops=entity_hops,
         )
         retrieved = [note.note_id for note in notes]
-        answerable = set(question.evidence) <= set(retrieved)
+        found = set(question.evidence) & set(retrieved)
+        recall = len(found) / len(question.evidence)
+        answerable = recall == 1.0
         prompt = build_prompt(question.question, notes)
         _register_simulation(prompt, question, answerable, seed)
         yield Task(
@@ -264,8 +347,10 @@ def load_tasks(
                 "retrieval": retrieval,
                 "entities": list(extract_entities(question.question)),
                 "retrieved_notes": retrieved,
-                # Whether every evidence note reached the prompt: retrieval's own score.
+                # Whether every evidence note reached the prompt: retrieval's own score, kept
+                # apart from the answer's grade.
                 "evidence_retrieved": answerable,
+                "figures": {"retrieval_recall": recall},
                 "memory_notes": len(memory.notes),
             },
         )
@@ -274,15 +359,13 @@ def load_tasks(
 # Grading
 
 
-def ambiguity(details: dict[str, Any]) -> str | None:
-    """Why a rubric verdict is ambiguous (the judge then decides), or None when it is clear."""
-    found = details["found_keywords"]
-    missing = details["missing_keywords"]
-    incorrect = details["incorrect_patterns_found"]
-    if found and missing:
-        return "some but not all correct keywords found"
-    if found and incorrect:
-        return "a correct keyword and a known wrong answer both found"
+def rubric_decides(details: dict[str, Any]) -> str | None:
+    """Why the correct-first rubric decides an output (a correct keyword is present, else a
+    known wrong answer is), or None when it cannot and the judge decides."""
+    if details["found_keywords"]:
+        return "a correct keyword is present"
+    if details["incorrect_patterns_found"]:
+        return "a known wrong answer is present and no correct keyword"
     return None
 
 
@@ -290,12 +373,12 @@ def judge_rubric(correct: Sequence[str], incorrect: Sequence[str]) -> str:
     """The judge's rubric: correct keywords quoted (offline/judge reads quoted phrases),
     known wrong answers unquoted."""
     quoted = ", ".join(f'"{keyword}"' for keyword in correct)
-    rubric = f"A correct answer states all of: {quoted}."
+    rubric = f"A correct answer states all of: {quoted}, possibly in other words."
     if incorrect:
         rubric += (
             " These are known wrong answers and must not be given as the answer: "
             + "; ".join(incorrect)
-            + ". Mentioning one as an earlier or rejected value is fine."
+            + "."
         )
     return rubric
 
@@ -308,13 +391,14 @@ async def verify(task: Task, attempt: AttemptView, *, judge_model: str | None) -
             incorrect_patterns=key["incorrect_patterns"],
         )
     ).verify(attempt.output)
-    reason = ambiguity(rubric.details)
-    if reason is None:
-        rubric.details["decided_by"] = "rubric"
+    reason = rubric_decides(rubric.details)
+    if reason is not None:
+        rubric.details.update({"decided_by": "rubric", "why": reason})
         return rubric
+    undecided = "no correct keyword and no known wrong answer in the output"
     if judge_model is None:
         rubric.details.update(
-            {"decided_by": "rubric", "ambiguous": reason, "judge": "no judge model configured"}
+            {"decided_by": "rubric", "why": undecided, "judge": "no judge model configured"}
         )
         return rubric
     judge = LLMJudgeVerifier(
@@ -332,11 +416,12 @@ async def verify(task: Task, attempt: AttemptView, *, judge_model: str | None) -
         success=verdict.success,
         score=verdict.score,
         raw_eval_output=(
-            f"{rubric.raw_eval_output}; ambiguous, so the judge decided: {verdict.raw_eval_output}"
+            f"{rubric.raw_eval_output}; the rubric could not decide, so the judge did: "
+            f"{verdict.raw_eval_output}"
         ),
         details={
             "decided_by": "judge",
-            "ambiguous": reason,
+            "why": undecided,
             "rubric": rubric.details,
             "rubric_score": rubric.score,
             "judge": verdict.details,

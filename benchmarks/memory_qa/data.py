@@ -3,23 +3,37 @@
 Everything is generated from a seed, deterministically (`generate_memory`): no download, no
 bundled file. The memory is a log of dated notes (incidents INC-2024-089, vulnerabilities
 CVE-2024-12345, projects PROJ-456, servers SRV-789) in date order, numbered note-0001, ...;
-each question names the notes that hold its evidence. Filler notes (the haystack) mention the
-same kinds of entities, sometimes the questions' own, without contradicting any answer.
+each question names the notes that hold its evidence.
+
+It is built to be hard the way a real memory is:
+
+- Size: the haystack (`haystack` filler notes, 1,000 by default) makes a memory of well over
+  1,000 notes. Filler notes mention the same kinds of entities, the questions' own among them
+  (as real logs would), without contradicting any answer; some are word-for-word repeats
+  (routine notes are), which retrieval must not count twice.
+- Near misses: every question's entity has a twin whose id differs by two swapped digits or
+  one digit (PROJ-456 and PROJ-465, SRV-789 and SRV-798, INC-2024-089 and INC-2024-098,
+  CVE-2024-12345 and CVE-2024-12354). The twin has notes of the same kind, worded the same
+  way, with other values: those values are known wrong answers. Keyword overlap cannot tell
+  the twins apart (they share every word but the id's digits); an exact id can.
 
 Categories (question n of each category gets canonical index (n - 1) x 5 + position, so asking
 for more questions per category appends tasks):
 
 1. `temporal_evolution`: a value that changes over time (a project's owner, a server's
-   region, an incident's severity); the latest note wins, the earlier values are known wrong
-   answers.
+   region, an incident's severity); the latest note wins, the earlier values and the twin's
+   latest are known wrong answers.
 2. `security_log_analysis`: SSH auth logs of a server, in two excerpts; which source IP failed
-   most and which account it targeted (the runner-up IP is a known wrong answer; only both
-   excerpts together give the right count).
+   most and which account it targeted (the runner-up IP, and the twin server's top IP, are
+   known wrong answers; only both excerpts together give the right count).
 3. `multi_hop`: entity A leads to entity B, which holds the answer (an incident's exploited CVE
-   and the version that fixes it; an incident's server and the team that operates it).
+   and the version that fixes it; an incident's server and the team that operates it); the
+   twin of A leads to a twin of B with another answer.
 4. `needle_in_haystack`: one note holds a code, worded unlike the question; near-miss notes
-   about other servers use the question's words and give other codes (known wrong answers).
-5. `multi_entity`: a question naming two servers; each one's note must be found.
+   about other servers use the question's words and give other codes, and the twin server has
+   a code of its own (all known wrong answers).
+5. `multi_entity`: a question naming two servers; each one's note must be found (each server's
+   twin is operated by another team).
 """
 
 from __future__ import annotations
@@ -147,6 +161,28 @@ class _Builder:
         word = self.rng.choice(_CODE_WORDS)
         return self._unique(word + "-{}", 1000, 9999)
 
+    def twin(self, entity: str) -> str:
+        """A near miss of `entity`: the same shape, two digits of its number swapped (or,
+        where no swap gives a new id, one digit changed)."""
+        head, _, digits = entity.rpartition("-")
+        candidates = []
+        for position in range(len(digits) - 1):
+            swapped = list(digits)
+            swapped[position], swapped[position + 1] = swapped[position + 1], swapped[position]
+            candidates.append("".join(swapped))
+        self.rng.shuffle(candidates)
+        changed = []
+        for position in range(1, len(digits)):
+            for digit in "0123456789":
+                changed.append(digits[:position] + digit + digits[position + 1 :])
+        self.rng.shuffle(changed)
+        for number in (*candidates, *changed):
+            value = f"{head}-{number}"
+            if number != digits and value not in self.used:
+                self.used.add(value)
+                return value
+        raise AssertionError(f"no near miss left for {entity}")
+
     def day(self, low: int = 0, high: int = 360) -> int:
         return self.rng.randint(low, high)
 
@@ -175,52 +211,91 @@ def _temporal(builder: _Builder, number: int) -> _Draft:
     second, third = max(second, first + 5), max(third, second + 10)
     kind = (number - 1) % 3
     if kind == 0:
-        entity, (old, middle, latest) = builder.project(), rng.sample(_PEOPLE, 3)
+        entity = builder.project()
+        old, middle, latest, twin_old, twin_latest = rng.sample(_PEOPLE, 5)
         texts = (
-            f"{entity} kicked off this week; {old} is the project owner.",
-            f"Reorg update: ownership of {entity} moved from {old} to {middle}.",
-            f"{latest} has taken over as owner of {entity}; {middle} now works on another team.",
+            "{entity} kicked off this week; {old} is the project owner.",
+            "Reorg update: ownership of {entity} moved from {old} to {middle}.",
+            "{latest} has taken over as owner of {entity}; {middle} now works on another team.",
         )
         question = f"Who is the current owner of {entity}?"
         attribute = "owner"
     elif kind == 1:
-        entity, (old, middle, latest) = builder.server(), rng.sample(_REGIONS, 3)
+        entity = builder.server()
+        old, middle, latest, twin_old, twin_latest = rng.sample(_REGIONS, 5)
         texts = (
-            f"{entity} was provisioned in {old}.",
-            f"Migration done: {entity} now runs in {middle}.",
-            f"After the latency review, {entity} was moved again, to {latest}.",
+            "{entity} was provisioned in {old}.",
+            "Migration done: {entity} now runs in {middle}.",
+            "After the latency review, {entity} was moved again, to {latest}.",
         )
         question = f"In which region does {entity} run now?"
         attribute = "region"
     else:
-        entity, (old, middle, latest) = builder.incident(), rng.sample(_SEVERITIES, 3)
+        entity = builder.incident()
+        old, middle, latest = rng.sample(_SEVERITIES, 3)
+        twin_old = rng.choice(_SEVERITIES)
+        twin_latest = rng.choice([severity for severity in _SEVERITIES if severity != latest])
         texts = (
-            f"{entity} opened as {old} after alerts on checkout latency.",
-            f"{entity} escalated to {middle}; customer impact confirmed.",
-            f"{entity} changed to {latest} once the mitigation held.",
+            "{entity} opened as {old} after alerts on checkout latency.",
+            "{entity} escalated to {middle}; customer impact confirmed.",
+            "{entity} changed to {latest} once the mitigation held.",
         )
         question = f"What is the latest severity of {entity}?"
         attribute = "severity"
+    days = (first, second, third)
     notes = [
-        builder.note(day, text) for day, text in zip((first, second, third), texts, strict=True)
+        builder.note(day, text.format(entity=entity, old=old, middle=middle, latest=latest))
+        for day, text in zip(days, texts, strict=True)
     ]
+    # The twin's history, worded the same: its latest value is a near-miss wrong answer.
+    twin = builder.twin(entity)
+    builder.note(builder.day(0, 200), texts[0].format(entity=twin, old=twin_old))
+    builder.note(
+        builder.day(200, 360),
+        texts[2].format(entity=twin, latest=twin_latest, middle=twin_old),
+    )
     return _Draft(
         category="temporal_evolution",
         number=number,
         question=question,
         correct_keywords=(latest,),
-        incorrect_patterns=(old, middle),
+        incorrect_patterns=tuple(dict.fromkeys((old, middle, twin_latest))),
         evidence=(notes[2],),
         correct_replies=(
             f"The current {attribute} of {entity} is {latest}.",
-            # Mentions the earlier values on the way: the rubric finds it ambiguous.
+            # Mentions the earlier values on the way: correct-first, the latest decides.
             f"It changed from {old} to {middle} and then to {latest}; {latest} is current.",
         ),
         wrong_replies=(
             f"The {attribute} of {entity} is {middle}.",
             f"The {attribute} of {entity} is {old}.",
+            # The twin's value: a reader that confused the two ids.
+            f"The {attribute} of {entity} is {twin_latest}.",
         ),
     )
+
+
+def _auth_log(
+    builder: _Builder, server: str, day: int, first_hour: int, parts: list[list[tuple[str, str]]]
+) -> list[int]:
+    rng = builder.rng
+    notes = []
+    for part, failures in enumerate(parts, 1):
+        lines = [f"Auth log excerpt from {server} (part {part} of {len(parts)}):"]
+        hour = first_hour + part - 1
+        for position, (ip, account) in enumerate(failures):
+            port = rng.randint(30000, 65000)
+            lines.append(
+                f"{hour:02d}:{position * 3 + part:02d}:{rng.randint(0, 59):02d} {server} "
+                f"sshd[{rng.randint(1000, 9999)}]: Failed password for {account} from {ip} "
+                f"port {port} ssh2"
+            )
+        lines.append(
+            f"{hour:02d}:59:00 {server} sshd[{rng.randint(1000, 9999)}]: Accepted publickey "
+            f"for deploy from 10.0.{rng.randint(1, 9)}.{rng.randint(10, 99)}"
+        )
+        notes.append(builder.note(day, "\n".join(lines)))
+    return notes
 
 
 def _security(builder: _Builder, number: int) -> _Draft:
@@ -235,23 +310,13 @@ def _security(builder: _Builder, number: int) -> _Draft:
     rng.shuffle(part_one)
     rng.shuffle(part_two)
     day = builder.day(20, 340)
-    notes = []
-    first_hour = rng.randint(0, 20)
-    for part, failures in ((1, part_one), (2, part_two)):
-        lines = [f"Auth log excerpt from {server} (part {part} of 2):"]
-        hour = first_hour + part - 1
-        for position, (ip, account) in enumerate(failures):
-            port = rng.randint(30000, 65000)
-            lines.append(
-                f"{hour:02d}:{position * 3 + part:02d}:{rng.randint(0, 59):02d} {server} "
-                f"sshd[{rng.randint(1000, 9999)}]: Failed password for {account} from {ip} "
-                f"port {port} ssh2"
-            )
-        lines.append(
-            f"{hour:02d}:59:00 {server} sshd[{rng.randint(1000, 9999)}]: Accepted publickey "
-            f"for deploy from 10.0.{rng.randint(1, 9)}.{rng.randint(10, 99)}"
-        )
-        notes.append(builder.note(day, "\n".join(lines)))
+    notes = _auth_log(builder, server, day, rng.randint(0, 20), [part_one, part_two])
+    # The twin server's log has another top IP (and account): a near-miss wrong answer.
+    twin_top, twin_other = builder.ip(), builder.ip()
+    twin_account = rng.choice([account for account in _ACCOUNTS if account != top_account])
+    twin_part = [(twin_top, twin_account)] * 6 + [(twin_other, top_account)] * 2
+    rng.shuffle(twin_part)
+    _auth_log(builder, builder.twin(server), builder.day(20, 340), rng.randint(0, 20), [twin_part])
     return _Draft(
         category="security_log_analysis",
         number=number,
@@ -260,14 +325,15 @@ def _security(builder: _Builder, number: int) -> _Draft:
             "attempts, and which account did it target?"
         ),
         correct_keywords=(top, top_account),
-        incorrect_patterns=(runner_up,),
+        incorrect_patterns=(runner_up, twin_top),
         evidence=tuple(notes),
         correct_replies=(
             f"{top} made the most failed attempts (5), all against the {top_account} account.",
         ),
         wrong_replies=(
             f"{runner_up} made the most failed attempts, against the {runner_up_account} account.",
-            # Half right: the rubric finds it ambiguous.
+            f"{twin_top} made the most failed attempts, against the {twin_account} account.",
+            # Half right: the rubric decides it fails (one correct keyword of two).
             f"The most failed attempts came from {top}.",
         ),
     )
@@ -276,11 +342,14 @@ def _security(builder: _Builder, number: int) -> _Draft:
 def _multi_hop(builder: _Builder, number: int) -> _Draft:
     rng = builder.rng
     incident, server = builder.incident(), builder.server()
+    twin_incident = builder.twin(incident)
     first, second = sorted(builder.day(0, 340) for _ in range(2))
     if (number - 1) % 2 == 0:
         cve, product = builder.cve(), rng.choice(_PRODUCTS)
+        twin_cve = builder.twin(cve)
         major, minor, patch = rng.randint(1, 9), rng.randint(0, 20), rng.randint(0, 8)
         vulnerable, fixed = f"{major}.{minor}.{patch}", f"{major}.{minor}.{patch + 1}"
+        twin_fixed = f"{major}.{minor + 1}.0"
         # The advisory comes first: the fix existed before the incident, unapplied.
         advisory = builder.note(
             first,
@@ -291,18 +360,33 @@ def _multi_hop(builder: _Builder, number: int) -> _Draft:
             second,
             f"{incident} postmortem: the attackers got in through {cve} in {product} on {server}.",
         )
+        # The twin incident went through the twin CVE, fixed in another release.
+        builder.note(
+            builder.day(0, 340),
+            f"Advisory {twin_cve}: fixed in {product} {twin_fixed}; earlier releases are "
+            "vulnerable.",
+        )
+        builder.note(
+            builder.day(0, 360),
+            f"{twin_incident} postmortem: the attackers got in through {twin_cve} in {product}.",
+        )
         return _Draft(
             category="multi_hop",
             number=number,
             question=f"Which {product} version fixes the vulnerability exploited in {incident}?",
             correct_keywords=(fixed,),
-            incorrect_patterns=(vulnerable,),
+            incorrect_patterns=(vulnerable, twin_fixed),
             evidence=(postmortem, advisory),
             correct_replies=(f"{incident} exploited {cve}, which {product} {fixed} fixes.",),
-            wrong_replies=(f"Version {vulnerable} fixes it.", NOT_IN_NOTES),
+            wrong_replies=(
+                f"Version {vulnerable} fixes it.",
+                f"Version {twin_fixed} fixes it.",
+                NOT_IN_NOTES,
+            ),
         )
-    team, other_team = rng.sample(_TEAMS, 2)
-    registry = builder.note(first, f"Ownership registry: {server} is operated by the {team} team.")
+    team, other_team, twin_team = rng.sample(_TEAMS, 3)
+    twin_server = builder.twin(server)
+    registry = builder.note(first, f"Ownership registry: the {team} team operates {server}.")
     outage = builder.note(
         second, f"{incident}: the outage started on {server} when its disk filled up."
     )
@@ -310,15 +394,26 @@ def _multi_hop(builder: _Builder, number: int) -> _Draft:
         builder.day(0, 360),
         f"The {other_team} team asked for read access to the {server} dashboards.",
     )
+    builder.note(
+        builder.day(0, 360), f"Ownership registry: the {twin_team} team operates {twin_server}."
+    )
+    builder.note(
+        builder.day(0, 360),
+        f"{twin_incident}: the outage started on {twin_server} when its disk filled up.",
+    )
     return _Draft(
         category="multi_hop",
         number=number,
         question=f"Which team operates the server where {incident} started?",
         correct_keywords=(team,),
-        incorrect_patterns=(other_team,),
+        incorrect_patterns=(other_team, twin_team),
         evidence=(outage, registry),
         correct_replies=(f"{incident} started on {server}, which the {team} team operates.",),
-        wrong_replies=(f"The {other_team} team operates it.", NOT_IN_NOTES),
+        wrong_replies=(
+            f"The {other_team} team operates it.",
+            f"The {twin_team} team operates it.",
+            NOT_IN_NOTES,
+        ),
     )
 
 
@@ -327,6 +422,12 @@ def _needle(builder: _Builder, number: int) -> _Draft:
     needle = builder.note(
         builder.day(),
         f"{server} change window: the break-glass token for Friday's maintenance is {code}.",
+    )
+    twin_code = builder.code()
+    builder.note(
+        builder.day(),
+        f"{builder.twin(server)} change window: the break-glass token for Friday's maintenance "
+        f"is {twin_code}.",
     )
     decoys = []
     # Near misses that share the question's words (but not its server) and outrank the needle
@@ -344,31 +445,40 @@ def _needle(builder: _Builder, number: int) -> _Draft:
         number=number,
         question=f"What emergency access code was issued for {server}?",
         correct_keywords=(code,),
-        incorrect_patterns=tuple(decoys),
+        incorrect_patterns=(*decoys, twin_code),
         evidence=(needle,),
         correct_replies=(f"The emergency access code for {server} is {code}.",),
-        wrong_replies=(f"The code is {decoys[0]}.", NOT_IN_NOTES),
+        wrong_replies=(f"The code is {decoys[0]}.", f"The code is {twin_code}.", NOT_IN_NOTES),
     )
 
 
 def _multi_entity(builder: _Builder, number: int) -> _Draft:
     first, second = builder.server(), builder.server()
-    first_team, second_team = builder.rng.sample(_TEAMS, 2)
+    first_team, second_team, first_twin_team, second_twin_team = builder.rng.sample(_TEAMS, 4)
     notes = (
         builder.note(builder.day(), f"Handover: {first} is now operated by the {first_team} team."),
         builder.note(builder.day(), f"{second} joined the {second_team} team's fleet last sprint."),
+    )
+    builder.note(
+        builder.day(),
+        f"Handover: {builder.twin(first)} is now operated by the {first_twin_team} team.",
+    )
+    builder.note(
+        builder.day(),
+        f"{builder.twin(second)} joined the {second_twin_team} team's fleet last sprint.",
     )
     return _Draft(
         category="multi_entity",
         number=number,
         question=f"Which teams operate {first} and {second}?",
         correct_keywords=(first_team, second_team),
-        incorrect_patterns=(),
+        incorrect_patterns=(first_twin_team, second_twin_team),
         evidence=notes,
         correct_replies=(f"{first} is operated by {first_team} and {second} by {second_team}.",),
         wrong_replies=(
-            # Half right: the rubric finds it ambiguous.
+            # Half right: one correct keyword of two, so the rubric fails it.
             f"{first} is operated by {first_team}; the notes do not say for {second}.",
+            f"{first} is operated by {first_twin_team} and {second} by {second_twin_team}.",
             NOT_IN_NOTES,
         ),
     )
@@ -387,8 +497,8 @@ def _filler(builder: _Builder, question_entities: list[str]) -> None:
     rng = builder.rng
 
     def pick(kind: str) -> str:
-        # Now and then the haystack mentions a question's own entity, as real logs would, so
-        # entity-linked retrieval also brings back notes that do not answer anything.
+        # Now and then the haystack mentions a question's own entity (or its twin), as real
+        # logs would, so entity-linked retrieval also brings back notes that answer nothing.
         own = [entity for entity in question_entities if entity.startswith(kind)]
         if own and rng.random() < 0.15:
             return rng.choice(own)
@@ -408,6 +518,10 @@ def _filler(builder: _Builder, question_entities: list[str]) -> None:
         lambda: f"{pick('PROJ')} sprint review notes shared with the stakeholders.",
         lambda: f"On-call handover: nothing new on {pick('SRV')}.",
         lambda: f"Access review for {pick('SRV')} done; two stale keys removed.",
+        lambda: f"{pick('SRV')} kernel patched during the {rng.choice(_TEAMS)} team's window.",
+        lambda: f"{pick('INC')} linked to a noisy alert on {pick('SRV')}; alert tuned.",
+        lambda: f"Budget check for {pick('PROJ')}: on track for the quarter.",
+        lambda: f"Scanner flagged {pick('CVE')} on {pick('SRV')}; a false positive.",
     )
     builder.note(builder.day(), rng.choice(templates)())
 
@@ -421,7 +535,10 @@ def generate_memory(seed: int, questions_per_category: int, haystack: int) -> Me
         for number in range(1, questions_per_category + 1)
         for category in CATEGORIES
     ]
-    question_entities = [entity for draft in drafts for entity in extract_entities(draft.question)]
+    # The questions' entities and the near misses made for them (every id used so far).
+    question_entities = sorted(
+        {entity for _, text in builder.drafts for entity in extract_entities(text)}
+    )
     for _ in range(haystack):
         _filler(builder, question_entities)
     # The memory is a log: notes in date order (drafts of one day keep their order).

@@ -164,12 +164,12 @@ ANSWER = [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
 )
 def test_right_and_repairable_outputs_pass(output: str) -> None:
     result = check(grid_task(ANSWER), output)
-    assert result.success and result.score == 1.0
+    assert result.success and result.score == 1.0 and result.details["cell_share"] == 1.0
     assert result.raw_eval_output == "the output grid matches the expected grid"
 
 
 @pytest.mark.parametrize(
-    ("output", "score", "public"),
+    ("output", "share", "public"),
     [
         ("[[1,2,3],[4,5,6],[7,8,0]]", 8 / 9, "does not match"),
         ("[[1,2,3],[4,5,6]]", 0.0, "does not match"),
@@ -181,10 +181,15 @@ def test_right_and_repairable_outputs_pass(output: str) -> None:
         ("[" * 5000 + "]" * 5000, 0.0, "no grid could be read"),
     ],
 )
-def test_wrong_outputs_fail_with_partial_scores(output: str, score: float, public: str) -> None:
+def test_wrong_outputs_score_0_with_partial_credit_in_details(
+    output: str, share: float, public: str
+) -> None:
+    """A deterministic verifier scores 0/1 (the run-folder contract, which the research
+    harness's curves read); the share of matching cells stays in the private details."""
     result = check(grid_task(ANSWER), output)
     assert not result.success
-    assert result.score == pytest.approx(score)
+    assert result.score == 0.0
+    assert result.details["cell_share"] == pytest.approx(share)
     assert public in result.raw_eval_output
 
 
@@ -285,9 +290,14 @@ def test_the_cli_runs_a_bundled_variant_into_a_run_folder(tmp_path: Path) -> Non
             ]
         )
     assert exit_info.value.code == 0
-    folder = tmp_path / "arcagi2-sample" / "seqk" / "offline__solver-sim" / "exact_grid"
+    # The deterministic verifier names the verifier level, though the variant defaults the
+    # judge to the actor's model; the judge section says no model judged.
+    folder = tmp_path / "arcagi2-sample" / "seqk" / "offline__solver-sim" / "deterministic"
     assert (folder / "cell_match" / "config.json").is_file()
-    assert (folder / "cell_match" / "task-1" / "attempt-1.json").is_file()
+    attempt = json.loads((folder / "cell_match" / "task-1" / "attempt-1.json").read_text())
+    assert attempt["judge"]["model"] is None and attempt["judge"]["calls"] == []
+    assert attempt["judge"]["score"] in (0.0, 1.0)
+    assert "cell_share" in attempt["judge"]["details"]
 
 
 def test_seq_k_with_feedback_beats_pass_k_on_the_bundled_sample() -> None:

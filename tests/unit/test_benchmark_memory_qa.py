@@ -37,7 +37,7 @@ def key_task(correct: list[str], incorrect: list[str] | None = None) -> Task:
         answer={
             "correct_keywords": correct,
             "incorrect_patterns": incorrect or [],
-            "judge_votes": 1,
+            "judge_votes": 3,
             "judge_pass_threshold": 7.0,
         },
         metadata={"question": "Who owns PROJ-456 now?"},
@@ -81,12 +81,49 @@ def test_tasks_have_stable_indices_interleaved_by_category() -> None:
     assert [task.prompt for task in other_seed] != [task.prompt for task in tasks]
 
 
-def test_slice_names_follow_retrieval_and_seed() -> None:
-    assert BENCHMARK.slice_name({}) == "memory_qa-standard"
-    assert BENCHMARK.slice_name({"retrieval": "entity_linked"}) == "memory_qa-entity_linked"
+def test_slice_names_follow_the_data_version_retrieval_and_seed() -> None:
+    assert BENCHMARK.slice_name({}) == "memory_qa-v2-standard"
+    assert BENCHMARK.slice_name({"retrieval": "entity_linked"}) == "memory_qa-v2-entity_linked"
     assert BENCHMARK.slice_name({"retrieval": "entity_linked", "seed": 3}) == (
-        "memory_qa-entity_linked-seed3"
+        "memory_qa-v2-entity_linked-seed3"
     )
+
+
+def is_near_miss(entity: str, other: str) -> bool:
+    """Same shape, and the number differs by two swapped digits or one digit."""
+    head, _, digits = entity.rpartition("-")
+    other_head, _, other_digits = other.rpartition("-")
+    if other == entity or head != other_head or len(digits) != len(other_digits):
+        return False
+    differing = [i for i, (a, b) in enumerate(zip(digits, other_digits, strict=True)) if a != b]
+    swapped = (
+        len(differing) == 2
+        and differing[1] == differing[0] + 1
+        and sorted(digits) == sorted(other_digits)
+    )
+    return len(differing) == 1 or swapped
+
+
+def test_the_default_haystack_is_realistic_in_size_and_near_misses() -> None:
+    memory = generate_memory(7, 2, 1000)
+    assert len(memory.notes) >= 1000
+    # Routine notes repeat word for word, as in a real log (retrieval dedupes them).
+    assert len({item.text for item in memory.notes}) < len(memory.notes)
+    ids = {entity for item in memory.notes for entity in item.entities}
+    for question in memory.questions:
+        for entity in extract_entities(question.question):
+            assert any(is_near_miss(entity, other) for other in ids), (question.question_id, entity)
+    # Near-miss twins give known wrong answers, worded like the evidence.
+    temporal = memory.questions[0]
+    assert len(temporal.incorrect_patterns) == 3
+    twin_value = temporal.incorrect_patterns[-1]
+    assert any(
+        twin_value in item.text
+        and not set(item.entities) & set(extract_entities(temporal.question))
+        for item in memory.notes
+    )
+    categories = {question.category for question in memory.questions}
+    assert {"multi_hop", "multi_entity"} <= categories
 
 
 def test_the_memory_is_a_dated_log_whose_answers_are_consistent() -> None:
@@ -177,12 +214,47 @@ def test_a_question_without_ids_falls_back_to_keyword_overlap() -> None:
         memory_qa.retrieve(question, notes, mode="vector")
 
 
+def test_a_busy_first_hop_does_not_crowd_out_the_next_hops_evidence() -> None:
+    """The incident is named in a dozen notes besides its postmortem: taking every note of the
+    first hop, then the second hop's, then cutting at the cap would drop the advisory; a share
+    of the cap per hop keeps it."""
+    question = "Which authd version fixes the flaw exploited in INC-2024-089?"
+    chatter = [
+        note(f"note-{n}", f"INC-2024-089 status update number {n}: still open.")
+        for n in range(1, 13)
+    ]
+    postmortem = note(
+        "note-20", "INC-2024-089 postmortem: CVE-2024-12345 in authd was the flaw exploited."
+    )
+    advisory = note("note-21", "Advisory CVE-2024-12345: fixed in authd 2.4.2.")
+    notes = [*chatter, postmortem, advisory]
+    linked = memory_qa.retrieve(question, notes, mode="entity_linked", max_chunks=6, hops=1)
+    assert postmortem in linked and advisory in linked
+    assert len(linked) == 6
+
+
+def test_retrieval_drops_a_note_whose_text_repeats_one_taken() -> None:
+    repeated = [note(f"note-{n}", "On-call handover: nothing new on SRV-100.") for n in (1, 2, 3)]
+    answer = note("note-9", "SRV-100 is operated by the Heron team.")
+    notes = [*repeated, answer]
+    for mode in ("standard", "entity_linked"):
+        found = memory_qa.retrieve(
+            "Which team operates SRV-100?", notes, mode=mode, top_n=2, max_chunks=2
+        )
+        assert answer in found, mode
+        assert len({item.text for item in found}) == len(found), mode
+
+
 def test_on_the_generated_memory_entity_linking_retrieves_every_questions_evidence() -> None:
     linked = BENCHMARK.load_tasks({"retrieval": "entity_linked"})
     standard = BENCHMARK.load_tasks({"retrieval": "standard"})
     assert all(task.metadata["evidence_retrieved"] for task in linked)
+    assert all(task.metadata["figures"]["retrieval_recall"] == 1.0 for task in linked)
     missed = [task.task_id for task in standard if not task.metadata["evidence_retrieved"]]
     assert "needle_in_haystack-1" in missed
+    # Recall is measured against the evidence notes, a share, not a verdict on the answer.
+    recalls = {task.metadata["figures"]["retrieval_recall"] for task in standard}
+    assert 0.5 in recalls and 0.0 in recalls
     for task in linked:
         assert task.metadata["entities"] and all(
             entity in task.prompt for entity in task.metadata["entities"]
@@ -192,50 +264,75 @@ def test_on_the_generated_memory_entity_linking_retrieves_every_questions_eviden
 # Grading
 
 
-def test_ambiguity_is_defined_by_the_rubric_details() -> None:
-    def details(found: list[str], missing: list[str], incorrect: list[str]) -> dict[str, Any]:
-        return {
-            "found_keywords": found,
-            "missing_keywords": missing,
-            "incorrect_patterns_found": incorrect,
-        }
+class NoJudge:
+    """A model client for a run whose judge must never be asked: any call fails the test."""
 
-    assert memory_qa.ambiguity(details(["a"], [], [])) is None
-    assert memory_qa.ambiguity(details([], ["a"], ["x"])) is None
-    assert memory_qa.ambiguity(details([], ["a", "b"], [])) is None
-    assert (
-        memory_qa.ambiguity(details(["a"], ["b"], [])) == "some but not all correct keywords found"
-    )
-    assert "both found" in (memory_qa.ambiguity(details(["a"], [], ["x"])) or "")
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, spec: ModelSpec, messages: list[Any]) -> Any:
+        self.calls += 1
+        raise AssertionError(f"the judge was asked: {messages}")
 
 
-def test_clear_verdicts_come_from_the_rubric_alone() -> None:
-    task = key_task(["Carol Diaz"], ["Bob Stone"])
-    right = verify(task, "The current owner is Carol Diaz.", judge_model="offline/judge")
-    assert right.success and right.details["decided_by"] == "rubric" and not right.calls
-    wrong = verify(task, "Bob Stone owns it.", judge_model="offline/judge")
-    assert not wrong.success and "known incorrect answer" in wrong.raw_eval_output
-    assert not wrong.calls
+def verify_without_judge_calls(task: Task, output: str) -> VerifierResult:
+    client = NoJudge()
+    view = AttemptView(output=output, attempt_index=1, prompt=[])
+
+    async def decide() -> VerifierResult:
+        return await memory_qa.verify(task, view, judge_model="offline/judge")
+
+    with use_models(client, JUDGE):
+        result = asyncio.run(decide())
+    assert client.calls == 0
+    return result
 
 
-def test_ambiguous_verdicts_go_to_the_judge() -> None:
-    task = key_task(["Carol Diaz"], ["Bob Stone"])
-    # An old value on the way to the latest one: offline/judge rates the quoted keyword found.
-    moved = verify(task, "Bob Stone handed it to Carol Diaz.", judge_model="offline/judge")
-    assert moved.success and moved.details["decided_by"] == "judge"
-    assert moved.rating == 10.0 and len(moved.calls) == 1
-    assert "judge decided" in moved.raw_eval_output
+@pytest.mark.parametrize(
+    ("output", "success", "score"),
+    [
+        # The issue's own example: the old figure on the way to the new one. Correct-first.
+        ("The budget increased from $1.2M to $1.4M", True, 1.0),
+        ("$1.4M", True, 1.0),
+        ("The budget is $1.2M.", False, 0.0),
+    ],
+)
+def test_correct_first_decisions_are_never_sent_to_the_judge(
+    output: str, success: bool, score: float
+) -> None:
+    task = key_task(["$1.4M"], ["$1.2M"])
+    result = verify_without_judge_calls(task, output)
+    assert (result.success, result.score) == (success, score)
+    assert result.details["decided_by"] == "rubric" and not result.calls
 
+
+def test_a_half_answer_is_decided_by_the_rubric_as_a_fail() -> None:
     half = key_task(["203.0.113.219", "postgres"], ["198.51.100.216"])
-    partial = verify(half, "The top source was 203.0.113.219.", judge_model="offline/judge")
-    assert not partial.success and partial.rating == 5.0
-    assert partial.details["ambiguous"] == "some but not all correct keywords found"
-
-
-def test_without_a_judge_model_the_rubric_verdict_stands() -> None:
-    task = key_task(["203.0.113.219", "postgres"])
-    result = verify(task, "203.0.113.219")
+    result = verify_without_judge_calls(half, "The top source was 203.0.113.219.")
     assert not result.success and result.score == 0.5
+    assert result.details["why"] == "a correct keyword is present"
+
+
+def test_the_judge_decides_only_what_the_rubric_cannot_with_three_votes() -> None:
+    task = key_task(["Carol Diaz"], ["Bob Stone"])
+    # No correct keyword, no known wrong answer: a refusal (offline/judge finds no quoted
+    # keyword, rates 0).
+    unsure = verify(task, "The notes do not say.", judge_model="offline/judge")
+    assert unsure.details["decided_by"] == "judge" and not unsure.success
+    assert len(unsure.calls) == 3 and unsure.details["judge"]["ratings"] == [0.0, 0.0, 0.0]
+    assert "the judge did" in unsure.raw_eval_output
+    # A paraphrase the rubric misses: the judge rates it (offline/judge reads quoted keywords,
+    # so it stands for a judge that understands "C. Diaz").
+    rubric_task = key_task(["Carol Diaz"])
+    judged = verify(rubric_task, "Ownership passed to carol  diaz.", judge_model="offline/judge")
+    assert judged.details["decided_by"] == "judge"
+    assert judged.details["judge"]["pass_threshold"] == 7.0
+
+
+def test_without_a_judge_model_an_undecided_output_fails_and_says_so() -> None:
+    task = key_task(["203.0.113.219", "postgres"])
+    result = verify(task, "I could not find it.")
+    assert not result.success and result.score == 0.0
     assert result.details["judge"] == "no judge model configured"
 
 
@@ -310,6 +407,10 @@ def test_retrieval_shows_in_the_simulated_results() -> None:
         if not tasks[index].metadata["evidence_retrieved"]:
             assert not any(trial.success for trial in trials.values())
     assert linked.summary["curves"]["pass_at"][-1] > standard.summary["curves"]["pass_at"][-1]
+    # Retrieval recall is reported beside the answer curves, measured on its own.
+    assert linked.summary["figures"]["retrieval_recall"]["mean"] == 1.0
+    standard_recall = standard.summary["figures"]["retrieval_recall"]
+    assert standard_recall["tasks"] == 10 and standard_recall["mean"] < 1.0
 
 
 def test_seq_k_with_feedback_is_at_least_pass_k() -> None:

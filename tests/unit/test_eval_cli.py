@@ -103,9 +103,36 @@ def test_bad_variants_are_reported_with_the_key(
     loose.write_text("metric: pass@k\nk: 1\nmodel: offline/echo\n")
     assert eval_main("run", str(loose)) == 2
     assert "`benchmark:` key" in capsys.readouterr().err
-    critic = write_variant(tmp_path, "critic.yaml", feedback_mode="socratic")
-    assert eval_main("run", str(critic)) == 2
-    assert "critic" in capsys.readouterr().err
+    # The research harness's mode names that this benchmark lacks are refused, listing the
+    # modes it has.
+    for mode in ("critic", "retry_diagnostics"):
+        unknown = write_variant(tmp_path, f"{mode}.yaml", feedback_mode=mode)
+        assert eval_main("run", str(unknown), "--runs-root", str(tmp_path / "runs")) == 2
+        err = capsys.readouterr().err
+        assert f"unknown feedback mode {mode!r} for benchmark jsonl" in err
+        assert "known: binary, compact, directive, hint, judge, raw, socratic" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_variant_defaults_judge_to_the_model_and_critic_to_the_judge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The original harness's defaults: no judge_model means the actor's model judges; no
+    critic_model means the judge criticises (so an LLM-critic mode runs without naming one)."""
+    runs = tmp_path / "runs"
+    variant = write_variant(tmp_path, "socratic.yaml", feedback_mode="socratic", task_indices=[4])
+    data = yaml.safe_load(variant.read_text())
+    del data["judge_model"]
+    variant.write_text(yaml.safe_dump(data))
+    assert eval_main("run", str(variant), "--runs-root", str(runs)) == 0
+    capsys.readouterr()
+    # Verifier level: the judge (the actor's model); feedback level: the critic (the judge).
+    folder = runs / "jsonl-example" / "seqk" / "offline__echo" / "offline__echo" / "offline__echo"
+    settings = json.loads((folder / "config.json").read_text())["settings"]
+    assert settings["judge"]["model"] == settings["critic"]["model"] == "offline/echo"
+    first = json.loads((folder / "task-4" / "attempt-1.json").read_text())
+    assert first["critic"]["model"] == "offline/echo"
+    assert first["critic"]["calls"][0]["model"] == "offline/echo"
 
 
 def test_metrics_table_json_and_k(finished_run: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,7 +3,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import threading
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +61,15 @@ def test_folder_path_follows_the_design_layout(tmp_path: Path) -> None:
         tmp_path / "memory_bench-2" / "seqk" / "openai__gpt-4o-mini" / "deterministic" / "raw"
     )
     judged = config(metric="pass@k", judge=ModelSpec("anthropic/claude-3-5-haiku"))
-    assert run_folder_for(tmp_path, benchmark, judged).parts[-4:] == (
+    assert run_folder_for(tmp_path, make_benchmark(verifier="llm"), judged).parts[-4:] == (
         "passk",
         "openai__gpt-4o-mini",
         "anthropic__claude-3-5-haiku",
         "raw",
     )
+    # A deterministic benchmark is `deterministic` whatever judge the variant names (the seq_k
+    # contract): the judge cannot change its results.
+    assert run_folder_for(tmp_path, benchmark, judged).parts[-2] == "deterministic"
     # An LLM-critic mode names the critic model.
     critic = config(feedback_mode="socratic", critic=ModelSpec("openai/gpt-4o"))
     assert run_folder_for(tmp_path, benchmark, critic).name == "openai__gpt-4o"
@@ -118,8 +123,18 @@ def test_a_run_writes_every_file_with_the_documented_keys(tmp_path: Path) -> Non
         "output_tokens",
     ):
         assert key in attempt["actor"]
+    # The exact text the actor saw, its message list beside it.
+    assert attempt["actor"]["prompt"] == (
+        "Task 2: name the secret.\n\nThis is attempt 2 of 2.\n\nAttempt 1 output:\n"
+        "Task 2: name the secret.\n\nThis is attempt 1 of 2.\n\n"
+        "Feedback on attempt 1:\nwrong secret"
+    )
+    assert attempt["actor"]["messages"] == [{"role": "user", "content": attempt["actor"]["prompt"]}]
     for key in ("model", "success", "score", "raw_eval_output", "details", "calls"):
         assert key in attempt["judge"]
+    # A deterministic verifier: no judge model, a 0/1 score, partial credit in the details.
+    assert attempt["judge"]["model"] is None and attempt["judge"]["score"] == 0.0
+    assert attempt["judge"]["details"]["partial_score"] == 0.5
     assert set(attempt["critic"]) >= {"model", "feedback", "calls"}
     assert attempt["critic"]["feedback"] == "wrong secret"
 
@@ -138,9 +153,19 @@ def test_a_run_writes_every_file_with_the_documented_keys(tmp_path: Path) -> Non
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["status"] == "complete"
     assert summary["curves"]["seq_at"] == [0.0, 0.0]
+    # The price map that priced the run: litellm's version and the map's date.
+    assert summary["litellm_version"] and summary["price_map"] == "litellm bundled"
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", summary["pricing_last_updated"])
     task_summary = json.loads((tmp_path / "task-1" / "summary.json").read_text())
     assert task_summary["status"] == "done"
-    assert [a["attempt_index"] for a in task_summary["attempts"]] == [1, 2]
+    assert [(a["attempt_index"], a["success"], a["score"]) for a in task_summary["attempts"]] == [
+        (1, False, 0.0),
+        (2, False, 0.0),
+    ]
+    assert task_summary["best_score"] == 0.0
+    assert task_summary["tokens"]["openai/gpt-4o-mini"]["calls"] == 2
+    assert "cost_usd" in task_summary["tokens"]["openai/gpt-4o-mini"]
+    assert datetime.fromisoformat(task_summary["last_updated"]).tzinfo is not None
     assert not list(tmp_path.rglob(".*.tmp"))
 
 

@@ -140,9 +140,23 @@ def test_best_score_curve_uses_graded_scores() -> None:
     def respond(spec: ModelSpec, messages: list[Message]) -> str:
         return "the secret is hidden"  # scores 0.5 under the default verifier
 
-    result = run(make_benchmark(count=2), config(metric="pass@k", k=2), ScriptedClient(respond))
+    graded = make_benchmark(count=2, verifier="graded")
+    result = run(graded, config(metric="pass@k", k=2), ScriptedClient(respond))
     assert result.summary["curves"]["best_score_at"] == [0.5, 0.5]
     assert result.summary["curves"]["pass_at"] == [0.0, 0.0]
+
+
+def test_a_deterministic_verifier_scores_0_or_1_with_partial_credit_in_details() -> None:
+    def respond(spec: ModelSpec, messages: list[Message]) -> str:
+        return "the secret is hidden"  # 0.5 by the fixture's verify
+
+    store = MemoryRunStore()
+    result = run(
+        make_benchmark(count=1), config(metric="pass@k", k=1), ScriptedClient(respond), store
+    )
+    trial = store.trials[1][1]
+    assert (trial.judge.score, trial.judge.details["partial_score"]) == (0.0, 0.5)
+    assert result.summary["curves"]["best_score_at"] == [0.0]
 
 
 # the answer key
@@ -243,9 +257,15 @@ def test_fingerprint_covers_result_settings_only() -> None:
         {"k": 4},
         {"feedback_mode": "binary"},
         {"options": {"size": 3}},
-        {"judge": ModelSpec("fake/judge")},
     ):
         assert fingerprint(result_settings(benchmark, config(**change))) != fingerprint(base)
+    # A judge changes the runs of a benchmark that grades with one, and no other's.
+    judged = config(judge=ModelSpec("fake/judge"))
+    assert fingerprint(result_settings(benchmark, judged)) == fingerprint(base)
+    graded = make_benchmark(verifier="llm")
+    assert fingerprint(result_settings(graded, judged)) != fingerprint(
+        result_settings(graded, config(judge=ModelSpec("other/judge")))
+    )
     # pass@k gives no feedback, so its mode cannot change a result.
     assert fingerprint(
         result_settings(benchmark, config(metric="pass@k", feedback_mode="raw"))
@@ -363,7 +383,7 @@ def test_caps_hold_across_tasks_and_roles_on_a_real_http_server() -> None:
 
         client = LLMClient(global_concurrency=4, per_model_concurrency=3)
         result = run(
-            make_benchmark(count=10, verify=verify),
+            make_benchmark(count=10, verify=verify, verifier="llm"),
             config(metric="pass@k", k=3, judge=judge, actor=actor),
             client,
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import uuid
@@ -113,7 +114,7 @@ def test_upload_copies_the_run_folder_without_config_json_and_verifies_it(
     assert args.handler(args) == 0
     output = capsys.readouterr().out
     levels = "/".join(run_folder.parts[-5:])
-    assert levels == "arcagi2-sample/seqk/offline__solver-sim/exact_grid/cell_match"
+    assert levels == "arcagi2-sample/seqk/offline__solver-sim/deterministic/cell_match"
     expected = {
         f"team/a/{levels}/{name}": content
         for name, content in local_files(run_folder).items()
@@ -239,3 +240,51 @@ def test_the_s3_sync_hook_takes_the_variant_setting(
     monkeypatch.delenv(upload.BUCKET_ENV)
     with pytest.raises(UploadError, match="no bucket given"):
         upload.sync_run_folder(run_folder, True)
+
+
+# Reading an S3 copy (no config.json) back
+
+
+def test_metrics_and_inspect_read_an_s3_copy_of_a_run_without_config_json(
+    run_folder: Path, endpoint: str, bucket: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.evaluation.cli import main as eval_main
+
+    upload.upload(run_folder, UploadTarget(bucket=bucket, prefix="team", endpoint_url=endpoint))
+    assert eval_main(["metrics", str(run_folder), "--json"]) == 0
+    [local] = json.loads(capsys.readouterr().out)["runs"]
+
+    url = f"s3://{bucket}/team"
+    assert eval_main(["metrics", url, "--endpoint-url", endpoint, "--json"]) == 0
+    [remote] = json.loads(capsys.readouterr().out)["runs"]
+    levels = "/".join(run_folder.parts[-5:])
+    assert remote["folder"] == f"{url}/{levels}"
+    assert remote["settings_source"] == "inferred"
+    assert "k from summary.json" in remote["inferred"]
+    for key in ("curves", "harness_view", "usage", "cost_usd"):
+        assert remote[key] == local[key], key
+
+    copy = f"{url}/{levels}"
+    assert eval_main(["inspect", copy, "--endpoint-url", endpoint, "--task-index", "1"]) == 0
+    assert capsys.readouterr().out.startswith("task 1 (")
+    # A local copy (`aws s3 sync`) reads the same.
+    assert upload.download_prefix(copy, run_folder.parent / "synced", endpoint_url=endpoint) > 0
+    assert not (run_folder.parent / "synced" / "config.json").exists()
+    assert eval_main(["metrics", str(run_folder.parent / "synced"), "--json"]) == 0
+    [synced] = json.loads(capsys.readouterr().out)["runs"]
+    assert synced["curves"] == local["curves"]
+
+
+def test_an_object_key_naming_a_path_outside_the_copy_is_refused(
+    s3: Any, endpoint: str, bucket: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.evaluation.cli import main as eval_main
+
+    s3.put_object(Bucket=bucket, Key="run/task-1/../../../escape.json", Body=b"{}")
+    with pytest.raises(UploadError, match="outside the copy"):
+        upload.download_prefix(f"s3://{bucket}/run", tmp_path / "copy", endpoint_url=endpoint)
+    assert not (tmp_path / "escape.json").exists()
+    assert eval_main(["metrics", f"s3://{bucket}/run", "--endpoint-url", endpoint]) == 2
+    assert "outside the copy" in capsys.readouterr().err
+    assert eval_main(["metrics", f"s3://{bucket}/nothing", "--endpoint-url", endpoint]) == 2
+    assert "no objects under" in capsys.readouterr().err

@@ -319,10 +319,40 @@ def test_an_unparseable_vote_is_asked_again_once() -> None:
     assert len(result.calls) == 2
 
 
-def test_a_vote_unparseable_twice_is_an_infrastructure_error() -> None:
-    client = ScriptedJudge([vote(8, "a"), "no idea", vote(8, "b"), "still no idea"])
-    with pytest.raises(InfrastructureError, match="judge model judge-model"):
+def test_a_vote_unparseable_twice_is_dropped_and_the_others_decide() -> None:
+    # Votes run concurrently: vote 2 gets "no idea", is asked again after the others answered.
+    client = ScriptedJudge([vote(8, "a"), "no idea", vote(6, "b"), "still no idea"])
+    result = run(judge_verifier(client).verify("x"))
+    assert result.details["ratings"] == [8.0, 6.0]
+    assert result.rating == 7.0 and result.success is True  # the median of the two left
+    assert result.details["dropped_votes"] == [{"reply_excerpt": "still no idea"}]
+    assert "1 unparseable dropped" in result.raw_eval_output
+    assert len(result.calls) == 4  # every call made is recorded, the dropped vote's too
+
+
+def test_every_vote_unparseable_is_an_infrastructure_error() -> None:
+    client = ScriptedJudge(["no", "nope", "never", "no idea", "none", "still no idea"])
+    with pytest.raises(InfrastructureError, match="judge model judge-model gave no usable"):
         run(judge_verifier(client).verify("x"))
+
+
+@pytest.mark.parametrize(
+    ("replies", "judge_passed", "success"),
+    [
+        # The judge says passed, but its rating is under the threshold: the threshold decides.
+        (['{"passed": true, "rating": 6, "feedback": "f"}'] * 3, True, False),
+        (['{"passed": false, "rating": 9, "feedback": "f"}'] * 3, False, True),
+        (['{"rating": 9, "feedback": "f"}'] * 3, None, True),
+    ],
+)
+def test_the_judges_own_passed_is_recorded_beside_the_threshold_verdict(
+    replies: list[str], judge_passed: bool | None, success: bool
+) -> None:
+    result = run(judge_verifier(ScriptedJudge(replies)).verify("x"))
+    assert result.success is success
+    assert result.details["passed_by_threshold"] is success
+    assert result.details["judge_passed"] is judge_passed
+    assert result.details["decided_by"] == "threshold"
 
 
 def test_judge_raw_output_is_public_and_omits_the_rubric() -> None:

@@ -1,0 +1,127 @@
+"""Fair timing: an attempt's `elapsed_ms` holds its model calls only, and a process's first call
+is timed like its later ones (litellm loads its provider modules lazily on a process's first
+call: the CLI and the workers make an untimed call before any attempt).
+
+No timing assertion: what the timed span holds is compared structurally. Every call goes
+through `litellm.acompletion`, the span `LLMClient` times; a probe records how many modules
+were imported during each call. Loading modules is what a cold first call does; a warm one
+imports nothing, like every later call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = r"""
+import asyncio, json, sys
+from app.evaluation import llm
+from app.evaluation.types import ModelSpec
+
+mode = sys.argv[1]
+litellm = llm.load_litellm()
+if mode == "worker":
+    # What a Celery worker does: the main process's worker_init hook, then (after the fork)
+    # each pool process's worker_process_init hook, before either takes work.
+    from celery import signals
+    import app.attempt.tasks  # connects the hooks
+    from app.attempt import runner
+    signals.worker_init.send(sender=None)
+    signals.worker_process_init.send(sender=None)
+    run = runner._run_on_process_loop
+elif mode == "cli":
+    llm.warm_up()
+    run = asyncio.run
+else:
+    run = asyncio.run
+
+original = litellm.acompletion
+imported_during_call = []
+
+async def probe(**arguments):
+    before = len(sys.modules)
+    try:
+        return await original(**arguments)
+    finally:
+        imported_during_call.append(len(sys.modules) - before)
+
+litellm.acompletion = probe
+client = llm.LLMClient()
+for model in ("offline/echo", "offline/judge", "offline/echo"):
+    record = run(client.complete(ModelSpec(model=model), [{"role": "user", "content": "hi"}]))
+    assert record.output
+print(json.dumps(imported_during_call))
+"""
+
+
+def imports_per_call(mode: str, tmp_path: Path) -> list[int]:
+    env = {
+        **os.environ,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "GAUNTLET_DATA_DIR": str(tmp_path / "data"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, mode],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts: list[int] = json.loads(done.stdout.strip().splitlines()[-1])
+    return counts
+
+
+def test_a_cold_process_loads_modules_inside_its_first_timed_call(tmp_path: Path) -> None:
+    # The control: without a warm-up, the first call's timed span holds litellm's lazy imports.
+    first, *later = imports_per_call("cold", tmp_path)
+    assert first > 0
+    assert later == [0, 0]
+
+
+@pytest.mark.parametrize("mode", ["cli", "worker"])
+def test_after_the_warm_up_the_first_call_is_timed_like_the_later_ones(
+    mode: str, tmp_path: Path
+) -> None:
+    assert imports_per_call(mode, tmp_path) == [0, 0, 0]
+
+
+def test_the_worker_hooks_warm_up_before_the_pool_takes_work() -> None:
+    from celery import signals
+
+    import app.attempt.tasks as tasks
+
+    parent = [receiver() for _, receiver in signals.worker_init.receivers]
+    child = [receiver() for _, receiver in signals.worker_process_init.receivers]
+    assert tasks._load_litellm_before_forking in parent
+    assert tasks._warm_up_pool_process in child
+
+
+def test_a_pool_process_skips_its_warm_up_when_the_main_process_had_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the main process's warm-up a pool process's call would load every module itself,
+    seconds that Celery's start-up timeout does not allow; it leaves the cold call to its first
+    attempt rather than be killed and restarted."""
+    from app.attempt import runner
+    from app.evaluation import llm
+
+    calls: list[str] = []
+
+    async def spy() -> bool:
+        calls.append("warm-up")
+        return True
+
+    monkeypatch.setattr(runner, "warm_up_calls", spy)
+    monkeypatch.setattr(llm, "_warmed_up", False)
+    assert runner.warm_up_process() is False and calls == []
+    monkeypatch.setattr(llm, "_warmed_up", True)
+    assert runner.warm_up_process() is True and calls == ["warm-up"]
