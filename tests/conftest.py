@@ -48,6 +48,8 @@ TEST_SETTINGS = {
     "GAUNTLET_QUEUE": f"test-{_RUN_ID}",
     "GAUNTLET_REDIS_KEY_PREFIX": f"gauntlet-test-{_RUN_ID}:",
     "GAUNTLET_SECRET_KEY": "test-secret-key-" + "s" * 24,
+    # The hostile scorers of tests/security/test_sandbox.py may be registered.
+    "GAUNTLET_SCORER_ALLOWED_MODULES": "scorers.,tests.fixtures.hostile_scorers.",
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 from app.config import get_settings
 
@@ -66,3 +67,11 @@ def make_celery() -> Celery:
 
 
 celery_app = make_celery()
+
+
+@worker_init.connect
+def _log_scorer_sandbox(**_: object) -> None:
+    # Once per worker, before the pool forks: the probe's result is inherited by every child.
+    from app.scoring.sandbox import log_scorer_sandbox
+
+    log_scorer_sandbox()
