@@ -24,11 +24,16 @@ def scorer_sandbox() -> Sandbox:
     return get_sandbox(sandbox_settings())
 
 
+def describe_scorer_sandbox() -> tuple[str, str]:
+    """(level, message): what isolates scorer plugins here. Probing starts one real sandbox
+    (a few tens of milliseconds), once per process."""
+    return describe_isolation(sandbox_settings())
+
+
 def log_scorer_sandbox(logger: logging.Logger = log) -> None:
     """The start-up line saying what isolates scorer plugins here, or that plugin scoring is
-    refused (a warning when the sandbox is weaker than bubblewrap, an error when refused).
-    Probing starts one real sandbox, so this takes a few tens of milliseconds."""
-    level, message = describe_isolation(sandbox_settings())
+    refused (a warning when the sandbox is weaker than bubblewrap, an error when refused)."""
+    level, message = describe_scorer_sandbox()
     logger.log(
         {"info": logging.INFO, "warning": logging.WARNING}.get(level, logging.ERROR), message
     )
