@@ -20,6 +20,7 @@ from typing import Any
 TRUNCATED_KEY = "details_truncated"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SAFE_INTEGER = 2**53
+_FLAG_BYTES = len(f',"{TRUNCATED_KEY}":true') + 2
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,9 @@ DEFAULT_LIMITS = DetailsLimits()
 class _Walk:
     def __init__(self, limits: DetailsLimits) -> None:
         self.limits = limits
-        # Approximate encoded size so far: when it runs out, the rest is cut.
-        self.budget = limits.max_bytes
+        # Encoded size left (compact JSON), with room kept for the truncation flag: when it
+        # runs out, the rest is cut.
+        self.budget = limits.max_bytes - _FLAG_BYTES
         self.truncated = False
 
     def spend(self, cost: int) -> bool:
@@ -85,7 +87,7 @@ class _Walk:
                 return self.spend(2), []
             return self.spend(2), self.sequence(value, depth + 1)
         bounded = self.scalar(value)
-        return self.spend(len(json.dumps(bounded, ensure_ascii=False)) + 1), bounded
+        return self.spend(_encoded_size(bounded) + 1), bounded
 
     def mapping(self, value: dict[Any, Any], depth: int) -> dict[str, object]:
         result: dict[str, object] = {}
@@ -94,7 +96,7 @@ class _Walk:
                 self.truncated = True
                 break
             name = self.text(str(key), self.limits.max_key_chars)
-            if name in result or not self.spend(len(json.dumps(name, ensure_ascii=False)) + 1):
+            if name in result or not self.spend(_encoded_size(name) + 1):
                 self.truncated = True
                 if self.budget == 0:
                     break
@@ -136,8 +138,13 @@ def bound_details(
     bounded = walk.mapping(details, 1)
     if walk.truncated:
         bounded[TRUNCATED_KEY] = True
-    encoded = json.dumps(bounded, ensure_ascii=False, allow_nan=False).encode()
-    if len(encoded) > limits.max_bytes:
-        # The running estimate undercounts escapes; never hand on more than the cap.
+    if _encoded_size(bounded) > limits.max_bytes:
+        # Never reached while the running count is right; a cap is a cap all the same.
         return {TRUNCATED_KEY: True}
     return bounded
+
+
+def _encoded_size(value: object) -> int:
+    """Bytes of `value` as compact UTF-8 JSON."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return len(text.encode())
