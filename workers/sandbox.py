@@ -401,7 +401,7 @@ class ScorerSandbox:
         memory_bytes: int = 512 * 2**20,
         cpu_seconds: int = 30,
         file_size_bytes: int = 2**20,
-        max_processes: int = 32,
+        max_processes: int = 16,
         max_open_files: int = 64,
         max_result_bytes: int = 65536,
         allowed_modules: tuple[str, ...] = ("scorers.",),
@@ -629,24 +629,24 @@ class ScorerSandbox:
         only other tenants' children are idle, one of them is replaced by a fresh one."""
         deadline = time.monotonic() + _ACQUIRE_TIMEOUT_S
         while True:
+            # Again after every wake-up: a replacement that failed to start gave its slot back.
             self._ensure_pool()
             with self._idle_changed:
-                while True:
-                    if self._closed:
-                        raise RuntimeError("the scorer sandbox is closed")
-                    child = self._take_idle(tenant)
-                    if child is not None:
-                        return child
-                    stale = next((c for c in self._idle if c.tenant != tenant), None)
-                    if stale is not None:
-                        self._idle.remove(stale)
-                        break
+                if self._closed:
+                    raise RuntimeError("the scorer sandbox is closed")
+                child = self._take_idle(tenant)
+                if child is not None:
+                    return child
+                stale = next((c for c in self._idle if c.tenant != tenant), None)
+                if stale is None:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         raise _CallFailed(
                             f"no scorer process became available within {_ACQUIRE_TIMEOUT_S:.0f} s"
                         )
                     self._idle_changed.wait(remaining)
+                    continue
+                self._idle.remove(stale)
             self._dispose(stale)
 
     def _take_idle(self, tenant: str | None) -> _Child | None:
@@ -739,9 +739,10 @@ class ScorerSandbox:
             self._reap_unregistered(child)
             return
         # Give the slot back: the next call's _ensure_pool tries again rather than this thread
-        # spinning on a start that keeps failing.
+        # spinning on a start that keeps failing; callers waiting for a child are woken too.
         with self._lock:
             self._live -= 1
+            self._idle_changed.notify_all()
 
     def _start_initial_pool(self) -> None:
         """Starts the first children in parallel and waits for all of them, so a sandbox that

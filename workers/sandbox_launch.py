@@ -271,7 +271,7 @@ def _probe(launcher: Launcher) -> str | None:
         "memory_bytes": 512 * 2**20,
         "cpu_seconds": 10,
         "file_size_bytes": 2**20,
-        "max_processes": 32,
+        "max_processes": 16,
         "max_open_files": 64,
         "max_result_bytes": 65536,
     }

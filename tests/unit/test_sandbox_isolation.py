@@ -134,7 +134,7 @@ def test_a_fork_bomb_is_refused_and_cleaned_up(sandbox: ScorerSandbox) -> None:
     outcome = run(sandbox, "escape:ForkBomb", {"comm": comm})
     details = details_of(outcome)
     assert details["refused"] == "Resource temporarily unavailable"
-    assert 0 < details["forks"] < 32
+    assert 0 < details["forks"] < 16
     # The children outlived the call, so the sandbox was retired with all of them.
     assert processes_named(comm) == []
     assert sandbox.score(WEIGHTED, GOOD_METRICS, {}, ctx(), 5000).score == 165.0
