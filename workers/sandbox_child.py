@@ -232,6 +232,8 @@ def apply_limits(
 def forbid_new_privileges() -> None:
     """No program this process starts can gain privileges (setuid binaries, file capabilities).
     bubblewrap sets this already; the weaker process sandbox relies on this call."""
+    if not sys.platform.startswith("linux"):
+        return  # the embedded mode on another system: no such flag there
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")

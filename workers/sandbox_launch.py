@@ -295,6 +295,15 @@ def _probe(launcher: Launcher) -> str | None:
     return f"a test sandbox failed: {detail[:300]}"
 
 
+def _has_pidfd() -> bool:
+    """Sandboxes are killed through a pidfd of their init (never a pid that could be reused)."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
 @functools.lru_cache(maxsize=16)
 def choose_launcher(
     setting: IsolationSetting, module_prefixes: tuple[str, ...], child_script: Path = CHILD_SCRIPT
@@ -315,6 +324,8 @@ def choose_launcher(
             problem = "bubblewrap (bwrap) is not installed"
         elif not sys.platform.startswith("linux"):
             problem = "bubblewrap needs Linux"
+        elif not _has_pidfd():
+            problem = "this kernel has no pidfd_open (Linux 5.3 or later is needed)"
         else:
             launcher = Launcher("bubblewrap", module_prefixes, child_script, bwrap=bwrap)
             problem = _probe(launcher)
