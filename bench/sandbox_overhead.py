@@ -22,6 +22,7 @@ from typing import Any
 # Run as a plain script from anywhere: make the project importable without installing it.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import common
 from scorers.protocol import AttemptMetrics, ScoringContext
 from scorers.weighted import WeightedScorer
 from workers.sandbox import ScorerSandbox
@@ -114,6 +115,7 @@ def main() -> None:
     parser.add_argument("--timeout-ms", type=int, default=200)
     parser.add_argument("--isolation", choices=ISOLATION_SETTINGS, default="bubblewrap")
     options = parser.parse_args()
+    common.print_machine_info("sandbox_overhead")
 
     local = in_process_latencies(options.calls)
     started = time.perf_counter()
@@ -160,6 +162,7 @@ def main() -> None:
         f"call for another tenant, pool of 1   p50 {milliseconds(statistics.median(switches))}"
         f"   max {milliseconds(max(switches))}   (waits for a fresh sandbox)"
     )
+    common.print_end_load()
 
 
 if __name__ == "__main__":

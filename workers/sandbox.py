@@ -309,6 +309,14 @@ class _Child:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
 
+    def kill(self) -> None:
+        """Sends the kill without waiting: to the sandbox's init (bwrap then exits by itself
+        and reaps it), or without a namespace to the process group."""
+        if self.init_pidfd is not None:
+            self.kill_sandbox()
+        else:
+            self.kill_group()
+
     def terminate(self) -> None:
         """Kills everything this child is and started (as far as the isolation allows), and
         reaps it. With bubblewrap, once the init's pidfd reports its exit the kernel has already
@@ -520,8 +528,7 @@ class ScorerSandbox:
             # lock, so none of these pids can have been reused yet.
             for child in self._children:
                 if not child.disposed:
-                    child.kill_sandbox()
-                    child.kill_group()
+                    child.kill()
             idle, self._idle = self._idle, []
             # Wakes every caller waiting for a child: each one finds the pool closed.
             self._idle_changed.notify_all()
