@@ -6,6 +6,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True \
     GAUNTLET_DATA_DIR=/var/lib/gauntlet
 
+# bubblewrap isolates scorer plugins (docs/sandbox.md); production refuses plugin scoring
+# without it.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /srv/gauntlet
 COPY pyproject.toml README.md ./
 COPY app ./app

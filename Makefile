@@ -27,14 +27,17 @@ typecheck: install
 
 test: install lint typecheck
 	./scripts/ensure-test-services.sh
+	./scripts/ensure-bubblewrap.sh
 	./scripts/ensure-chromium.sh
 	$(BIN)/pytest
 
 unit: install
+	./scripts/ensure-bubblewrap.sh
 	$(BIN)/pytest tests/unit
 
 integration: install
 	./scripts/ensure-test-services.sh
+	./scripts/ensure-bubblewrap.sh
 	$(BIN)/pytest tests/integration
 
 screenshots: install

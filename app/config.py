@@ -70,6 +70,11 @@ class Settings(BaseSettings):
     # Pre-started scorer processes per worker process (the sandbox reads this variable itself).
     scorer_pool_size: int = Field(default=2, ge=1, le=64)
     scorer_max_timeout_ms: int = Field(default=30_000, ge=1, le=600_000)
+    # How scorer plugins are isolated (docs/sandbox.md): "bubblewrap" (namespaces; plugin
+    # scoring is refused where it cannot run), "process" (a weaker sandbox, accepted knowingly)
+    # or "auto" (bubblewrap where it runs, else "process" with a warning). Unset: "bubblewrap"
+    # in production, "auto" in embedded mode.
+    scorer_sandbox: Literal["auto", "bubblewrap", "process"] | None = None
 
     seed_demo: bool = True
 
@@ -145,6 +150,12 @@ class Settings(BaseSettings):
         if self.broker_url and self.broker_url.startswith(("redis://", "rediss://")):
             return self.broker_url
         return "memory://"
+
+    @property
+    def resolved_scorer_sandbox(self) -> Literal["auto", "bubblewrap", "process"]:
+        if self.scorer_sandbox is not None:
+            return self.scorer_sandbox
+        return "bubblewrap" if self.mode == "production" else "auto"
 
     @property
     def scorer_module_prefixes(self) -> tuple[str, ...]:

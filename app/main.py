@@ -27,6 +27,7 @@ from app.evaluation.model_ids import warm_up
 from app.leaderboard.router import router as leaderboard_router
 from app.middleware import BodySizeLimit
 from app.scoring.router import router as scoring_router
+from app.scoring.sandbox import log_scorer_sandbox
 from app.tenant.router import router as tenant_router
 from app.web.rendering import STATIC_DIR, STATIC_URL
 from app.web.router import router as web_router
@@ -122,6 +123,14 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
     # litellm takes seconds to import; load it in the background so the first challenge
     # validation does not pay for it while requests that never need it are served at once.
     threading.Thread(target=warm_up, name="litellm-warm-up", daemon=True).start()
+    # Registration checks plugins in the scorer sandbox: say at start-up what it isolates here
+    # (through uvicorn's logger, the one a server's operator sees).
+    threading.Thread(
+        target=log_scorer_sandbox,
+        args=(logging.getLogger("uvicorn.error"),),
+        name="scorer-sandbox-probe",
+        daemon=True,
+    ).start()
     # Blocking request work (the database) runs in a thread pool. AnyIO's default of 40
     # threads lets that many fight over the GIL; a few keep the database busy for less CPU
     # (bench/README.md: ~25% less CPU per submission at 8 than at 40, and at 500

@@ -1,11 +1,13 @@
 """Prints what the scorer sandbox costs and how precisely it kills.
 
-    .venv/bin/python bench/sandbox_overhead.py [--calls 2000] [--hangs 20]
+    .venv/bin/python bench/sandbox_overhead.py [--calls 2000] [--hangs 20] [--isolation ...]
 
 1. Per-call latency of WeightedScorer in-process and through the sandbox (p50, p99), and the
    sandbox's overhead as the difference.
 2. For a hung scorer with a 200 ms timeout: how late the call returns after its deadline, and
    how long from that return until the pool's next successful call.
+3. What isolation costs at start: the one-off probe, the pool's start, and a call for another
+   tenant when the only warm process has served someone else (it waits for a fresh sandbox).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from typing import Any
 # Run as a plain script from anywhere: make the project importable without installing it.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import common
 from scorers.protocol import AttemptMetrics, ScoringContext
 from scorers.weighted import WeightedScorer
 from workers.sandbox import ScorerSandbox
+from workers.sandbox_launch import ISOLATION_SETTINGS, choose_launcher
 
 WEIGHTED = "scorers.weighted:WeightedScorer"
 METRICS = {"succeeded": True, "rating": 8, "elapsed_ms": 5000, "tokens_total": 1000}
@@ -90,23 +94,45 @@ def kill_figures(sandbox: ScorerSandbox, runs: int, timeout_ms: int) -> tuple[li
     return late_by, next_ok_after
 
 
+def tenant_switch_latencies(sandbox: ScorerSandbox, switches: int) -> list[float]:
+    """Calls alternating between two tenants on a pool of one: each call finds the only warm
+    process used by the other tenant and waits for a fresh sandbox."""
+    latencies = []
+    for index in range(switches):
+        ctx = {**CTX, "tenant_id": f"tenant-{index % 2}"}
+        started = time.perf_counter()
+        outcome = sandbox.score(WEIGHTED, METRICS, {}, ctx, 5000)
+        latencies.append(time.perf_counter() - started)
+        if outcome.score != 165.0:
+            raise SystemExit(f"unexpected outcome: {outcome}")
+    return latencies
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--hangs", type=int, default=20)
     parser.add_argument("--timeout-ms", type=int, default=200)
+    parser.add_argument("--isolation", choices=ISOLATION_SETTINGS, default="bubblewrap")
     options = parser.parse_args()
+    common.print_machine_info("sandbox_overhead")
 
     local = in_process_latencies(options.calls)
     started = time.perf_counter()
-    with ScorerSandbox(pool_size=2) as sandbox:
+    launcher, _ = choose_launcher(options.isolation, ("scorers.",))
+    probe_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    with ScorerSandbox(pool_size=2, isolation=options.isolation) as sandbox:
         start_seconds = time.perf_counter() - started
         remote = sandbox_latencies(sandbox, options.calls)
         late_by, next_ok_after = kill_figures(sandbox, options.hangs, options.timeout_ms)
-    with ScorerSandbox(pool_size=1) as single:
+    with ScorerSandbox(pool_size=1, isolation=options.isolation) as single:
         _, single_next_ok_after = kill_figures(single, max(options.hangs // 2, 1), 200)
+        switches = tenant_switch_latencies(single, max(options.hangs, 2))
 
     print(f"Python {sys.version.split()[0]}, {options.calls} calls of WeightedScorer")
+    print(f"isolation: {launcher.describe()}")
+    print(f"probe (one sandbox, once per process):  {milliseconds(probe_seconds)}")
     print(f"pool start (2 children, parallel):      {milliseconds(start_seconds)}")
     print(
         f"in-process        p50 {microseconds(percentile(local, 0.5))}"
@@ -132,6 +158,11 @@ def main() -> None:
         f"  same with a pool of 1   p50 {milliseconds(statistics.median(single_next_ok_after))}"
         f"   max {milliseconds(max(single_next_ok_after))}   (waits for a fresh interpreter)"
     )
+    print(
+        f"call for another tenant, pool of 1   p50 {milliseconds(statistics.median(switches))}"
+        f"   max {milliseconds(max(switches))}   (waits for a fresh sandbox)"
+    )
+    common.print_end_load()
 
 
 if __name__ == "__main__":

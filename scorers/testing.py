@@ -19,12 +19,16 @@ from typing import Any
 
 from scorers.protocol import AttemptMetrics, ScoringContext, ScoringResult
 
+# Tells one scorer process from another (pids repeat: each sandbox has its own PID namespace).
+PROCESS_TOKEN = os.urandom(8).hex()
 
-def _write_pid(config: dict[str, Any]) -> None:
-    """Lets a test find the process afterwards and prove it was killed."""
-    pid_file = config.get("pid_file")
-    if pid_file:
-        Path(pid_file).write_text(str(os.getpid()))
+
+def _mark_process(config: dict[str, Any]) -> None:
+    """Renames this process to config["comm"], so that a test can look for it from outside
+    the sandbox afterwards and prove that it was killed."""
+    name = config.get("comm")
+    if name:
+        Path("/proc/self/comm").write_text(str(name)[:15])
 
 
 class RaisingScorer:
@@ -40,7 +44,7 @@ class HangingScorer:
     def score(
         self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
     ) -> ScoringResult:
-        _write_pid(config)
+        _mark_process(config)
         while True:
             pass
 
@@ -51,7 +55,7 @@ class SleepingScorer:
     def score(
         self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
     ) -> ScoringResult:
-        _write_pid(config)
+        _mark_process(config)
         time.sleep(float(config.get("seconds", 3600)))
         return {"score": 1.0, "details": None}
 
@@ -188,6 +192,8 @@ class LimitsScorer:
             "cpu": resource.RLIMIT_CPU,
             "core": resource.RLIMIT_CORE,
             "fsize": resource.RLIMIT_FSIZE,
+            "nproc": resource.RLIMIT_NPROC,
+            "nofile": resource.RLIMIT_NOFILE,
         }
         return {
             "score": 1.0,
@@ -214,6 +220,7 @@ class EchoScorer:
                     "timeout_ms": ctx.timeout_ms,
                 },
                 "pid": os.getpid(),
+                "process": PROCESS_TOKEN,
             },
         }
 

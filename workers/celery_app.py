@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import worker_init, worker_ready
 
 from app.config import get_settings
 
@@ -66,3 +67,19 @@ def make_celery() -> Celery:
 
 
 celery_app = make_celery()
+
+
+@worker_init.connect
+def _probe_scorer_sandbox(**_: object) -> None:
+    # Once per worker, before the pool forks, so every pool process inherits the result.
+    from app.scoring.sandbox import describe_scorer_sandbox
+
+    describe_scorer_sandbox()
+
+
+@worker_ready.connect
+def _log_scorer_sandbox(**_: object) -> None:
+    # Logging is set up only after worker_init.
+    from app.scoring.sandbox import log_scorer_sandbox
+
+    log_scorer_sandbox()

@@ -8,10 +8,15 @@ model library ends up in a child's `sys.modules`.
 Protocol: frames of a 4-byte big-endian length followed by that many bytes of UTF-8 JSON. The
 child sends one "ready" frame once its limits are in force, then answers each request with exactly
 one frame carrying the request's `id`.
+
+Once a plugin is loaded, everything in this process is the plugin's to change (this code
+included), so the parent believes nothing it says beyond the shape-checked answer: it counts the
+sandbox's processes itself, bounds the answer, and kills the whole sandbox when in doubt.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import operator
@@ -26,6 +31,7 @@ from scorers.protocol import AttemptMetrics, ScoringContext
 
 HEADER = struct.Struct(">I")
 MAX_ERROR_CHARS = 500
+_PR_SET_NO_NEW_PRIVS = 38
 
 
 def _json_default(value: object) -> object:
@@ -196,15 +202,24 @@ class _Child:
         return {"ok": True, "result": result}
 
 
-def apply_limits(memory_bytes: int, cpu_seconds: int, file_size_bytes: int) -> None:
-    """Soft and hard limits are set together so a plugin cannot raise them again (unless the
-    worker runs as root, which it should not). RLIMIT_CPU keeps a 2 s gap so SIGXCPU comes first
-    and the parent can name the cause; the kernel's SIGKILL at the hard limit is the backstop."""
+def apply_limits(
+    memory_bytes: int,
+    cpu_seconds: int,
+    file_size_bytes: int,
+    max_processes: int,
+    max_open_files: int,
+) -> None:
+    """Soft and hard limits are set together so a plugin cannot raise them again. RLIMIT_CPU
+    keeps a 2 s gap so SIGXCPU comes first and the parent can name the cause; the kernel's
+    SIGKILL at the hard limit is the backstop. RLIMIT_NPROC counts the processes and threads of
+    this process's uid (in the sandbox, its own), so a fork bomb is refused, not served."""
     limits = [
         (resource.RLIMIT_AS, memory_bytes, memory_bytes),
         (resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + 2),
         (resource.RLIMIT_CORE, 0, 0),
         (resource.RLIMIT_FSIZE, file_size_bytes, file_size_bytes),
+        (resource.RLIMIT_NPROC, max_processes, max_processes),
+        (resource.RLIMIT_NOFILE, max_open_files, max_open_files),
     ]
     for kind, soft, hard in limits:
         _, current_hard = resource.getrlimit(kind)
@@ -212,6 +227,16 @@ def apply_limits(memory_bytes: int, cpu_seconds: int, file_size_bytes: int) -> N
             hard = min(hard, current_hard)
             soft = min(soft, hard)
         resource.setrlimit(kind, (soft, hard))
+
+
+def forbid_new_privileges() -> None:
+    """No program this process starts can gain privileges (setuid binaries, file capabilities).
+    bubblewrap sets this already; the weaker process sandbox relies on this call."""
+    if not sys.platform.startswith("linux"):
+        return  # the embedded mode on another system: no such flag there
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
 
 
 def take_protocol_pipes() -> tuple[int, int]:
@@ -228,10 +253,17 @@ def take_protocol_pipes() -> tuple[int, int]:
 
 
 def main(argv: list[str]) -> int:
-    memory_bytes, cpu_seconds, file_size_bytes, max_result_bytes = (int(a) for a in argv[1:5])
-    apply_limits(memory_bytes, cpu_seconds, file_size_bytes)
+    config = json.loads(argv[1])
+    forbid_new_privileges()
+    apply_limits(
+        int(config["memory_bytes"]),
+        int(config["cpu_seconds"]),
+        int(config["file_size_bytes"]),
+        int(config["max_processes"]),
+        int(config["max_open_files"]),
+    )
     request_fd, response_fd = take_protocol_pipes()
-    return _Child(request_fd, response_fd, max_result_bytes).serve()
+    return _Child(request_fd, response_fd, int(config["max_result_bytes"])).serve()
 
 
 if __name__ == "__main__":

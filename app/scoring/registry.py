@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from app.challenge.models import Challenge
 from app.config import get_settings
 from app.db import utcnow
-from app.errors import Conflict, NotFound, ValidationFailed
+from app.errors import Conflict, NotFound, ServiceUnavailable, ValidationFailed
 from app.scoring.models import ScorerPlugin
 from app.scoring.repository import get_plugin
 from app.scoring.rescore import request_rescores_for_plugin
@@ -48,8 +48,10 @@ def _check_default_config(schema: dict[str, Any], config: dict[str, Any]) -> Non
 
 
 def check_entrypoint(entrypoint: str) -> None:
-    """Refuses modules outside the allowed prefixes, then loads the class in the sandbox."""
-    from workers.sandbox import ScorerError, get_sandbox
+    """Refuses modules outside the allowed prefixes, then loads the class in the sandbox: in a
+    fresh sandboxed process, retired afterwards, never in this one."""
+    from app.scoring.sandbox import scorer_sandbox
+    from workers.sandbox import SandboxRefused, ScorerError
 
     allowed = get_settings().scorer_module_prefixes
     module = entrypoint.partition(":")[0]
@@ -60,7 +62,9 @@ def check_entrypoint(entrypoint: str) -> None:
             "setting GAUNTLET_SCORER_ALLOWED_MODULES)",
         )
     try:
-        get_sandbox().check(entrypoint)
+        scorer_sandbox().check(entrypoint)
+    except SandboxRefused as exc:
+        raise ServiceUnavailable(exc.reason) from exc
     except ScorerError as exc:
         raise ValidationFailed.at(["entrypoint"], str(exc)) from exc
 

@@ -52,9 +52,9 @@ class Scoring:
         if self.unavailable is not None or self.entrypoint is None:
             log.warning("attempt %s not scored: %s", context.get("attempt_id"), self.unavailable)
             return ScoreResult(None, {"error": self.unavailable})
-        from workers.sandbox import get_sandbox
+        from app.scoring.sandbox import scorer_sandbox
 
-        outcome = get_sandbox().score(
+        outcome = scorer_sandbox().score(
             self.entrypoint,
             metrics,
             self.config or {},

@@ -15,17 +15,24 @@ from typing import Any
 import pytest
 
 import workers.sandbox as sandbox_module
+import workers.sandbox_launch as launch_module
+from tests.fixtures.processes import processes_named, unique_comm
 from workers.sandbox import (
+    RefusedSandbox,
+    SandboxRefused,
+    SandboxSettings,
     ScoreOutcome,
     ScorerError,
     ScorerSandbox,
     _FrameTooLarge,
     _read_frame,
     _Timeout,
+    describe_isolation,
     get_sandbox,
     resolve_timeout_ms,
 )
 from workers.sandbox_child import HEADER, encode_frame
+from workers.sandbox_launch import SandboxUnavailable
 
 WEIGHTED = "scorers.weighted:WeightedScorer"
 CTX = {"tenant_id": "t1", "challenge_id": "c1", "participant_id": "p1", "timeout_ms": 5000}
@@ -56,11 +63,12 @@ def assert_pool_works(sandbox: ScorerSandbox) -> None:
         assert outcome == ScoreOutcome(score=165.0, details=outcome.details, error=None)
 
 
-def echo_pid(sandbox: ScorerSandbox) -> int:
+def echo_process(sandbox: ScorerSandbox) -> str:
+    """Which scorer process served the call (pids repeat across PID namespaces)."""
     outcome = run(sandbox, "EchoScorer")
     assert outcome.details is not None, outcome.error
-    pid: int = outcome.details["pid"]
-    return pid
+    token: str = outcome.details["process"]
+    return token
 
 
 def test_weighted_scorer_through_the_sandbox(sandbox: ScorerSandbox) -> None:
@@ -110,18 +118,15 @@ def test_misbehaviour_becomes_a_reason_and_the_pool_survives(
 
 
 @pytest.mark.parametrize("scorer", ["HangingScorer", "SleepingScorer"])
-def test_hung_scorer_is_killed_at_the_deadline(
-    sandbox: ScorerSandbox, scorer: str, tmp_path: Path
-) -> None:
-    pid_file = tmp_path / "pid"
+def test_hung_scorer_is_killed_at_the_deadline(sandbox: ScorerSandbox, scorer: str) -> None:
+    comm = unique_comm()
     started = time.monotonic()
-    outcome = run(sandbox, scorer, {"pid_file": str(pid_file)}, timeout_ms=300)
+    outcome = run(sandbox, scorer, {"comm": comm}, timeout_ms=300)
     waited = time.monotonic() - started
 
     assert outcome == ScoreOutcome(score=None, details=None, error="timed out after 300 ms")
     assert 0.3 <= waited < 3.0
-    with pytest.raises(ProcessLookupError):
-        os.kill(int(pid_file.read_text()), 0)
+    assert processes_named(comm) == []
     assert_pool_works(sandbox)
 
 
@@ -153,7 +158,6 @@ def test_scorer_receives_metrics_config_and_context(sandbox: ScorerSandbox) -> N
     assert received["config"] == {"score": 3, "x": "ü"}
     # The scorer learns the timeout it really runs under, whatever the caller's ctx said.
     assert received["ctx"] == {**CTX, "timeout_ms": 1234}
-    assert received["pid"] != os.getpid()
 
 
 def test_check_accepts_a_real_scorer(sandbox: ScorerSandbox) -> None:
@@ -206,36 +210,55 @@ def test_child_environment_holds_no_secrets(monkeypatch: pytest.MonkeyPatch) -> 
     assert outcome.details is not None, outcome.error
     visible = set(outcome.details["env"])
     assert "PATH" in visible
-    # LC_CTYPE is what Python itself sets when it coerces a C locale (PEP 538).
-    assert visible <= {"PATH", "LANG", "PYTHONPATH", "PYTHONHASHSEED", "LC_CTYPE"}
+    # LC_CTYPE is what Python itself sets when it coerces a C locale (PEP 538); PWD is set by
+    # bubblewrap's --chdir.
+    assert visible <= {
+        "PATH",
+        "LANG",
+        "HOME",
+        "PWD",
+        "PYTHONPATH",
+        "PYTHONHASHSEED",
+        "PYTHONDONTWRITEBYTECODE",
+        "LC_CTYPE",
+    }
 
 
 def test_child_loads_no_heavy_framework() -> None:
     with ScorerSandbox(pool_size=1) as single:
         assert single.score(WEIGHTED, GOOD_METRICS, {}, CTX, 5000).score == 165.0
-        modules = single._child_modules()
+        modules = single._child_modules(tenant=CTX["tenant_id"])
     assert "scorers.weighted" in modules  # the same child served the call
     loaded_packages = {name.split(".")[0] for name in modules}
     assert loaded_packages.isdisjoint(HEAVY_PACKAGES), loaded_packages & HEAVY_PACKAGES
 
 
 def test_resource_limits_are_in_force(tmp_path: Path) -> None:
-    with ScorerSandbox(pool_size=1, memory_bytes=300 * 2**20, file_size_bytes=4096) as limited:
+    with ScorerSandbox(
+        pool_size=1,
+        memory_bytes=300 * 2**20,
+        file_size_bytes=4096,
+        max_processes=20,
+        max_open_files=40,
+    ) as limited:
         limits = limited.score("scorers.testing:LimitsScorer", {}, {}, CTX, 5000).details
         assert limits == {
             "as": [300 * 2**20, 300 * 2**20],
             "cpu": [30, 32],
             "core": [0, 0],
             "fsize": [4096, 4096],
+            "nproc": [20, 20],
+            "nofile": [40, 40],
         }
-        target = tmp_path / "out.bin"
-        small = {"path": str(target), "bytes": 1000}
+        # The sandbox's /tmp is its own: what it writes there never reaches the host's.
+        target = f"/tmp/{tmp_path.name}-out.bin"
+        small = {"path": target, "bytes": 1000}
         assert limited.score("scorers.testing:FileWritingScorer", {}, small, CTX, 5000).score == 1
-        big = {"path": str(target), "bytes": 10_000}
+        big = {"path": target, "bytes": 10_000}
         outcome = limited.score("scorers.testing:FileWritingScorer", {}, big, CTX, 5000)
         assert outcome.error is not None
         assert outcome.error.startswith("scorer raised OSError: [Errno 27] File too large")
-        assert target.stat().st_size <= 4096
+        assert not Path(target).exists()
 
 
 def test_cpu_limit_kills_a_spinning_scorer_and_says_so() -> None:
@@ -248,16 +271,16 @@ def test_cpu_limit_kills_a_spinning_scorer_and_says_so() -> None:
 
 def test_memory_error_retires_the_child() -> None:
     with ScorerSandbox(pool_size=1) as single:
-        before = echo_pid(single)
+        before = echo_process(single)
         error = single.score("scorers.testing:MemoryHogScorer", {}, {}, CTX, 5000).error
         assert error is not None
         assert error.startswith("scorer raised MemoryError")
-        assert echo_pid(single) != before
+        assert echo_process(single) != before
 
 
 def test_children_are_recycled_after_max_calls() -> None:
     with ScorerSandbox(pool_size=1, max_calls_per_child=2) as recycling:
-        pids = [echo_pid(recycling) for _ in range(5)]
+        pids = [echo_process(recycling) for _ in range(5)]
     assert pids[0] == pids[1]
     assert pids[2] == pids[3] != pids[1]
     assert pids[4] != pids[3]
@@ -265,16 +288,17 @@ def test_children_are_recycled_after_max_calls() -> None:
 
 def test_child_that_died_while_idle_is_not_blamed_on_the_next_call() -> None:
     with ScorerSandbox(pool_size=1) as single:
-        pid = echo_pid(single)
-        os.kill(pid, signal.SIGKILL)
+        before = echo_process(single)
+        (victim,) = single._children
+        # Killing the sandbox's init ends the sandbox, as the OOM killer or an operator might.
+        assert victim.init_pid is not None
+        os.kill(victim.init_pid, signal.SIGKILL)
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            # Still our unreaped child until the sandbox reaps it: poll its state, not its pid.
-            if Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "Z":
-                break
+        while not victim.has_exited() and time.monotonic() < deadline:
             time.sleep(0.005)
+        assert victim.has_exited()
         assert single.score(WEIGHTED, GOOD_METRICS, {}, CTX, 5000).score == 165.0
-        assert echo_pid(single) != pid
+        assert echo_process(single) != before
 
 
 def test_concurrent_calls_from_threads_get_their_own_answers(sandbox: ScorerSandbox) -> None:
@@ -300,11 +324,14 @@ def test_concurrent_calls_from_threads_get_their_own_answers(sandbox: ScorerSand
 
 def test_closed_sandbox_refuses_calls_and_its_children_are_gone() -> None:
     single = ScorerSandbox(pool_size=1)
-    pid = echo_pid(single)
+    echo_process(single)
+    (child,) = single._children
+    outer_pid, init_pid = child.process.pid, child.init_pid
     single.close()
     single.close()  # idempotent
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    for pid in (outer_pid, init_pid):
+        assert pid is not None
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
     with pytest.raises(RuntimeError, match="closed"):
         single.score(WEIGHTED, GOOD_METRICS, {}, CTX, 5000)
 
@@ -326,8 +353,9 @@ def test_close_during_a_call_ends_that_call_with_a_reason() -> None:
 def test_sandbox_that_cannot_start_fails_loudly(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(sandbox_module, "CHILD_SCRIPT", tmp_path / "missing.py")
-    with pytest.raises(RuntimeError, match="could not start"):
+    monkeypatch.setattr(launch_module, "CHILD_SCRIPT", tmp_path / "missing.py")
+    # bubblewrap is probed with a real sandbox before the pool starts.
+    with pytest.raises(SandboxUnavailable, match="test sandbox failed"):
         ScorerSandbox(pool_size=2)
 
 
@@ -373,16 +401,17 @@ def test_parent_assembles_a_frame_from_partial_reads_and_keeps_the_rest() -> Non
         os.close(write_fd)
 
 
-def test_get_sandbox_is_shared_and_configured_from_the_environment(
+def test_get_sandbox_is_shared_and_configured_by_its_first_caller(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(sandbox_module, "_shared_sandbox", None)
-    monkeypatch.setenv("GAUNTLET_SCORER_ALLOWED_MODULES", " scorers.testing , ")
-    monkeypatch.setenv("GAUNTLET_SCORER_POOL_SIZE", "1")
-    shared = get_sandbox()
+    settings = SandboxSettings(allowed_modules=("scorers.testing",), pool_size=1)
+    shared = get_sandbox(settings)
     try:
-        assert get_sandbox() is shared
+        assert get_sandbox(SandboxSettings()) is shared
+        assert isinstance(shared, ScorerSandbox)
         assert shared._pool_size == 1
+        assert shared.isolation == "bubblewrap"
         shared.check("scorers.testing:EchoScorer")
         with pytest.raises(ScorerError, match="outside the allowed modules"):
             shared.check(WEIGHTED)
@@ -390,12 +419,32 @@ def test_get_sandbox_is_shared_and_configured_from_the_environment(
         shared.close()
 
 
-@pytest.mark.parametrize("raw", ["0", "-1", "two"])
-def test_get_sandbox_refuses_a_bad_pool_size(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+def test_get_sandbox_refuses_plugin_scoring_when_bubblewrap_is_required_but_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(sandbox_module, "_shared_sandbox", None)
-    monkeypatch.setenv("GAUNTLET_SCORER_POOL_SIZE", raw)
-    with pytest.raises(ValueError, match="GAUNTLET_SCORER_POOL_SIZE"):
-        get_sandbox()
+    monkeypatch.setattr(launch_module.shutil, "which", lambda name: None)
+    launch_module.choose_launcher.cache_clear()
+    try:
+        refused = get_sandbox(SandboxSettings(isolation="bubblewrap"))
+        assert isinstance(refused, RefusedSandbox)
+        outcome = refused.score(WEIGHTED, GOOD_METRICS, {}, CTX, 5000)
+        assert outcome.score is None
+        assert outcome.error is not None
+        assert "plugin scoring is refused" in outcome.error
+        assert "bubblewrap (bwrap) is not installed" in outcome.error
+        assert "GAUNTLET_SCORER_SANDBOX=process" in outcome.error
+        with pytest.raises(SandboxRefused, match="refused"):
+            refused.check(WEIGHTED)
+    finally:
+        launch_module.choose_launcher.cache_clear()
+
+
+def test_the_start_up_line_says_bubblewrap_isolates_here() -> None:
+    level, message = describe_isolation(SandboxSettings(isolation="bubblewrap"))
+    assert level == "info"
+    assert message.startswith("scorer sandbox: bubblewrap")
+    assert "network" in message and "read-only" in message
 
 
 @pytest.mark.parametrize(
