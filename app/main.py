@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,7 +22,6 @@ from app.challenge.router import router as challenge_router
 from app.config import get_settings
 from app.db import get_engine
 from app.errors import AppError
-from app.evaluation.model_ids import warm_up
 from app.leaderboard.router import router as leaderboard_router
 from app.middleware import BodySizeLimit
 from app.scoring.router import router as scoring_router
@@ -119,9 +117,6 @@ def install_error_handlers(app: FastAPI) -> None:
 
 @asynccontextmanager
 async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-    # litellm takes seconds to import; load it in the background so the first challenge
-    # validation does not pay for it while requests that never need it are served at once.
-    threading.Thread(target=warm_up, name="litellm-warm-up", daemon=True).start()
     # Blocking request work (the database) runs in a thread pool. AnyIO's default of 40
     # threads lets that many fight over the GIL; a few keep the database busy for less CPU
     # (bench/README.md: ~25% less CPU per submission at 8 than at 40, and at 500
