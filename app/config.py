@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.outbound.policy import OutboundPolicy, parse_allowed_bases
@@ -86,6 +86,8 @@ class Settings(BaseSettings):
 
     seed_demo: bool = True
 
+    _outbound_policy: OutboundPolicy | None = PrivateAttr(default=None)
+
     @field_validator("allowed_api_bases")
     @classmethod
     def _parse_api_bases(cls, value: list[str | dict[str, Any]]) -> list[str | dict[str, Any]]:
@@ -99,10 +101,12 @@ class Settings(BaseSettings):
 
     def outbound_policy(self) -> OutboundPolicy:
         """The outbound policy of the service (the API's checks and the workers' calls)."""
-        return OutboundPolicy(
-            bases=parse_allowed_bases(self.allowed_api_bases),
-            providers=ProviderPolicy(allowed=tuple(self.allowed_providers)),
-        )
+        if self._outbound_policy is None:
+            self._outbound_policy = OutboundPolicy(
+                bases=parse_allowed_bases(self.allowed_api_bases),
+                providers=ProviderPolicy(allowed=tuple(self.allowed_providers)),
+            )
+        return self._outbound_policy
 
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Settings:

@@ -32,8 +32,10 @@ class CostBudgetExhausted(InfrastructureError):
     """No model call starts: the attempt's budget (`scope` "attempt") or the tenant's budget
     of the UTC day (`scope` "tenant") is spent."""
 
-    def __init__(self, message: str, *, scope: Literal["attempt", "tenant"]) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, *, scope: Literal["attempt", "tenant"], detail: str | None = None
+    ) -> None:
+        super().__init__(message, detail=detail)
         self.scope = scope
 
 
