@@ -166,7 +166,9 @@ def attempt_metrics(result: RunResult, tasks_total: int, k: int) -> dict[str, An
     key = "seq_at" if curves.get("metric") == "seq@k" else "pass_at"
     complete = int(curves.get("tasks_complete") or 0)
     share = complete / tasks_total if tasks_total else 0.0
-    curve = [float(value) * share for value in curves.get(key) or []]
+    # With no task complete (a budget spent during the first tries) the curve has no values:
+    # every task counts as unsolved.
+    curve = [float(value or 0.0) * share for value in curves.get(key) or []]
     metric_at_k = curve[k - 1] if len(curve) >= k else None
     return {
         "succeeded": bool(metric_at_k and metric_at_k > 0),

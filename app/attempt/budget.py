@@ -9,15 +9,17 @@ The charge is the call's price from litellm's price map; a call litellm cannot p
 `unpriced_usd_per_million_tokens` for its input and output tokens. Offline models are free and
 never leave the process: they are not charged or checked.
 
-Calls already in flight when a budget is reached still finish and are charged, so a budget can
-be overshot by at most the calls in flight at that moment (the engine's concurrency caps).
+Calls run concurrently, and a call's price is known only once it is answered, so an attempt's
+calls in flight are counted too: until one paid call has been priced, paid calls run one at a
+time; after that each call in flight reserves the highest charge seen so far. A budget can then
+be overshot by about one call of the attempt (calls of other attempts of the tenant, on other
+workers, are seen only once charged).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import dataclass
 from datetime import date
 
 from app.attempt import repository
@@ -39,15 +41,28 @@ def _today() -> date:
     return utcnow().date()
 
 
-@dataclass(frozen=True)
 class AttemptBudget:
-    """The service's `CallBudget` for one attempt."""
+    """The service's `CallBudget` for one attempt (used on one event loop)."""
 
-    attempt_id: uuid.UUID
-    tenant_id: uuid.UUID
-    attempt_budget_usd: float
-    tenant_daily_budget_usd: float
-    unpriced_usd_per_million_tokens: float
+    def __init__(
+        self,
+        *,
+        attempt_id: uuid.UUID,
+        tenant_id: uuid.UUID,
+        attempt_budget_usd: float,
+        tenant_daily_budget_usd: float,
+        unpriced_usd_per_million_tokens: float,
+    ) -> None:
+        self.attempt_id = attempt_id
+        self.tenant_id = tenant_id
+        self.attempt_budget_usd = attempt_budget_usd
+        self.tenant_daily_budget_usd = tenant_daily_budget_usd
+        self.unpriced_usd_per_million_tokens = unpriced_usd_per_million_tokens
+        self._in_flight = 0
+        self._highest_charge: float | None = None  # None: no paid call priced yet
+        self._check = asyncio.Lock()  # one check at a time: read, decide, count in flight
+        self._unpriced = asyncio.Lock()  # held by the one paid call in flight before a price
+        self._holding_unpriced = False
 
     def charge_for(self, record: CallRecord) -> float:
         if record.cost_usd is not None:
@@ -67,16 +82,41 @@ class AttemptBudget:
             repository.add_attempt_spend(session, self.attempt_id, amount_usd)
             tenants.add_spend(session, self.tenant_id, _today(), amount_usd)
 
+    def _release_unpriced(self) -> None:
+        if self._holding_unpriced:
+            self._holding_unpriced = False
+            self._unpriced.release()
+
     async def before_call(self, spec: ModelSpec) -> None:
         if _is_free(spec):
             return
-        attempt_spent, tenant_spent = await asyncio.to_thread(self._spent)
+        if self._highest_charge is None:
+            await self._unpriced.acquire()
+            if self._highest_charge is None:
+                self._holding_unpriced = True
+            else:
+                self._unpriced.release()  # priced while this call waited
+        try:
+            async with self._check:
+                # Counted before the read: a call charged while the read runs is then seen
+                # in flight, in the read, or both (never neither).
+                in_flight = self._in_flight
+                attempt_spent, tenant_spent = await asyncio.to_thread(self._spent)
+                reserved = in_flight * (self._highest_charge or 0.0)
+                self._refuse_when_spent(attempt_spent + reserved, tenant_spent + reserved)
+                self._in_flight += 1
+        except BaseException:
+            self._release_unpriced()
+            raise
+
+    def _refuse_when_spent(self, attempt_spent: float, tenant_spent: float) -> None:
         if attempt_spent >= self.attempt_budget_usd:
             budget = format_usd(self.attempt_budget_usd)
             raise CostBudgetExhausted(
                 f"the cost budget of this attempt ({budget}) is spent",
                 scope="attempt",
-                detail=f"attempt spent {format_usd(attempt_spent)} of its {budget} budget",
+                detail=f"attempt spent {format_usd(attempt_spent)} (calls in flight included) "
+                f"of its {budget} budget",
             )
         if tenant_spent >= self.tenant_daily_budget_usd:
             raise CostBudgetExhausted(
@@ -91,5 +131,17 @@ class AttemptBudget:
         if _is_free(spec):
             return
         charge = self.charge_for(record)
-        if charge > 0:
-            await asyncio.to_thread(self._charge, charge)
+        try:
+            if charge > 0:
+                await asyncio.to_thread(self._charge, charge)
+        finally:
+            # Counted in flight until charged, so no check sees the call in neither place.
+            self._in_flight -= 1
+            self._highest_charge = max(self._highest_charge or 0.0, charge)
+            self._release_unpriced()
+
+    def release(self, spec: ModelSpec) -> None:
+        if _is_free(spec):
+            return
+        self._in_flight -= 1
+        self._release_unpriced()

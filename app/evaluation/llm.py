@@ -93,13 +93,18 @@ class MalformedResponseError(Exception):
 
 
 class CallBudget(Protocol):
-    """Spend accounting around model calls (the service's is per attempt and tenant)."""
+    """Spend accounting around model calls (the service's is per attempt and tenant). Every
+    `before_call` that returns is followed by exactly one `after_call` (answered) or
+    `release` (failed or cancelled)."""
 
     async def before_call(self, spec: ModelSpec) -> None:
         """Raises CostBudgetExhausted when no call may start."""
 
     async def after_call(self, spec: ModelSpec, record: CallRecord) -> None:
         """Charges an answered call."""
+
+    def release(self, spec: ModelSpec) -> None:
+        """A call that got no answer ends (nothing to charge)."""
 
 
 def is_connection_failure(error: BaseException) -> bool:
@@ -291,7 +296,11 @@ class LLMClient:
                 await self.budget.before_call(spec)
             try:
                 record = await self._call_once(spec, sent, route)
-            except Exception as error:
+            except BaseException as error:
+                if self.budget is not None:
+                    self.budget.release(spec)
+                if not isinstance(error, Exception):
+                    raise  # cancelled: not a failure of the call
                 refusal = _refusal_in(error)
                 if refusal is not None:
                     raise self._failure(
