@@ -196,7 +196,17 @@ def _describe(error: BaseException) -> str:
     text = " ".join(str(error).split())
     if len(text) > _REASON_LIMIT:
         text = text[:_REASON_LIMIT] + "..."
-    return f"{type(error).__name__}: {text}"
+    described = f"{type(error).__name__}: {text}"
+    # Client libraries wrap the real reason ("Connection error." around a refused connection
+    # or a certificate mismatch); the operator needs the innermost one.
+    cause = error.__cause__
+    for _ in range(3):
+        if cause is None:
+            break
+        inner = " ".join(str(cause).split())[:_REASON_LIMIT]
+        described += f" <- {type(cause).__name__}: {inner}"
+        cause = cause.__cause__
+    return described
 
 
 def _public_failure(model: str, error: BaseException) -> str:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import os
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -203,6 +205,73 @@ def test_the_transport_connects_to_the_address_it_checked(server: FakeOpenAIServ
     _call(client, ModelSpec("openai/fake-model", api_base=f"http://models.test:{server.port}/v1"))
     [received] = server.received
     assert received.headers["host"] == f"models.test:{server.port}"
+
+
+def _self_signed(host: str, folder: Path) -> tuple[Path, Path]:
+    """A certificate for `host` (its own issuer) and its key, as PEM files."""
+    from datetime import UTC, datetime, timedelta
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+def test_a_pinned_https_request_verifies_the_host_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Connected to 127.0.0.1, yet the TLS server name and the certificate check are the host
+    # name's: a certificate for models.test is accepted, one for another name is not.
+    cert, key = _self_signed("models.test", tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trust this certificate only
+    entry = {"url": "https://models.test:*/v1", "allow_private": True}
+    with FakeOpenAIServer(tls=context) as server:
+        base = f"https://models.test:{server.port}/v1"
+        client = LLMClient(outbound=policy(entry), resolve=async_resolver([["127.0.0.1"]]))
+        assert _call(client, ModelSpec("openai/fake-model", api_base=base)) == "hello"
+        assert server.received[0].headers["host"] == f"models.test:{server.port}"
+
+        other = {"url": "https://other.test:*/v1", "allow_private": True}
+        client = LLMClient(
+            outbound=policy(other),
+            resolve=async_resolver([["127.0.0.1"]]),
+            retry=RetryPolicy(max_attempts=1),
+        )
+        with pytest.raises(InfrastructureError) as caught:
+            _call(
+                client,
+                ModelSpec("openai/fake-model", api_base=f"https://other.test:{server.port}/v1"),
+            )
+        assert "CERTIFICATE_VERIFY_FAILED" in caught.value.detail
+        assert len(server.received) == 1
 
 
 def test_a_rebound_name_is_refused_before_any_connection(server: FakeOpenAIServer) -> None:
