@@ -284,7 +284,13 @@ def to_public_view(challenge: Challenge) -> ChallengePublic:
             else None
         ),
         verifier=public_verifier,
-        benchmark=challenge.benchmark,
+        # The server the models are called at is the operator's and the admin's business, as
+        # a prompt challenge's target.api_base is.
+        benchmark=(
+            {key: value for key, value in challenge.benchmark.items() if key != "actor_api_base"}
+            if challenge.benchmark is not None
+            else None
+        ),
         evaluation=challenge.evaluation,
         scoring={"strategy": scoring.get("strategy"), "plugin_id": scoring.get("plugin_id")},
         limits=challenge.limits,

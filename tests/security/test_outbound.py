@@ -155,6 +155,10 @@ def test_finding_1_a_keyed_base_gets_its_own_key_and_nothing_else(
     assert result["status"] == "completed", result
     assert [request.path for request in provider.received] == ["/keyed/v1/chat/completions"] * 2
     assert {request.authorization for request in provider.received} == {f"Bearer {KEYED_BASE_KEY}"}
+    # Participants are not told where the models are called.
+    seen = api.request("GET", f"/v1/challenges/{challenge['id']}", member_key(api, key)).json()
+    assert "actor_api_base" not in seen["benchmark"]
+    assert seen["benchmark"]["name"] == "jsonl"
 
 
 # Finding 2: participants chose where workers connect and what they spend.
