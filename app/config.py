@@ -12,12 +12,14 @@ import ipaddress
 import secrets
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.auth.strength import secret_problem
+from app.outbound.policy import OutboundPolicy, parse_allowed_bases
+from app.outbound.providers import ProviderPolicy, validate_provider_names
 
 
 class Settings(BaseSettings):
@@ -61,9 +63,23 @@ class Settings(BaseSettings):
     api_threads: int = Field(default=4, ge=1, le=256)
     worker_concurrency: int = Field(default=2, ge=1, le=512)
 
-    # Prefixes a challenge's `target.api_base` may start with. Empty: no custom base URLs, since
-    # a base URL makes the worker send requests wherever a tenant admin points it.
-    allowed_api_bases: list[str] = Field(default_factory=list)
+    # Base URLs (OpenAI-compatible servers) a challenge's `target.api_base` or
+    # `benchmark.actor_api_base` may name, matched on parsed parts (docs/outbound.md): a JSON
+    # list of URLs or of {"url", "api_key_env", "allow_private"}. Empty: no custom base URLs,
+    # since a base URL makes the worker send requests wherever a tenant admin points it.
+    allowed_api_bases: list[str | dict[str, Any]] = Field(default_factory=list)
+    # litellm provider prefixes models may use; "*" is every provider whose default base URL is
+    # not local (docs/outbound.md). `offline/` models are always allowed.
+    allowed_providers: list[str] = Field(default_factory=lambda: ["*"])
+    # Model spend: no call starts once an attempt, or a tenant in one UTC day, has spent this.
+    attempt_cost_budget_usd: float = Field(default=1.0, gt=0, le=1_000_000)
+    tenant_daily_cost_budget_usd: float = Field(default=20.0, gt=0, le=1_000_000_000)
+    # What a call whose price litellm does not know is charged to the budgets, per million
+    # input and output tokens (it is not free just because it is unpriced).
+    unpriced_usd_per_million_tokens: float = Field(default=10.0, ge=0, le=1_000_000)
+    # The only folder (besides the data bundled with each benchmark) whose files tenant
+    # benchmarks may read (`jsonl` `options.path`, `arcagi2` `options.data_dir`).
+    benchmark_data_dir: Path | None = None
     # Comma-separated module prefixes scorer entrypoints may come from. The sandbox reads the
     # same variable, so the API's check and the sandbox's agree.
     scorer_allowed_modules: str = "scorers."
@@ -105,6 +121,28 @@ class Settings(BaseSettings):
             except ValueError as exc:
                 raise ValueError(f"{entry!r} is not an IP address or network") from exc
         return value
+
+    _outbound_policy: OutboundPolicy | None = PrivateAttr(default=None)
+
+    @field_validator("allowed_api_bases")
+    @classmethod
+    def _parse_api_bases(cls, value: list[str | dict[str, Any]]) -> list[str | dict[str, Any]]:
+        parse_allowed_bases(value)  # refuses a malformed entry at start-up, naming it
+        return value
+
+    @field_validator("allowed_providers")
+    @classmethod
+    def _check_providers(cls, value: list[str]) -> list[str]:
+        return list(validate_provider_names(value))
+
+    def outbound_policy(self) -> OutboundPolicy:
+        """The outbound policy of the service (the API's checks and the workers' calls)."""
+        if self._outbound_policy is None:
+            self._outbound_policy = OutboundPolicy(
+                bases=parse_allowed_bases(self.allowed_api_bases),
+                providers=ProviderPolicy(allowed=tuple(self.allowed_providers)),
+            )
+        return self._outbound_policy
 
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Settings:

@@ -23,7 +23,6 @@ from app.challenge.router import router as challenge_router
 from app.config import get_settings
 from app.db import get_engine
 from app.errors import AppError
-from app.evaluation.model_ids import warm_up
 from app.leaderboard.router import router as leaderboard_router
 from app.middleware import BodySizeLimit
 from app.scoring.router import router as scoring_router
@@ -120,9 +119,6 @@ def install_error_handlers(app: FastAPI) -> None:
 
 @asynccontextmanager
 async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-    # litellm takes seconds to import; load it in the background so the first challenge
-    # validation does not pay for it while requests that never need it are served at once.
-    threading.Thread(target=warm_up, name="litellm-warm-up", daemon=True).start()
     # Registration checks plugins in the scorer sandbox: say at start-up what it isolates here
     # (through uvicorn's logger, the one a server's operator sees).
     threading.Thread(

@@ -6,7 +6,7 @@ from app.challenge.models import Challenge
 from app.leaderboard.models import LeaderboardEntry
 from app.scoring.models import ScorerPlugin
 from app.scoring.rescore_models import RescoreJob
-from app.tenant.models import Participant, Tenant
+from app.tenant.models import Participant, Tenant, TenantSpend
 
 __all__ = [
     "ApiKey",
@@ -19,5 +19,6 @@ __all__ = [
     "RescoreJob",
     "ScorerPlugin",
     "Tenant",
+    "TenantSpend",
     "Trial",
 ]

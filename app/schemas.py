@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
 
+from app.config import get_settings
 from app.evaluation.model_ids import model_id_problem
 
 Slug = Annotated[
@@ -21,13 +22,14 @@ Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 
 
 def _known_model_id(value: str) -> str:
-    problem = model_id_problem(value)
+    problem = model_id_problem(value, get_settings().outbound_policy().providers)
     if problem:
         raise ValueError(problem)
     return value.strip()
 
 
-# A litellm model id, refused when saved if no worker could call it (see model_ids).
+# A litellm model id, refused when saved if no worker could call it, or if it is of a provider
+# the operator does not allow (see model_ids and app.outbound.providers).
 ModelId = Annotated[str, StringConstraints(max_length=200), AfterValidator(_known_model_id)]
 
 

@@ -105,11 +105,9 @@ async def call(app: Any, method: str, path: str, token: str, body: Any = None) -
 
 
 async def measure(args: argparse.Namespace) -> None:
-    from app.evaluation.llm import load_litellm
     from app.main import create_app
     from app.seed import DEMO_CHALLENGE
 
-    load_litellm()  # as the API's start-up warm-up does, so its collection is not measured
     app = create_app()
     status, answer = await call(
         app, "POST", "/v1/tenants", common.ADMIN_TOKEN, {"slug": "cpu", "name": "cpu"}

@@ -6,6 +6,7 @@ Each integration test works in tenants of its own, so tests never see each other
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -43,7 +44,18 @@ TEST_SETTINGS = {
     "GAUNTLET_QUEUED_REQUEUE_SECONDS": "3",
     "GAUNTLET_MODEL_RETRY_BASE_DELAY_SECONDS": "0.05",
     "GAUNTLET_MODEL_TIMEOUT_SECONDS": "20",
-    "GAUNTLET_ALLOWED_API_BASES": '["http://127.0.0.1:"]',
+    # Fake OpenAI-compatible servers listen on random loopback ports: any port, path /v1 only.
+    # The keyed entry and allowed.example.com serve tests/security/test_outbound.py.
+    "GAUNTLET_ALLOWED_API_BASES": json.dumps(
+        [
+            "http://127.0.0.1:*/v1",
+            {"url": "http://127.0.0.1:*/keyed/v1", "api_key_env": "TEST_KEYED_BASE_API_KEY"},
+            "http://allowed.example.com",
+        ]
+    ),
+    "TEST_KEYED_BASE_API_KEY": "sk-keyed-base-" + "k" * 16,
+    # The only folder tenant benchmarks may read besides their bundled data.
+    "GAUNTLET_BENCHMARK_DATA_DIR": tempfile.mkdtemp(prefix="gauntlet-test-benchmark-data-"),
     "GAUNTLET_SEED_DEMO": "false",
     # Test runs sharing one Redis (parallel checkouts) must not take each other's tasks, nor
     # touch each other's keys: each run has its own queue and its own key prefix.

@@ -19,7 +19,7 @@ from app.attempt.lease import LeaseLost, hold
 from app.attempt.models import Attempt
 from app.config import Settings
 from app.db import session_scope
-from app.evaluation.benchmark import Benchmark, Task
+from app.evaluation.benchmark import Benchmark, DataFileNotFound, Task, confined_data_files
 from app.evaluation.llm import LLMClient
 from app.evaluation.runner import (
     RunAborted,
@@ -140,8 +140,17 @@ def run_config(job: BenchmarkJob, settings: Settings) -> RunConfig:
         options=dict(spec.get("options") or {}),
         task_indices=tuple(spec["task_indices"]) if spec.get("task_indices") else None,
         max_tasks=spec.get("max_tasks"),
-        cost_budget_usd=spec.get("cost_budget_usd"),
+        cost_budget_usd=attempt_cost_budget(job.benchmark, settings),
     )
+
+
+def attempt_cost_budget(benchmark: dict[str, Any] | None, settings: Settings) -> float:
+    """The server's per-attempt budget, or the challenge's when it is lower (never higher)."""
+    budget = settings.attempt_cost_budget_usd
+    own = (benchmark or {}).get("cost_budget_usd")
+    if isinstance(own, int | float) and not isinstance(own, bool) and 0 < own < budget:
+        return float(own)
+    return budget
 
 
 def _sum_usage(summary: dict[str, Any], role: str, field: str) -> int:
@@ -157,7 +166,9 @@ def attempt_metrics(result: RunResult, tasks_total: int, k: int) -> dict[str, An
     key = "seq_at" if curves.get("metric") == "seq@k" else "pass_at"
     complete = int(curves.get("tasks_complete") or 0)
     share = complete / tasks_total if tasks_total else 0.0
-    curve = [float(value) * share for value in curves.get(key) or []]
+    # With no task complete (a budget spent during the first tries) the curve has no values:
+    # every task counts as unsolved.
+    curve = [float(value or 0.0) * share for value in curves.get(key) or []]
     metric_at_k = curve[k - 1] if len(curve) >= k else None
     return {
         "succeeded": bool(metric_at_k and metric_at_k > 0),
@@ -182,16 +193,22 @@ async def run_benchmark_attempt(
     InfrastructureError when the run could not finish (the trials so far are kept)."""
     config = run_config(job, settings)
     benchmark = Benchmark.load(config.benchmark)
-    tasks_total = sum(
-        1
-        for _ in select_tasks(
-            benchmark.iter_tasks(config.options),
-            task_indices=config.task_indices,
-            max_tasks=config.max_tasks,
-        )
-    )
     try:
-        result = await run_benchmark(benchmark, config, DatabaseRunStore(job, token, settings), llm)
+        # A tenant's options name data files only inside the operator's data folder.
+        with confined_data_files(settings.benchmark_data_dir):
+            tasks_total = sum(
+                1
+                for _ in select_tasks(
+                    benchmark.iter_tasks(config.options),
+                    task_indices=config.task_indices,
+                    max_tasks=config.max_tasks,
+                )
+            )
+            result = await run_benchmark(
+                benchmark, config, DatabaseRunStore(job, token, settings), llm
+            )
+    except DataFileNotFound as exc:
+        raise InfrastructureError(f"the benchmark's data is gone: {exc}") from exc
     except RunConfigMismatch as exc:
         raise InfrastructureError(
             "the challenge's settings changed since this attempt started: "
@@ -200,8 +217,11 @@ async def run_benchmark_attempt(
     except RunAborted as exc:
         raise InfrastructureError(f"benchmark run aborted: {exc}") from exc
     if result.status == "incomplete":
-        raise InfrastructureError(
+        message = (
             f"{result.tasks_errored} task(s) failed on infrastructure errors; "
             "re-run the attempt to continue where it stopped"
+        )
+        raise InfrastructureError(
+            message, detail="; ".join([message, *result.error_details])[:4000]
         )
     return attempt_metrics(result, tasks_total, config.k)

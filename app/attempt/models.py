@@ -63,7 +63,13 @@ class Attempt(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     run_token: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
     run_count: Mapped[int] = mapped_column(Integer, default=0)
+    # `error` is what participants read ("model ... unreachable"); `error_detail` the full
+    # reason (addresses, provider answers), for the tenant admin and the logs only.
     error: Mapped[str | None] = mapped_column(Text, default=None)
+    error_detail: Mapped[str | None] = mapped_column(Text, default=None)
+    # Model spend so far (all roles, every run), added to atomically after each call; the
+    # attempt's cost budget is checked against it before each call.
+    spent_usd: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     succeeded: Mapped[bool | None] = mapped_column(Boolean, default=None)
     tokens_total: Mapped[int | None] = mapped_column(BigInteger, default=None)
     elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)

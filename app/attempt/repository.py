@@ -34,6 +34,7 @@ class SubmissionTarget:
     closes_at: datetime | None
     participant_id: uuid.UUID | None
     participant_handle: str | None
+    benchmark: dict[str, Any] | None = None
 
 
 # The submission's statements are the busiest of the service (bench/README.md), so they are
@@ -52,6 +53,7 @@ _SUBMISSION_TARGET = (
         _CHALLENGES.c.closes_at,
         _PARTICIPANTS.c.id.label("participant_id"),
         _PARTICIPANTS.c.handle.label("participant_handle"),
+        _CHALLENGES.c.benchmark,
     )
     .select_from(
         _CHALLENGES.outerjoin(
@@ -370,3 +372,17 @@ def upsert_attempt_task(session: Session, values: dict[str, Any], update_fields:
             set_={name: getattr(statement.excluded, name) for name in update_fields},
         )
     )
+
+
+def add_attempt_spend(session: Session, attempt_id: uuid.UUID, amount_usd: float) -> None:
+    """Adds one call's charge to the attempt's running total (atomic: one UPDATE)."""
+    session.execute(
+        update(Attempt)
+        .where(Attempt.id == attempt_id)
+        .values(spent_usd=Attempt.spent_usd + amount_usd)
+    )
+
+
+def attempt_spend(session: Session, attempt_id: uuid.UUID) -> float:
+    spent = session.scalar(select(Attempt.spent_usd).where(Attempt.id == attempt_id))
+    return float(spent or 0.0)

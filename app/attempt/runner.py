@@ -23,7 +23,8 @@ from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.benchmark_run import BenchmarkJob, run_benchmark_attempt
+from app.attempt.benchmark_run import BenchmarkJob, attempt_cost_budget, run_benchmark_attempt
+from app.attempt.budget import AttemptBudget
 from app.attempt.lease import LeaseLost, hold, lease_until
 from app.attempt.models import Attempt
 from app.challenge.models import Challenge
@@ -101,7 +102,9 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
     except LeaseLost:
         return "stopped: lease taken over by another worker"
     except InfrastructureError as exc:
-        _finish_with_error(attempt_id, token, str(exc))
+        if exc.detail != str(exc):
+            log.warning("attempt %s ended in error: %s", attempt_id, exc.detail)
+        _finish_with_error(attempt_id, token, str(exc), detail=exc.detail)
         return "error"
     except SoftTimeLimitExceeded:
         limit = settings.attempt_time_limit_seconds
@@ -230,8 +233,9 @@ class Heartbeat:
 
 
 async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> dict[str, Any] | None:
-    """Runs the trials; returns a benchmark attempt's metrics (a prompt attempt's come from its
-    stored trials when it finishes)."""
+    """Runs the trials, every call by the service's outbound policy and within the attempt's
+    and the tenant's cost budgets; returns a benchmark attempt's metrics (a prompt attempt's
+    come from its stored trials when it finishes)."""
     llm = LLMClient(
         global_concurrency=settings.model_global_concurrency,
         per_model_concurrency=settings.model_per_model_concurrency,
@@ -239,7 +243,24 @@ async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> dict[str, 
             max_attempts=settings.model_max_tries,
             base_delay_s=settings.model_retry_base_delay_seconds,
         ),
+        outbound=settings.outbound_policy(),
+        budget=AttemptBudget(
+            attempt_id=job.attempt_id,
+            tenant_id=job.tenant_id,
+            attempt_budget_usd=attempt_cost_budget(job.benchmark, settings),
+            tenant_daily_budget_usd=settings.tenant_daily_cost_budget_usd,
+            unpriced_usd_per_million_tokens=settings.unpriced_usd_per_million_tokens,
+        ),
     )
+    try:
+        return await _run_trials_of(job, token, settings, llm)
+    finally:
+        await llm.aclose()
+
+
+async def _run_trials_of(
+    job: Job, token: uuid.UUID, settings: Settings, llm: LLMClient
+) -> dict[str, Any] | None:
     if job.kind == "benchmark":
         return await run_benchmark_attempt(job.benchmark_job(), token, settings, llm)
     assert job.target is not None and job.verifier is not None
@@ -338,13 +359,19 @@ def _complete(
         leaderboard.offer(session, entry)
 
 
-def _finish_with_error(attempt_id: uuid.UUID, token: uuid.UUID, reason: str) -> None:
-    """Ends the attempt as an infrastructure error; it does not count against limits."""
+def _finish_with_error(
+    attempt_id: uuid.UUID, token: uuid.UUID, reason: str, *, detail: str | None = None
+) -> None:
+    """Ends the attempt as an infrastructure error; it does not count against limits.
+
+    `reason` is shown to participants; `detail` (addresses, provider answers) only to tenant
+    admins."""
     with session_scope() as session:
         attempt = repository.locked_if_held(session, attempt_id, token)
         if attempt is None:
             return
         attempt.status = "error"
         attempt.error = reason[:2000]
+        attempt.error_detail = detail[:4000] if detail and detail != reason else None
         attempt.finished_at = utcnow()
         attempt.lease_expires_at = None

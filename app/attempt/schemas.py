@@ -53,6 +53,11 @@ class AttemptMetricsRead(OutputSchema):
     metric_at_k: float | None = None
     tasks_total: int | None = None
     tasks_solved: int | None = None
+    run_status: str | None = Field(
+        default=None,
+        description="Benchmark attempts: 'complete', or 'budget_exhausted' when the attempt's "
+        "cost budget stopped the run (tasks left unrun count as unsolved).",
+    )
 
 
 class TrialRead(OutputSchema):
@@ -84,7 +89,20 @@ class AttemptRead(OutputSchema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-    error: str | None
+    error: str | None = Field(
+        description="Why the attempt ended in error, as participants may read it (never an "
+        "address or a provider's answer)."
+    )
+    error_detail: str | None = Field(
+        default=None,
+        description="Tenant admins only: the full reason of the error (addresses, provider "
+        "answers), also in the worker's log.",
+    )
+    spent_usd: float | None = Field(
+        default=None,
+        description="Tenant admins only: model spend charged to this attempt so far (unpriced "
+        "calls at the server's fallback rate), checked against its cost budget before each call.",
+    )
     metrics: AttemptMetricsRead | None
     score: float | None
     score_details: dict[str, Any] | None

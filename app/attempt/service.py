@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import uuid
@@ -65,6 +66,7 @@ def _check_body_fits_kind(challenge: SubmissionTarget, body: AttemptCreate) -> N
             raise ValidationFailed.at(
                 ["prompt"], "is not used by benchmark challenges; send a model spec"
             )
+        _check_allowed_model(challenge, body.model)
         return
     if body.prompt is None:
         raise ValidationFailed.at(["prompt"], "is required: this is a prompt challenge")
@@ -72,6 +74,17 @@ def _check_body_fits_kind(challenge: SubmissionTarget, body: AttemptCreate) -> N
         if getattr(body, field) is not None:
             raise ValidationFailed.at([field], "is only used by benchmark challenges")
     _check_prompt_length(challenge, body.prompt)
+
+
+def _check_allowed_model(challenge: SubmissionTarget, model: str) -> None:
+    """A challenge may narrow the models its participants submit (`benchmark.allowed_models`)."""
+    patterns = (challenge.benchmark or {}).get("allowed_models")
+    if not patterns:
+        return
+    if not any(fnmatch.fnmatchcase(model, pattern) for pattern in patterns):
+        raise ValidationFailed.at(
+            ["model"], f"this challenge accepts only models matching: {', '.join(patterns)}"
+        )
 
 
 def _check_prompt_length(challenge: SubmissionTarget, prompt: str) -> None:
@@ -207,6 +220,7 @@ def retry_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID)
     now = utcnow()
     attempt.status = "queued"
     attempt.error = None
+    attempt.error_detail = None
     attempt.finished_at = None
     attempt.run_token = None
     attempt.lease_expires_at = None
@@ -262,6 +276,8 @@ def to_view(
         started_at=attempt.started_at,
         finished_at=attempt.finished_at,
         error=attempt.error,
+        error_detail=attempt.error_detail if full else None,
+        spent_usd=attempt.spent_usd if full else None,
         metrics=metrics,
         score=attempt.score,
         score_details=attempt.score_details,

@@ -12,7 +12,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, Field, field_validator, model_validator
+from pydantic import AwareDatetime, Field, StringConstraints, field_validator, model_validator
 
 from app.evaluation.feedback import FEEDBACK_MODES
 from app.evaluation.verifiers import VerifierConfig
@@ -38,8 +38,8 @@ class TargetConfig(InputSchema):
     api_base: str | None = Field(
         default=None,
         max_length=500,
-        description="An OpenAI-compatible server; must start with an allowed prefix "
-        "(setting GAUNTLET_ALLOWED_API_BASES).",
+        description="An OpenAI-compatible server; must match an allowed base URL (setting "
+        "GAUNTLET_ALLOWED_API_BASES, docs/outbound.md). Stored in its normalised form.",
     )
 
     @field_validator("user_template")
@@ -48,6 +48,12 @@ class TargetConfig(InputSchema):
         if PROMPT_SLOT not in value:
             raise ValueError("must contain '{prompt}', where the participant's prompt goes")
         return value
+
+
+# A glob over model ids: the characters of model ids and the glob's own `*?[]!`.
+ModelPattern = Annotated[
+    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:@+/*?\[\]!-]+$")
+]
 
 
 class BenchmarkSpec(InputSchema):
@@ -66,7 +72,14 @@ class BenchmarkSpec(InputSchema):
         default=None,
         max_length=500,
         description="An OpenAI-compatible server the participants' models are called at; must "
-        "start with an allowed prefix (setting GAUNTLET_ALLOWED_API_BASES).",
+        "match an allowed base URL (setting GAUNTLET_ALLOWED_API_BASES, docs/outbound.md).",
+    )
+    allowed_models: list[ModelPattern] | None = Field(
+        default=None,
+        max_length=100,
+        description="Glob patterns (`*`, `?`, `[...]`) the participants' model ids must match, "
+        "e.g. ['openai/gpt-4o-mini', 'anthropic/claude-3-5-*']; null: any model the server "
+        "allows.",
     )
 
 

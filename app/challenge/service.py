@@ -12,11 +12,25 @@ from sqlalchemy.orm import Session
 
 from app.challenge.models import Challenge
 from app.challenge.repository import ChallengeRepository
-from app.challenge.schemas import ChallengeCreate, ChallengePublic, ChallengeRead, ChallengeUpdate
+from app.challenge.schemas import (
+    BenchmarkSpec,
+    ChallengeCreate,
+    ChallengePublic,
+    ChallengeRead,
+    ChallengeUpdate,
+    TargetConfig,
+)
 from app.config import get_settings
 from app.db import utcnow
 from app.errors import Conflict, NotFound, ValidationFailed
-from app.evaluation.benchmark import Benchmark, BenchmarkError
+from app.evaluation.benchmark import (
+    Benchmark,
+    BenchmarkError,
+    DataFileNotFound,
+    confined_data_files,
+)
+from app.evaluation.model_ids import model_id_problem
+from app.outbound.policy import OutboundRefused
 from app.scoring.rescore import request_rescore
 from app.scoring.rescore_models import RescoreJob
 from app.scoring.validation import validate_scoring
@@ -44,20 +58,33 @@ def challenge_status(challenge: Scheduled, now: datetime | None = None) -> Chall
 
 
 def _check_api_base(config: ChallengeCreate) -> None:
+    """The base URL is allowed and resolves to permitted addresses now; it is stored in its
+    normalised form, which the worker checks again before every call."""
+    holder: TargetConfig | BenchmarkSpec
     if config.target is not None:
-        api_base, path = config.target.api_base, ["target", "api_base"]
+        holder, field, path = config.target, "api_base", ["target", "api_base"]
     elif config.benchmark is not None:
-        api_base, path = config.benchmark.actor_api_base, ["benchmark", "actor_api_base"]
+        holder, field, path = config.benchmark, "actor_api_base", ["benchmark", "actor_api_base"]
     else:
         return
+    api_base = getattr(holder, field)
     if api_base is None:
         return
-    allowed = get_settings().allowed_api_bases
-    if not any(api_base.startswith(prefix) for prefix in allowed):
-        raise ValidationFailed.at(
-            path,
-            "this base URL is not allowed on this server (setting GAUNTLET_ALLOWED_API_BASES)",
-        )
+    try:
+        canonical = get_settings().outbound_policy().checked_base(api_base)
+    except OutboundRefused as error:
+        raise ValidationFailed.at(path, str(error)) from error
+    setattr(holder, field, canonical)
+
+
+def _check_judge_model(config: ChallengeCreate) -> None:
+    """An `llm_judge` verifier's model is held to the same rules as every other model id."""
+    if config.verifier is None or config.verifier.type != "llm_judge":
+        return
+    policy = get_settings().outbound_policy()
+    problem = model_id_problem(config.verifier.model, policy.providers)
+    if problem:
+        raise ValidationFailed.at(["verifier", "model"], problem)
 
 
 def _check_benchmark(config: ChallengeCreate) -> None:
@@ -65,7 +92,13 @@ def _check_benchmark(config: ChallengeCreate) -> None:
     spec = config.benchmark
     if spec is None:
         return
+    try:
+        benchmark = Benchmark.load(spec.name)
+    except BenchmarkError as exc:
+        raise ValidationFailed.at(["benchmark", "name"], str(exc)) from exc
     for key, value in spec.options.items():
+        if key in benchmark.path_options:
+            continue  # resolved inside the data folders only, with one answer for all misses
         # Workers run with the service's files; a tenant must not point a benchmark at them.
         if isinstance(value, str) and (
             "/" in value or "\\" in value or value.startswith((".", "~"))
@@ -75,11 +108,10 @@ def _check_benchmark(config: ChallengeCreate) -> None:
                 "file paths are not accepted here; name a file bundled with the benchmark",
             )
     try:
-        benchmark = Benchmark.load(spec.name)
-    except BenchmarkError as exc:
-        raise ValidationFailed.at(["benchmark", "name"], str(exc)) from exc
-    try:
-        first = next(iter(benchmark.iter_tasks(spec.options)), None)
+        with confined_data_files(get_settings().benchmark_data_dir):
+            first = next(iter(benchmark.iter_tasks(spec.options)), None)
+    except DataFileNotFound as exc:
+        raise ValidationFailed.at(["benchmark", "options", exc.option], str(exc)) from exc
     except Exception as exc:
         raise ValidationFailed.at(
             ["benchmark", "options"], f"the benchmark cannot load tasks: {exc}"
@@ -101,6 +133,7 @@ def _check_benchmark(config: ChallengeCreate) -> None:
 
 def _validate(session: Session, config: ChallengeCreate) -> None:
     _check_api_base(config)
+    _check_judge_model(config)
     _check_benchmark(config)
     validate_scoring(session, config.scoring.model_dump())
 
@@ -251,7 +284,13 @@ def to_public_view(challenge: Challenge) -> ChallengePublic:
             else None
         ),
         verifier=public_verifier,
-        benchmark=challenge.benchmark,
+        # The server the models are called at is the operator's and the admin's business, as
+        # a prompt challenge's target.api_base is.
+        benchmark=(
+            {key: value for key, value in challenge.benchmark.items() if key != "actor_api_base"}
+            if challenge.benchmark is not None
+            else None
+        ),
         evaluation=challenge.evaluation,
         scoring={"strategy": scoring.get("strategy"), "plugin_id": scoring.get("plugin_id")},
         limits=challenge.limits,

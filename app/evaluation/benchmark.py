@@ -30,6 +30,10 @@ DESIGN.md "Benchmarks"). Module-level names:
 - `feedback(task, attempt, result, mode, *, critic_model) -> str` (required when the
   benchmark has modes of its own): the feedback text of a failed attempt under one of its own
   modes. It must never reveal `task.answer` or `result.details`. Sync or `async def`.
+- `PATH_OPTIONS: set[str]` (optional): the options that name data files or folders. The
+  benchmark resolves them with `resolve_data_path`, which the service confines to the
+  operator's data folder (setting GAUNTLET_BENCHMARK_DATA_DIR) and the benchmark's bundled
+  data; the service refuses file paths in every other option.
 - `run_attempt(task, messages, *, actor) -> str | CallRecord` (optional, agentic benchmarks):
   replaces the single actor call. It calls the actor (and tools) itself through `complete`; the
   engine records those calls as the attempt's actor usage. Returning a `CallRecord` takes it as
@@ -55,7 +59,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Any
 
@@ -186,6 +190,71 @@ class RunModelClient:
 run_model_client = RunModelClient()
 
 
+# Data files named by options
+
+
+class DataFileNotFound(ValueError):
+    """An option names no data file the benchmark may read. The message is the same whether
+    the name is missing, outside the allowed folders or of the wrong kind, so the service's
+    files cannot be probed through it."""
+
+    def __init__(self, option: str, name: str) -> None:
+        super().__init__(f"no data file {name!r} in this server's benchmark data folder")
+        self.option = option
+
+
+_data_root: ContextVar[tuple[Path | None] | None] = ContextVar("gauntlet_data_root", default=None)
+
+
+@contextlib.contextmanager
+def confined_data_files(root: Path | None) -> Iterator[None]:
+    """Within the block (and tasks created in it), benchmarks read data files named by options
+    only from `root` (the operator's data folder; None: none) and from their bundled data.
+    The service runs tenant benchmarks this way; the CLI (the operator's own runs) does not."""
+    token = _data_root.set((root,))
+    try:
+        yield
+    finally:
+        _data_root.reset(token)
+
+
+def _inside(root: Path, name: str, kind: str) -> Path | None:
+    if not name or name.startswith(("/", "~")) or "\\" in name or "\x00" in name:
+        return None
+    if ".." in PurePosixPath(name).parts:
+        return None
+    base = root.resolve()
+    candidate = (base / name).resolve()  # symlinks followed: the target must stay inside
+    if not candidate.is_relative_to(base):
+        return None
+    if not (candidate.is_file() if kind == "file" else candidate.is_dir()):
+        return None
+    return candidate
+
+
+def resolve_data_path(option: str, name: str | Path, *, bundled: Path, kind: str = "file") -> Path:
+    """The file (`kind` "file") or folder ("dir") that `options[option]` names.
+
+    Confined (the service, see `confined_data_files`): a relative name inside the operator's
+    data folder or the benchmark's `bundled` folder, nothing else; anything else raises
+    DataFileNotFound. Otherwise (the CLI): an absolute path as it is, a relative one in the
+    working directory, then in `bundled` (the caller reports a missing one)."""
+    confinement = _data_root.get()
+    if confinement is None:
+        candidate = Path(name).expanduser()
+        if candidate.is_absolute() or candidate.exists():
+            return candidate
+        in_bundle = bundled / candidate
+        return in_bundle if in_bundle.exists() else candidate
+    text = str(name)
+    for root in (*confinement, bundled):
+        if root is not None:
+            found = _inside(root, text, kind)
+            if found is not None:
+                return found
+    raise DataFileNotFound(option, text)
+
+
 # Loading a benchmark package
 
 
@@ -228,6 +297,7 @@ class Benchmark:
                 raise BenchmarkError(f"benchmark {self.name}: missing function {required}()")
         self.feedback_modes: frozenset[str] = _string_set(module, "FEEDBACK_MODES")
         self.llm_critic_modes: frozenset[str] = _string_set(module, "LLM_CRITIC_MODES")
+        self.path_options: frozenset[str] = _string_set(module, "PATH_OPTIONS")
         own_modes = self.feedback_modes | self.llm_critic_modes
         if own_modes and not callable(getattr(module, "feedback", None)):
             raise BenchmarkError(

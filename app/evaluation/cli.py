@@ -29,6 +29,7 @@ from app.evaluation import plot, upload
 if TYPE_CHECKING:
     from app.evaluation.metrics import Price
     from app.evaluation.runner import RunConfig, RunEvent
+    from app.outbound.policy import OutboundPolicy
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -462,6 +463,16 @@ def _sync_to_s3(folder: Path, setting: Any, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _operator_policy() -> OutboundPolicy:
+    """The CLI is the operator's own run: any provider and any base URL; a base URL still gets
+    only the key configured for it in GAUNTLET_ALLOWED_API_BASES (`api_key_env`), never a
+    provider key from the environment."""
+    from app.config import get_settings
+    from app.outbound.policy import OutboundPolicy, parse_allowed_bases
+
+    return OutboundPolicy.unrestricted(parse_allowed_bases(get_settings().allowed_api_bases))
+
+
 def command_run(args: argparse.Namespace) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import asyncio
@@ -517,7 +528,11 @@ def command_run(args: argparse.Namespace) -> int:
     concurrency = variant.concurrency
     global_cap = concurrency if isinstance(concurrency, int) else concurrency.global_
     per_model = global_cap if isinstance(concurrency, int) else concurrency.per_model or global_cap
-    llm = LLMClient(global_concurrency=global_cap, per_model_concurrency=per_model)
+    llm = LLMClient(
+        global_concurrency=global_cap,
+        per_model_concurrency=per_model,
+        outbound=_operator_policy(),
+    )
     console = Console(total=total, char_limit=variant.console_char_limit)
     print(f"run folder: {folder}", file=err)
     print(

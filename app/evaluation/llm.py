@@ -1,17 +1,27 @@
-"""The one way the engine calls a model: litellm, bounded concurrency, retries, exact records.
+"""The one way the engine calls a model: by policy, bounded concurrency, retries, exact records.
 
 Every actor, judge and critic call goes through `LLMClient.complete`, which returns a
-`CallRecord` of exactly what was sent and received. Transient failures (rate limits, 5xx,
-timeouts, broken connections, malformed responses) are retried with exponential backoff and full
-jitter, honouring `Retry-After`; anything else, and a spent retry budget, raises
-`InfrastructureError`, which ends an attempt as `error` rather than as a failed trial.
+`CallRecord` of exactly what was sent and received. Before each call the outbound policy
+(app.outbound) decides: a provider call goes through litellm, to the provider's own endpoint
+with the operator's key for it; a call with a base URL goes to an OpenAI-compatible server
+through the `openai` SDK on a transport that enforces the allow-list, the address checks and
+the credential bound to that base (never a provider key from the environment). A cost budget,
+when given, is checked before every try and charged after every answer.
+
+Transient failures (rate limits, 5xx, timeouts, broken connections, malformed responses) are
+retried with exponential backoff and full jitter, honouring `Retry-After`; anything else, and a
+spent retry budget, raises `InfrastructureError`, which ends an attempt as `error` rather than
+as a failed trial. Its message is what participants see ("model ... unreachable", an HTTP
+status), never an address; the full reason is its `detail`, logged here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import gc
+import json
 import logging
 import math
 import os
@@ -20,9 +30,17 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from app.evaluation.types import CallRecord, InfrastructureError, Message, ModelSpec, RetryPolicy
+from app.evaluation.types import (
+    CallRecord,
+    InfrastructureError,
+    Message,
+    ModelSpec,
+    RetryPolicy,
+)
+from app.outbound.addresses import AsyncResolver, DestinationRefused, system_resolve_async
+from app.outbound.policy import BaseRoute, OutboundPolicy, OutboundRefused
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +132,38 @@ class MalformedResponseError(Exception):
     """A provider answered, but not with a usable chat completion."""
 
 
+class CallBudget(Protocol):
+    """Spend accounting around model calls (the service's is per attempt and tenant). Every
+    `before_call` that returns is followed by exactly one `after_call` (answered) or
+    `release` (failed or cancelled)."""
+
+    async def before_call(self, spec: ModelSpec) -> None:
+        """Raises CostBudgetExhausted when no call may start."""
+
+    async def after_call(self, spec: ModelSpec, record: CallRecord) -> None:
+        """Charges an answered call."""
+
+    def release(self, spec: ModelSpec) -> None:
+        """A call that got no answer ends (nothing to charge)."""
+
+
+def is_connection_failure(error: BaseException) -> bool:
+    """Whether the model was not reached at all (refused, unresolvable, timed out)."""
+    import openai
+
+    return isinstance(error, openai.APIConnectionError | ConnectionError | TimeoutError)
+
+
+def _refusal_in(error: BaseException) -> DestinationRefused | None:
+    """The transport's refusal, which the openai SDK wraps as a connection error."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, DestinationRefused):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def is_transient(error: BaseException) -> bool:
     """Whether another try of the same call may succeed."""
     import openai
@@ -186,7 +236,38 @@ def _describe(error: BaseException) -> str:
     text = " ".join(str(error).split())
     if len(text) > _REASON_LIMIT:
         text = text[:_REASON_LIMIT] + "..."
-    return f"{type(error).__name__}: {text}"
+    described = f"{type(error).__name__}: {text}"
+    # Client libraries wrap the real reason ("Connection error." around a refused connection
+    # or a certificate mismatch); the operator needs the innermost one.
+    cause = error.__cause__
+    for _ in range(3):
+        if cause is None:
+            break
+        inner = " ".join(str(cause).split())[:_REASON_LIMIT]
+        described += f" <- {type(cause).__name__}: {inner}"
+        cause = cause.__cause__
+    return described
+
+
+def _public_failure(model: str, error: BaseException) -> str:
+    """What a participant may read about a failed call: whether the model was reached, the HTTP
+    status it answered, or the kind of failure; never an address, a port or a response body
+    (those would make the service a port scanner of the networks it can reach)."""
+    if is_connection_failure(error):
+        return f"model {model} unreachable"
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        return f"model {model} failed: HTTP {status}"
+    return f"model {model} failed: {type(error).__name__}"
+
+
+def served_model_name(model: str, policy: OutboundPolicy) -> str:
+    """The model name an OpenAI-compatible server receives: the id without its litellm provider
+    prefix (`openai/my-model` -> `my-model`), as litellm itself sends it."""
+    prefix, slash, rest = model.partition("/")
+    if slash and policy.catalog.provider_of(model) == prefix:
+        return rest
+    return model
 
 
 def _as_int(value: Any) -> int:
@@ -209,12 +290,13 @@ def _output_text(response: Any) -> str:
 
 
 class LLMClient:
-    """Calls models through litellm within a global and a per-model cap on calls in flight.
+    """Calls models within a global and a per-model cap on calls in flight, by `outbound` policy
+    (default: the operator's own run, any provider and base URL, no credential for any base).
 
-    The semaphores belong to the event loop that first uses them; when the client is used from a
-    new loop (a worker running `asyncio.run` per task), they are recreated for it. One loop at a
-    time per client. A model is identified by its id and `api_base`, so two servers of the same
-    model id do not share a cap.
+    The semaphores and base-URL clients belong to the event loop that first uses them; when the
+    client is used from a new loop (a worker running `asyncio.run` per task), they are recreated
+    for it. One loop at a time per client. A model is identified by its id and `api_base`, so
+    two servers of the same model id do not share a cap.
     """
 
     def __init__(
@@ -225,6 +307,9 @@ class LLMClient:
         retry: RetryPolicy = RetryPolicy(),
         sleep: SleepFunction = asyncio.sleep,
         rng: random.Random | None = None,
+        outbound: OutboundPolicy | None = None,
+        budget: CallBudget | None = None,
+        resolve: AsyncResolver = system_resolve_async,
     ) -> None:
         if global_concurrency < 1 or per_model_concurrency < 1:
             raise ValueError("concurrency caps must be at least 1")
@@ -242,6 +327,10 @@ class LLMClient:
         self._global_gate: asyncio.Semaphore | None = None
         self._model_gates: dict[tuple[str, str | None], asyncio.Semaphore] = {}
         self._cost_warned: set[str] = set()
+        self.outbound = outbound if outbound is not None else OutboundPolicy.unrestricted()
+        self.budget = budget
+        self.resolve = resolve
+        self._base_clients: dict[tuple[str, str | None], Any] = {}
 
     async def complete(self, spec: ModelSpec, messages: list[Message]) -> CallRecord:
         """One chat completion, retried on transient failures; raises `InfrastructureError`."""
@@ -249,19 +338,38 @@ class LLMClient:
         if spec.system_prompt:
             sent.append({"role": "system", "content": spec.system_prompt})
         sent.extend(dict(message) for message in messages)
+        route = self._route(spec)
 
         for attempt in range(1, self.retry.max_attempts + 1):
+            if self.budget is not None:
+                # Before every try: a retry is a new call, and the budget may be spent by now.
+                await self.budget.before_call(spec)
             try:
-                return await self._call_once(spec, sent)
-            except Exception as error:
+                record = await self._call_once(spec, sent, route)
+            except BaseException as error:
+                if self.budget is not None:
+                    self.budget.release(spec)
+                if not isinstance(error, Exception):
+                    raise  # cancelled: not a failure of the call
+                refusal = _refusal_in(error)
+                if refusal is not None:
+                    raise self._failure(
+                        f"model {spec.model} unreachable",
+                        f"model {spec.model}: destination refused: {refusal}",
+                        error,
+                    ) from error
                 if not is_transient(error):
-                    raise InfrastructureError(
-                        f"model {spec.model} failed (not retried): {_describe(error)}"
+                    raise self._failure(
+                        f"{_public_failure(spec.model, error)} (not retried)",
+                        f"model {spec.model} failed (not retried): {_describe(error)}",
+                        error,
                     ) from error
                 if attempt == self.retry.max_attempts:
                     tries = "try" if attempt == 1 else "tries"
-                    raise InfrastructureError(
-                        f"model {spec.model} failed after {attempt} {tries}: {_describe(error)}"
+                    raise self._failure(
+                        f"{_public_failure(spec.model, error)} after {attempt} {tries}",
+                        f"model {spec.model} failed after {attempt} {tries}: {_describe(error)}",
+                        error,
                     ) from error
                 delay = self._delay_before_retry(attempt, error)
                 logger.info(
@@ -273,7 +381,36 @@ class LLMClient:
                     delay,
                 )
                 await self.sleep(delay)
+                continue
+            if self.budget is not None:
+                await self.budget.after_call(spec, record)
+            return record
         raise AssertionError("unreachable: the loop returns or raises")
+
+    @staticmethod
+    def _failure(public: str, detail: str, error: BaseException) -> InfrastructureError:
+        logger.warning("%s", detail)
+        return InfrastructureError(public, detail=detail)
+
+    def _route(self, spec: ModelSpec) -> BaseRoute | None:
+        """The policy's decision for this call: None for a provider call through litellm, the
+        base-URL route otherwise. Refusals raise InfrastructureError at once (not retried)."""
+        if spec.model.startswith("offline/"):
+            return None  # built in: never leaves the process, whatever api_base says
+        try:
+            self.outbound.check_provider(spec.model)
+        except OutboundRefused as error:
+            raise self._failure(
+                f"model {spec.model} is not allowed on this server", str(error), error
+            ) from error
+        if spec.api_base is None:
+            return None
+        try:
+            return self.outbound.route(spec.api_base)
+        except OutboundRefused as error:
+            raise self._failure(
+                f"model {spec.model} unreachable", f"model {spec.model}: {error}", error
+            ) from error
 
     def _delay_before_retry(self, failed_attempt: int, error: BaseException) -> float:
         requested = retry_after_seconds(error)
@@ -289,6 +426,8 @@ class LLMClient:
             self._loop = loop
             self._global_gate = asyncio.Semaphore(self.global_concurrency)
             self._model_gates = {}
+            # Their connections belong to the old loop; dropped, not closed (it may be gone).
+            self._base_clients = {}
         key = (spec.model, spec.api_base)
         model_gate = self._model_gates.get(key)
         if model_gate is None:
@@ -296,7 +435,54 @@ class LLMClient:
             self._model_gates[key] = model_gate
         return model_gate, self._global_gate
 
-    async def _call_once(self, spec: ModelSpec, sent: list[Message]) -> CallRecord:
+    def _base_client(self, route: BaseRoute) -> Any:
+        """The `openai` SDK client of one base URL and credential, on the guarded transport."""
+        import httpx
+        import openai
+
+        from app.outbound.transport import GuardedTransport
+
+        key = (str(route.url), route.api_key)
+        client = self._base_clients.get(key)
+        if client is None:
+            client = openai.AsyncOpenAI(
+                # The SDK insists on a key; the transport removes this placeholder when the
+                # base has no credential bound to it, and sends only the bound one otherwise.
+                api_key=route.api_key or "no-credential",
+                base_url=str(route.url),
+                max_retries=0,
+                # httpx's client: the SDK takes it in every version (newer ones also have their
+                # own fork of httpx, whose client type the stubs name).
+                http_client=cast(
+                    Any,
+                    httpx.AsyncClient(
+                        transport=GuardedTransport(route, self.resolve),
+                        trust_env=False,
+                        follow_redirects=False,
+                    ),
+                ),
+            )
+            self._base_clients[key] = client
+        return client
+
+    async def _call_base(self, spec: ModelSpec, route: BaseRoute, sent: list[Message]) -> Any:
+        arguments: dict[str, Any] = {
+            "model": served_model_name(spec.model, self.outbound),
+            "messages": [dict(message) for message in sent],
+            "timeout": spec.timeout_s,
+        }
+        if spec.temperature is not None:
+            arguments["temperature"] = spec.temperature
+        if spec.max_tokens is not None:
+            arguments["max_tokens"] = spec.max_tokens
+        try:
+            return await self._base_client(route).chat.completions.create(**arguments)
+        except json.JSONDecodeError as error:
+            raise MalformedResponseError(f"the response is not JSON: {error}") from error
+
+    async def _call_once(
+        self, spec: ModelSpec, sent: list[Message], route: BaseRoute | None
+    ) -> CallRecord:
         litellm = load_litellm()
         arguments: dict[str, Any] = {
             "model": spec.model,
@@ -310,8 +496,6 @@ class LLMClient:
             arguments["temperature"] = spec.temperature
         if spec.max_tokens is not None:
             arguments["max_tokens"] = spec.max_tokens
-        if spec.api_base is not None:
-            arguments["api_base"] = spec.api_base
         hard_timeout = spec.timeout_s * _HARD_TIMEOUT_FACTOR + _HARD_TIMEOUT_GRACE_S
 
         # The model gate comes first so a call queued behind a busy model holds no global slot.
@@ -323,7 +507,10 @@ class LLMClient:
             started = time.perf_counter()
             try:
                 async with asyncio.timeout(hard_timeout):
-                    response = await litellm.acompletion(**arguments)
+                    if route is None:
+                        response = await litellm.acompletion(**arguments)
+                    else:
+                        response = await self._call_base(spec, route, sent)
             finally:
                 self._in_flight -= 1
             elapsed_ms = round((time.perf_counter() - started) * 1000)
@@ -332,17 +519,47 @@ class LLMClient:
         usage = getattr(response, "usage", None)
         prompt_details = getattr(usage, "prompt_tokens_details", None)
         completion_details = getattr(usage, "completion_tokens_details", None)
+        input_tokens = _as_int(getattr(usage, "prompt_tokens", 0))
+        output_tokens = _as_int(getattr(usage, "completion_tokens", 0))
         return CallRecord(
             model=spec.model,
             prompt=sent,
             output=output,
-            input_tokens=_as_int(getattr(usage, "prompt_tokens", 0)),
+            input_tokens=input_tokens,
             cached_tokens=_as_int(getattr(prompt_details, "cached_tokens", 0)),
             thinking_tokens=_as_int(getattr(completion_details, "reasoning_tokens", 0)),
-            output_tokens=_as_int(getattr(usage, "completion_tokens", 0)),
-            cost_usd=self._cost(litellm, spec.model, response),
+            output_tokens=output_tokens,
+            cost_usd=(
+                self._cost(litellm, spec.model, response)
+                if route is None
+                else self._priced(litellm, spec.model, input_tokens, output_tokens)
+            ),
             elapsed_ms=elapsed_ms,
         )
+
+    async def aclose(self) -> None:
+        """Closes the base-URL clients' connections (of the loop this runs on)."""
+        clients, self._base_clients = self._base_clients, {}
+        for client in clients.values():
+            with contextlib.suppress(Exception):
+                await client.close()
+
+    def _priced(
+        self, litellm: Any, model: str, input_tokens: int, output_tokens: int
+    ) -> float | None:
+        """A base-URL call priced as the model id says (the server's own claim is not used)."""
+        if model in self._cost_warned:
+            return None
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=model, prompt_tokens=input_tokens, completion_tokens=output_tokens
+            )
+            cost = float(prompt_cost) + float(completion_cost)
+        except Exception as error:
+            self._cost_warned.add(model)
+            logger.warning("no price known for model %s; cost left unknown (%s)", model, error)
+            return None
+        return cost if math.isfinite(cost) else None
 
     def _cost(self, litellm: Any, model: str, response: Any) -> float | None:
         # litellm prices every response as it builds it; pricing it again costs milliseconds

@@ -51,6 +51,7 @@ from app.evaluation.prompts import PROMPT_VERSION
 from app.evaluation.types import (
     ActorSection,
     CallRecord,
+    CostBudgetExhausted,
     CriticSection,
     JudgeSection,
     Message,
@@ -67,6 +68,7 @@ DETERMINISTIC = "deterministic"
 # at each task end would cost more than the tasks. Task summaries are still written per trial.
 SUMMARY_INTERVAL_S = 2.0
 _ERROR_TEXT_LIMIT = 1000
+_ERROR_DETAILS_KEPT = 5
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,8 @@ class RunResult:
     tasks_run: int
     tasks_skipped: int
     tasks_errored: int
+    # The full reasons of the first task errors (they may name addresses: operator only).
+    error_details: list[str] = field(default_factory=list)
 
 
 # Settings and fingerprint
@@ -355,6 +359,10 @@ class _Run:
             **price_map_info(),
             "price_overrides": sorted(config.prices),
         }
+        # The first refusal of a cost budget (the client's `CallBudget`): no task starts after it.
+        self.budget_stop: CostBudgetExhausted | None = None
+        # The full reasons of task errors (InfrastructureError.detail), for the operator.
+        self.error_details: list[str] = []
 
     # Events and summaries
 
@@ -589,12 +597,25 @@ class _Run:
                 existing=existing,
                 on_trial=on_trial,
             )
+        except CostBudgetExhausted as stop:
+            # Not the task's failure: a budget stops the run. What ran is kept; the task stays
+            # unfinished (unsolved in the metrics) and a rerun continues it.
+            self.budget_stop = self.budget_stop or stop
+            stats.error = str(stop)
+            await self.store.save_task_summary(task, stats.to_summary(config.metric, config.k))
+            return
         except Exception as error:
             # One task's failure (a provider down after retries, a benchmark bug on one row)
             # must not throw away the other tasks' work; a rerun retries this task.
             stats.status = "error"
             stats.error = describe_error(error)
             self.tasks_errored += 1
+            if len(self.error_details) < _ERROR_DETAILS_KEPT:
+                detail = getattr(error, "detail", None)
+                self.error_details.append(
+                    f"task {task.canonical_index}: "
+                    + (detail if isinstance(detail, str) else stats.error)
+                )
             await self.store.save_task_summary(task, stats.to_summary(config.metric, config.k))
             self.emit("task_error", task, stats, error=stats.error)
             logger.warning("task %s failed: %s", task.canonical_index, stats.error)
@@ -611,6 +632,8 @@ class _Run:
         await self.write_summary()
 
     def over_budget(self) -> bool:
+        if self.budget_stop is not None:
+            return True
         budget = self.config.cost_budget_usd
         return budget is not None and self.spent_usd >= budget
 
@@ -644,6 +667,11 @@ class _Run:
             # failure (a full disk), raised as itself rather than wrapped.
             aborted = failure.subgroup(RunAborted)
             raise (aborted or failure).exceptions[0] from None
+        if self.budget_stop is not None:
+            if self.budget_stop.scope == "tenant":
+                # The tenant's budget, not this run's: the run did not end, it was interrupted.
+                raise self.budget_stop
+            return "budget_exhausted"
         if status == "complete" and self.tasks_errored:
             return "incomplete"
         return status
@@ -735,6 +763,7 @@ async def run_benchmark(
         tasks_run=run.tasks_run,
         tasks_skipped=run.tasks_skipped,
         tasks_errored=run.tasks_errored,
+        error_details=run.error_details,
     )
 
 

@@ -19,8 +19,24 @@ class InfrastructureError(Exception):
     """A failure of the machinery (provider down after retries, judge unusable), not of the actor.
 
     An attempt that meets one ends `error` with this message as the reason; it never counts as a
-    failed trial.
+    failed trial. The message is shown to participants, so it never holds an address, a port
+    or a provider's answer; `detail` (the full reason, for logs and the tenant admin) may.
     """
+
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail if detail is not None else message
+
+
+class CostBudgetExhausted(InfrastructureError):
+    """No model call starts: the attempt's budget (`scope` "attempt") or the tenant's budget
+    of the UTC day (`scope` "tenant") is spent."""
+
+    def __init__(
+        self, message: str, *, scope: Literal["attempt", "tenant"], detail: str | None = None
+    ) -> None:
+        super().__init__(message, detail=detail)
+        self.scope = scope
 
 
 @dataclass

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, Uuid, func
+from sqlalchemy import Date, Float, ForeignKey, Index, Integer, String, UniqueConstraint, Uuid, func
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UTCDateTime, new_id, utcnow
@@ -46,3 +46,17 @@ Index(
     func.lower(Participant.handle),
     unique=True,
 )
+
+
+class TenantSpend(Base):
+    """Model spend of one tenant in one UTC day; every worker adds to it atomically (one
+    upsert per charged call), and no call starts once it reaches the daily budget."""
+
+    __tablename__ = "tenant_spend"
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True
+    )
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    spent_usd: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    calls: Mapped[int] = mapped_column(Integer, default=0, server_default="0")

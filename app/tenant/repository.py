@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from datetime import date
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db import insert_for, utcnow
-from app.tenant.models import Participant, Tenant
+from app.tenant.models import Participant, Tenant, TenantSpend
 
 
 def get_tenant(session: Session, tenant_id: uuid.UUID) -> Tenant | None:
@@ -92,3 +93,40 @@ class ParticipantRepository:
             )
         )
         return {row.id: row.handle for row in rows}
+
+
+def add_spend(session: Session, tenant_id: uuid.UUID, day: date, amount_usd: float) -> None:
+    """Adds one call's charge to the tenant's day, atomically across workers (one upsert)."""
+    insert = insert_for(session)
+    statement = insert(TenantSpend).values(
+        tenant_id=tenant_id, day=day, spent_usd=amount_usd, calls=1
+    )
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=["tenant_id", "day"],
+            set_={
+                "spent_usd": TenantSpend.spent_usd + statement.excluded.spent_usd,
+                "calls": TenantSpend.calls + 1,
+            },
+        )
+    )
+
+
+def spend_on(session: Session, tenant_id: uuid.UUID, day: date) -> float:
+    spent = session.scalar(
+        select(TenantSpend.spent_usd).where(
+            TenantSpend.tenant_id == tenant_id, TenantSpend.day == day
+        )
+    )
+    return float(spent or 0.0)
+
+
+def spend_since(session: Session, tenant_id: uuid.UUID, first_day: date) -> list[TenantSpend]:
+    """The tenant's days with spend from `first_day` on, newest first."""
+    return list(
+        session.scalars(
+            select(TenantSpend)
+            .where(TenantSpend.tenant_id == tenant_id, TenantSpend.day >= first_day)
+            .order_by(TenantSpend.day.desc())
+        )
+    )

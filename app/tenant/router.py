@@ -6,6 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, status
 
 from app.auth.service import create_api_key, list_api_keys, revoke_api_key
+from app.config import get_settings
 from app.deps import PlatformAdmin, SessionDep, TenantAdmin, TenantMember, tenant_of
 from app.errors import NotFound
 from app.tenant import repository
@@ -20,8 +21,9 @@ from app.tenant.schemas import (
     TenantCreated,
     TenantList,
     TenantRead,
+    TenantUsage,
 )
-from app.tenant.service import create_tenant
+from app.tenant.service import create_tenant, tenant_usage
 
 router = APIRouter(prefix="/v1")
 
@@ -63,6 +65,14 @@ def get_own_tenant(session: SessionDep, principal: TenantMember) -> TenantRead:
     if tenant is None:
         raise NotFound("tenant not found")
     return TenantRead.model_validate(tenant)
+
+
+@router.get("/tenant/usage", tags=["tenants"])
+def get_own_usage(session: SessionDep, principal: TenantAdmin) -> TenantUsage:
+    """Model spend of the caller's tenant today against its daily budget, and the last 30 days
+    (tenant admin). No model call starts once the day's budget is spent; it resets at 00:00
+    UTC."""
+    return tenant_usage(session, tenant_of(principal), get_settings())
 
 
 @router.post("/api-keys", status_code=status.HTTP_201_CREATED, tags=["api keys"])

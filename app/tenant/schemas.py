@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 
 from pydantic import Field
@@ -61,3 +61,26 @@ class ParticipantRead(OutputSchema):
 class ParticipantList(OutputSchema):
     items: list[ParticipantRead]
     total: int
+
+
+class SpendDay(OutputSchema):
+    day: date
+    spent_usd: float
+    calls: int = Field(description="Charged model calls (offline models are free and uncounted).")
+
+
+class TenantUsage(OutputSchema):
+    """Model spend of the tenant against its budgets (tenant admins)."""
+
+    day: date = Field(description="Today, in UTC: budgets are per UTC day.")
+    spent_usd: float = Field(description="Spent today, all attempts of the tenant.")
+    daily_budget_usd: float = Field(description="No model call starts once this is spent.")
+    remaining_usd: float
+    resets_at: datetime
+    attempt_budget_usd: float = Field(
+        description="The default budget of one attempt (a benchmark challenge may lower it)."
+    )
+    unpriced_usd_per_million_tokens: float = Field(
+        description="What a call litellm cannot price is charged, per million tokens."
+    )
+    history: list[SpendDay] = Field(description="The last 30 days with spend, newest first.")

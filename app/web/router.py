@@ -44,12 +44,14 @@ from app.auth.service import authenticate
 from app.challenge.models import Challenge
 from app.challenge.repository import ChallengeRepository
 from app.challenge.service import challenge_status, to_public_view
+from app.config import get_settings
 from app.deps import SessionDep
 from app.errors import AppError, Unauthorized
 from app.evaluation.offline import OFFLINE_MODELS
 from app.scoring.repository import list_plugins
 from app.tenant.models import Participant, Tenant
 from app.tenant.repository import get_tenant_by_slug
+from app.tenant.service import tenant_usage
 from app.web import auth, queries, service
 from app.web.rendering import (
     HtmlRoute,
@@ -858,6 +860,7 @@ def admin(
         admin_key=key,
         rows=rows,
         errors=queries.recent_errors(session, tenant.id, limit=20),
+        usage=tenant_usage(session, tenant.id, get_settings()),
         plugins=list_plugins(session),
         notice=_notice(notice),
     )

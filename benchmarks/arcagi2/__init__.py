@@ -10,9 +10,10 @@ id, with `-<n>` appended when the file has several test pairs. Indices are 1-bas
 order, so appending ids to the order file keeps every earlier index.
 
 Options:
-- `data_dir`: the folder holding the splits (a relative path is looked up in the working
-  directory, then in this package). Default: the small sample bundled in `data/`, ten simple
-  puzzles written for this package (not ARC-AGI-2's own tasks).
+- `data_dir`: the folder holding the splits (from the CLI, a relative path is looked up in the
+  working directory, then in this package; in the service only in the operator's data folder,
+  GAUNTLET_BENCHMARK_DATA_DIR, and in this package). Default: the small sample bundled in
+  `data/`, ten simple puzzles written for this package (not ARC-AGI-2's own tasks).
 - `split`: `evaluation` by default.
 - `seed`: seeds the offline simulated solvers (app.evaluation.simulated) only; the tasks are
   the same for every seed.
@@ -41,13 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from app.evaluation import simulated
-from app.evaluation.benchmark import AttemptView, Task
+from app.evaluation.benchmark import AttemptView, Task, resolve_data_path
 from app.evaluation.jsonish import balanced_spans
 from app.evaluation.types import VerifierResult
 
 VERIFIER = "deterministic"
 FEEDBACK_MODES = {"cell_match"}
 LLM_CRITIC_MODES: set[str] = set()
+PATH_OPTIONS = {"data_dir"}
 
 DEFAULT_SPLIT = "evaluation"
 BUNDLED_DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -196,11 +198,9 @@ def compare(expected: Grid, got: Grid | None) -> dict[str, Any]:
 def resolve_data_dir(data_dir: str | Path | None) -> Path:
     if data_dir is None:
         return BUNDLED_DATA_DIR
-    candidate = Path(data_dir).expanduser()
-    if candidate.is_absolute() or candidate.exists():
-        return candidate
-    bundled = Path(__file__).resolve().parent / candidate
-    return bundled if bundled.exists() else candidate
+    return resolve_data_path(
+        "data_dir", data_dir, bundled=Path(__file__).resolve().parent, kind="dir"
+    )
 
 
 def slice_name(options: dict[str, Any]) -> str:

@@ -1,7 +1,8 @@
 """`jsonl`: any local JSONL dataset, one task a row.
 
-Options: `path` (the file; a relative path is looked up in the working directory, then in this
-package, where the bundled `example.jsonl` lives; default `example.jsonl`), `judge_votes`
+Options: `path` (the file, default `example.jsonl`, bundled with this package; from the CLI a
+relative path is looked up in the working directory, then in this package; in the service only
+in the operator's data folder, GAUNTLET_BENCHMARK_DATA_DIR, and in this package), `judge_votes`
 (default 1) and `judge_pass_threshold` (0-10, default 7) for rows graded by the LLM judge.
 
 Each row is a JSON object with a `prompt` and exactly one way to grade it:
@@ -29,7 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.evaluation.benchmark import AttemptView, Task, run_model_client
+from app.evaluation.benchmark import AttemptView, Task, resolve_data_path, run_model_client
 from app.evaluation.feedback import render_feedback
 from app.evaluation.types import VerifierResult
 from app.evaluation.verifiers import (
@@ -47,6 +48,7 @@ VERIFIER = "per_row"
 USES_JUDGE_MODEL = True
 FEEDBACK_MODES = {"hint"}
 LLM_CRITIC_MODES: set[str] = set()
+PATH_OPTIONS = {"path"}
 
 DEFAULT_PATH = "example.jsonl"
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -60,13 +62,7 @@ class DatasetError(ValueError):
 
 
 def resolve_path(path: str | Path) -> Path:
-    candidate = Path(path).expanduser()
-    if candidate.is_absolute():
-        return candidate
-    if candidate.exists():
-        return candidate
-    bundled = _PACKAGE_DIR / candidate
-    return bundled if bundled.exists() else candidate
+    return resolve_data_path("path", path, bundled=_PACKAGE_DIR, kind="file")
 
 
 def slice_name(options: dict[str, Any]) -> str:

@@ -479,6 +479,9 @@ def test_admin_view_counts_errors_and_reruns_a_failed_attempt(
     assert page.status_code == 200
     assert "Flaky provider" in page.text and "gina" in page.text
     assert "builtin.weighted_scorer" in page.text  # the scorer registry
+    # The error's full reason is the admin's (participants read "failed: HTTP 500").
+    assert "InternalServerError" in page.text
+    assert "Today (UTC): <strong>$0.0000</strong>" in page.text  # failed calls cost nothing
     row = re.search(r"Flaky provider.*?</tr>", page.text, re.DOTALL)
     assert row and re.findall(r'<td class="num[^"]*">(\d+)</td>', row.group(0)) == [
         "0",
@@ -493,6 +496,8 @@ def test_admin_view_counts_errors_and_reruns_a_failed_attempt(
     )
     assert retried.headers["location"] == f"/t/{slug}/admin?notice=requeued"
     assert _wait_finished(api, key, attempt["id"])["status"] == "completed"
+    # One answered call of an unpriced model: 18 tokens at $10 per million.
+    assert "Today (UTC): <strong>$0.0002</strong>" in admin.get(f"/t/{slug}/admin").text
     again = admin.post_form(
         f"/t/{slug}/admin/attempts/{attempt['id']}/retry", {}, token_from=f"/t/{slug}/admin"
     )

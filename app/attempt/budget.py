@@ -1,0 +1,147 @@
+"""Cost budgets of model calls on a worker: per attempt, and per tenant per UTC day.
+
+Before every call (every try), the attempt's spend and the tenant's spend of the day are read
+from the database; when either has reached its budget, the call does not start. After every
+answered call its charge is added to both in one transaction, atomically, so the budgets hold
+across worker processes and across the runs of one attempt (a takeover, an admin's re-run).
+
+The charge is the call's price from litellm's price map; a call litellm cannot price is charged
+`unpriced_usd_per_million_tokens` for its input and output tokens. Offline models are free and
+never leave the process: they are not charged or checked.
+
+Calls run concurrently, and a call's price is known only once it is answered, so an attempt's
+calls in flight are counted too: until one paid call has been priced, paid calls run one at a
+time; after that each call in flight reserves the highest charge seen so far. A budget can then
+be overshot by about one call of the attempt (calls of other attempts of the tenant, on other
+workers, are seen only once charged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import date
+
+from app.attempt import repository
+from app.db import session_scope, utcnow
+from app.evaluation.types import CallRecord, CostBudgetExhausted, ModelSpec
+from app.tenant import repository as tenants
+
+
+def format_usd(amount: float) -> str:
+    text = f"{amount:,.6f}".rstrip("0").rstrip(".")
+    return f"${text}"
+
+
+def _is_free(spec: ModelSpec) -> bool:
+    return spec.model.startswith("offline/")
+
+
+def _today() -> date:
+    return utcnow().date()
+
+
+class AttemptBudget:
+    """The service's `CallBudget` for one attempt (used on one event loop)."""
+
+    def __init__(
+        self,
+        *,
+        attempt_id: uuid.UUID,
+        tenant_id: uuid.UUID,
+        attempt_budget_usd: float,
+        tenant_daily_budget_usd: float,
+        unpriced_usd_per_million_tokens: float,
+    ) -> None:
+        self.attempt_id = attempt_id
+        self.tenant_id = tenant_id
+        self.attempt_budget_usd = attempt_budget_usd
+        self.tenant_daily_budget_usd = tenant_daily_budget_usd
+        self.unpriced_usd_per_million_tokens = unpriced_usd_per_million_tokens
+        self._in_flight = 0
+        self._highest_charge: float | None = None  # None: no paid call priced yet
+        self._check = asyncio.Lock()  # one check at a time: read, decide, count in flight
+        self._unpriced = asyncio.Lock()  # held by the one paid call in flight before a price
+        self._holding_unpriced = False
+
+    def charge_for(self, record: CallRecord) -> float:
+        if record.cost_usd is not None:
+            return max(0.0, record.cost_usd)
+        tokens = record.input_tokens + record.output_tokens
+        return tokens * self.unpriced_usd_per_million_tokens / 1_000_000
+
+    def _spent(self) -> tuple[float, float]:
+        with session_scope() as session:
+            return (
+                repository.attempt_spend(session, self.attempt_id),
+                tenants.spend_on(session, self.tenant_id, _today()),
+            )
+
+    def _charge(self, amount_usd: float) -> None:
+        with session_scope() as session:
+            repository.add_attempt_spend(session, self.attempt_id, amount_usd)
+            tenants.add_spend(session, self.tenant_id, _today(), amount_usd)
+
+    def _release_unpriced(self) -> None:
+        if self._holding_unpriced:
+            self._holding_unpriced = False
+            self._unpriced.release()
+
+    async def before_call(self, spec: ModelSpec) -> None:
+        if _is_free(spec):
+            return
+        if self._highest_charge is None:
+            await self._unpriced.acquire()
+            if self._highest_charge is None:
+                self._holding_unpriced = True
+            else:
+                self._unpriced.release()  # priced while this call waited
+        try:
+            async with self._check:
+                # Counted before the read: a call charged while the read runs is then seen
+                # in flight, in the read, or both (never neither).
+                in_flight = self._in_flight
+                attempt_spent, tenant_spent = await asyncio.to_thread(self._spent)
+                reserved = in_flight * (self._highest_charge or 0.0)
+                self._refuse_when_spent(attempt_spent + reserved, tenant_spent + reserved)
+                self._in_flight += 1
+        except BaseException:
+            self._release_unpriced()
+            raise
+
+    def _refuse_when_spent(self, attempt_spent: float, tenant_spent: float) -> None:
+        if attempt_spent >= self.attempt_budget_usd:
+            budget = format_usd(self.attempt_budget_usd)
+            raise CostBudgetExhausted(
+                f"the cost budget of this attempt ({budget}) is spent",
+                scope="attempt",
+                detail=f"attempt spent {format_usd(attempt_spent)} (calls in flight included) "
+                f"of its {budget} budget",
+            )
+        if tenant_spent >= self.tenant_daily_budget_usd:
+            raise CostBudgetExhausted(
+                "this tenant's model budget for today is spent; the attempt can be re-run "
+                "after 00:00 UTC",
+                scope="tenant",
+                detail=f"tenant spent {format_usd(tenant_spent)} of its "
+                f"{format_usd(self.tenant_daily_budget_usd)} budget for {_today()} (UTC)",
+            )
+
+    async def after_call(self, spec: ModelSpec, record: CallRecord) -> None:
+        if _is_free(spec):
+            return
+        charge = self.charge_for(record)
+        try:
+            if charge > 0:
+                await asyncio.to_thread(self._charge, charge)
+        finally:
+            # Counted in flight until charged, so no check sees the call in neither place.
+            self._in_flight -= 1
+            self._highest_charge = max(self._highest_charge or 0.0, charge)
+            self._release_unpriced()
+
+    def release(self, spec: ModelSpec) -> None:
+        if _is_free(spec):
+            return
+        self._in_flight -= 1
+        self._release_unpriced()

@@ -1,0 +1,94 @@
+"""Which addresses a destination may have: public ones, unless the operator said otherwise.
+
+A base URL that the allow-list accepts names a host; the host names addresses, and those can be
+anything its DNS says: loopback (the service's own Redis and PostgreSQL), the private network,
+link-local cloud metadata (169.254.169.254). Every address a host resolves to is checked; one
+non-public address refuses the whole destination, unless the allow-list entry names such a
+destination explicitly (an IP literal, `localhost`, or `allow_private: true`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable, Iterable
+
+from app.outbound.urls import AllowedBase, HttpUrl, IPAddress
+
+Resolver = Callable[[str, int], list[IPAddress]]
+AsyncResolver = Callable[[str, int], Awaitable[list[IPAddress]]]
+
+
+class DestinationRefused(Exception):
+    """A destination the policy refuses; the message is for logs and the tenant admin."""
+
+
+def non_public_reason(address: IPAddress) -> str | None:
+    """Why `address` is not a public internet address, or None when it is one."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    for reason, test in (
+        ("unspecified", address.is_unspecified),
+        ("loopback", address.is_loopback),
+        ("link-local", address.is_link_local),
+        ("private", address.is_private),
+        ("multicast", address.is_multicast),
+        ("reserved", address.is_reserved),
+    ):
+        if test:
+            return reason
+    if not address.is_global:
+        return "not globally routable"
+    return None
+
+
+def _addresses(infos: Iterable[tuple[object, ...]]) -> list[IPAddress]:
+    found: list[IPAddress] = []
+    for info in infos:
+        sockaddr = info[4]
+        assert isinstance(sockaddr, tuple)
+        # An IPv6 scope id ("fe80::1%eth0") is not part of the address itself.
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        if address not in found:
+            found.append(address)
+    return found
+
+
+def system_resolve(host: str, port: int) -> list[IPAddress]:
+    """Every address the system resolver gives for `host` (blocking)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as error:
+        raise DestinationRefused(f"{host} cannot be resolved: {error}") from None
+    return _addresses(infos)
+
+
+async def system_resolve_async(host: str, port: int) -> list[IPAddress]:
+    """`system_resolve` without blocking the event loop."""
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as error:
+        raise DestinationRefused(f"{host} cannot be resolved: {error}") from None
+    return _addresses(infos)
+
+
+def permitted_addresses(
+    url: HttpUrl, base: AllowedBase | None, addresses: list[IPAddress]
+) -> list[IPAddress]:
+    """`addresses` when the destination may use them all; DestinationRefused otherwise.
+
+    `base` None means the operator's own run (the CLI), where every address is permitted.
+    """
+    if not addresses:
+        raise DestinationRefused(f"{url.host} resolves to no address")
+    if base is None or base.names_private_destination:
+        return addresses
+    for address in addresses:
+        reason = non_public_reason(address)
+        if reason is not None:
+            raise DestinationRefused(
+                f"{url.host} resolves to {address}, a {reason} address; allow it explicitly "
+                "with an IP literal or allow_private in GAUNTLET_ALLOWED_API_BASES"
+            )
+    return addresses

@@ -1,0 +1,378 @@
+"""The outbound policy: addresses, credentials bound to destinations, providers, and the transport
+that enforces them on the wire (against the fake OpenAI-compatible server)."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import ssl
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from app.evaluation.llm import LLMClient
+from app.evaluation.types import InfrastructureError, Message, ModelSpec, RetryPolicy
+from app.outbound.addresses import IPAddress, non_public_reason
+from app.outbound.catalog_build import CATALOG_PATH
+from app.outbound.policy import OutboundPolicy, OutboundRefused, parse_allowed_bases
+from app.outbound.providers import ProviderPolicy, bundled_catalog, model_id_problem
+from tests.conftest import ROOT
+from tests.fixtures.fake_openai import FakeOpenAIServer
+
+USER: list[Message] = [{"role": "user", "content": "hello"}]
+PROVIDER_KEY = "sk-operator-openai-key-must-stay-home"
+BASE_KEY = "sk-the-key-of-this-base"
+OFFLINE = ("offline/echo", "offline/judge")
+
+
+def resolver(table: dict[str, list[str]]):  # type: ignore[no-untyped-def]
+    def resolve(host: str, port: int) -> list[IPAddress]:
+        return [ipaddress.ip_address(text) for text in table[host]]
+
+    return resolve
+
+
+def async_resolver(answers: list[list[str]]):  # type: ignore[no-untyped-def]
+    """A DNS server whose answers change from one lookup to the next (rebinding)."""
+    remaining = list(answers)
+
+    async def resolve(host: str, port: int) -> list[IPAddress]:
+        current = remaining.pop(0) if len(remaining) > 1 else remaining[0]
+        return [ipaddress.ip_address(text) for text in current]
+
+    return resolve
+
+
+def policy(*entries: object, environ: dict[str, str] | None = None) -> OutboundPolicy:
+    return OutboundPolicy(
+        bases=parse_allowed_bases(list(entries)),  # type: ignore[arg-type]
+        providers=ProviderPolicy(),
+        environ=environ or {},
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def operator_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator's provider key and the openai SDK's other environment settings."""
+    monkeypatch.setenv("OPENAI_API_KEY", PROVIDER_KEY)
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-operator")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-operator")
+    monkeypatch.setenv("OPENAI_CUSTOM_HEADERS", "X-Operator-Secret: hunter2")
+
+
+# Addresses
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("127.0.0.1", "loopback"),
+        ("10.1.2.3", "private"),
+        ("192.168.0.1", "private"),
+        ("172.16.0.1", "private"),
+        ("169.254.169.254", "link-local"),
+        ("100.64.0.1", "not globally routable"),
+        ("0.0.0.0", "unspecified"),
+        ("224.0.0.1", "multicast"),
+        ("::1", "loopback"),
+        ("fe80::1", "link-local"),
+        ("fc00::1", "private"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("::ffff:10.0.0.1", "private"),
+        ("93.184.216.34", None),
+        ("2606:2800:220:1:248:1893:25c8:1946", None),
+    ],
+)
+def test_non_public_addresses_are_named(address: str, reason: str | None) -> None:
+    assert non_public_reason(ipaddress.ip_address(address)) == reason
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [["10.0.0.5"], ["169.254.169.254"], ["93.184.216.34", "127.0.0.1"], ["::1"], ["::ffff:7f00:1"]],
+)
+def test_a_host_name_resolving_to_a_non_public_address_is_refused(answer: list[str]) -> None:
+    checked = policy("http://models.example.com/v1")
+    with pytest.raises(OutboundRefused, match="resolves to"):
+        checked.checked_base(
+            "http://models.example.com/v1", resolve=resolver({"models.example.com": answer})
+        )
+
+
+def test_unresolvable_hosts_are_refused_at_save_time() -> None:
+    checked = policy("http://models.example.com/v1")
+
+    def nothing(host: str, port: int) -> list[IPAddress]:
+        return []
+
+    with pytest.raises(OutboundRefused, match="no address"):
+        checked.checked_base("http://models.example.com/v1", resolve=nothing)
+
+
+def test_private_destinations_need_the_operator_to_name_them() -> None:
+    private = resolver({"vllm.internal": ["10.0.0.7"], "localhost": ["127.0.0.1", "::1"]})
+    explicit = policy(
+        {"url": "http://vllm.internal/v1", "allow_private": True},
+        "http://localhost:8000/v1",
+        "http://10.0.0.8/v1",
+    )
+    assert explicit.checked_base("http://vllm.internal/v1", resolve=private)
+    assert explicit.checked_base("http://localhost:8000/v1", resolve=private)
+    assert explicit.checked_base("http://10.0.0.8/v1/", resolve=private) == "http://10.0.0.8/v1"
+    with pytest.raises(OutboundRefused):
+        policy("http://vllm.internal/v1").checked_base("http://vllm.internal/v1", resolve=private)
+
+
+# Credentials
+
+
+def test_a_base_gets_the_key_configured_for_it_or_none() -> None:
+    environ = {"BASE_KEY": BASE_KEY, "OPENAI_API_KEY": PROVIDER_KEY}
+    checked = policy(
+        {"url": "http://127.0.0.1:*/keyed/v1", "api_key_env": "BASE_KEY"},
+        {"url": "http://127.0.0.1:*/unset/v1", "api_key_env": "NOT_SET_ANYWHERE"},
+        "http://127.0.0.1:*/v1",
+        environ=environ,
+    )
+    assert checked.route("http://127.0.0.1:1234/keyed/v1").api_key == BASE_KEY
+    assert checked.route("http://127.0.0.1:1234/unset/v1").api_key is None
+    assert checked.route("http://127.0.0.1:1234/v1").api_key is None
+    # The operator's own runs: any base, still no provider key.
+    assert OutboundPolicy.unrestricted(environ=environ).route("http://10.0.0.1/v1").api_key is None
+
+
+def test_an_unlisted_base_is_refused_even_for_the_call() -> None:
+    with pytest.raises(OutboundRefused, match="not allowed"):
+        policy("http://127.0.0.1:*/v1").route("http://127.0.0.1:1234/internal")
+
+
+def _call(client: LLMClient, spec: ModelSpec) -> str:
+    return asyncio.run(client.complete(spec, USER)).output
+
+
+def test_an_unkeyed_base_receives_no_credential_at_all(server: FakeOpenAIServer) -> None:
+    client = LLMClient(outbound=policy("http://127.0.0.1:*/v1", environ=dict(os.environ)))
+    assert _call(client, ModelSpec("openai/fake-model", api_base=server.base_url)) == "hello"
+    [received] = server.received
+    assert received.path == "/v1/chat/completions"
+    assert received.authorization is None
+    assert not any(PROVIDER_KEY in value for value in received.headers.values())
+    assert "openai-organization" not in received.headers
+    assert "openai-project" not in received.headers
+    assert "x-operator-secret" not in received.headers
+    assert server.requests[0]["model"] == "fake-model"  # the provider prefix is litellm's
+
+
+def test_a_keyed_base_receives_its_own_key_only(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("THIS_BASE_KEY", BASE_KEY)
+    keyed = {"url": "http://127.0.0.1:*/keyed/v1", "api_key_env": "THIS_BASE_KEY"}
+    client = LLMClient(outbound=policy(keyed, environ=dict(os.environ)))
+    spec = ModelSpec("openai/fake-model", api_base=f"http://127.0.0.1:{server.port}/keyed/v1")
+    _call(client, spec)
+    [received] = server.received
+    assert received.path == "/keyed/v1/chat/completions"
+    assert received.authorization == f"Bearer {BASE_KEY}"
+
+
+def test_the_engine_refuses_a_base_the_allow_list_no_longer_has(server: FakeOpenAIServer) -> None:
+    client = LLMClient(outbound=policy("http://127.0.0.1:*/other"))
+    with pytest.raises(InfrastructureError) as caught:
+        _call(client, ModelSpec("openai/fake-model", api_base=server.base_url))
+    assert str(caught.value) == "model openai/fake-model unreachable"
+    assert "not allowed" in caught.value.detail
+    assert server.received == []
+
+
+def test_the_transport_connects_to_the_address_it_checked(server: FakeOpenAIServer) -> None:
+    # "models.test" exists in no DNS: the request reaches the server only because the transport
+    # connects to the address its resolver checked, with the Host header kept.
+    entry = {"url": "http://models.test:*/v1", "allow_private": True}
+    client = LLMClient(outbound=policy(entry), resolve=async_resolver([["127.0.0.1"]]))
+    _call(client, ModelSpec("openai/fake-model", api_base=f"http://models.test:{server.port}/v1"))
+    [received] = server.received
+    assert received.headers["host"] == f"models.test:{server.port}"
+
+
+def _self_signed(host: str, folder: Path) -> tuple[Path, Path]:
+    """A certificate for `host` (its own issuer) and its key, as PEM files."""
+    from datetime import UTC, datetime, timedelta
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+def test_a_pinned_https_request_verifies_the_host_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Connected to 127.0.0.1, yet the TLS server name and the certificate check are the host
+    # name's: a certificate for models.test is accepted, one for another name is not.
+    cert, key = _self_signed("models.test", tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trust this certificate only
+    entry = {"url": "https://models.test:*/v1", "allow_private": True}
+    with FakeOpenAIServer(tls=context) as server:
+        base = f"https://models.test:{server.port}/v1"
+        client = LLMClient(outbound=policy(entry), resolve=async_resolver([["127.0.0.1"]]))
+        assert _call(client, ModelSpec("openai/fake-model", api_base=base)) == "hello"
+        assert server.received[0].headers["host"] == f"models.test:{server.port}"
+
+        other = {"url": "https://other.test:*/v1", "allow_private": True}
+        client = LLMClient(
+            outbound=policy(other),
+            resolve=async_resolver([["127.0.0.1"]]),
+            retry=RetryPolicy(max_attempts=1),
+        )
+        with pytest.raises(InfrastructureError) as caught:
+            _call(
+                client,
+                ModelSpec("openai/fake-model", api_base=f"https://other.test:{server.port}/v1"),
+            )
+        assert "CERTIFICATE_VERIFY_FAILED" in caught.value.detail
+        assert len(server.received) == 1
+
+
+def test_a_rebound_name_is_refused_before_any_connection(server: FakeOpenAIServer) -> None:
+    # Public when the challenge was saved, loopback when the worker calls: the request never
+    # leaves, because the worker resolves again and connects only to what it checked.
+    checked = policy("http://models.test:*/v1")
+    base = f"http://models.test:{server.port}/v1"
+    assert checked.checked_base(base, resolve=resolver({"models.test": ["93.184.216.34"]}))
+    client = LLMClient(outbound=checked, resolve=async_resolver([["127.0.0.1"]]))
+    with pytest.raises(InfrastructureError) as caught:
+        _call(client, ModelSpec("openai/fake-model", api_base=base))
+    assert str(caught.value) == "model openai/fake-model unreachable"
+    assert "127.0.0.1, a loopback address" in caught.value.detail
+    assert server.received == []
+
+
+def test_a_connection_failure_names_no_address_or_port(server: FakeOpenAIServer) -> None:
+    port = server.port
+    server.stop()
+    client = LLMClient(
+        outbound=policy("http://127.0.0.1:*/v1"),
+        retry=RetryPolicy(max_attempts=2, base_delay_s=0.0),
+    )
+    with pytest.raises(InfrastructureError) as caught:
+        _call(client, ModelSpec("openai/fake-model", api_base=f"http://127.0.0.1:{port}/v1"))
+    assert str(caught.value) == "model openai/fake-model unreachable after 2 tries"
+    assert "127.0.0.1" not in str(caught.value) and str(port) not in str(caught.value)
+    assert "APIConnectionError" in caught.value.detail
+
+
+# Providers
+
+
+@pytest.mark.parametrize(
+    "model", ["ollama/x", "ollama_chat/x", "lemonade/x", "llamafile/x", "vllm/x"]
+)
+def test_providers_whose_default_base_is_local_are_refused_by_default(model: str) -> None:
+    problem = model_id_problem(model, offline_models=OFFLINE, policy=ProviderPolicy())
+    assert problem is not None and "not allowed on this server" in problem
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["openai/gpt-4o", "anthropic/claude-3-5-sonnet-20240620", "gpt-4o-mini", "offline/echo"],
+)
+def test_remote_providers_are_allowed_by_default(model: str) -> None:
+    assert model_id_problem(model, offline_models=OFFLINE, policy=ProviderPolicy()) is None
+
+
+def test_the_operator_chooses_the_providers() -> None:
+    only_openai = ProviderPolicy(allowed=("openai",))
+    assert model_id_problem("openai/gpt-4o", offline_models=OFFLINE, policy=only_openai) is None
+    assert model_id_problem("gpt-4o-mini", offline_models=OFFLINE, policy=only_openai) is None
+    assert model_id_problem("anthropic/claude", offline_models=OFFLINE, policy=only_openai)
+    assert model_id_problem("offline/echo", offline_models=OFFLINE, policy=only_openai) is None
+    with_ollama = ProviderPolicy(allowed=("*", "ollama"))
+    assert model_id_problem("ollama/llama3", offline_models=OFFLINE, policy=with_ollama) is None
+    assert model_id_problem("lemonade/x", offline_models=OFFLINE, policy=with_ollama)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "azure/../../deployments/other",
+        "openai//gpt-4o",
+        "openai/gpt-4o%2F..",
+        "huggingface/https://evil.example/model",
+        "openai/a?b",
+        "openai/a#b",
+        "openai/a\\b",
+        "openai/",
+        "openai/.hidden",
+        "x" * 201,
+    ],
+)
+def test_model_ids_that_could_steer_a_url_are_refused(model: str) -> None:
+    assert model_id_problem(model, offline_models=OFFLINE) is not None
+
+
+def test_the_engine_refuses_a_provider_the_operator_does_not_allow() -> None:
+    client = LLMClient(outbound=OutboundPolicy(providers=ProviderPolicy()))
+    with pytest.raises(InfrastructureError) as caught:
+        _call(client, ModelSpec("ollama/llama3"))
+    assert str(caught.value) == "model ollama/llama3 is not allowed on this server"
+    assert client.calls_made == 0
+
+
+def test_the_catalog_knows_the_local_providers() -> None:
+    local = bundled_catalog().local_providers
+    assert {"ollama", "ollama_chat", "lemonade", "llamafile", "vllm"} <= set(local)
+    assert "openai" not in local and "anthropic" not in local
+
+
+def test_the_catalog_is_derived_from_the_installed_litellm() -> None:
+    # Rebuild with `python -m app.outbound.catalog_build` after upgrading litellm.
+    result = subprocess.run(
+        [sys.executable, "-m", "app.outbound.catalog_build", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert CATALOG_PATH.is_file()
