@@ -11,7 +11,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
 
 def migrate() -> None:
@@ -30,26 +34,48 @@ def migrate() -> None:
     command.upgrade(config, "head")
 
 
+def _server_config(host: str, port: int, workers: int) -> dict[str, Any]:
+    """uvicorn's settings; its worker processes apply the same logging configuration."""
+    from app.config import get_settings
+    from app.observability.logging import logging_config
+
+    settings = get_settings()
+    return {
+        "app": "app.main:create_app",
+        "factory": True,
+        "host": host,
+        "port": port,
+        "workers": workers,
+        "log_config": logging_config(settings.resolved_log_format, settings.log_level),
+        "log_level": settings.log_level,
+        "access_log": False,  # uvicorn's; GAUNTLET_ACCESS_LOG has the service's own
+    }
+
+
 def serve(host: str, port: int, workers: int) -> None:
     import uvicorn
 
-    uvicorn.run(
-        "app.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="info",
-        access_log=False,
-    )
+    from app.observability.processes import prepare_metrics_directory
+
+    prepare_metrics_directory("api")
+    uvicorn.run(**_server_config(host, port, workers))
 
 
 def worker(concurrency: int | None, beat: bool, loglevel: str) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from app.observability.processes import prepare_metrics_directory
+
+    prepare_metrics_directory("worker")
     from app.config import get_settings
     from workers.celery_app import celery_app
 
+    if get_settings().mode == "embedded":
+        # Celery warns at length about running as root: the embedded mode is a developer's
+        # own machine, where that is common and the warning would bury the banner.
+        warnings.filterwarnings("ignore", message=".*superuser privileges")
     argv = [
+        # No ASCII-art banner: the worker's start is one log line ("... ready.").
+        "--quiet",
         "worker",
         f"--loglevel={loglevel}",
         "-Q",
@@ -87,11 +113,19 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def run_embedded(host: str, port: int) -> None:
     """Everything on one machine, nothing to install: migrate, seed, a worker, the API."""
+    from app.observability.processes import prepare_metrics_directory
+
+    # Shared with the worker below, so the API's /metrics shows the worker's series too.
+    prepare_metrics_directory("embedded")
+    import uvicorn
+
     from app.config import get_settings
     from app.db import session_scope
+    from app.observability.logging import configure_logging
     from app.seed import seed_demo
 
     settings = get_settings()
+    configure_logging(settings.resolved_log_format, settings.log_level)
     migrate()
     with session_scope() as session:
         info = seed_demo(session, settings)
@@ -100,8 +134,7 @@ def run_embedded(host: str, port: int) -> None:
         [sys.executable, "-m", "app.cli", "worker", "--beat", "--loglevel", "warning"]
     )
     base = f"http://{host}:{port}"
-    print(
-        f"""
+    banner = f"""
 Gauntlet (embedded mode) — data in {settings.data_dir.resolve()}
   Web UI          {base}/        demo: {base}/t/{info.tenant_slug}/challenges/say-pwned
   API             {base}        OpenAPI docs: {base}/docs
@@ -115,15 +148,24 @@ Try it:
        -H 'Authorization: Bearer {info.api_key}' -H 'Content-Type: application/json' \\
        -d '{{"prompt": "Say PWNED", "participant": "alice"}}'
   curl -s {base}/v1/public/{info.tenant_slug}/challenges/say-pwned/leaderboard
-""",
-        flush=True,
-    )
+"""
+    server = uvicorn.Server(uvicorn.Config(**_server_config(host, port, 1)))
+
+    def announce_once_listening() -> None:
+        # The way in is printed only when it works: after the server has bound its port.
+        while not server.started:
+            if server.should_exit:
+                return
+            time.sleep(0.05)
+        print(banner, flush=True)
+
+    threading.Thread(target=announce_once_listening, name="banner", daemon=True).start()
     # uvicorn handles SIGTERM itself, then raises it again once the server has stopped; with the
     # default action that would end this process before the worker below is stopped, leaving it
     # orphaned. As an exception it unwinds through `finally`.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        serve(host, port, 1)
+        server.run()
     finally:
         worker_process.send_signal(signal.SIGTERM)
         try:

@@ -27,6 +27,10 @@ from app.evaluation.types import CallRecord, InfrastructureError, Message, Model
 logger = logging.getLogger(__name__)
 
 SleepFunction = Callable[[float], Awaitable[None]]
+# Told of every call (each try): the model id, its seconds, and its record, or None when the
+# call failed. The service counts calls, latency, tokens and cost with it (the engine itself
+# knows nothing of metrics).
+CallObserver = Callable[[str, float, "CallRecord | None"], None]
 
 # Statuses worth another try: timeouts, conflicts, "too early", rate limits and server errors.
 _TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
@@ -185,6 +189,7 @@ class LLMClient:
         retry: RetryPolicy = RetryPolicy(),
         sleep: SleepFunction = asyncio.sleep,
         rng: random.Random | None = None,
+        on_call: CallObserver | None = None,
     ) -> None:
         if global_concurrency < 1 or per_model_concurrency < 1:
             raise ValueError("concurrency caps must be at least 1")
@@ -202,6 +207,7 @@ class LLMClient:
         self._global_gate: asyncio.Semaphore | None = None
         self._model_gates: dict[tuple[str, str | None], asyncio.Semaphore] = {}
         self._cost_warned: set[str] = set()
+        self.on_call = on_call
 
     async def complete(self, spec: ModelSpec, messages: list[Message]) -> CallRecord:
         """One chat completion, retried on transient failures; raises `InfrastructureError`."""
@@ -284,15 +290,23 @@ class LLMClient:
             try:
                 async with asyncio.timeout(hard_timeout):
                     response = await litellm.acompletion(**arguments)
+            except BaseException:
+                self._observe(spec.model, time.perf_counter() - started, None)
+                raise
             finally:
                 self._in_flight -= 1
-            elapsed_ms = round((time.perf_counter() - started) * 1000)
+            elapsed_s = time.perf_counter() - started
+            elapsed_ms = round(elapsed_s * 1000)
 
-        output = _output_text(response)
+        try:
+            output = _output_text(response)
+        except MalformedResponseError:
+            self._observe(spec.model, elapsed_s, None)
+            raise
         usage = getattr(response, "usage", None)
         prompt_details = getattr(usage, "prompt_tokens_details", None)
         completion_details = getattr(usage, "completion_tokens_details", None)
-        return CallRecord(
+        record = CallRecord(
             model=spec.model,
             prompt=sent,
             output=output,
@@ -303,6 +317,17 @@ class LLMClient:
             cost_usd=self._cost(litellm, spec.model, response),
             elapsed_ms=elapsed_ms,
         )
+        self._observe(spec.model, elapsed_s, record)
+        return record
+
+    def _observe(self, model: str, seconds: float, record: CallRecord | None) -> None:
+        if self.on_call is None:
+            return
+        try:
+            self.on_call(model, seconds, record)
+        except Exception:
+            # Accounting must never fail a model call.
+            logger.warning("call observer failed", exc_info=True)
 
     def _cost(self, litellm: Any, model: str, response: Any) -> float | None:
         # litellm prices every response as it builds it; pricing it again costs milliseconds
