@@ -143,7 +143,7 @@ def create_app() -> FastAPI:
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     # Added last, so outermost: refused bodies and errors get a request id and are counted.
-    app.add_middleware(RequestObservability, access_log=settings.access_log)
+    app.add_middleware(RequestObservability, access_log=settings.access_log, mounts=(STATIC_URL,))
 
     # Requests are matched against the routers in this order, each router's routes one by one:
     # the attempt router comes first because submissions are the busiest requests (matching

@@ -92,9 +92,12 @@ class RequestObservability:
     counter increment (a memory-mapped write) to each request: bench/README.md has the cost.
     """
 
-    def __init__(self, app: ASGIApp, access_log: bool = False) -> None:
+    def __init__(
+        self, app: ASGIApp, access_log: bool = False, mounts: tuple[str, ...] = ()
+    ) -> None:
         self.app = app
         self.access_log = access_log
+        self.mounts = mounts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -122,7 +125,7 @@ class RequestObservability:
             await self.app(scope, receive, send_with_id)
         finally:
             method = scope["method"] if scope["method"] in _KNOWN_METHODS else "other"
-            route = _route_template(scope)
+            route = _route_template(scope, self.mounts)
             metrics.count_request(method, route, status)
             if self.access_log:
                 elapsed_ms = (time.perf_counter() - started) * 1000
@@ -142,13 +145,20 @@ class RequestObservability:
             context.end(token)
 
 
-def _route_template(scope: Scope) -> str:
+def _route_template(scope: Scope, mounts: tuple[str, ...]) -> str:
     """The matched route's path template (`/v1/attempts/{attempt_id}`), never the raw path, so
     the label has a bounded number of values; "unmatched" when no route answered."""
-    route = scope.get("route")
+    route = scope.get("route")  # FastAPI's routes put themselves here
     path = getattr(route, "path", None)
     if isinstance(path, str):
         return path
-    if "app_root_path" in scope:  # set when a mounted app (the web UI's static files) matched
-        return f"{scope.get('root_path', '')}/*"
+    endpoint = scope.get("endpoint")  # Starlette's plain routes (the OpenAPI document, /docs)
+    if endpoint is not None:
+        for candidate in getattr(scope.get("router"), "routes", ()):
+            if getattr(candidate, "endpoint", None) is endpoint:
+                return str(candidate.path)
+    request_path = scope["path"]
+    for mount in mounts:  # mounted apps (the web UI's static files) leave no trace in the scope
+        if request_path.startswith(mount + "/"):
+            return f"{mount}/*"
     return "unmatched"
