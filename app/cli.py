@@ -67,8 +67,11 @@ def worker(concurrency: int | None, beat: bool, loglevel: str) -> None:
 
     prepare_metrics_directory("worker")
     from app.config import get_settings
+    from app.observability.logging import configure_logging
     from workers.celery_app import celery_app
 
+    # Now, not only when Celery asks (setup_logging): its start-up warnings come before that.
+    configure_logging(get_settings().resolved_log_format, loglevel)
     if get_settings().mode == "embedded":
         # Celery warns at length about running as root: the embedded mode is a developer's
         # own machine, where that is common and the warning would bury the banner.
