@@ -7,11 +7,13 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from app.config import Settings
 from app.main import create_app
@@ -20,6 +22,7 @@ from app.observability.logging import build_formatter
 from app.observability.service import metrics_reader_allowed
 from app.scoring.service import Scoring
 from app.web.rendering import STATIC_DIR
+from tests.conftest import ROOT
 
 ADMIN = "admin-token-" + "a" * 24
 STYLESHEET = next(p.name for p in STATIC_DIR.iterdir() if p.suffix == ".css")
@@ -216,3 +219,20 @@ def test_console_lines_are_readable() -> None:
     assert "attempt a-9 stored" in first and "request_id=r2" in first
     with pytest.raises(json.JSONDecodeError):
         json.loads(first)
+
+
+def test_compose_checks_each_worker_on_its_own_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    worker = compose["services"]["worker"]
+    environment = worker["environment"]
+    # The worker keeps everything the other services get, plus its endpoint.
+    assert set(compose["services"]["api"]["environment"]) < set(environment)
+    port = environment["GAUNTLET_WORKER_HTTP_PORT"]
+    assert environment["GAUNTLET_WORKER_HTTP_HOST"] == "0.0.0.0"
+    assert f"http://127.0.0.1:{port}/healthz" in " ".join(worker["healthcheck"]["test"])
+    for key, value in environment.items():
+        if key.startswith("GAUNTLET_"):
+            monkeypatch.setenv(key, re.sub(r"\$\{(\w+)[^}]*\}", "v" * 30, str(value)))
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.worker_http_port == int(port)
+    assert settings.resolved_log_format == "json"  # production logs are JSON lines
