@@ -20,11 +20,11 @@ $(UV):
 
 # The dev set (tests, linters), exactly as locked.
 install: $(UV)
-	$(UV) sync --locked --extra dev
+	$(UV) sync --locked --extra dev --quiet
 
 # The runtime set only; --inexact keeps dev packages a previous `make install` added.
 install-runtime: $(UV)
-	$(UV) sync --locked --inexact
+	$(UV) sync --locked --inexact --quiet
 
 # Re-resolve after a dependency change in pyproject.toml (versions already locked are kept;
 # `$(UV) lock --upgrade-package NAME` moves one forward).
