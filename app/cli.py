@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
-import threading
-import time
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -61,7 +60,7 @@ def serve(host: str, port: int, workers: int) -> None:
     uvicorn.run(**_server_config(host, port, workers))
 
 
-def worker(concurrency: int | None, beat: bool, loglevel: str) -> None:
+def worker(concurrency: int | None, beat: bool, loglevel: str | None) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from app.observability.processes import prepare_metrics_directory
 
@@ -70,6 +69,7 @@ def worker(concurrency: int | None, beat: bool, loglevel: str) -> None:
     from app.observability.logging import configure_logging
     from workers.celery_app import celery_app
 
+    loglevel = loglevel or get_settings().log_level
     # Now, not only when Celery asks (setup_logging): its start-up warnings come before that.
     configure_logging(get_settings().resolved_log_format, loglevel)
     if get_settings().mode == "embedded":
@@ -152,17 +152,16 @@ Try it:
        -d '{{"prompt": "Say PWNED", "participant": "alice"}}'
   curl -s {base}/v1/public/{info.tenant_slug}/challenges/say-pwned/leaderboard
 """
-    server = uvicorn.Server(uvicorn.Config(**_server_config(host, port, 1)))
 
-    def announce_once_listening() -> None:
-        # The way in is printed only when it works: after the server has bound its port.
-        while not server.started:
-            if server.should_exit:
-                return
-            time.sleep(0.05)
-        print(banner, flush=True)
+    class AnnouncingServer(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            # The way in is printed once it works: the port is bound, and no request has been
+            # served yet (nothing awaited since), so a client that got an answer saw it too.
+            if self.started:
+                print(banner, flush=True)
 
-    threading.Thread(target=announce_once_listening, name="banner", daemon=True).start()
+    server = AnnouncingServer(uvicorn.Config(**_server_config(host, port, 1)))
     # uvicorn handles SIGTERM itself, then raises it again once the server has stopped; with the
     # default action that would end this process before the worker below is stopped, leaving it
     # orphaned. As an exception it unwinds through `finally`.
@@ -188,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker_parser = commands.add_parser("worker", help="run a Celery worker")
     worker_parser.add_argument("--concurrency", type=int, default=None)
     worker_parser.add_argument("--beat", action="store_true", help="also run the periodic sweep")
-    worker_parser.add_argument("--loglevel", default="info")
+    worker_parser.add_argument("--loglevel", default=None, help="default: GAUNTLET_LOG_LEVEL")
     beat_parser = commands.add_parser("beat", help="run the periodic sweep scheduler alone")
     beat_parser.add_argument("--loglevel", default="info")
     commands.add_parser("seed", help="create the demo tenant and challenge")

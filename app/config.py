@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 MIN_ADMIN_TOKEN_LENGTH = 24
@@ -84,6 +84,11 @@ class Settings(BaseSettings):
     # How often a worker records that it is alive; /healthz counts workers seen within three
     # of these.
     worker_heartbeat_seconds: float = Field(default=10.0, gt=0, le=600)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower_case_level(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Settings:
