@@ -4,7 +4,11 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True \
-    GAUNTLET_DATA_DIR=/var/lib/gauntlet
+    GAUNTLET_DATA_DIR=/var/lib/gauntlet \
+    UV_PROJECT_ENVIRONMENT=/opt/gauntlet \
+    UV_PYTHON_DOWNLOADS=never \
+    UV_LINK_MODE=copy \
+    PATH=/opt/gauntlet/bin:$PATH
 
 # bubblewrap isolates scorer plugins (docs/sandbox.md); production refuses plugin scoring
 # without it.
@@ -13,16 +17,21 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /srv/gauntlet
-COPY pyproject.toml README.md ./
+# The same uv as the Makefile's; the runtime set exactly as uv.lock has it (hashes checked).
+RUN pip install --no-cache-dir uv==0.13.9
+COPY pyproject.toml uv.lock README.md ./
+# Dependencies first, in their own layer: a code change does not reinstall them.
+RUN uv sync --locked --no-install-project --no-cache
 COPY app ./app
 COPY workers ./workers
 COPY scorers ./scorers
 COPY benchmarks ./benchmarks
 COPY migrations ./migrations
 COPY alembic.ini ./
-RUN pip install --no-cache-dir -e . \
+# Editable, as before: `gauntlet migrate` finds alembic.ini and migrations/ beside app/.
+RUN uv sync --locked --no-cache \
     && useradd --system --home /srv/gauntlet gauntlet \
     && mkdir -p /var/lib/gauntlet && chown gauntlet /var/lib/gauntlet
 USER gauntlet
-EXPOSE 8000
+EXPOSE 8000 9100
 CMD ["gauntlet", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -1,21 +1,37 @@
 # Two commands matter: `make run` (the embedded service) and `make test` (everything CI checks).
+# Installs come from uv.lock (exact versions with hashes): `make run` installs the runtime set,
+# every other target the dev set; `make lock` refreshes the lock after pyproject.toml changes.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
+# uv itself, pinned, in a small virtualenv of its own (`uv sync` would remove it from .venv).
+UV_VERSION := 0.13.9
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+export UV_PYTHON := $(PYTHON)
+export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: install run test lint typecheck unit integration screenshots clean
+.PHONY: install install-runtime lock run test lint typecheck unit integration screenshots clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install -q --disable-pip-version-check 'uv==$(UV_VERSION)'
 
-install: $(STAMP)
+# The dev set (tests, linters), exactly as locked.
+install: $(UV)
+	$(UV) sync --locked --extra dev --quiet
 
-run: install
+# The runtime set only; --inexact keeps dev packages a previous `make install` added.
+install-runtime: $(UV)
+	$(UV) sync --locked --inexact --quiet
+
+# Re-resolve after a dependency change in pyproject.toml (versions already locked are kept;
+# `$(UV) lock --upgrade-package NAME` moves one forward).
+lock: $(UV)
+	$(UV) lock
+
+run: install-runtime
 	$(BIN)/gauntlet run --port $${PORT:-8000}
 
 lint: install
@@ -46,4 +62,4 @@ screenshots: install
 	GAUNTLET_SCREENSHOTS_DIR=docs/screenshots $(BIN)/pytest tests/e2e/test_browser.py
 
 clean:
-	rm -rf $(VENV) .gauntlet .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) .gauntlet .mypy_cache .pytest_cache .ruff_cache

@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,27 +45,53 @@ def proxy_options() -> dict[str, Any]:
     return {"proxy_headers": True, "forwarded_allow_ips": trusted}
 
 
+def _server_config(host: str, port: int, workers: int) -> dict[str, Any]:
+    """uvicorn's settings; its worker processes apply the same logging configuration."""
+    from app.config import get_settings
+    from app.observability.logging import logging_config
+
+    settings = get_settings()
+    return {
+        "app": "app.main:create_app",
+        "factory": True,
+        "host": host,
+        "port": port,
+        "workers": workers,
+        "log_config": logging_config(settings.resolved_log_format, settings.log_level),
+        "log_level": settings.log_level,
+        "access_log": False,  # uvicorn's; GAUNTLET_ACCESS_LOG has the service's own
+        **proxy_options(),
+    }
+
+
 def serve(host: str, port: int, workers: int) -> None:
     import uvicorn
 
-    uvicorn.run(
-        "app.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="info",
-        access_log=False,
-        **proxy_options(),
-    )
+    from app.observability.processes import prepare_metrics_directory
+
+    prepare_metrics_directory("api")
+    uvicorn.run(**_server_config(host, port, workers))
 
 
-def worker(concurrency: int | None, beat: bool, loglevel: str) -> None:
+def worker(concurrency: int | None, beat: bool, loglevel: str | None) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from app.observability.processes import prepare_metrics_directory
+
+    prepare_metrics_directory("worker")
     from app.config import get_settings
+    from app.observability.logging import configure_logging
     from workers.celery_app import celery_app
 
+    loglevel = loglevel or get_settings().log_level
+    # Now, not only when Celery asks (setup_logging): its start-up warnings come before that.
+    configure_logging(get_settings().resolved_log_format, loglevel)
+    if get_settings().mode == "embedded":
+        # Celery warns at length about running as root: the embedded mode is a developer's
+        # own machine, where that is common and the warning would bury the banner.
+        warnings.filterwarnings("ignore", message=".*superuser privileges")
     argv = [
+        # No ASCII-art banner: the worker's start is one log line ("... ready.").
+        "--quiet",
         "worker",
         f"--loglevel={loglevel}",
         "-Q",
@@ -101,11 +129,19 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def run_embedded(host: str, port: int) -> None:
     """Everything on one machine, nothing to install: migrate, seed, a worker, the API."""
+    from app.observability.processes import prepare_metrics_directory
+
+    # Shared with the worker below, so the API's /metrics shows the worker's series too.
+    prepare_metrics_directory("embedded")
+    import uvicorn
+
     from app.config import get_settings
     from app.db import session_scope
+    from app.observability.logging import configure_logging
     from app.seed import seed_demo
 
     settings = get_settings()
+    configure_logging(settings.resolved_log_format, settings.log_level)
     migrate()
     with session_scope() as session:
         info = seed_demo(session, settings)
@@ -114,8 +150,7 @@ def run_embedded(host: str, port: int) -> None:
         [sys.executable, "-m", "app.cli", "worker", "--beat", "--loglevel", "warning"]
     )
     base = f"http://{host}:{port}"
-    print(
-        f"""
+    banner = f"""
 Gauntlet (embedded mode) — data in {settings.data_dir.resolve()}
   Web UI          {base}/        demo: {base}/t/{info.tenant_slug}/challenges/say-pwned
   API             {base}        OpenAPI docs: {base}/docs
@@ -129,15 +164,23 @@ Try it:
        -H 'Authorization: Bearer {info.api_key}' -H 'Content-Type: application/json' \\
        -d '{{"prompt": "Say PWNED", "participant": "alice"}}'
   curl -s {base}/v1/public/{info.tenant_slug}/challenges/say-pwned/leaderboard
-""",
-        flush=True,
-    )
+"""
+
+    class AnnouncingServer(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            # The way in is printed once it works: the port is bound, and no request has been
+            # served yet (nothing awaited since), so a client that got an answer saw it too.
+            if self.started:
+                print(banner, flush=True)
+
+    server = AnnouncingServer(uvicorn.Config(**_server_config(host, port, 1)))
     # uvicorn handles SIGTERM itself, then raises it again once the server has stopped; with the
     # default action that would end this process before the worker below is stopped, leaving it
     # orphaned. As an exception it unwinds through `finally`.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
-        serve(host, port, 1)
+        server.run()
     finally:
         worker_process.send_signal(signal.SIGTERM)
         try:
@@ -157,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker_parser = commands.add_parser("worker", help="run a Celery worker")
     worker_parser.add_argument("--concurrency", type=int, default=None)
     worker_parser.add_argument("--beat", action="store_true", help="also run the periodic sweep")
-    worker_parser.add_argument("--loglevel", default="info")
+    worker_parser.add_argument("--loglevel", default=None, help="default: GAUNTLET_LOG_LEVEL")
     beat_parser = commands.add_parser("beat", help="run the periodic sweep scheduler alone")
     beat_parser.add_argument("--loglevel", default="info")
     commands.add_parser("seed", help="create the demo tenant and challenge")

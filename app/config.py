@@ -144,6 +144,27 @@ class Settings(BaseSettings):
             )
         return self._outbound_policy
 
+    # Observability (README, "Operations"). Logs: JSON lines or readable ones; by default JSON
+    # in production and readable in the embedded mode.
+    log_format: Literal["json", "console"] | None = None
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # One log line per HTTP request (off by default: metrics count requests, and the busiest
+    # route should not pay for a line each).
+    access_log: bool = False
+    # Bearer token Prometheus uses for /metrics (the admin token works too).
+    metrics_token: str | None = None
+    # A worker's own HTTP endpoint (/healthz, /metrics); unset: none.
+    worker_http_host: str = "127.0.0.1"
+    worker_http_port: int | None = Field(default=None, ge=1, le=65535)
+    # How often a worker records that it is alive; /healthz counts workers seen within three
+    # of these.
+    worker_heartbeat_seconds: float = Field(default=10.0, gt=0, le=600)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower_case_level(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
+
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Settings:
         if self.mode != "production":
@@ -196,6 +217,12 @@ class Settings(BaseSettings):
         return "bubblewrap" if self.mode == "production" else "auto"
 
     @property
+    def resolved_log_format(self) -> Literal["json", "console"]:
+        if self.log_format is not None:
+            return self.log_format
+        return "json" if self.mode == "production" else "console"
+
+    @property
     def scorer_module_prefixes(self) -> tuple[str, ...]:
         return tuple(p.strip() for p in self.scorer_allowed_modules.split(",") if p.strip())
 
@@ -207,7 +234,8 @@ class Settings(BaseSettings):
 
     @property
     def resolved_broker_url(self) -> str:
-        return self.broker_url or "filesystem://"
+        # A host name, though the folder transport ignores it: without one kombu warns twice.
+        return self.broker_url or "filesystem://localhost/"
 
     @property
     def broker_folder(self) -> Path:

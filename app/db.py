@@ -19,6 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeDecorator
 
 from app.config import get_settings
@@ -76,11 +77,18 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, pooled: bool = True) -> Engine:
+    """`pooled=False`: a connection per use and none kept (a process that forks, now and then)."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 10},
+            **({} if pooled else {"poolclass": NullPool}),
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
+    if not pooled:
+        return create_engine(url, poolclass=NullPool)
     # No pre-ping: it costs a round trip on every checkout of the hottest paths. A connection
     # that died with the server fails its request once (503, see main.py); SQLAlchemy then
     # discards the whole pool, and the next requests connect afresh.

@@ -14,17 +14,16 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.attempt.router import router as attempt_router
 from app.challenge.router import router as challenge_router
 from app.config import get_settings
-from app.db import get_engine
 from app.errors import AppError
 from app.leaderboard.router import router as leaderboard_router
-from app.middleware import BodySizeLimit
+from app.middleware import BodySizeLimit, RequestObservability
+from app.observability.router import router as observability_router
 from app.scoring.router import router as scoring_router
 from app.scoring.sandbox import log_scorer_sandbox
 from app.tenant.router import router as tenant_router
@@ -148,19 +147,8 @@ def create_app() -> FastAPI:
     install_error_handlers(app)
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
-
-    @app.get("/healthz", tags=["health"])
-    def healthz() -> JSONResponse:
-        """200 when the database answers, 503 otherwise."""
-        try:
-            with get_engine().connect() as connection:
-                connection.execute(text("SELECT 1"))
-        except Exception as exc:
-            return JSONResponse(
-                error_body("unavailable", f"database unreachable: {type(exc).__name__}"),
-                status_code=503,
-            )
-        return JSONResponse({"status": "ok"})
+    # Added last, so outermost: refused bodies and errors get a request id and are counted.
+    app.add_middleware(RequestObservability, access_log=settings.access_log, mounts=(STATIC_URL,))
 
     # Requests are matched against the routers in this order, each router's routes one by one:
     # the attempt router comes first because submissions are the busiest requests (matching
@@ -172,6 +160,7 @@ def create_app() -> FastAPI:
         challenge_router,
         leaderboard_router,
         scoring_router,
+        observability_router,
     ):
         app.include_router(router)
     # The web UI: server-rendered pages and their static assets (no CDN, works offline).

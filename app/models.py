@@ -4,6 +4,7 @@ from app.attempt.models import Attempt, AttemptTask, Trial
 from app.auth.models import ApiKey, BrowserSession
 from app.challenge.models import Challenge
 from app.leaderboard.models import LeaderboardEntry
+from app.observability.models import WorkerHeartbeat
 from app.scoring.models import ScorerPlugin
 from app.scoring.rescore_models import RescoreJob
 from app.tenant.models import Participant, Tenant, TenantSpend
@@ -21,4 +22,5 @@ __all__ = [
     "Tenant",
     "TenantSpend",
     "Trial",
+    "WorkerHeartbeat",
 ]

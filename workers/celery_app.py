@@ -7,12 +7,23 @@ Redis to install.
 
 from __future__ import annotations
 
+import logging
 import os
+from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init, worker_ready
+from celery.signals import (
+    before_task_publish,
+    setup_logging,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_ready,
+    worker_shutdown,
+)
 
 from app.config import get_settings
+from app.observability import context
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -83,3 +94,72 @@ def _log_scorer_sandbox(**_: object) -> None:
     from app.scoring.sandbox import log_scorer_sandbox
 
     log_scorer_sandbox()
+
+
+# -- observability: logging, ids across API and workers, the worker's health (issue 10) ---------
+
+REQUEST_ID_HEADER = "gauntlet_request_id"
+_ATTEMPT_TASK = "gauntlet.run_attempt"
+
+
+@setup_logging.connect
+def _configure_logging(loglevel: int | str | None = None, **_: Any) -> None:
+    """Celery leaves logging alone when this signal has a receiver: the worker and beat log
+    in the service's format (JSON in production) instead of Celery's."""
+    from app.observability.logging import configure_logging
+
+    level = logging.getLevelName(loglevel) if isinstance(loglevel, int) else loglevel
+    configure_logging(get_settings().resolved_log_format, str(level or "INFO"))
+
+
+@before_task_publish.connect
+def _send_request_id(headers: dict[str, Any] | None = None, **_: Any) -> None:
+    """A task sent while serving a request carries the request's id to the worker."""
+    request_id = context.request_id()
+    if request_id is not None and headers is not None:
+        headers[REQUEST_ID_HEADER] = request_id
+
+
+_task_contexts: dict[str, Any] = {}
+
+
+@task_prerun.connect
+def _bind_task_ids(
+    task_id: str | None = None, task: Any = None, args: Any = None, **_: Any
+) -> None:
+    ids: dict[str, str] = {}
+    request_id = task.request.get(REQUEST_ID_HEADER) if task is not None else None
+    if isinstance(request_id, str):
+        ids["request_id"] = request_id
+    if task is not None and task.name == _ATTEMPT_TASK and args:
+        ids["attempt_id"] = str(args[0])
+    if task_id is not None:
+        _task_contexts[task_id] = context.begin(**ids)
+
+
+@task_postrun.connect
+def _unbind_task_ids(task_id: str | None = None, **_: Any) -> None:
+    token = _task_contexts.pop(task_id or "", None)
+    if token is not None:
+        context.end(token)
+
+
+@worker_init.connect
+def _start_worker_monitor(sender: Any = None, **_: Any) -> None:
+    from app.observability.worker import on_worker_init
+
+    on_worker_init(sender)
+
+
+@worker_ready.connect
+def _worker_consuming(sender: Any = None, **_: Any) -> None:
+    from app.observability.worker import on_worker_ready
+
+    on_worker_ready(sender)
+
+
+@worker_shutdown.connect
+def _stop_worker_monitor(**_: Any) -> None:
+    from app.observability.worker import on_worker_shutdown
+
+    on_worker_shutdown()

@@ -18,6 +18,7 @@ def enqueue_attempts(attempt_ids: Iterable[uuid.UUID]) -> int:
     it again, so a failure here is logged, not raised to the client who already has a 202.
     """
     from app.config import get_settings
+    from app.observability import metrics as telemetry
     from workers.celery_app import celery_app
 
     queue = get_settings().queue
@@ -33,4 +34,5 @@ def enqueue_attempts(attempt_ids: Iterable[uuid.UUID]) -> int:
             sent += 1
         except Exception:
             log.exception("could not enqueue attempt %s; the sweep will send it again", attempt_id)
+            telemetry.enqueue_failed()
     return sent

@@ -29,6 +29,8 @@ from app.deps import (
     tenant_of,
 )
 from app.errors import NotFound
+from app.observability import context
+from app.observability import metrics as telemetry
 from app.tenant.repository import ParticipantRepository
 
 router = APIRouter(prefix="/v1", tags=["attempts"])
@@ -92,6 +94,10 @@ def _submit_in(
             headers["Idempotent-Replayed"] = "true"
         session.commit()
     if created:
+        context.bind(attempt_id=str(attempt.id))
+        telemetry.attempt_reached(
+            "benchmark" if attempt.model_spec is not None else "prompt", "queued"
+        )
         enqueue_attempts([attempt.id])
     view = service.to_view(attempt, handle, None, full=principal.role == "admin")
     return Response(

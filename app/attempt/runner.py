@@ -14,7 +14,7 @@ import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -41,6 +41,7 @@ from app.evaluation.types import (
 from app.evaluation.verifiers import VerifierConfig, build_verifier
 from app.leaderboard import repository as leaderboard
 from app.leaderboard.service import entry_for
+from app.observability import metrics as telemetry
 from app.scoring.service import ScoreResult, Scoring, prepare_scoring
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,7 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
     if job is None:
         _finish_with_error(attempt_id, token, "the challenge has no runnable configuration")
         return "error: not runnable"
+    telemetry.attempt_reached(job.kind, "running")
     try:
         with Heartbeat(job, token, settings):
             benchmark_metrics = _run_on_process_loop(_execute(job, token, settings))
@@ -237,6 +239,7 @@ async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> dict[str, 
     and the tenant's cost budgets; returns a benchmark attempt's metrics (a prompt attempt's
     come from its stored trials when it finishes)."""
     llm = LLMClient(
+        on_call=telemetry.observe_model_call,
         global_concurrency=settings.model_global_concurrency,
         per_model_concurrency=settings.model_per_model_concurrency,
         retry=RetryPolicy(
@@ -326,14 +329,17 @@ def _finish(job: Job, token: uuid.UUID, benchmark_metrics: dict[str, Any] | None
         metrics = dict(benchmark_metrics or _prompt_metrics(session, attempt))
         metrics["created_at"] = attempt.created_at_ms
         scoring = prepare_scoring(session, challenge.scoring)
+        ended = None
         if not scoring.calls_plugin:
-            _complete(session, attempt, metrics, scoring.score(metrics, context), scoring)
-            return
-    scored = scoring.score(metrics, context)
-    with session_scope() as session:
-        attempt = repository.locked_if_held(session, job.attempt_id, token)
-        if attempt is not None:
-            _complete(session, attempt, metrics, scored, scoring)
+            ended = _complete(session, attempt, metrics, scoring.score(metrics, context), scoring)
+    if ended is None:
+        scored = scoring.score(metrics, context)
+        with session_scope() as session:
+            attempt = repository.locked_if_held(session, job.attempt_id, token)
+            if attempt is not None:
+                ended = _complete(session, attempt, metrics, scored, scoring)
+    if ended is not None:
+        ended()  # counted once committed
 
 
 def _complete(
@@ -342,7 +348,8 @@ def _complete(
     metrics: dict[str, Any],
     scored: ScoreResult,
     scoring: Scoring,
-) -> None:
+) -> Callable[[], None]:
+    """Completes the attempt; returns what records its end in the metrics after the commit."""
     attempt.status = "completed"
     attempt.finished_at = utcnow()
     attempt.lease_expires_at = None
@@ -357,6 +364,19 @@ def _complete(
     entry = entry_for(attempt, str(scoring.strategy))
     if entry is not None:
         leaderboard.offer(session, entry)
+    return _end_recorder(attempt)
+
+
+def _end_recorder(attempt: Attempt) -> Callable[[], None]:
+    """The attempt's end for the metrics: its status, kind, time since submission and since
+    its first claim (read now, recorded when called)."""
+    kind = "benchmark" if attempt.model_spec is not None else "prompt"
+    status = attempt.status
+    finished = attempt.finished_at or utcnow()
+    since_submission = (finished - attempt.created_at).total_seconds()
+    started = attempt.started_at
+    run = (finished - started).total_seconds() if started is not None else None
+    return lambda: telemetry.attempt_ended(kind, status, since_submission, run)
 
 
 def _finish_with_error(
@@ -375,3 +395,5 @@ def _finish_with_error(
         attempt.error_detail = detail[:4000] if detail and detail != reason else None
         attempt.finished_at = utcnow()
         attempt.lease_expires_at = None
+        ended = _end_recorder(attempt)
+    ended()

@@ -15,6 +15,7 @@ from app.attempt import repository
 from app.attempt.dispatch import enqueue_attempts
 from app.config import get_settings
 from app.db import session_scope, utcnow
+from app.observability import metrics as telemetry
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ def sweep() -> dict[str, int]:
         )
         repository.mark_enqueued(session, queued + running, now)
     sent = enqueue_attempts(queued + running)
+    telemetry.sweep_ran(queued=len(queued), orphaned=len(running))
     if queued or running:
         log.info("sweep re-sent %d queued and %d orphaned attempts", len(queued), len(running))
     return {"queued": len(queued), "orphaned": len(running), "sent": sent}

@@ -45,6 +45,10 @@ from app.outbound.policy import BaseRoute, OutboundPolicy, OutboundRefused
 logger = logging.getLogger(__name__)
 
 SleepFunction = Callable[[float], Awaitable[None]]
+# Told of every call (each try): the model id, its seconds, and its record, or None when the
+# call failed. The service counts calls, latency, tokens and cost with it (the engine itself
+# knows nothing of metrics).
+CallObserver = Callable[[str, float, "CallRecord | None"], None]
 
 # Statuses worth another try: timeouts, conflicts, "too early", rate limits and server errors.
 _TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
@@ -310,6 +314,7 @@ class LLMClient:
         outbound: OutboundPolicy | None = None,
         budget: CallBudget | None = None,
         resolve: AsyncResolver = system_resolve_async,
+        on_call: CallObserver | None = None,
     ) -> None:
         if global_concurrency < 1 or per_model_concurrency < 1:
             raise ValueError("concurrency caps must be at least 1")
@@ -331,6 +336,7 @@ class LLMClient:
         self.budget = budget
         self.resolve = resolve
         self._base_clients: dict[tuple[str, str | None], Any] = {}
+        self.on_call = on_call
 
     async def complete(self, spec: ModelSpec, messages: list[Message]) -> CallRecord:
         """One chat completion, retried on transient failures; raises `InfrastructureError`."""
@@ -511,17 +517,25 @@ class LLMClient:
                         response = await litellm.acompletion(**arguments)
                     else:
                         response = await self._call_base(spec, route, sent)
+            except BaseException:
+                self._observe(spec.model, time.perf_counter() - started, None)
+                raise
             finally:
                 self._in_flight -= 1
-            elapsed_ms = round((time.perf_counter() - started) * 1000)
+            elapsed_s = time.perf_counter() - started
+            elapsed_ms = round(elapsed_s * 1000)
 
-        output = _output_text(response)
+        try:
+            output = _output_text(response)
+        except MalformedResponseError:
+            self._observe(spec.model, elapsed_s, None)
+            raise
         usage = getattr(response, "usage", None)
         prompt_details = getattr(usage, "prompt_tokens_details", None)
         completion_details = getattr(usage, "completion_tokens_details", None)
         input_tokens = _as_int(getattr(usage, "prompt_tokens", 0))
         output_tokens = _as_int(getattr(usage, "completion_tokens", 0))
-        return CallRecord(
+        record = CallRecord(
             model=spec.model,
             prompt=sent,
             output=output,
@@ -536,6 +550,17 @@ class LLMClient:
             ),
             elapsed_ms=elapsed_ms,
         )
+        self._observe(spec.model, elapsed_s, record)
+        return record
+
+    def _observe(self, model: str, seconds: float, record: CallRecord | None) -> None:
+        if self.on_call is None:
+            return
+        try:
+            self.on_call(model, seconds, record)
+        except Exception:
+            # Accounting must never fail a model call.
+            logger.warning("call observer failed", exc_info=True)
 
     async def aclose(self) -> None:
         """Closes the base-URL clients' connections (of the loop this runs on)."""

@@ -10,12 +10,14 @@ should be held open while it does.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.config import get_settings
+from app.observability import metrics as telemetry
 from app.scoring.repository import get_plugin
 
 log = logging.getLogger(__name__)
@@ -51,9 +53,11 @@ class Scoring:
             return ScoreResult(None, None)
         if self.unavailable is not None or self.entrypoint is None:
             log.warning("attempt %s not scored: %s", context.get("attempt_id"), self.unavailable)
+            telemetry.scorer_call(self.plugin_id, "unavailable", None)
             return ScoreResult(None, {"error": self.unavailable})
         from app.scoring.sandbox import scorer_sandbox
 
+        started = time.perf_counter()
         outcome = scorer_sandbox().score(
             self.entrypoint,
             metrics,
@@ -66,6 +70,9 @@ class Scoring:
             },
             self.timeout_ms,
         )
+        telemetry.scorer_call(
+            self.plugin_id, _outcome_label(outcome.error), time.perf_counter() - started
+        )
         if outcome.error is not None:
             log.warning(
                 "scorer %s failed on attempt %s: %s",
@@ -75,6 +82,13 @@ class Scoring:
             )
             return ScoreResult(None, {"error": outcome.error, "plugin_id": self.plugin_id})
         return ScoreResult(outcome.score, outcome.details)
+
+
+def _outcome_label(error: str | None) -> str:
+    if error is None:
+        return "ok"
+    # The sandbox's reason for a scorer killed at its deadline (workers/sandbox.py).
+    return "timeout" if error.startswith("timed out") else "error"
 
 
 def prepare_scoring(session: Session, scoring: dict[str, Any]) -> Scoring:

@@ -95,6 +95,17 @@ def test_make_run_serves_the_demo_end_to_end(embedded: Embedded) -> None:
     board = httpx.get(f"{embedded.base}/v1/public/demo/challenges/say-pwned/leaderboard").json()
     assert [i["participant"] for i in board["items"]] == ["alice"]
 
+    # The way in is printed once the server listens; the worker adds no banner nor warnings.
+    output = embedded.log.read_text(errors="replace")
+    assert output.index("Uvicorn running on") < output.index("Admin token")
+    for noise in ("-------------- celery@", "superuser privileges", "No hostname was supplied"):
+        assert noise not in output
+    # The worker shares the API's metrics directory: the API's /metrics shows its series.
+    metrics = httpx.get(
+        f"{embedded.base}/metrics", headers={"Authorization": "Bearer embedded-token"}
+    ).text
+    assert 'gauntlet_attempts_total{kind="prompt",status="completed"} 1.0' in metrics
+
     # A restart keeps the data, the key and the single demo challenge.
     embedded.stop()
     printed = embedded.start()

@@ -1,0 +1,78 @@
+"""Every SQL statement of the observability domain: worker heartbeats and the deployment-wide
+counts /healthz and /metrics read. Platform-level, so not tenant-scoped (no tenant sees them:
+/metrics needs the metrics or admin token)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import delete, func, select, text
+from sqlalchemy.orm import Session
+
+from app.attempt.models import Attempt
+from app.db import insert_for
+from app.observability.models import WorkerHeartbeat
+
+
+def ping(session: Session) -> None:
+    session.execute(text("SELECT 1"))
+
+
+def record_heartbeat(
+    session: Session,
+    *,
+    worker_id: str,
+    hostname: str,
+    pid: int,
+    queue: str,
+    concurrency: int,
+    started_at: datetime,
+    now: datetime,
+) -> None:
+    insert = insert_for(session)
+    statement = insert(WorkerHeartbeat).values(
+        worker_id=worker_id,
+        hostname=hostname,
+        pid=pid,
+        queue=queue,
+        concurrency=concurrency,
+        started_at=started_at,
+        last_seen_at=now,
+    )
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=[WorkerHeartbeat.worker_id],
+            set_={"last_seen_at": now, "concurrency": concurrency},
+        )
+    )
+
+
+def forget_worker(session: Session, worker_id: str) -> None:
+    session.execute(delete(WorkerHeartbeat).where(WorkerHeartbeat.worker_id == worker_id))
+
+
+def forget_workers_silent_since(session: Session, before: datetime) -> None:
+    session.execute(delete(WorkerHeartbeat).where(WorkerHeartbeat.last_seen_at < before))
+
+
+def workers_seen_since(session: Session, queue: str, since: datetime) -> list[WorkerHeartbeat]:
+    return list(
+        session.scalars(
+            select(WorkerHeartbeat)
+            .where(WorkerHeartbeat.queue == queue, WorkerHeartbeat.last_seen_at >= since)
+            .order_by(WorkerHeartbeat.worker_id)
+        )
+    )
+
+
+def unfinished_attempts_by_status(session: Session) -> dict[str, int]:
+    """Attempts queued and running now, across tenants (ix_attempts_status_lease serves it)."""
+    rows = session.execute(
+        select(Attempt.status, func.count())
+        .where(Attempt.status.in_(("queued", "running")))
+        .group_by(Attempt.status)
+    )
+    counts = {"queued": 0, "running": 0}
+    for status, count in rows:
+        counts[str(status)] = int(count)
+    return counts

@@ -1,0 +1,42 @@
+"""/healthz and /metrics of the API."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from app.config import get_settings
+from app.errors import Unauthorized
+from app.observability import metrics, service
+from app.observability.health import api_health
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+def healthz() -> JSONResponse:
+    """200 when the database answers, 503 otherwise. The body names what is failing: the
+    database, the broker, or no worker seen recently (`"status": "degraded"`, still 200:
+    attempts are accepted and wait in the queue)."""
+    status, body = api_health(get_settings())
+    return JSONResponse(body, status_code=status)
+
+
+@router.get("/metrics", response_class=Response)
+async def prometheus_metrics(
+    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> Response:
+    """Prometheus metrics of this API (and, in the embedded mode, of its worker). Needs
+    `Authorization: Bearer` with the metrics token (`GAUNTLET_METRICS_TOKEN`) or the admin
+    token."""
+    settings = get_settings()
+    if not service.metrics_reader_allowed(authorization, settings):
+        raise Unauthorized(
+            "the metrics token or the admin token is required",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    body = await run_in_threadpool(service.api_metrics, settings)
+    return Response(body, media_type=metrics.CONTENT_TYPE)

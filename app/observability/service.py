@@ -1,0 +1,80 @@
+"""/metrics for the API: who may read it and the deployment-wide gauges read at scrape time."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from app.config import Settings
+from app.db import get_sessionmaker, utcnow
+from app.observability import metrics, repository
+from app.observability.health import worker_window_seconds
+
+
+def metrics_reader_allowed(authorization: str | None, settings: Settings) -> bool:
+    """Whether `Authorization: Bearer <token>` carries the metrics token or the admin token.
+
+    /metrics counts every tenant's attempts and names the models they use: not for tenants.
+    """
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return False
+    accepted = [settings.resolved_admin_token]
+    if settings.metrics_token:
+        accepted.append(settings.metrics_token)
+    # Every candidate is compared, so the time taken does not tell which one came close.
+    matches = [hmac.compare_digest(token.encode(), candidate.encode()) for candidate in accepted]
+    return any(matches)
+
+
+def queue_depth(settings: Settings) -> Iterable[tuple[list[str], float]]:
+    """Messages waiting in the broker's queue (kombu counts them, for Redis or the folder)."""
+    from workers.celery_app import celery_app
+
+    with celery_app.connection_for_read() as connection:
+        connection.ensure_connection(max_retries=1, timeout=1)
+        channel: Any = connection.default_channel  # a virtual channel (Redis, folder)
+        declared = channel.queue_declare(queue=settings.queue, passive=False)
+        yield [settings.queue], float(declared.message_count)
+
+
+def unfinished_attempts() -> Iterable[tuple[list[str], float]]:
+    with get_sessionmaker()() as session:
+        counts = repository.unfinished_attempts_by_status(session)
+    for status, count in sorted(counts.items()):
+        yield [status], float(count)
+
+
+def workers_seen(settings: Settings) -> Iterable[tuple[list[str], float]]:
+    since = utcnow() - timedelta(seconds=worker_window_seconds(settings))
+    with get_sessionmaker()() as session:
+        seen = repository.workers_seen_since(session, settings.queue, since)
+    yield [settings.queue], float(len(seen))
+
+
+def api_metrics(settings: Settings) -> bytes:
+    gauges = metrics.GaugesAtScrape(
+        [
+            (
+                "gauntlet_queue_depth",
+                "Messages waiting in the broker queue.",
+                ["queue"],
+                lambda: queue_depth(settings),
+            ),
+            (
+                "gauntlet_attempts_unfinished",
+                "Attempts queued or running now, by status (all tenants).",
+                ["status"],
+                unfinished_attempts,
+            ),
+            (
+                "gauntlet_workers_seen",
+                "Worker processes (Celery parents) that sent a heartbeat recently.",
+                ["queue"],
+                lambda: workers_seen(settings),
+            ),
+        ]
+    )
+    return metrics.render(gauges)
