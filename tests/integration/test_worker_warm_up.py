@@ -4,7 +4,7 @@ test_eval_timing.py shows what the warm-up removes from the timed span)."""
 
 from __future__ import annotations
 
-import re
+import json
 from typing import Any
 
 import pytest
@@ -13,9 +13,10 @@ from tests.conftest import Api, Worker
 
 pytestmark = pytest.mark.integration
 
-_PROCESS = re.compile(r"^\[[^\]]*: \w+/(ForkPoolWorker-\d+)\] (.*)$")
 WARMED = "pool process warmed up"
-BANNER = " -------------- celery@"
+# Celery logs a task's success from the pool process that ran it ("received" comes from the
+# main process), so the line's pid names the process that ran the attempt.
+RAN = ("Task gauntlet.run_attempt[", "succeeded in")
 
 
 def test_every_pool_process_warms_up_before_its_first_attempt(
@@ -29,20 +30,20 @@ def test_every_pool_process_warms_up_before_its_first_attempt(
         assert finished["status"] == "completed"
         assert isinstance(finished["metrics"]["elapsed_ms"], int)
 
-    ran_attempts: set[str] = set()
-    warmed: set[str] = set()
+    ran_attempts: set[int] = set()
+    warmed: set[int] = set()
     for line in worker.log_path.read_text(errors="replace").splitlines():
-        if line.startswith(BANNER):
-            warmed.clear()  # a restarted worker numbers its pool processes from 1 again
+        try:
+            entry = json.loads(line)  # the worker logs JSON lines (production format)
+        except json.JSONDecodeError:
             continue
-        match = _PROCESS.match(line)
-        if match is None:
+        process, message = entry.get("pid"), str(entry.get("event", ""))
+        if not isinstance(process, int):
             continue
-        process, message = match.groups()
         if WARMED in message:
             warmed.add(process)
-        elif "Task gauntlet.run_attempt[" in message:
-            assert process in warmed, f"{process} ran an attempt before warming up:\n{line}"
+        elif all(part in message for part in RAN):
+            assert process in warmed, f"pid {process} ran an attempt before warming up:\n{line}"
             ran_attempts.add(process)
     assert ran_attempts, "the log shows no attempt run by a pool process"
     assert "warm-up call failed" not in worker.log_path.read_text(errors="replace")

@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import re
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,7 +25,7 @@ from app.scoring.service import Scoring
 from app.web.rendering import STATIC_DIR
 from tests.conftest import ROOT
 
-ADMIN = "admin-token-" + "a" * 24
+ADMIN = "gadm_" + secrets.token_urlsafe(32)
 STYLESHEET = next(p.name for p in STATIC_DIR.iterdir() if p.suffix == ".css")
 
 
@@ -221,6 +222,11 @@ def test_console_lines_are_readable() -> None:
         json.loads(first)
 
 
+def _operator_value(match: re.Match[str]) -> str:
+    default = match.group(1)
+    return default if default is not None else secrets.token_urlsafe(32)
+
+
 def test_compose_checks_each_worker_on_its_own_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     worker = compose["services"]["worker"]
@@ -232,7 +238,11 @@ def test_compose_checks_each_worker_on_its_own_endpoint(monkeypatch: pytest.Monk
     assert f"http://127.0.0.1:{port}/healthz" in " ".join(worker["healthcheck"]["test"])
     for key, value in environment.items():
         if key.startswith("GAUNTLET_"):
-            monkeypatch.setenv(key, re.sub(r"\$\{(\w+)[^}]*\}", "v" * 30, str(value)))
+            # What Compose would pass: a default given with `:-`, else (`:?`, set in .env) a
+            # strong secret of the operator's.
+            monkeypatch.setenv(
+                key, re.sub(r"\$\{\w+(?::-([^}]*)|[^}]*)\}", _operator_value, str(value))
+            )
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     assert settings.worker_http_port == int(port)
     assert settings.resolved_log_format == "json"  # production logs are JSON lines
