@@ -18,7 +18,16 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, JSONType, UTCDateTime, new_id, utcnow
+from app.db import (
+    Base,
+    JSONType,
+    ProducedJSON,
+    ProducedString,
+    ProducedText,
+    UTCDateTime,
+    new_id,
+    utcnow,
+)
 
 
 class Attempt(Base):
@@ -63,19 +72,20 @@ class Attempt(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     run_token: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
     run_count: Mapped[int] = mapped_column(Integer, default=0)
-    error: Mapped[str | None] = mapped_column(Text, default=None)
+    # Written by workers from what models and plugins produced: escaped, never refused.
+    error: Mapped[str | None] = mapped_column(ProducedText, default=None)
     succeeded: Mapped[bool | None] = mapped_column(Boolean, default=None)
     tokens_total: Mapped[int | None] = mapped_column(BigInteger, default=None)
     elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)
     rating: Mapped[float | None] = mapped_column(Float, default=None)
     cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
-    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     score: Mapped[float | None] = mapped_column(Float, default=None)
-    score_details: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    score_details: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     # Benchmark attempts: the engine's run record (fingerprint, settings) and its latest
     # summary (tasks done, the curve so far, usage), refreshed as trials land.
-    run_config: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
-    progress: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    run_config: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
 
 
 class AttemptTask(Base):
@@ -88,9 +98,9 @@ class AttemptTask(Base):
     )
     task_index: Mapped[int] = mapped_column(Integer, primary_key=True)
     tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
-    task_id: Mapped[str] = mapped_column(String(200))
-    meta: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
-    summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    task_id: Mapped[str] = mapped_column(ProducedString(200))
+    meta: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
 
 
 class Trial(Base):
@@ -106,11 +116,12 @@ class Trial(Base):
     )
     # Prompt attempts have one task (index 0); benchmark attempts one per benchmark task.
     task_index: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    task_id: Mapped[str | None] = mapped_column(String(200), default=None)
+    task_id: Mapped[str | None] = mapped_column(ProducedString(200), default=None)
     trial_index: Mapped[int] = mapped_column(Integer)
     success: Mapped[bool] = mapped_column(Boolean)
     score: Mapped[float] = mapped_column(Float)
-    actor: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    judge: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    critic: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # Model outputs, judge and critic replies: escaped on the way in (app/storable.py).
+    actor: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
+    judge: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
+    critic: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
