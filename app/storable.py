@@ -79,6 +79,18 @@ def escape_text(text: str) -> str:
     return _UNSTORABLE.sub(_escaped, text)
 
 
+def encodable(text: str) -> str:
+    """`text` as UTF-8 can encode it, for a regex engine or a request to a model: a lone
+    surrogate (which only a model's output can hold) is written as `\\udXXX`, as stored."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return escape_text(text)
+    return text
+
+
 def _non_finite_name(number: float) -> str:
     if math.isnan(number):
         return "NaN"

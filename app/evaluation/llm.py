@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from app.evaluation.types import CallRecord, InfrastructureError, Message, ModelSpec, RetryPolicy
+from app.storable import encodable
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +150,12 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"
 
 
+def _encodable_message(message: Message) -> Message:
+    return {
+        key: encodable(value) if isinstance(value, str) else value for key, value in message.items()
+    }
+
+
 def _as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -208,7 +215,9 @@ class LLMClient:
         sent: list[Message] = []
         if spec.system_prompt:
             sent.append({"role": "system", "content": spec.system_prompt})
-        sent.extend(dict(message) for message in messages)
+        # Earlier outputs come back in seq@k prompts and judge prompts; a lone surrogate in
+        # one cannot be encoded into the request, so it goes as written when stored.
+        sent.extend(_encodable_message(message) for message in messages)
 
         for attempt in range(1, self.retry.max_attempts + 1):
             try:

@@ -22,8 +22,6 @@ from typing import Any
 
 import re2
 
-from app.storable import escape_text
-
 # Python's Unicode classes, in RE2's syntax. `\w` is str.isalnum() or "_"; `\s` is
 # str.isspace(): the ASCII controls \t-\r and \x1c-\x1f, \x85 and the Unicode separators.
 _WORD = r"\p{L}\p{N}_"
@@ -141,15 +139,3 @@ def linear(pattern: str, *, ignore_case: bool = False, dot_matches_newline: bool
     return re2.compile(
         pattern, _options(ignore_case=ignore_case, dot_matches_newline=dot_matches_newline)
     )
-
-
-def matchable(text: str) -> str:
-    """`text` as RE2 can take it: UTF-8 has no lone surrogates, so they are written as
-    `\\udXXX` (the way they are stored, app/storable.py)."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return escape_text(text)
-    return text

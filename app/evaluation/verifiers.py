@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from app.evaluation.jsonish import balanced_spans
 from app.evaluation.llm import CompletionClient
-from app.evaluation.patterns import PatternError, compile_tenant_pattern, linear, matchable
+from app.evaluation.patterns import PatternError, compile_tenant_pattern, linear
 from app.evaluation.prompts import build_judge_prompt
 from app.evaluation.types import (
     CallRecord,
@@ -34,6 +34,7 @@ from app.evaluation.types import (
     Verifier,
     VerifierResult,
 )
+from app.storable import encodable
 
 PATTERN_MAX_CHARS = 1000
 # Keywords per rubric list: each is a scan of the output.
@@ -175,7 +176,7 @@ class RegexVerifier:
             ) from error
 
     async def verify(self, output: str) -> VerifierResult:
-        match = self._compiled.search(matchable(output[:VERIFIED_OUTPUT_MAX_CHARS]))
+        match = self._compiled.search(encodable(output[:VERIFIED_OUTPUT_MAX_CHARS]))
         return VerifierResult(
             success=match is not None,
             score=1.0 if match is not None else 0.0,
@@ -287,7 +288,7 @@ def parse_rating(value: Any) -> float | None:
     if isinstance(value, int | float):
         rating = float(value)
     elif isinstance(value, str):
-        value = matchable(value[:JUDGE_REPLY_MAX_CHARS])
+        value = encodable(value[:JUDGE_REPLY_MAX_CHARS])
         fraction = _FRACTION.match(value)
         if fraction is not None:
             denominator = float(fraction.group(2))
@@ -321,7 +322,7 @@ def parse_judge_reply(text: str) -> JudgeVote | None:
 
     None when no rating can be found at all. Only the first JUDGE_REPLY_MAX_CHARS are read.
     """
-    text = matchable(text[:JUDGE_REPLY_MAX_CHARS])
+    text = encodable(text[:JUDGE_REPLY_MAX_CHARS])
     candidates = [block.strip() for block in _FENCED.findall(text)]
     candidates.append(text.strip())
     candidates.extend(_balanced_objects(text))

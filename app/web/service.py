@@ -26,11 +26,12 @@ from app.challenge.schemas import ChallengePublic
 from app.challenge.service import challenge_status, to_public_view
 from app.config import get_settings
 from app.errors import AppError
-from app.evaluation.patterns import linear, matchable
+from app.evaluation.patterns import linear
 from app.leaderboard.models import LeaderboardEntry
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
 from app.leaderboard.service import item_of, read_leaderboard
 from app.schemas import Handle
+from app.storable import encodable
 from app.tenant.models import Participant
 from app.tenant.repository import ParticipantRepository
 from app.web import auth, charts, queries
@@ -391,7 +392,7 @@ def split_reasoning(text: str) -> tuple[str, list[str]]:
     tag with no opening one (templates that open the block in the prompt) makes what comes
     before it reasoning.
     """
-    text = matchable(text)
+    text = encodable(text)
     reasoning = [part.strip() for part in _THINK_BLOCK.findall(text)]
     answer = _THINK_BLOCK.sub("", text)
     dangling_close = _THINK_CLOSE.search(answer)
