@@ -41,32 +41,45 @@ def text_problem(text: str) -> str | None:
     return NUL_MESSAGE if found.group() == "\x00" else SURROGATE_MESSAGE
 
 
+# Where a value sits, as a linked list from the innermost step out: building each child's full
+# path instead would cost time quadratic in the depth.
+_Path = tuple["_Path | None", str | int] | None
+
+
+def _location(prefix: Location, path: _Path) -> Location:
+    steps: list[str | int] = []
+    while path is not None:
+        path, step = path
+        steps.append(step)
+    return (*prefix, *reversed(steps))
+
+
 def first_problem(value: Any, location: Location = ()) -> tuple[Location, str] | None:
     """The first unstorable string, key or number in a JSON-like value, with its location.
 
     A bad object key is reported at its object (the key itself is what cannot be shown).
     Iterative, so a deeply nested value cannot exhaust the stack."""
-    pending: list[tuple[Any, Location]] = [(value, location)]
+    pending: list[tuple[Any, _Path]] = [(value, None)]
     while pending:
-        item, where = pending.pop()
+        item, path = pending.pop()
         if isinstance(item, str):
             problem = text_problem(item)
             if problem is not None:
-                return where, problem
+                return _location(location, path), problem
         elif isinstance(item, float):
             if not math.isfinite(item):
-                return where, NON_FINITE_MESSAGE
+                return _location(location, path), NON_FINITE_MESSAGE
         elif isinstance(item, dict):
-            children: list[tuple[Any, Location]] = []
+            children: list[tuple[Any, _Path]] = []
             for key, child in item.items():
                 if isinstance(key, str):
                     problem = text_problem(key)
                     if problem is not None:
-                        return where, f"object keys {problem}"
-                children.append((child, (*where, str(key))))
+                        return _location(location, path), f"object keys {problem}"
+                children.append((child, (path, str(key))))
             pending.extend(reversed(children))
         elif isinstance(item, list | tuple):
-            pending.extend((item[i], (*where, i)) for i in reversed(range(len(item))))
+            pending.extend((item[i], (path, i)) for i in reversed(range(len(item))))
     return None
 
 
