@@ -43,6 +43,7 @@ RUBRIC_MAX_ITEMS = 200
 # so no output makes a verification take long (a model's reply has no other bound here).
 VERIFIED_OUTPUT_MAX_CHARS = 1_000_000
 JUDGE_REPLY_MAX_CHARS = 100_000
+JUDGE_RUBRIC_MAX_CHARS = 20_000
 JUDGE_RATING_MIN = 0.0
 JUDGE_RATING_MAX = 10.0
 _MATCH_EXCERPT_CHARS = 200
@@ -123,7 +124,8 @@ class LLMJudgeConfig(_StrictConfig):
 
     type: Literal["llm_judge"] = "llm_judge"
     model: str = Field(min_length=1)
-    rubric: str = Field(min_length=1)
+    # Bounded: the offline judge scans the response once per keyword of the rubric.
+    rubric: str = Field(min_length=1, max_length=JUDGE_RUBRIC_MAX_CHARS)
     votes: int = Field(default=3, ge=1, le=9)
     pass_threshold: float = Field(default=7.0, ge=JUDGE_RATING_MIN, le=JUDGE_RATING_MAX)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
