@@ -79,12 +79,11 @@ def _check_pairs(kind: str, pairs: list[tuple[str, Any]]) -> None:
                 raise _refuse((kind, name), problem)
 
 
-async def _check_body(request: Request) -> None:
+async def _check_body(request: Request, content_type: bytes) -> None:
     route = request.scope.get("route")
     if not isinstance(route, APIRoute) or route.body_field is None:
         return
-    content_type = request.headers.get("content-type", "").lower()
-    if "form" in content_type:
+    if b"form" in content_type.lower():
         # Parsed and cached by FastAPI for form routes (their stream is consumed by then).
         form = await request.form()
         _check_pairs("body", list(form.multi_items()))
@@ -103,12 +102,19 @@ async def _check_body(request: Request) -> None:
 
 async def refuse_unstorable_input(request: Request) -> None:
     """Answers 422 when the request carries text or numbers the database cannot store."""
-    _check_pairs("path", list(request.path_params.items()))
-    query = request.scope.get("query_string", b"")
+    scope = request.scope
+    # The path and the query are percent-decoded with replacement characters for invalid
+    # UTF-8, so a NUL is all they can carry; the checks that name the parameter run only then.
+    if "\x00" in scope["path"]:
+        _check_pairs("path", list(request.path_params.items()))
+    query = scope.get("query_string", b"")
     if b"%00" in query or b"\x00" in query:
         _check_pairs("query", request.query_params.multi_items())
-    for name, value in request.scope["headers"]:
+    content_type = b""
+    for name, value in scope["headers"]:
         if b"\x00" in value:
             raise _refuse(("header", name.decode("latin-1")), NUL_MESSAGE)
-    if request.method in _BODY_METHODS:
-        await _check_body(request)
+        if name == b"content-type":
+            content_type = value
+    if scope["method"] in _BODY_METHODS:
+        await _check_body(request, content_type)
