@@ -119,12 +119,13 @@ def _error_text(error: Exception) -> str:
     return detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=32)
 def compile_tenant_pattern(pattern: str, *, ignore_case: bool = True) -> Any:
     """A tenant's (or a dataset's) pattern, compiled for RE2; raises `PatternError`.
 
     Cached: a benchmark's rows repeat their patterns for every trial (RE2 objects are
-    immutable and safe to share between threads)."""
+    immutable and safe to share between threads). Few are kept: each may hold up to RE2's
+    memory budget (8 MB, which also caps how large a pattern compiles) for its DFA."""
     try:
         return re2.compile(python_to_re2(pattern), _options(ignore_case=ignore_case))
     except re2.error as error:
