@@ -13,6 +13,7 @@ PostgreSQL, Redis and a real worker.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import uuid
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from app.main import create_app
 from tests.conftest import ADMIN_TOKEN, Api, Worker
 from tests.e2e.conftest import WebClient
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
@@ -278,6 +280,19 @@ def test_nul_in_paths_queries_and_headers_never_answers_500(
         )
         status_line = connection.recv(4096).split(b"\r\n", 1)[0]
     assert status_line.startswith(b"HTTP/1.1 400"), status_line
+
+    # Behind a server that lets it through, the app refuses it, naming the header.
+    async def through_asgi() -> httpx.Response:
+        transport = httpx.ASGITransport(app=create_app())
+        async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+            return await client.post(
+                f"/v1/challenges/{challenge['id']}/attempts",
+                headers={"Authorization": f"Bearer {key}", "Idempotency-Key": f"a{NUL}b"},
+                json={"prompt": "PWNED", "participant": "amy"},
+            )
+
+    response = asyncio.run(through_asgi())
+    _refused_at(response, "header", "idempotency-key")
 
 
 def test_nul_in_web_pages_and_forms_answers_422_pages(api_url: str, tenant: dict[str, Any]) -> None:
