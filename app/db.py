@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Engine, MetaData, create_engine, event
+from sqlalchemy import JSON, DateTime, Engine, MetaData, String, Text, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -23,6 +23,7 @@ from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeDecorator
 
 from app.config import get_settings
+from app.storable import escape_text, escape_value
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -54,6 +55,41 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+
+class ProducedText(TypeDecorator[str]):
+    """Text that models or plugins produced (error reasons that quote them): stored with
+    unstorable characters escaped (app/storable.py), never refused."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return None if value is None else escape_text(value)
+
+
+class ProducedString(TypeDecorator[str]):
+    """`ProducedText` in a `VARCHAR(length)` column (task ids a dataset chose)."""
+
+    impl = String
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return None if value is None else escape_text(value)
+
+
+class ProducedJSON(TypeDecorator[Any]):
+    """JSON holding what models or plugins produced (outputs, judge and critic replies, scorer
+    details): stored escaped (app/storable.py), so a NUL in an output cannot fail the write."""
+
+    impl = JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> Any:
+        return dialect.type_descriptor(JSONB() if dialect.name == "postgresql" else JSON())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        return None if value is None else escape_value(value)
 
 
 class Base(DeclarativeBase):

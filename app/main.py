@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -17,10 +17,12 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.api_docs import install_api_docs
 from app.attempt.router import router as attempt_router
 from app.challenge.router import router as challenge_router
 from app.config import get_settings
 from app.errors import AppError
+from app.input_guard import refuse_unstorable_input
 from app.leaderboard.router import router as leaderboard_router
 from app.middleware import BodySizeLimit, RequestObservability
 from app.observability.router import router as observability_router
@@ -143,6 +145,11 @@ def create_app() -> FastAPI:
         description="LLM challenges, attempts run by workers, and leaderboards.",
         lifespan=lifespan,
         openapi_tags=[{"name": tag} for tag in OPENAPI_TAG_ORDER],
+        # Before every other dependency: text the database cannot store never goes further.
+        dependencies=[Depends(refuse_unstorable_input)],
+        # /docs and /redoc are served from the app's own assets (app/api_docs.py).
+        docs_url=None,
+        redoc_url=None,
     )
     install_error_handlers(app)
 
@@ -166,4 +173,5 @@ def create_app() -> FastAPI:
     # The web UI: server-rendered pages and their static assets (no CDN, works offline).
     app.mount(STATIC_URL, StaticFiles(directory=STATIC_DIR), name="web-static")
     app.include_router(web_router)
+    install_api_docs(app)
     return app

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, StringConstraints
 
 from app.config import get_settings
 from app.evaluation.model_ids import model_id_problem
@@ -33,10 +34,31 @@ def _known_model_id(value: str) -> str:
 ModelId = Annotated[str, StringConstraints(max_length=200), AfterValidator(_known_model_id)]
 
 
-class InputSchema(BaseModel):
-    """Request bodies refuse unknown fields, so a typo is an error rather than silently ignored."""
+# Dates a caller gives: far enough either way for any schedule, near enough that converting
+# them to UTC or comparing them can never overflow (0001-01-01T00:00-01:00 would).
+EARLIEST_DATE = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_DATE = datetime(9999, 1, 1, tzinfo=UTC)
 
-    model_config = ConfigDict(extra="forbid")
+
+def _in_calendar(value: datetime) -> datetime:
+    try:
+        in_utc = value.astimezone(UTC)
+    except OverflowError:
+        in_utc = None
+    if in_utc is None or not EARLIEST_DATE <= in_utc < LATEST_DATE:
+        raise ValueError("must be from 1970-01-01 to 9998-12-31 (UTC)")
+    return value
+
+
+# A date and time with its offset, within EARLIEST_DATE and LATEST_DATE.
+BoundedDatetime = Annotated[AwareDatetime, AfterValidator(_in_calendar)]
+
+
+class InputSchema(BaseModel):
+    """Request bodies refuse unknown fields, so a typo is an error rather than silently ignored,
+    and numbers that are not finite (JSON has no NaN or Infinity; 1e400 overflows to it)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class OutputSchema(BaseModel):

@@ -230,3 +230,27 @@ class NoScoreMethod:
 
     def rate(self) -> float:
         return 1.0
+
+
+class UnstorableDetailsScorer:
+    """Returns details PostgreSQL cannot store as they are: NUL in a key and a value, a lone
+    surrogate, NaN and an infinity. The attempt must complete with them escaped."""
+
+    def score(self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext) -> Any:
+        return {
+            "score": 3.0,
+            "details": {
+                "note": "before\x00after",
+                "key\x00": "lone \ud800 surrogate",
+                "figures": [float("nan"), float("inf"), 1.5],
+            },
+        }
+
+
+class UnstorableErrorScorer:
+    """Fails with a message holding NUL: the recorded reason must be stored, escaped."""
+
+    def score(
+        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+    ) -> ScoringResult:
+        raise ValueError("broken\x00scorer")

@@ -18,7 +18,16 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, JSONType, UTCDateTime, new_id, utcnow
+from app.db import (
+    Base,
+    JSONType,
+    ProducedJSON,
+    ProducedString,
+    ProducedText,
+    UTCDateTime,
+    new_id,
+    utcnow,
+)
 
 
 class Attempt(Base):
@@ -65,8 +74,9 @@ class Attempt(Base):
     run_count: Mapped[int] = mapped_column(Integer, default=0)
     # `error` is what participants read ("model ... unreachable"); `error_detail` the full
     # reason (addresses, provider answers), for the tenant admin and the logs only.
-    error: Mapped[str | None] = mapped_column(Text, default=None)
-    error_detail: Mapped[str | None] = mapped_column(Text, default=None)
+    # Both are written by workers from what models and plugins produced: escaped, never refused.
+    error: Mapped[str | None] = mapped_column(ProducedText, default=None)
+    error_detail: Mapped[str | None] = mapped_column(ProducedText, default=None)
     # Model spend so far (all roles, every run), added to atomically after each call; the
     # attempt's cost budget is checked against it before each call.
     spent_usd: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
@@ -75,13 +85,13 @@ class Attempt(Base):
     elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)
     rating: Mapped[float | None] = mapped_column(Float, default=None)
     cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
-    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     score: Mapped[float | None] = mapped_column(Float, default=None)
-    score_details: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    score_details: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     # Benchmark attempts: the engine's run record (fingerprint, settings) and its latest
     # summary (tasks done, the curve so far, usage), refreshed as trials land.
-    run_config: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
-    progress: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    run_config: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
+    progress: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
 
 
 class AttemptTask(Base):
@@ -94,9 +104,9 @@ class AttemptTask(Base):
     )
     task_index: Mapped[int] = mapped_column(Integer, primary_key=True)
     tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
-    task_id: Mapped[str] = mapped_column(String(200))
-    meta: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
-    summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    task_id: Mapped[str] = mapped_column(ProducedString(200))
+    meta: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
+    summary: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
 
 
 class Trial(Base):
@@ -112,11 +122,12 @@ class Trial(Base):
     )
     # Prompt attempts have one task (index 0); benchmark attempts one per benchmark task.
     task_index: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    task_id: Mapped[str | None] = mapped_column(String(200), default=None)
+    task_id: Mapped[str | None] = mapped_column(ProducedString(200), default=None)
     trial_index: Mapped[int] = mapped_column(Integer)
     success: Mapped[bool] = mapped_column(Boolean)
     score: Mapped[float] = mapped_column(Float)
-    actor: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    judge: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    critic: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # Model outputs, judge and critic replies: escaped on the way in (app/storable.py).
+    actor: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
+    judge: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
+    critic: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

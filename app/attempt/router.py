@@ -50,6 +50,17 @@ IdempotencyKey = Annotated[
     "/challenges/{challenge_id}/attempts",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=AttemptRead,
+    # Its credential is read in its one trip to the thread pool, not by the dependencies
+    # app/api_docs.py reads, so its 401 and 403 are declared here.
+    responses={
+        401: {},
+        403: {"description": "Not a tenant key."},
+        409: {
+            "description": "The challenge is not open, the participant's attempt limit is "
+            "reached, or the Idempotency-Key was used for a different request."
+        },
+        429: {"description": "The participant's daily attempt limit is reached."},
+    },
 )
 async def post_attempt(
     challenge_id: uuid.UUID,
@@ -132,9 +143,9 @@ def get_attempt_trials(
     attempt_id: uuid.UUID,
     session: SessionDep,
     principal: TenantMember,
-    task_index: Annotated[int | None, Query(ge=0)] = None,
+    task_index: Annotated[int | None, Query(ge=0, le=10_000_000)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> TrialList:
     """An attempt's trials, by task then index (participant view for member keys)."""
     repo = AttemptRepository(session, tenant_of(principal))
@@ -154,7 +165,7 @@ def list_attempts(
     participant: str | None = None,
     status: AttemptStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> AttemptList:
     """The tenant's attempts, newest first, filtered by challenge, participant handle, status."""
     tenant_id = tenant_of(principal)
@@ -186,7 +197,7 @@ def list_challenge_attempts(
     participant: str | None = None,
     status: AttemptStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> AttemptList:
     """The attempts of one challenge (404 if the challenge is not the tenant's)."""
     get_challenge(session, tenant_of(principal), challenge_id)
@@ -201,7 +212,11 @@ def list_challenge_attempts(
     )
 
 
-@router.post("/attempts/{attempt_id}/retry", status_code=status.HTTP_202_ACCEPTED)
+@router.post(
+    "/attempts/{attempt_id}/retry",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={409: {"description": "The attempt did not end in error."}},
+)
 def post_attempt_retry(
     attempt_id: uuid.UUID, session: SessionDep, principal: TenantAdmin
 ) -> AttemptRead:

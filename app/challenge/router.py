@@ -22,7 +22,11 @@ from app.scoring.schemas import RescoreJobList, RescoreJobRead
 router = APIRouter(prefix="/v1/challenges", tags=["challenges"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    responses={409: {"description": "The tenant has a challenge with this slug."}},
+)
 def post_challenge(
     body: ChallengeCreate, session: SessionDep, principal: TenantAdmin
 ) -> ChallengeRead:
@@ -37,7 +41,7 @@ def list_challenges(
     session: SessionDep,
     principal: TenantMember,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     kind: Literal["prompt", "benchmark"] | None = None,
     visibility: Literal["public", "unlisted", "private"] | None = None,
 ) -> ChallengeList:

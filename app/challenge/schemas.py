@@ -12,11 +12,11 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, Field, StringConstraints, field_validator, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from app.evaluation.feedback import FEEDBACK_MODES
 from app.evaluation.verifiers import VerifierConfig
-from app.schemas import InputSchema, ModelId, Name, OutputSchema, Slug
+from app.schemas import BoundedDatetime, InputSchema, ModelId, Name, OutputSchema, Slug
 
 Strategy = Literal["first", "fastest", "fewest_tokens", "highest_rating", "metric_at_k", "custom"]
 Visibility = Literal["public", "unlisted", "private"]
@@ -61,12 +61,17 @@ class BenchmarkSpec(InputSchema):
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=100, examples=["arcagi2"])
     options: dict[str, Any] = Field(default_factory=dict)
-    task_indices: list[Annotated[int, Field(ge=1)]] | None = Field(default=None, max_length=10_000)
+    task_indices: list[Annotated[int, Field(ge=1, le=10_000_000)]] | None = Field(
+        default=None, max_length=10_000
+    )
     max_tasks: int | None = Field(default=None, ge=1, le=100_000)
     judge_model: ModelId | None = None
     critic_model: ModelId | None = None
     cost_budget_usd: float | None = Field(
-        default=None, gt=0, description="No new task starts once an attempt has spent this."
+        default=None,
+        gt=0,
+        le=1_000_000,
+        description="No new task starts once an attempt has spent this.",
     )
     actor_api_base: str | None = Field(
         default=None,
@@ -124,8 +129,8 @@ class ChallengeCreate(InputSchema):
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
-    opens_at: AwareDatetime | None = None
-    closes_at: AwareDatetime | None = None
+    opens_at: BoundedDatetime | None = None
+    closes_at: BoundedDatetime | None = None
     visibility: Visibility = "private"
 
     @model_validator(mode="after")
@@ -176,8 +181,8 @@ class ChallengeUpdate(InputSchema):
     evaluation: EvaluationConfig | None = None
     scoring: ScoringConfig | None = None
     limits: LimitsConfig | None = None
-    opens_at: AwareDatetime | None = None
-    closes_at: AwareDatetime | None = None
+    opens_at: BoundedDatetime | None = None
+    closes_at: BoundedDatetime | None = None
     visibility: Visibility | None = None
 
 

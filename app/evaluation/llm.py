@@ -41,6 +41,7 @@ from app.evaluation.types import (
 )
 from app.outbound.addresses import AsyncResolver, DestinationRefused, system_resolve_async
 from app.outbound.policy import BaseRoute, OutboundPolicy, OutboundRefused
+from app.storable import encodable
 
 logger = logging.getLogger(__name__)
 
@@ -274,6 +275,12 @@ def served_model_name(model: str, policy: OutboundPolicy) -> str:
     return model
 
 
+def _encodable_message(message: Message) -> Message:
+    return {
+        key: encodable(value) if isinstance(value, str) else value for key, value in message.items()
+    }
+
+
 def _as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -343,7 +350,9 @@ class LLMClient:
         sent: list[Message] = []
         if spec.system_prompt:
             sent.append({"role": "system", "content": spec.system_prompt})
-        sent.extend(dict(message) for message in messages)
+        # Earlier outputs come back in seq@k prompts and judge prompts; a lone surrogate in
+        # one cannot be encoded into the request, so it goes as written when stored.
+        sent.extend(_encodable_message(message) for message in messages)
         route = self._route(spec)
 
         for attempt in range(1, self.retry.max_attempts + 1):

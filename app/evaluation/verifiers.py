@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from app.evaluation.jsonish import balanced_spans
 from app.evaluation.llm import CompletionClient
+from app.evaluation.patterns import PatternError, compile_tenant_pattern, linear
 from app.evaluation.prompts import build_judge_prompt
 from app.evaluation.types import (
     CallRecord,
@@ -33,11 +34,21 @@ from app.evaluation.types import (
     Verifier,
     VerifierResult,
 )
+from app.storable import encodable
 
 PATTERN_MAX_CHARS = 1000
+# Keywords per rubric list: each is a scan of the output.
+RUBRIC_MAX_ITEMS = 200
+# Verifiers read at most this much of an output, and the judge's parser this much of a reply,
+# so no output makes a verification take long (a model's reply has no other bound here).
+VERIFIED_OUTPUT_MAX_CHARS = 1_000_000
+JUDGE_REPLY_MAX_CHARS = 100_000
+JUDGE_RUBRIC_MAX_CHARS = 20_000
 JUDGE_RATING_MIN = 0.0
 JUDGE_RATING_MAX = 10.0
 _MATCH_EXCERPT_CHARS = 200
+# Longer texts are matched in a thread: the slowest patterns take ~5 ms per 1,000 characters.
+_MATCH_IN_THREAD_CHARS = 50_000
 _UNPARSEABLE_EXCERPT_CHARS = 200
 
 
@@ -45,7 +56,7 @@ _UNPARSEABLE_EXCERPT_CHARS = 200
 
 
 class _StrictConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ContainsConfig(_StrictConfig):
@@ -56,7 +67,10 @@ class ContainsConfig(_StrictConfig):
 
 
 class RegexConfig(_StrictConfig):
-    """Passes when the regular expression `pattern` matches anywhere in the output (any case)."""
+    """Passes when the regular expression `pattern` matches anywhere in the output (any case).
+
+    Patterns run on RE2 in linear time (app/evaluation/patterns.py): Python's syntax, without
+    backreferences, lookaround, atomic groups or possessive quantifiers."""
 
     type: Literal["regex"] = "regex"
     pattern: str = Field(min_length=1, max_length=PATTERN_MAX_CHARS)
@@ -68,10 +82,18 @@ class RegexConfig(_StrictConfig):
             re.compile(pattern, re.IGNORECASE)
         except re.error as error:
             raise ValueError(f"invalid regular expression: {error}") from error
+        except RecursionError as error:
+            raise ValueError("invalid regular expression: nested too deeply") from error
+        try:
+            compile_tenant_pattern(pattern)
+        except PatternError as error:
+            raise ValueError(f"regular expression {error}") from error
         return pattern
 
 
 def _non_blank(values: list[str]) -> list[str]:
+    if len(values) > RUBRIC_MAX_ITEMS:
+        raise ValueError(f"at most {RUBRIC_MAX_ITEMS} items")
     for position, value in enumerate(values):
         if not value.strip():
             raise ValueError(f"item {position} is blank; a blank keyword would match any output")
@@ -104,7 +126,8 @@ class LLMJudgeConfig(_StrictConfig):
 
     type: Literal["llm_judge"] = "llm_judge"
     model: str = Field(min_length=1)
-    rubric: str = Field(min_length=1)
+    # Bounded: the offline judge scans the response once per keyword of the rubric.
+    rubric: str = Field(min_length=1, max_length=JUDGE_RUBRIC_MAX_CHARS)
     votes: int = Field(default=3, ge=1, le=9)
     pass_threshold: float = Field(default=7.0, ge=JUDGE_RATING_MIN, le=JUDGE_RATING_MAX)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
@@ -133,6 +156,7 @@ class ContainsVerifier:
         self.model: str | None = None
 
     async def verify(self, output: str) -> VerifierResult:
+        output = output[:VERIFIED_OUTPUT_MAX_CHARS]
         found = self.config.pattern.casefold() in output.casefold()
         return VerifierResult(
             success=found,
@@ -146,10 +170,22 @@ class RegexVerifier:
     def __init__(self, config: RegexConfig) -> None:
         self.config = config
         self.model: str | None = None
-        self._compiled = re.compile(config.pattern, re.IGNORECASE)
+        try:
+            self._compiled = compile_tenant_pattern(config.pattern)
+        except PatternError as error:
+            # Saved before patterns ran on RE2: the challenge needs a new pattern, and the
+            # attempt ends in error (not counted against limits) saying so.
+            raise InfrastructureError(
+                f"the verifier's regular expression is {error}; the challenge must change it"
+            ) from error
 
     async def verify(self, output: str) -> VerifierResult:
-        match = self._compiled.search(output)
+        text = encodable(output[:VERIFIED_OUTPUT_MAX_CHARS])
+        if len(text) > _MATCH_IN_THREAD_CHARS:
+            # RE2 releases the GIL: a long match runs beside the event loop, not in its way.
+            match = await asyncio.to_thread(self._compiled.search, text)
+        else:
+            match = self._compiled.search(text)
         return VerifierResult(
             success=match is not None,
             score=1.0 if match is not None else 0.0,
@@ -167,7 +203,7 @@ class RubricVerifier:
         self.model: str | None = None
 
     async def verify(self, output: str) -> VerifierResult:
-        text = output.casefold()
+        text = output[:VERIFIED_OUTPUT_MAX_CHARS].casefold()
         expected = self.config.correct_keywords
         found = [keyword for keyword in expected if keyword.casefold() in text]
         missing = [keyword for keyword in expected if keyword.casefold() not in text]
@@ -203,15 +239,16 @@ class JudgeVote:
     feedback: str
 
 
-_FENCED = re.compile(r"```[a-zA-Z0-9_-]*\s*(.*?)```", re.DOTALL)
-_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
-_FRACTION = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)")
-_LOOSE_RATING = re.compile(
+# Judge replies are model output a participant can steer: these run on RE2 (linear time).
+_FENCED = linear(r"```[a-zA-Z0-9_-]*\s*(.*?)```", dot_matches_newline=True)
+_NUMBER = linear(r"[-+]?\d+(?:\.\d+)?")
+_FRACTION = linear(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)")
+_LOOSE_RATING = linear(
     r"""["']?rating["']?\s*[:=]\s*["']?\s*([-+]?\d+(?:\.\d+)?(?:\s*(?:/|out\s+of)\s*\d+(?:\.\d+)?)?)""",
-    re.IGNORECASE,
+    ignore_case=True,
 )
-_LOOSE_FEEDBACK = re.compile(r"""["']?feedback["']?\s*[:=]\s*["']([^"']*)""", re.IGNORECASE)
-_LOOSE_PASSED = re.compile(r"""["']?passed["']?\s*[:=]\s*["']?(true|false)""", re.IGNORECASE)
+_LOOSE_FEEDBACK = linear(r"""["']?feedback["']?\s*[:=]\s*["']([^"']*)""", ignore_case=True)
+_LOOSE_PASSED = linear(r"""["']?passed["']?\s*[:=]\s*["']?(true|false)""", ignore_case=True)
 _JSON_LITERALS = {"true": "True", "false": "False", "null": "None"}
 _JSON_LITERAL_WORD = re.compile(r"\b(true|false|null)\b")
 
@@ -260,6 +297,7 @@ def parse_rating(value: Any) -> float | None:
     if isinstance(value, int | float):
         rating = float(value)
     elif isinstance(value, str):
+        value = encodable(value[:JUDGE_REPLY_MAX_CHARS])
         fraction = _FRACTION.match(value)
         if fraction is not None:
             denominator = float(fraction.group(2))
@@ -291,8 +329,9 @@ def _parse_passed(value: Any) -> bool | None:
 def parse_judge_reply(text: str) -> JudgeVote | None:
     """The vote in a judge's reply, tolerating fences, prose, single quotes and string ratings.
 
-    None when no rating can be found at all.
+    None when no rating can be found at all. Only the first JUDGE_REPLY_MAX_CHARS are read.
     """
+    text = encodable(text[:JUDGE_REPLY_MAX_CHARS])
     candidates = [block.strip() for block in _FENCED.findall(text)]
     candidates.append(text.strip())
     candidates.extend(_balanced_objects(text))

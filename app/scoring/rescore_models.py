@@ -3,10 +3,10 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text, Uuid
+from sqlalchemy import ForeignKey, Index, Integer, String, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, UTCDateTime, new_id, utcnow
+from app.db import Base, ProducedText, UTCDateTime, new_id, utcnow
 
 
 class RescoreJob(Base):
@@ -24,7 +24,7 @@ class RescoreJob(Base):
     reason: Mapped[str] = mapped_column(String(300), default="")
     total: Mapped[int | None] = mapped_column(Integer, default=None)
     processed: Mapped[int] = mapped_column(Integer, default=0)
-    error: Mapped[str | None] = mapped_column(Text, default=None)
+    error: Mapped[str | None] = mapped_column(ProducedText, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)

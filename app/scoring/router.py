@@ -18,7 +18,11 @@ from app.scoring.schemas import (
 router = APIRouter(prefix="/v1/scorers", tags=["scorers"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    responses={409: {"description": "A scorer with this plugin id is registered."}},
+)
 def post_scorer(body: ScorerCreate, session: SessionDep, _: PlatformAdmin) -> ScorerRead:
     """Register a scorer plugin (platform admin). The entrypoint is loaded in the sandbox."""
     plugin = registry.register(session, body)
@@ -63,7 +67,11 @@ def patch_scorer(
     return ScorerRead.model_validate(plugin)
 
 
-@router.delete("/{plugin_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/{plugin_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={409: {"description": "Challenges use the scorer: disable it instead."}},
+)
 def delete_scorer(plugin_id: str, session: SessionDep, _: PlatformAdmin) -> Response:
     """Remove a scorer no challenge uses; one in use must be disabled instead."""
     registry.delete(session, plugin_id)

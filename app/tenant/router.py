@@ -31,7 +31,12 @@ Limit = Annotated[int, Query(ge=1, le=200)]
 Offset = Annotated[int, Query(ge=0, le=10_000_000)]
 
 
-@router.post("/tenants", status_code=status.HTTP_201_CREATED, tags=["tenants"])
+@router.post(
+    "/tenants",
+    status_code=status.HTTP_201_CREATED,
+    tags=["tenants"],
+    responses={409: {"description": "A tenant has this slug."}},
+)
 def post_tenant(body: TenantCreate, session: SessionDep, _: PlatformAdmin) -> TenantCreated:
     """Create a tenant and its first admin API key (platform admin)."""
     tenant, _key_row, key = create_tenant(session, body.slug, body.name)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,10 +28,12 @@ from app.challenge.schemas import ChallengePublic
 from app.challenge.service import challenge_status, to_public_view
 from app.config import get_settings
 from app.errors import AppError
+from app.evaluation.patterns import linear
 from app.leaderboard.models import LeaderboardEntry
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
 from app.leaderboard.service import item_of, read_leaderboard
 from app.schemas import Handle
+from app.storable import encodable
 from app.tenant.models import Participant
 from app.tenant.repository import ParticipantRepository
 from app.web import auth, charts, queries
@@ -437,9 +438,10 @@ def error_field(exc: AppError) -> str | None:
 
 # Attempts -------------------------------------------------------------------------------------
 
-_THINK_BLOCK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
-_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+# Model output: on RE2, since with Python's `re` many unclosed `<think>`s take quadratic time.
+_THINK_BLOCK = linear(r"<think>(.*?)</think>", ignore_case=True, dot_matches_newline=True)
+_THINK_OPEN = linear(r"<think>", ignore_case=True)
+_THINK_CLOSE = linear(r"</think>", ignore_case=True)
 
 
 def split_reasoning(text: str) -> tuple[str, list[str]]:
@@ -449,6 +451,7 @@ def split_reasoning(text: str) -> tuple[str, list[str]]:
     tag with no opening one (templates that open the block in the prompt) makes what comes
     before it reasoning.
     """
+    text = encodable(text)
     reasoning = [part.strip() for part in _THINK_BLOCK.findall(text)]
     answer = _THINK_BLOCK.sub("", text)
     dangling_close = _THINK_CLOSE.search(answer)

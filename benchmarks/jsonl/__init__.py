@@ -34,6 +34,7 @@ from app.evaluation.benchmark import AttemptView, Task, resolve_data_path, run_m
 from app.evaluation.feedback import render_feedback
 from app.evaluation.types import VerifierResult
 from app.evaluation.verifiers import (
+    JUDGE_RUBRIC_MAX_CHARS,
     LLMJudgeConfig,
     LLMJudgeVerifier,
     RegexConfig,
@@ -97,6 +98,8 @@ def _answer_key(row: dict[str, Any], where: str) -> dict[str, Any]:
     criteria = row["criteria"]
     if not isinstance(criteria, str) or not criteria.strip():
         raise DatasetError(f"{where}: criteria must be non-empty text")
+    if len(criteria) > JUDGE_RUBRIC_MAX_CHARS:
+        raise DatasetError(f"{where}: criteria must be at most {JUDGE_RUBRIC_MAX_CHARS} characters")
     return {"kind": "criteria", "criteria": criteria}
 
 

@@ -1,0 +1,214 @@
+"""The API's documentation: every error response in the OpenAPI document, and Swagger UI and
+ReDoc served from the app's own files.
+
+Errors: each operation lists the errors it can answer, all in the one error shape
+(`ErrorResponse`): 401 and 403 from its credential dependencies, 404 where it has path
+parameters, 413 and 422 where it takes a body or parameters (every request's text is checked,
+app/input_guard.py), 503 everywhere (the database), and what a route declares itself with
+FastAPI's `responses=` (a 409 or a 429 only its rules know about).
+
+Swagger UI: swagger-ui-dist's bundle comes from the `fastapi-offline` package and is served
+under DOCS_STATIC_URL, so /docs loads nothing from another host (no CDN, no online validator),
+and its Content Security Policy would stop anything that tried. ReDoc is not served: its
+bundle always loads a logo from its maker's CDN.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import fastapi_offline
+from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
+from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
+from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import BaseRoute
+
+from app.deps import (
+    get_credential,
+    require_platform_admin,
+    require_tenant_admin,
+    require_tenant_member,
+)
+
+DOCS_URL = "/docs"
+OAUTH2_REDIRECT_URL = "/docs/oauth2-redirect"
+DOCS_STATIC_URL = "/static/api-docs"
+DOCS_STATIC_DIR = Path(fastapi_offline.__file__).resolve().parent / "static"
+ERROR_SCHEMA = "ErrorResponse"
+
+ERROR_DESCRIPTIONS = {
+    401: "No credential, or one that is not valid (`Authorization: Bearer <token>`).",
+    403: "The credential is valid but may not do this (wrong kind of key or role).",
+    404: "Nothing with this id or slug that the caller may see; another tenant's ids answer "
+    "404 too.",
+    409: "The request conflicts with the current state.",
+    413: "The request body is larger than the server accepts (GAUNTLET_MAX_REQUEST_BYTES).",
+    422: "A parameter, header or the body is not valid: `error.details` lists each problem "
+    "with its location (`loc`), e.g. text with NUL characters or a number out of range.",
+    429: "Too many requests: try again after `Retry-After` seconds.",
+    503: "The database is unavailable: retry after `Retry-After` seconds.",
+}
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before retrying.",
+        "schema": {"type": "integer"},
+    }
+}
+_INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
+_ROLE_CHECKS = {require_platform_admin, require_tenant_admin, require_tenant_member}
+
+
+class ErrorBody(BaseModel):
+    code: str = Field(examples=["validation_error"])
+    message: str = Field(examples=["title: must not contain NUL (U+0000) characters"])
+    details: Any = Field(
+        default=None,
+        description="For 422: a list of `{loc, msg, type}`, `loc` naming the field path "
+        "(`['body', 'scoring', 'config', 'x']`, `['query', 'offset']`).",
+    )
+
+
+class ErrorResponse(BaseModel):
+    """Every error the API answers has this shape."""
+
+    error: ErrorBody
+
+
+def _calls(dependant: Dependant) -> set[Callable[..., Any]]:
+    found: set[Callable[..., Any]] = set()
+    pending = [dependant]
+    while pending:
+        current = pending.pop()
+        if current.call is not None:
+            found.add(current.call)
+        pending.extend(current.dependencies)
+    return found
+
+
+def api_routes(routes: Sequence[BaseRoute]) -> Iterator[APIRoute]:
+    """Every API route, also those of included routers (which FastAPI from 0.12x keeps as
+    one entry each, holding the router)."""
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        included = getattr(route, "original_router", None)
+        if included is not None:
+            yield from api_routes(included.routes)
+
+
+def error_statuses(route: APIRoute) -> set[int]:
+    """The errors an operation can answer, as far as its signature tells."""
+    calls = _calls(route.dependant)
+    statuses = {422, 503}
+    if get_credential in calls:
+        statuses.add(401)
+    if calls & _ROLE_CHECKS:
+        statuses.add(403)
+    if route.dependant.path_params:
+        statuses.add(404)
+    if route.body_field is not None:
+        statuses.add(413)
+    return statuses
+
+
+def _error_response(status: int, description: str | None) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "description": description or ERROR_DESCRIPTIONS.get(status, "Error."),
+        "content": {
+            "application/json": {"schema": {"$ref": f"#/components/schemas/{ERROR_SCHEMA}"}}
+        },
+    }
+    if status in (429, 503):
+        response["headers"] = _RETRY_AFTER
+    return response
+
+
+def _add_error_schema(document: dict[str, Any]) -> None:
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    schema = ErrorResponse.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas.update(schema.pop("$defs", {}))
+    schemas[ERROR_SCHEMA] = schema
+    # FastAPI's own 422 shape is not what this API answers.
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+
+
+def document_errors(app: FastAPI, document: dict[str, Any]) -> dict[str, Any]:
+    """`document` (the generated OpenAPI) with each operation's error responses."""
+    _add_error_schema(document)
+    for route in api_routes(app.routes):
+        if not route.include_in_schema:
+            continue
+        path_item = document["paths"].get(route.path_format, {})
+        for method in route.methods or ():
+            operation = path_item.get(method.lower())
+            if operation is None:
+                continue
+            responses: dict[str, Any] = operation.setdefault("responses", {})
+            declared = {int(code) for code in responses if code.isdigit() and int(code) >= 400}
+            for status in sorted(error_statuses(route) | declared):
+                given = responses.get(str(status), {}).get("description")
+                # FastAPI's default 422 description is replaced along with its schema.
+                keep = given if status in declared and status != 422 else None
+                responses[str(status)] = _error_response(status, keep)
+    return document
+
+
+def _content_security_policy(html: bytes) -> str:
+    """Only this app's files, and the page's own inline start-up script (by its hash)."""
+    hashes = " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
+        for script in _INLINE_SCRIPT.findall(html.decode())
+    )
+    return (
+        f"default-src 'self'; script-src 'self' {hashes}; style-src 'self' 'unsafe-inline'; "
+        "img-src 'self' data:; connect-src 'self'; font-src 'self' data:; "
+        "frame-ancestors 'none'; base-uri 'none'; object-src 'none'; form-action 'self'"
+    )
+
+
+def install_api_docs(app: FastAPI) -> None:
+    """The OpenAPI document with its errors, and the documentation pages on local assets.
+
+    The app must be created with `docs_url=None, redoc_url=None` (FastAPI's own pages load
+    their scripts from a CDN)."""
+    generate = app.openapi
+
+    def openapi_with_errors() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = document_errors(app, generate())
+        return app.openapi_schema
+
+    app.openapi = openapi_with_errors  # type: ignore[method-assign]
+    app.mount(DOCS_STATIC_URL, StaticFiles(directory=DOCS_STATIC_DIR), name="api-docs-static")
+    openapi_url = app.openapi_url or "/openapi.json"
+
+    @app.get(DOCS_URL, include_in_schema=False)
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        page = get_swagger_ui_html(
+            openapi_url=f"{root}{openapi_url}",
+            title=f"{app.title} - Swagger UI",
+            oauth2_redirect_url=f"{root}{OAUTH2_REDIRECT_URL}",
+            swagger_js_url=f"{root}{DOCS_STATIC_URL}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{DOCS_STATIC_URL}/swagger-ui.css",
+            swagger_favicon_url=f"{root}{DOCS_STATIC_URL}/favicon.png",
+            # No online validator: its badge is an image from another host.
+            swagger_ui_parameters={"validatorUrl": None},
+        )
+        page.headers["Content-Security-Policy"] = _content_security_policy(bytes(page.body))
+        return page
+
+    @app.get(OAUTH2_REDIRECT_URL, include_in_schema=False)
+    async def swagger_ui_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()

@@ -1,0 +1,131 @@
+"""Issue 15, finding 8: the OpenAPI document declared no error responses, and /docs loaded
+Swagger UI from a CDN. Now every operation lists its errors with the one error schema, and the
+documentation pages load only the app's own files."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from typing import Any
+from urllib.parse import urlsplit
+
+import jsonschema
+import pytest
+
+from tests.conftest import ADMIN_TOKEN, Api
+from tests.e2e.conftest import CHROMIUM_ARGS
+
+pytestmark = pytest.mark.integration
+
+_URL_ATTRIBUTE = re.compile(r"""(?:src|href|url|spec-url)\s*[=:]\s*["']([^"']+)["']""")
+ERROR_REF = "#/components/schemas/ErrorResponse"
+
+
+def _document(api: Api) -> dict[str, Any]:
+    response = api.request("GET", "/openapi.json")
+    assert response.status_code == 200
+    return dict(response.json())
+
+
+def test_docs_pages_reference_only_the_apps_own_files(api: Api) -> None:
+    for page, scripts in (("/docs", ["swagger-ui-bundle.js", "swagger-ui.css"]),):
+        response = api.request("GET", page)
+        assert response.status_code == 200, page
+        html = response.text
+        urls = _URL_ATTRIBUTE.findall(html)
+        assert urls, page
+        for url in urls:
+            assert urlsplit(url).netloc == "" and url.startswith("/"), (page, url)
+        assert not re.search(r"https?://|//[a-z0-9.-]+\.[a-z]{2,}/", html, re.IGNORECASE), page
+        for name in scripts:
+            asset = api.request("GET", f"/static/api-docs/{name}")
+            assert asset.status_code == 200 and len(asset.content) > 10_000, name
+            kind = "css" if name.endswith(".css") else "javascript"
+            assert kind in asset.headers["content-type"], name
+
+
+def test_docs_render_in_a_browser_without_leaving_the_app(api_url: str) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "Chromium is needed (scripts/ensure-chromium.sh, run by `make test`)"
+    from playwright.sync_api import Route, sync_playwright
+
+    origin = urlsplit(api_url).netloc
+    elsewhere: list[str] = []
+
+    def only_the_app(route: Route) -> None:
+        if urlsplit(route.request.url).netloc == origin or route.request.url.startswith("data:"):
+            route.continue_()
+        else:
+            elsewhere.append(route.request.url)
+            route.abort()
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(base_url=api_url)
+            page.set_default_timeout(30_000)
+            page.route("**/*", only_the_app)
+            page.goto("/docs")
+            page.wait_for_selector("#operations-challenges-post_challenge_v1_challenges_post")
+            assert page.locator(".opblock").count() >= 30
+            # An operation unfolds with its error responses.
+            page.click("#operations-challenges-post_challenge_v1_challenges_post .opblock-summary")
+            page.wait_for_selector("text=ErrorResponse")
+        finally:
+            browser.close()
+    assert elsewhere == []
+
+
+def test_every_operation_lists_its_errors_with_the_error_schema(api: Api) -> None:
+    document = _document(api)
+    schemas = document["components"]["schemas"]
+    assert "HTTPValidationError" not in schemas
+    public = {"/healthz", "/v1/public/{tenant_slug}/challenges/{challenge_slug}/leaderboard"}
+    any_credential = {("get", "/v1/scorers"), ("get", "/v1/scorers/{plugin_id}")}
+    operations = 0
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            operations += 1
+            responses = operation["responses"]
+            expected = {"422", "503"}
+            if path not in public:
+                expected.add("401")
+                if (method, path) not in any_credential:
+                    expected.add("403")
+            if "{" in path:
+                expected.add("404")
+            if "requestBody" in operation:
+                expected.add("413")
+            missing = expected - set(responses)
+            assert not missing, (method, path, missing)
+            for status, response in responses.items():
+                if int(status) >= 400:
+                    schema = response["content"]["application/json"]["schema"]
+                    assert schema == {"$ref": ERROR_REF}, (method, path, status)
+                    assert response["description"], (method, path, status)
+    assert operations >= 30
+    submit = document["paths"]["/v1/challenges/{challenge_id}/attempts"]["post"]["responses"]
+    assert {"409", "429"} <= set(submit) and "Retry-After" in submit["429"]["headers"]
+    assert "409" in document["paths"]["/v1/challenges"]["post"]["responses"]
+    assert "409" in document["paths"]["/v1/tenants"]["post"]["responses"]
+
+
+def test_the_error_schema_describes_real_errors(api: Api, tenant: dict[str, Any]) -> None:
+    document = _document(api)
+    schema = {
+        "$ref": ERROR_REF,
+        "components": {"schemas": document["components"]["schemas"]},
+    }
+    key = tenant["api_key"]
+    errors = [
+        api.request("GET", "/v1/challenges"),  # 401
+        api.request("GET", "/v1/tenants", key),  # 403
+        api.request("GET", f"/v1/attempts/{'0' * 8}-0000-0000-0000-{'0' * 12}", key),  # 404
+        api.request("GET", "/v1/challenges?offset=-1", key),  # 422
+        api.request("POST", "/v1/tenants", ADMIN_TOKEN, json={"slug": "a\x00", "name": "x"}),
+    ]
+    assert [response.status_code for response in errors] == [401, 403, 404, 422, 422]
+    for response in errors:
+        jsonschema.validate(response.json(), schema)
