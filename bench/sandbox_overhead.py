@@ -57,7 +57,7 @@ def in_process_latencies(calls: int) -> list[float]:
     latencies = []
     for _ in range(calls):
         started = time.perf_counter()
-        scorer.score(AttemptMetrics.from_dict(METRICS), {}, ScoringContext(**CTX))
+        scorer.score(AttemptMetrics.from_dict(METRICS), {}, ScoringContext.from_dict(CTX))
         latencies.append(time.perf_counter() - started)
     return latencies
 

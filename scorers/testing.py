@@ -14,6 +14,7 @@ import os
 import resource
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -203,22 +204,17 @@ class LimitsScorer:
 
 class EchoScorer:
     """Well behaved: returns what it was given and its process id, so tests can see how metrics,
-    config and context arrive and which process served them."""
+    config and context arrive and which process served them. Takes plain dicts too."""
 
     def score(
-        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+        self, metrics: Mapping[str, Any], config: dict[str, Any], ctx: Mapping[str, Any]
     ) -> ScoringResult:
         return {
             "score": float(config.get("score", 1.0)),
             "details": {
-                "metrics": metrics.to_dict(),
+                "metrics": AttemptMetrics.from_dict(metrics).to_dict(),
                 "config": config,
-                "ctx": {
-                    "tenant_id": ctx.tenant_id,
-                    "challenge_id": ctx.challenge_id,
-                    "participant_id": ctx.participant_id,
-                    "timeout_ms": ctx.timeout_ms,
-                },
+                "ctx": dict(ctx),
                 "pid": os.getpid(),
                 "process": PROCESS_TOKEN,
             },

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
-from scorers.protocol import AttemptMetrics, ScoringContext, ScoringResult
+from scorers.protocol import ScoringResult
 
 PLUGIN_ID = "builtin.weighted_scorer"
 
@@ -78,16 +79,19 @@ def _metric(name: str, value: object) -> float:
 
 
 class WeightedScorer:
+    """Reads metrics by mapping access, so it takes AttemptMetrics and a plain dict alike."""
+
     def score(
-        self, metrics: AttemptMetrics, config: dict[str, Any], ctx: ScoringContext
+        self, metrics: Mapping[str, Any], config: dict[str, Any], ctx: Mapping[str, Any]
     ) -> ScoringResult:
         weights = validate_config(config)
         # Only a real `True` earns the bonus: a truthy string such as "false" must not.
-        success_term = weights["success_bonus"] if metrics.succeeded is True else 0.0
-        rating_term = _metric("rating", metrics.rating) * weights["rating_weight"]
-        elapsed_seconds = _metric("elapsed_ms", metrics.elapsed_ms) / 1000
+        success_term = weights["success_bonus"] if metrics.get("succeeded") is True else 0.0
+        rating_term = _metric("rating", metrics.get("rating")) * weights["rating_weight"]
+        elapsed_seconds = _metric("elapsed_ms", metrics.get("elapsed_ms")) / 1000
         time_term = elapsed_seconds * weights["time_penalty"]
-        token_term = _metric("tokens_total", metrics.tokens_total) * weights["token_penalty"]
+        tokens = _metric("tokens_total", metrics.get("tokens_total"))
+        token_term = tokens * weights["token_penalty"]
         raw = success_term + rating_term - time_term - token_term
         if not math.isfinite(raw):
             raise ValueError(f"weighted score is not finite ({raw}); metrics are out of range")

@@ -64,8 +64,11 @@ TEST_SETTINGS = {
     "GAUNTLET_SECRET_KEY": secrets.token_urlsafe(32),
     # The test servers speak plain HTTP: a Secure cookie would never come back.
     "GAUNTLET_SECURE_COOKIES": "false",
-    # The hostile scorers of tests/security/test_sandbox.py may be registered.
-    "GAUNTLET_SCORER_ALLOWED_MODULES": "scorers.,tests.fixtures.hostile_scorers.",
+    # The hostile scorers of tests/security/test_sandbox.py, and the original protocol's dict
+    # scorers of tests/integration/test_original_scorer_protocol.py, may be registered.
+    "GAUNTLET_SCORER_ALLOWED_MODULES": (
+        "scorers.,tests.fixtures.hostile_scorers.,tests.fixtures.original_scorers."
+    ),
 }
 
 

@@ -35,6 +35,10 @@ _PR_SET_NO_NEW_PRIVS = 38
 
 
 def _json_default(value: object) -> object:
+    # Plugins written for the original protocol's TypedDicts may put the metrics or the context
+    # they were given into `details`: those are dicts there, so they are here.
+    if isinstance(value, AttemptMetrics | ScoringContext):
+        return dict(value)
     # Scorers often compute with numpy; its integer and float scalars are numbers to us.
     if hasattr(value, "__index__"):
         return operator.index(value)
@@ -183,7 +187,7 @@ class _Child:
         instance = self.load(str(request["entrypoint"]))
         try:
             metrics = AttemptMetrics.from_dict(request["metrics"])
-            ctx = ScoringContext(**request["ctx"])
+            ctx = ScoringContext.from_dict(request["ctx"])
             config = request["config"]
         except Exception as exc:
             return {"ok": False, "kind": "request", "error": describe_exception(exc)}

@@ -13,10 +13,12 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from app.evaluation.feedback import FEEDBACK_MODES
 from app.evaluation.verifiers import VerifierConfig
 from app.schemas import BoundedDatetime, InputSchema, ModelId, Name, OutputSchema, Slug
+from app.scoring.schemas import ENTRYPOINT_PATTERN
 
 Strategy = Literal["first", "fastest", "fewest_tokens", "highest_rating", "metric_at_k", "custom"]
 Visibility = Literal["public", "unlisted", "private"]
@@ -118,6 +120,54 @@ class LimitsConfig(InputSchema):
     max_prompt_chars: int | None = Field(default=None, ge=1, le=1_000_000)
 
 
+# The original challenge body's flat scoring fields, accepted beside `scoring` and mapped onto it
+# by app/challenge/flat_scoring.py (scorers/README.md has the table). Never stored or returned.
+FLAT_SCORING_FIELDS = (
+    "scoring_strategy",
+    "scoring_plugin_id",
+    "scoring_entrypoint",
+    "scoring_config",
+)
+_FLAT = "The original flat form (give either `scoring` or the flat fields): "
+FlatScoringStrategy = Annotated[
+    Strategy | None,
+    Field(
+        exclude=True,
+        description=_FLAT + "`scoring.strategy`; 'custom' when only a plugin is named.",
+    ),
+]
+FlatScoringPluginId = Annotated[
+    str | None, Field(exclude=True, max_length=100, description=_FLAT + "`scoring.plugin_id`.")
+]
+FlatScoringEntrypoint = Annotated[
+    str | None,
+    Field(
+        exclude=True,
+        max_length=500,
+        pattern=ENTRYPOINT_PATTERN,
+        description=_FLAT + "checked, never stored: must equal the entrypoint that the plugin "
+        "named by `scoring_plugin_id` was registered with.",
+    ),
+]
+FlatScoringConfig = Annotated[
+    dict[str, Any] | None, Field(exclude=True, description=_FLAT + "`scoring.config`.")
+]
+
+
+def refuse_both_scoring_forms(data: Any) -> Any:
+    """`scoring` and the flat fields spell the same thing; given both, neither can win."""
+    if isinstance(data, dict) and data.get("scoring") is not None:
+        flat = [name for name in FLAT_SCORING_FIELDS if data.get(name) is not None]
+        if flat:
+            raise PydanticCustomError(
+                "scoring_forms_conflict",
+                "give the scoring either as 'scoring' or as the flat fields, not both: "
+                "'scoring' conflicts with {fields}",
+                {"fields": ", ".join(f"'{name}'" for name in flat)},
+            )
+    return data
+
+
 class ChallengeCreate(InputSchema):
     slug: Slug
     title: Name
@@ -132,6 +182,15 @@ class ChallengeCreate(InputSchema):
     opens_at: BoundedDatetime | None = None
     closes_at: BoundedDatetime | None = None
     visibility: Visibility = "private"
+    scoring_strategy: FlatScoringStrategy = None
+    scoring_plugin_id: FlatScoringPluginId = None
+    scoring_entrypoint: FlatScoringEntrypoint = None
+    scoring_config: FlatScoringConfig = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_scoring_form(cls, data: Any) -> Any:
+        return refuse_both_scoring_forms(data)
 
     @model_validator(mode="after")
     def _consistent(self) -> ChallengeCreate:
@@ -184,6 +243,15 @@ class ChallengeUpdate(InputSchema):
     opens_at: BoundedDatetime | None = None
     closes_at: BoundedDatetime | None = None
     visibility: Visibility | None = None
+    scoring_strategy: FlatScoringStrategy = None
+    scoring_plugin_id: FlatScoringPluginId = None
+    scoring_entrypoint: FlatScoringEntrypoint = None
+    scoring_config: FlatScoringConfig = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_scoring_form(cls, data: Any) -> Any:
+        return refuse_both_scoring_forms(data)
 
 
 class ChallengeRead(OutputSchema):

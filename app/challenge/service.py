@@ -10,6 +10,12 @@ from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.challenge.flat_scoring import (
+    check_flat_entrypoint,
+    errors_named_as_given,
+    given_flat_scoring,
+    scoring_from_flat,
+)
 from app.challenge.models import Challenge
 from app.challenge.repository import ChallengeRepository
 from app.challenge.schemas import (
@@ -138,8 +144,22 @@ def _validate(session: Session, config: ChallengeCreate) -> None:
     validate_scoring(session, config.scoring.model_dump())
 
 
+def _validated_as_create(data: dict[str, Any]) -> ChallengeCreate:
+    try:
+        return ChallengeCreate.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValidationFailed.at([str(p) for p in first["loc"]], first["msg"]) from exc
+
+
 def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCreate) -> Challenge:
-    _validate(session, body)
+    flat = given_flat_scoring(body)
+    with errors_named_as_given(flat):
+        if flat:
+            mapped = {**body.model_dump(mode="json"), "scoring": scoring_from_flat(None, flat)}
+            body = _validated_as_create(mapped)
+        _validate(session, body)
+        check_flat_entrypoint(session, body.scoring.plugin_id, flat)
     repo = ChallengeRepository(session, tenant_id)
     if repo.get_by_slug(body.slug) is not None:
         raise Conflict(f"a challenge with slug '{body.slug}' already exists")
@@ -211,12 +231,13 @@ def update_challenge(
         raise NotFound("challenge not found")
     merged = _as_create(challenge)
     merged.update(body.model_dump(exclude_unset=True, mode="json"))
-    try:
-        validated = ChallengeCreate.model_validate(merged)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValidationFailed.at([str(p) for p in first["loc"]], first["msg"]) from exc
-    _validate(session, validated)
+    flat = given_flat_scoring(body)
+    with errors_named_as_given(flat):
+        if flat:
+            merged["scoring"] = scoring_from_flat(challenge.scoring, flat)
+        validated = _validated_as_create(merged)
+        _validate(session, validated)
+        check_flat_entrypoint(session, validated.scoring.plugin_id, flat)
     data = validated.model_dump(mode="json")
     scoring_changed = data["scoring"] != challenge.scoring
     for field in (
