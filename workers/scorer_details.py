@@ -5,20 +5,19 @@ is treated as hostile data: only JSON objects, arrays, strings, finite numbers, 
 null survive; depth, keys, items, string lengths and the total encoded size are capped, and
 whatever was cut is flagged with `"details_truncated": true`. Numbers that JSON cannot carry
 faithfully become strings: NaN and infinities (which PostgreSQL's JSONB refuses) and integers
-beyond 2**53 (which JavaScript clients would round). Lone surrogates (which UTF-8 cannot encode)
-become U+FFFD. NUL characters are left to the storage boundary, which escapes them.
+beyond 2**53 (which JavaScript clients would round). NUL characters and lone surrogates (which
+PostgreSQL cannot store) are left to the storage boundary, which escapes them visibly
+(app/storable.py), so a participant sees what the plugin wrote.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 TRUNCATED_KEY = "details_truncated"
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SAFE_INTEGER = 2**53
 _FLAG_BYTES = len(f',"{TRUNCATED_KEY}":true') + 2
 
@@ -121,11 +120,11 @@ class _Walk:
 
 
 def bound_text(value: str, limit: int) -> str:
-    """`value` cut to `limit` characters (the cut marked with an ellipsis), lone surrogates
-    replaced: for reasons and messages that carry text a plugin chose."""
+    """`value` cut to `limit` characters (the cut marked with an ellipsis): for reasons and
+    messages that carry text a plugin chose."""
     if len(value) > limit:
         value = value[: max(limit - 1, 0)] + "…"
-    return _LONE_SURROGATE.sub("\ufffd", value)
+    return value
 
 
 def bound_details(
@@ -147,4 +146,5 @@ def bound_details(
 def _encoded_size(value: object) -> int:
     """Bytes of `value` as compact UTF-8 JSON."""
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return len(text.encode())
+    # Lone surrogates stay (the storage boundary escapes them); count them as UTF-8 would.
+    return len(text.encode("utf-8", "surrogatepass"))

@@ -25,7 +25,11 @@ def healthz() -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={401: {"description": "The metrics token or the admin token is missing or wrong."}},
+)
 async def prometheus_metrics(
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Response:

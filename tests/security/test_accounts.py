@@ -477,7 +477,8 @@ def test_the_secure_cookie_flag_comes_from_the_settings_not_from_headers(
         ("12345678", "one of the most common passwords"),
         ("Password1", "one of the most common passwords"),
         (" " * 8, "must not be blank"),
-        ("\x00" * 8, "must not contain control characters (U+0000"),
+        # Refused at the door, before the password policy sees it (app/input_guard.py).
+        ("\x00" * 8, "must not contain NUL (U+0000) characters"),
         ("tab\tinside it", "must not contain control characters (U+0009"),
         ("short", "at least 8 characters"),
         ("aaaaaaaaaaaa", 'too easy to guess (Repeats like "aaa" are easy to guess)'),
@@ -490,7 +491,8 @@ def test_weak_passwords_are_refused_with_a_reason(
     response = clients().sign_up(owner["slug"], "weakling", password)
     assert response.status_code == 422
     assert message in html.unescape(response.text)
-    assert 'value="weakling"' in response.text  # the form keeps the handle
+    if "\x00" not in password:  # a NUL is refused at the door, before any form is drawn
+        assert 'value="weakling"' in response.text  # the form keeps the handle
     assert api.request("GET", "/v1/participants", owner["api_key"]).json()["total"] == 0
 
 

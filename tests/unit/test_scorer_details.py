@@ -87,10 +87,11 @@ def test_numbers_json_cannot_carry_become_strings() -> None:
     json.dumps(bounded, allow_nan=False)
 
 
-def test_lone_surrogates_become_replacement_characters() -> None:
+def test_lone_surrogates_are_left_to_the_storage_boundary() -> None:
+    # app/storable.py escapes them visibly where they are stored; replacing them here would
+    # hide what the plugin wrote.
     bounded = bound_details({"\udc80key": "a\ud800b", "emoji": "🎯"})
-    assert bounded == {"\ufffdkey": "a\ufffdb", "emoji": "🎯"}
-    json.dumps(bounded, ensure_ascii=False).encode()
+    assert bounded == {"\udc80key": "a\ud800b", "emoji": "🎯"}
 
 
 def test_keys_that_collide_once_cut_keep_the_first() -> None:
@@ -113,4 +114,4 @@ def test_nul_is_left_to_the_storage_boundary() -> None:
 def test_bound_text() -> None:
     assert bound_text("short", 10) == "short"
     assert bound_text("x" * 20, 10) == "x" * 9 + "…"
-    assert bound_text("\ud800", 10) == "\ufffd"
+    assert bound_text("\ud800", 10) == "\ud800"
