@@ -2,9 +2,9 @@
 behaves like a browser (cookies, CSRF tokens from the forms).
 
 The browser is Debian's `chromium` (Playwright's own browser download does not work on the
-machines this runs on); without it, the browser tests skip with the reason and the plain HTTP
-tests still run. The API server (`api_url`) runs in this process, so tests can reset the
-in-memory sign-in limits between tests.
+machines this runs on); without it, the browser tests skip with the reason, and fail under
+`make test` and in CI (tests/strict.py), while the plain HTTP tests still run. The API server
+(`api_url`) runs in this process, so tests can reset the in-memory sign-in limits between tests.
 """
 
 from __future__ import annotations
