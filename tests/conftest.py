@@ -202,8 +202,9 @@ def worker(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[W
 class Api:
     """An HTTP client of the API with helpers for the usual set-up steps."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, admin_token: str = ADMIN_TOKEN) -> None:
         self.base_url = base_url
+        self.admin_token = admin_token
         self.http = httpx.Client(base_url=base_url, timeout=30)
 
     def request(
@@ -217,7 +218,7 @@ class Api:
     def create_tenant(self, slug: str | None = None) -> dict[str, Any]:
         slug = slug or f"t-{uuid.uuid4().hex[:10]}"
         response = self.request(
-            "POST", "/v1/tenants", ADMIN_TOKEN, json={"slug": slug, "name": slug}
+            "POST", "/v1/tenants", self.admin_token, json={"slug": slug, "name": slug}
         )
         assert response.status_code == 201, response.text
         return dict(response.json())

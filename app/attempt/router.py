@@ -84,14 +84,14 @@ def _submit_in(
 ) -> Response:
     with sessions() as session:
         principal = check_tenant_member(authenticate(session, credential))
-        attempt, created = service.submit_attempt(
+        attempt, created, send = service.submit_attempt(
             session, principal, challenge_id, body, idempotency_key
         )
         headers = {"Location": f"/v1/attempts/{attempt.id}"}
         if not created:
             headers["Idempotent-Replayed"] = "true"
         session.commit()
-    if created:
+    if send:
         enqueue_attempts([attempt.id])
     # A replay matched the stored request's fingerprint, participant included: the body's
     # handle is the attempt's participant either way.

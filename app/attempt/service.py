@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import uuid
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -25,6 +26,16 @@ class TransactionNeeded(Exception):
     """This submission checks attempt limits, which needs a transaction: run it in one."""
 
 
+class Submission(NamedTuple):
+    attempt: Attempt
+    # False on an idempotent replay (the attempt was stored by an earlier request).
+    created: bool
+    # Whether the caller sends the attempt's task once it has committed: a new attempt, or a
+    # replay of one still queued long after it was last sent (its task may never have left
+    # the API that stored it).
+    send: bool
+
+
 def _fingerprint(challenge_id: uuid.UUID, body: AttemptCreate) -> str:
     payload = json.dumps(
         {"challenge_id": str(challenge_id), **body.model_dump()}, sort_keys=True
@@ -39,6 +50,15 @@ def _replay(existing: Attempt, challenge_id: uuid.UUID, fingerprint: str) -> Att
             "use a new key for a new attempt"
         )
     return existing
+
+
+def _replayed(
+    repo: AttemptRepository, existing: Attempt, challenge_id: uuid.UUID, fingerprint: str
+) -> Submission:
+    attempt = _replay(existing, challenge_id, fingerprint)
+    now = utcnow()
+    stalled = now - timedelta(seconds=get_settings().queued_requeue_seconds)
+    return Submission(attempt, False, repo.mark_resent_if_stalled(attempt.id, now, stalled))
 
 
 def _check_open(challenge: SubmissionTarget, now: datetime) -> None:
@@ -99,7 +119,8 @@ def _check_limits(
             raise TooManyRequests(
                 f"daily attempt limit reached: {day_limit} per participant per day; "
                 f"it resets at {reset:%Y-%m-%d %H:%M} UTC",
-                headers={"Retry-After": str(int((reset - now).total_seconds()) + 1)},
+                # Whole seconds, rounded up: a client that waits this long is past midnight.
+                headers={"Retry-After": str(math.ceil((reset - now).total_seconds()))},
             )
 
 
@@ -109,10 +130,14 @@ def submit_attempt(
     challenge_id: uuid.UUID,
     body: AttemptCreate,
     idempotency_key: str | None,
-) -> tuple[Attempt, bool]:
-    """Stores a queued attempt; returns it and whether it is new (False on an idempotent replay).
+) -> Submission:
+    """Stores a queued attempt, or finds the one an earlier request with the same
+    Idempotency-Key stored (a replay).
 
-    The caller commits, then enqueues: the worker must find the row when the task arrives.
+    The caller commits, then sends the task if `send` says so: the worker must find the row
+    when the task arrives. A replay sends again an attempt still queued after
+    `queued_requeue_seconds` (as the sweep would), so a client retrying after a lost answer
+    never waits for the sweep.
     Each write stands alone (a participant's first attempt makes the participant, which is
     harmless if the attempt then fails), so a session of `get_autocommit_sessionmaker` may
     run it, except for a challenge with attempt limits: those are checked under a row lock
@@ -128,7 +153,7 @@ def submit_attempt(
     if idempotency_key is not None:
         existing = repo.by_idempotency_key(idempotency_key)
         if existing is not None:
-            return _replay(existing, challenge_id, fingerprint), False
+            return _replayed(repo, existing, challenge_id, fingerprint)
     if body.participant is None:
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
     now = utcnow()
@@ -169,13 +194,13 @@ def submit_attempt(
         run_count=0,
     )
     if repo.insert_new(attempt):
-        return attempt, True
+        return Submission(attempt, True, True)
     # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
     assert idempotency_key is not None
     existing = repo.by_idempotency_key(idempotency_key)
     if existing is None:
         raise RuntimeError(f"Idempotency-Key {idempotency_key!r} conflicted, yet no attempt has it")
-    return _replay(existing, challenge_id, fingerprint), False
+    return Submission(_replay(existing, challenge_id, fingerprint), False, False)
 
 
 def retry_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:

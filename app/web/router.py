@@ -497,11 +497,11 @@ def submit(
         participant_handle=participant.handle,
     )
     try:
-        attempt, created = submit_attempt(session, principal, challenge.id, body, idempotency_key)
+        attempt, _, send = submit_attempt(session, principal, challenge.id, body, idempotency_key)
     except AppError as exc:
         return again(exc.status_code, exc.message, service.error_field(exc))
     session.commit()
-    if created:
+    if send:
         enqueue_attempts([attempt.id])
     return redirect(
         request,

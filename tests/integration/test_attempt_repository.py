@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app.attempt.models import Attempt
@@ -149,3 +150,41 @@ def test_a_handle_is_one_participant_per_tenant_made_on_first_use(engine: Engine
         assert ParticipantRepository(session, other.id).id_for_handle("alice") != first
         found = participants.get_by_handle("alice")
         assert found is not None and found.id == first and found.created_at is not None
+
+
+def _impatient(session: Session) -> None:
+    """Makes this session give up at once on a lock another holds, instead of waiting."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(text("PRAGMA busy_timeout = 0"))
+    else:
+        session.execute(text("SET lock_timeout = '50ms'"))
+
+
+def test_a_participants_lock_is_held_from_the_check_to_the_end_of_the_transaction(
+    engine: Engine,
+) -> None:
+    """The limit check counts under the lock, so a second submission of the same participant
+    cannot count until the first has inserted and committed (both modes: PostgreSQL locks the
+    row, SQLite takes its write lock up front)."""
+    with Session(engine, expire_on_commit=False) as setup:
+        tenant, challenge = _tenant_with_challenge(setup, limits={"max_attempts_total": 1})
+        alice = Participant(id=uuid.uuid4(), tenant_id=tenant.id, handle="alice")
+        setup.add(alice)
+        setup.commit()
+    with Session(engine) as first, Session(engine) as second:
+        first_repo = AttemptRepository(first, tenant.id)
+        second_repo = AttemptRepository(second, tenant.id)
+        # Both read first, as a submission does before its check.
+        assert first_repo.submission_target(challenge.id, "alice") is not None
+        assert second_repo.submission_target(challenge.id, "alice") is not None
+        first_repo.lock_participant(alice.id)
+        assert first_repo.count_counting(challenge.id, alice.id) == 0
+        _impatient(second)
+        with pytest.raises(OperationalError):
+            second_repo.lock_participant(alice.id)
+        second.rollback()
+        assert first_repo.insert_new(_attempt(tenant, challenge, alice, None))
+        first.commit()
+        second_repo.lock_participant(alice.id)
+        assert second_repo.count_counting(challenge.id, alice.id) == 1
+        second.rollback()
