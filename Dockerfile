@@ -18,5 +18,6 @@ RUN pip install --no-cache-dir -e . \
     && useradd --system --home /srv/gauntlet gauntlet \
     && mkdir -p /var/lib/gauntlet && chown gauntlet /var/lib/gauntlet
 USER gauntlet
+ENV PORT=8000
 EXPOSE 8000
-CMD ["gauntlet", "serve", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["gauntlet", "serve", "--host", "0.0.0.0"]
