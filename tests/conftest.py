@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 
 from app.seed import DEMO_CHALLENGE
 
@@ -96,6 +97,11 @@ def stack() -> Iterator[Stack]:
         from app.db import get_engine
 
         get_engine().dispose()
+        # This run's keys, and only those: they all carry its prefix.
+        broker = redis.Redis.from_url(broker_url)
+        written = list(broker.scan_iter(match=TEST_SETTINGS["GAUNTLET_REDIS_KEY_PREFIX"] + "*"))
+        if written:
+            broker.delete(*written)
 
 
 class ServerThread:
