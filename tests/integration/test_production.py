@@ -319,7 +319,7 @@ def test_killing_each_process_mid_load_loses_and_repeats_nothing(
     """SIGKILL to the worker (mid-attempt), the API (mid-request) and beat, in turn, each
     restarted as Compose restarts it, while clients keep submitting: every accepted attempt
     completes, once, with its trials once and its leaderboard row once."""
-    with FakeOpenAIServer(default=Behaviour.slow(0.4, "PWNED")) as provider:
+    with FakeOpenAIServer(default=Behaviour.slow(0.5, "PWNED")) as provider:
         challenge = api.create_challenge(
             key,
             target={"model": "openai/fake-model", "api_base": provider.base_url},
@@ -328,27 +328,30 @@ def test_killing_each_process_mid_load_loses_and_repeats_nothing(
         load = Load(api, key, challenge["id"])
         load.start()
         try:
-            load.wait_accepted(8)
-            # The worker, while it runs attempts.
+            load.wait_accepted(5)
+            # The worker, while it runs attempts: those still running once it is dead were
+            # interrupted.
             deadline = time.monotonic() + 30
-            while not (interrupted := _running(engine, challenge["id"])):
+            while not _running(engine, challenge["id"]):
                 assert time.monotonic() < deadline, "no attempt was ever seen running"
                 time.sleep(0.01)
             layout["worker"].kill()
+            interrupted = _running(engine, challenge["id"])
+            assert interrupted, "the worker was not killed mid-attempt"
             assert layout["worker"].healthcheck().returncode != 0
             layout.start("worker")
             assert layout["worker"].healthcheck().returncode == 0
-            load.wait_accepted(len(load.accepted) + 8)
+            load.wait_accepted(len(load.accepted) + 5)
             # The API, while clients send to it.
             layout["api"].kill()
             assert layout["api"].healthcheck().returncode != 0
             layout.start("api")
             assert layout["api"].healthcheck().returncode == 0
-            load.wait_accepted(len(load.accepted) + 8)
+            load.wait_accepted(len(load.accepted) + 5)
             # The scheduler.
             layout["beat"].kill()
             layout.start("beat")
-            load.wait_accepted(len(load.accepted) + 8)
+            load.wait_accepted(len(load.accepted) + 5)
         finally:
             load.stop()
         assert not load.problems, load.problems
