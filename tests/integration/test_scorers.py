@@ -337,14 +337,20 @@ def test_changing_a_plugins_defaults_rescores_the_challenges_using_it(
         json={"default_config": {"score": 9}},
     )
     assert patched.status_code == 200
+    # The job scores the attempts, then rebuilds the leaderboard: wait for the whole job.
+    jobs_path = f"/v1/challenges/{challenge['id']}/rescore-jobs"
     deadline = time.monotonic() + 60
-    while api.request("GET", f"/v1/attempts/{attempt}", key).json()["score"] != 9.0:
-        assert time.monotonic() < deadline, "the plugin change was never applied"
+    while True:
+        jobs = api.request("GET", jobs_path, key).json()["items"]
+        if jobs and jobs[0]["status"] not in ("queued", "running"):
+            break
+        assert time.monotonic() < deadline, f"the plugin change was never applied: {jobs}"
         time.sleep(0.1)
+    assert len(jobs) == 1 and jobs[0]["status"] == "completed", jobs
+    assert "changed" in jobs[0]["reason"]
+    assert api.request("GET", f"/v1/attempts/{attempt}", key).json()["score"] == 9.0
     board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
     assert board["items"][0]["score"] == 9.0
-    jobs = api.request("GET", f"/v1/challenges/{challenge['id']}/rescore-jobs", key).json()
-    assert "changed" in jobs["items"][0]["reason"]
 
 
 def test_installed_entry_points_are_listed_and_registered_by_name(api: Api) -> None:
