@@ -140,7 +140,7 @@ def submit_attempt(
     never waits for the sweep.
     Each write stands alone (a participant's first attempt makes the participant, which is
     harmless if the attempt then fails), so a session of `get_autocommit_sessionmaker` may
-    run it, except for a challenge with attempt limits: those are checked under a row lock
+    run it, except for a challenge with attempt limits: those are checked under a lock
     held to the insert, and in such a session TransactionNeeded is raised before any write.
     """
     assert principal.tenant_id is not None

@@ -188,3 +188,30 @@ def test_a_participants_lock_is_held_from_the_check_to_the_end_of_the_transactio
         second_repo.lock_participant(alice.id)
         assert second_repo.count_counting(challenge.id, alice.id) == 1
         second.rollback()
+
+
+def test_only_a_stalled_queued_attempt_is_marked_to_be_sent_again(engine: Engine) -> None:
+    now = utcnow()
+    stalled_before = now - timedelta(seconds=60)
+    with Session(engine) as session:
+        tenant, challenge = _tenant_with_challenge(session)
+        alice = Participant(id=uuid.uuid4(), tenant_id=tenant.id, handle="alice")
+        session.add(alice)
+        session.flush()
+        repo = AttemptRepository(session, tenant.id)
+        fresh, stalled, running = (_attempt(tenant, challenge, alice, None) for _ in range(3))
+        for attempt in (stalled, running):
+            attempt.enqueued_at = now - timedelta(minutes=10)
+        running.status = "running"
+        for attempt in (fresh, stalled, running):
+            assert repo.insert_new(attempt)
+        assert not repo.mark_resent_if_stalled(fresh.id, now, stalled_before)
+        assert not repo.mark_resent_if_stalled(running.id, now, stalled_before)
+        assert not AttemptRepository(session, uuid.uuid4()).mark_resent_if_stalled(
+            stalled.id, now, stalled_before
+        )  # another tenant's
+        assert repo.mark_resent_if_stalled(stalled.id, now, stalled_before)
+        # Marked as sent now: a second caller (a concurrent replay, the sweep) does not send it.
+        assert not repo.mark_resent_if_stalled(stalled.id, now, stalled_before)
+        found = repo.get(stalled.id)
+        assert found is not None and found.enqueued_at == now
