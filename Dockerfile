@@ -33,5 +33,6 @@ RUN uv sync --locked --no-cache \
     && useradd --system --home /srv/gauntlet gauntlet \
     && mkdir -p /var/lib/gauntlet && chown gauntlet /var/lib/gauntlet
 USER gauntlet
+ENV PORT=8000
 EXPOSE 8000 9100
-CMD ["gauntlet", "serve", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["gauntlet", "serve", "--host", "0.0.0.0"]

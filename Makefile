@@ -41,11 +41,13 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# Strict: a test that cannot run (no browser, no service) fails instead of skipping. The order
+# is random: pytest-randomly prints its seed, and `pytest --randomly-seed=N` repeats an order.
 test: install lint typecheck
 	./scripts/ensure-test-services.sh
 	./scripts/ensure-bubblewrap.sh
 	./scripts/ensure-chromium.sh
-	$(BIN)/pytest
+	GAUNTLET_TEST_STRICT=1 $(BIN)/pytest
 
 unit: install
 	./scripts/ensure-bubblewrap.sh

@@ -110,7 +110,8 @@ def beat(loglevel: str) -> None:
 
     schedule = str((get_settings().data_dir / "celerybeat-schedule").resolve())
     get_settings().data_dir.mkdir(parents=True, exist_ok=True)
-    celery_app.start(["celery", "beat", f"--loglevel={loglevel}", f"--schedule={schedule}"])
+    # `start` takes the arguments after the program name, as `worker_main` does.
+    celery_app.start(["beat", f"--loglevel={loglevel}", f"--schedule={schedule}"])
 
 
 def seed() -> None:

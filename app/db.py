@@ -159,6 +159,21 @@ def autocommits(session: Session) -> bool:
     return options.get("isolation_level") == "AUTOCOMMIT"
 
 
+def take_write_lock(session: Session) -> None:
+    """SQLite only: takes the database's write lock now, for the rest of the transaction.
+
+    SQLite has no row locks, and pysqlite opens a transaction only at the first write, so reads
+    before it see no lock at all. `BEGIN IMMEDIATE` opens the transaction holding the write lock
+    (waiting up to the busy timeout for another writer); after a first write, it is held
+    already. Other connections still read, but no one else writes until this one ends.
+    """
+    connection = session.connection()
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    if not driver.in_transaction:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def insert_for(session: Session) -> Callable[[Any], postgresql.Insert | sqlite.Insert]:
     """The INSERT construct of the session's database: both have ON CONFLICT, the generic one
     does not."""

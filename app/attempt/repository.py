@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from app.attempt.models import Attempt, AttemptTask, Trial
 from app.challenge.models import Challenge
-from app.db import insert_for, utcnow
+from app.db import insert_for, take_write_lock, utcnow
 from app.evaluation.types import TrialRecord
 from app.tenant.models import Participant
 
@@ -143,12 +143,37 @@ class AttemptRepository:
         )
 
     def lock_participant(self, participant_id: uuid.UUID) -> None:
-        """Serialises limit checks of one participant (a no-op on SQLite, which locks the file)."""
+        """Serialises limit checks of one participant until the transaction ends.
+
+        PostgreSQL locks the participant's row. SQLite has no row locks: it takes the database's
+        write lock up front, or two submissions could both count before either inserts.
+        """
+        if self.session.get_bind().dialect.name == "sqlite":
+            take_write_lock(self.session)
+            return
         self.session.execute(
             select(Participant.id)
             .where(Participant.tenant_id == self.tenant_id, Participant.id == participant_id)
             .with_for_update()
         )
+
+    def mark_resent_if_stalled(
+        self, attempt_id: uuid.UUID, now: datetime, last_sent_before: datetime
+    ) -> bool:
+        """Marks the attempt sent now if it is still queued and was last sent before the given
+        time; False otherwise. One conditional update, so concurrent callers send it once."""
+        result = self.session.execute(
+            update(Attempt)
+            .where(
+                Attempt.tenant_id == self.tenant_id,
+                Attempt.id == attempt_id,
+                Attempt.status == "queued",
+                Attempt.enqueued_at < last_sent_before,
+            )
+            .values(enqueued_at=now)
+            .returning(Attempt.id)
+        )
+        return result.scalar_one_or_none() is not None
 
     def page(
         self,

@@ -97,7 +97,7 @@ def _submit_in(
 ) -> Response:
     with sessions() as session:
         principal = check_tenant_member(authenticate(session, credential))
-        attempt, created, handle = service.submit_attempt(
+        attempt, created, send, handle = service.submit_attempt(
             session, principal, challenge_id, body, idempotency_key
         )
         headers = {"Location": f"/v1/attempts/{attempt.id}"}
@@ -109,6 +109,7 @@ def _submit_in(
         telemetry.attempt_reached(
             "benchmark" if attempt.model_spec is not None else "prompt", "queued"
         )
+    if send:
         enqueue_attempts([attempt.id])
     view = service.to_view(attempt, handle, None, full=principal.role == "admin")
     return Response(

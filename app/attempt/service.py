@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import math
 import uuid
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -28,7 +29,12 @@ class TransactionNeeded(Exception):
 
 class Submission(NamedTuple):
     attempt: Attempt
-    created: bool  # False on an idempotent replay
+    # False on an idempotent replay (the attempt was stored by an earlier request).
+    created: bool
+    # Whether the caller sends the attempt's task once it has committed: a new attempt, or a
+    # replay of one still queued long after it was last sent (its task may never have left
+    # the API that stored it).
+    send: bool
     # The participant's handle as first spelled (a body's 'ALICE' is participant 'alice').
     participant_handle: str
 
@@ -47,6 +53,20 @@ def _replay(existing: Attempt, challenge_id: uuid.UUID, fingerprint: str) -> Att
             "use a new key for a new attempt"
         )
     return existing
+
+
+def _replayed(
+    repo: AttemptRepository,
+    existing: Attempt,
+    challenge_id: uuid.UUID,
+    fingerprint: str,
+    handle: str,
+) -> Submission:
+    attempt = _replay(existing, challenge_id, fingerprint)
+    now = utcnow()
+    stalled = now - timedelta(seconds=get_settings().queued_requeue_seconds)
+    send = repo.mark_resent_if_stalled(attempt.id, now, stalled)
+    return Submission(attempt, False, send, handle)
 
 
 def _check_open(challenge: SubmissionTarget, now: datetime) -> None:
@@ -119,7 +139,8 @@ def _check_limits(
             raise TooManyRequests(
                 f"daily attempt limit reached: {day_limit} per participant per day; "
                 f"it resets at {reset:%Y-%m-%d %H:%M} UTC",
-                headers={"Retry-After": str(int((reset - now).total_seconds()) + 1)},
+                # Whole seconds, rounded up: a client that waits this long is past midnight.
+                headers={"Retry-After": str(math.ceil((reset - now).total_seconds()))},
             )
 
 
@@ -130,13 +151,16 @@ def submit_attempt(
     body: AttemptCreate,
     idempotency_key: str | None,
 ) -> Submission:
-    """Stores a queued attempt; returns it, whether it is new (False on an idempotent replay)
-    and the participant's handle as stored.
+    """Stores a queued attempt, or finds the one an earlier request with the same
+    Idempotency-Key stored (a replay); see `Submission` for what it returns.
 
-    The caller commits, then enqueues: the worker must find the row when the task arrives.
+    The caller commits, then sends the task if `send` says so: the worker must find the row
+    when the task arrives. A replay sends again an attempt still queued after
+    `queued_requeue_seconds` (as the sweep would), so a client retrying after a lost answer
+    never waits for the sweep.
     Each write stands alone (a participant's first attempt makes the participant, which is
     harmless if the attempt then fails), so a session of `get_autocommit_sessionmaker` may
-    run it, except for a challenge with attempt limits: those are checked under a row lock
+    run it, except for a challenge with attempt limits: those are checked under a lock
     held to the insert, and in such a session TransactionNeeded is raised before any write.
     """
     assert principal.tenant_id is not None
@@ -151,7 +175,7 @@ def submit_attempt(
         if existing is not None:
             # The fingerprint covers the handle as sent, so it named this participant.
             handle = challenge.participant_handle or body.participant or ""
-            return Submission(_replay(existing, challenge_id, fingerprint), False, handle)
+            return _replayed(repo, existing, challenge_id, fingerprint, handle)
     if body.participant is None:
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
     now = utcnow()
@@ -195,13 +219,13 @@ def submit_attempt(
         run_count=0,
     )
     if repo.insert_new(attempt):
-        return Submission(attempt, True, handle)
+        return Submission(attempt, True, True, handle)
     # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
     assert idempotency_key is not None
     existing = repo.by_idempotency_key(idempotency_key)
     if existing is None:
         raise RuntimeError(f"Idempotency-Key {idempotency_key!r} conflicted, yet no attempt has it")
-    return Submission(_replay(existing, challenge_id, fingerprint), False, handle)
+    return Submission(_replay(existing, challenge_id, fingerprint), False, False, handle)
 
 
 def retry_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:

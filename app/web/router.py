@@ -48,6 +48,7 @@ from app.config import get_settings
 from app.deps import SessionDep
 from app.errors import AppError, Unauthorized
 from app.evaluation.offline import OFFLINE_MODELS
+from app.observability import metrics as telemetry
 from app.scoring.repository import list_plugins
 from app.tenant.models import Participant, Tenant
 from app.tenant.repository import get_tenant_by_slug
@@ -580,13 +581,17 @@ def submit(
         participant_handle=participant.handle,
     )
     try:
-        attempt, created, _ = submit_attempt(
+        attempt, created, send, _ = submit_attempt(
             session, principal, challenge.id, body, idempotency_key
         )
     except AppError as exc:
         return again(exc.status_code, exc.message, service.error_field(exc))
     session.commit()
     if created:
+        telemetry.attempt_reached(
+            "benchmark" if attempt.model_spec is not None else "prompt", "queued"
+        )
+    if send:
         enqueue_attempts([attempt.id])
     return redirect(
         request,

@@ -2,9 +2,10 @@
 behaves like a browser (cookies, CSRF tokens from the forms).
 
 The browser is Debian's `chromium` (Playwright's own browser download does not work on the
-machines this runs on); without it, the browser tests skip with the reason and the plain HTTP
-tests still run. The sign-in limits are counted in this run's Redis keys; tests reset them
-between tests (they all sign in from 127.0.0.1).
+machines this runs on); without it, the browser tests skip with the reason, and fail under
+`make test` and in CI (tests/strict.py), while the plain HTTP tests still run. The sign-in
+limits are counted in this run's Redis keys; tests reset them between tests (they all sign in
+from 127.0.0.1).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app.attempt.models import Attempt
@@ -156,3 +157,68 @@ def test_a_handle_is_one_participant_per_tenant_made_on_first_use(engine: Engine
         assert participants.id_and_handle_for("cAROL")[1] == "Carol"
         found = participants.get_by_handle("alice")
         assert found is not None and found.id == first and found.created_at is not None
+
+
+def _impatient(session: Session) -> None:
+    """Makes this session give up at once on a lock another holds, instead of waiting."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(text("PRAGMA busy_timeout = 0"))
+    else:
+        session.execute(text("SET lock_timeout = '50ms'"))
+
+
+def test_a_participants_lock_is_held_from_the_check_to_the_end_of_the_transaction(
+    engine: Engine,
+) -> None:
+    """The limit check counts under the lock, so a second submission of the same participant
+    cannot count until the first has inserted and committed (both modes: PostgreSQL locks the
+    row, SQLite takes its write lock up front)."""
+    with Session(engine, expire_on_commit=False) as setup:
+        tenant, challenge = _tenant_with_challenge(setup, limits={"max_attempts_total": 1})
+        alice = Participant(id=uuid.uuid4(), tenant_id=tenant.id, handle="alice")
+        setup.add(alice)
+        setup.commit()
+    with Session(engine) as first, Session(engine) as second:
+        first_repo = AttemptRepository(first, tenant.id)
+        second_repo = AttemptRepository(second, tenant.id)
+        # Both read first, as a submission does before its check.
+        assert first_repo.submission_target(challenge.id, "alice") is not None
+        assert second_repo.submission_target(challenge.id, "alice") is not None
+        first_repo.lock_participant(alice.id)
+        assert first_repo.count_counting(challenge.id, alice.id) == 0
+        _impatient(second)
+        with pytest.raises(OperationalError):
+            second_repo.lock_participant(alice.id)
+        second.rollback()
+        assert first_repo.insert_new(_attempt(tenant, challenge, alice, None))
+        first.commit()
+        second_repo.lock_participant(alice.id)
+        assert second_repo.count_counting(challenge.id, alice.id) == 1
+        second.rollback()
+
+
+def test_only_a_stalled_queued_attempt_is_marked_to_be_sent_again(engine: Engine) -> None:
+    now = utcnow()
+    stalled_before = now - timedelta(seconds=60)
+    with Session(engine) as session:
+        tenant, challenge = _tenant_with_challenge(session)
+        alice = Participant(id=uuid.uuid4(), tenant_id=tenant.id, handle="alice")
+        session.add(alice)
+        session.flush()
+        repo = AttemptRepository(session, tenant.id)
+        fresh, stalled, running = (_attempt(tenant, challenge, alice, None) for _ in range(3))
+        for attempt in (stalled, running):
+            attempt.enqueued_at = now - timedelta(minutes=10)
+        running.status = "running"
+        for attempt in (fresh, stalled, running):
+            assert repo.insert_new(attempt)
+        assert not repo.mark_resent_if_stalled(fresh.id, now, stalled_before)
+        assert not repo.mark_resent_if_stalled(running.id, now, stalled_before)
+        assert not AttemptRepository(session, uuid.uuid4()).mark_resent_if_stalled(
+            stalled.id, now, stalled_before
+        )  # another tenant's
+        assert repo.mark_resent_if_stalled(stalled.id, now, stalled_before)
+        # Marked as sent now: a second caller (a concurrent replay, the sweep) does not send it.
+        assert not repo.mark_resent_if_stalled(stalled.id, now, stalled_before)
+        found = repo.get(stalled.id)
+        assert found is not None and found.enqueued_at == now

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import ADMIN_TOKEN, Api, Worker
+from tests.embedded import ADMIN_TOKEN as EMBEDDED_ADMIN_TOKEN
+from tests.embedded import Embedded
+from tests.services import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -121,18 +126,66 @@ def test_total_and_daily_limits(api: Api, worker: Worker, tenant: dict[str, Any]
     assert int(refused.headers["Retry-After"]) > 0
 
 
-def test_concurrent_submissions_never_pass_a_limit(api: Api, tenant: dict[str, Any]) -> None:
-    # Limits are checked under a lock held to the insert, so a burst cannot slip past them,
-    # not even for a handle that does not exist yet (its first attempts create it).
+@pytest.fixture(params=["production", "embedded"])
+def api_of_each_mode(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+    """The API on PostgreSQL (this run's server), or `gauntlet run` on its SQLite file."""
+    if request.param == "production":
+        yield request.getfixturevalue("api")
+        return
+    embedded = Embedded(tmp_path / "data", free_port(), tmp_path / "run.log")
+    embedded.start()
+    client = Api(embedded.base, admin_token=EMBEDDED_ADMIN_TOKEN)
+    try:
+        yield client
+    finally:
+        client.http.close()
+        embedded.stop()
+
+
+def test_concurrent_submissions_never_pass_a_limit(api_of_each_mode: Api) -> None:
+    # Limits are checked under a lock held to the insert, so a burst cannot slip past them:
+    # not for a handle that does not exist yet (its first attempts create it), nor for one that
+    # does, on either database. A race shows in some bursts only, so there are several.
+    api = api_of_each_mode
+    key = api.create_tenant()["api_key"]
+    for _ in range(10):
+        challenge = api.create_challenge(key, limits={"max_attempts_total": 3})
+        path = f"/v1/challenges/{challenge['id']}/attempts"
+        body = {"prompt": "PWNED", "participant": "burst"}
+        with ThreadPoolExecutor(12) as pool:
+            sent = [pool.submit(api.request, "POST", path, key, json=body) for _ in range(12)]
+            responses = [future.result() for future in sent]
+        assert sorted(r.status_code for r in responses) == [202] * 3 + [409] * 9
+        assert api.request("GET", path, key).json()["total"] == 3
+
+
+def test_the_daily_limit_resets_at_midnight_utc(
+    api: Api, tenant: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API server runs in this process: its clock is set to either side of midnight UTC."""
+    from app.attempt import service
+
     key = tenant["api_key"]
-    challenge = api.create_challenge(key, limits={"max_attempts_total": 3})
-    with ThreadPoolExecutor(8) as pool:
-        responses = list(
-            pool.map(lambda _: api.submit(key, challenge["id"], "PWNED", "burst"), range(12))
-        )
-    assert sorted(r.status_code for r in responses) == [202] * 3 + [409] * 9
+    challenge = api.create_challenge(key, limits={"max_attempts_per_day": 2})
+    clock = datetime(2026, 3, 1, 23, 59, 58, tzinfo=UTC)
+    monkeypatch.setattr(service, "utcnow", lambda: clock)
+    for _ in range(2):
+        assert api.submit(key, challenge["id"], "PWNED", "owl").status_code == 202
+    clock = datetime(2026, 3, 1, 23, 59, 59, 250_000, tzinfo=UTC)
+    refused = api.submit(key, challenge["id"], "PWNED", "owl")
+    assert refused.status_code == 429
+    assert "it resets at 2026-03-02 00:00 UTC" in refused.json()["error"]["message"]
+    assert refused.headers["Retry-After"] == "1"  # 0.75 s, rounded up
+    # Yesterday's attempts no longer count from midnight on; today's do.
+    clock = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
+    for _ in range(2):
+        assert api.submit(key, challenge["id"], "PWNED", "owl").status_code == 202
+    refused = api.submit(key, challenge["id"], "PWNED", "owl")
+    assert refused.status_code == 429
+    assert "it resets at 2026-03-03 00:00 UTC" in refused.json()["error"]["message"]
+    assert refused.headers["Retry-After"] == str(24 * 3600)
     listed = api.request("GET", f"/v1/challenges/{challenge['id']}/attempts", key).json()
-    assert listed["total"] == 3
+    assert listed["total"] == 4
 
 
 def test_upcoming_and_closed_challenges_refuse_attempts(api: Api, tenant: dict[str, Any]) -> None:

@@ -109,10 +109,12 @@ def test_crud_round_trip(api: Api, tenant: dict[str, Any]) -> None:
     assert bad.status_code == 422 and "llm_judge" in bad.json()["error"]["message"]
     assert api.request("GET", f"/v1/challenges/{created['id']}", key).json()["title"] == "New title"
 
+    unlisted = api.create_challenge(key, visibility="unlisted")
     listed = api.request("GET", "/v1/challenges?limit=1", key).json()
-    assert listed["total"] >= 1 and len(listed["items"]) == 1
+    assert listed["total"] == 2 and len(listed["items"]) == 1
     filtered = api.request("GET", "/v1/challenges?visibility=unlisted", key).json()
-    assert all(c["visibility"] == "unlisted" for c in filtered["items"])
+    assert [c["id"] for c in filtered["items"]] == [unlisted["id"]]
+    assert filtered["total"] == 1
 
     assert api.request("DELETE", f"/v1/challenges/{created['id']}", key).status_code == 204
     assert api.request("GET", f"/v1/challenges/{created['id']}", key).status_code == 404

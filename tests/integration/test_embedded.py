@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,50 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ROOT
+from tests.embedded import Embedded
 from tests.services import free_port
-
-
-class Embedded:
-    def __init__(self, data_dir: Path, port: int, log: Path) -> None:
-        self.data_dir, self.port, self.log = data_dir, port, log
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> str:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GAUNTLET_")}
-        env.update(GAUNTLET_DATA_DIR=str(self.data_dir), GAUNTLET_ADMIN_TOKEN="embedded-token")
-        offset = self.log.stat().st_size if self.log.exists() else 0
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "run", "--port", str(self.port)],
-            cwd=ROOT,
-            env=env,
-            stdout=self.log.open("ab"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{self.base}/healthz", timeout=1).status_code == 200:
-                    return self.log.read_bytes()[offset:].decode(errors="replace")
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(self.log.read_text(errors="replace")[-3000:])
-            time.sleep(0.2)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGINT)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
 
 
 @pytest.fixture

@@ -125,6 +125,6 @@ def test_tenant_creation_shows_key_once_and_refuses_duplicates(api: Api) -> None
     again = api.request("POST", "/v1/tenants", ADMIN_TOKEN, json={"slug": slug, "name": "T"})
     assert again.status_code == 409
     listed = api.request("GET", "/v1/tenants?limit=200", ADMIN_TOKEN).json()
-    assert all("api_key" not in t for t in listed["items"])
+    assert listed["items"] and all("api_key" not in t for t in listed["items"])
     keys = api.request("GET", "/v1/api-keys", created.json()["api_key"]).json()["items"]
-    assert all("key" not in k and "key_hash" not in k for k in keys)
+    assert len(keys) == 1 and all("key" not in k and "key_hash" not in k for k in keys)

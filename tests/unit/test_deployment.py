@@ -4,6 +4,7 @@ start-up is the one the service needs."""
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from pathlib import Path
@@ -38,7 +39,7 @@ def _resolve(value: str) -> str:
 def test_services_and_start_up_order(compose: dict[str, Any]) -> None:
     services = compose["services"]
     assert set(services) == {"postgres", "redis", "migrate", "api", "worker", "beat"}
-    for name in ("postgres", "redis", "api"):
+    for name in ("postgres", "redis", "api", "worker"):
         assert "healthcheck" in services[name], name
     for name in ("api", "worker"):
         depends = services[name]["depends_on"]
@@ -46,6 +47,8 @@ def test_services_and_start_up_order(compose: dict[str, Any]) -> None:
         assert depends["redis"]["condition"] == "service_healthy"
         assert depends["migrate"]["condition"] == "service_completed_successfully"
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    beat_waits_for = services["beat"]["depends_on"]["migrate"]["condition"]
+    assert beat_waits_for == "service_completed_successfully"
     assert services["migrate"]["restart"] == "no"
 
 
@@ -57,10 +60,21 @@ def test_commands_are_gauntlet_commands(compose: dict[str, Any]) -> None:
         parser.parse_args(command[1:])  # raises SystemExit on an unknown command or option
 
 
+# Variables the Compose file gives Gauntlet's containers that are not GAUNTLET_ settings, and
+# who reads them.
+EXTERNAL_VARIABLES = {
+    "PORT": "gauntlet serve's port (app/cli.py)",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "litellm: its bundled price map, no download",
+    "OPENAI_API_KEY": "litellm: OpenAI models",
+    "ANTHROPIC_API_KEY": "litellm: Anthropic models",
+}
+
+
+@pytest.mark.parametrize("service", ["migrate", "api", "worker", "beat"])
 def test_environment_makes_valid_production_settings(
-    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch, service: str
 ) -> None:
-    environment = compose["services"]["api"]["environment"]
+    environment = compose["services"][service]["environment"]
     for key, value in environment.items():
         if key.startswith("GAUNTLET_"):
             monkeypatch.setenv(key, _resolve(str(value)))
@@ -69,8 +83,43 @@ def test_environment_makes_valid_production_settings(
     assert settings.resolved_database_url.startswith("postgresql+psycopg://gauntlet:")
     assert settings.resolved_broker_url == "redis://redis:6379/0"
     known = {f"GAUNTLET_{name.upper()}" for name in Settings.model_fields}
-    unknown = {k for k in environment if k.startswith("GAUNTLET_")} - known
+    unknown = set(environment) - known - set(EXTERNAL_VARIABLES)
     assert not unknown
+
+
+def test_the_api_listens_on_the_port_compose_publishes_and_checks(
+    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = compose["services"]["api"]
+    port = api["environment"]["PORT"]
+    assert api["ports"] == [f"{port}:{port}"]
+    monkeypatch.setenv("PORT", port)
+    command = build_parser().parse_args(api["command"][1:])
+    assert command.port == int(port)
+    assert 'os.environ["PORT"]' in " ".join(api["healthcheck"]["test"])
+
+
+def test_the_image_serves_the_api_as_compose_does(compose: dict[str, Any]) -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    found = re.search(r"^CMD (\[.*\])$", dockerfile, re.M)
+    assert found
+    image_command = json.loads(found.group(1))
+    assert image_command == compose["services"]["api"]["command"][: len(image_command)]
+    assert "ENV PORT=8000" in dockerfile
+
+
+def test_the_readme_shows_the_commands_compose_runs(compose: dict[str, Any]) -> None:
+    """The production commands the README shows are those of the Compose file, which
+    tests/integration/test_production.py starts; nothing else is shown."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Production\n", 1)[1].split("\n## ", 1)[0]
+    shown = [
+        line.split("#", 1)[0].split()
+        for line in section.splitlines()
+        if line.startswith("gauntlet ")
+    ]
+    ran = [compose["services"][name]["command"] for name in ("migrate", "api", "worker", "beat")]
+    assert shown == ran
 
 
 def test_production_refuses_unsafe_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

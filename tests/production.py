@@ -1,0 +1,327 @@
+"""The production layout of docker-compose.yml, started natively, the way Compose starts it.
+
+There is no Docker engine here, so each Gauntlet service of the Compose file runs as a process
+group of its own (a container: SIGKILL to the group kills everything in it) with the service's
+own command, unchanged, found on PATH as in the image, and the service's own environment. Only
+the values that name other containers or the container's file system are replaced by their
+native equivalents (`NATIVE_VALUES`); settings that Compose leaves at their defaults are set for
+speed (short leases, a fast sweep) and for isolation (a queue, a Redis key prefix and a database
+of this layout's own). The healthchecks are the Compose file's too, run as the Docker engine
+would run them, against these processes.
+
+The API reaches PostgreSQL and Redis through proxies the tests can break (tests/fixtures/
+tcp_proxy.py); the worker and beat reach them directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from tests.conftest import ROOT
+from tests.fixtures.tcp_proxy import TcpProxy
+
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+GAUNTLET_SERVICES = ("migrate", "api", "worker", "beat")
+# What a `.env` next to docker-compose.yml gives (see .env.example).
+DOTENV = {
+    "POSTGRES_PASSWORD": "compose-postgres-password",
+    "GAUNTLET_ADMIN_TOKEN": "production-admin-token-" + "p" * 24,
+    "GAUNTLET_SECRET_KEY": "production-secret-key-" + "q" * 24,
+    "OPENAI_API_KEY": "sk-test-not-a-real-key",
+}
+# The Compose environment variables whose values name other containers (hosts `postgres` and
+# `redis`) or a path inside the container; each gets its native equivalent. Every other value
+# of the Compose file is used as written.
+NATIVE_VALUES = ("GAUNTLET_DATABASE_URL", "GAUNTLET_BROKER_URL", "GAUNTLET_DATA_DIR", "PORT")
+
+
+def compose_file() -> dict[str, Any]:
+    return dict(yaml.safe_load(COMPOSE_FILE.read_text()))
+
+
+def interpolate(value: str, variables: Mapping[str, str]) -> str:
+    """Compose's variable substitution: ${VAR}, ${VAR:-default}, ${VAR:?error}, and $$."""
+
+    def substitute(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name, operator, argument = match.group(1), match.group(2), match.group(3) or ""
+        value = variables.get(name, "")
+        if value:
+            return value
+        if operator == ":?":
+            raise ValueError(f"{name}: {argument}")
+        return argument if operator == ":-" else ""
+
+    return re.sub(r"\$\$|\$\{(\w+)(?:(:[-?])([^}]*))?\}", substitute, value)
+
+
+def healthcheck_argv(test: list[str]) -> list[str]:
+    """A Compose healthcheck `test` as the Docker engine runs it."""
+    kind, *rest = test
+    if kind == "CMD":
+        return rest
+    if kind == "CMD-SHELL":
+        return ["/bin/sh", "-c", rest[0]]
+    raise ValueError(f"unsupported healthcheck {test!r}")
+
+
+def seconds(duration: str) -> float:
+    """A Compose duration such as `5s` or `1m30s`."""
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", duration)
+    assert parts, duration
+    return sum(float(number) * units[unit] for number, unit in parts)
+
+
+class Service:
+    """One Compose service as a process group: started, killed and restarted like a container."""
+
+    def __init__(
+        self, name: str, definition: dict[str, Any], env: dict[str, str], log_path: Path
+    ) -> None:
+        self.name, self.definition, self.env, self.log_path = name, definition, env, log_path
+        self.command: list[str] = [str(part) for part in definition["command"]]
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_offset = 0
+
+    def start(self) -> None:
+        self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                self.command,
+                env=self.env,
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log(self) -> str:
+        """What the service wrote since it was last started."""
+        with self.log_path.open("rb") as log:
+            log.seek(self.log_offset)
+            return log.read().decode(errors="replace")
+
+    def wait_for_log(self, text: str, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.log():
+            if not self.running():
+                raise AssertionError(f"{self.name} exited:\n{self.log()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name} never logged {text!r}:\n{self.log()[-3000:]}")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL to every process of the service, as `docker kill` does to a container."""
+        assert self.process is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+        # A container's processes all die with it; here, wait until the group is gone.
+        deadline = time.monotonic() + 10
+        while _group_alive(self.process.pid):
+            assert time.monotonic() < deadline, f"{self.name}'s processes outlived SIGKILL"
+            time.sleep(0.05)
+
+    def healthcheck(self) -> subprocess.CompletedProcess[str]:
+        """Runs the service's Compose healthcheck once, as the Docker engine would."""
+        check = self.definition["healthcheck"]
+        argv = healthcheck_argv([interpolate(str(part), {}) for part in check["test"]])
+        try:
+            return subprocess.run(
+                argv,
+                env=self.env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=seconds(check.get("timeout", "30s")) + 10,
+            )
+        except subprocess.TimeoutExpired as expired:
+            return subprocess.CompletedProcess(argv, -1, str(expired.stdout), "timed out")
+
+
+def _group_members(group: int) -> list[int]:
+    """The processes of a process group, zombies (dead, not yet reaped) left out."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+def _group_alive(group: int) -> bool:
+    return bool(_group_members(group))
+
+
+class ProductionLayout:
+    """migrate, api, worker and beat of docker-compose.yml against this test run's services."""
+
+    def __init__(
+        self,
+        *,
+        database_url: str,
+        redis_url: str,
+        folder: Path,
+        test_settings: Mapping[str, str],
+    ) -> None:
+        self.compose = compose_file()
+        self.folder = folder
+        self.database_url = database_url
+        self.redis_url = redis_url
+        database = urllib.parse.urlsplit(database_url)
+        redis = urllib.parse.urlsplit(redis_url)
+        # The API's peers, breakable; the worker and beat connect directly.
+        self.database_proxy = TcpProxy(database.hostname or "", database.port or 5432).start()
+        self.broker_proxy = TcpProxy(redis.hostname or "", redis.port or 6379).start()
+        self.port = _free_port()
+        self.test_settings = dict(test_settings)
+        self.services = {
+            name: Service(
+                name,
+                self.compose["services"][name],
+                self.environment(name),
+                folder / f"{name}.log",
+            )
+            for name in GAUNTLET_SERVICES
+        }
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def admin_token(self) -> str:
+        return DOTENV["GAUNTLET_ADMIN_TOKEN"]
+
+    def __getitem__(self, name: str) -> Service:
+        return self.services[name]
+
+    def environment(self, name: str) -> dict[str, str]:
+        declared = {
+            key: interpolate(str(value), DOTENV)
+            for key, value in (self.compose["services"][name].get("environment") or {}).items()
+        }
+        through_proxies = name == "api"
+        database = self.database_url
+        broker = self.redis_url
+        if through_proxies:
+            database = _with_port(database, self.database_proxy.port)
+            broker = _with_port(broker, self.broker_proxy.port)
+        native = {
+            "GAUNTLET_DATABASE_URL": database,
+            "GAUNTLET_BROKER_URL": broker,
+            "GAUNTLET_DATA_DIR": str(self.folder / f"{name}-data"),
+            "PORT": str(self.port),
+        }
+        replaced = {key: native[key] for key in declared if key in NATIVE_VALUES}
+        # A setting the Compose file names must not be overridden for the test's convenience.
+        assert not set(self.test_settings) & set(declared), set(self.test_settings) & set(declared)
+        bin_folder = str(Path(sys.executable).parent)
+        return {
+            # What a container has besides its declared environment: a PATH that finds the
+            # image's programs (here, this virtualenv's) and a host name.
+            "PATH": bin_folder + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOSTNAME": socket.gethostname(),
+            "LANG": "C.UTF-8",
+            **declared,
+            **replaced,
+            **self.test_settings,
+        }
+
+    def migrate(self) -> None:
+        """Runs `migrate` to completion, as Compose does before it starts the others."""
+        migrate = self.services["migrate"]
+        migrate.start()
+        assert migrate.process is not None
+        assert migrate.process.wait(timeout=120) == 0, migrate.log()[-3000:]
+
+    def start(self, name: str) -> None:
+        """Starts a service (again, after a kill: Compose's `restart: unless-stopped`) and
+        waits until it is ready."""
+        self.services[name].start()
+        self.wait_ready(name)
+
+    def wait_ready(self, name: str) -> None:
+        service = self.services[name]
+        if name == "api":
+            self.wait_healthy()
+        elif name == "worker":
+            service.wait_for_log(" ready.")
+        elif name == "beat":
+            service.wait_for_log("beat: Starting...")
+
+    def processes(self, name: str) -> dict[int, str]:
+        """The live processes of a service (its process group), with their command lines."""
+        process = self.services[name].process
+        members = [] if process is None else _group_members(process.pid)
+        command_lines = {}
+        for pid in members:
+            with contextlib.suppress(OSError):
+                raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+                command_lines[pid] = raw.replace(b"\0", b" ").decode(errors="replace")
+        return command_lines
+
+    def wait_healthy(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(f"{self.base_url}/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            api = self.services["api"]
+            assert api.running(), api.log()[-3000:]
+            assert time.monotonic() < deadline, api.log()[-3000:]
+            time.sleep(0.1)
+
+    def heal(self) -> None:
+        """Back to the layout's normal state: peers reachable, every service running."""
+        self.database_proxy.restore()
+        self.broker_proxy.restore()
+        for name in ("api", "worker", "beat"):
+            if not self.services[name].running():
+                self.start(name)
+
+    def stop(self) -> None:
+        # Nothing is checked at this point: the quickest way down, as `docker compose kill`.
+        for name in ("beat", "api", "worker"):
+            if self.services[name].running():
+                self.services[name].kill()
+        self.database_proxy.stop()
+        self.broker_proxy.stop()
+
+
+def _with_port(url: str, port: int) -> str:
+    """The URL with its host and port replaced by a proxy's on 127.0.0.1."""
+    parts = urllib.parse.urlsplit(url)
+    credentials = parts.netloc.rpartition("@")[0]
+    netloc = f"{credentials}@127.0.0.1:{port}" if credentials else f"127.0.0.1:{port}"
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def _free_port() -> int:
+    from tests.services import free_port
+
+    return free_port()
