@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -39,14 +40,22 @@ GAUNTLET_SERVICES = ("migrate", "api", "worker", "beat")
 # What a `.env` next to docker-compose.yml gives (see .env.example).
 DOTENV = {
     "POSTGRES_PASSWORD": "compose-postgres-password",
-    "GAUNTLET_ADMIN_TOKEN": "production-admin-token-" + "p" * 24,
-    "GAUNTLET_SECRET_KEY": "production-secret-key-" + "q" * 24,
+    # Generated as .env.example says (production refuses guessable secrets).
+    "GAUNTLET_ADMIN_TOKEN": secrets.token_urlsafe(32),
+    "GAUNTLET_SECRET_KEY": secrets.token_urlsafe(32),
     "OPENAI_API_KEY": "sk-test-not-a-real-key",
 }
 # The Compose environment variables whose values name other containers (hosts `postgres` and
 # `redis`) or a path inside the container; each gets its native equivalent. Every other value
 # of the Compose file is used as written.
-NATIVE_VALUES = ("GAUNTLET_DATABASE_URL", "GAUNTLET_BROKER_URL", "GAUNTLET_DATA_DIR", "PORT")
+# Ports too: a container has the host's ports to itself, a native process shares them.
+NATIVE_VALUES = (
+    "GAUNTLET_DATABASE_URL",
+    "GAUNTLET_BROKER_URL",
+    "GAUNTLET_DATA_DIR",
+    "PORT",
+    "GAUNTLET_WORKER_HTTP_PORT",
+)
 
 
 def compose_file() -> dict[str, Any]:
@@ -196,6 +205,7 @@ class ProductionLayout:
         self.database_proxy = TcpProxy(database.hostname or "", database.port or 5432).start()
         self.broker_proxy = TcpProxy(redis.hostname or "", redis.port or 6379).start()
         self.port = _free_port()
+        self.worker_http_port = _free_port()
         self.test_settings = dict(test_settings)
         self.services = {
             name: Service(
@@ -234,6 +244,7 @@ class ProductionLayout:
             "GAUNTLET_BROKER_URL": broker,
             "GAUNTLET_DATA_DIR": str(self.folder / f"{name}-data"),
             "PORT": str(self.port),
+            "GAUNTLET_WORKER_HTTP_PORT": str(self.worker_http_port),
         }
         replaced = {key: native[key] for key in declared if key in NATIVE_VALUES}
         # A setting the Compose file names must not be overridden for the test's convenience.
@@ -269,6 +280,9 @@ class ProductionLayout:
             self.wait_healthy()
         elif name == "worker":
             service.wait_for_log(" ready.")
+            # Then healthy, as the Docker engine would see it within the check's start period:
+            # the worker's first heartbeat reaches the database just after it is ready.
+            self.wait_check_passes(name)
         elif name == "beat":
             service.wait_for_log("beat: Starting...")
 
@@ -282,6 +296,14 @@ class ProductionLayout:
                 raw = Path(f"/proc/{pid}/cmdline").read_bytes()
                 command_lines[pid] = raw.replace(b"\0", b" ").decode(errors="replace")
         return command_lines
+
+    def wait_check_passes(self, name: str, timeout: float = 60) -> None:
+        service = self.services[name]
+        deadline = time.monotonic() + timeout
+        while (result := service.healthcheck()).returncode != 0:
+            assert service.running(), service.log()[-3000:]
+            assert time.monotonic() < deadline, (result.stdout, result.stderr[-2000:])
+            time.sleep(0.2)
 
     def wait_healthy(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
