@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -134,16 +135,21 @@ def _send_run_attempt(attempt_id: uuid.UUID) -> str:
 
 
 def _wait_for_outcomes(worker: Worker, task_ids: list[str], timeout: float = 60) -> list[str]:
-    """Waits until the worker has run these tasks; returns what each returned (its log line
-    `Task <name>[<id>] succeeded in <s>: <return value>` names each one)."""
+    """Waits until the worker has run these tasks; returns what each returned (its log line,
+    a JSON object whose event is `Task <name>[<id>] succeeded in <s>: <return value>`, names
+    each one)."""
     deadline = time.monotonic() + timeout
     while True:
         outcomes = {}
         for line in worker.log_path.read_text(errors="replace").splitlines():
+            try:
+                event = str(json.loads(line).get("event", ""))
+            except (json.JSONDecodeError, AttributeError):
+                continue
             for task_id in task_ids:
                 marker = f"[{task_id}] succeeded in "
-                if marker in line:
-                    outcomes[task_id] = line.split(marker, 1)[1].split(": ", 1)[1].strip("'")
+                if marker in event:
+                    outcomes[task_id] = event.split(marker, 1)[1].split(": ", 1)[1].strip("'")
         if len(outcomes) == len(task_ids):
             return [outcomes[task_id] for task_id in task_ids]
         assert time.monotonic() < deadline, f"tasks {set(task_ids) - set(outcomes)} never ran"

@@ -235,7 +235,8 @@ def test_huge_deep_and_non_json_details_are_bounded_data(
     assert odd["score"] == 1.0
     assert odd["score_details"]["nan"] == "NaN"
     assert odd["score_details"]["huge"] == str(10**40)
-    assert odd["score_details"]["surrogate"] == "\ufffd alone"
+    # Kept visible, escaped where it is stored (app/storable.py).
+    assert odd["score_details"]["surrogate"] == "\\ud800 alone"
     unserializable = replay.attempt("answers:NonJsonDetails", {"unserializable": True})
     assert unserializable["score"] is None
     assert "not JSON-serializable" in unserializable["score_details"]["error"]

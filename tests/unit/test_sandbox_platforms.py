@@ -37,13 +37,17 @@ def run(sandbox, scorer, config=None, timeout_ms=10_000):
     return {"score": outcome.score, "details": outcome.details, "error": outcome.error}
 
 def comm_alive(comm):
+    # Zombies (killed, not yet reaped by whoever adopted them) are not alive.
     alive = []
     for name in os.listdir("/proc"):
         try:
-            if name.isdigit() and open(f"/proc/{name}/comm").read().strip() == comm:
-                alive.append(int(name))
+            stat = open(f"/proc/{name}/stat").read() if name.isdigit() else ""
         except OSError:
-            pass
+            continue
+        if not stat or stat.rsplit(")", 1)[1].split()[0] == "Z":
+            continue
+        if stat[stat.index("(") + 1 : stat.rindex(")")] == comm:
+            alive.append(int(name))
     return alive
 
 def attacks(sandbox):
