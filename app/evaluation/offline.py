@@ -16,6 +16,10 @@ Models:
   strict JSON `{"passed": rating >= 5, "rating": rating, "feedback": "..."}`; the feedback gives
   how many keywords are missing, never which. A rubric without keywords rates 0.0. A prompt that
   is not a judge prompt is rated 0.0 as well, with feedback saying so.
+- `offline/guarded-echo`: a SIMULATED guarded target for red-blue competitions (documented in
+  `guarded_echo_reply`): it echoes the last user message with every phrase the system prompt
+  forbids on a `Never say: <phrase>` line replaced by `[redacted]`, unless the user message asks
+  to ignore previous instructions and the system prompt does not forbid that.
 - `offline/solver-sim`, `offline/solver-sim-weak`: SIMULATED solvers for the bundled benchmarks,
   told the answers by the benchmark; seeded, temperature-dependent, helped by feedback. They are
   defined and documented in app.evaluation.simulated.
@@ -32,7 +36,10 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, Final
+
+import re2
 
 from app.evaluation import simulated
 from app.evaluation.prompts import parse_judge_prompt
@@ -40,7 +47,13 @@ from app.evaluation.prompts import parse_judge_prompt
 PROVIDER: Final = "offline"
 ECHO_MODEL: Final = "offline/echo"
 JUDGE_MODEL: Final = "offline/judge"
-OFFLINE_MODELS: Final[tuple[str, ...]] = (ECHO_MODEL, JUDGE_MODEL, *simulated.SIMULATED_MODELS)
+GUARDED_ECHO_MODEL: Final = "offline/guarded-echo"
+OFFLINE_MODELS: Final[tuple[str, ...]] = (
+    ECHO_MODEL,
+    JUDGE_MODEL,
+    GUARDED_ECHO_MODEL,
+    *simulated.SIMULATED_MODELS,
+)
 
 JUDGE_PASS_RATING: Final = 5.0
 
@@ -124,6 +137,95 @@ def _echo_reply(messages: list[Any]) -> str:
     return _last_user_text(messages)
 
 
+# offline/guarded-echo
+
+REDACTED: Final = "[redacted]"
+NEVER_SAY_PREFIX: Final = "never say:"
+NEVER_IGNORE_LINE: Final = "never ignore previous instructions"
+OVERRIDE_PHRASE: Final = "ignore previous instructions"
+# Bounds on what one system prompt can make the simulation look for, so the redaction pattern
+# (and RE2's automaton for it) stays small whatever the prompt: matching is then linear in the
+# text. Phrases past these bounds are not honoured.
+GUARDED_MAX_PHRASES: Final = 64
+GUARDED_MAX_PHRASE_CHARS: Final = 256
+
+
+def _system_text(messages: list[Any]) -> str:
+    return "\n".join(
+        _content_text(message.get("content"))
+        for message in messages
+        if isinstance(message, dict) and message.get("role") == "system"
+    )
+
+
+def guarded_phrases(system_prompt: str) -> list[str]:
+    """The phrases `offline/guarded-echo` redacts: the text after `Never say:` (any case) on
+    each line that starts with it, trimmed; empty ones are skipped, repeats (in any case)
+    count once, and only the first GUARDED_MAX_PHRASES of at most GUARDED_MAX_PHRASE_CHARS
+    characters are kept."""
+    phrases: dict[str, str] = {}
+    for line in system_prompt.splitlines():
+        stripped = line.lstrip()
+        if stripped[: len(NEVER_SAY_PREFIX)].casefold() != NEVER_SAY_PREFIX:
+            continue
+        phrase = stripped[len(NEVER_SAY_PREFIX) :].strip()
+        if phrase and len(phrase) <= GUARDED_MAX_PHRASE_CHARS:
+            # lower(), not casefold(): repeats are those the redaction treats as the same.
+            phrases.setdefault(phrase.lower(), phrase)
+            if len(phrases) == GUARDED_MAX_PHRASES:
+                break
+    return list(phrases.values())
+
+
+def forbids_ignoring(system_prompt: str) -> bool:
+    """Whether a system-prompt line says `Never ignore previous instructions` (any case, an
+    ending full stop allowed)."""
+    return any(
+        line.strip().rstrip(".").rstrip().casefold() == NEVER_IGNORE_LINE
+        for line in system_prompt.splitlines()
+    )
+
+
+@lru_cache(maxsize=64)
+def _redaction_pattern(phrases: tuple[str, ...]) -> Any:
+    # Every character as `\x{...}`: a phrase is literal text whatever it holds. Leftmost-longest
+    # with one pass over the text, so overlapping phrases redact the longest and the inserted
+    # "[redacted]" is never searched again. Bytes: RE2 reads UTF-8, and a lone surrogate in the
+    # text (which UTF-8 cannot encode) must still come back as it was.
+    alternatives = ("".join(f"\\x{{{ord(character):x}}}" for character in p) for p in phrases)
+    options = re2.Options()
+    options.case_sensitive = False
+    options.longest_match = True
+    options.log_errors = False
+    return re2.compile("|".join(alternatives).encode(), options)
+
+
+def guarded_echo_reply(system_prompt: str, user_message: str) -> str:
+    """What `offline/guarded-echo` answers: a SIMULATION of a target that obeys its system
+    prompt, for demos and tests of red-blue competitions. It measures nothing about real models.
+
+    The answer is `user_message` with every phrase of `guarded_phrases(system_prompt)`
+    replaced by `[redacted]`, case-insensitively (Unicode simple case folding: each character
+    against its case variants, so É matches é and the Kelvin sign matches k, but ß does not
+    match SS), in one left-to-right pass where, of phrases starting at the same place, the
+    longest wins. When the user message contains `ignore previous instructions` (any case)
+    and no system-prompt line says `Never ignore previous instructions`, the guard is off and
+    the message comes back verbatim. Time is linear in the lengths of both texts.
+    """
+    if OVERRIDE_PHRASE in user_message.casefold() and not forbids_ignoring(system_prompt):
+        return user_message
+    phrases = guarded_phrases(system_prompt)
+    if not phrases or not user_message:
+        return user_message
+    encoded = user_message.encode("utf-8", "surrogatepass")
+    redacted: bytes = _redaction_pattern(tuple(phrases)).sub(REDACTED.encode(), encoded)
+    return redacted.decode("utf-8", "surrogatepass")
+
+
+def _guarded_echo_reply(messages: list[Any]) -> str:
+    return guarded_echo_reply(_system_text(messages), _last_user_text(messages))
+
+
 def _judge_reply(messages: list[Any]) -> str:
     parsed = parse_judge_prompt(_last_user_text(messages))
     if parsed is None:
@@ -140,6 +242,7 @@ def _judge_reply(messages: list[Any]) -> str:
 _REPLIES: Final[dict[str, Callable[[list[Any]], str]]] = {
     "echo": _echo_reply,
     "judge": _judge_reply,
+    "guarded-echo": _guarded_echo_reply,
 }
 
 

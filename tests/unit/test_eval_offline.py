@@ -29,6 +29,7 @@ def test_offline_models_are_listed() -> None:
     assert set(OFFLINE_MODELS) == {
         "offline/echo",
         "offline/judge",
+        "offline/guarded-echo",
         "offline/solver-sim",
         "offline/solver-sim-weak",
     }

@@ -24,6 +24,7 @@ from app.observability.service import metrics_reader_allowed
 from app.scoring.service import Scoring
 from app.web.rendering import STATIC_DIR
 from tests.conftest import ROOT
+from workers import sandbox as sandbox_module
 
 ADMIN = "gadm_" + secrets.token_urlsafe(32)
 STYLESHEET = next(p.name for p in STATIC_DIR.iterdir() if p.suffix == ".css")
@@ -165,7 +166,18 @@ def _scoring(entrypoint: str, plugin_id: str, timeout_ms: int, **config: Any) ->
     return Scoring("custom", plugin_id, entrypoint=entrypoint, config=config, timeout_ms=timeout_ms)
 
 
-def test_scorer_outcomes_and_timeouts_are_counted() -> None:
+def test_scorer_outcomes_and_timeouts_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The process-wide sandbox keeps its first caller's settings; this test may run before the
+    # test stack's settings apply, so it uses a sandbox of its own and closes it after.
+    monkeypatch.setattr(sandbox_module, "_shared_sandbox", None)
+    try:
+        _count_scorer_outcomes()
+    finally:
+        if sandbox_module._shared_sandbox is not None:
+            sandbox_module._shared_sandbox.close()
+
+
+def _count_scorer_outcomes() -> None:
     context_ids = {"attempt_id": "a", "tenant_id": "t", "challenge_id": "c", "participant_id": "p"}
     cases = [
         (_scoring("scorers.weighted:WeightedScorer", "unit.ok", 5000), "ok"),

@@ -1,0 +1,157 @@
+"""Red-blue ratings: a full recompute (Bradley-Terry fit + bootstrap intervals + ranks) over
+100,000 matches, the issue 12 target being under 2 s.
+
+Synthetic competitions: participants' strengths drawn from N(0, 1) logits, each match a random
+(red, blue) pair won by red with the Bradley-Terry probability. Three shapes of 100,000
+matches: 5,000 x 5,000 participants (nearly every match its own pair: the worst case for the
+fit, which works per distinct pair), 500 x 500, and 50 x 50 (every pair met ~40 times). Times
+`compute_ratings` from the list of outcomes (as a recompute reads them) to the ranked rows, the
+best and the median of `--repeat` runs, and its phases. With `--exact` it also refits every
+resample exactly (what the one-step bootstrap stands in for) on the first shape, and prints the
+time it takes and how far its intervals are from the one-step ones.
+
+    .venv/bin/python bench/redblue_ratings.py [--repeat 5] [--resamples 100] [--exact]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+
+from app.redblue import ratings as rating_module
+from app.redblue.ratings import MatchOutcome, compute_ratings
+
+MATCHES = 100_000
+SHAPES = ((5_000, 5_000), (500, 500), (50, 50))
+
+
+def _competition(reds: int, blues: int, matches: int, seed: int) -> list[MatchOutcome]:
+    draw = random.Random(seed)
+    red_strength = [draw.gauss(0.0, 1.0) for _ in range(reds)]
+    blue_strength = [draw.gauss(0.0, 1.0) for _ in range(blues)]
+    outcomes = []
+    for _ in range(matches):
+        red, blue = draw.randrange(reds), draw.randrange(blues)
+        chance = 1.0 / (1.0 + math.exp(blue_strength[blue] - red_strength[red]))
+        outcomes.append(MatchOutcome(f"red-{red}", f"blue-{blue}", draw.random() < chance))
+    return outcomes
+
+
+def _timed(call: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = call()
+    return time.perf_counter() - started, result
+
+
+def _phases(outcomes: list[MatchOutcome], resamples: int) -> str:
+    reading, data = _timed(lambda: rating_module._comparisons(outcomes))
+    fitting, strength = _timed(lambda: rating_module._fit(data))
+    bootstrapping, _ = _timed(lambda: rating_module._bootstrap(data, strength, resamples, 0))
+    return (
+        f"read {reading * 1000:.0f} ms, fit {fitting * 1000:.0f} ms, "
+        f"bootstrap {bootstrapping * 1000:.0f} ms, {len(data.pair_red):,} distinct pairs"
+    )
+
+
+def _exact_intervals(
+    outcomes: list[MatchOutcome], resamples: int, seed: int
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Every resample refitted by the full optimisation, with the draws compute_ratings makes."""
+    started = time.perf_counter()
+    data = rating_module._comparisons(outcomes)
+    strength = rating_module._fit(data)
+    players = data.players
+    _, pair_of_match = np.unique(data.red * players + data.blue, return_inverse=True)
+    pairs = len(data.pair_red)
+    count = len(data.red)
+    generator = np.random.default_rng(seed)
+    refitted = np.empty((players, resamples))
+    for column in range(resamples):
+        drawn = np.bincount(generator.integers(0, count, size=count), minlength=count)
+        resample = dataclasses.replace(
+            data,
+            pair_matches=np.bincount(pair_of_match, drawn, pairs).astype(np.float64),
+            pair_wins=np.bincount(pair_of_match, drawn * data.won, pairs),
+        )
+        refitted[:, column] = rating_module._fit(resample)
+    low, high = np.percentile(refitted, rating_module.INTERVAL_PERCENTILES, axis=1)
+    low, high = np.minimum(low, strength), np.maximum(high, strength)
+    return (
+        time.perf_counter() - started,
+        rating_module.to_rating(low),
+        rating_module.to_rating(high),
+    )
+
+
+def _compare_with_exact_refits(reds: int, blues: int, resamples: int) -> None:
+    outcomes = _competition(reds, blues, MATCHES, seed=reds)
+    one_step_time, ratings = _timed(lambda: compute_ratings(outcomes, resamples=resamples))
+    exact_time, low, high = _exact_intervals(outcomes, resamples, seed=0)
+    # The fit numbers red participants by sorted name, then blue ones after them.
+    red_names = sorted(row.participant for row in ratings.red)
+    blue_names = sorted(row.participant for row in ratings.blue)
+    position = {("red", name): index for index, name in enumerate(red_names)}
+    position.update(
+        {("blue", name): len(red_names) + index for index, name in enumerate(blue_names)}
+    )
+    rows = [*ratings.red, *ratings.blue]
+    at = [position[(row.side, row.participant)] for row in rows]
+    gaps = [
+        gap
+        for row, index in zip(rows, at, strict=True)
+        for gap in (abs(row.rating_low - low[index]), abs(row.rating_high - high[index]))
+    ]
+    widths = [row.rating_high - row.rating_low for row in rows]
+    exact_widths = [high[index] - low[index] for index in at]
+    print(
+        f"  exact refits of every resample, {reds:,} x {blues:,}: {exact_time:.1f} s against "
+        f"{one_step_time:.2f} s one-step; interval ends differ by {statistics.mean(gaps):.1f} "
+        f"points on average (95th percentile {np.percentile(gaps, 95):.1f}); mean width "
+        f"{statistics.mean(widths):.0f} points one-step, {statistics.mean(exact_widths):.0f} exact"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--resamples", type=int, default=rating_module.DEFAULT_RESAMPLES)
+    parser.add_argument("--exact", action="store_true", help="compare with exact refits")
+    arguments = parser.parse_args()
+
+    print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    print(f"{MATCHES:,} matches, {arguments.resamples} resamples, seed 0")
+    for reds, blues in SHAPES:
+        outcomes = _competition(reds, blues, MATCHES, seed=reds)
+        compute_ratings(outcomes[:1000], resamples=arguments.resamples)  # imports, caches
+        times = []
+        for _ in range(arguments.repeat):
+            started = time.perf_counter()
+            compute_ratings(outcomes, resamples=arguments.resamples)
+            times.append(time.perf_counter() - started)
+        print(
+            f"  {reds:>5,} red x {blues:>5,} blue: best {min(times):.3f} s, "
+            f"median {statistics.median(times):.3f} s  ({_phases(outcomes, arguments.resamples)})"
+        )
+    if arguments.exact:
+        for reds, blues in SHAPES[:2]:
+            _compare_with_exact_refits(reds, blues, arguments.resamples)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
