@@ -41,9 +41,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-real-key")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from app.evalcli.folder import RunFolderStore
 from app.evaluation.benchmark import AttemptView, Benchmark, Task
 from app.evaluation.llm import LLMClient, load_litellm
-from app.evaluation.run_folder import RunFolderStore
 from app.evaluation.runner import RunConfig, run_benchmark
 from app.evaluation.types import CallRecord, Message, ModelSpec, VerifierResult
 

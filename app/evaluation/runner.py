@@ -4,7 +4,7 @@
 `tasks_in_flight` tasks are loaded and running), runs each through
 `app.evaluation.engine.run_trial_loop` (the loop prompt challenges use too) and hands every
 finished trial to a `RunStore` at once. The CLI's store writes run folders
-(app.evaluation.run_folder); the service's store writes the database. The concurrency caps are
+(app.evalcli.folder); the service's store writes the database. The concurrency caps are
 the `LLMClient`'s, shared by every task of the run and every role.
 
 Resume: the store gives back the trials a task already has; a complete task is skipped, a

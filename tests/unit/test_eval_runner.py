@@ -13,6 +13,7 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from app.evalcli.folder import RunFolderStore
 from app.evaluation.benchmark import (
     AttemptView,
     Benchmark,
@@ -24,7 +25,6 @@ from app.evaluation.benchmark import (
 )
 from app.evaluation.llm import LLMClient, load_litellm
 from app.evaluation.metrics import Price
-from app.evaluation.run_folder import RunFolderStore
 from app.evaluation.runner import (
     MemoryRunStore,
     RunAborted,

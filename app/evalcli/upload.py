@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from app.evaluation.run_folder import CONFIG_FILE, RunFolderError, find_run_folders
+from app.evalcli.folder import CONFIG_FILE, RunFolderError, find_run_folders
 
 ENDPOINT_ENV = "GAUNTLET_S3_ENDPOINT_URL"
 BUCKET_ENV = "GAUNTLET_S3_BUCKET"
