@@ -44,8 +44,8 @@ from app.evalcli.variant import (
 )
 
 if TYPE_CHECKING:
-    from app.evaluation.metrics import Price
     from app.outbound.policy import OutboundPolicy
+    from app.outbound.prices import Price
 
 EXIT_OK = 0
 EXIT_FAILED = 1

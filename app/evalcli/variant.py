@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from app.evaluation.metrics import Price
     from app.evaluation.runner import RunConfig
+    from app.outbound.prices import Price
 
 DEFAULT_CHAR_LIMIT = 1000
 DEFAULT_CONCURRENCY = 50

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.evaluation.types import TrialRecord
+from app.outbound.prices import Price
 
 
 def _check_counts(n: int, c: int, k: int) -> None:
@@ -380,29 +381,6 @@ TOKEN_FIELDS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Price:
-    """Per-token prices in USD, litellm's field names. Cached input defaults to full input."""
-
-    input_cost_per_token: float
-    output_cost_per_token: float
-    cache_read_input_token_cost: float | None = None
-
-    def cost(self, *, input_tokens: int, cached_tokens: int, output_tokens: int) -> float:
-        # Providers count cached tokens inside input tokens and reasoning inside output tokens.
-        cached = min(max(cached_tokens, 0), max(input_tokens, 0))
-        cached_price = (
-            self.cache_read_input_token_cost
-            if self.cache_read_input_token_cost is not None
-            else self.input_cost_per_token
-        )
-        return (
-            (input_tokens - cached) * self.input_cost_per_token
-            + cached * cached_price
-            + output_tokens * self.output_cost_per_token
-        )
-
-
 def parse_prices(data: Any, *, source: str = "prices") -> dict[str, Price]:
     """`{model: {input_cost_per_token, output_cost_per_token, cache_read_input_token_cost?}}`."""
     if data is None:
@@ -430,7 +408,11 @@ def parse_prices(data: Any, *, source: str = "prices") -> dict[str, Price]:
         for required in ("input_cost_per_token", "output_cost_per_token"):
             if required not in values:
                 raise ValueError(f"{source}.{model}: missing {required}")
-        prices[str(model)] = Price(**values)
+        prices[str(model)] = Price(
+            input_cost_per_token=values["input_cost_per_token"],
+            output_cost_per_token=values["output_cost_per_token"],
+            cache_read_input_token_cost=values.get("cache_read_input_token_cost"),
+        )
     return prices
 
 
@@ -560,6 +542,7 @@ def apply_prices(usage: Usage, prices: Mapping[str, Price]) -> Usage:
                     input_tokens=totals.input_tokens,
                     cached_tokens=totals.cached_tokens,
                     output_tokens=totals.output_tokens,
+                    thinking_tokens=totals.thinking_tokens,
                 )
             priced.setdefault(role, {})[model] = copy
     return priced

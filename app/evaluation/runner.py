@@ -39,7 +39,6 @@ from app.evaluation.engine import METRICS, TrialSteps, judge_section, run_trial_
 from app.evaluation.feedback import CRITIC_FEEDBACK_MODES, render_feedback
 from app.evaluation.llm import CompletionClient
 from app.evaluation.metrics import (
-    Price,
     TaskStats,
     price_map_info,
     run_summary,
@@ -60,6 +59,7 @@ from app.evaluation.types import (
     TrialRecord,
     VerifierResult,
 )
+from app.outbound.prices import Price
 
 logger = logging.getLogger(__name__)
 

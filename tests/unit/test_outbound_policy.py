@@ -366,7 +366,8 @@ def test_the_catalog_knows_the_local_providers() -> None:
 
 
 def test_the_catalog_is_derived_from_the_installed_litellm() -> None:
-    # Rebuild with `python -m app.outbound.catalog_build` after upgrading litellm.
+    # Rebuild both files (catalog and prices) with `python -m app.outbound.catalog_build`
+    # after upgrading litellm.
     result = subprocess.run(
         [sys.executable, "-m", "app.outbound.catalog_build", "--check"],
         cwd=ROOT,
