@@ -83,10 +83,12 @@ def command_run(args: argparse.Namespace) -> int:
 
     from app.evalcli.folder import RunFolderError, RunFolderStore, run_folder_for
     from app.evaluation.benchmark import Benchmark, BenchmarkError
-    from app.evaluation.llm import LLMClient, warm_up
+    from app.evaluation.direct import SHARED_POOLS
+    from app.evaluation.llm import LLMClient, warm_up_for
     from app.evaluation.runner import (
         RunAborted,
         RunConfigMismatch,
+        RunResult,
         check_config,
         run_benchmark,
         select_tasks,
@@ -136,6 +138,7 @@ def command_run(args: argparse.Namespace) -> int:
         global_concurrency=global_cap,
         per_model_concurrency=per_model,
         outbound=_operator_policy(),
+        prices=config.prices,
     )
     console = Console(total=total, char_limit=variant.console_char_limit)
     print(f"run folder: {folder}", file=err)
@@ -144,12 +147,20 @@ def command_run(args: argparse.Namespace) -> int:
         file=err,
     )
     store = RunFolderStore(folder)
-    # litellm takes seconds to import, and its first call seconds more (it loads its provider
-    # modules then): both happen before the run, so neither the run's wall time nor the first
-    # attempts' elapsed_ms holds them.
-    warm_up()
+    # What the run's calls need is loaded before the run, so neither its wall time nor the
+    # first attempts' elapsed_ms holds it: litellm (seconds to import, seconds more for its
+    # first call) only when a model goes through it, the openai SDK's first call when one
+    # goes direct.
+    warm_up_for([spec for spec in (config.actor, config.judge, config.critic) if spec])
+
+    async def run_and_close() -> RunResult:
+        try:
+            return await run_benchmark(benchmark, config, store, llm, on_event=console.handle)
+        finally:
+            await SHARED_POOLS.aclose()
+
     try:
-        result = asyncio.run(run_benchmark(benchmark, config, store, llm, on_event=console.handle))
+        result = asyncio.run(run_and_close())
     except (RunConfigMismatch, RunFolderError) as error:
         print(f"error: {error}", file=err)
         return EXIT_USAGE

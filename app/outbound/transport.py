@@ -29,10 +29,19 @@ _KEPT_HEADER_PREFIX = "x-stainless-"  # the openai SDK's client description; no 
 class GuardedTransport(httpx.AsyncBaseTransport):
     """An httpx transport for one base-URL route."""
 
-    def __init__(self, route: BaseRoute, resolve: AsyncResolver = system_resolve_async) -> None:
+    def __init__(
+        self,
+        route: BaseRoute,
+        resolve: AsyncResolver = system_resolve_async,
+        limits: httpx.Limits | None = None,
+    ) -> None:
         self.route = route
         self.resolve = resolve
-        self._inner = httpx.AsyncHTTPTransport(retries=0)
+        # The connection pool is this inner transport's (an AsyncClient's own `limits` do not
+        # reach a transport it is given).
+        self._inner = httpx.AsyncHTTPTransport(
+            retries=0, limits=limits if limits is not None else httpx.Limits()
+        )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.url.query:
