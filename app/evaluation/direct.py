@@ -12,11 +12,11 @@ What stays the same on both paths is `LLMClient`'s: the retries (429, 5xx, timeo
 connections, malformed answers; `Retry-After`; full jitter), the concurrency caps, the budgets
 and the `CallRecord` with its four token fields. The SDK's own retries are off.
 
-Connections: one SDK client per event loop, base URL, credential and resolver, and so one httpx
+Connections: one SDK client per event loop, base URL, credential and resolver, and so one
 connection pool, shared by every `LLMClient` of the process (a worker's next attempt reuses the
 connections of the last one). The pool itself sets no cap on connections: the clients' caps
 bound what is in flight. Requests go through `GuardedTransport` (app.outbound.transport), which
-enforces the outbound policy on each one.
+enforces the outbound policy on each one and sends it with aiohttp.
 
 Cost: from litellm's price map read as data (app.outbound.prices), by the model id, unless a
 `prices:` override names the model; a model no map knows (an `openai-compatible/` one, say) is
@@ -123,13 +123,7 @@ def _new_client(route: BaseRoute, resolve: AsyncResolver) -> Any:
         http_client=cast(
             Any,
             httpx.AsyncClient(
-                transport=GuardedTransport(
-                    route,
-                    resolve,
-                    # No cap of its own: LLMClient's caps bound the calls in flight, and a
-                    # pool cap below them would queue calls inside the timed span.
-                    limits=httpx.Limits(max_connections=None, max_keepalive_connections=None),
-                ),
+                transport=GuardedTransport(route, resolve),
                 trust_env=False,
                 follow_redirects=False,
             ),
@@ -137,27 +131,36 @@ def _new_client(route: BaseRoute, resolve: AsyncResolver) -> Any:
     )
 
 
-def request_arguments(spec: ModelSpec, sent: list[Message], model: str) -> dict[str, Any]:
+def request_body(spec: ModelSpec, sent: list[Message], model: str) -> dict[str, Any]:
     """The chat completion request, as litellm would send it to an OpenAI-compatible server."""
-    arguments: dict[str, Any] = {
+    body: dict[str, Any] = {
         "model": model,
         # A fresh copy per try: a retry must not send a list a client library rewrote.
         "messages": [dict(message) for message in sent],
-        "timeout": spec.timeout_s,
     }
     if spec.temperature is not None:
-        arguments["temperature"] = spec.temperature
+        body["temperature"] = spec.temperature
     if spec.max_tokens is not None:
-        arguments["max_tokens"] = spec.max_tokens
-    return arguments
+        body["max_tokens"] = spec.max_tokens
+    return body
 
 
-async def create_completion(client: Any, arguments: dict[str, Any]) -> Any:
-    """One chat completion; a body that is not JSON is a malformed answer (worth a retry)."""
+async def create_completion(client: Any, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """One chat completion through the SDK's client (its request building, headers, status
+    checks and error classes), answered as the JSON the server sent. Posted with
+    `client.post`, the SDK's way to send a body as it is and read the answer as plain data:
+    `chat.completions.create` would walk the body against the SDK's parameter types and build
+    typed objects of the answer, most of the SDK's CPU per call at hundreds in flight. An
+    answer that is not a JSON object is malformed (worth a retry)."""
     try:
-        return await client.chat.completions.create(**arguments)
+        answer = await client.post(
+            "/chat/completions", cast_to=dict, body=body, options={"timeout": timeout_s}
+        )
     except json.JSONDecodeError as error:
         raise MalformedResponseError(f"the response is not JSON: {error}") from error
+    if not isinstance(answer, dict):
+        raise MalformedResponseError(f"the response is {type(answer).__name__}, not an object")
+    return answer
 
 
 def _canned_completion(request: Any) -> Any:
@@ -194,7 +197,5 @@ async def warm_up_direct_calls() -> None:
             max_retries=0,
             http_client=cast(Any, http),
         )
-        await create_completion(
-            client,
-            request_arguments(ModelSpec(model="warm-up"), [{"role": "user", "content": "hi"}], "m"),
-        )
+        body = request_body(ModelSpec(model="warm-up"), [{"role": "user", "content": "hi"}], "m")
+        await create_completion(client, body, 5.0)

@@ -43,7 +43,7 @@ from app.evaluation.direct import (
     MalformedResponseError,
     create_completion,
     is_openai_compatible,
-    request_arguments,
+    request_body,
     served_model_name,
     uses_direct_transport,
     warm_up_direct_calls,
@@ -313,14 +313,21 @@ def _as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _field(value: Any, name: str) -> Any:
+    """A field of a response part: litellm's are objects, the direct transport's plain JSON."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
 def _output_text(response: Any) -> str:
-    choices = getattr(response, "choices", None)
-    if not choices:
+    choices = _field(response, "choices")
+    if not choices or not isinstance(choices, list | tuple):
         raise MalformedResponseError("the response has no choices")
-    message = getattr(choices[0], "message", None)
+    message = _field(choices[0], "message")
     if message is None:
         raise MalformedResponseError("the first choice has no message")
-    content = getattr(message, "content", None)
+    content = _field(message, "content")
     if content is None:
         return ""
     if not isinstance(content, str):
@@ -521,8 +528,8 @@ class LLMClient:
         else:
             # Built before the timed span, like litellm's arguments: the call alone is timed.
             client = self.pools.client(route, self.resolve)
-            direct = request_arguments(spec, sent, served_model_name(spec.model, self.outbound))
-            send = functools.partial(create_completion, client, direct)
+            body = request_body(spec, sent, served_model_name(spec.model, self.outbound))
+            send = functools.partial(create_completion, client, body, spec.timeout_s)
 
         # The model gate comes first so a call queued behind a busy model holds no global slot.
         model_gate, global_gate = self._gates(spec)
@@ -547,17 +554,17 @@ class LLMClient:
         except MalformedResponseError:
             self._observe(spec.model, elapsed_s, None)
             raise
-        usage = getattr(response, "usage", None)
-        prompt_details = getattr(usage, "prompt_tokens_details", None)
-        completion_details = getattr(usage, "completion_tokens_details", None)
+        usage = _field(response, "usage")
+        prompt_details = _field(usage, "prompt_tokens_details")
+        completion_details = _field(usage, "completion_tokens_details")
         record = CallRecord(
             model=spec.model,
             prompt=sent,
             output=output,
-            input_tokens=_as_int(getattr(usage, "prompt_tokens", 0)),
-            cached_tokens=_as_int(getattr(prompt_details, "cached_tokens", 0)),
-            thinking_tokens=_as_int(getattr(completion_details, "reasoning_tokens", 0)),
-            output_tokens=_as_int(getattr(usage, "completion_tokens", 0)),
+            input_tokens=_as_int(_field(usage, "prompt_tokens")),
+            cached_tokens=_as_int(_field(prompt_details, "cached_tokens")),
+            thinking_tokens=_as_int(_field(completion_details, "reasoning_tokens")),
+            output_tokens=_as_int(_field(usage, "completion_tokens")),
             elapsed_ms=elapsed_ms,
         )
         record.cost_usd = self._cost(record, response if route is None else None)
