@@ -17,6 +17,7 @@ start. Only `run` may import litellm, and only when one of its models goes throu
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -188,6 +189,9 @@ def command_run(args: argparse.Namespace) -> int:
         status = EXIT_FAILED
     if variant.s3_sync:
         status = max(status, _sync_to_s3(folder, variant.s3_sync, err))
+    # The process ends here: frozen, its objects are not walked by the interpreter's last
+    # collection at exit (~0.15 s after a run on this machine, for nothing).
+    gc.freeze()
     return status
 
 

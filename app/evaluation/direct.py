@@ -186,9 +186,18 @@ def _canned_completion(request: Any) -> Any:
 async def warm_up_direct_calls() -> None:
     """One untimed call through the SDK to an in-process answer (no network): the SDK loads
     its modules and builds its request and response machinery lazily, on a process's first
-    call; made here, they are not in the first timed call."""
+    call; made here, they are not in the first timed call. The TLS context and the price
+    table are loaded here too."""
+    import os
+
     import httpx
     import openai
+
+    from app.outbound.prices import bundled_prices
+    from app.outbound.transport import tls_context
+
+    tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    bundled_prices()
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(_canned_completion)) as http:
         client = openai.AsyncOpenAI(

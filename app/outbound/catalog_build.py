@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from app.outbound.prices import PRICES_PATH, Price, PriceTier
+from app.outbound.prices import PRICES_PATH, Price, PriceTier, litellm_release_date
 
 CATALOG_PATH = Path(__file__).resolve().parent / "litellm_catalog.json"
 
@@ -263,7 +263,12 @@ def build_prices(litellm: Any) -> tuple[dict[str, Any], int]:
             left_out += 1
             continue
         models[name] = {"provider": str(info.get("litellm_provider", "")), **price.to_json()}
-    return {"litellm_version": _litellm_version(), "models": models}, left_out
+    table = {
+        "litellm_version": _litellm_version(),
+        "price_map_date": litellm_release_date(),
+        "models": models,
+    }
+    return table, left_out
 
 
 def render(catalog: dict[str, Any]) -> str:
@@ -278,7 +283,8 @@ def render_prices(table: dict[str, Any]) -> str:
         for name, entry in models.items()
     ]
     return (
-        f'{{\n "litellm_version": {json.dumps(table["litellm_version"])},\n "models": {{\n'
+        f'{{\n "litellm_version": {json.dumps(table["litellm_version"])},\n'
+        f' "price_map_date": {json.dumps(table["price_map_date"])},\n "models": {{\n'
         + ",\n".join(lines)
         + "\n }\n}\n"
     )

@@ -121,20 +121,24 @@ def _optional_float(value: Any) -> float | None:
 
 @dataclass(frozen=True)
 class PriceTable:
-    """litellm's prices by model key, with the provider each key belongs to."""
+    """litellm's prices by model key, with the provider each key belongs to, and the date of
+    the map they come from (litellm's release date; None when its package does not say)."""
 
     litellm_version: str
     prices: Mapping[str, Price]
     providers: Mapping[str, str]
+    price_map_date: str | None = None
 
     @classmethod
     def from_json(cls, text: str) -> PriceTable:
         data = json.loads(text)
         models: dict[str, Any] = data["models"]
+        date = data.get("price_map_date")
         return cls(
             litellm_version=str(data["litellm_version"]),
             prices={name: Price.from_json(entry) for name, entry in models.items()},
             providers={name: str(entry["provider"]) for name, entry in models.items()},
+            price_map_date=str(date) if date is not None else None,
         )
 
     def price_of(self, model: str, catalog: ProviderCatalog) -> Price | None:
@@ -153,3 +157,24 @@ class PriceTable:
 @lru_cache(maxsize=1)
 def bundled_prices() -> PriceTable:
     return PriceTable.from_json(PRICES_PATH.read_text(encoding="utf-8"))
+
+
+def litellm_release_date() -> str | None:
+    """The installed litellm's release date (its SBOM's build timestamp), read from its package
+    metadata without importing it; None when it ships no SBOM. litellm's price map carries no
+    date of its own: this is the date of the map bundled with that release."""
+    from datetime import datetime
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution("litellm").files or ()
+    except metadata.PackageNotFoundError:
+        return None
+    for entry in files:
+        if entry.name.endswith(".cyclonedx.json"):
+            try:
+                stamp = json.loads(entry.read_text())["metadata"]["timestamp"]
+                return datetime.fromisoformat(str(stamp)[:19]).date().isoformat()
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+    return None

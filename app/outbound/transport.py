@@ -22,6 +22,7 @@ certifi), against the host name.
 from __future__ import annotations
 
 import functools
+import os
 import ssl
 
 import aiohttp
@@ -44,7 +45,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     def __init__(self, route: BaseRoute, resolve: AsyncResolver = system_resolve_async) -> None:
         self.route = route
         self.resolve = resolve
-        tls = httpx.create_ssl_context(trust_env=True)
+        tls = tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
         # The session is made on first use, on the loop that sends (aiohttp sessions belong
         # to one loop).
         self._inner = AiohttpTransport(verify=tls, client=lambda: _session(tls))
@@ -105,3 +106,10 @@ def _parsed(url: str) -> HttpUrl:
     """`parse_url`, remembered: a client sends to the same few URLs over and over, and parsing
     one is a good share of the transport's own work per request (a refusal is not cached)."""
     return parse_url(url)
+
+
+@functools.lru_cache(maxsize=4)
+def tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    """The context httpx would make (certifi, or the `SSL_CERT_FILE` / `SSL_CERT_DIR` the
+    arguments name), made once per process: loading the certificates takes tens of ms."""
+    return httpx.create_ssl_context(trust_env=True)
