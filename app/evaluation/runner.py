@@ -240,7 +240,7 @@ def check_resume(
     """Refuses, with the differences named, a store holding a run of other settings.
 
     Only k may grow, and only with `allow_continue`: the earlier trials stay valid trials of the
-    longer run (DESIGN.md: a failed seq@k trial always has its feedback, so seq@k continues).
+    longer run (a failed seq@k trial always has its feedback, so seq@k continues).
     """
     if stored is None:
         return
