@@ -116,18 +116,21 @@ def warmed_up() -> bool:
 
 
 async def warm_up_calls() -> bool:
-    """One untimed, unrecorded call through the whole client path, to the offline echo model.
+    """One untimed, unrecorded call through the whole client path, to the offline echo model,
+    and one through the direct transport's SDK to an in-process answer.
 
     litellm loads its provider, logging and cost modules lazily, on the first `acompletion` of
-    a process: seconds on a loaded machine. Timed, they would make a process's first attempt
-    look slow and rank it behind later ones (`elapsed_ms`, `fastest`, time penalties). Made
-    here, before any attempt, they leave every timed call with only the call itself. Never
-    raises: a failed warm-up costs fairness, not the worker (the reason is logged).
+    a process: seconds on a loaded machine; the `openai` SDK builds its request machinery on
+    its first call. Timed, they would make a process's first attempt look slow and rank it
+    behind later ones (`elapsed_ms`, `fastest`, time penalties). Made here, before any
+    attempt, they leave every timed call with only the call itself. Never raises: a failed
+    warm-up costs fairness, not the worker (the reason is logged).
     """
     try:
         await LLMClient().complete(
             ModelSpec(model=WARM_UP_MODEL), [{"role": "user", "content": "warm up"}]
         )
+        await warm_up_direct_calls()
         # The call's logging callback is queued on this loop; drained and stopped here, it is
         # not carried (with a warning) onto the loop of the first real call.
         from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
@@ -162,8 +165,8 @@ def warm_up_for(specs: list[ModelSpec]) -> bool:
     runs, by the CLI before a run. False when a warm-up failed (the reason is logged)."""
     warmed = True
     if any(uses_litellm(spec) for spec in specs):
-        warmed = warm_up()
-    if any(uses_direct_transport(spec) for spec in specs):
+        warmed = warm_up()  # the direct transport's warm-up call included
+    elif any(uses_direct_transport(spec) for spec in specs):
         try:
             asyncio.run(warm_up_direct_calls())
         except Exception as error:
@@ -171,6 +174,10 @@ def warm_up_for(specs: list[ModelSpec]) -> bool:
                 "direct transport warm-up failed (%s); the first call will be slower", error
             )
             warmed = False
+    # As after litellm's import: what the process loaded lives as long as it does, and the
+    # collector need not walk it again during the run.
+    gc.collect()
+    gc.freeze()
     return warmed
 
 
