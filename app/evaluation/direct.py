@@ -4,7 +4,7 @@ A call takes this path when its model is reached through a base URL: a variant's
 challenge's `target.api_base`, a benchmark challenge's `actor_api_base`, or a model id with the
 explicit `openai-compatible/` prefix (which must have one; the server receives the name after
 the prefix). Self-hosted servers (vLLM, SGLang, Ollama, llama.cpp) answer in milliseconds with
-hundreds of requests in flight, where litellm's per-call CPU (~5 ms here) and its import
+hundreds of requests in flight, where litellm's per-call CPU (~3 ms here) and its import
 (seconds) would set the pace; the SDK's async client costs a fraction of that per call.
 Every other model (provider ids, `offline/…`) goes through litellm.
 
