@@ -9,9 +9,11 @@ flight (its global and per-model caps), makes `--calls` chat completions as fast
 - `litellm`: `openai/fake-model` with `OPENAI_API_BASE` at the server: litellm's HTTP path.
 
 Both make the same records (four token fields, cost lookup, retries armed) and are warmed up
-first, as the CLI does. Rounds alternate between the transports (`--rounds`, default 3 each), so
-a busy spell on this shared machine hits both; printed per round: calls/s, CPU per call (this
-process), the most calls in flight the server saw; then the ratio of the medians.
+first, as the CLI does. Both run on one event loop, as a run has one, so their connections stay
+open between rounds (a first round of each, not timed, opens them). Rounds alternate between
+the transports (`--rounds`, default 3 each), so a busy spell on this shared machine hits both;
+printed per round: calls/s, CPU per call (this process), the most calls in flight the server
+saw; then the ratio of the medians.
 
     .venv/bin/python bench/direct_throughput.py [--latency-ms 20] [--in-flight 200]
         [--calls 2000] [--rounds 3]
@@ -46,19 +48,13 @@ def spec_for(transport: str, server: LatencyServer) -> ModelSpec:
     return ModelSpec("openai/fake-model", timeout_s=30)
 
 
-def one_round(
-    transport: str, server: LatencyServer, calls: int, in_flight: int
+async def one_round(
+    client: LLMClient, spec: ModelSpec, server: LatencyServer, calls: int
 ) -> dict[str, float]:
-    spec = spec_for(transport, server)
-    client = LLMClient(global_concurrency=in_flight, per_model_concurrency=in_flight)
-
-    async def run() -> None:
-        await asyncio.gather(*(client.complete(spec, MESSAGES) for _ in range(calls)))
-
     before = server.stats(reset=True)["requests"]
     cpu = time.process_time()
     started = time.perf_counter()
-    asyncio.run(run())
+    await asyncio.gather(*(client.complete(spec, MESSAGES) for _ in range(calls)))
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu
     after = server.stats()
@@ -69,6 +65,32 @@ def one_round(
         "peak": float(after["max_in_flight"]),
         "wall_s": wall,
     }
+
+
+async def rounds(
+    server: LatencyServer, args: argparse.Namespace
+) -> dict[str, list[dict[str, float]]]:
+    """Both transports on one event loop, as a run has one: their connections stay open
+    between rounds. A first round of each opens them and is not timed."""
+    transports = ("direct", "litellm")
+    specs = {name: spec_for(name, server) for name in transports}
+    clients = {
+        name: LLMClient(global_concurrency=args.in_flight, per_model_concurrency=args.in_flight)
+        for name in transports
+    }
+    for name in transports:
+        await one_round(clients[name], specs[name], server, args.in_flight)
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in transports}
+    for number in range(1, args.rounds + 1):
+        for name in transports:
+            row = await one_round(clients[name], specs[name], server, args.calls)
+            results[name].append(row)
+            print(
+                f"{number:>5} {name:9} {row['calls_per_s']:>8.0f} "
+                f"{row['cpu_ms_per_call']:>11.2f} {row['peak']:>5.0f}",
+                flush=True,
+            )
+    return results
 
 
 def main() -> None:
@@ -87,18 +109,11 @@ def main() -> None:
         )
         for transport in ("direct", "litellm"):
             warm_up_for([spec_for(transport, server)])
-            one_round(transport, server, args.in_flight, args.in_flight)  # connections opened
         print(f"{'round':>5} {'transport':9} {'calls/s':>8} {'CPU ms/call':>11} {'peak':>5}")
-        results: dict[str, list[float]] = {"direct": [], "litellm": []}
-        for number in range(1, args.rounds + 1):
-            for transport in ("direct", "litellm"):
-                row = one_round(transport, server, args.calls, args.in_flight)
-                results[transport].append(row["calls_per_s"])
-                print(
-                    f"{number:>5} {transport:9} {row['calls_per_s']:>8.0f} "
-                    f"{row['cpu_ms_per_call']:>11.2f} {row['peak']:>5.0f}",
-                    flush=True,
-                )
+        results = {
+            name: [row["calls_per_s"] for row in rows]
+            for name, rows in asyncio.run(rounds(server, args)).items()
+        }
         direct, litellm = (statistics.median(results[name]) for name in ("direct", "litellm"))
         print(
             f"median calls/s: direct {direct:.0f}, litellm {litellm:.0f}: "

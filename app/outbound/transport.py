@@ -68,12 +68,16 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         addresses = [literal] if literal is not None else await self.resolve(url.host, url.port)
         address = route.addresses_permitted(addresses)[0]
 
-        for name in list(request.headers.keys()):
-            lowered = name.lower()
-            if lowered not in _KEPT_HEADERS and not lowered.startswith(_KEPT_HEADER_PREFIX):
-                del request.headers[name]
+        # Rebuilt in one go (deleting from httpx's headers one by one copies them each time).
+        kept = [
+            (name, value)
+            for name, value in request.headers.raw
+            if (lowered := name.lower().decode("latin-1")) in _KEPT_HEADERS
+            or lowered.startswith(_KEPT_HEADER_PREFIX)
+        ]
         if route.api_key:
-            request.headers["Authorization"] = f"Bearer {route.api_key}"
+            kept.append((b"Authorization", f"Bearer {route.api_key}".encode("latin-1")))
+        request.headers = httpx.Headers(kept)
         if literal is None:
             request.url = request.url.copy_with(host=str(address))
             if url.scheme == "https":
