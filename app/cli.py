@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--host", default="127.0.0.1")
     run_parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     # A light import: the eval commands import their heavy modules only when they run.
-    from app.evaluation.cli import add_eval_commands
+    from app.evalcli.cli import add_eval_commands
 
     eval_parser = commands.add_parser(
         "eval", help="run benchmark variants (pass@k, seq@k) and read their run folders"
@@ -249,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif args.command == "run":
         run_embedded(args.host, args.port)
     elif args.command == "eval":
-        from app.evaluation.cli import dispatch
+        from app.evalcli.cli import dispatch
 
         sys.exit(dispatch(args))
 

@@ -1,19 +1,29 @@
-"""Engine wall time against the ideal bound and against a strictly sequential loop.
+"""Evaluation engine wall time: the engine alone, and a whole `gauntlet eval run` process.
 
-A loopback OpenAI-compatible server answers every chat completion after a fixed latency
-(100 ms). 40 ARC-format tasks (small grid puzzles generated here: flip, transpose, recolor) run
-through the real engine (`run_benchmark`: litellm, the LLMClient caps, a run folder on disk) as
-`openai/fake-model` at that server, k = 5, concurrency 50, with pass@k and with seq@k. The server
-solves a task on a fixed attempt (or never), so seq@k stops at different attempts per task.
+40 ARC-format tasks (small grid puzzles generated here: flip, transpose, recolor), written as an
+`arcagi2` data folder, run at a loopback OpenAI-compatible server (bench/latency_server.py, its
+own process) that answers after a fixed latency (default 250 ms), k = 5, 50 calls in flight,
+pass@k and seq@k. The server's fake solver solves a task on a fixed attempt (or never), so
+seq@k stops at different attempts per task.
 
-Printed per metric:
-- engine: wall time of `run_benchmark` (litellm imported and warmed up beforehand);
-- ideal: pass@k: ceil(calls / cap) x latency; seq@k: max(ceil(calls / cap), the most attempts
-  any task makes) x latency, since a task's attempts are sequential by definition;
-- sequential: the same actor calls (the exact prompts the engine sent), one after another;
-- engine / ideal and sequential / engine.
+Rows, all measured in one run of this script:
+- `engine, <client>`: `run_benchmark` in this process (the arcagi2 benchmark on that folder,
+  a run folder on disk), with the client
+    `sleep`   answers as the server would after sleeping the latency: no HTTP, no client
+              library (the engine's own scheduling and bookkeeping);
+    `direct`  LLMClient, `openai-compatible/fake` at the server: the direct transport;
+    `litellm` LLMClient, `openai/fake-model` with `OPENAI_API_BASE` at the server: litellm's
+              HTTP path (litellm imported and warmed up before, as the CLI does);
+- `process`: `gauntlet eval run VARIANT` in a fresh process on the direct transport, from the
+  spawn to the exit; split into start-up (spawn to the server's first request), the calls
+  (first request to last answer) and the end (last answer to exit).
 
-    .venv/bin/python bench/engine_wall_time.py [--latency-ms 100] [--tasks 40] [--k 5]
+Bounds: the ideal is ceil(calls / cap) x latency for pass@k, and max(that, the most attempts
+any task makes) x latency for seq@k (a task's attempts are sequential by definition); for the
+process, plus the interpreter's start-up (`python -c pass`, median of 5, measured here too).
+
+    .venv/bin/python bench/engine_wall_time.py [--latency-ms 250] [--tasks 40] [--k 5]
+        [--concurrency 50] [--clients sleep,direct,litellm] [--process-runs 3] [--sequential]
 """
 
 from __future__ import annotations
@@ -22,36 +32,33 @@ import argparse
 import asyncio
 import json
 import math
-import multiprocessing
 import os
 import random
-import re
+import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-real-key")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.evaluation.benchmark import AttemptView, Benchmark, Task
-from app.evaluation.llm import LLMClient, load_litellm
-from app.evaluation.run_folder import RunFolderStore
+from app.evalcli.folder import RunFolderStore
+from app.evaluation.benchmark import Benchmark
+from app.evaluation.llm import LLMClient, warm_up_for
 from app.evaluation.runner import RunConfig, run_benchmark
-from app.evaluation.types import CallRecord, Message, ModelSpec, VerifierResult
+from app.evaluation.types import CallRecord, Message, ModelSpec
+from bench import common
+from bench.latency_server import ArcAnswers, Grid, LatencyServer
 
-Grid = list[list[int]]
-TASK_LINE = re.compile(r"ARC task (\d+)")
-ATTEMPT_LINE = re.compile(r"This is attempt (\d+) of")
+ROOT = Path(__file__).resolve().parent.parent
+METRICS = ("pass@k", "seq@k")
+FEEDBACK = "cell_match"  # arcagi2's own feedback mode
 
-# ARC-like tasks
+# ARC-format tasks
 
 
 def _transform(kind: str, grid: Grid) -> Grid:
@@ -67,9 +74,15 @@ def _grid(rng: random.Random) -> Grid:
     return [[rng.randint(0, 9) for _ in range(width)] for _ in range(height)]
 
 
-def arc_tasks(count: int, seed: int = 7) -> list[dict[str, Any]]:
+def write_arc_data(folder: Path, count: int, seed: int = 7) -> ArcAnswers:
+    """`count` ARC task files under `folder/evaluation/` with an order file, and the fake
+    solver that knows their answers."""
+    from benchmarks.arcagi2 import render_grid
+
     rng = random.Random(seed)
-    tasks = []
+    (folder / "evaluation").mkdir(parents=True)
+    answers = ArcAnswers()
+    order = []
     for index in range(1, count + 1):
         kind = ("flip", "transpose", "recolor")[index % 3]
         train = []
@@ -77,209 +90,31 @@ def arc_tasks(count: int, seed: int = 7) -> list[dict[str, Any]]:
             grid = _grid(rng)
             train.append({"input": grid, "output": _transform(kind, grid)})
         test_input = _grid(rng)
-        tasks.append(
-            {
-                "index": index,
-                "train": train,
-                "test": [{"input": test_input, "output": _transform(kind, test_input)}],
-            }
-        )
-    return tasks
+        answer = _transform(kind, test_input)
+        task_id = f"arc-{index:03d}"
+        document = {"train": train, "test": [{"input": test_input, "output": answer}]}
+        (folder / "evaluation" / f"{task_id}.json").write_text(json.dumps(document))
+        order.append(task_id)
+        answers.by_test_input[render_grid(test_input)] = (index, answer)
+    (folder / "evaluation.txt").write_text("\n".join(order) + "\n")
+    return answers
 
 
-def arc_prompt(task: dict[str, Any]) -> str:
-    return (
-        f"ARC task {task['index']}. Find the rule that maps each input grid to its output grid, "
-        "then apply it to the test input. Reply with the output grid as JSON only.\n"
-        f"Training pairs: {json.dumps(task['train'])}\n"
-        f"Test input: {json.dumps(task['test'][0]['input'])}"
-    )
-
-
-def solved_on(index: int, k: int) -> int | None:
-    """The attempt on which the fake model solves a task: 1..k, or never for every 4th."""
-    return None if index % 4 == 0 else 1 + index % k
-
-
-def build_benchmark(tasks: list[dict[str, Any]]) -> Benchmark:
-    module = ModuleType("benchmarks.arc_bench")
-    module.VERIFIER = "deterministic"  # type: ignore[attr-defined]
-
-    def load_tasks(**options: Any) -> Iterator[Task]:
-        for task in tasks:
-            yield Task(
-                task_id=f"arc-{task['index']:03d}",
-                canonical_index=task["index"],
-                prompt=arc_prompt(task),
-                answer=task["test"][0]["output"],
-            )
-
-    def verify(task: Task, attempt: AttemptView, *, judge_model: str | None) -> VerifierResult:
-        try:
-            grid = json.loads(attempt.output)
-        except json.JSONDecodeError:
-            grid = None
-        success = grid == task.answer
-        return VerifierResult(
-            success=success,
-            score=1.0 if success else 0.0,
-            raw_eval_output="grid matches" if success else "grid differs",
-        )
-
-    module.load_tasks = load_tasks  # type: ignore[attr-defined]
-    module.verify = verify  # type: ignore[attr-defined]
-    return Benchmark(module, "arc_bench")
-
-
-# The server
-
-
-class FixedLatencyServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 512  # the default backlog of 5 refuses bursts of 50 connections
-
-    def __init__(self, latency_s: float, tasks: list[dict[str, Any]], k: int) -> None:
-        self.latency_s = latency_s
-        self.answers = {task["index"]: task["test"][0]["output"] for task in tasks}
-        self.k = k
-        self.lock = threading.Lock()
-        self.requests = 0
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.pass_counter = 0
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-    def reply(self, body: dict[str, Any]) -> str:
-        # pass@k samples are independent: every 3rd call per server is right.
-        with self.lock:
-            return _reply(self, str(body["messages"][-1]["content"]))
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: FixedLatencyServer
-    protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
-    # http.server writes the headers and the body as two segments; with Nagle's algorithm the
-    # body waits for the client's delayed ACK of the headers, ~40 ms on every call.
-    disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silenced."""
-
-    def do_GET(self) -> None:
-        # The counters live in the server's process; the bench reads them here.
-        server = self.server
-        with server.lock:
-            payload = json.dumps(
-                {"requests": server.requests, "max_in_flight": server.max_in_flight}
-            ).encode()
-            if self.path == "/stats/reset":
-                server.max_in_flight = 0
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        server = self.server
-        with server.lock:
-            server.requests += 1
-            server.in_flight += 1
-            server.max_in_flight = max(server.max_in_flight, server.in_flight)
-        try:
-            time.sleep(server.latency_s)
-            text = server.reply(body)
-        finally:
-            with server.lock:
-                server.in_flight -= 1
-        payload = json.dumps(
-            {
-                "id": "chatcmpl-bench",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "fake-model"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-
-def _serve(latency_s: float, tasks: list[dict[str, Any]], k: int, port: Any) -> None:
-    server = FixedLatencyServer(latency_s, tasks, k)
-    port.value = server.server_address[1]
-    server.serve_forever(poll_interval=0.05)
-
-
-class ServerProcess:
-    """The server in a process of its own: a provider is not in the client's process, and a
-    threaded server sharing the client's interpreter lock would slow the client down."""
-
-    def __init__(self, latency_s: float, tasks: list[dict[str, Any]], k: int) -> None:
-        self.latency_s = latency_s
-        context = multiprocessing.get_context("fork")
-        port = context.Value("i", 0)
-        self.process = context.Process(target=_serve, args=(latency_s, tasks, k, port))
-        self.process.daemon = True
-        self.process.start()
-        deadline = time.monotonic() + 10
-        while port.value == 0:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the bench server did not start")
-            time.sleep(0.01)
-        self.port = int(port.value)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def stats(self, *, reset: bool = False) -> dict[str, int]:
-        path = "/stats/reset" if reset else "/stats"
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as reply:
-            data: dict[str, int] = json.loads(reply.read())
-        return data
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.join(timeout=5)
-
-
-# Measurements
+# The engine in this process
 
 
 class SleepingClient:
     """A CompletionClient that answers like the server after sleeping its latency, with no
-    litellm and no HTTP: it isolates the engine's own scheduling (`--client sleep`)."""
+    HTTP and no client library: it isolates the engine's own scheduling."""
 
-    def __init__(self, latency_s: float, tasks: list[dict[str, Any]], k: int, cap: int) -> None:
+    def __init__(self, latency_s: float, answers: ArcAnswers, cap: int) -> None:
         self.latency_s = latency_s
-        self.answers = {task["index"]: task["test"][0]["output"] for task in tasks}
-        self.k = k
+        self.answers = answers
         self.global_concurrency = cap
         self.gate = asyncio.Semaphore(cap)
         self.calls = 0
         self.in_flight = 0
         self.max_in_flight = 0
-        self.pass_counter = 0
-
-    def reply(self, content: str) -> str:
-        return _reply(self, content)
 
     async def complete(self, spec: ModelSpec, messages: list[Message]) -> CallRecord:
         async with self.gate:
@@ -290,149 +125,246 @@ class SleepingClient:
                 await asyncio.sleep(self.latency_s)
             finally:
                 self.in_flight -= 1
-        output = self.reply(str(messages[-1]["content"]))
+        output = self.answers.reply(str(messages[-1]["content"]))
         return CallRecord(model=spec.model, prompt=list(messages), output=output)
 
 
-def _reply(state: Any, content: str) -> str:
-    """The fake model: solves task i on attempt solved_on(i) (seq@k), every 3rd pass@k call."""
-    task = TASK_LINE.search(content)
-    index = int(task.group(1)) if task else 0
-    attempt_match = ATTEMPT_LINE.search(content)
-    if attempt_match is not None:
-        attempt = int(attempt_match.group(1))
-    else:
-        state.pass_counter += 1
-        attempt = 1 if state.pass_counter % 3 == 0 else 0
-    target = solved_on(index, state.k) if attempt_match is not None else 1
-    if target is not None and attempt == target and index in state.answers:
-        return json.dumps(state.answers[index])
-    return "[[0]]"
+def client_spec(client: str, server: LatencyServer) -> ModelSpec:
+    if client == "litellm":
+        # litellm's openai provider reads the server's address from the environment.
+        os.environ["OPENAI_API_BASE"] = server.base_url
+        return ModelSpec("openai/fake-model", timeout_s=30)
+    return ModelSpec("openai-compatible/fake", api_base=server.base_url, timeout_s=30)
 
 
-async def sequential(llm: Any, spec: ModelSpec, prompts: list[list[Message]]) -> float:
-    started = time.perf_counter()
-    for messages in prompts:
-        await llm.complete(spec, messages)
-    return time.perf_counter() - started
+def ideal_seconds(metric: str, calls: int, per_task: list[int], cap: int, latency: float) -> float:
+    rounds = math.ceil(calls / cap)
+    if metric == "seq@k":
+        rounds = max(rounds, max(per_task, default=0))
+    return rounds * latency
 
 
-def measure(
+def attempts_per_task(folder: Path) -> list[int]:
+    return [len(list(task.glob("attempt-*.json"))) for task in sorted(folder.rglob("task-*"))]
+
+
+def measure_engine(
     metric: str,
-    benchmark: Benchmark,
-    server: ServerProcess,
-    k: int,
-    cap: int,
-    sleeping: SleepingClient | None = None,
+    client: str,
+    data_dir: Path,
+    server: LatencyServer,
+    answers: ArcAnswers,
+    args: argparse.Namespace,
 ) -> dict[str, Any]:
-    spec = ModelSpec("openai/fake-model", api_base=server.base_url, timeout_s=30)
-    llm: Any = sleeping or LLMClient(global_concurrency=cap, per_model_concurrency=cap)
+    benchmark = Benchmark.load("arcagi2")
+    spec = client_spec(client, server)
+    llm: Any
+    if client == "sleep":
+        llm = SleepingClient(server.latency_s, answers, args.concurrency)
+    else:
+        llm = LLMClient(global_concurrency=args.concurrency, per_model_concurrency=args.concurrency)
     config = RunConfig(
-        benchmark="arc_bench",
-        metric=metric,
-        k=k,
-        feedback_mode="raw",
-        actor=spec,  # type: ignore[arg-type]
+        benchmark="arcagi2",
+        metric=metric,  # type: ignore[arg-type]
+        k=args.k,
+        feedback_mode=FEEDBACK,
+        actor=spec,
+        options={"data_dir": str(data_dir), "split": "evaluation"},
     )
+    answers.pass_counter = 0
     with tempfile.TemporaryDirectory(prefix="gauntlet-bench-") as folder:
         store = RunFolderStore(Path(folder))
-        started_requests = server.stats(reset=True)["requests"]
+        before = server.stats(reset=True)["requests"]
         started = time.perf_counter()
         result = asyncio.run(run_benchmark(benchmark, config, store, llm))
         engine_s = time.perf_counter() - started
         after = server.stats()
-        calls = after["requests"] - started_requests
-        peak = after["max_in_flight"]
-        if sleeping is not None:
-            calls, peak = sleeping.calls, sleeping.max_in_flight
-        per_task = []
-        prompts: list[list[Message]] = []
-        for task_dir in sorted(Path(folder).glob("task-*")):
-            attempts = sorted(task_dir.glob("attempt-*.json"))
-            per_task.append(len(attempts))
-            for path in attempts:
-                prompt = json.loads(path.read_text())["actor"]["prompt"]
-                prompts.append(prompt)
-    latency = server.latency_s
-    ideal_rounds = math.ceil(calls / cap)
-    if metric == "seq@k":
-        ideal_rounds = max(ideal_rounds, max(per_task))
-    ideal_s = ideal_rounds * latency
-    one_at_a_time: Any = (
-        SleepingClient(sleeping.latency_s, [], k, 1) if sleeping is not None else LLMClient()
-    )
-    sequential_s = asyncio.run(sequential(one_at_a_time, spec, prompts))
-    curve = result.summary["curves"]
-    name = "pass_at" if metric == "pass@k" else "seq_at"
-    return {
+        per_task = attempts_per_task(Path(folder))
+        prompts = [
+            json.loads(path.read_text())["actor"]["messages"]
+            for path in sorted(Path(folder).rglob("attempt-*.json"))
+        ]
+    if client == "sleep":
+        calls, peak = llm.calls, llm.max_in_flight
+    else:
+        calls, peak = after["requests"] - before, after["max_in_flight"]
+    ideal_s = ideal_seconds(metric, calls, per_task, args.concurrency, server.latency_s)
+    row = {
+        "row": f"engine, {client}",
         "metric": metric,
         "calls": calls,
-        "peak_in_flight": peak,
-        "engine_s": engine_s,
+        "peak": peak,
+        "wall_s": engine_s,
         "ideal_s": ideal_s,
-        "sequential_s": sequential_s,
-        "engine_over_ideal": engine_s / ideal_s,
-        "sequential_over_engine": sequential_s / engine_s,
-        "curve": [round(value, 3) for value in curve[name]],
+        "ratio": engine_s / ideal_s,
+        "curve": result.summary["curves"]["pass_at" if metric == "pass@k" else "seq_at"],
+    }
+    if args.sequential:
+        one: Any = (
+            SleepingClient(server.latency_s, answers, 1) if client == "sleep" else LLMClient()
+        )
+
+        async def loop() -> float:
+            started = time.perf_counter()
+            for messages in prompts:
+                await one.complete(spec, messages)
+            return time.perf_counter() - started
+
+        row["sequential_s"] = asyncio.run(loop())
+    return row
+
+
+# The whole process
+
+
+def interpreter_start_s(python: str, repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run([python, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def cli_start_s(gauntlet: str, repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run([gauntlet, "--help"], check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def measure_process(
+    metric: str,
+    data_dir: Path,
+    server: LatencyServer,
+    answers: ArcAnswers,
+    args: argparse.Namespace,
+    workdir: Path,
+    run_number: int,
+) -> dict[str, Any]:
+    variant = workdir / f"{metric[:-2]}k-{run_number}.yaml"
+    variant.write_text(
+        json.dumps(  # JSON is YAML
+            {
+                "benchmark": "arcagi2",
+                "metric": metric,
+                "k": args.k,
+                "feedback_mode": FEEDBACK,
+                "model": {
+                    "model": "openai-compatible/fake",
+                    "api_base": server.base_url,
+                    "timeout_s": 30,
+                },
+                "concurrency": args.concurrency,
+                "options": {"data_dir": str(data_dir), "split": "evaluation"},
+            }
+        )
+    )
+    runs = workdir / f"runs-{metric[:-2]}k-{run_number}"
+    server.stats(reset=True)
+    before = server.stats()["requests"]
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GAUNTLET_")}
+    env["GAUNTLET_DATA_DIR"] = str(workdir / "data")
+    spawned = time.time()
+    started = time.perf_counter()
+    done = subprocess.run(
+        [common.gauntlet_bin(), "eval", "run", str(variant), "--runs-root", str(runs)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wall_s = time.perf_counter() - started
+    exited = spawned + wall_s
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    after = server.stats()
+    calls = after["requests"] - before
+    per_task = attempts_per_task(runs)
+    ideal_s = ideal_seconds(metric, calls, per_task, args.concurrency, server.latency_s)
+    return {
+        "row": "process, direct",
+        "metric": metric,
+        "calls": calls,
+        "peak": after["max_in_flight"],
+        "wall_s": wall_s,
+        "ideal_s": ideal_s,
+        "start_s": after["first_request_at"] - spawned,
+        "calls_s": after["last_answer_at"] - after["first_request_at"],
+        "end_s": exited - after["last_answer_at"],
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--latency-ms", type=float, default=100.0)
+    parser.add_argument("--latency-ms", type=float, default=250.0)
     parser.add_argument("--tasks", type=int, default=40)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--clients", default="sleep,direct,litellm")
+    parser.add_argument("--process-runs", type=int, default=3, help="0: no process rows")
     parser.add_argument(
-        "--client",
-        choices=("litellm", "sleep"),
-        default="litellm",
-        help="litellm (the real path, to the loopback server) or sleep (no litellm, no HTTP: "
-        "the engine's own scheduling)",
+        "--sequential", action="store_true", help="also time the same calls one at a time"
     )
     args = parser.parse_args()
+    clients = [name for name in args.clients.split(",") if name]
 
-    tasks = arc_tasks(args.tasks)
-    benchmark = build_benchmark(tasks)
-    server = ServerProcess(args.latency_ms / 1000, tasks, args.k)
-    try:
-        # Priced like a real model: litellm prices every response, and for a model missing
-        # from its price map it walks its fallbacks on every call, several ms of CPU each.
-        load_litellm().register_model(
-            {
-                "openai/fake-model": {
-                    "litellm_provider": "openai",
-                    "mode": "chat",
-                    "input_cost_per_token": 1e-6,
-                    "output_cost_per_token": 2e-6,
-                }
-            }
-        )
-        warm = ModelSpec("openai/fake-model", api_base=server.base_url, timeout_s=30)
-        # The first call builds litellm's HTTP client; it is start-up, not engine time.
-        asyncio.run(LLMClient().complete(warm, [{"role": "user", "content": "warm up"}]))
-        print(
-            f"{args.tasks} ARC-format tasks, k={args.k}, latency {args.latency_ms:g} ms, "
-            f"concurrency {args.concurrency}, {os.cpu_count()} CPUs"
-        )
-        header = (
-            f"{'metric':7} {'calls':>5} {'peak':>4} {'engine s':>9} {'ideal s':>8} "
-            f"{'seq. loop s':>11} {'engine/ideal':>12} {'loop/engine':>11}  curve"
-        )
-        print(header)
-        for metric in ("pass@k", "seq@k"):
-            sleeping = None
-            if args.client == "sleep":
-                sleeping = SleepingClient(args.latency_ms / 1000, tasks, args.k, args.concurrency)
-            row = measure(metric, benchmark, server, args.k, args.concurrency, sleeping)
+    common.print_machine_info("evaluation engine wall time")
+    with tempfile.TemporaryDirectory(prefix="gauntlet-engine-bench-") as scratch:
+        workdir = Path(scratch)
+        data_dir = workdir / "arc"
+        answers = write_arc_data(data_dir, args.tasks)
+        answers.k = args.k
+        with LatencyServer(args.latency_ms / 1000, answers) as server:
             print(
-                f"{row['metric']:7} {row['calls']:>5} {row['peak_in_flight']:>4} "
-                f"{row['engine_s']:>9.3f} {row['ideal_s']:>8.3f} {row['sequential_s']:>11.3f} "
-                f"{row['engine_over_ideal']:>11.2f}x {row['sequential_over_engine']:>10.1f}x  "
-                f"{row['curve']}"
+                f"   {args.tasks} ARC-format tasks, k={args.k}, latency {args.latency_ms:g} ms, "
+                f"{args.concurrency} in flight"
             )
-    finally:
-        server.stop()
+            python = sys.executable
+            interpreter_s = interpreter_start_s(python)
+            print(f"   interpreter start-up (`python -c pass`, median of 5): {interpreter_s:.3f} s")
+            print(f"   `gauntlet --help` (median of 3): {cli_start_s(common.gauntlet_bin()):.3f} s")
+            print()
+            print(
+                f"{'row':17} {'metric':7} {'calls':>5} {'peak':>4} {'wall s':>7} {'ideal s':>7}"
+                f" {'ratio':>7}  detail"
+            )
+            for client in clients:
+                if client != "sleep":
+                    # What the client needs is loaded before it is timed, as the CLI does.
+                    warm_up_for([client_spec(client, server)])
+                for metric in METRICS:
+                    row = measure_engine(metric, client, data_dir, server, answers, args)
+                    detail = f"curve {[round(value, 3) for value in row['curve']]}"
+                    if "sequential_s" in row:
+                        detail += (
+                            f", sequential loop {row['sequential_s']:.2f} s "
+                            f"({row['sequential_s'] / row['wall_s']:.1f}x the engine)"
+                        )
+                    print(
+                        f"{row['row']:17} {metric:7} {row['calls']:>5} {row['peak']:>4} "
+                        f"{row['wall_s']:>7.3f} {row['ideal_s']:>7.3f} {row['ratio']:>6.2f}x  "
+                        f"{detail}",
+                        flush=True,
+                    )
+            for run_number in range(1, args.process_runs + 1):
+                for metric in METRICS:
+                    row = measure_process(
+                        metric, data_dir, server, answers, args, workdir, run_number
+                    )
+                    bound = row["ideal_s"] + interpreter_s
+                    print(
+                        f"{row['row']:17} {metric:7} {row['calls']:>5} {row['peak']:>4} "
+                        f"{row['wall_s']:>7.3f} {row['ideal_s']:>7.3f} "
+                        f"{row['wall_s'] / bound:>6.2f}x  of ideal + interpreter start-up "
+                        f"({bound:.3f} s); start-up {row['start_s']:.3f} s, calls "
+                        f"{row['calls_s']:.3f} s, end {row['end_s']:.3f} s",
+                        flush=True,
+                    )
+    common.print_end_load()
 
 
 if __name__ == "__main__":

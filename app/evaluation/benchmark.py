@@ -1,7 +1,7 @@
 """The benchmark contract: what a package `benchmarks/<name>/` provides, and how models are called.
 
-A benchmark is a plain Python package (the same contract the pass@k/seq@k research harness uses,
-DESIGN.md "Benchmarks"). Module-level names:
+A benchmark is a plain Python package (the same contract the pass@k/seq@k research harness uses;
+docs/engine.md, "Benchmarks"). Module-level names:
 
 - `VERIFIER: str` (required): how it verifies, `"llm"` (needs a judge model), `"deterministic"`
   (rules alone: a 0/1 score, partial credit kept in `details`), or any short name. It names the

@@ -1,4 +1,4 @@
-"""Runs the trials of one attempt on one task: pass@k or seq@k (DESIGN.md).
+"""Runs the trials of one attempt on one task: pass@k or seq@k (docs/engine.md).
 
 pass@k draws all k independent samples at once and never stops early. seq@k runs attempts one
 after another, each seeing the earlier outputs and their feedback, and stops at the first
@@ -249,7 +249,7 @@ async def run_trials(
 
 @dataclass
 class AttemptTotals:
-    """Figures over all trials of an attempt, as AttemptMetrics needs them (DESIGN.md)."""
+    """Figures over all trials of an attempt, as the service's AttemptMetrics need them."""
 
     succeeded: bool
     tokens_total: int

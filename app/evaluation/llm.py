@@ -2,36 +2,52 @@
 
 Every actor, judge and critic call goes through `LLMClient.complete`, which returns a
 `CallRecord` of exactly what was sent and received. Before each call the outbound policy
-(app.outbound) decides: a provider call goes through litellm, to the provider's own endpoint
-with the operator's key for it; a call with a base URL goes to an OpenAI-compatible server
-through the `openai` SDK on a transport that enforces the allow-list, the address checks and
-the credential bound to that base (never a provider key from the environment). A cost budget,
-when given, is checked before every try and charged after every answer.
+(app.outbound) decides, and the call takes one of two transports:
+
+- litellm, for provider model ids (`openai/gpt-4o-mini`, `anthropic/…`) and the built-in
+  `offline/…` models: to the provider's own endpoint with the operator's key for it;
+- the direct transport (app.evaluation.direct), for a model reached through a base URL or named
+  `openai-compatible/…`: an OpenAI-compatible server through the `openai` SDK, on a transport
+  that enforces the allow-list, the address checks and the credential bound to that base (never
+  a provider key from the environment). litellm is not imported for it.
+
+A cost budget, when given, is checked before every try and charged after every answer.
 
 Transient failures (rate limits, 5xx, timeouts, broken connections, malformed responses) are
-retried with exponential backoff and full jitter, honouring `Retry-After`; anything else, and a
-spent retry budget, raises `InfrastructureError`, which ends an attempt as `error` rather than
-as a failed trial. Its message is what participants see ("model ... unreachable", an HTTP
-status), never an address; the full reason is its `detail`, logged here.
+retried with exponential backoff and full jitter, honouring `Retry-After`, the same way on both
+transports; anything else, and a spent retry budget, raises `InfrastructureError`, which ends
+an attempt as `error` rather than as a failed trial. Its message is what participants see
+("model ... unreachable", an HTTP status), never an address; the full reason is its `detail`,
+logged here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import email.utils
+import functools
 import gc
-import json
 import logging
 import math
 import os
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
+from app.evaluation.direct import (
+    SHARED_POOLS,
+    ConnectionPools,
+    MalformedResponseError,
+    create_completion,
+    is_openai_compatible,
+    request_body,
+    served_model_name,
+    uses_direct_transport,
+    warm_up_direct_calls,
+)
 from app.evaluation.types import (
     CallRecord,
     InfrastructureError,
@@ -41,6 +57,7 @@ from app.evaluation.types import (
 )
 from app.outbound.addresses import AsyncResolver, DestinationRefused, system_resolve_async
 from app.outbound.policy import BaseRoute, OutboundPolicy, OutboundRefused
+from app.outbound.prices import Price, bundled_prices
 from app.storable import encodable
 
 logger = logging.getLogger(__name__)
@@ -99,18 +116,21 @@ def warmed_up() -> bool:
 
 
 async def warm_up_calls() -> bool:
-    """One untimed, unrecorded call through the whole client path, to the offline echo model.
+    """One untimed, unrecorded call through the whole client path, to the offline echo model,
+    and one through the direct transport's SDK to an in-process answer.
 
     litellm loads its provider, logging and cost modules lazily, on the first `acompletion` of
-    a process: seconds on a loaded machine. Timed, they would make a process's first attempt
-    look slow and rank it behind later ones (`elapsed_ms`, `fastest`, time penalties). Made
-    here, before any attempt, they leave every timed call with only the call itself. Never
-    raises: a failed warm-up costs fairness, not the worker (the reason is logged).
+    a process: seconds on a loaded machine; the `openai` SDK builds its request machinery on
+    its first call. Timed, they would make a process's first attempt look slow and rank it
+    behind later ones (`elapsed_ms`, `fastest`, time penalties). Made here, before any
+    attempt, they leave every timed call with only the call itself. Never raises: a failed
+    warm-up costs fairness, not the worker (the reason is logged).
     """
     try:
         await LLMClient().complete(
             ModelSpec(model=WARM_UP_MODEL), [{"role": "user", "content": "warm up"}]
         )
+        await warm_up_direct_calls()
         # The call's logging callback is queued on this loop; drained and stopped here, it is
         # not carried (with a warning) onto the loop of the first real call.
         from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
@@ -127,14 +147,38 @@ async def warm_up_calls() -> bool:
 
 def warm_up() -> bool:
     """Imports litellm and makes the warm-up call (`warm_up_calls`) on a loop of its own;
-    called where no loop runs: by the CLI before a run, by a worker before forking its pool
-    (the modules loaded are inherited by every pool process)."""
+    called where no loop runs: by a worker before forking its pool (the modules loaded are
+    inherited by every pool process)."""
     load_litellm()
     return asyncio.run(warm_up_calls())
 
 
-class MalformedResponseError(Exception):
-    """A provider answered, but not with a usable chat completion."""
+def uses_litellm(spec: ModelSpec) -> bool:
+    """Whether a call of `spec` goes through litellm (else through the direct transport)."""
+    return not uses_direct_transport(spec)
+
+
+def warm_up_for(specs: list[ModelSpec]) -> bool:
+    """Loads what calls of `specs` need, before any is timed: litellm and its warm-up call only
+    when one of them goes through litellm, the `openai` SDK's warm-up call when one goes
+    direct (litellm loads the SDK too, but not its lazy request path). Called where no loop
+    runs, by the CLI before a run. False when a warm-up failed (the reason is logged)."""
+    warmed = True
+    if any(uses_litellm(spec) for spec in specs):
+        warmed = warm_up()  # the direct transport's warm-up call included
+    elif any(uses_direct_transport(spec) for spec in specs):
+        try:
+            asyncio.run(warm_up_direct_calls())
+        except Exception as error:
+            logger.warning(
+                "direct transport warm-up failed (%s); the first call will be slower", error
+            )
+            warmed = False
+    # As after litellm's import: what the process loaded lives as long as it does, and the
+    # collector need not walk it again during the run.
+    gc.collect()
+    gc.freeze()
+    return warmed
 
 
 class CallBudget(Protocol):
@@ -266,15 +310,6 @@ def _public_failure(model: str, error: BaseException) -> str:
     return f"model {model} failed: {type(error).__name__}"
 
 
-def served_model_name(model: str, policy: OutboundPolicy) -> str:
-    """The model name an OpenAI-compatible server receives: the id without its litellm provider
-    prefix (`openai/my-model` -> `my-model`), as litellm itself sends it."""
-    prefix, slash, rest = model.partition("/")
-    if slash and policy.catalog.provider_of(model) == prefix:
-        return rest
-    return model
-
-
 def _encodable_message(message: Message) -> Message:
     return {
         key: encodable(value) if isinstance(value, str) else value for key, value in message.items()
@@ -285,14 +320,21 @@ def _as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _field(value: Any, name: str) -> Any:
+    """A field of a response part: litellm's are objects, the direct transport's plain JSON."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
 def _output_text(response: Any) -> str:
-    choices = getattr(response, "choices", None)
-    if not choices:
+    choices = _field(response, "choices")
+    if not choices or not isinstance(choices, list | tuple):
         raise MalformedResponseError("the response has no choices")
-    message = getattr(choices[0], "message", None)
+    message = _field(choices[0], "message")
     if message is None:
         raise MalformedResponseError("the first choice has no message")
-    content = getattr(message, "content", None)
+    content = _field(message, "content")
     if content is None:
         return ""
     if not isinstance(content, str):
@@ -304,10 +346,12 @@ class LLMClient:
     """Calls models within a global and a per-model cap on calls in flight, by `outbound` policy
     (default: the operator's own run, any provider and base URL, no credential for any base).
 
-    The semaphores and base-URL clients belong to the event loop that first uses them; when the
-    client is used from a new loop (a worker running `asyncio.run` per task), they are recreated
-    for it. One loop at a time per client. A model is identified by its id and `api_base`, so
-    two servers of the same model id do not share a cap.
+    The semaphores belong to the event loop that first uses them; when the client is used from
+    a new loop (a worker running `asyncio.run` per task), they are recreated for it. One loop at
+    a time per client. A model is identified by its id and `api_base`, so two servers of the
+    same model id do not share a cap. Direct-transport connections come from `pools` (default:
+    the process's, shared by every client; see app.evaluation.direct). `prices` (the `prices:`
+    overrides) price their models on both transports.
     """
 
     def __init__(
@@ -322,6 +366,8 @@ class LLMClient:
         budget: CallBudget | None = None,
         resolve: AsyncResolver = system_resolve_async,
         on_call: CallObserver | None = None,
+        prices: Mapping[str, Price] | None = None,
+        pools: ConnectionPools | None = None,
     ) -> None:
         if global_concurrency < 1 or per_model_concurrency < 1:
             raise ValueError("concurrency caps must be at least 1")
@@ -342,8 +388,12 @@ class LLMClient:
         self.outbound = outbound if outbound is not None else OutboundPolicy.unrestricted()
         self.budget = budget
         self.resolve = resolve
-        self._base_clients: dict[tuple[str, str | None], Any] = {}
         self.on_call = on_call
+        self.prices: Mapping[str, Price] = dict(prices or {})
+        self._own_pools = pools is not None
+        self.pools = pools if pools is not None else SHARED_POOLS
+        # The policy is immutable: a base URL's route is decided once per client.
+        self._routes: dict[str, BaseRoute] = {}
 
     async def complete(self, spec: ModelSpec, messages: list[Message]) -> CallRecord:
         """One chat completion, retried on transient failures; raises `InfrastructureError`."""
@@ -408,23 +458,38 @@ class LLMClient:
         return InfrastructureError(public, detail=detail)
 
     def _route(self, spec: ModelSpec) -> BaseRoute | None:
-        """The policy's decision for this call: None for a provider call through litellm, the
-        base-URL route otherwise. Refusals raise InfrastructureError at once (not retried)."""
-        if spec.model.startswith("offline/"):
-            return None  # built in: never leaves the process, whatever api_base says
+        """The policy's decision for this call: None for a call through litellm, the base-URL
+        route of the direct transport otherwise. Refusals raise InfrastructureError at once
+        (not retried)."""
+        if not uses_direct_transport(spec):
+            if spec.model.startswith("offline/"):
+                return None  # built in: never leaves the process, whatever api_base says
+            self._check_provider(spec)
+            return None
+        self._check_provider(spec)
+        if spec.api_base is None:
+            # An `openai-compatible/` model names no provider that litellm could reach.
+            error = OutboundRefused(f"model {spec.model} needs an api_base (the server's URL)")
+            raise self._failure(
+                f"model {spec.model} has no api_base (not retried)", str(error), error
+            ) from error
+        route = self._routes.get(spec.api_base)
+        if route is None:
+            try:
+                route = self.outbound.route(spec.api_base)
+            except OutboundRefused as error:
+                raise self._failure(
+                    f"model {spec.model} unreachable", f"model {spec.model}: {error}", error
+                ) from error
+            self._routes[spec.api_base] = route
+        return route
+
+    def _check_provider(self, spec: ModelSpec) -> None:
         try:
             self.outbound.check_provider(spec.model)
         except OutboundRefused as error:
             raise self._failure(
                 f"model {spec.model} is not allowed on this server", str(error), error
-            ) from error
-        if spec.api_base is None:
-            return None
-        try:
-            return self.outbound.route(spec.api_base)
-        except OutboundRefused as error:
-            raise self._failure(
-                f"model {spec.model} unreachable", f"model {spec.model}: {error}", error
             ) from error
 
     def _delay_before_retry(self, failed_attempt: int, error: BaseException) -> float:
@@ -441,8 +506,6 @@ class LLMClient:
             self._loop = loop
             self._global_gate = asyncio.Semaphore(self.global_concurrency)
             self._model_gates = {}
-            # Their connections belong to the old loop; dropped, not closed (it may be gone).
-            self._base_clients = {}
         key = (spec.model, spec.api_base)
         model_gate = self._model_gates.get(key)
         if model_gate is None:
@@ -450,68 +513,30 @@ class LLMClient:
             self._model_gates[key] = model_gate
         return model_gate, self._global_gate
 
-    def _base_client(self, route: BaseRoute) -> Any:
-        """The `openai` SDK client of one base URL and credential, on the guarded transport."""
-        import httpx
-        import openai
-
-        from app.outbound.transport import GuardedTransport
-
-        key = (str(route.url), route.api_key)
-        client = self._base_clients.get(key)
-        if client is None:
-            client = openai.AsyncOpenAI(
-                # The SDK insists on a key; the transport removes this placeholder when the
-                # base has no credential bound to it, and sends only the bound one otherwise.
-                api_key=route.api_key or "no-credential",
-                base_url=str(route.url),
-                max_retries=0,
-                # httpx's client: the SDK takes it in every version (newer ones also have their
-                # own fork of httpx, whose client type the stubs name).
-                http_client=cast(
-                    Any,
-                    httpx.AsyncClient(
-                        transport=GuardedTransport(route, self.resolve),
-                        trust_env=False,
-                        follow_redirects=False,
-                    ),
-                ),
-            )
-            self._base_clients[key] = client
-        return client
-
-    async def _call_base(self, spec: ModelSpec, route: BaseRoute, sent: list[Message]) -> Any:
-        arguments: dict[str, Any] = {
-            "model": served_model_name(spec.model, self.outbound),
-            "messages": [dict(message) for message in sent],
-            "timeout": spec.timeout_s,
-        }
-        if spec.temperature is not None:
-            arguments["temperature"] = spec.temperature
-        if spec.max_tokens is not None:
-            arguments["max_tokens"] = spec.max_tokens
-        try:
-            return await self._base_client(route).chat.completions.create(**arguments)
-        except json.JSONDecodeError as error:
-            raise MalformedResponseError(f"the response is not JSON: {error}") from error
-
     async def _call_once(
         self, spec: ModelSpec, sent: list[Message], route: BaseRoute | None
     ) -> CallRecord:
-        litellm = load_litellm()
-        arguments: dict[str, Any] = {
-            "model": spec.model,
-            # A fresh copy per try: providers may rewrite the list they are given.
-            "messages": [dict(message) for message in sent],
-            "timeout": spec.timeout_s,
-            "num_retries": 0,
-            "max_retries": 0,
-        }
-        if spec.temperature is not None:
-            arguments["temperature"] = spec.temperature
-        if spec.max_tokens is not None:
-            arguments["max_tokens"] = spec.max_tokens
         hard_timeout = spec.timeout_s * _HARD_TIMEOUT_FACTOR + _HARD_TIMEOUT_GRACE_S
+        if route is None:
+            litellm = load_litellm()
+            arguments: dict[str, Any] = {
+                "model": spec.model,
+                # A fresh copy per try: providers may rewrite the list they are given.
+                "messages": [dict(message) for message in sent],
+                "timeout": spec.timeout_s,
+                "num_retries": 0,
+                "max_retries": 0,
+            }
+            if spec.temperature is not None:
+                arguments["temperature"] = spec.temperature
+            if spec.max_tokens is not None:
+                arguments["max_tokens"] = spec.max_tokens
+            send: Callable[[], Awaitable[Any]] = functools.partial(litellm.acompletion, **arguments)
+        else:
+            # Built before the timed span, like litellm's arguments: the call alone is timed.
+            client = self.pools.client(route, self.resolve)
+            body = request_body(spec, sent, served_model_name(spec.model, self.outbound))
+            send = functools.partial(create_completion, client, body, spec.timeout_s)
 
         # The model gate comes first so a call queued behind a busy model holds no global slot.
         model_gate, global_gate = self._gates(spec)
@@ -522,10 +547,7 @@ class LLMClient:
             started = time.perf_counter()
             try:
                 async with asyncio.timeout(hard_timeout):
-                    if route is None:
-                        response = await litellm.acompletion(**arguments)
-                    else:
-                        response = await self._call_base(spec, route, sent)
+                    response = await send()
             except BaseException:
                 self._observe(spec.model, time.perf_counter() - started, None)
                 raise
@@ -539,26 +561,20 @@ class LLMClient:
         except MalformedResponseError:
             self._observe(spec.model, elapsed_s, None)
             raise
-        usage = getattr(response, "usage", None)
-        prompt_details = getattr(usage, "prompt_tokens_details", None)
-        completion_details = getattr(usage, "completion_tokens_details", None)
-        input_tokens = _as_int(getattr(usage, "prompt_tokens", 0))
-        output_tokens = _as_int(getattr(usage, "completion_tokens", 0))
+        usage = _field(response, "usage")
+        prompt_details = _field(usage, "prompt_tokens_details")
+        completion_details = _field(usage, "completion_tokens_details")
         record = CallRecord(
             model=spec.model,
             prompt=sent,
             output=output,
-            input_tokens=input_tokens,
-            cached_tokens=_as_int(getattr(prompt_details, "cached_tokens", 0)),
-            thinking_tokens=_as_int(getattr(completion_details, "reasoning_tokens", 0)),
-            output_tokens=output_tokens,
-            cost_usd=(
-                self._cost(litellm, spec.model, response)
-                if route is None
-                else self._priced(litellm, spec.model, input_tokens, output_tokens)
-            ),
+            input_tokens=_as_int(_field(usage, "prompt_tokens")),
+            cached_tokens=_as_int(_field(prompt_details, "cached_tokens")),
+            thinking_tokens=_as_int(_field(completion_details, "reasoning_tokens")),
+            output_tokens=_as_int(_field(usage, "completion_tokens")),
             elapsed_ms=elapsed_ms,
         )
+        record.cost_usd = self._cost(record, response if route is None else None)
         self._observe(spec.model, elapsed_s, record)
         return record
 
@@ -572,30 +588,51 @@ class LLMClient:
             logger.warning("call observer failed", exc_info=True)
 
     async def aclose(self) -> None:
-        """Closes the base-URL clients' connections (of the loop this runs on)."""
-        clients, self._base_clients = self._base_clients, {}
-        for client in clients.values():
-            with contextlib.suppress(Exception):
-                await client.close()
+        """Closes this client's own connection pools (given as `pools`). The process's shared
+        pools stay open for the next client on this loop (a worker's next attempt); whoever
+        owns the loop closes them (`SHARED_POOLS.aclose()`, as the CLI does after a run)."""
+        if self._own_pools:
+            await self.pools.aclose()
 
-    def _priced(
-        self, litellm: Any, model: str, input_tokens: int, output_tokens: int
-    ) -> float | None:
-        """A base-URL call priced as the model id says (the server's own claim is not used)."""
-        if model in self._cost_warned:
-            return None
-        try:
-            prompt_cost, completion_cost = litellm.cost_per_token(
-                model=model, prompt_tokens=input_tokens, completion_tokens=output_tokens
+    def _cost(self, record: CallRecord, litellm_response: Any) -> float | None:
+        """The call's cost in USD: a `prices` override, else litellm's own price of a litellm
+        response, else litellm's price map read as data (app.outbound.prices), by the model
+        id (what the server claims to be is not used). None, with one warning per model,
+        when no price is known."""
+        override = self.prices.get(record.model)
+        if override is not None:
+            return _finite(
+                override.cost(
+                    input_tokens=record.input_tokens,
+                    cached_tokens=record.cached_tokens,
+                    output_tokens=record.output_tokens,
+                    thinking_tokens=record.thinking_tokens,
+                )
             )
-            cost = float(prompt_cost) + float(completion_cost)
-        except Exception as error:
-            self._cost_warned.add(model)
-            logger.warning("no price known for model %s; cost left unknown (%s)", model, error)
+        if litellm_response is not None:
+            return self._litellm_cost(record.model, litellm_response)
+        if is_openai_compatible(record.model):
+            price = None  # your own server: only `prices` knows its price
+        else:
+            price = bundled_prices().price_of(record.model, self.outbound.catalog)
+        if price is None:
+            self._warn_unpriced(record.model, "not in litellm's price map")
             return None
-        return cost if math.isfinite(cost) else None
+        return _finite(
+            price.cost(
+                input_tokens=record.input_tokens,
+                cached_tokens=record.cached_tokens,
+                output_tokens=record.output_tokens,
+                thinking_tokens=record.thinking_tokens,
+            )
+        )
 
-    def _cost(self, litellm: Any, model: str, response: Any) -> float | None:
+    def _warn_unpriced(self, model: str, reason: str) -> None:
+        if model not in self._cost_warned:
+            self._cost_warned.add(model)
+            logger.warning("no price known for model %s; cost left unknown (%s)", model, reason)
+
+    def _litellm_cost(self, model: str, response: Any) -> float | None:
         # litellm prices every response as it builds it; pricing it again costs milliseconds
         # of CPU per call, which at 50 calls in flight is most of the engine's own time.
         hidden = getattr(response, "_hidden_params", None)
@@ -610,15 +647,17 @@ class LLMClient:
         if model in self._cost_warned:
             return None  # litellm could not price this model before; it will not now
         try:
-            cost = litellm.completion_cost(completion_response=response)
+            cost = load_litellm().completion_cost(completion_response=response)
         except Exception as error:
-            if model not in self._cost_warned:
-                self._cost_warned.add(model)
-                logger.warning("no price known for model %s; cost left unknown (%s)", model, error)
+            self._warn_unpriced(model, str(error))
             return None
-        if isinstance(cost, int | float) and math.isfinite(cost):
-            return float(cost)
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            return _finite(float(cost))
         return None
+
+
+def _finite(cost: float) -> float | None:
+    return cost if math.isfinite(cost) else None
 
 
 class CompletionClient(Protocol):

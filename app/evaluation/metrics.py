@@ -16,7 +16,6 @@ or "no gain" when Δ is not positive.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -25,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.evaluation.types import TrialRecord
+from app.outbound.prices import Price
 
 
 def _check_counts(n: int, c: int, k: int) -> None:
@@ -331,9 +331,13 @@ BUNDLED_PRICE_MAP = "model_prices_and_context_window_backup.json"
 def price_map_info() -> dict[str, Any]:
     """Which price map priced a run's calls, for its summary: litellm's version and the map's
     date. litellm's map carries no date of its own; the date is that of the litellm release
-    (the build timestamp of its SBOM), else the day its bundled map file was installed. With
-    `LITELLM_LOCAL_MODEL_COST_MAP` unset, litellm fetches the current map at import instead."""
+    (the build timestamp of its SBOM, recorded in app/outbound/litellm_prices.json when it was
+    derived, so a run does not scan litellm's package files for it), else the day its bundled
+    map file was installed. With `LITELLM_LOCAL_MODEL_COST_MAP` unset, litellm fetches the
+    current map at import instead."""
     from importlib import metadata
+
+    from app.outbound.prices import bundled_prices, litellm_release_date
 
     bundled = os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "").lower() == "true"
     info: dict[str, Any] = {
@@ -342,34 +346,32 @@ def price_map_info() -> dict[str, Any]:
         "pricing_last_updated": None,
     }
     try:
-        distribution = metadata.distribution("litellm")
+        version = metadata.version("litellm")
     except metadata.PackageNotFoundError:
         return info
-    info["litellm_version"] = distribution.version
+    info["litellm_version"] = version
     if not bundled:
         info["pricing_last_updated"] = datetime.now(UTC).date().isoformat()
         return info
-    date: str | None = None
-    for entry in distribution.files or ():
-        if entry.name.endswith(".cyclonedx.json"):
-            try:
-                sbom = json.loads(entry.read_text())
-                stamp = sbom["metadata"]["timestamp"]
-                date = datetime.fromisoformat(str(stamp)[:19]).date().isoformat()
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-            break
-    if date is None:
-        for entry in distribution.files or ():
-            if entry.name == BUNDLED_PRICE_MAP:
-                try:
-                    moment = os.stat(entry.locate()).st_mtime
-                except OSError:
-                    break
-                date = datetime.fromtimestamp(moment, UTC).date().isoformat()
-                break
-    info["pricing_last_updated"] = date
+    table = bundled_prices()
+    if table.litellm_version == version and table.price_map_date is not None:
+        info["pricing_last_updated"] = table.price_map_date
+        return info
+    info["pricing_last_updated"] = litellm_release_date() or _bundled_map_install_date()
     return info
+
+
+def _bundled_map_install_date() -> str | None:
+    from importlib import metadata
+
+    for entry in metadata.distribution("litellm").files or ():
+        if entry.name == BUNDLED_PRICE_MAP:
+            try:
+                moment = os.stat(entry.locate()).st_mtime
+            except OSError:
+                return None
+            return datetime.fromtimestamp(moment, UTC).date().isoformat()
+    return None
 
 
 TOKEN_FIELDS: tuple[str, ...] = (
@@ -378,29 +380,6 @@ TOKEN_FIELDS: tuple[str, ...] = (
     "thinking_tokens",
     "output_tokens",
 )
-
-
-@dataclass(frozen=True)
-class Price:
-    """Per-token prices in USD, litellm's field names. Cached input defaults to full input."""
-
-    input_cost_per_token: float
-    output_cost_per_token: float
-    cache_read_input_token_cost: float | None = None
-
-    def cost(self, *, input_tokens: int, cached_tokens: int, output_tokens: int) -> float:
-        # Providers count cached tokens inside input tokens and reasoning inside output tokens.
-        cached = min(max(cached_tokens, 0), max(input_tokens, 0))
-        cached_price = (
-            self.cache_read_input_token_cost
-            if self.cache_read_input_token_cost is not None
-            else self.input_cost_per_token
-        )
-        return (
-            (input_tokens - cached) * self.input_cost_per_token
-            + cached * cached_price
-            + output_tokens * self.output_cost_per_token
-        )
 
 
 def parse_prices(data: Any, *, source: str = "prices") -> dict[str, Price]:
@@ -430,7 +409,11 @@ def parse_prices(data: Any, *, source: str = "prices") -> dict[str, Price]:
         for required in ("input_cost_per_token", "output_cost_per_token"):
             if required not in values:
                 raise ValueError(f"{source}.{model}: missing {required}")
-        prices[str(model)] = Price(**values)
+        prices[str(model)] = Price(
+            input_cost_per_token=values["input_cost_per_token"],
+            output_cost_per_token=values["output_cost_per_token"],
+            cache_read_input_token_cost=values.get("cache_read_input_token_cost"),
+        )
     return prices
 
 
@@ -560,6 +543,7 @@ def apply_prices(usage: Usage, prices: Mapping[str, Price]) -> Usage:
                     input_tokens=totals.input_tokens,
                     cached_tokens=totals.cached_tokens,
                     output_tokens=totals.output_tokens,
+                    thinking_tokens=totals.thinking_tokens,
                 )
             priced.setdefault(role, {})[model] = copy
     return priced

@@ -20,8 +20,10 @@ def offline_model_names() -> tuple[str, ...]:
 def model_id_problem(model: str, policy: ProviderPolicy | None = None) -> str | None:
     """Why `model` is not a usable model id, or None when it is.
 
-    Accepted: `offline/<name>` for the built-in offline models, `<provider>/<model>` for any
-    provider litellm knows, or a bare model name in litellm's price map (e.g. `gpt-4o-mini`);
-    with a `policy`, only of a provider the operator allows.
+    Accepted: `offline/<name>` for the built-in offline models, `openai-compatible/<name>` for
+    a model of an OpenAI-compatible server (called through a base URL, which the caller must
+    give with it), `<provider>/<model>` for any provider litellm knows, or a bare model name
+    in litellm's price map (e.g. `gpt-4o-mini`); with a `policy`, only of a provider the
+    operator allows.
     """
     return _model_id_problem(model.strip(), offline_models=offline_model_names(), policy=policy)

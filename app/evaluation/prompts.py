@@ -13,8 +13,8 @@ from app.evaluation.types import Message, Metric, TrialRecord
 
 PROMPT_VERSION = "2025-01.1"
 
-# seq@k (DESIGN.md, "seq@k prompt"): the attempt line appears on attempt 1 too, so seq@1 differs
-# from pass@1 on purpose.
+# seq@k (docs/engine.md, "The seq@k prompt"): the attempt line appears on attempt 1 too, so
+# seq@1 differs from pass@1 on purpose.
 ATTEMPT_LINE = "This is attempt {attempt} of {k}."
 EARLIER_OUTPUT_HEADER = "Attempt {attempt} output:"
 EARLIER_FEEDBACK_HEADER = "Feedback on attempt {attempt}:"

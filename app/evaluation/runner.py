@@ -4,7 +4,7 @@
 `tasks_in_flight` tasks are loaded and running), runs each through
 `app.evaluation.engine.run_trial_loop` (the loop prompt challenges use too) and hands every
 finished trial to a `RunStore` at once. The CLI's store writes run folders
-(app.evaluation.run_folder); the service's store writes the database. The concurrency caps are
+(app.evalcli.folder); the service's store writes the database. The concurrency caps are
 the `LLMClient`'s, shared by every task of the run and every role.
 
 Resume: the store gives back the trials a task already has; a complete task is skipped, a
@@ -39,7 +39,6 @@ from app.evaluation.engine import METRICS, TrialSteps, judge_section, run_trial_
 from app.evaluation.feedback import CRITIC_FEEDBACK_MODES, render_feedback
 from app.evaluation.llm import CompletionClient
 from app.evaluation.metrics import (
-    Price,
     TaskStats,
     price_map_info,
     run_summary,
@@ -60,6 +59,7 @@ from app.evaluation.types import (
     TrialRecord,
     VerifierResult,
 )
+from app.outbound.prices import Price
 
 logger = logging.getLogger(__name__)
 
@@ -240,7 +240,7 @@ def check_resume(
     """Refuses, with the differences named, a store holding a run of other settings.
 
     Only k may grow, and only with `allow_continue`: the earlier trials stay valid trials of the
-    longer run (DESIGN.md: a failed seq@k trial always has its feedback, so seq@k continues).
+    longer run (a failed seq@k trial always has its feedback, so seq@k continues).
     """
     if stored is None:
         return

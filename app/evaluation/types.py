@@ -2,7 +2,7 @@
 
 The engine imports nothing from the web or database layers; these plain dataclasses are what
 crosses that boundary. Every record serialises to the JSON layout of a run-folder attempt file
-(DESIGN.md, "Run folders"), which is also how the service stores a trial.
+(docs/engine.md, "Run folders"), which is also how the service stores a trial.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""Derives the provider catalog (`litellm_catalog.json`) from the installed litellm.
+"""Derives the provider catalog (`litellm_catalog.json`) and the price table
+(`litellm_prices.json`) from the installed litellm.
 
-    python -m app.outbound.catalog_build           # rewrite the catalog
-    python -m app.outbound.catalog_build --check   # exit 1 when it differs from litellm's data
+    python -m app.outbound.catalog_build           # rewrite both files
+    python -m app.outbound.catalog_build --check   # exit 1 when either differs from litellm's data
 
-The API validates model ids against this file, so it never imports litellm (which takes
-seconds); a unit test runs `--check`, so upgrading litellm without rebuilding fails the suite.
+The API validates model ids against the catalog, and calls that bypass litellm are priced from
+the table, so neither imports litellm (which takes seconds); a unit test runs `--check`, so
+upgrading litellm without rebuilding fails the suite.
 
 What is derived, and how:
 - `providers`: `litellm.provider_list`.
@@ -16,6 +18,11 @@ What is derived, and how:
   inside the calling process are not visible in that data and are listed by hand below.
 - `bare_models`: model names without a provider prefix in litellm's price map, with the
   provider litellm routes each one to.
+- prices: the per-token prices (`app.outbound.prices.Price`) of every chat or completion model
+  of litellm's price map, kept only when `Price.cost` equals litellm's own `completion_cost`
+  on every usage of `_check_usages` (cached and reasoning tokens, each long-prompt tier). The
+  rest (providers whose price litellm adjusts in code, per-query fees) are left out: a call
+  bypassing litellm to such a model is unpriced rather than priced wrongly.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import math
 import os
 import re
 import socket
@@ -30,6 +38,8 @@ import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from app.outbound.prices import PRICES_PATH, Price, PriceTier, litellm_release_date
 
 CATALOG_PATH = Path(__file__).resolve().parent / "litellm_catalog.json"
 
@@ -107,7 +117,8 @@ def _source_defaults(litellm_root: Path) -> dict[str, list[str]]:
     return defaults
 
 
-def build() -> dict[str, Any]:
+def _litellm() -> Any:
+    """litellm, imported with the network blocked and its `*_API_BASE` variables unset."""
     for name in list(os.environ):
         if name.endswith(("_API_BASE", "_BASE_URL")):
             del os.environ[name]
@@ -119,6 +130,10 @@ def build() -> dict[str, Any]:
     # Probing makes litellm print and log at every unknown combination; none of it matters here.
     litellm.suppress_debug_info = True
     logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)
+    return litellm
+
+
+def build_catalog(litellm: Any) -> dict[str, Any]:
     providers = sorted({getattr(p, "value", str(p)) for p in litellm.provider_list})
     local: dict[str, str] = {}
     source = _source_defaults(Path(litellm.__file__).resolve().parent)
@@ -153,23 +168,149 @@ def _litellm_version() -> str:
     return version("litellm")
 
 
+_PRICED_MODES = frozenset({"chat", "completion", "responses"})
+_TIER_INPUT = re.compile(r"^input_cost_per_token_above_(\d+)(k?)_tokens$")
+
+
+def _tiers(info: dict[str, Any]) -> tuple[PriceTier, ...]:
+    tiers = []
+    for key, value in info.items():
+        match = _TIER_INPUT.match(key)
+        if match is None or not isinstance(value, int | float):
+            continue
+        suffix = key.removeprefix("input_cost_per_token")
+        output = info.get(f"output_cost_per_token{suffix}", info["output_cost_per_token"])
+        cache_read = info.get(f"cache_read_input_token_cost{suffix}")
+        above = int(match.group(1)) * (1000 if match.group(2) else 1)
+        tiers.append(PriceTier(above, float(value), float(output), _number_or_none(cache_read)))
+    return tuple(sorted(tiers, key=lambda tier: tier.above_prompt_tokens))
+
+
+def _number_or_none(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _price_from_data(info: dict[str, Any]) -> Price | None:
+    if info.get("mode") not in _PRICED_MODES:
+        return None
+    input_cost = _number_or_none(info.get("input_cost_per_token"))
+    output_cost = _number_or_none(info.get("output_cost_per_token"))
+    if input_cost is None or output_cost is None:
+        return None
+    return Price(
+        input_cost_per_token=input_cost,
+        output_cost_per_token=output_cost,
+        cache_read_input_token_cost=_number_or_none(info.get("cache_read_input_token_cost")),
+        output_cost_per_reasoning_token=_number_or_none(
+            info.get("output_cost_per_reasoning_token")
+        ),
+        tiers=_tiers(info),
+    )
+
+
+def _check_usages(price: Price) -> list[tuple[int, int, int, int]]:
+    """(input, cached, output, reasoning) token counts a price must get right: a short prompt,
+    and one just above each long-prompt threshold."""
+    usages = [(1_000, 200, 500, 100), (1_000, 0, 500, 0)]
+    for tier in price.tiers:
+        usages.append((tier.above_prompt_tokens + 1_000, 2_000, 700, 300))
+    return usages
+
+
+def _litellm_cost(litellm: Any, model: str, usage: tuple[int, int, int, int]) -> float | None:
+    input_tokens, cached, output_tokens, reasoning = usage
+    response = litellm.ModelResponse(
+        model=model,
+        usage=litellm.Usage(
+            prompt_tokens=input_tokens,
+            completion_tokens=output_tokens,
+            total_tokens=input_tokens + output_tokens,
+            prompt_tokens_details={"cached_tokens": cached},
+            completion_tokens_details={"reasoning_tokens": reasoning},
+        ),
+    )
+    try:
+        cost = litellm.completion_cost(completion_response=response, model=model)
+    except Exception:
+        return None
+    return float(cost) if isinstance(cost, int | float) else None
+
+
+def build_prices(litellm: Any) -> tuple[dict[str, Any], int]:
+    """The price table, and how many priced models it leaves out (litellm prices them otherwise)."""
+    models: dict[str, Any] = {}
+    left_out = 0
+    for name, info in sorted(litellm.model_cost.items()):
+        if not isinstance(info, dict):
+            continue
+        price = _price_from_data(info)
+        if price is None:
+            continue
+        agrees = True
+        for usage in _check_usages(price):
+            expected = _litellm_cost(litellm, name, usage)
+            input_tokens, cached, output_tokens, reasoning = usage
+            ours = price.cost(
+                input_tokens=input_tokens,
+                cached_tokens=cached,
+                output_tokens=output_tokens,
+                thinking_tokens=reasoning,
+            )
+            if expected is None or not math.isclose(ours, expected, rel_tol=1e-9, abs_tol=1e-15):
+                agrees = False
+                break
+        if not agrees:
+            left_out += 1
+            continue
+        models[name] = {"provider": str(info.get("litellm_provider", "")), **price.to_json()}
+    table = {
+        "litellm_version": _litellm_version(),
+        "price_map_date": litellm_release_date(),
+        "models": models,
+    }
+    return table, left_out
+
+
 def render(catalog: dict[str, Any]) -> str:
     return json.dumps(catalog, indent=1, sort_keys=True) + "\n"
 
 
+def render_prices(table: dict[str, Any]) -> str:
+    """One model per line: small diffs when litellm's prices change."""
+    models = table["models"]
+    lines = [
+        f"  {json.dumps(name)}: {json.dumps(entry, sort_keys=True, separators=(',', ':'))}"
+        for name, entry in models.items()
+    ]
+    return (
+        f'{{\n "litellm_version": {json.dumps(table["litellm_version"])},\n'
+        f' "price_map_date": {json.dumps(table["price_map_date"])},\n "models": {{\n'
+        + ",\n".join(lines)
+        + "\n }\n}\n"
+    )
+
+
 def main(argv: list[str]) -> int:
-    text = render(build())
+    litellm = _litellm()
+    outputs = {
+        CATALOG_PATH: render(build_catalog(litellm)),
+        PRICES_PATH: render_prices(build_prices(litellm)[0]),
+    }
     if "--check" in argv:
-        current = CATALOG_PATH.read_text(encoding="utf-8") if CATALOG_PATH.exists() else ""
-        if current != text:
+        stale = [
+            path
+            for path, text in outputs.items()
+            if not path.exists() or path.read_text(encoding="utf-8") != text
+        ]
+        for path in stale:
             print(
-                f"{CATALOG_PATH} differs from the installed litellm's data; rebuild it with "
+                f"{path} differs from the installed litellm's data; rebuild it with "
                 "`python -m app.outbound.catalog_build`",
                 file=sys.stderr,
             )
-            return 1
-        return 0
-    CATALOG_PATH.write_text(text, encoding="utf-8")
+        return 1 if stale else 0
+    for path, text in outputs.items():
+        path.write_text(text, encoding="utf-8")
     return 0
 
 

@@ -29,6 +29,9 @@ MAX_MODEL_ID_CHARS = 200
 ALL_REMOTE_PROVIDERS = "*"
 # Built into the service (app.evaluation.offline): no network, no key, no cost.
 BUILTIN_PROVIDERS = frozenset({"offline"})
+# Not litellm's: `openai-compatible/<name>` is a model of an OpenAI-compatible server reached
+# through its base URL (app.evaluation.direct), which the base-URL policy decides.
+DIRECT_PROVIDER = "openai-compatible"
 _MODEL_ID = re.compile(r"^[A-Za-z0-9@][A-Za-z0-9._:@+-]*(?:/[A-Za-z0-9@][A-Za-z0-9._:@+-]*)*$")
 _PROVIDER_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
@@ -124,9 +127,10 @@ def model_id_problem(
 ) -> str | None:
     """Why `model` may not be used, or None when it may.
 
-    Accepted: `offline/<name>` for the built-in offline models, `<provider>/<model>` for a
-    provider litellm knows, or a bare model name of litellm's price map (e.g. `gpt-4o-mini`);
-    with a `policy`, only of a provider it allows.
+    Accepted: `offline/<name>` for the built-in offline models, `openai-compatible/<name>` for
+    a model of an OpenAI-compatible server (called through a base URL, which must be given
+    with it), `<provider>/<model>` for a provider litellm knows, or a bare model name of
+    litellm's price map (e.g. `gpt-4o-mini`); with a `policy`, only of a provider it allows.
     """
     catalog = catalog or bundled_catalog()
     if not model or len(model) > MAX_MODEL_ID_CHARS:
@@ -144,10 +148,15 @@ def model_id_problem(
         if model not in known:
             return f"unknown offline model '{model}'; known: {', '.join(known)}"
         return None
+    if slash and prefix == DIRECT_PROVIDER:
+        return None
     provider = catalog.provider_of(model)
     if provider is None:
         if slash:
-            return f"unknown provider prefix '{prefix}/' (litellm providers, or 'offline/')"
+            return (
+                f"unknown provider prefix '{prefix}/' (litellm providers, "
+                f"'{DIRECT_PROVIDER}/' or 'offline/')"
+            )
         return (
             f"'{model}' is not a known bare model name; use the '<provider>/<model>' form "
             "(e.g. 'openai/gpt-4o-mini') or an 'offline/' model"

@@ -12,8 +12,8 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import benchmarks.arcagi2 as arc
+from app.evalcli.variant import load_prices, parse_variant, run_config_from_variant
 from app.evaluation.benchmark import AttemptView, Benchmark, Task
-from app.evaluation.cli import load_prices, parse_variant, run_config_from_variant
 from app.evaluation.feedback import render_feedback
 from app.evaluation.llm import LLMClient
 from app.evaluation.runner import MemoryRunStore, RunConfig, RunResult, run_benchmark

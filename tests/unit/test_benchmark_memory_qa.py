@@ -11,8 +11,8 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import benchmarks.memory_qa as memory_qa
+from app.evalcli.variant import load_prices, parse_variant, run_config_from_variant
 from app.evaluation.benchmark import AttemptView, Benchmark, Task, use_models
-from app.evaluation.cli import load_prices, parse_variant, run_config_from_variant
 from app.evaluation.feedback import render_feedback
 from app.evaluation.llm import LLMClient
 from app.evaluation.offline import judge_verdict

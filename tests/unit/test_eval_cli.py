@@ -16,8 +16,9 @@ import yaml
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from app.cli import build_parser
+from app.evalcli.cli import main
+from app.evalcli.report import Console
 from app.evaluation.benchmark import Task
-from app.evaluation.cli import Console, main
 from app.evaluation.metrics import TaskOutcome, TaskStats
 from app.evaluation.runner import RunEvent
 from app.evaluation.types import ActorSection, JudgeSection, TrialRecord

@@ -18,8 +18,8 @@ import yaml
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.cli import main
-from app.evaluation.run_folder import RunFolderError, RunFolderStore
+from app.evalcli.cli import main
+from app.evalcli.folder import RunFolderError, RunFolderStore
 from app.evaluation.runner import RunConfig, RunConfigMismatch, run_benchmark
 from app.evaluation.types import ModelSpec
 from tests.fixtures.eval_benchmark import ScriptedClient, make_benchmark

@@ -1,3 +1,15 @@
+"""LLMClient over both transports, against the same loopback OpenAI-compatible server.
+
+Every behaviour a caller relies on (records, the four token fields, retries, Retry-After, error
+classes, caps, cost) is checked on both paths a call can take:
+
+- `litellm`: a provider model id (`openai/fake-model`) with no base URL; litellm's openai
+  provider reads the server's address from `OPENAI_API_BASE`, so the request takes litellm's
+  real HTTP path;
+- `direct`: the same model id with an `api_base`, through the `openai` SDK (app.evaluation.direct);
+- `openai-compatible`: the explicit `openai-compatible/` prefix with an `api_base`, also direct.
+"""
+
 from __future__ import annotations
 
 import asyncio
@@ -6,6 +18,7 @@ import logging
 import os
 import random
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -14,24 +27,55 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from app.evaluation.direct import ConnectionPools
 from app.evaluation.llm import LLMClient, is_transient, load_litellm, retry_after_seconds
 from app.evaluation.types import InfrastructureError, Message, ModelSpec, RetryPolicy
+from app.outbound.prices import Price, bundled_prices
+from app.outbound.providers import bundled_catalog
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 
-MODEL = "openai/fake-model"
 USER: list[Message] = [{"role": "user", "content": "hello there"}]
+TRANSPORTS = ("litellm", "direct", "openai-compatible")
 
 
 @pytest.fixture(autouse=True)
 def dummy_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
-    load_litellm()
 
 
 @pytest.fixture
 def server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as running:
         yield running
+
+
+@dataclass(frozen=True)
+class Transport:
+    name: str
+    server: FakeOpenAIServer
+
+    def model(self, name: str = "fake-model") -> str:
+        prefix = "openai-compatible/" if self.name == "openai-compatible" else "openai/"
+        return prefix + name
+
+    def spec(self, name: str = "fake-model", **changes: object) -> ModelSpec:
+        api_base = None if self.name == "litellm" else self.server.base_url
+        settings: dict[str, object] = {"api_base": api_base, "timeout_s": 5.0, **changes}
+        return ModelSpec(model=self.model(name), **settings)  # type: ignore[arg-type]
+
+    @property
+    def direct(self) -> bool:
+        return self.name != "litellm"
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(
+    request: pytest.FixtureRequest, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> Transport:
+    if request.param == "litellm":
+        load_litellm()
+        monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
+    return Transport(request.param, server)
 
 
 class RecordingSleep:
@@ -47,14 +91,10 @@ def sleeps() -> RecordingSleep:
     return RecordingSleep()
 
 
-def spec_for(server: FakeOpenAIServer, **changes: object) -> ModelSpec:
-    return ModelSpec(model=MODEL, api_base=server.base_url, timeout_s=5.0, **changes)  # type: ignore[arg-type]
-
-
 def test_a_successful_call_records_messages_text_and_all_four_token_fields(
-    server: FakeOpenAIServer,
+    transport: Transport,
 ) -> None:
-    server.enqueue(
+    transport.server.enqueue(
         Behaviour.ok(
             "General Kenobi.",
             prompt_tokens=120,
@@ -64,10 +104,10 @@ def test_a_successful_call_records_messages_text_and_all_four_token_fields(
         )
     )
     client = LLMClient()
-    spec = spec_for(server, system_prompt="Be brief.", temperature=0.2, max_tokens=64)
+    spec = transport.spec(system_prompt="Be brief.", temperature=0.2, max_tokens=64)
     record = asyncio.run(client.complete(spec, USER))
 
-    assert record.model == MODEL
+    assert record.model == spec.model
     assert record.output == "General Kenobi."
     assert record.prompt == [{"role": "system", "content": "Be brief."}, *USER]
     assert (record.input_tokens, record.cached_tokens) == (120, 100)
@@ -75,71 +115,102 @@ def test_a_successful_call_records_messages_text_and_all_four_token_fields(
     assert record.elapsed_ms >= 0
     assert client.calls_made == 1
 
-    sent = server.requests[0]
+    sent = transport.server.requests[0]
+    # The server gets the name without the prefix on every path, as litellm sends it.
+    assert sent["model"] == "fake-model"
     assert sent["messages"] == record.prompt
     assert sent["temperature"] == 0.2
     assert sent["max_tokens"] == 64
 
 
-def test_unset_optional_arguments_are_not_sent(server: FakeOpenAIServer) -> None:
-    asyncio.run(LLMClient().complete(spec_for(server), USER))
-    sent = server.requests[0]
+def test_unset_optional_arguments_are_not_sent(transport: Transport) -> None:
+    asyncio.run(LLMClient().complete(transport.spec(), USER))
+    sent = transport.server.requests[0]
     assert "temperature" not in sent
     assert "max_tokens" not in sent
     assert sent["messages"] == USER
 
 
 def test_unknown_price_gives_no_cost_and_one_warning_per_model(
-    server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+    transport: Transport, caplog: pytest.LogCaptureFixture
 ) -> None:
     client = LLMClient()
 
-    async def twice() -> None:
-        await client.complete(spec_for(server), USER)
-        await client.complete(spec_for(server), USER)
+    async def twice() -> list[float | None]:
+        first = await client.complete(transport.spec(), USER)
+        second = await client.complete(transport.spec(), USER)
+        return [first.cost_usd, second.cost_usd]
 
     with caplog.at_level(logging.WARNING, logger="app.evaluation.llm"):
-        asyncio.run(twice())
+        assert asyncio.run(twice()) == [None, None]
     warnings = [record for record in caplog.records if record.name == "app.evaluation.llm"]
     assert len(warnings) == 1
-    assert MODEL in warnings[0].getMessage()
+    assert transport.model() in warnings[0].getMessage()
+
+
+@pytest.mark.parametrize("name", ["litellm", "direct"])
+def test_a_known_model_costs_what_litellm_charges_on_both_paths(
+    name: str, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if name == "litellm":
+        load_litellm()
+        monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
+    transport = Transport(name, server)
+    server.enqueue(Behaviour.ok("x", prompt_tokens=1200, cached_tokens=1000, completion_tokens=300))
+    record = asyncio.run(LLMClient().complete(transport.spec("gpt-4o-mini"), USER))
+    price = bundled_prices().price_of("openai/gpt-4o-mini", bundled_catalog())
+    assert price is not None and price.cache_read_input_token_cost is not None
+    expected = 200 * price.input_cost_per_token + 1000 * price.cache_read_input_token_cost
+    expected += 300 * price.output_cost_per_token
+    assert record.cost_usd == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_prices_override_prices_its_model_on_every_path(transport: Transport) -> None:
+    transport.server.enqueue(Behaviour.ok(prompt_tokens=10, cached_tokens=4, completion_tokens=5))
+    override = Price(
+        input_cost_per_token=1.0, output_cost_per_token=3.0, cache_read_input_token_cost=0.5
+    )
+    client = LLMClient(prices={transport.model(): override})
+    record = asyncio.run(client.complete(transport.spec(), USER))
+    assert record.cost_usd == 6 * 1.0 + 4 * 0.5 + 5 * 3.0
 
 
 def test_retries_after_a_rate_limit_honouring_retry_after(
-    server: FakeOpenAIServer, sleeps: RecordingSleep
+    transport: Transport, sleeps: RecordingSleep
 ) -> None:
-    server.enqueue(Behaviour.rate_limited(retry_after=7), Behaviour.ok("finally"))
+    transport.server.enqueue(Behaviour.rate_limited(retry_after=7), Behaviour.ok("finally"))
     client = LLMClient(sleep=sleeps)
-    record = asyncio.run(client.complete(spec_for(server), USER))
+    record = asyncio.run(client.complete(transport.spec(), USER))
     assert record.output == "finally"
-    assert server.request_count == 2
+    assert transport.server.request_count == 2
     assert client.calls_made == 2
     assert sleeps.delays == [7.0]
 
 
 def test_retry_after_beyond_the_cap_waits_the_cap(
-    server: FakeOpenAIServer, sleeps: RecordingSleep
+    transport: Transport, sleeps: RecordingSleep
 ) -> None:
-    server.enqueue(Behaviour.rate_limited(retry_after=3600), Behaviour.ok())
+    transport.server.enqueue(Behaviour.rate_limited(retry_after=3600), Behaviour.ok())
     client = LLMClient(sleep=sleeps, retry=RetryPolicy(max_delay_s=2.5))
-    asyncio.run(client.complete(spec_for(server), USER))
+    asyncio.run(client.complete(transport.spec(), USER))
     assert sleeps.delays == [2.5]
 
 
 def test_server_errors_exhaust_the_budget_with_a_clear_reason(
-    server: FakeOpenAIServer, sleeps: RecordingSleep
+    transport: Transport, sleeps: RecordingSleep
 ) -> None:
-    server.default = Behaviour.server_error()
+    transport.server.default = Behaviour.server_error()
     retry = RetryPolicy(max_attempts=4, base_delay_s=0.5, max_delay_s=1.5)
     client = LLMClient(sleep=sleeps, retry=retry, rng=random.Random(7))
+    model = transport.model()
     with pytest.raises(InfrastructureError) as caught:
-        asyncio.run(client.complete(spec_for(server), USER))
+        asyncio.run(client.complete(transport.spec(), USER))
     # Participants read the status; the tenant admin and the logs get the provider's answer.
-    assert str(caught.value) == f"model {MODEL} failed: HTTP 500 after 4 tries"
-    assert caught.value.detail.startswith(
-        f"model {MODEL} failed after 4 tries: InternalServerError: Error code: 500"
-    )
-    assert server.request_count == 4
+    assert str(caught.value) == f"model {model} failed: HTTP 500 after 4 tries"
+    assert caught.value.detail.startswith(f"model {model} failed after 4 tries: ")
+    assert "InternalServerError" in caught.value.detail
+    assert "fake server error 500" in caught.value.detail
+    assert transport.server.request_count == 4
     # Full jitter: each wait lies between 0 and the capped exponential ceiling.
     ceilings = [0.5, 1.0, 1.5]
     assert len(sleeps.delays) == 3
@@ -147,93 +218,147 @@ def test_server_errors_exhaust_the_budget_with_a_clear_reason(
         assert 0.0 <= delay <= ceiling
 
 
-def test_a_garbage_response_is_transient(server: FakeOpenAIServer, sleeps: RecordingSleep) -> None:
-    server.enqueue(Behaviour.garbage(), Behaviour.ok("clean"))
-    record = asyncio.run(LLMClient(sleep=sleeps).complete(spec_for(server), USER))
+def test_a_garbage_response_is_transient(transport: Transport, sleeps: RecordingSleep) -> None:
+    transport.server.enqueue(Behaviour.garbage(), Behaviour.ok("clean"))
+    record = asyncio.run(LLMClient(sleep=sleeps).complete(transport.spec(), USER))
     assert record.output == "clean"
-    assert server.request_count == 2
+    assert transport.server.request_count == 2
 
 
-def test_a_timeout_is_transient(server: FakeOpenAIServer, sleeps: RecordingSleep) -> None:
-    server.enqueue(Behaviour.slow(delay_s=3.0), Behaviour.ok("in time"))
-    spec = ModelSpec(model=MODEL, api_base=server.base_url, timeout_s=0.3)
+def test_a_timeout_is_transient(transport: Transport, sleeps: RecordingSleep) -> None:
+    transport.server.enqueue(Behaviour.slow(delay_s=3.0), Behaviour.ok("in time"))
+    spec = transport.spec(timeout_s=0.3)
     record = asyncio.run(LLMClient(sleep=sleeps).complete(spec, USER))
     assert record.output == "in time"
-    assert server.request_count == 2
+    assert transport.server.request_count == 2
 
 
-@pytest.mark.parametrize(
-    ("status", "error_name"),
-    [
-        (400, "BadRequestError"),
-        (401, "AuthenticationError"),
-        (403, "PermissionDeniedError"),
-        (404, "NotFoundError"),
-    ],
-)
+@pytest.mark.parametrize("status", [400, 401, 403, 404])
 def test_client_errors_are_not_retried(
-    server: FakeOpenAIServer, sleeps: RecordingSleep, status: int, error_name: str
+    transport: Transport, sleeps: RecordingSleep, status: int
 ) -> None:
-    server.enqueue(Behaviour.error(status))
+    transport.server.enqueue(Behaviour.error(status))
     client = LLMClient(sleep=sleeps)
     with pytest.raises(InfrastructureError) as caught:
-        asyncio.run(client.complete(spec_for(server), USER))
-    assert str(caught.value) == f"model {MODEL} failed: HTTP {status} (not retried)"
-    assert f"not retried): {error_name}" in caught.value.detail
-    assert server.request_count == 1
+        asyncio.run(client.complete(transport.spec(), USER))
+    assert str(caught.value) == f"model {transport.model()} failed: HTTP {status} (not retried)"
+    # The detail names the error as each client library classes it, and the server's answer.
+    assert f"model {transport.model()} failed (not retried): " in caught.value.detail
+    assert f"fake server error {status}" in caught.value.detail
+    assert transport.server.request_count == 1
     assert sleeps.delays == []
 
 
 def test_a_service_unavailable_status_is_retried(
-    server: FakeOpenAIServer, sleeps: RecordingSleep
+    transport: Transport, sleeps: RecordingSleep
 ) -> None:
-    server.enqueue(Behaviour.error(503), Behaviour.ok())
-    asyncio.run(LLMClient(sleep=sleeps).complete(spec_for(server), USER))
-    assert server.request_count == 2
+    transport.server.enqueue(Behaviour.error(503), Behaviour.ok())
+    asyncio.run(LLMClient(sleep=sleeps).complete(transport.spec(), USER))
+    assert transport.server.request_count == 2
 
 
 def test_an_unknown_provider_is_not_retried(sleeps: RecordingSleep) -> None:
+    load_litellm()
     client = LLMClient(sleep=sleeps)
     with pytest.raises(InfrastructureError, match="not retried"):
         asyncio.run(client.complete(ModelSpec(model="no-such-provider/thing"), USER))
     assert sleeps.delays == []
 
 
-def test_per_model_cap_bounds_calls_in_flight(server: FakeOpenAIServer) -> None:
-    server.default = Behaviour.slow(delay_s=0.2, text="done")
+def test_an_openai_compatible_model_without_a_base_url_is_refused_before_any_call(
+    server: FakeOpenAIServer, sleeps: RecordingSleep
+) -> None:
+    client = LLMClient(sleep=sleeps)
+    with pytest.raises(InfrastructureError) as caught:
+        asyncio.run(client.complete(ModelSpec(model="openai-compatible/fake-model"), USER))
+    assert str(caught.value) == "model openai-compatible/fake-model has no api_base (not retried)"
+    assert client.calls_made == 0 and server.request_count == 0 and sleeps.delays == []
+
+
+def test_per_model_cap_bounds_calls_in_flight(transport: Transport) -> None:
+    transport.server.default = Behaviour.slow(delay_s=0.2, text="done")
     client = LLMClient(per_model_concurrency=2)
 
     async def six() -> None:
-        await asyncio.gather(*(client.complete(spec_for(server), USER) for _ in range(6)))
+        await asyncio.gather(*(client.complete(transport.spec(), USER) for _ in range(6)))
 
     asyncio.run(six())
-    assert server.request_count == 6
-    assert server.max_in_flight == 2
+    assert transport.server.request_count == 6
+    assert transport.server.max_in_flight == 2
     assert client.max_in_flight == 2
 
 
-def test_global_cap_bounds_calls_across_models(server: FakeOpenAIServer) -> None:
-    server.default = Behaviour.slow(delay_s=0.2, text="done")
+def test_global_cap_bounds_calls_across_models(transport: Transport) -> None:
+    transport.server.default = Behaviour.slow(delay_s=0.2, text="done")
     client = LLMClient(global_concurrency=3, per_model_concurrency=10)
-    specs = [
-        ModelSpec(model=model, api_base=server.base_url)
-        for model in ("openai/fake-a", "openai/fake-b")
-        for _ in range(4)
-    ]
+    specs = [transport.spec(name) for name in ("fake-a", "fake-b") for _ in range(4)]
 
     async def eight() -> None:
         await asyncio.gather(*(client.complete(spec, USER) for spec in specs))
 
     asyncio.run(eight())
-    assert server.request_count == 8
-    assert server.max_in_flight == 3
+    assert transport.server.request_count == 8
+    assert transport.server.max_in_flight == 3
 
 
-def test_the_client_survives_a_new_event_loop(server: FakeOpenAIServer) -> None:
+def test_the_client_survives_a_new_event_loop(transport: Transport) -> None:
     client = LLMClient(per_model_concurrency=1)
-    first = asyncio.run(client.complete(spec_for(server), USER))
-    second = asyncio.run(client.complete(spec_for(server), USER))
+    first = asyncio.run(client.complete(transport.spec(), USER))
+    second = asyncio.run(client.complete(transport.spec(), USER))
     assert first.output == second.output == "hello there"
+
+
+# The direct transport's connections
+
+
+def test_clients_on_one_loop_share_one_pool_per_base_url_and_reuse_its_connections(
+    server: FakeOpenAIServer,
+) -> None:
+    pools = ConnectionPools()
+    spec = ModelSpec(model="openai/fake-model", api_base=server.base_url)
+
+    async def calls() -> int:
+        for _ in range(3):  # a worker's attempts, each with an LLMClient of its own
+            client = LLMClient(pools=pools)
+            for _ in range(4):
+                await client.complete(spec, USER)
+        count = pools.count()
+        await pools.aclose()
+        return count
+
+    assert asyncio.run(calls()) == 1
+    assert server.request_count == 12
+    assert len({received.peer_port for received in server.received}) == 1
+
+
+def test_a_pool_per_base_url_and_credential(server: FakeOpenAIServer) -> None:
+    pools = ConnectionPools()
+
+    async def calls() -> int:
+        client = LLMClient(pools=pools)
+        for base in (server.base_url, server.base_url.replace("/v1", "/v2"), server.base_url):
+            await client.complete(ModelSpec(model="openai/m", api_base=base), USER)
+        count = pools.count()
+        await client.aclose()  # its own pools: closed with it
+        return count
+
+    assert asyncio.run(calls()) == 2
+
+
+def test_the_pool_sets_no_cap_below_the_client_s(server: FakeOpenAIServer) -> None:
+    # httpx's default pool holds 100 connections: 120 calls in flight must all reach the server.
+    server.default = Behaviour.slow(delay_s=0.5, text="done")
+    client = LLMClient(global_concurrency=120, per_model_concurrency=120, pools=ConnectionPools())
+    spec = ModelSpec(model="openai/fake-model", api_base=server.base_url, timeout_s=20)
+
+    async def many() -> None:
+        try:
+            await asyncio.gather(*(client.complete(spec, USER) for _ in range(120)))
+        finally:
+            await client.aclose()
+
+    asyncio.run(many())
+    assert server.max_in_flight == 120
 
 
 def test_invalid_caps_are_rejected() -> None:

@@ -10,10 +10,10 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation import plot
+from app.evalcli import plot
+from app.evalcli.folder import RunFolderStore, run_folder_for
 from app.evaluation.benchmark import Benchmark
 from app.evaluation.llm import LLMClient
-from app.evaluation.run_folder import RunFolderStore, run_folder_for
 from app.evaluation.runner import RunConfig, run_benchmark
 from app.evaluation.types import ModelSpec
 

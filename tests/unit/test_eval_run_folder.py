@@ -13,9 +13,8 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation import run_folder
-from app.evaluation.benchmark import Task
-from app.evaluation.run_folder import (
+from app.evalcli import folder as run_folder
+from app.evalcli.folder import (
     RunFolderError,
     RunFolderStore,
     find_run_folders,
@@ -24,6 +23,7 @@ from app.evaluation.run_folder import (
     run_folder_for,
     write_json_atomic,
 )
+from app.evaluation.benchmark import Task
 from app.evaluation.runner import RunConfig, run_benchmark
 from app.evaluation.types import ActorSection, JudgeSection, ModelSpec, TrialRecord
 from tests.fixtures.eval_benchmark import ScriptedClient, make_benchmark

@@ -13,6 +13,7 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from app.evalcli.folder import RunFolderStore
 from app.evaluation.benchmark import (
     AttemptView,
     Benchmark,
@@ -23,8 +24,6 @@ from app.evaluation.benchmark import (
     use_models,
 )
 from app.evaluation.llm import LLMClient, load_litellm
-from app.evaluation.metrics import Price
-from app.evaluation.run_folder import RunFolderStore
 from app.evaluation.runner import (
     MemoryRunStore,
     RunAborted,
@@ -38,6 +37,7 @@ from app.evaluation.runner import (
     select_tasks,
 )
 from app.evaluation.types import Message, ModelSpec, RetryPolicy, TrialRecord, VerifierResult
+from app.outbound.prices import Price
 from tests.fixtures.eval_benchmark import ScriptedClient, make_benchmark, make_tasks, secret
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 

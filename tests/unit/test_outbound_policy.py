@@ -366,7 +366,8 @@ def test_the_catalog_knows_the_local_providers() -> None:
 
 
 def test_the_catalog_is_derived_from_the_installed_litellm() -> None:
-    # Rebuild with `python -m app.outbound.catalog_build` after upgrading litellm.
+    # Rebuild both files (catalog and prices) with `python -m app.outbound.catalog_build`
+    # after upgrading litellm.
     result = subprocess.run(
         [sys.executable, "-m", "app.outbound.catalog_build", "--check"],
         cwd=ROOT,
@@ -376,3 +377,15 @@ def test_the_catalog_is_derived_from_the_installed_litellm() -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert CATALOG_PATH.is_file()
+
+
+def test_openai_compatible_model_ids_are_accepted_under_any_provider_policy() -> None:
+    # The prefix names no litellm provider: where such a model is reached is the base URL's
+    # policy, so a policy that allows no provider still accepts it.
+    nothing_allowed = ProviderPolicy(allowed=())
+    for model in ("openai-compatible/llama-3.1-8b", "openai-compatible/Qwen/Qwen2.5-7B"):
+        assert model_id_problem(model, offline_models=OFFLINE, policy=nothing_allowed) is None
+    for model in ("openai-compatible/", "openai-compatible/../x", "openai-compatible/a b"):
+        assert model_id_problem(model, offline_models=OFFLINE) is not None
+    problem = model_id_problem("openai_compatible/x", offline_models=OFFLINE)
+    assert problem is not None and "'openai-compatible/'" in problem

@@ -5,7 +5,7 @@
 
 PATH is a run folder or a folder holding run folders (e.g. `runs/`). Each run folder's files
 go to `<prefix>/<slice>/<passk|seqk>/<actor>/<verifier>/<feedback>/<file>` (the folder's last
-five levels, the run-folder layout of DESIGN.md), except the folder's `config.json` (the run
+five levels, the run-folder layout of docs/engine.md), except the folder's `config.json` (the run
 record stays local) and hidden files (a run's atomic writes in progress).
 
 - Endpoint: `--endpoint-url`, else the environment variable `GAUNTLET_S3_ENDPOINT_URL`, else
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from app.evaluation.run_folder import CONFIG_FILE, RunFolderError, find_run_folders
+from app.evalcli.folder import CONFIG_FILE, RunFolderError, find_run_folders
 
 ENDPOINT_ENV = "GAUNTLET_S3_ENDPOINT_URL"
 BUCKET_ENV = "GAUNTLET_S3_BUCKET"

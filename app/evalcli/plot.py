@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.evaluation.metrics import run_summary
-from app.evaluation.run_folder import (
+from app.evalcli.folder import (
     RunFolderError,
     RunFolderInfo,
     describe_run_folder,
     find_run_folders,
     read_all_task_stats,
 )
+from app.evaluation.metrics import run_summary
 
 FORMATS = {".png": "png", ".svg": "svg"}
 DEFAULT_OUT = "chart.png"
