@@ -18,6 +18,7 @@ from app.auth.principal import Principal
 from app.auth.service import authenticate
 from app.db import get_sessionmaker
 from app.errors import Forbidden, Unauthorized
+from app.unit_of_work import UnitOfWork
 
 
 async def get_session() -> AsyncIterator[Session]:
@@ -32,6 +33,15 @@ async def get_session() -> AsyncIterator[Session]:
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
+
+
+async def get_unit_of_work(session: SessionDep) -> UnitOfWork:
+    """The request's session as a unit of work: routes that write commit through it, and the
+    tasks their services asked for are sent after that commit."""
+    return UnitOfWork(session)
+
+
+UnitOfWorkDep = Annotated[UnitOfWork, Depends(get_unit_of_work)]
 
 
 async def get_credential(request: Request) -> str:

@@ -8,7 +8,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from app.attempt import service
-from app.attempt.dispatch import enqueue_attempts
 from app.attempt.repository import AttemptRepository
 from app.attempt.schemas import (
     AttemptCreate,
@@ -25,6 +24,7 @@ from app.deps import (
     SessionDep,
     TenantAdmin,
     TenantMember,
+    UnitOfWorkDep,
     check_tenant_member,
     tenant_of,
 )
@@ -32,6 +32,7 @@ from app.errors import NotFound
 from app.observability import context
 from app.observability import metrics as telemetry
 from app.tenant.repository import ParticipantRepository
+from app.unit_of_work import UnitOfWork
 
 router = APIRouter(prefix="/v1", tags=["attempts"])
 
@@ -96,21 +97,21 @@ def _submit_in(
     idempotency_key: str | None,
 ) -> Response:
     with sessions() as session:
+        work = UnitOfWork(session)
         principal = check_tenant_member(authenticate(session, credential))
-        attempt, created, send, handle = service.submit_attempt(
-            session, principal, challenge_id, body, idempotency_key
+        attempt, created, _, handle = service.submit_attempt(
+            work, principal, challenge_id, body, idempotency_key
         )
         headers = {"Location": f"/v1/attempts/{attempt.id}"}
         if not created:
             headers["Idempotent-Replayed"] = "true"
-        session.commit()
+        if created:
+            context.bind(attempt_id=str(attempt.id))
+        work.commit()
     if created:
-        context.bind(attempt_id=str(attempt.id))
         telemetry.attempt_reached(
             "benchmark" if attempt.model_spec is not None else "prompt", "queued"
         )
-    if send:
-        enqueue_attempts([attempt.id])
     view = service.to_view(attempt, handle, None, full=principal.role == "admin")
     return Response(
         view.model_dump_json(),
@@ -219,12 +220,11 @@ def list_challenge_attempts(
     responses={409: {"description": "The attempt did not end in error."}},
 )
 def post_attempt_retry(
-    attempt_id: uuid.UUID, session: SessionDep, principal: TenantAdmin
+    attempt_id: uuid.UUID, work: UnitOfWorkDep, principal: TenantAdmin
 ) -> AttemptRead:
     """Re-run an attempt that ended in error (tenant admin); finished trials are kept."""
     tenant_id = tenant_of(principal)
-    attempt = service.retry_attempt(session, tenant_id, attempt_id)
-    handle = ParticipantRepository(session, tenant_id).handles([attempt.participant_id])
-    session.commit()
-    enqueue_attempts([attempt.id])
+    attempt = service.retry_attempt(work, tenant_id, attempt_id)
+    handle = ParticipantRepository(work.session, tenant_id).handles([attempt.participant_id])
+    work.commit()
     return service.to_view(attempt, handle.get(attempt.participant_id, ""), None, full=True)

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
+from app.attempt.dispatch import RUN_ATTEMPT
 from app.attempt.models import Attempt, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
 from app.attempt.schemas import AttemptCreate, AttemptMetricsRead, AttemptRead, TrialRead
@@ -21,6 +22,7 @@ from app.config import get_settings
 from app.db import autocommits, utcnow
 from app.errors import Conflict, NotFound, TooManyRequests, ValidationFailed
 from app.tenant.repository import ParticipantRepository
+from app.unit_of_work import UnitOfWork
 
 
 class TransactionNeeded(Exception):
@@ -31,7 +33,7 @@ class Submission(NamedTuple):
     attempt: Attempt
     # False on an idempotent replay (the attempt was stored by an earlier request).
     created: bool
-    # Whether the caller sends the attempt's task once it has committed: a new attempt, or a
+    # Whether the attempt's task is sent once the unit of work commits: a new attempt, or a
     # replay of one still queued long after it was last sent (its task may never have left
     # the API that stored it).
     send: bool
@@ -145,7 +147,7 @@ def _check_limits(
 
 
 def submit_attempt(
-    session: Session,
+    work: UnitOfWork,
     principal: Principal,
     challenge_id: uuid.UUID,
     body: AttemptCreate,
@@ -154,10 +156,10 @@ def submit_attempt(
     """Stores a queued attempt, or finds the one an earlier request with the same
     Idempotency-Key stored (a replay); see `Submission` for what it returns.
 
-    The caller commits, then sends the task if `send` says so: the worker must find the row
-    when the task arrives. A replay sends again an attempt still queued after
-    `queued_requeue_seconds` (as the sweep would), so a client retrying after a lost answer
-    never waits for the sweep.
+    The task is sent (when `send` says so) once the caller commits the unit of work: the
+    worker must find the row when the task arrives. A replay sends again an attempt still
+    queued after `queued_requeue_seconds` (as the sweep would), so a client retrying after a
+    lost answer never waits for the sweep.
     Each write stands alone (a participant's first attempt makes the participant, which is
     harmless if the attempt then fails), so a session of `get_autocommit_sessionmaker` may
     run it, except for a challenge with attempt limits: those are checked under a lock
@@ -165,6 +167,20 @@ def submit_attempt(
     """
     assert principal.tenant_id is not None
     tenant_id = principal.tenant_id
+    session = work.session
+    submission = _submit(session, tenant_id, challenge_id, body, idempotency_key)
+    if submission.send:
+        work.send_after_commit(RUN_ATTEMPT, str(submission.attempt.id))
+    return submission
+
+
+def _submit(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    body: AttemptCreate,
+    idempotency_key: str | None,
+) -> Submission:
     repo = AttemptRepository(session, tenant_id)
     challenge = repo.submission_target(challenge_id, body.participant)
     if challenge is None:
@@ -228,12 +244,13 @@ def submit_attempt(
     return Submission(_replay(existing, challenge_id, fingerprint), False, False, handle)
 
 
-def retry_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
+def retry_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
     """Queues an attempt that ended in an infrastructure error again (tenant admin).
 
-    Its stored trials are kept, so the new run continues where the failed one stopped. The
-    caller commits, then enqueues.
+    Its stored trials are kept, so the new run continues where the failed one stopped. It is
+    sent to a worker once the caller commits.
     """
+    session = work.session
     attempt = AttemptRepository(session, tenant_id).get(attempt_id)
     if attempt is None:
         raise NotFound("attempt not found")
@@ -251,6 +268,7 @@ def retry_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID)
     attempt.run_count = 0
     attempt.enqueued_at = now
     session.flush()
+    work.send_after_commit(RUN_ATTEMPT, str(attempt.id))
     return attempt
 
 

@@ -14,9 +14,8 @@ from app.challenge.schemas import (
     ChallengeRead,
     ChallengeUpdate,
 )
-from app.deps import SessionDep, TenantAdmin, TenantMember, tenant_of
+from app.deps import SessionDep, TenantAdmin, TenantMember, UnitOfWorkDep, tenant_of
 from app.scoring import rescore
-from app.scoring.rescore import enqueue_rescores
 from app.scoring.schemas import RescoreJobList, RescoreJobRead
 
 router = APIRouter(prefix="/v1/challenges", tags=["challenges"])
@@ -28,11 +27,11 @@ router = APIRouter(prefix="/v1/challenges", tags=["challenges"])
     responses={409: {"description": "The tenant has a challenge with this slug."}},
 )
 def post_challenge(
-    body: ChallengeCreate, session: SessionDep, principal: TenantAdmin
+    body: ChallengeCreate, work: UnitOfWorkDep, principal: TenantAdmin
 ) -> ChallengeRead:
     """Create a challenge (tenant admin). Configs are validated; errors name the field."""
-    challenge = service.create_challenge(session, tenant_of(principal), body)
-    session.commit()
+    challenge = service.create_challenge(work.session, tenant_of(principal), body)
+    work.commit()
     return service.to_admin_view(challenge)
 
 
@@ -67,7 +66,7 @@ def get_challenge(
 def patch_challenge(
     challenge_id: uuid.UUID,
     body: ChallengeUpdate,
-    session: SessionDep,
+    work: UnitOfWorkDep,
     principal: TenantAdmin,
     response: Response,
 ) -> ChallengeRead:
@@ -76,34 +75,32 @@ def patch_challenge(
     Changing `scoring` starts a rescore job (its address is in the `Location` header): past
     attempts are scored again and the leaderboard is rebuilt.
     """
-    challenge, job = service.update_challenge(session, tenant_of(principal), challenge_id, body)
-    session.commit()
+    challenge, job = service.update_challenge(work, tenant_of(principal), challenge_id, body)
+    work.commit()
     if job is not None:
-        enqueue_rescores([job.id])
         response.headers["Location"] = f"/v1/rescore-jobs/{job.id}"
     return service.to_admin_view(challenge)
 
 
 @router.delete("/{challenge_id}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_challenge(
-    challenge_id: uuid.UUID, session: SessionDep, principal: TenantAdmin
+    challenge_id: uuid.UUID, work: UnitOfWorkDep, principal: TenantAdmin
 ) -> Response:
     """Delete a challenge with its attempts and leaderboard (tenant admin)."""
-    service.delete_challenge(session, tenant_of(principal), challenge_id)
-    session.commit()
+    service.delete_challenge(work.session, tenant_of(principal), challenge_id)
+    work.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post("/{challenge_id}/rescore", status_code=status.HTTP_202_ACCEPTED)
 def post_rescore(
-    challenge_id: uuid.UUID, session: SessionDep, principal: TenantAdmin
+    challenge_id: uuid.UUID, work: UnitOfWorkDep, principal: TenantAdmin
 ) -> RescoreJobRead:
     """Score every completed attempt again and rebuild the leaderboard (tenant admin)."""
     tenant_id = tenant_of(principal)
-    service.get_challenge(session, tenant_id, challenge_id)
-    job = rescore.request_rescore(session, tenant_id, challenge_id, "requested")
-    session.commit()
-    enqueue_rescores([job.id])
+    service.get_challenge(work.session, tenant_id, challenge_id)
+    job = rescore.request_rescore(work, tenant_id, challenge_id, "requested")
+    work.commit()
     return RescoreJobRead.model_validate(job)
 
 

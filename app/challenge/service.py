@@ -40,6 +40,7 @@ from app.outbound.policy import OutboundRefused
 from app.scoring.rescore import request_rescore
 from app.scoring.rescore_models import RescoreJob
 from app.scoring.validation import validate_scoring
+from app.unit_of_work import UnitOfWork
 
 ChallengeStatus = Literal["upcoming", "open", "closed"]
 
@@ -218,14 +219,15 @@ def _as_create(challenge: Challenge) -> dict[str, Any]:
 
 
 def update_challenge(
-    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, body: ChallengeUpdate
+    work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID, body: ChallengeUpdate
 ) -> tuple[Challenge, RescoreJob | None]:
     """Applies the given fields, then validates the whole result as a new challenge would be.
 
-    A change of scoring records a rescore job (returned, for the caller to send after commit):
-    past attempts are scored again and the leaderboard rebuilt. Changing the target or the
+    A change of scoring records a rescore job (returned; sent once the caller commits): past
+    attempts are scored again and the leaderboard rebuilt. Changing the target or the
     verifier does not rewrite past results.
     """
+    session = work.session
     challenge = ChallengeRepository(session, tenant_id).get(challenge_id, for_update=True)
     if challenge is None:
         raise NotFound("challenge not found")
@@ -258,7 +260,7 @@ def update_challenge(
     session.flush()
     job = None
     if scoring_changed:
-        job = request_rescore(session, tenant_id, challenge.id, "challenge scoring changed")
+        job = request_rescore(work, tenant_id, challenge.id, "challenge scoring changed")
     return challenge, job
 
 

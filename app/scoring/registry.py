@@ -18,6 +18,7 @@ from app.scoring.repository import get_plugin
 from app.scoring.rescore import request_rescores_for_plugin
 from app.scoring.rescore_models import RescoreJob
 from app.scoring.schemas import ScorerCreate, ScorerUpdate
+from app.unit_of_work import UnitOfWork
 
 ENTRY_POINT_GROUP = "gauntlet.scorers"
 
@@ -108,9 +109,11 @@ def get(session: Session, plugin_id: str) -> ScorerPlugin:
 
 
 def update(
-    session: Session, plugin_id: str, body: ScorerUpdate
+    work: UnitOfWork, plugin_id: str, body: ScorerUpdate
 ) -> tuple[ScorerPlugin, list[RescoreJob]]:
-    """Applies the change; returns rescore jobs for the challenges whose scores it changes."""
+    """Applies the change; returns rescore jobs for the challenges whose scores it changes
+    (sent once the caller commits)."""
+    session = work.session
     plugin = get(session, plugin_id)
     changes = body.model_dump(exclude_unset=True)
     schema = changes.get("config_schema", plugin.config_schema)
@@ -128,7 +131,7 @@ def update(
     session.flush()
     jobs = []
     if affects_scores:
-        jobs = request_rescores_for_plugin(session, plugin_id, f"scorer '{plugin_id}' changed")
+        jobs = request_rescores_for_plugin(work, plugin_id, f"scorer '{plugin_id}' changed")
     return plugin, jobs
 
 

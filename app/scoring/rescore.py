@@ -26,17 +26,20 @@ from app.leaderboard.ranking import sort_tuple
 from app.leaderboard.service import entry_for
 from app.scoring.rescore_models import RescoreJob
 from app.scoring.service import Scoring, prepare_scoring
+from app.unit_of_work import UnitOfWork, WorkerTask
 
 log = logging.getLogger(__name__)
 
 RESCORE_TASK = "gauntlet.rescore_challenge"
+RESCORE = WorkerTask(RESCORE_TASK, "POST .../rescore to retry")
 BATCH = 200
 
 
 def request_rescore(
-    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, reason: str
+    work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID, reason: str
 ) -> RescoreJob:
-    """Records a job; the caller commits, then sends it with `enqueue_rescores`."""
+    """Records a job, sent to a worker once the caller commits."""
+    session = work.session
     job = RescoreJob(
         id=uuid.uuid4(),
         tenant_id=tenant_id,
@@ -48,30 +51,19 @@ def request_rescore(
     )
     session.add(job)
     session.flush()
+    work.send_after_commit(RESCORE, str(job.id))
     return job
 
 
-def request_rescores_for_plugin(session: Session, plugin_id: str, reason: str) -> list[RescoreJob]:
+def request_rescores_for_plugin(work: UnitOfWork, plugin_id: str, reason: str) -> list[RescoreJob]:
     """Jobs for every challenge, of every tenant, that scores with this plugin."""
-    rows = session.execute(select(Challenge.id, Challenge.tenant_id, Challenge.scoring)).all()
+    rows = work.session.execute(select(Challenge.id, Challenge.tenant_id, Challenge.scoring)).all()
     return [
-        request_rescore(session, row.tenant_id, row.id, reason)
+        request_rescore(work, row.tenant_id, row.id, reason)
         for row in rows
         if (row.scoring or {}).get("strategy") == "custom"
         and (row.scoring or {}).get("plugin_id") == plugin_id
     ]
-
-
-def enqueue_rescores(job_ids: list[uuid.UUID]) -> None:
-    from app.config import get_settings
-    from workers.celery_app import celery_app
-
-    queue = get_settings().queue
-    for job_id in job_ids:
-        try:
-            celery_app.send_task(RESCORE_TASK, args=[str(job_id)], queue=queue)
-        except Exception:
-            log.exception("could not enqueue rescore job %s; POST .../rescore to retry", job_id)
 
 
 def list_jobs(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> list[RescoreJob]:

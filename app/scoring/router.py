@@ -2,10 +2,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
-from app.deps import PlatformAdmin, PrincipalDep, SessionDep
+from app.deps import PlatformAdmin, PrincipalDep, SessionDep, UnitOfWorkDep
 from app.scoring import registry
 from app.scoring.repository import list_plugins
-from app.scoring.rescore import enqueue_rescores
 from app.scoring.schemas import (
     InstalledScorer,
     InstalledScorerList,
@@ -23,10 +22,10 @@ router = APIRouter(prefix="/v1/scorers", tags=["scorers"])
     status_code=status.HTTP_201_CREATED,
     responses={409: {"description": "A scorer with this plugin id is registered."}},
 )
-def post_scorer(body: ScorerCreate, session: SessionDep, _: PlatformAdmin) -> ScorerRead:
+def post_scorer(body: ScorerCreate, work: UnitOfWorkDep, _: PlatformAdmin) -> ScorerRead:
     """Register a scorer plugin (platform admin). The entrypoint is loaded in the sandbox."""
-    plugin = registry.register(session, body)
-    session.commit()
+    plugin = registry.register(work.session, body)
+    work.commit()
     return ScorerRead.model_validate(plugin)
 
 
@@ -55,15 +54,14 @@ def get_scorer(plugin_id: str, session: SessionDep, _: PrincipalDep) -> ScorerRe
 
 @router.patch("/{plugin_id}")
 def patch_scorer(
-    plugin_id: str, body: ScorerUpdate, session: SessionDep, _: PlatformAdmin
+    plugin_id: str, body: ScorerUpdate, work: UnitOfWorkDep, _: PlatformAdmin
 ) -> ScorerRead:
     """Change a scorer's description, defaults, schema, or disable it (platform admin).
 
     A change of defaults or of `enabled` rescores every challenge that uses the scorer.
     """
-    plugin, jobs = registry.update(session, plugin_id, body)
-    session.commit()
-    enqueue_rescores([job.id for job in jobs])
+    plugin, _jobs = registry.update(work, plugin_id, body)
+    work.commit()
     return ScorerRead.model_validate(plugin)
 
 
@@ -72,8 +70,8 @@ def patch_scorer(
     status_code=status.HTTP_204_NO_CONTENT,
     responses={409: {"description": "Challenges use the scorer: disable it instead."}},
 )
-def delete_scorer(plugin_id: str, session: SessionDep, _: PlatformAdmin) -> Response:
+def delete_scorer(plugin_id: str, work: UnitOfWorkDep, _: PlatformAdmin) -> Response:
     """Remove a scorer no challenge uses; one in use must be disabled instead."""
-    registry.delete(session, plugin_id)
-    session.commit()
+    registry.delete(work.session, plugin_id)
+    work.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -7,7 +7,14 @@ from fastapi import APIRouter, Query, status
 
 from app.auth.service import create_api_key, list_api_keys, revoke_api_key
 from app.config import get_settings
-from app.deps import PlatformAdmin, SessionDep, TenantAdmin, TenantMember, tenant_of
+from app.deps import (
+    PlatformAdmin,
+    SessionDep,
+    TenantAdmin,
+    TenantMember,
+    UnitOfWorkDep,
+    tenant_of,
+)
 from app.errors import NotFound
 from app.tenant import repository
 from app.tenant.schemas import (
@@ -37,10 +44,10 @@ Offset = Annotated[int, Query(ge=0, le=10_000_000)]
     tags=["tenants"],
     responses={409: {"description": "A tenant has this slug."}},
 )
-def post_tenant(body: TenantCreate, session: SessionDep, _: PlatformAdmin) -> TenantCreated:
+def post_tenant(body: TenantCreate, work: UnitOfWorkDep, _: PlatformAdmin) -> TenantCreated:
     """Create a tenant and its first admin API key (platform admin)."""
-    tenant, _key_row, key = create_tenant(session, body.slug, body.name)
-    session.commit()
+    tenant, _key_row, key = create_tenant(work.session, body.slug, body.name)
+    work.commit()
     return TenantCreated(
         id=tenant.id, slug=tenant.slug, name=tenant.name, created_at=tenant.created_at, api_key=key
     )
@@ -81,10 +88,10 @@ def get_own_usage(session: SessionDep, principal: TenantAdmin) -> TenantUsage:
 
 
 @router.post("/api-keys", status_code=status.HTTP_201_CREATED, tags=["api keys"])
-def post_api_key(body: ApiKeyCreate, session: SessionDep, principal: TenantAdmin) -> ApiKeyCreated:
+def post_api_key(body: ApiKeyCreate, work: UnitOfWorkDep, principal: TenantAdmin) -> ApiKeyCreated:
     """Create an API key of the caller's tenant (tenant admin). The key is shown once."""
-    row, key = create_api_key(session, tenant_of(principal), body.name, body.role)
-    session.commit()
+    row, key = create_api_key(work.session, tenant_of(principal), body.name, body.role)
+    work.commit()
     return ApiKeyCreated(**ApiKeyRead.model_validate(row).model_dump(), key=key)
 
 
@@ -95,10 +102,10 @@ def get_api_keys(session: SessionDep, principal: TenantAdmin) -> ApiKeyList:
 
 
 @router.delete("/api-keys/{key_id}", tags=["api keys"])
-def delete_api_key(key_id: uuid.UUID, session: SessionDep, principal: TenantAdmin) -> ApiKeyRead:
+def delete_api_key(key_id: uuid.UUID, work: UnitOfWorkDep, principal: TenantAdmin) -> ApiKeyRead:
     """Revoke a key: it stops working at once; the row stays for the record."""
-    row = revoke_api_key(session, tenant_of(principal), key_id)
-    session.commit()
+    row = revoke_api_key(work.session, tenant_of(principal), key_id)
+    work.commit()
     return ApiKeyRead.model_validate(row)
 
 

@@ -32,7 +32,6 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
-from app.attempt.dispatch import enqueue_attempts
 from app.attempt.models import Attempt
 from app.attempt.repository import AttemptRepository
 from app.attempt.schemas import AttemptCreate
@@ -45,7 +44,7 @@ from app.challenge.models import Challenge
 from app.challenge.repository import ChallengeRepository
 from app.challenge.service import challenge_status, to_public_view
 from app.config import get_settings
-from app.deps import SessionDep
+from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import AppError, Unauthorized
 from app.evaluation.offline import OFFLINE_MODELS
 from app.observability import metrics as telemetry
@@ -53,6 +52,7 @@ from app.scoring.repository import list_plugins
 from app.tenant.models import Participant, Tenant
 from app.tenant.repository import get_tenant_by_slug
 from app.tenant.service import tenant_usage
+from app.unit_of_work import UnitOfWork
 from app.web import auth, queries, service
 from app.web.rendering import (
     HtmlRoute,
@@ -259,7 +259,7 @@ def _sign_in_page(
 
 def _back_signed_in(
     request: Request,
-    session: Session,
+    work: UnitOfWork,
     web: auth.WebSession,
     tenant: Tenant,
     participant_id: uuid.UUID,
@@ -268,8 +268,8 @@ def _back_signed_in(
 ) -> Response:
     """Starts a session for the participant (committing the request's work with it) and sends
     them back where they came from, with a notice."""
-    token = service.start_session(session, web, tenant.id, participant_id)
-    session.commit()
+    token = service.start_session(work.session, web, tenant.id, participant_id)
+    work.commit()
     web.sign_in(token)
     target = _safe_next(tenant, next)
     separator = "&" if "?" in target else "?"
@@ -288,12 +288,13 @@ def sign_up_form(
 def sign_up(
     tenant_slug: str,
     request: Request,
-    session: SessionDep,
+    work: UnitOfWorkDep,
     csrf_token: CsrfField = "",
     handle: Annotated[str, Form()] = "",
     password: Annotated[str, Form()] = "",
     next: Annotated[str, Form()] = "",
 ) -> Response:
+    session = work.session
     web, tenant, _ = _visitor(request, session, tenant_slug)
     _require_csrf(web, csrf_token)
     address = auth.client_address(request)
@@ -301,10 +302,10 @@ def sign_up(
         service.check_sign_up_allowed(address)
         participant = service.sign_up(session, tenant.id, handle, password)
     except service.FormError as exc:
-        session.rollback()
+        work.rollback()
         return _sign_up_page(request, web, tenant, next, handle=handle, error=exc)
     auth.limits.signed_up(address)
-    return _back_signed_in(request, session, web, tenant, participant.id, next, "signed-up")
+    return _back_signed_in(request, work, web, tenant, participant.id, next, "signed-up")
 
 
 @router.get("/t/{tenant_slug}/sign-in")
@@ -319,12 +320,13 @@ def sign_in_form(
 def sign_in(
     tenant_slug: str,
     request: Request,
-    session: SessionDep,
+    work: UnitOfWorkDep,
     csrf_token: CsrfField = "",
     handle: Annotated[str, Form()] = "",
     password: Annotated[str, Form()] = "",
     next: Annotated[str, Form()] = "",
 ) -> Response:
+    session = work.session
     web, tenant, _ = _visitor(request, session, tenant_slug)
     _require_csrf(web, csrf_token)
     try:
@@ -332,20 +334,21 @@ def sign_in(
             session, tenant.id, handle, password, auth.client_address(request)
         )
     except service.FormError as exc:
-        session.rollback()
+        work.rollback()
         return _sign_in_page(request, web, tenant, next, handle=handle, error=exc)
-    return _back_signed_in(request, session, web, tenant, participant.id, next, "signed-in")
+    return _back_signed_in(request, work, web, tenant, participant.id, next, "signed-in")
 
 
 @router.post("/t/{tenant_slug}/sign-out")
 def sign_out(
-    tenant_slug: str, request: Request, session: SessionDep, csrf_token: CsrfField = ""
+    tenant_slug: str, request: Request, work: UnitOfWorkDep, csrf_token: CsrfField = ""
 ) -> Response:
+    session = work.session
     web, tenant, _ = _visitor(request, session, tenant_slug)
     _require_csrf(web, csrf_token)
     # The server forgets the session: a copy of the cookie signs nobody in afterwards.
     service.end_session(session, web)
-    session.commit()
+    work.commit()
     web.sign_out()
     return redirect(request, web, _tenant_url(tenant, "?notice=signed-out"))
 
@@ -389,11 +392,12 @@ def account(
 def change_password(
     tenant_slug: str,
     request: Request,
-    session: SessionDep,
+    work: UnitOfWorkDep,
     csrf_token: CsrfField = "",
     current_password: Annotated[str, Form()] = "",
     new_password: Annotated[str, Form()] = "",
 ) -> Response:
+    session = work.session
     web, tenant, participant = _visitor(request, session, tenant_slug)
     _require_csrf(web, csrf_token)
     if participant is None:
@@ -408,13 +412,13 @@ def change_password(
             auth.client_address(request),
         )
     except service.FormError as exc:
-        session.rollback()
+        work.rollback()
         return _account_page(request, web, tenant, participant, error=exc)
     # Every session of the participant ended with the change, this browser's too: it gets a
     # new one, so the person who changed the password stays signed in here only.
     web.sign_out()
     token = service.start_session(session, web, tenant.id, participant.id)
-    session.commit()
+    work.commit()
     web.sign_in(token)
     return redirect(request, web, _tenant_url(tenant, "account?notice=password-changed"))
 
@@ -518,7 +522,7 @@ def submit(
     tenant_slug: str,
     challenge_slug: str,
     request: Request,
-    session: SessionDep,
+    work: UnitOfWorkDep,
     csrf_token: CsrfField = "",
     prompt: Annotated[str, Form()] = "",
     model: Annotated[str, Form()] = "",
@@ -526,6 +530,7 @@ def submit(
     system_prompt: Annotated[str, Form()] = "",
     submission_id: Annotated[str, Form()] = "",
 ) -> Response:
+    session = work.session
     web, tenant, participant = _visitor(request, session, tenant_slug)
     _require_csrf(web, csrf_token)
     challenge = _visible_challenge(session, tenant, challenge_slug, participant)
@@ -542,7 +547,7 @@ def submit(
     )
 
     def again(status_code: int, message: str, field: str | None = None) -> Response:
-        session.rollback()
+        work.rollback()
         return _challenge_page(
             request,
             session,
@@ -581,18 +586,16 @@ def submit(
         participant_handle=participant.handle,
     )
     try:
-        attempt, created, send, _ = submit_attempt(
-            session, principal, challenge.id, body, idempotency_key
+        attempt, created, _, _ = submit_attempt(
+            work, principal, challenge.id, body, idempotency_key
         )
     except AppError as exc:
         return again(exc.status_code, exc.message, service.error_field(exc))
-    session.commit()
+    work.commit()
     if created:
         telemetry.attempt_reached(
             "benchmark" if attempt.model_spec is not None else "prompt", "queued"
         )
-    if send:
-        enqueue_attempts([attempt.id])
     return redirect(
         request,
         web,
@@ -883,10 +886,11 @@ def admin_sign_in_form(
 def admin_sign_in(
     tenant_slug: str,
     request: Request,
-    session: SessionDep,
+    work: UnitOfWorkDep,
     csrf_token: CsrfField = "",
     api_key: Annotated[str, Form()] = "",
 ) -> Response:
+    session = work.session
     web, tenant, _ = _visitor(request, session, tenant_slug)
     _require_csrf(web, csrf_token)
     address = auth.client_address(request)
@@ -922,7 +926,7 @@ def admin_sign_in(
     token = sessions.start_admin_session(
         session, tenant.id, principal.api_key_id, auth.admin_session_token(request)
     )
-    session.commit()
+    work.commit()
     response = redirect(request, web, _tenant_url(tenant, "admin?notice=admin-signed-in"))
     auth.set_admin_cookie(request, response, tenant.slug, token)
     return response
@@ -930,14 +934,15 @@ def admin_sign_in(
 
 @router.post("/t/{tenant_slug}/admin/sign-out")
 def admin_sign_out(
-    tenant_slug: str, request: Request, session: SessionDep, csrf_token: CsrfField = ""
+    tenant_slug: str, request: Request, work: UnitOfWorkDep, csrf_token: CsrfField = ""
 ) -> Response:
+    session = work.session
     web, tenant, _ = _visitor(request, session, tenant_slug)
     _require_csrf(web, csrf_token)
     token = auth.admin_session_token(request)
     if token is not None:
         sessions.end_session(session, token)
-        session.commit()
+        work.commit()
     response = redirect(request, web, _tenant_url(tenant, "admin/sign-in?notice=admin-signed-out"))
     auth.clear_admin_cookie(request, response, tenant.slug)
     return response
@@ -948,20 +953,20 @@ def admin_retry(
     tenant_slug: str,
     attempt_id: uuid.UUID,
     request: Request,
-    session: SessionDep,
+    work: UnitOfWorkDep,
     csrf_token: CsrfField = "",
 ) -> Response:
+    session = work.session
     web, tenant, _ = _visitor(request, session, tenant_slug)
     _require_csrf(web, csrf_token)
     if _admin_key(request, session, tenant) is None:
         raise not_found()
     try:
-        attempt = retry_attempt(session, tenant.id, attempt_id)
+        retry_attempt(work, tenant.id, attempt_id)
     except AppError:
-        session.rollback()
+        work.rollback()
         return redirect(request, web, _tenant_url(tenant, "admin?notice=not-retryable"))
-    session.commit()
-    enqueue_attempts([attempt.id])
+    work.commit()
     return redirect(request, web, _tenant_url(tenant, "admin?notice=requeued"))
 
 
