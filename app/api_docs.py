@@ -37,7 +37,7 @@ from app.deps import (
     get_credential,
     require_platform_admin,
     require_tenant_admin,
-    require_tenant_member,
+    require_tenant_key,
 )
 
 DOCS_URL = "/docs"
@@ -65,7 +65,7 @@ _RETRY_AFTER = {
     }
 }
 _INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
-_ROLE_CHECKS = {require_platform_admin, require_tenant_admin, require_tenant_member}
+_ROLE_CHECKS = {require_platform_admin, require_tenant_admin, require_tenant_key}
 
 
 class ErrorBody(BaseModel):

@@ -1,4 +1,9 @@
-"""Typed FastAPI dependencies: the database session and the caller's principal.
+"""Typed FastAPI dependencies: the database session, the unit of work, and the authorization
+gate, which turns the bearer credential into a typed subject (`app.auth.subjects`).
+
+A route names the subject it needs (`CallerDep`, `PlatformAdminDep`, `TenantKeyDep`,
+`TenantAdminDep`); the gate answers 401 or 403 before the route runs, and the route gets a
+value of exactly that type: its tenant is a field, never an optional one narrowed later.
 
 FastAPI runs each synchronous dependency in the thread pool, one hop each. Only the credential
 lookup does I/O, so the session factory and the role checks are `async` (no hop): a request
@@ -7,15 +12,14 @@ pays one hop for authentication and one for its endpoint.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from app.auth.principal import Principal
 from app.auth.service import authenticate
+from app.auth.subjects import PlatformAdmin, TenantAdmin, TenantKey
 from app.db import get_sessionmaker
 from app.errors import Forbidden, Unauthorized
 from app.unit_of_work import UnitOfWork
@@ -59,40 +63,35 @@ async def get_credential(request: Request) -> str:
 CredentialDep = Annotated[str, Depends(get_credential)]
 
 
-def get_principal(credential: CredentialDep, session: SessionDep) -> Principal:
+def get_caller(credential: CredentialDep, session: SessionDep) -> PlatformAdmin | TenantKey:
     return authenticate(session, credential)
 
 
-PrincipalDep = Annotated[Principal, Depends(get_principal)]
+CallerDep = Annotated[PlatformAdmin | TenantKey, Depends(get_caller)]
 
 
-async def require_platform_admin(principal: PrincipalDep) -> Principal:
-    if not principal.is_platform_admin:
+async def require_platform_admin(caller: CallerDep) -> PlatformAdmin:
+    if not isinstance(caller, PlatformAdmin):
         raise Forbidden("this needs the platform admin token")
-    return principal
+    return caller
 
 
-def check_tenant_member(principal: Principal) -> Principal:
-    if principal.tenant_id is None:
+def check_tenant_key(caller: PlatformAdmin | TenantKey) -> TenantKey:
+    if isinstance(caller, PlatformAdmin):
         raise Forbidden("this needs a tenant API key")
-    return principal
+    return caller
 
 
-async def require_tenant_member(principal: PrincipalDep) -> Principal:
-    return check_tenant_member(principal)
+async def require_tenant_key(caller: CallerDep) -> TenantKey:
+    return check_tenant_key(caller)
 
 
-async def require_tenant_admin(principal: PrincipalDep) -> Principal:
-    if principal.tenant_id is None or principal.role != "admin":
+async def require_tenant_admin(caller: CallerDep) -> TenantAdmin:
+    if not isinstance(caller, TenantAdmin):
         raise Forbidden("this needs a tenant admin API key")
-    return principal
+    return caller
 
 
-PlatformAdmin = Annotated[Principal, Depends(require_platform_admin)]
-TenantMember = Annotated[Principal, Depends(require_tenant_member)]
-TenantAdmin = Annotated[Principal, Depends(require_tenant_admin)]
-
-
-def tenant_of(principal: Principal) -> uuid.UUID:
-    assert principal.tenant_id is not None, "tenant dependencies guarantee a tenant"
-    return principal.tenant_id
+PlatformAdminDep = Annotated[PlatformAdmin, Depends(require_platform_admin)]
+TenantKeyDep = Annotated[TenantKey, Depends(require_tenant_key)]
+TenantAdminDep = Annotated[TenantAdmin, Depends(require_tenant_admin)]

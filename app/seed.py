@@ -43,8 +43,9 @@ def seed_demo(session: Session, settings: Settings) -> DemoInfo:
             tenant, _row, key = create_tenant(session, DEMO_TENANT, "Demo")
         else:
             from app.auth.service import create_api_key
+            from app.auth.subjects import ApiKeyRole
 
-            _row, key = create_api_key(session, tenant.id, "demo key", "admin")
+            _row, key = create_api_key(session, tenant.id, "demo key", ApiKeyRole.ADMIN)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         key_file.write_text(key + "\n")
         key_file.chmod(0o600)

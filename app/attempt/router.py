@@ -22,11 +22,10 @@ from app.db import get_autocommit_sessionmaker, get_sessionmaker
 from app.deps import (
     CredentialDep,
     SessionDep,
-    TenantAdmin,
-    TenantMember,
+    TenantAdminDep,
+    TenantKeyDep,
     UnitOfWorkDep,
-    check_tenant_member,
-    tenant_of,
+    check_tenant_key,
 )
 from app.errors import NotFound
 from app.observability import context
@@ -98,9 +97,9 @@ def _submit_in(
 ) -> Response:
     with sessions() as session:
         work = UnitOfWork(session)
-        principal = check_tenant_member(authenticate(session, credential))
+        caller = check_tenant_key(authenticate(session, credential))
         attempt, created, _, handle = service.submit_attempt(
-            work, principal, challenge_id, body, idempotency_key
+            work, caller, challenge_id, body, idempotency_key
         )
         headers = {"Location": f"/v1/attempts/{attempt.id}"}
         if not created:
@@ -112,7 +111,7 @@ def _submit_in(
         telemetry.attempt_reached(
             "benchmark" if attempt.model_spec is not None else "prompt", "queued"
         )
-    view = service.to_view(attempt, handle, None, full=principal.role == "admin")
+    view = service.to_view(attempt, handle, None, caller.audience)
     return Response(
         view.model_dump_json(),
         status_code=status.HTTP_202_ACCEPTED,
@@ -122,47 +121,44 @@ def _submit_in(
 
 
 @router.get("/attempts/{attempt_id}")
-def get_attempt(attempt_id: uuid.UUID, session: SessionDep, principal: TenantMember) -> AttemptRead:
+def get_attempt(attempt_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> AttemptRead:
     """Status, metrics, score and trials. Member keys get the participant view of trials.
 
     Benchmark attempts show their progress and curve here; their trials (tasks times k of them)
     are paged at `GET /v1/attempts/{id}/trials`.
     """
-    tenant_id = tenant_of(principal)
+    tenant_id = caller.tenant_id
     repo = AttemptRepository(session, tenant_id)
     attempt = repo.get(attempt_id)
     if attempt is None:
         raise NotFound("attempt not found")
     handle = ParticipantRepository(session, tenant_id).handles([attempt.participant_id])
     trials = repo.trials(attempt.id) if attempt.model_spec is None else None
-    return service.to_view(
-        attempt, handle.get(attempt.participant_id, ""), trials, full=principal.role == "admin"
-    )
+    return service.to_view(attempt, handle.get(attempt.participant_id, ""), trials, caller.audience)
 
 
 @router.get("/attempts/{attempt_id}/trials")
 def get_attempt_trials(
     attempt_id: uuid.UUID,
     session: SessionDep,
-    principal: TenantMember,
+    caller: TenantKeyDep,
     task_index: Annotated[int | None, Query(ge=0, le=10_000_000)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> TrialList:
     """An attempt's trials, by task then index (participant view for member keys)."""
-    repo = AttemptRepository(session, tenant_of(principal))
+    repo = AttemptRepository(session, caller.tenant_id)
     attempt = repo.get(attempt_id)
     if attempt is None:
         raise NotFound("attempt not found")
     rows, total = repo.trials_page(attempt.id, task_index=task_index, limit=limit, offset=offset)
-    full = principal.role == "admin"
-    return TrialList(items=[service.trial_view(t, full=full) for t in rows], total=total)
+    return TrialList(items=[service.trial_view(t, caller.audience) for t in rows], total=total)
 
 
 @router.get("/attempts")
 def list_attempts(
     session: SessionDep,
-    principal: TenantMember,
+    caller: TenantKeyDep,
     challenge_id: uuid.UUID | None = None,
     participant: str | None = None,
     status: AttemptStatus | None = None,
@@ -170,7 +166,7 @@ def list_attempts(
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> AttemptList:
     """The tenant's attempts, newest first, filtered by challenge, participant handle, status."""
-    tenant_id = tenant_of(principal)
+    tenant_id = caller.tenant_id
     participants = ParticipantRepository(session, tenant_id)
     participant_id = None
     if participant is not None:
@@ -186,8 +182,9 @@ def list_attempts(
         status=status,
     )
     handles = participants.handles(list({a.participant_id for a in rows}))
-    full = principal.role == "admin"
-    items = [service.to_view(a, handles.get(a.participant_id, ""), None, full=full) for a in rows]
+    items = [
+        service.to_view(a, handles.get(a.participant_id, ""), None, caller.audience) for a in rows
+    ]
     return AttemptList(items=items, total=total)
 
 
@@ -195,17 +192,17 @@ def list_attempts(
 def list_challenge_attempts(
     challenge_id: uuid.UUID,
     session: SessionDep,
-    principal: TenantMember,
+    caller: TenantKeyDep,
     participant: str | None = None,
     status: AttemptStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> AttemptList:
     """The attempts of one challenge (404 if the challenge is not the tenant's)."""
-    get_challenge(session, tenant_of(principal), challenge_id)
+    get_challenge(session, caller.tenant_id, challenge_id)
     return list_attempts(
         session,
-        principal,
+        caller,
         challenge_id=challenge_id,
         participant=participant,
         status=status,
@@ -220,11 +217,11 @@ def list_challenge_attempts(
     responses={409: {"description": "The attempt did not end in error."}},
 )
 def post_attempt_retry(
-    attempt_id: uuid.UUID, work: UnitOfWorkDep, principal: TenantAdmin
+    attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> AttemptRead:
     """Re-run an attempt that ended in error (tenant admin); finished trials are kept."""
-    tenant_id = tenant_of(principal)
+    tenant_id = caller.tenant_id
     attempt = service.retry_attempt(work, tenant_id, attempt_id)
     handle = ParticipantRepository(work.session, tenant_id).handles([attempt.participant_id])
     work.commit()
-    return service.to_view(attempt, handle.get(attempt.participant_id, ""), None, full=True)
+    return service.to_view(attempt, handle.get(attempt.participant_id, ""), None, caller.audience)

@@ -16,7 +16,7 @@ from app.attempt.dispatch import RUN_ATTEMPT
 from app.attempt.models import Attempt, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
 from app.attempt.schemas import AttemptCreate, AttemptMetricsRead, AttemptRead, TrialRead
-from app.auth.principal import Principal
+from app.auth.subjects import Audience, SignedInParticipant, TenantKey
 from app.challenge.service import challenge_status
 from app.config import get_settings
 from app.db import autocommits, utcnow
@@ -148,7 +148,7 @@ def _check_limits(
 
 def submit_attempt(
     work: UnitOfWork,
-    principal: Principal,
+    submitter: TenantKey | SignedInParticipant,
     challenge_id: uuid.UUID,
     body: AttemptCreate,
     idempotency_key: str | None,
@@ -165,8 +165,7 @@ def submit_attempt(
     run it, except for a challenge with attempt limits: those are checked under a lock
     held to the insert, and in such a session TransactionNeeded is raised before any write.
     """
-    assert principal.tenant_id is not None
-    tenant_id = principal.tenant_id
+    tenant_id = submitter.tenant_id
     session = work.session
     submission = _submit(session, tenant_id, challenge_id, body, idempotency_key)
     if submission.send:
@@ -281,10 +280,10 @@ def _redact_trial(trial: Trial) -> dict[str, Any]:
     return {"actor": actor, "judge": judge, "critic": critic}
 
 
-def trial_view(trial: Trial, *, full: bool) -> TrialRead:
+def trial_view(trial: Trial, audience: Audience) -> TrialRead:
     sections = (
         {"actor": trial.actor, "judge": trial.judge, "critic": trial.critic}
-        if full
+        if audience is Audience.ADMIN
         else _redact_trial(trial)
     )
     return TrialRead(
@@ -299,12 +298,15 @@ def trial_view(trial: Trial, *, full: bool) -> TrialRead:
 
 
 def to_view(
-    attempt: Attempt, handle: str, trials: list[Trial] | None, *, full: bool
+    attempt: Attempt, handle: str, trials: list[Trial] | None, audience: Audience
 ) -> AttemptRead:
+    """What a reader sees of an attempt: tenant admins also get the full reason of an error,
+    the spend and every trial's hidden parts. The one place that decides it."""
+    full = audience is Audience.ADMIN
     metrics = None
     if attempt.metrics is not None:
         metrics = AttemptMetricsRead.model_validate(attempt.metrics)
-    trial_views = None if trials is None else [trial_view(t, full=full) for t in trials]
+    trial_views = None if trials is None else [trial_view(t, audience) for t in trials]
     return AttemptRead(
         id=attempt.id,
         challenge_id=attempt.challenge_id,

@@ -6,13 +6,12 @@ import hashlib
 import hmac
 import secrets
 import uuid
-from typing import cast
 
 from sqlalchemy import Table, bindparam, select
 from sqlalchemy.orm import Session
 
 from app.auth.models import ApiKey
-from app.auth.principal import Principal, Role
+from app.auth.subjects import ApiKeyRole, PlatformAdmin, TenantKey, tenant_key
 from app.config import get_settings
 from app.db import utcnow
 from app.errors import NotFound, Unauthorized
@@ -25,7 +24,7 @@ def hash_key(key: str) -> str:
 
 
 def create_api_key(
-    session: Session, tenant_id: uuid.UUID, name: str, role: Role
+    session: Session, tenant_id: uuid.UUID, name: str, role: ApiKeyRole
 ) -> tuple[ApiKey, str]:
     """Returns the stored row and the key itself, which is never retrievable again."""
     key = KEY_PREFIX + secrets.token_urlsafe(32)
@@ -67,18 +66,13 @@ _ACTIVE_KEY = select(_API_KEYS.c.id, _API_KEYS.c.tenant_id, _API_KEYS.c.role).wh
 )
 
 
-def authenticate(session: Session, token: str) -> Principal:
-    """The one place where a credential turns into a principal (and so into a tenant)."""
+def authenticate(session: Session, token: str) -> PlatformAdmin | TenantKey:
+    """The one place where a bearer credential turns into a subject (and so into a tenant)."""
     admin_token = get_settings().resolved_admin_token
     if hmac.compare_digest(token.encode(), admin_token.encode()):
-        return Principal(kind="platform_admin")
+        return PlatformAdmin()
     if token.startswith(KEY_PREFIX):
         row = session.execute(_ACTIVE_KEY, {"key_hash": hash_key(token)}).one_or_none()
         if row is not None:
-            return Principal(
-                kind="tenant_key",
-                tenant_id=row.tenant_id,
-                role=cast(Role, row.role),
-                api_key_id=row.id,
-            )
+            return tenant_key(row.tenant_id, row.id, ApiKeyRole(row.role))
     raise Unauthorized("invalid or revoked credential")

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.models import ApiKey
 from app.auth.repository import BrowserSessionRepository, delete_by_token_hash
+from app.auth.subjects import SignedInParticipant, TenantAdmin
 from app.db import utcnow
 from app.tenant.models import Participant
 
@@ -82,8 +83,18 @@ def participant_of(session: Session, tenant_id: uuid.UUID, token: str) -> Partic
     return BrowserSessionRepository(session, tenant_id).participant(token_hash(token), utcnow())
 
 
+def as_subject(participant: Participant) -> SignedInParticipant:
+    """The signed-in participant as the authorization gate's subject."""
+    return SignedInParticipant(participant.tenant_id, participant.id, participant.handle)
+
+
 def admin_key_of(session: Session, tenant_id: uuid.UUID, token: str) -> ApiKey | None:
     return BrowserSessionRepository(session, tenant_id).admin_key(token_hash(token), utcnow())
+
+
+def admin_subject(key: ApiKey) -> TenantAdmin:
+    """A live admin session's key (see `admin_key_of`) as the gate's subject."""
+    return TenantAdmin(key.tenant_id, key.id)
 
 
 def end_session(session: Session, token: str) -> None:

@@ -14,7 +14,7 @@ from app.challenge.schemas import (
     ChallengeRead,
     ChallengeUpdate,
 )
-from app.deps import SessionDep, TenantAdmin, TenantMember, UnitOfWorkDep, tenant_of
+from app.deps import SessionDep, TenantAdminDep, TenantKeyDep, UnitOfWorkDep
 from app.scoring import rescore
 from app.scoring.schemas import RescoreJobList, RescoreJobRead
 
@@ -27,10 +27,10 @@ router = APIRouter(prefix="/v1/challenges", tags=["challenges"])
     responses={409: {"description": "The tenant has a challenge with this slug."}},
 )
 def post_challenge(
-    body: ChallengeCreate, work: UnitOfWorkDep, principal: TenantAdmin
+    body: ChallengeCreate, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> ChallengeRead:
     """Create a challenge (tenant admin). Configs are validated; errors name the field."""
-    challenge = service.create_challenge(work.session, tenant_of(principal), body)
+    challenge = service.create_challenge(work.session, caller.tenant_id, body)
     work.commit()
     return service.to_admin_view(challenge)
 
@@ -38,28 +38,27 @@ def post_challenge(
 @router.get("")
 def list_challenges(
     session: SessionDep,
-    principal: TenantMember,
+    caller: TenantKeyDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     kind: Literal["prompt", "benchmark"] | None = None,
     visibility: Literal["public", "unlisted", "private"] | None = None,
 ) -> ChallengeList:
     """List the tenant's challenges, newest first. Member keys see the participant view."""
-    rows, total = ChallengeRepository(session, tenant_of(principal)).page(
+    rows, total = ChallengeRepository(session, caller.tenant_id).page(
         limit=limit, offset=offset, kind=kind, visibility=visibility
     )
-    view = service.to_admin_view if principal.role == "admin" else service.to_public_view
-    return ChallengeList(items=[view(c) for c in rows], total=total)
+    return ChallengeList(
+        items=[service.challenge_view(c, caller.audience) for c in rows], total=total
+    )
 
 
 @router.get("/{challenge_id}")
 def get_challenge(
-    challenge_id: uuid.UUID, session: SessionDep, principal: TenantMember
+    challenge_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep
 ) -> ChallengeRead | ChallengePublic:
-    challenge = service.get_challenge(session, tenant_of(principal), challenge_id)
-    if principal.role == "admin":
-        return service.to_admin_view(challenge)
-    return service.to_public_view(challenge)
+    challenge = service.get_challenge(session, caller.tenant_id, challenge_id)
+    return service.challenge_view(challenge, caller.audience)
 
 
 @router.patch("/{challenge_id}")
@@ -67,7 +66,7 @@ def patch_challenge(
     challenge_id: uuid.UUID,
     body: ChallengeUpdate,
     work: UnitOfWorkDep,
-    principal: TenantAdmin,
+    caller: TenantAdminDep,
     response: Response,
 ) -> ChallengeRead:
     """Change some fields (tenant admin); the result is validated as a whole.
@@ -75,7 +74,7 @@ def patch_challenge(
     Changing `scoring` starts a rescore job (its address is in the `Location` header): past
     attempts are scored again and the leaderboard is rebuilt.
     """
-    challenge, job = service.update_challenge(work, tenant_of(principal), challenge_id, body)
+    challenge, job = service.update_challenge(work, caller.tenant_id, challenge_id, body)
     work.commit()
     if job is not None:
         response.headers["Location"] = f"/v1/rescore-jobs/{job.id}"
@@ -84,20 +83,20 @@ def patch_challenge(
 
 @router.delete("/{challenge_id}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_challenge(
-    challenge_id: uuid.UUID, work: UnitOfWorkDep, principal: TenantAdmin
+    challenge_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> Response:
     """Delete a challenge with its attempts and leaderboard (tenant admin)."""
-    service.delete_challenge(work.session, tenant_of(principal), challenge_id)
+    service.delete_challenge(work.session, caller.tenant_id, challenge_id)
     work.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post("/{challenge_id}/rescore", status_code=status.HTTP_202_ACCEPTED)
 def post_rescore(
-    challenge_id: uuid.UUID, work: UnitOfWorkDep, principal: TenantAdmin
+    challenge_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> RescoreJobRead:
     """Score every completed attempt again and rebuild the leaderboard (tenant admin)."""
-    tenant_id = tenant_of(principal)
+    tenant_id = caller.tenant_id
     service.get_challenge(work.session, tenant_id, challenge_id)
     job = rescore.request_rescore(work, tenant_id, challenge_id, "requested")
     work.commit()
@@ -106,10 +105,10 @@ def post_rescore(
 
 @router.get("/{challenge_id}/rescore-jobs")
 def get_rescore_jobs(
-    challenge_id: uuid.UUID, session: SessionDep, principal: TenantMember
+    challenge_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep
 ) -> RescoreJobList:
     """The challenge's rescore jobs with their progress, newest first."""
-    tenant_id = tenant_of(principal)
+    tenant_id = caller.tenant_id
     service.get_challenge(session, tenant_id, challenge_id)
     jobs = rescore.list_jobs(session, tenant_id, challenge_id)
     return RescoreJobList(items=[RescoreJobRead.model_validate(j) for j in jobs])

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.auth.subjects import Audience
 from app.challenge.flat_scoring import (
     check_flat_entrypoint,
     errors_named_as_given,
@@ -271,6 +272,14 @@ def delete_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.
     if challenge is None:
         raise NotFound("challenge not found")
     repo.delete(challenge)
+
+
+def challenge_view(challenge: Challenge, audience: Audience) -> ChallengeRead | ChallengePublic:
+    """What a reader sees of a challenge: everything for tenant admins, the participant's
+    view for everyone else. The one place that decides it."""
+    if audience is Audience.ADMIN:
+        return to_admin_view(challenge)
+    return to_public_view(challenge)
 
 
 def to_admin_view(challenge: Challenge) -> ChallengeRead:

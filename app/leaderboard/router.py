@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query
 
 from app.challenge.repository import get_public_challenge
 from app.challenge.service import get_challenge
-from app.deps import SessionDep, TenantMember, tenant_of
+from app.deps import SessionDep, TenantKeyDep
 from app.errors import NotFound
 from app.leaderboard.schemas import Leaderboard
 from app.leaderboard.service import read_leaderboard
@@ -24,12 +24,12 @@ Offset = Annotated[int, Query(ge=0, le=10_000_000)]
 def get_leaderboard(
     challenge_id: uuid.UUID,
     session: SessionDep,
-    principal: TenantMember,
+    caller: TenantKeyDep,
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> Leaderboard:
     """One row per participant (their best attempt under the strategy), best first."""
-    challenge = get_challenge(session, tenant_of(principal), challenge_id)
+    challenge = get_challenge(session, caller.tenant_id, challenge_id)
     return read_leaderboard(session, challenge, limit=limit, offset=offset)
 
 
@@ -49,8 +49,6 @@ def get_public_leaderboard(
 
 
 @router.get("/rescore-jobs/{job_id}", tags=["scorers"])
-def get_rescore_job(
-    job_id: uuid.UUID, session: SessionDep, principal: TenantMember
-) -> RescoreJobRead:
+def get_rescore_job(job_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> RescoreJobRead:
     """Progress of one rescore job: `processed` of `total` attempts, then `completed`."""
-    return RescoreJobRead.model_validate(rescore.get_job(session, tenant_of(principal), job_id))
+    return RescoreJobRead.model_validate(rescore.get_job(session, caller.tenant_id, job_id))

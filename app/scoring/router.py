@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
-from app.deps import PlatformAdmin, PrincipalDep, SessionDep, UnitOfWorkDep
+from app.deps import CallerDep, PlatformAdminDep, SessionDep, UnitOfWorkDep
 from app.scoring import registry
 from app.scoring.repository import list_plugins
 from app.scoring.schemas import (
@@ -22,7 +22,7 @@ router = APIRouter(prefix="/v1/scorers", tags=["scorers"])
     status_code=status.HTTP_201_CREATED,
     responses={409: {"description": "A scorer with this plugin id is registered."}},
 )
-def post_scorer(body: ScorerCreate, work: UnitOfWorkDep, _: PlatformAdmin) -> ScorerRead:
+def post_scorer(body: ScorerCreate, work: UnitOfWorkDep, _: PlatformAdminDep) -> ScorerRead:
     """Register a scorer plugin (platform admin). The entrypoint is loaded in the sandbox."""
     plugin = registry.register(work.session, body)
     work.commit()
@@ -30,13 +30,13 @@ def post_scorer(body: ScorerCreate, work: UnitOfWorkDep, _: PlatformAdmin) -> Sc
 
 
 @router.get("")
-def get_scorers(session: SessionDep, _: PrincipalDep) -> ScorerList:
+def get_scorers(session: SessionDep, _: CallerDep) -> ScorerList:
     """Registered scorers (any authenticated caller, so tenant admins can pick one)."""
     return ScorerList(items=[ScorerRead.model_validate(p) for p in list_plugins(session)])
 
 
 @router.get("/installed")
-def get_installed_scorers(session: SessionDep, _: PlatformAdmin) -> InstalledScorerList:
+def get_installed_scorers(session: SessionDep, _: PlatformAdminDep) -> InstalledScorerList:
     """Scorers declared by installed packages (entry-point group `gauntlet.scorers`)."""
     registered = {p.plugin_id for p in list_plugins(session)}
     return InstalledScorerList(
@@ -48,13 +48,13 @@ def get_installed_scorers(session: SessionDep, _: PlatformAdmin) -> InstalledSco
 
 
 @router.get("/{plugin_id}")
-def get_scorer(plugin_id: str, session: SessionDep, _: PrincipalDep) -> ScorerRead:
+def get_scorer(plugin_id: str, session: SessionDep, _: CallerDep) -> ScorerRead:
     return ScorerRead.model_validate(registry.get(session, plugin_id))
 
 
 @router.patch("/{plugin_id}")
 def patch_scorer(
-    plugin_id: str, body: ScorerUpdate, work: UnitOfWorkDep, _: PlatformAdmin
+    plugin_id: str, body: ScorerUpdate, work: UnitOfWorkDep, _: PlatformAdminDep
 ) -> ScorerRead:
     """Change a scorer's description, defaults, schema, or disable it (platform admin).
 
@@ -70,7 +70,7 @@ def patch_scorer(
     status_code=status.HTTP_204_NO_CONTENT,
     responses={409: {"description": "Challenges use the scorer: disable it instead."}},
 )
-def delete_scorer(plugin_id: str, work: UnitOfWorkDep, _: PlatformAdmin) -> Response:
+def delete_scorer(plugin_id: str, work: UnitOfWorkDep, _: PlatformAdminDep) -> Response:
     """Remove a scorer no challenge uses; one in use must be disabled instead."""
     registry.delete(work.session, plugin_id)
     work.commit()

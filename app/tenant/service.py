@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.models import ApiKey
 from app.auth.service import create_api_key
+from app.auth.subjects import ApiKeyRole
 from app.config import Settings
 from app.db import utcnow
 from app.errors import Conflict
@@ -26,7 +27,7 @@ def create_tenant(session: Session, slug: str, name: str) -> tuple[Tenant, ApiKe
             session.add(tenant)
     except IntegrityError as exc:
         raise Conflict(f"a tenant with slug '{slug}' already exists") from exc
-    key_row, key = create_api_key(session, tenant.id, "initial admin key", "admin")
+    key_row, key = create_api_key(session, tenant.id, "initial admin key", ApiKeyRole.ADMIN)
     return tenant, key_row, key
 
 

@@ -38,8 +38,8 @@ from app.attempt.schemas import AttemptCreate
 from app.attempt.service import retry_attempt, submit_attempt
 from app.auth import sessions
 from app.auth.models import ApiKey
-from app.auth.principal import Principal
 from app.auth.service import authenticate
+from app.auth.subjects import TenantAdmin
 from app.challenge.models import Challenge
 from app.challenge.repository import ChallengeRepository
 from app.challenge.service import challenge_status, to_public_view
@@ -579,15 +579,9 @@ def submit(
     idempotency_key = None
     with contextlib.suppress(ValueError):
         idempotency_key = f"web:{participant.id}:{uuid.UUID(hex=submission_id).hex}"
-    principal = Principal(
-        kind="participant",
-        tenant_id=tenant.id,
-        participant_id=participant.id,
-        participant_handle=participant.handle,
-    )
     try:
         attempt, created, _, _ = submit_attempt(
-            work, principal, challenge.id, body, idempotency_key
+            work, sessions.as_subject(participant), challenge.id, body, idempotency_key
         )
     except AppError as exc:
         return again(exc.status_code, exc.message, service.error_field(exc))
@@ -905,16 +899,10 @@ def admin_sign_in(
             headers={"Retry-After": str(refusal.retry_after_seconds)},
         )
     try:
-        principal = authenticate(session, api_key.strip())
+        caller = authenticate(session, api_key.strip())
     except Unauthorized:
-        principal = None
-    if (
-        principal is None
-        or principal.kind != "tenant_key"
-        or principal.tenant_id != tenant.id
-        or principal.role != "admin"
-        or principal.api_key_id is None
-    ):
+        caller = None
+    if not isinstance(caller, TenantAdmin) or caller.tenant_id != tenant.id:
         auth.limits.sign_in_failed(None, None, address)
         return _admin_sign_in_page(
             request,
@@ -924,7 +912,7 @@ def admin_sign_in(
             error=f"This is not a valid admin API key of {tenant.name}.",
         )
     token = sessions.start_admin_session(
-        session, tenant.id, principal.api_key_id, auth.admin_session_token(request)
+        session, tenant.id, caller.api_key_id, auth.admin_session_token(request)
     )
     work.commit()
     response = redirect(request, web, _tenant_url(tenant, "admin?notice=admin-signed-in"))

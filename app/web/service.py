@@ -23,6 +23,7 @@ from app.attempt.schemas import AttemptCreate, AttemptRead, TrialRead
 from app.attempt.service import to_view, trial_view
 from app.auth import sessions
 from app.auth.rate_limits import Refusal
+from app.auth.subjects import Audience
 from app.challenge.models import Challenge
 from app.challenge.schemas import ChallengePublic
 from app.challenge.service import challenge_status, to_public_view
@@ -647,7 +648,7 @@ def attempt_card(
     *,
     show_score: bool = True,
 ) -> AttemptCard:
-    view = to_view(attempt, handle, trials, full=False)
+    view = to_view(attempt, handle, trials, Audience.PARTICIPANT)
     details = [(str(k), _detail_text(v)) for k, v in (view.score_details or {}).items()]
     progress = None
     if attempt.model_spec is not None:
@@ -935,7 +936,7 @@ def task_trials(
     trials, _ = AttemptRepository(session, tenant_id).trials_page(
         attempt_id, task_index=task_index, limit=MAX_TRIALS_PER_TASK, offset=0
     )
-    views = [_trial_view(trial_view(t, full=False)) for t in trials]
+    views = [_trial_view(trial_view(t, Audience.PARTICIPANT)) for t in trials]
     return _task_row(task_index, task_id, summary), views
 
 
