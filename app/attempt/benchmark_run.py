@@ -16,6 +16,7 @@ from typing import Any
 
 from app.attempt import repository
 from app.attempt.lease import LeaseLost, hold
+from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import Attempt
 from app.config import Settings
 from app.db import session_scope
@@ -158,7 +159,7 @@ def _sum_usage(summary: dict[str, Any], role: str, field: str) -> int:
     return sum(int(figures.get(field) or 0) for figures in models.values())
 
 
-def attempt_metrics(result: RunResult, tasks_total: int, k: int) -> dict[str, Any]:
+def attempt_metrics(result: RunResult, tasks_total: int, k: int) -> AttemptMetrics:
     """The attempt's metrics from the run summary. Tasks that never ran (the cost budget ran
     out) count as unsolved, so a cheaper partial run cannot outrank a complete one."""
     summary = result.summary
@@ -170,25 +171,25 @@ def attempt_metrics(result: RunResult, tasks_total: int, k: int) -> dict[str, An
     # every task counts as unsolved.
     curve = [float(value or 0.0) * share for value in curves.get(key) or []]
     metric_at_k = curve[k - 1] if len(curve) >= k else None
-    return {
-        "succeeded": bool(metric_at_k and metric_at_k > 0),
-        "tokens_total": _sum_usage(summary, "actor", "input_tokens")
+    return AttemptMetrics(
+        succeeded=bool(metric_at_k and metric_at_k > 0),
+        tokens_total=_sum_usage(summary, "actor", "input_tokens")
         + _sum_usage(summary, "actor", "output_tokens"),
-        "elapsed_ms": _sum_usage(summary, "actor", "elapsed_ms"),
-        "rating": None,
-        "cost_usd": summary.get("cost_usd"),
-        "trials": int(summary.get("attempts") or 0),
-        "metric_at": curve,
-        "metric_at_k": metric_at_k,
-        "tasks_total": tasks_total,
-        "tasks_solved": int(curves.get("tasks_solved") or 0),
-        "run_status": result.status,
-    }
+        elapsed_ms=_sum_usage(summary, "actor", "elapsed_ms"),
+        rating=None,
+        cost_usd=summary.get("cost_usd"),
+        trials=int(summary.get("attempts") or 0),
+        metric_at=curve,
+        metric_at_k=metric_at_k,
+        tasks_total=tasks_total,
+        tasks_solved=int(curves.get("tasks_solved") or 0),
+        run_status=result.status,
+    )
 
 
 async def run_benchmark_attempt(
     job: BenchmarkJob, token: uuid.UUID, settings: Settings, llm: LLMClient
-) -> dict[str, Any]:
+) -> AttemptMetrics:
     """Runs (or continues) the attempt's benchmark; returns its metrics, or raises
     InfrastructureError when the run could not finish (the trials so far are kept)."""
     config = run_config(job, settings)

@@ -16,7 +16,8 @@ from sqlalchemy import Table, and_, bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt, AttemptTask, Trial
+from app.attempt.models import Attempt, AttemptStatus, AttemptTask, Trial
+from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
 from app.db import insert_for, take_write_lock, utcnow
 from app.evaluation.types import TrialRecord
@@ -29,7 +30,7 @@ class SubmissionTarget:
 
     challenge_id: uuid.UUID
     kind: str
-    limits: dict[str, Any]
+    limits: LimitsConfig
     opens_at: datetime | None
     closes_at: datetime | None
     participant_id: uuid.UUID | None
@@ -134,7 +135,7 @@ class AttemptRepository:
             Attempt.tenant_id == self.tenant_id,
             Attempt.challenge_id == challenge_id,
             Attempt.participant_id == participant_id,
-            Attempt.status != "error",
+            Attempt.status != AttemptStatus.ERROR,
         ]
         if since is not None:
             conditions.append(Attempt.created_at >= since)
@@ -167,7 +168,7 @@ class AttemptRepository:
             .where(
                 Attempt.tenant_id == self.tenant_id,
                 Attempt.id == attempt_id,
-                Attempt.status == "queued",
+                Attempt.status == AttemptStatus.QUEUED,
                 Attempt.enqueued_at < last_sent_before,
             )
             .values(enqueued_at=now)
@@ -242,12 +243,12 @@ def claim(
         .where(
             Attempt.id == attempt_id,
             or_(
-                Attempt.status == "queued",
-                (Attempt.status == "running") & (Attempt.lease_expires_at < now),
+                Attempt.status == AttemptStatus.QUEUED,
+                (Attempt.status == AttemptStatus.RUNNING) & (Attempt.lease_expires_at < now),
             ),
         )
         .values(
-            status="running",
+            status=AttemptStatus.RUNNING,
             run_token=token,
             lease_expires_at=lease_until,
             started_at=func.coalesce(Attempt.started_at, now),
@@ -263,7 +264,11 @@ def renew_lease(
 ) -> bool:
     result = session.execute(
         update(Attempt)
-        .where(Attempt.id == attempt_id, Attempt.run_token == token, Attempt.status == "running")
+        .where(
+            Attempt.id == attempt_id,
+            Attempt.run_token == token,
+            Attempt.status == AttemptStatus.RUNNING,
+        )
         .values(lease_expires_at=lease_until)
         .returning(Attempt.id)
     )
@@ -273,7 +278,11 @@ def renew_lease(
 def locked_if_held(session: Session, attempt_id: uuid.UUID, token: uuid.UUID) -> Attempt | None:
     return session.scalar(
         select(Attempt)
-        .where(Attempt.id == attempt_id, Attempt.run_token == token, Attempt.status == "running")
+        .where(
+            Attempt.id == attempt_id,
+            Attempt.run_token == token,
+            Attempt.status == AttemptStatus.RUNNING,
+        )
         .with_for_update()
     )
 
@@ -335,7 +344,7 @@ def stuck_queued(session: Session, before: datetime, limit: int) -> list[uuid.UU
     return list(
         session.scalars(
             select(Attempt.id)
-            .where(Attempt.status == "queued", Attempt.enqueued_at < before)
+            .where(Attempt.status == AttemptStatus.QUEUED, Attempt.enqueued_at < before)
             .order_by(Attempt.enqueued_at)
             .limit(limit)
             .with_for_update(skip_locked=True)
@@ -351,7 +360,7 @@ def stuck_running(
         session.scalars(
             select(Attempt.id)
             .where(
-                Attempt.status == "running",
+                Attempt.status == AttemptStatus.RUNNING,
                 Attempt.lease_expires_at < now,
                 Attempt.enqueued_at < requeued_before,
             )
@@ -373,7 +382,11 @@ def set_run_record(
     """Writes `run_config` / `progress` of a held attempt; False when the lease is lost."""
     result = session.execute(
         update(Attempt)
-        .where(Attempt.id == attempt_id, Attempt.run_token == token, Attempt.status == "running")
+        .where(
+            Attempt.id == attempt_id,
+            Attempt.run_token == token,
+            Attempt.status == AttemptStatus.RUNNING,
+        )
         .values(**values)
         .returning(Attempt.id)
     )

@@ -8,12 +8,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from app.attempt import service
+from app.attempt.models import AttemptStatus
 from app.attempt.repository import AttemptRepository
 from app.attempt.schemas import (
     AttemptCreate,
     AttemptList,
     AttemptRead,
-    AttemptStatus,
     TrialList,
 )
 from app.auth.service import authenticate
@@ -30,6 +30,7 @@ from app.deps import (
 from app.errors import NotFound
 from app.observability import context
 from app.observability import metrics as telemetry
+from app.schemas import Limit, Offset, TrialLimit
 from app.tenant.repository import ParticipantRepository
 from app.unit_of_work import UnitOfWork
 
@@ -143,8 +144,8 @@ def get_attempt_trials(
     session: SessionDep,
     caller: TenantKeyDep,
     task_index: Annotated[int | None, Query(ge=0, le=10_000_000)] = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    limit: TrialLimit = 100,
+    offset: Offset = 0,
 ) -> TrialList:
     """An attempt's trials, by task then index (participant view for member keys)."""
     repo = AttemptRepository(session, caller.tenant_id)
@@ -162,8 +163,8 @@ def list_attempts(
     challenge_id: uuid.UUID | None = None,
     participant: str | None = None,
     status: AttemptStatus | None = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    limit: Limit = 50,
+    offset: Offset = 0,
 ) -> AttemptList:
     """The tenant's attempts, newest first, filtered by challenge, participant handle, status."""
     tenant_id = caller.tenant_id
@@ -195,8 +196,8 @@ def list_challenge_attempts(
     caller: TenantKeyDep,
     participant: str | None = None,
     status: AttemptStatus | None = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    limit: Limit = 50,
+    offset: Offset = 0,
 ) -> AttemptList:
     """The attempts of one challenge (404 if the challenge is not the tenant's)."""
     get_challenge(session, caller.tenant_id, challenge_id)

@@ -26,7 +26,9 @@ from app.attempt import repository
 from app.attempt.benchmark_run import BenchmarkJob, attempt_cost_budget, run_benchmark_attempt
 from app.attempt.budget import AttemptBudget
 from app.attempt.lease import LeaseLost, hold, lease_until
-from app.attempt.models import Attempt
+from app.attempt.metrics import AttemptMetrics
+from app.attempt.models import Attempt, AttemptStatus
+from app.attempt.ranked import as_ranked, record_metrics
 from app.challenge.models import Challenge
 from app.config import Settings, get_settings
 from app.db import session_scope, utcnow
@@ -39,8 +41,7 @@ from app.evaluation.types import (
     TrialRecord,
 )
 from app.evaluation.verifiers import VerifierConfig, build_verifier
-from app.leaderboard import repository as leaderboard
-from app.leaderboard.service import entry_for
+from app.leaderboard import service as leaderboard
 from app.observability import metrics as telemetry
 from app.scoring.service import ScoreResult, Scoring, prepare_scoring
 
@@ -234,7 +235,7 @@ class Heartbeat:
         self._thread.join()
 
 
-async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> dict[str, Any] | None:
+async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> AttemptMetrics | None:
     """Runs the trials, every call by the service's outbound policy and within the attempt's
     and the tenant's cost budgets; returns a benchmark attempt's metrics (a prompt attempt's
     come from its stored trials when it finishes)."""
@@ -263,7 +264,7 @@ async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> dict[str, 
 
 async def _run_trials_of(
     job: Job, token: uuid.UUID, settings: Settings, llm: LLMClient
-) -> dict[str, Any] | None:
+) -> AttemptMetrics | None:
     if job.kind == "benchmark":
         return await run_benchmark_attempt(job.benchmark_job(), token, settings, llm)
     assert job.target is not None and job.verifier is not None
@@ -299,19 +300,19 @@ async def _run_trials_of(
     return None
 
 
-def _prompt_metrics(session: Session, attempt: Attempt) -> dict[str, Any]:
+def _prompt_metrics(session: Session, attempt: Attempt) -> AttemptMetrics:
     totals = attempt_totals(_stored_trials(session, attempt.id))
-    return {
-        "succeeded": totals.succeeded,
-        "tokens_total": totals.tokens_total,
-        "elapsed_ms": totals.elapsed_ms,
-        "rating": totals.rating,
-        "cost_usd": totals.cost_usd,
-        "trials": totals.trials,
-    }
+    return AttemptMetrics(
+        succeeded=totals.succeeded,
+        tokens_total=totals.tokens_total,
+        elapsed_ms=totals.elapsed_ms,
+        rating=totals.rating,
+        cost_usd=totals.cost_usd,
+        trials=totals.trials,
+    )
 
 
-def _finish(job: Job, token: uuid.UUID, benchmark_metrics: dict[str, Any] | None) -> None:
+def _finish(job: Job, token: uuid.UUID, benchmark_metrics: AttemptMetrics | None) -> None:
     """Metrics (a prompt attempt's from its stored trials), the score, the status and the
     leaderboard, written in one commit by the holder of the lease only. A scorer plugin runs
     between two transactions, so a slow one holds no lock; other strategies need one."""
@@ -326,14 +327,15 @@ def _finish(job: Job, token: uuid.UUID, benchmark_metrics: dict[str, Any] | None
         challenge = session.get(Challenge, job.challenge_id)
         if attempt is None or challenge is None:
             return
-        metrics = dict(benchmark_metrics or _prompt_metrics(session, attempt))
-        metrics["created_at"] = attempt.created_at_ms
-        scoring = prepare_scoring(session, challenge.scoring)
+        measured = benchmark_metrics or _prompt_metrics(session, attempt)
+        metrics = measured.model_copy(update={"created_at": attempt.created_at_ms})
+        scoring = prepare_scoring(session, challenge.strategy, challenge.scoring)
         ended = None
         if not scoring.calls_plugin:
-            ended = _complete(session, attempt, metrics, scoring.score(metrics, context), scoring)
+            scored = scoring.score(metrics.as_plugin_input(), context)
+            ended = _complete(session, attempt, metrics, scored, scoring)
     if ended is None:
-        scored = scoring.score(metrics, context)
+        scored = scoring.score(metrics.as_plugin_input(), context)
         with session_scope() as session:
             attempt = repository.locked_if_held(session, job.attempt_id, token)
             if attempt is not None:
@@ -345,25 +347,18 @@ def _finish(job: Job, token: uuid.UUID, benchmark_metrics: dict[str, Any] | None
 def _complete(
     session: Session,
     attempt: Attempt,
-    metrics: dict[str, Any],
+    metrics: AttemptMetrics,
     scored: ScoreResult,
     scoring: Scoring,
 ) -> Callable[[], None]:
     """Completes the attempt; returns what records its end in the metrics after the commit."""
-    attempt.status = "completed"
+    attempt.status = AttemptStatus.COMPLETED
     attempt.finished_at = utcnow()
     attempt.lease_expires_at = None
-    attempt.metrics = metrics
-    attempt.succeeded = metrics["succeeded"]
-    attempt.tokens_total = metrics["tokens_total"]
-    attempt.elapsed_ms = metrics["elapsed_ms"]
-    attempt.rating = metrics["rating"]
-    attempt.cost_usd = metrics["cost_usd"]
+    record_metrics(attempt, metrics)
     attempt.score = scored.score
     attempt.score_details = scored.details
-    entry = entry_for(attempt, str(scoring.strategy))
-    if entry is not None:
-        leaderboard.offer(session, entry)
+    leaderboard.offer(session, as_ranked(attempt), scoring.strategy)
     return _end_recorder(attempt)
 
 
@@ -390,7 +385,7 @@ def _finish_with_error(
         attempt = repository.locked_if_held(session, attempt_id, token)
         if attempt is None:
             return
-        attempt.status = "error"
+        attempt.status = AttemptStatus.ERROR
         attempt.error = reason[:2000]
         attempt.error_detail = detail[:4000] if detail and detail != reason else None
         attempt.finished_at = utcnow()

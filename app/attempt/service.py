@@ -13,10 +13,11 @@ from typing import Any, NamedTuple
 from sqlalchemy.orm import Session
 
 from app.attempt.dispatch import RUN_ATTEMPT
-from app.attempt.models import Attempt, Trial
+from app.attempt.models import Attempt, AttemptStatus, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
-from app.attempt.schemas import AttemptCreate, AttemptMetricsRead, AttemptRead, TrialRead
+from app.attempt.schemas import AttemptCreate, AttemptRead, TrialRead
 from app.auth.subjects import Audience, SignedInParticipant, TenantKey
+from app.challenge.config import ChallengeStatus
 from app.challenge.service import challenge_status
 from app.config import get_settings
 from app.db import autocommits, utcnow
@@ -73,9 +74,9 @@ def _replayed(
 
 def _check_open(challenge: SubmissionTarget, now: datetime) -> None:
     state = challenge_status(challenge, now)
-    if state == "upcoming":
+    if state is ChallengeStatus.UPCOMING:
         raise Conflict(f"this challenge opens at {challenge.opens_at:%Y-%m-%d %H:%M:%S} UTC")
-    if state == "closed":
+    if state is ChallengeStatus.CLOSED:
         raise Conflict(f"this challenge closed at {challenge.closes_at:%Y-%m-%d %H:%M:%S} UTC")
 
 
@@ -110,8 +111,7 @@ def _check_allowed_model(challenge: SubmissionTarget, model: str) -> None:
 
 
 def _check_prompt_length(challenge: SubmissionTarget, prompt: str) -> None:
-    server_cap = get_settings().max_prompt_chars
-    limit = min(challenge.limits.get("max_prompt_chars") or server_cap, server_cap)
+    limit = challenge.limits.prompt_limit(get_settings().max_prompt_chars)
     if len(prompt) > limit:
         raise ValidationFailed.at(
             ["prompt"], f"is {len(prompt)} characters; this challenge allows at most {limit}"
@@ -122,7 +122,7 @@ def _check_limits(
     repo: AttemptRepository, challenge: SubmissionTarget, participant_id: uuid.UUID, now: datetime
 ) -> None:
     limits = challenge.limits
-    total_limit = limits.get("max_attempts_total")
+    total_limit = limits.max_attempts_total
     if (
         total_limit is not None
         and repo.count_counting(challenge.challenge_id, participant_id) >= total_limit
@@ -130,7 +130,7 @@ def _check_limits(
         raise Conflict(
             f"attempt limit reached: this challenge allows {total_limit} attempts per participant"
         )
-    day_limit = limits.get("max_attempts_per_day")
+    day_limit = limits.max_attempts_per_day
     if day_limit is not None:
         day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
         if (
@@ -196,9 +196,7 @@ def _submit(
     now = utcnow()
     _check_open(challenge, now)
     _check_body_fits_kind(challenge, body)
-    limited = bool(
-        challenge.limits.get("max_attempts_total") or challenge.limits.get("max_attempts_per_day")
-    )
+    limited = challenge.limits.counts_attempts
     if limited and autocommits(session):
         raise TransactionNeeded()
     participant_id = challenge.participant_id
@@ -215,7 +213,7 @@ def _submit(
         tenant_id=tenant_id,
         challenge_id=challenge_id,
         participant_id=participant_id,
-        status="queued",
+        status=AttemptStatus.QUEUED,
         prompt=body.prompt,
         model_spec=(
             {
@@ -253,12 +251,12 @@ def retry_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID)
     attempt = AttemptRepository(session, tenant_id).get(attempt_id)
     if attempt is None:
         raise NotFound("attempt not found")
-    if attempt.status != "error":
+    if attempt.status is not AttemptStatus.ERROR:
         raise Conflict(
             f"only attempts that ended in error can be re-run; this one is {attempt.status}"
         )
     now = utcnow()
-    attempt.status = "queued"
+    attempt.status = AttemptStatus.QUEUED
     attempt.error = None
     attempt.error_detail = None
     attempt.finished_at = None
@@ -303,9 +301,6 @@ def to_view(
     """What a reader sees of an attempt: tenant admins also get the full reason of an error,
     the spend and every trial's hidden parts. The one place that decides it."""
     full = audience is Audience.ADMIN
-    metrics = None
-    if attempt.metrics is not None:
-        metrics = AttemptMetricsRead.model_validate(attempt.metrics)
     trial_views = None if trials is None else [trial_view(t, audience) for t in trials]
     return AttemptRead(
         id=attempt.id,
@@ -322,7 +317,7 @@ def to_view(
         error=attempt.error,
         error_detail=attempt.error_detail if full else None,
         spent_usd=attempt.spent_usd if full else None,
-        metrics=metrics,
+        metrics=attempt.metrics,
         score=attempt.score,
         score_details=attempt.score_details,
         trials=trial_views,

@@ -7,11 +7,16 @@ from typing import Any
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, JSONType, UTCDateTime, new_id, utcnow
+from app.challenge.config import LimitsConfig, Visibility
+from app.db import Base, JSONType, ModelColumn, StrEnumColumn, UTCDateTime, new_id, utcnow
+from app.scoring.schemas import ScoringConfig
+from app.scoring.strategies import Strategy
 
 
 class Challenge(Base):
-    """A challenge; its configuration sections are stored as validated JSON documents."""
+    """A challenge. Its configuration sections are stored as validated JSON documents: the
+    sections every kind has (`scoring`, `limits`) are read back as their models; the sections
+    of its kind (`target`, `verifier`, `benchmark`, `evaluation`) are its kind's to read."""
 
     __tablename__ = "challenges"
     __table_args__ = (UniqueConstraint("tenant_id", "slug"),)
@@ -29,10 +34,17 @@ class Challenge(Base):
     # Benchmark challenges: which benchmark, its options, and the judge and critic models.
     benchmark: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     evaluation: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    scoring: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    limits: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    visibility: Mapped[str] = mapped_column(String(16), default="private")
+    scoring: Mapped[ScoringConfig] = mapped_column(ModelColumn(ScoringConfig))
+    limits: Mapped[LimitsConfig] = mapped_column(ModelColumn(LimitsConfig), default=LimitsConfig)
+    visibility: Mapped[Visibility] = mapped_column(
+        StrEnumColumn(Visibility, 16), default=Visibility.PRIVATE
+    )
     opens_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     closes_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    @property
+    def strategy(self) -> Strategy:
+        # Saved challenges always name one: creation fills in the kind's default.
+        return self.scoring.strategy or Strategy.FIRST

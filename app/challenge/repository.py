@@ -7,6 +7,7 @@ import uuid
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
+from app.challenge.config import Visibility
 from app.challenge.models import Challenge
 from app.tenant.models import Tenant
 
@@ -40,7 +41,7 @@ class ChallengeRepository:
         limit: int,
         offset: int,
         kind: str | None = None,
-        visibility: str | None = None,
+        visibility: Visibility | None = None,
     ) -> tuple[list[Challenge], int]:
         conditions = [Challenge.tenant_id == self.tenant_id]
         if kind:
@@ -76,6 +77,6 @@ def get_public_challenge(
         .where(
             Tenant.slug == tenant_slug,
             Challenge.slug == challenge_slug,
-            Challenge.visibility == "public",
+            Challenge.visibility == Visibility.PUBLIC,
         )
     )

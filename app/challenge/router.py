@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Literal
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Response, status
 
 from app.challenge import service
+from app.challenge.config import Visibility
 from app.challenge.repository import ChallengeRepository
 from app.challenge.schemas import (
     ChallengeCreate,
@@ -15,6 +16,7 @@ from app.challenge.schemas import (
     ChallengeUpdate,
 )
 from app.deps import SessionDep, TenantAdminDep, TenantKeyDep, UnitOfWorkDep
+from app.schemas import Limit, Offset
 from app.scoring import rescore
 from app.scoring.schemas import RescoreJobList, RescoreJobRead
 
@@ -39,10 +41,10 @@ def post_challenge(
 def list_challenges(
     session: SessionDep,
     caller: TenantKeyDep,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    limit: Limit = 50,
+    offset: Offset = 0,
     kind: Literal["prompt", "benchmark"] | None = None,
-    visibility: Literal["public", "unlisted", "private"] | None = None,
+    visibility: Visibility | None = None,
 ) -> ChallengeList:
     """List the tenant's challenges, newest first. Member keys see the participant view."""
     rows, total = ChallengeRepository(session, caller.tenant_id).page(

@@ -15,13 +15,13 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from app.challenge.config import ChallengeStatus, LimitsConfig, Visibility
 from app.evaluation.feedback import FEEDBACK_MODES
 from app.evaluation.verifiers import VerifierConfig
 from app.schemas import BoundedDatetime, InputSchema, ModelId, Name, OutputSchema, Slug
-from app.scoring.schemas import ENTRYPOINT_PATTERN
+from app.scoring.schemas import ENTRYPOINT_PATTERN, ScoringConfig
+from app.scoring.strategies import Strategy
 
-Strategy = Literal["first", "fastest", "fewest_tokens", "highest_rating", "metric_at_k", "custom"]
-Visibility = Literal["public", "unlisted", "private"]
 PROMPT_SLOT = "{prompt}"
 
 
@@ -97,29 +97,6 @@ class EvaluationConfig(InputSchema):
     feedback_mode: str = Field(default="binary", pattern=r"^[a-z][a-z0-9_]*$", max_length=50)
 
 
-class ScoringConfig(InputSchema):
-    strategy: Strategy | None = Field(
-        default=None, description="Default: 'first' for prompt, 'metric_at_k' for benchmark."
-    )
-    plugin_id: str | None = Field(default=None, max_length=100)
-    config: dict[str, Any] = Field(default_factory=dict)
-    timeout_ms: int = Field(default=5000, ge=1, le=60_000)
-
-    @model_validator(mode="after")
-    def _plugin_only_for_custom(self) -> ScoringConfig:
-        if self.strategy == "custom" and not self.plugin_id:
-            raise ValueError("plugin_id is required when strategy is 'custom'")
-        if self.strategy != "custom" and self.plugin_id:
-            raise ValueError("plugin_id is only used with strategy 'custom'")
-        return self
-
-
-class LimitsConfig(InputSchema):
-    max_attempts_per_day: int | None = Field(default=None, ge=1, le=1_000_000)
-    max_attempts_total: int | None = Field(default=None, ge=1, le=10_000_000)
-    max_prompt_chars: int | None = Field(default=None, ge=1, le=1_000_000)
-
-
 # The original challenge body's flat scoring fields, accepted beside `scoring` and mapped onto it
 # by app/challenge/flat_scoring.py (scorers/README.md has the table). Never stored or returned.
 FLAT_SCORING_FIELDS = (
@@ -181,7 +158,7 @@ class ChallengeCreate(InputSchema):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     opens_at: BoundedDatetime | None = None
     closes_at: BoundedDatetime | None = None
-    visibility: Visibility = "private"
+    visibility: Visibility = Visibility.PRIVATE
     scoring_strategy: FlatScoringStrategy = None
     scoring_plugin_id: FlatScoringPluginId = None
     scoring_entrypoint: FlatScoringEntrypoint = None
@@ -211,7 +188,7 @@ class ChallengeCreate(InputSchema):
                 raise ValueError(
                     "strategy 'highest_rating' needs an 'llm_judge' verifier (only a judge rates)"
                 )
-            self.scoring.strategy = strategy or "first"
+            self.scoring.strategy = strategy or Strategy.FIRST
         else:
             if self.benchmark is None:
                 raise ValueError("a benchmark challenge needs 'benchmark'")
@@ -225,7 +202,7 @@ class ChallengeCreate(InputSchema):
                     f"strategy '{strategy}' does not apply to benchmark challenges; "
                     "use 'metric_at_k' or 'custom'"
                 )
-            self.scoring.strategy = strategy or "metric_at_k"
+            self.scoring.strategy = strategy or Strategy.METRIC_AT_K
         return self
 
 
@@ -254,28 +231,9 @@ class ChallengeUpdate(InputSchema):
         return refuse_both_scoring_forms(data)
 
 
-class ChallengeRead(OutputSchema):
-    id: uuid.UUID
-    slug: str
-    title: str
-    goal: str
-    kind: str
-    target: dict[str, Any] | None
-    verifier: dict[str, Any] | None
-    benchmark: dict[str, Any] | None
-    evaluation: dict[str, Any]
-    scoring: dict[str, Any]
-    limits: dict[str, Any]
-    opens_at: datetime | None
-    closes_at: datetime | None
-    visibility: str
-    status: Literal["upcoming", "open", "closed"]
-    created_at: datetime
-    updated_at: datetime
-
-
 class ChallengePublic(OutputSchema):
-    """What a participant may see: no system prompt, no judge rubric, no answer keys."""
+    """What a participant or a member key sees: no system prompt, no judge rubric, no answer
+    keys, no server addresses (`challenge_view` decides)."""
 
     id: uuid.UUID
     slug: str
@@ -287,12 +245,18 @@ class ChallengePublic(OutputSchema):
     benchmark: dict[str, Any] | None
     evaluation: dict[str, Any]
     scoring: dict[str, Any]
-    limits: dict[str, Any]
+    limits: LimitsConfig
     opens_at: datetime | None
     closes_at: datetime | None
-    visibility: str
-    status: Literal["upcoming", "open", "closed"]
+    visibility: Visibility
+    status: ChallengeStatus
     created_at: datetime
+
+
+class ChallengeRead(ChallengePublic):
+    """What a tenant admin sees: everything."""
+
+    updated_at: datetime
 
 
 class ChallengeList(OutputSchema):

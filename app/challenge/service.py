@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.auth.subjects import Audience
+from app.challenge.config import ChallengeStatus
 from app.challenge.flat_scoring import (
     check_flat_entrypoint,
     errors_named_as_given,
@@ -43,8 +44,6 @@ from app.scoring.rescore_models import RescoreJob
 from app.scoring.validation import validate_scoring
 from app.unit_of_work import UnitOfWork
 
-ChallengeStatus = Literal["upcoming", "open", "closed"]
-
 
 class Scheduled(Protocol):
     """A challenge, or the part of one that a submission loads."""
@@ -59,10 +58,10 @@ class Scheduled(Protocol):
 def challenge_status(challenge: Scheduled, now: datetime | None = None) -> ChallengeStatus:
     now = now or utcnow()
     if challenge.opens_at is not None and now < challenge.opens_at:
-        return "upcoming"
+        return ChallengeStatus.UPCOMING
     if challenge.closes_at is not None and now >= challenge.closes_at:
-        return "closed"
-    return "open"
+        return ChallengeStatus.CLOSED
+    return ChallengeStatus.OPEN
 
 
 def _check_api_base(config: ChallengeCreate) -> None:
@@ -178,8 +177,8 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         verifier=data["verifier"],
         benchmark=data["benchmark"],
         evaluation=data["evaluation"],
-        scoring=data["scoring"],
-        limits=data["limits"],
+        scoring=body.scoring,
+        limits=body.limits,
         visibility=body.visibility,
         opens_at=body.opens_at,
         closes_at=body.closes_at,
@@ -211,8 +210,8 @@ def _as_create(challenge: Challenge) -> dict[str, Any]:
         "verifier": challenge.verifier,
         "benchmark": challenge.benchmark,
         "evaluation": challenge.evaluation,
-        "scoring": challenge.scoring,
-        "limits": challenge.limits,
+        "scoring": challenge.scoring.model_dump(mode="json"),
+        "limits": challenge.limits.model_dump(mode="json"),
         "opens_at": challenge.opens_at,
         "closes_at": challenge.closes_at,
         "visibility": challenge.visibility,
@@ -237,24 +236,17 @@ def update_challenge(
     flat = given_flat_scoring(body)
     with errors_named_as_given(flat):
         if flat:
-            merged["scoring"] = scoring_from_flat(challenge.scoring, flat)
+            merged["scoring"] = scoring_from_flat(challenge.scoring.model_dump(mode="json"), flat)
         validated = _validated_as_create(merged)
         _validate(session, validated)
         check_flat_entrypoint(session, validated.scoring.plugin_id, flat)
     data = validated.model_dump(mode="json")
-    scoring_changed = data["scoring"] != challenge.scoring
-    for field in (
-        "title",
-        "goal",
-        "target",
-        "verifier",
-        "benchmark",
-        "evaluation",
-        "scoring",
-        "limits",
-        "visibility",
-    ):
+    scoring_changed = validated.scoring != challenge.scoring
+    for field in ("title", "goal", "target", "verifier", "benchmark", "evaluation"):
         setattr(challenge, field, data[field])
+    challenge.scoring = validated.scoring
+    challenge.limits = validated.limits
+    challenge.visibility = validated.visibility
     challenge.opens_at = validated.opens_at
     challenge.closes_at = validated.closes_at
     challenge.updated_at = utcnow()
@@ -302,7 +294,6 @@ def to_public_view(challenge: Challenge) -> ChallengePublic:
     if public_verifier is not None and verifier.get("type") == "llm_judge":
         public_verifier["votes"] = verifier.get("votes")
         public_verifier["pass_threshold"] = verifier.get("pass_threshold")
-    scoring = challenge.scoring or {}
     return ChallengePublic(
         id=challenge.id,
         slug=challenge.slug,
@@ -324,7 +315,7 @@ def to_public_view(challenge: Challenge) -> ChallengePublic:
             else None
         ),
         evaluation=challenge.evaluation,
-        scoring={"strategy": scoring.get("strategy"), "plugin_id": scoring.get("plugin_id")},
+        scoring={"strategy": challenge.strategy, "plugin_id": challenge.scoring.plugin_id},
         limits=challenge.limits,
         opens_at=challenge.opens_at,
         closes_at=challenge.closes_at,

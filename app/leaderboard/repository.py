@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session, aliased
@@ -16,6 +17,9 @@ from app.tenant.models import Participant
 
 @dataclass(frozen=True)
 class EntryValues:
+    """A leaderboard row: whose attempt, its place in the order, and its shown measures
+    (`ENTRY_MEASURES`)."""
+
     tenant_id: uuid.UUID
     challenge_id: uuid.UUID
     participant_id: uuid.UUID
@@ -35,21 +39,12 @@ def offer(session: Session, values: EntryValues) -> None:
     One statement, so two workers finishing attempts of the same participant at once cannot
     lose the better one; offering the same attempt twice changes nothing.
     """
-    row = {
-        "tenant_id": values.tenant_id,
-        "challenge_id": values.challenge_id,
-        "participant_id": values.participant_id,
-        "attempt_id": values.attempt_id,
-        "rank_key": values.key.rank_key,
-        "rank_tiebreak": values.key.rank_tiebreak,
-        "attempt_created_at_ms": values.attempt_created_at_ms,
-        "score": values.score,
-        "succeeded": values.succeeded,
-        "tokens_total": values.tokens_total,
-        "elapsed_ms": values.elapsed_ms,
-        "rating": values.rating,
-        "updated_at": utcnow(),
+    row: dict[str, Any] = {
+        field.name: getattr(values, field.name) for field in fields(values) if field.name != "key"
     }
+    row.update(
+        rank_key=values.key.rank_key, rank_tiebreak=values.key.rank_tiebreak, updated_at=utcnow()
+    )
     insert = insert_for(session)
     statement = insert(LeaderboardEntry).values(**row)
     excluded = statement.excluded

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 
 from app.challenge.repository import get_public_challenge
 from app.challenge.service import get_challenge
@@ -11,13 +10,11 @@ from app.deps import SessionDep, TenantKeyDep
 from app.errors import NotFound
 from app.leaderboard.schemas import Leaderboard
 from app.leaderboard.service import read_leaderboard
+from app.schemas import Limit, Offset
 from app.scoring import rescore
 from app.scoring.schemas import RescoreJobRead
 
 router = APIRouter(prefix="/v1", tags=["leaderboards"])
-
-Limit = Annotated[int, Query(ge=1, le=200)]
-Offset = Annotated[int, Query(ge=0, le=10_000_000)]
 
 
 @router.get("/challenges/{challenge_id}/leaderboard")

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import delete, func, select, text
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt
+from app.attempt.models import Attempt, AttemptStatus
 from app.db import insert_for
 from app.observability.models import WorkerHeartbeat
 
@@ -69,7 +69,7 @@ def unfinished_attempts_by_status(session: Session) -> dict[str, int]:
     """Attempts queued and running now, across tenants (ix_attempts_status_lease serves it)."""
     rows = session.execute(
         select(Attempt.status, func.count())
-        .where(Attempt.status.in_(("queued", "running")))
+        .where(Attempt.status.in_((AttemptStatus.QUEUED, AttemptStatus.RUNNING)))
         .group_by(Attempt.status)
     )
     counts = {"queued": 0, "running": 0}

@@ -138,7 +138,7 @@ def update(
 def challenges_using(session: Session, plugin_id: str) -> int:
     """How many challenges name this plugin (JSON filtering done here, portable to SQLite)."""
     rows = session.scalars(select(Challenge.scoring))
-    return sum(1 for scoring in rows if (scoring or {}).get("plugin_id") == plugin_id)
+    return sum(1 for scoring in rows if scoring.plugin_id == plugin_id)
 
 
 def delete(session: Session, plugin_id: str) -> None:

@@ -16,7 +16,8 @@ from typing import Any
 from sqlalchemy import delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt
+from app.attempt.models import Attempt, AttemptStatus
+from app.attempt.ranked import as_ranked
 from app.challenge.models import Challenge
 from app.db import session_scope, utcnow
 from app.errors import NotFound
@@ -24,8 +25,9 @@ from app.leaderboard import repository as leaderboard
 from app.leaderboard.models import LeaderboardEntry
 from app.leaderboard.ranking import sort_tuple
 from app.leaderboard.service import entry_for
-from app.scoring.rescore_models import RescoreJob
+from app.scoring.rescore_models import RescoreJob, RescoreStatus
 from app.scoring.service import Scoring, prepare_scoring
+from app.scoring.strategies import Strategy
 from app.unit_of_work import UnitOfWork, WorkerTask
 
 log = logging.getLogger(__name__)
@@ -44,7 +46,7 @@ def request_rescore(
         id=uuid.uuid4(),
         tenant_id=tenant_id,
         challenge_id=challenge_id,
-        status="queued",
+        status=RescoreStatus.QUEUED,
         reason=reason[:300],
         processed=0,
         created_at=utcnow(),
@@ -61,8 +63,7 @@ def request_rescores_for_plugin(work: UnitOfWork, plugin_id: str, reason: str) -
     return [
         request_rescore(work, row.tenant_id, row.id, reason)
         for row in rows
-        if (row.scoring or {}).get("strategy") == "custom"
-        and (row.scoring or {}).get("plugin_id") == plugin_id
+        if row.scoring.strategy is Strategy.CUSTOM and row.scoring.plugin_id == plugin_id
     ]
 
 
@@ -93,13 +94,13 @@ def _superseded(session: Session, job: RescoreJob) -> bool:
         .where(
             RescoreJob.challenge_id == job.challenge_id,
             RescoreJob.created_at > job.created_at,
-            RescoreJob.status.in_(("queued", "running")),
+            RescoreJob.status.in_((RescoreStatus.QUEUED, RescoreStatus.RUNNING)),
         )
     )
     return bool(newer)
 
 
-def _finish(job_id: uuid.UUID, status: str, error: str | None = None) -> None:
+def _finish(job_id: uuid.UUID, status: RescoreStatus, error: str | None = None) -> None:
     with session_scope() as session:
         job = session.get(RescoreJob, job_id)
         if job is not None:
@@ -111,32 +112,34 @@ def _finish(job_id: uuid.UUID, status: str, error: str | None = None) -> None:
 def run_rescore(job_id: uuid.UUID) -> str:
     with session_scope() as session:
         job = session.get(RescoreJob, job_id, with_for_update=True)
-        if job is None or job.status in ("completed", "error", "superseded"):
+        if job is None or job.status.finished:
             return "skipped"
         challenge = session.get(Challenge, job.challenge_id)
         if challenge is None:
             return "skipped: challenge gone"
         if _superseded(session, job):
-            job.status = "superseded"
+            job.status = RescoreStatus.SUPERSEDED
             job.finished_at = utcnow()
             return "superseded"
-        job.status = "running"
+        job.status = RescoreStatus.RUNNING
         job.started_at = job.started_at or utcnow()
         job.total = session.scalar(
             select(func.count())
             .select_from(Attempt)
-            .where(Attempt.challenge_id == job.challenge_id, Attempt.status == "completed")
+            .where(
+                Attempt.challenge_id == job.challenge_id, Attempt.status == AttemptStatus.COMPLETED
+            )
         )
         started_at = job.started_at
         # The plugin is looked up once for the job, not once per attempt.
-        scoring = prepare_scoring(session, dict(challenge.scoring))
+        scoring = prepare_scoring(session, challenge.strategy, challenge.scoring)
         challenge_id = challenge.id
     try:
         best = _rescore_attempts(job_id, challenge_id, scoring)
-        _swap_leaderboard(job_id, challenge_id, str(scoring.strategy), best, started_at)
+        _swap_leaderboard(job_id, challenge_id, scoring.strategy, best, started_at)
     except Exception as exc:
         log.exception("rescore job %s failed", job_id)
-        _finish(job_id, "error", f"{type(exc).__name__}: {exc}"[:2000])
+        _finish(job_id, RescoreStatus.ERROR, f"{type(exc).__name__}: {exc}"[:2000])
         return "error"
     return "completed"
 
@@ -149,14 +152,16 @@ def _rescore_attempts(
     Each batch is read in one transaction, scored with none open (a plugin call may take its
     whole timeout), and written in another.
     """
-    strategy = str(scoring.strategy)
+    strategy = scoring.strategy
     best: dict[uuid.UUID, leaderboard.EntryValues] = {}
     after: tuple[int, uuid.UUID] | None = None
     while True:
         with session_scope() as session:
             query = (
                 select(Attempt)
-                .where(Attempt.challenge_id == challenge_id, Attempt.status == "completed")
+                .where(
+                    Attempt.challenge_id == challenge_id, Attempt.status == AttemptStatus.COMPLETED
+                )
                 .order_by(Attempt.created_at_ms, Attempt.id)
                 .limit(BATCH)
             )
@@ -168,7 +173,7 @@ def _rescore_attempts(
         for attempt in attempts:
             # Detached objects (kept loaded after commit): set here, written below.
             scored = scoring.score(
-                attempt.metrics or {},
+                attempt.metrics.as_plugin_input() if attempt.metrics is not None else {},
                 {
                     "attempt_id": attempt.id,
                     "tenant_id": attempt.tenant_id,
@@ -178,7 +183,7 @@ def _rescore_attempts(
             )
             attempt.score = scored.score
             attempt.score_details = scored.details
-            entry = entry_for(attempt, strategy)
+            entry = entry_for(as_ranked(attempt), strategy)
             if entry is None:
                 continue
             current = best.get(attempt.participant_id)
@@ -205,7 +210,7 @@ def _rescore_attempts(
 def _swap_leaderboard(
     job_id: uuid.UUID,
     challenge_id: uuid.UUID,
-    strategy: str,
+    strategy: Strategy,
     best: dict[uuid.UUID, leaderboard.EntryValues],
     started_at: Any,
 ) -> None:
@@ -215,7 +220,7 @@ def _swap_leaderboard(
             return
         if _superseded(session, job):
             # A newer job will rebuild with newer settings; swapping now would only flicker.
-            job.status = "superseded"
+            job.status = RescoreStatus.SUPERSEDED
             job.finished_at = utcnow()
             return
         session.execute(
@@ -226,13 +231,13 @@ def _swap_leaderboard(
         late = session.scalars(
             select(Attempt).where(
                 Attempt.challenge_id == challenge_id,
-                Attempt.status == "completed",
+                Attempt.status == AttemptStatus.COMPLETED,
                 Attempt.finished_at >= started_at,
             )
         )
         for attempt in late:
-            late_entry = entry_for(attempt, strategy)
+            late_entry = entry_for(as_ranked(attempt), strategy)
             if late_entry is not None:
                 leaderboard.offer(session, late_entry)
-        job.status = "completed"
+        job.status = RescoreStatus.COMPLETED
         job.finished_at = utcnow()

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, status
 
 from app.auth.service import create_api_key, list_api_keys, revoke_api_key
 from app.config import get_settings
@@ -15,6 +14,7 @@ from app.deps import (
     UnitOfWorkDep,
 )
 from app.errors import NotFound
+from app.schemas import Limit, Offset
 from app.tenant import repository
 from app.tenant.schemas import (
     ApiKeyCreate,
@@ -32,9 +32,6 @@ from app.tenant.schemas import (
 from app.tenant.service import create_tenant, tenant_usage
 
 router = APIRouter(prefix="/v1")
-
-Limit = Annotated[int, Query(ge=1, le=200)]
-Offset = Annotated[int, Query(ge=0, le=10_000_000)]
 
 
 @router.post(

@@ -12,7 +12,9 @@ from typing import Any
 from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt, AttemptTask, Trial
+from app.attempt.metrics import AttemptMetrics
+from app.attempt.models import Attempt, AttemptStatus, AttemptTask, Trial
+from app.challenge.config import Visibility
 from app.challenge.models import Challenge
 from app.db import utcnow
 from app.leaderboard.models import LeaderboardEntry
@@ -28,7 +30,7 @@ def tenants_with_public_challenges(
     challenges; and how many such tenants there are."""
     has_public = (
         select(Challenge.id)
-        .where(Challenge.tenant_id == Tenant.id, Challenge.visibility == "public")
+        .where(Challenge.tenant_id == Tenant.id, Challenge.visibility == Visibility.PUBLIC)
         .exists()
     )
     tenants = list(
@@ -55,7 +57,7 @@ def tenants_with_public_challenges(
         select(Challenge.id, position)
         .where(
             Challenge.tenant_id.in_([t.id for t in tenants]),
-            Challenge.visibility == "public",
+            Challenge.visibility == Visibility.PUBLIC,
         )
         .subquery()
     )
@@ -78,7 +80,7 @@ def public_challenge_counts(
         return {}
     rows = session.execute(
         select(Challenge.tenant_id, func.count())
-        .where(Challenge.tenant_id.in_(tenant_ids), Challenge.visibility == "public")
+        .where(Challenge.tenant_id.in_(tenant_ids), Challenge.visibility == Visibility.PUBLIC)
         .group_by(Challenge.tenant_id)
     )
     return {tenant_id: count for tenant_id, count in rows.tuples()}
@@ -280,7 +282,7 @@ def trials_by_attempt(
 class RunRow:
     attempt_id: uuid.UUID
     model_spec: dict[str, Any] | None
-    metrics: dict[str, Any] | None
+    metrics: AttemptMetrics | None
     cost_usd: float | None
 
 
@@ -369,7 +371,7 @@ def recent_errors(session: Session, tenant_id: uuid.UUID, *, limit: int) -> list
             Attempt.tenant_id == tenant_id,
             Participant.tenant_id == tenant_id,
             Challenge.tenant_id == tenant_id,
-            Attempt.status == "error",
+            Attempt.status == AttemptStatus.ERROR,
         )
         .order_by(Attempt.finished_at.desc().nulls_last(), Attempt.id)
         .limit(limit)

@@ -17,6 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import Attempt, Trial
 from app.attempt.repository import AttemptRepository
 from app.attempt.schemas import AttemptCreate, AttemptRead, TrialRead
@@ -24,6 +25,7 @@ from app.attempt.service import to_view, trial_view
 from app.auth import sessions
 from app.auth.rate_limits import Refusal
 from app.auth.subjects import Audience
+from app.challenge.config import Visibility
 from app.challenge.models import Challenge
 from app.challenge.schemas import ChallengePublic
 from app.challenge.service import challenge_status, to_public_view
@@ -181,10 +183,12 @@ def signed_in_participant(
 # Challenges -----------------------------------------------------------------------------------
 
 
-def visible_visibilities(participant: Participant | None) -> tuple[str, ...]:
+def visible_visibilities(participant: Participant | None) -> tuple[Visibility, ...]:
     """Public challenges are for everyone; unlisted ones for the tenant's signed-in participants;
     private ones never appear in the web UI (tenant admins manage them through the API)."""
-    return ("public", "unlisted") if participant is not None else ("public",)
+    if participant is None:
+        return (Visibility.PUBLIC,)
+    return (Visibility.PUBLIC, Visibility.UNLISTED)
 
 
 @dataclass(frozen=True)
@@ -195,9 +199,8 @@ class Strategy:
     explanation: str
 
 
-def strategy_of(challenge: Challenge | ChallengePublic) -> Strategy:
-    scoring = challenge.scoring or {}
-    key = str(scoring.get("strategy") or "first")
+def strategy_of(challenge: Challenge) -> Strategy:
+    key = str(challenge.strategy)
     if key == "first":
         return Strategy(key, "First to succeed", "Solved at", "The earliest success ranks first.")
     if key == "fastest":
@@ -230,7 +233,7 @@ def strategy_of(challenge: Challenge | ChallengePublic) -> Strategy:
             f"Models rank by {name}: {meaning}, averaged over the tasks. Higher first; among "
             "equals, the cheaper run.",
         )
-    plugin = scoring.get("plugin_id") or "a scorer plugin"
+    plugin = challenge.scoring.plugin_id or "a scorer plugin"
     return Strategy(key, "Custom score", "Score", f"Attempts rank by the score of {plugin}.")
 
 
@@ -345,8 +348,7 @@ def challenge_cards(
 
 def prompt_limit(challenge: Challenge) -> int:
     """The longest prompt the service accepts for this challenge (the same rule it enforces)."""
-    server_cap = get_settings().max_prompt_chars
-    return min(challenge.limits.get("max_prompt_chars") or server_cap, server_cap)
+    return challenge.limits.prompt_limit(get_settings().max_prompt_chars)
 
 
 # Model specs (benchmark challenges) ------------------------------------------------------------
@@ -589,7 +591,7 @@ class AttemptCard:
 
     @property
     def finished(self) -> bool:
-        return self.view.status in ("completed", "error")
+        return self.view.status.finished
 
     @property
     def version(self) -> str:
@@ -988,15 +990,15 @@ def _row(strategy: Strategy, item: LeaderboardItem, handle: str | None) -> Leade
 
 def _run_facts(row: queries.RunRow) -> RunFacts:
     spec = row.model_spec or {}
-    metrics = row.metrics or {}
+    metrics = row.metrics or AttemptMetrics()
     return RunFacts(
         model=str(spec.get("model") or "—"),
         temperature=_float_or_none(spec.get("temperature")),
-        cost_usd=row.cost_usd if row.cost_usd is not None else metrics.get("cost_usd"),
-        metric_at=_floats(metrics.get("metric_at")),
-        metric_at_k=_float_or_none(metrics.get("metric_at_k")),
-        tasks_solved=_int_or_none(metrics.get("tasks_solved")),
-        tasks_total=_int_or_none(metrics.get("tasks_total")),
+        cost_usd=row.cost_usd if row.cost_usd is not None else metrics.cost_usd,
+        metric_at=_floats(metrics.metric_at),
+        metric_at_k=_float_or_none(metrics.metric_at_k),
+        tasks_solved=metrics.tasks_solved,
+        tasks_total=metrics.tasks_total,
     )
 
 
@@ -1103,6 +1105,6 @@ def attempt_chart(challenge: Challenge, card: AttemptCard) -> charts.CurveChart 
         k=max(k, progress.k),
         element_id="attempt-curve",
         heading=f"{charts.metric_name_at(progress.metric, 't')} curve"
-        + (" so far" if card.view.status in ("queued", "running") else ""),
+        + ("" if card.view.status.finished else " so far"),
         empty_text="No task is complete yet: the curve appears as tasks complete.",
     )

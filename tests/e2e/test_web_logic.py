@@ -304,10 +304,10 @@ def test_a_running_benchmark_attempt_shows_tasks_done_and_the_curve_so_far() -> 
 
 
 def test_a_completed_benchmark_attempt_shows_its_final_metrics() -> None:
-    from app.attempt.schemas import AttemptMetricsRead
+    from app.attempt.metrics import AttemptMetrics
     from app.web.service import BenchmarkContext, benchmark_progress
 
-    metrics = AttemptMetricsRead(
+    metrics = AttemptMetrics(
         succeeded=True,
         tokens_total=900,
         elapsed_ms=40,
