@@ -17,9 +17,9 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.auth.strength import secret_problem
 from app.outbound.policy import OutboundPolicy, parse_allowed_bases
 from app.outbound.providers import ProviderPolicy, validate_provider_names
+from app.strength import secret_problem
 
 
 class Settings(BaseSettings):

@@ -1,13 +1,8 @@
-"""Typed FastAPI dependencies: the database session, the unit of work, and the authorization
-gate, which turns the bearer credential into a typed subject (`app.auth.subjects`).
+"""Typed FastAPI dependencies of every route: the database session and the unit of work.
+(Who is calling is the authorization gate's: `app.auth.gate`.)
 
-A route names the subject it needs (`CallerDep`, `PlatformAdminDep`, `TenantKeyDep`,
-`TenantAdminDep`); the gate answers 401 or 403 before the route runs, and the route gets a
-value of exactly that type: its tenant is a field, never an optional one narrowed later.
-
-FastAPI runs each synchronous dependency in the thread pool, one hop each. Only the credential
-lookup does I/O, so the session factory and the role checks are `async` (no hop): a request
-pays one hop for authentication and one for its endpoint.
+FastAPI runs each synchronous dependency in the thread pool, one hop each. Creating a session
+does no I/O, so these are `async` (no hop).
 """
 
 from __future__ import annotations
@@ -15,13 +10,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends
 from sqlalchemy.orm import Session
 
-from app.auth.service import authenticate
-from app.auth.subjects import PlatformAdmin, TenantAdmin, TenantKey
 from app.db import get_sessionmaker
-from app.errors import Forbidden, Unauthorized
 from app.unit_of_work import UnitOfWork
 
 
@@ -46,52 +38,3 @@ async def get_unit_of_work(session: SessionDep) -> UnitOfWork:
 
 
 UnitOfWorkDep = Annotated[UnitOfWork, Depends(get_unit_of_work)]
-
-
-async def get_credential(request: Request) -> str:
-    """The bearer token as sent; it is looked up by `authenticate`, in the endpoint's thread."""
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthorized(
-            "missing credential: send 'Authorization: Bearer <token>'",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    return token.strip()
-
-
-CredentialDep = Annotated[str, Depends(get_credential)]
-
-
-def get_caller(credential: CredentialDep, session: SessionDep) -> PlatformAdmin | TenantKey:
-    return authenticate(session, credential)
-
-
-CallerDep = Annotated[PlatformAdmin | TenantKey, Depends(get_caller)]
-
-
-async def require_platform_admin(caller: CallerDep) -> PlatformAdmin:
-    if not isinstance(caller, PlatformAdmin):
-        raise Forbidden("this needs the platform admin token")
-    return caller
-
-
-def check_tenant_key(caller: PlatformAdmin | TenantKey) -> TenantKey:
-    if isinstance(caller, PlatformAdmin):
-        raise Forbidden("this needs a tenant API key")
-    return caller
-
-
-async def require_tenant_key(caller: CallerDep) -> TenantKey:
-    return check_tenant_key(caller)
-
-
-async def require_tenant_admin(caller: CallerDep) -> TenantAdmin:
-    if not isinstance(caller, TenantAdmin):
-        raise Forbidden("this needs a tenant admin API key")
-    return caller
-
-
-PlatformAdminDep = Annotated[PlatformAdmin, Depends(require_platform_admin)]
-TenantKeyDep = Annotated[TenantKey, Depends(require_tenant_key)]
-TenantAdminDep = Annotated[TenantAdmin, Depends(require_tenant_admin)]

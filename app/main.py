@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api_docs import install_api_docs
 from app.attempt.router import router as attempt_router
+from app.attempt.telemetry import UNFINISHED_ATTEMPTS
 from app.challenge.router import router as challenge_router
 from app.config import get_settings
 from app.errors import AppError
@@ -26,6 +27,7 @@ from app.input_guard import refuse_unstorable_input
 from app.leaderboard.router import router as leaderboard_router
 from app.middleware import BodySizeLimit, RequestObservability
 from app.observability.router import router as observability_router
+from app.rescore.router import router as rescore_router
 from app.scoring.router import router as scoring_router
 from app.scoring.sandbox import log_scorer_sandbox
 from app.tenant.router import router as tenant_router
@@ -152,6 +154,8 @@ def create_app() -> FastAPI:
         redoc_url=None,
     )
     install_error_handlers(app)
+    # Deployment-wide gauges /metrics reads when scraped, from the domains that own the rows.
+    app.state.scrape_gauges = [UNFINISHED_ATTEMPTS]
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     # Added last, so outermost: refused bodies and errors get a request id and are counted.
@@ -166,6 +170,7 @@ def create_app() -> FastAPI:
         tenant_router,
         challenge_router,
         leaderboard_router,
+        rescore_router,
         scoring_router,
         observability_router,
     ):

@@ -5,8 +5,8 @@ from app.auth.models import ApiKey, BrowserSession
 from app.challenge.models import Challenge
 from app.leaderboard.models import LeaderboardEntry
 from app.observability.models import WorkerHeartbeat
+from app.rescore.models import RescoreJob
 from app.scoring.models import ScorerPlugin
-from app.scoring.rescore_models import RescoreJob
 from app.tenant.models import Participant, Tenant, TenantSpend
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""The unit of work: one transaction, and the worker tasks its changes call for.
+"""The unit of work: one transaction, the worker tasks its changes call for, and the domain
+events its services publish.
 
 A task must reach a worker only once the rows it names are visible, so services never send
 tasks themselves: they ask the unit of work (`send_after_commit`), which sends what it
@@ -8,16 +9,32 @@ around a task's transaction), so "commit, then send" is written once, here.
 
 A message that cannot be sent (the broker is down) is logged and counted, never raised: the
 client already holds its answer, and each task kind says what sends it again (`WorkerTask`).
+
+Domain events are how a lower domain lets the domains above it react without importing them.
+A service announces what happened (`work.publish(ScoringChanged(...))`); the handlers of the
+domains that care run at once, in the same transaction, and may ask the unit of work for tasks
+to send after its commit. So the challenge domain changes a challenge's scoring without
+knowing that the rescore domain (above it) rescores its attempts, and the import arrows keep
+pointing down. Handlers live in the reacting domain's `handlers.py`, registered with
+`@handles(EventType)`; the modules that hold them are listed in `HANDLER_MODULES` and imported
+on the first publish, in whatever process publishes, so none is missed because nothing
+happened to import it. Every event type declares what its handlers return (`Event[R]`).
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy.orm import Session
+
+R = TypeVar("R")
+E = TypeVar("E", bound="Event[Any]")
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +66,12 @@ class UnitOfWork:
         """Sends `task(*args)` once this transaction has committed; never if it rolls back."""
         self._pending.append(TaskMessage(task, args))
 
+    def publish(self, event: Event[R]) -> list[R]:
+        """Lets the domains that react to the event do so now, in this transaction; returns
+        what their handlers returned, in registration order."""
+        _load_handlers()
+        return [handler(self, event) for handler in _handlers[type(event)]]
+
     @property
     def pending(self) -> tuple[TaskMessage, ...]:
         return tuple(self._pending)
@@ -64,6 +87,41 @@ class UnitOfWork:
     def rollback(self) -> None:
         self._pending.clear()
         self.session.rollback()
+
+
+# Domain events -------------------------------------------------------------------------------
+
+# The modules whose import registers handlers; add a domain's `handlers` module here.
+HANDLER_MODULES = ("app.challenge.handlers", "app.rescore.handlers")
+
+
+class Event(Generic[R]):
+    """Something a domain announces; `R` is what each of its handlers returns."""
+
+
+Handler = Callable[[UnitOfWork, Any], Any]
+_handlers: defaultdict[type[Event[Any]], list[Handler]] = defaultdict(list)
+_loaded = False
+
+
+def handles(
+    event_type: type[E],
+) -> Callable[[Callable[[UnitOfWork, E], R]], Callable[[UnitOfWork, E], R]]:
+    """Registers the decorated function as a handler of `event_type`."""
+
+    def register(handler: Callable[[UnitOfWork, E], R]) -> Callable[[UnitOfWork, E], R]:
+        _handlers[event_type].append(handler)
+        return handler
+
+    return register
+
+
+def _load_handlers() -> None:
+    global _loaded
+    if not _loaded:
+        for module in HANDLER_MODULES:
+            importlib.import_module(module)
+        _loaded = True
 
 
 @contextmanager

@@ -30,7 +30,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 def make_celery() -> Celery:
     settings = get_settings()
-    app = Celery("gauntlet", include=["app.attempt.tasks", "app.scoring.tasks"])
+    app = Celery("gauntlet", include=["app.attempt.tasks", "app.rescore.tasks"])
     broker_url = settings.resolved_broker_url
     transport_options: dict[str, object] = {}
     if broker_url.startswith("filesystem"):

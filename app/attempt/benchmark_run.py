@@ -17,7 +17,6 @@ from typing import Any
 from app.attempt import repository
 from app.attempt.lease import LeaseLost, hold
 from app.attempt.metrics import AttemptMetrics
-from app.attempt.models import Attempt
 from app.config import Settings
 from app.db import session_scope
 from app.evaluation.benchmark import Benchmark, DataFileNotFound, Task, confined_data_files
@@ -53,7 +52,7 @@ class DatabaseRunStore:
 
     def _load_config(self) -> dict[str, Any] | None:
         with session_scope() as session:
-            row = session.get(Attempt, self.job.attempt_id)
+            row = repository.get(session, self.job.attempt_id)
             return None if row is None else row.run_config
 
     def _write_attempt(self, **values: Any) -> None:

@@ -9,29 +9,14 @@ from starlette.concurrency import run_in_threadpool
 
 from app.attempt import service
 from app.attempt.models import AttemptStatus
-from app.attempt.repository import AttemptRepository
-from app.attempt.schemas import (
-    AttemptCreate,
-    AttemptList,
-    AttemptRead,
-    TrialList,
-)
+from app.attempt.schemas import AttemptCreate, AttemptList, AttemptRead, TrialList
+from app.auth.gate import CredentialDep, TenantAdminDep, TenantKeyDep, check_tenant_key
 from app.auth.service import authenticate
-from app.challenge.service import get_challenge
 from app.db import get_autocommit_sessionmaker, get_sessionmaker
-from app.deps import (
-    CredentialDep,
-    SessionDep,
-    TenantAdminDep,
-    TenantKeyDep,
-    UnitOfWorkDep,
-    check_tenant_key,
-)
-from app.errors import NotFound
+from app.deps import SessionDep, UnitOfWorkDep
 from app.observability import context
 from app.observability import metrics as telemetry
 from app.schemas import Limit, Offset, TrialLimit
-from app.tenant.repository import ParticipantRepository
 from app.unit_of_work import UnitOfWork
 
 router = APIRouter(prefix="/v1", tags=["attempts"])
@@ -99,20 +84,17 @@ def _submit_in(
     with sessions() as session:
         work = UnitOfWork(session)
         caller = check_tenant_key(authenticate(session, credential))
-        attempt, created, _, handle = service.submit_attempt(
-            work, caller, challenge_id, body, idempotency_key
-        )
+        submission = service.submit_attempt(work, caller, challenge_id, body, idempotency_key)
+        attempt = submission.attempt
         headers = {"Location": f"/v1/attempts/{attempt.id}"}
-        if not created:
-            headers["Idempotent-Replayed"] = "true"
-        if created:
+        if submission.created:
             context.bind(attempt_id=str(attempt.id))
+        else:
+            headers["Idempotent-Replayed"] = "true"
         work.commit()
-    if created:
-        telemetry.attempt_reached(
-            "benchmark" if attempt.model_spec is not None else "prompt", "queued"
-        )
-    view = service.to_view(attempt, handle, None, caller.audience)
+    if submission.created:
+        telemetry.attempt_reached(submission.kind, "queued")
+    view = service.to_view(attempt, submission.participant_handle, None, caller.audience)
     return Response(
         view.model_dump_json(),
         status_code=status.HTTP_202_ACCEPTED,
@@ -128,14 +110,7 @@ def get_attempt(attempt_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep
     Benchmark attempts show their progress and curve here; their trials (tasks times k of them)
     are paged at `GET /v1/attempts/{id}/trials`.
     """
-    tenant_id = caller.tenant_id
-    repo = AttemptRepository(session, tenant_id)
-    attempt = repo.get(attempt_id)
-    if attempt is None:
-        raise NotFound("attempt not found")
-    handle = ParticipantRepository(session, tenant_id).handles([attempt.participant_id])
-    trials = repo.trials(attempt.id) if attempt.model_spec is None else None
-    return service.to_view(attempt, handle.get(attempt.participant_id, ""), trials, caller.audience)
+    return service.read_attempt(session, caller, attempt_id)
 
 
 @router.get("/attempts/{attempt_id}/trials")
@@ -148,12 +123,9 @@ def get_attempt_trials(
     offset: Offset = 0,
 ) -> TrialList:
     """An attempt's trials, by task then index (participant view for member keys)."""
-    repo = AttemptRepository(session, caller.tenant_id)
-    attempt = repo.get(attempt_id)
-    if attempt is None:
-        raise NotFound("attempt not found")
-    rows, total = repo.trials_page(attempt.id, task_index=task_index, limit=limit, offset=offset)
-    return TrialList(items=[service.trial_view(t, caller.audience) for t in rows], total=total)
+    return service.read_trials(
+        session, caller, attempt_id, task_index=task_index, limit=limit, offset=offset
+    )
 
 
 @router.get("/attempts")
@@ -167,26 +139,15 @@ def list_attempts(
     offset: Offset = 0,
 ) -> AttemptList:
     """The tenant's attempts, newest first, filtered by challenge, participant handle, status."""
-    tenant_id = caller.tenant_id
-    participants = ParticipantRepository(session, tenant_id)
-    participant_id = None
-    if participant is not None:
-        found = participants.get_by_handle(participant)
-        if found is None:
-            return AttemptList(items=[], total=0)
-        participant_id = found.id
-    rows, total = AttemptRepository(session, tenant_id).page(
+    return service.list_attempts(
+        session,
+        caller,
+        challenge_id=challenge_id,
+        participant=participant,
+        status=status,
         limit=limit,
         offset=offset,
-        challenge_id=challenge_id,
-        participant_id=participant_id,
-        status=status,
     )
-    handles = participants.handles(list({a.participant_id for a in rows}))
-    items = [
-        service.to_view(a, handles.get(a.participant_id, ""), None, caller.audience) for a in rows
-    ]
-    return AttemptList(items=items, total=total)
 
 
 @router.get("/challenges/{challenge_id}/attempts")
@@ -200,11 +161,10 @@ def list_challenge_attempts(
     offset: Offset = 0,
 ) -> AttemptList:
     """The attempts of one challenge (404 if the challenge is not the tenant's)."""
-    get_challenge(session, caller.tenant_id, challenge_id)
-    return list_attempts(
+    return service.list_challenge_attempts(
         session,
         caller,
-        challenge_id=challenge_id,
+        challenge_id,
         participant=participant,
         status=status,
         limit=limit,
@@ -221,8 +181,6 @@ def post_attempt_retry(
     attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> AttemptRead:
     """Re-run an attempt that ended in error (tenant admin); finished trials are kept."""
-    tenant_id = caller.tenant_id
-    attempt = service.retry_attempt(work, tenant_id, attempt_id)
-    handle = ParticipantRepository(work.session, tenant_id).handles([attempt.participant_id])
+    view = service.retry_view(work, caller, attempt_id)
     work.commit()
-    return service.to_view(attempt, handle.get(attempt.participant_id, ""), None, caller.audience)
+    return view

@@ -29,7 +29,7 @@ from app.attempt.lease import LeaseLost, hold, lease_until
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import Attempt, AttemptStatus
 from app.attempt.ranked import as_ranked, record_metrics
-from app.challenge.models import Challenge
+from app.challenge.service import find_challenge
 from app.config import Settings, get_settings
 from app.db import session_scope, utcnow
 from app.evaluation.engine import attempt_totals, run_trials
@@ -158,10 +158,10 @@ def _stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]
 
 
 def _load_job(session: Session, attempt_id: uuid.UUID) -> Job | None:
-    attempt = session.get(Attempt, attempt_id)
+    attempt = repository.get(session, attempt_id)
     if attempt is None:
         return None
-    challenge = session.get(Challenge, attempt.challenge_id)
+    challenge = find_challenge(session, attempt.tenant_id, attempt.challenge_id)
     if challenge is None:
         return None
     if challenge.kind == "benchmark":
@@ -324,7 +324,7 @@ def _finish(job: Job, token: uuid.UUID, benchmark_metrics: AttemptMetrics | None
     }
     with session_scope() as session:
         attempt = repository.locked_if_held(session, job.attempt_id, token)
-        challenge = session.get(Challenge, job.challenge_id)
+        challenge = find_challenge(session, job.tenant_id, job.challenge_id)
         if attempt is None or challenge is None:
             return
         measured = benchmark_metrics or _prompt_metrics(session, attempt)

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import Field, field_validator
 
 from app.attempt.metrics import AttemptMetrics
-from app.attempt.models import AttemptStatus
+from app.attempt.models import Attempt, AttemptStatus
 from app.schemas import Handle, InputSchema, ModelId, OutputSchema
 
 
@@ -98,3 +99,22 @@ class AttemptList(OutputSchema):
 class TrialList(OutputSchema):
     items: list[TrialRead]
     total: int
+
+
+# What the web UI reads of attempts beside their views.
+
+
+@dataclass(frozen=True)
+class FailedAttempt:
+    attempt: Attempt
+    handle: str
+    challenge_title: str
+    challenge_slug: str
+
+
+@dataclass(frozen=True)
+class RunRow:
+    attempt_id: uuid.UUID
+    model_spec: dict[str, Any] | None
+    metrics: AttemptMetrics | None
+    cost_usd: float | None

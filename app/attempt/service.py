@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -15,14 +16,22 @@ from sqlalchemy.orm import Session
 from app.attempt.dispatch import RUN_ATTEMPT
 from app.attempt.models import Attempt, AttemptStatus, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
-from app.attempt.schemas import AttemptCreate, AttemptRead, TrialRead
-from app.auth.subjects import Audience, SignedInParticipant, TenantKey
+from app.attempt.schemas import (
+    AttemptCreate,
+    AttemptList,
+    AttemptRead,
+    FailedAttempt,
+    RunRow,
+    TrialList,
+    TrialRead,
+)
+from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
 from app.challenge.config import ChallengeStatus
-from app.challenge.service import challenge_status
+from app.challenge.service import challenge_status, get_challenge
 from app.config import get_settings
 from app.db import autocommits, utcnow
 from app.errors import Conflict, NotFound, TooManyRequests, ValidationFailed
-from app.tenant.repository import ParticipantRepository
+from app.tenant.service import handle_of, handles, participant_by_handle, participant_for_handle
 from app.unit_of_work import UnitOfWork
 
 
@@ -40,6 +49,8 @@ class Submission(NamedTuple):
     send: bool
     # The participant's handle as first spelled (a body's 'ALICE' is participant 'alice').
     participant_handle: str
+    # The challenge's kind (the label of the attempt in the service's metrics).
+    kind: str
 
 
 def _fingerprint(challenge_id: uuid.UUID, body: AttemptCreate) -> str:
@@ -64,12 +75,13 @@ def _replayed(
     challenge_id: uuid.UUID,
     fingerprint: str,
     handle: str,
+    kind: str,
 ) -> Submission:
     attempt = _replay(existing, challenge_id, fingerprint)
     now = utcnow()
     stalled = now - timedelta(seconds=get_settings().queued_requeue_seconds)
     send = repo.mark_resent_if_stalled(attempt.id, now, stalled)
-    return Submission(attempt, False, send, handle)
+    return Submission(attempt, False, send, handle, kind)
 
 
 def _check_open(challenge: SubmissionTarget, now: datetime) -> None:
@@ -190,7 +202,7 @@ def _submit(
         if existing is not None:
             # The fingerprint covers the handle as sent, so it named this participant.
             handle = challenge.participant_handle or body.participant or ""
-            return _replayed(repo, existing, challenge_id, fingerprint, handle)
+            return _replayed(repo, existing, challenge_id, fingerprint, handle, challenge.kind)
     if body.participant is None:
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
     now = utcnow()
@@ -202,9 +214,7 @@ def _submit(
     participant_id = challenge.participant_id
     handle = challenge.participant_handle or body.participant
     if participant_id is None:  # the handle's first attempt in this tenant
-        participant_id, handle = ParticipantRepository(session, tenant_id).id_and_handle_for(
-            body.participant
-        )
+        participant_id, handle = participant_for_handle(session, tenant_id, body.participant)
     if limited:
         repo.lock_participant(participant_id)
         _check_limits(repo, challenge, participant_id, now)
@@ -232,13 +242,14 @@ def _submit(
         run_count=0,
     )
     if repo.insert_new(attempt):
-        return Submission(attempt, True, True, handle)
+        return Submission(attempt, True, True, handle, challenge.kind)
     # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
     assert idempotency_key is not None
     existing = repo.by_idempotency_key(idempotency_key)
     if existing is None:
         raise RuntimeError(f"Idempotency-Key {idempotency_key!r} conflicted, yet no attempt has it")
-    return Submission(_replay(existing, challenge_id, fingerprint), False, False, handle)
+    replayed = _replay(existing, challenge_id, fingerprint)
+    return Submission(replayed, False, False, handle, challenge.kind)
 
 
 def retry_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
@@ -322,3 +333,189 @@ def to_view(
         score_details=attempt.score_details,
         trials=trial_views,
     )
+
+
+# Reads of the API ----------------------------------------------------------------------------
+
+
+def get_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
+    attempt = AttemptRepository(session, tenant_id).get(attempt_id)
+    if attempt is None:
+        raise NotFound("attempt not found")
+    return attempt
+
+
+def read_attempt(session: Session, reader: TenantKey, attempt_id: uuid.UUID) -> AttemptRead:
+    """One attempt as the reader may see it. Prompt attempts come with their trials; benchmark
+    attempts (tasks times k trials) page them at `read_trials`."""
+    repo = AttemptRepository(session, reader.tenant_id)
+    attempt = get_attempt(session, reader.tenant_id, attempt_id)
+    handle = handle_of(session, reader.tenant_id, attempt.participant_id)
+    trials = repo.trials(attempt.id) if attempt.model_spec is None else None
+    return to_view(attempt, handle, trials, reader.audience)
+
+
+def read_trials(
+    session: Session,
+    reader: TenantKey,
+    attempt_id: uuid.UUID,
+    *,
+    task_index: int | None,
+    limit: int,
+    offset: int,
+) -> TrialList:
+    attempt = get_attempt(session, reader.tenant_id, attempt_id)
+    rows, total = AttemptRepository(session, reader.tenant_id).trials_page(
+        attempt.id, task_index=task_index, limit=limit, offset=offset
+    )
+    return TrialList(items=[trial_view(t, reader.audience) for t in rows], total=total)
+
+
+def list_attempts(
+    session: Session,
+    reader: TenantKey,
+    *,
+    challenge_id: uuid.UUID | None = None,
+    participant: str | None = None,
+    status: AttemptStatus | None = None,
+    limit: int,
+    offset: int,
+) -> AttemptList:
+    """The tenant's attempts, newest first, filtered by challenge, participant handle, status
+    (another tenant's challenge id finds none)."""
+    tenant_id = reader.tenant_id
+    participant_id = None
+    if participant is not None:
+        found = participant_by_handle(session, tenant_id, participant)
+        if found is None:
+            return AttemptList(items=[], total=0)
+        participant_id = found.id
+    rows, total = AttemptRepository(session, tenant_id).page(
+        limit=limit,
+        offset=offset,
+        challenge_id=challenge_id,
+        participant_id=participant_id,
+        status=status,
+    )
+    named = handles(session, tenant_id, list({a.participant_id for a in rows}))
+    items = [to_view(a, named.get(a.participant_id, ""), None, reader.audience) for a in rows]
+    return AttemptList(items=items, total=total)
+
+
+def list_challenge_attempts(
+    session: Session,
+    reader: TenantKey,
+    challenge_id: uuid.UUID,
+    *,
+    participant: str | None = None,
+    status: AttemptStatus | None = None,
+    limit: int,
+    offset: int,
+) -> AttemptList:
+    """The attempts of one challenge (404 if the challenge is not the tenant's)."""
+    get_challenge(session, reader.tenant_id, challenge_id)
+    return list_attempts(
+        session,
+        reader,
+        challenge_id=challenge_id,
+        participant=participant,
+        status=status,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def retry_view(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> AttemptRead:
+    """Re-runs an attempt that ended in error (see `retry_attempt`); returns the admin's view."""
+    attempt = retry_attempt(work, admin.tenant_id, attempt_id)
+    handle = handle_of(work.session, admin.tenant_id, attempt.participant_id)
+    return to_view(attempt, handle, None, admin.audience)
+
+
+# Reads of the web UI (a participant's own attempts; a tenant admin's overview) -----------------
+
+
+def find_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt | None:
+    return AttemptRepository(session, tenant_id).get(attempt_id)
+
+
+def participant_attempts(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    *,
+    limit: int,
+    offset: int,
+) -> tuple[list[Attempt], int]:
+    """One participant's attempts at one challenge, newest first, and how many there are."""
+    return AttemptRepository(session, tenant_id).of_participant(
+        challenge_id, participant_id, limit=limit, offset=offset
+    )
+
+
+def participant_attempts_by_ids(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    attempt_ids: Sequence[uuid.UUID],
+) -> list[Attempt]:
+    """Those of the given attempts that are the participant's, at this challenge."""
+    return AttemptRepository(session, tenant_id).of_participant_by_ids(
+        challenge_id, participant_id, attempt_ids
+    )
+
+
+def attempt_counts(
+    session: Session,
+    tenant_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    challenge_ids: Sequence[uuid.UUID],
+) -> dict[uuid.UUID, int]:
+    return AttemptRepository(session, tenant_id).counts_of_participant(
+        participant_id, challenge_ids
+    )
+
+
+def trials_by_attempt(
+    session: Session, tenant_id: uuid.UUID, attempt_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[Trial]]:
+    return AttemptRepository(session, tenant_id).trials_by_attempt(attempt_ids)
+
+
+def task_trials(
+    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, task_index: int, *, limit: int
+) -> list[Trial]:
+    rows, _ = AttemptRepository(session, tenant_id).trials_page(
+        attempt_id, task_index=task_index, limit=limit, offset=0
+    )
+    return rows
+
+
+def runs(
+    session: Session, tenant_id: uuid.UUID, attempt_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, RunRow]:
+    return AttemptRepository(session, tenant_id).runs(attempt_ids)
+
+
+def tasks_page(
+    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[list[tuple[int, str, dict[str, Any] | None]], int]:
+    return AttemptRepository(session, tenant_id).tasks_page(attempt_id, limit=limit, offset=offset)
+
+
+def task(
+    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, task_index: int
+) -> tuple[str, dict[str, Any] | None] | None:
+    return AttemptRepository(session, tenant_id).task(attempt_id, task_index)
+
+
+def status_counts(
+    session: Session, tenant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, dict[AttemptStatus, int]]:
+    return AttemptRepository(session, tenant_id).status_counts(challenge_ids)
+
+
+def recent_errors(session: Session, tenant_id: uuid.UUID, *, limit: int) -> list[FailedAttempt]:
+    return AttemptRepository(session, tenant_id).recent_errors(limit=limit)

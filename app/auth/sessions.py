@@ -18,9 +18,8 @@ from sqlalchemy.orm import Session
 
 from app.auth.models import ApiKey
 from app.auth.repository import BrowserSessionRepository, delete_by_token_hash
-from app.auth.subjects import SignedInParticipant, TenantAdmin
+from app.auth.subjects import TenantAdmin
 from app.db import utcnow
-from app.tenant.models import Participant
 
 PARTICIPANT_SESSION_SECONDS = 14 * 24 * 3600
 ADMIN_SESSION_SECONDS = 12 * 3600
@@ -77,15 +76,6 @@ def start_admin_session(
     session: Session, tenant_id: uuid.UUID, api_key_id: uuid.UUID, previous_token: str | None
 ) -> str:
     return _start(session, tenant_id, previous_token, ADMIN_SESSION_SECONDS, api_key_id=api_key_id)
-
-
-def participant_of(session: Session, tenant_id: uuid.UUID, token: str) -> Participant | None:
-    return BrowserSessionRepository(session, tenant_id).participant(token_hash(token), utcnow())
-
-
-def as_subject(participant: Participant) -> SignedInParticipant:
-    """The signed-in participant as the authorization gate's subject."""
-    return SignedInParticipant(participant.tenant_id, participant.id, participant.handle)
 
 
 def admin_key_of(session: Session, tenant_id: uuid.UUID, token: str) -> ApiKey | None:

@@ -5,9 +5,9 @@ from typing import Literal
 
 from fastapi import APIRouter, Response, status
 
+from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge import service
 from app.challenge.config import Visibility
-from app.challenge.repository import ChallengeRepository
 from app.challenge.schemas import (
     ChallengeCreate,
     ChallengeList,
@@ -15,10 +15,8 @@ from app.challenge.schemas import (
     ChallengeRead,
     ChallengeUpdate,
 )
-from app.deps import SessionDep, TenantAdminDep, TenantKeyDep, UnitOfWorkDep
+from app.deps import SessionDep, UnitOfWorkDep
 from app.schemas import Limit, Offset
-from app.scoring import rescore
-from app.scoring.schemas import RescoreJobList, RescoreJobRead
 
 router = APIRouter(prefix="/v1/challenges", tags=["challenges"])
 
@@ -47,8 +45,8 @@ def list_challenges(
     visibility: Visibility | None = None,
 ) -> ChallengeList:
     """List the tenant's challenges, newest first. Member keys see the participant view."""
-    rows, total = ChallengeRepository(session, caller.tenant_id).page(
-        limit=limit, offset=offset, kind=kind, visibility=visibility
+    rows, total = service.list_challenges(
+        session, caller.tenant_id, limit=limit, offset=offset, kind=kind, visibility=visibility
     )
     return ChallengeList(
         items=[service.challenge_view(c, caller.audience) for c in rows], total=total
@@ -76,10 +74,10 @@ def patch_challenge(
     Changing `scoring` starts a rescore job (its address is in the `Location` header): past
     attempts are scored again and the leaderboard is rebuilt.
     """
-    challenge, job = service.update_challenge(work, caller.tenant_id, challenge_id, body)
+    challenge, job_id = service.update_challenge(work, caller.tenant_id, challenge_id, body)
     work.commit()
-    if job is not None:
-        response.headers["Location"] = f"/v1/rescore-jobs/{job.id}"
+    if job_id is not None:
+        response.headers["Location"] = f"/v1/rescore-jobs/{job_id}"
     return service.to_admin_view(challenge)
 
 
@@ -91,26 +89,3 @@ def delete_challenge(
     service.delete_challenge(work.session, caller.tenant_id, challenge_id)
     work.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
-
-
-@router.post("/{challenge_id}/rescore", status_code=status.HTTP_202_ACCEPTED)
-def post_rescore(
-    challenge_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
-) -> RescoreJobRead:
-    """Score every completed attempt again and rebuild the leaderboard (tenant admin)."""
-    tenant_id = caller.tenant_id
-    service.get_challenge(work.session, tenant_id, challenge_id)
-    job = rescore.request_rescore(work, tenant_id, challenge_id, "requested")
-    work.commit()
-    return RescoreJobRead.model_validate(job)
-
-
-@router.get("/{challenge_id}/rescore-jobs")
-def get_rescore_jobs(
-    challenge_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep
-) -> RescoreJobList:
-    """The challenge's rescore jobs with their progress, newest first."""
-    tenant_id = caller.tenant_id
-    service.get_challenge(session, tenant_id, challenge_id)
-    jobs = rescore.list_jobs(session, tenant_id, challenge_id)
-    return RescoreJobList(items=[RescoreJobRead.model_validate(j) for j in jobs])

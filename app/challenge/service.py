@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import ValidationError
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.auth.subjects import Audience
-from app.challenge.config import ChallengeStatus
+from app.challenge import repository
+from app.challenge.config import ChallengeStatus, Visibility
+from app.challenge.events import ScoringChanged
 from app.challenge.flat_scoring import (
     check_flat_entrypoint,
     errors_named_as_given,
@@ -39,9 +41,9 @@ from app.evaluation.benchmark import (
 )
 from app.evaluation.model_ids import model_id_problem
 from app.outbound.policy import OutboundRefused
-from app.scoring.rescore import request_rescore
-from app.scoring.rescore_models import RescoreJob
+from app.scoring.strategies import Strategy
 from app.scoring.validation import validate_scoring
+from app.tenant.models import Tenant
 from app.unit_of_work import UnitOfWork
 
 
@@ -162,8 +164,9 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         _validate(session, body)
         check_flat_entrypoint(session, body.scoring.plugin_id, flat)
     repo = ChallengeRepository(session, tenant_id)
+    taken = Conflict(f"a challenge with slug '{body.slug}' already exists")
     if repo.get_by_slug(body.slug) is not None:
-        raise Conflict(f"a challenge with slug '{body.slug}' already exists")
+        raise taken
     now = utcnow()
     data = body.model_dump(mode="json")
     challenge = Challenge(
@@ -185,11 +188,8 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         created_at=now,
         updated_at=now,
     )
-    try:
-        with session.begin_nested():
-            repo.add(challenge)
-    except IntegrityError as exc:
-        raise Conflict(f"a challenge with slug '{body.slug}' already exists") from exc
+    if not repo.add(challenge):
+        raise taken
     return challenge
 
 
@@ -198,6 +198,87 @@ def get_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUI
     if challenge is None:
         raise NotFound("challenge not found")
     return challenge
+
+
+def challenge_by_slug(session: Session, tenant_id: uuid.UUID, slug: str) -> Challenge | None:
+    return ChallengeRepository(session, tenant_id).get_by_slug(slug)
+
+
+def find_challenge(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID
+) -> Challenge | None:
+    return ChallengeRepository(session, tenant_id).get(challenge_id)
+
+
+def list_challenges(
+    session: Session,
+    tenant_id: uuid.UUID,
+    *,
+    limit: int,
+    offset: int,
+    kind: str | None = None,
+    visibility: Visibility | None = None,
+) -> tuple[list[Challenge], int]:
+    """A page of the tenant's challenges, newest first, and how many there are."""
+    return ChallengeRepository(session, tenant_id).page(
+        limit=limit, offset=offset, kind=kind, visibility=visibility
+    )
+
+
+def public_challenge(session: Session, tenant_slug: str, challenge_slug: str) -> Challenge:
+    """A public challenge by its tenant's slug and its own; anything else answers 404."""
+    challenge = repository.get_public_challenge(session, tenant_slug, challenge_slug)
+    if challenge is None:
+        raise NotFound("no public challenge at this address")
+    return challenge
+
+
+def visible_challenge(
+    session: Session, tenant_id: uuid.UUID, slug: str, visibilities: Collection[Visibility]
+) -> Challenge | None:
+    """The tenant's challenge with this slug, if it has one of these visibilities."""
+    challenge = ChallengeRepository(session, tenant_id).get_by_slug(slug)
+    if challenge is None or challenge.visibility not in visibilities:
+        return None
+    return challenge
+
+
+def newest_challenges(
+    session: Session,
+    tenant_id: uuid.UUID,
+    *,
+    visibilities: Collection[Visibility] | None = None,
+    limit: int,
+) -> list[Challenge]:
+    return ChallengeRepository(session, tenant_id).newest(visibilities=visibilities, limit=limit)
+
+
+def tenants_with_public_challenges(
+    session: Session, *, limit: int, offset: int, challenges_per_tenant: int
+) -> tuple[list[tuple[Tenant, list[Challenge], int]], int]:
+    """Tenants with public challenges (a page, by name), each with its newest public
+    challenges and how many it has; and how many such tenants there are."""
+    tenants, total = repository.tenants_with_public_challenges(
+        session, limit=limit, offset=offset, challenges_per_tenant=challenges_per_tenant
+    )
+    counts = repository.public_challenge_counts(session, [tenant.id for tenant, _ in tenants])
+    return [(tenant, challenges, counts.get(tenant.id, 0)) for tenant, challenges in tenants], total
+
+
+def scoring_with_plugin(session: Session, plugin_id: str) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """(challenge id, tenant id) of every challenge, of every tenant, that scores with the
+    plugin."""
+    return [
+        (challenge_id, tenant_id)
+        for challenge_id, tenant_id, scoring in repository.scoring_of_every_challenge(session)
+        if scoring.strategy is Strategy.CUSTOM and scoring.plugin_id == plugin_id
+    ]
+
+
+def count_naming_plugin(session: Session, plugin_id: str) -> int:
+    """How many challenges, of every tenant, name the plugin in their scoring."""
+    rows = repository.scoring_of_every_challenge(session)
+    return sum(1 for _, _, scoring in rows if scoring.plugin_id == plugin_id)
 
 
 def _as_create(challenge: Challenge) -> dict[str, Any]:
@@ -220,12 +301,12 @@ def _as_create(challenge: Challenge) -> dict[str, Any]:
 
 def update_challenge(
     work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID, body: ChallengeUpdate
-) -> tuple[Challenge, RescoreJob | None]:
+) -> tuple[Challenge, uuid.UUID | None]:
     """Applies the given fields, then validates the whole result as a new challenge would be.
 
-    A change of scoring records a rescore job (returned; sent once the caller commits): past
-    attempts are scored again and the leaderboard rebuilt. Changing the target or the
-    verifier does not rewrite past results.
+    A change of scoring is announced (`ScoringChanged`): past attempts are scored again and
+    the leaderboard rebuilt by a job, whose id is returned (it is sent once the caller
+    commits). Changing the target or the verifier does not rewrite past results.
     """
     session = work.session
     challenge = ChallengeRepository(session, tenant_id).get(challenge_id, for_update=True)
@@ -251,10 +332,11 @@ def update_challenge(
     challenge.closes_at = validated.closes_at
     challenge.updated_at = utcnow()
     session.flush()
-    job = None
+    job_id = None
     if scoring_changed:
-        job = request_rescore(work, tenant_id, challenge.id, "challenge scoring changed")
-    return challenge, job
+        jobs = work.publish(ScoringChanged(tenant_id, challenge.id, "challenge scoring changed"))
+        job_id = jobs[0] if jobs else None
+    return challenge, job_id
 
 
 def delete_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> None:

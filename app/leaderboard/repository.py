@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sqlalchemy import func, select, tuple_
+from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.orm import Session, aliased
 
 from app.db import insert_for, utcnow
@@ -99,3 +100,44 @@ def page(
         select(func.count()).select_from(entry).where(entry.challenge_id == challenge_id)
     )
     return [(entry_row, handle) for entry_row, handle in rows], total or 0
+
+
+def clear(session: Session, challenge_id: uuid.UUID) -> None:
+    session.execute(delete(LeaderboardEntry).where(LeaderboardEntry.challenge_id == challenge_id))
+
+
+def best_entries(
+    session: Session,
+    tenant_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    challenge_ids: Sequence[uuid.UUID],
+) -> dict[uuid.UUID, LeaderboardEntry]:
+    """The participant's rows on these challenges' leaderboards, by challenge."""
+    if not challenge_ids:
+        return {}
+    rows = session.scalars(
+        select(LeaderboardEntry).where(
+            LeaderboardEntry.tenant_id == tenant_id,
+            LeaderboardEntry.participant_id == participant_id,
+            LeaderboardEntry.challenge_id.in_(challenge_ids),
+        )
+    )
+    return {row.challenge_id: row for row in rows}
+
+
+def rank_of(session: Session, tenant_id: uuid.UUID, entry: LeaderboardEntry) -> int:
+    """1 + the rows ranked before this one: an index range scan on the leaderboard's order."""
+    row = LeaderboardEntry
+    ahead = session.scalar(
+        select(func.count())
+        .select_from(row)
+        .where(
+            row.tenant_id == tenant_id,
+            row.challenge_id == entry.challenge_id,
+            tuple_(row.rank_key, row.rank_tiebreak, row.attempt_created_at_ms, row.attempt_id)
+            < tuple_(
+                entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id
+            ),
+        )
+    )
+    return (ahead or 0) + 1

@@ -4,15 +4,18 @@ attempts only as rank inputs (`RankedAttempt`), never as rows of another domain.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
 from app.challenge.models import Challenge
+from app.challenge.service import get_challenge, public_challenge
 from app.leaderboard import repository
 from app.leaderboard.models import ENTRY_MEASURES, LeaderboardEntry
 from app.leaderboard.ranking import RankInput, rank_key
+from app.leaderboard.repository import EntryValues
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
 from app.scoring.strategies import Strategy
 
@@ -28,12 +31,12 @@ class RankedAttempt:
     measures: RankInput
 
 
-def entry_for(attempt: RankedAttempt, strategy: Strategy) -> repository.EntryValues | None:
+def entry_for(attempt: RankedAttempt, strategy: Strategy) -> EntryValues | None:
     """The leaderboard row the attempt would have, or None if it does not rank."""
     key = rank_key(strategy, attempt.measures)
     if key is None:
         return None
-    return repository.EntryValues(
+    return EntryValues(
         tenant_id=attempt.tenant_id,
         challenge_id=attempt.challenge_id,
         participant_id=attempt.participant_id,
@@ -48,6 +51,14 @@ def offer(session: Session, attempt: RankedAttempt, strategy: Strategy) -> None:
     """Puts the attempt on the leaderboard if it ranks and beats its participant's row."""
     entry = entry_for(attempt, strategy)
     if entry is not None:
+        repository.offer(session, entry)
+
+
+def rebuild(session: Session, challenge_id: uuid.UUID, entries: Sequence[EntryValues]) -> None:
+    """Replaces the challenge's leaderboard with these rows (in the caller's transaction, so
+    readers see the old leaderboard or the new one, never half of either)."""
+    repository.clear(session, challenge_id)
+    for entry in entries:
         repository.offer(session, entry)
 
 
@@ -77,3 +88,41 @@ def read_leaderboard(
         limit=limit,
         offset=offset,
     )
+
+
+def read_public_leaderboard(
+    session: Session, tenant_slug: str, challenge_slug: str, *, limit: int, offset: int
+) -> Leaderboard:
+    """The leaderboard of a public challenge, for anyone; other challenges answer 404."""
+    challenge = public_challenge(session, tenant_slug, challenge_slug)
+    return read_leaderboard(session, challenge, limit=limit, offset=offset)
+
+
+def read_tenant_leaderboard(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, *, limit: int, offset: int
+) -> Leaderboard:
+    challenge = get_challenge(session, tenant_id, challenge_id)
+    return read_leaderboard(session, challenge, limit=limit, offset=offset)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A participant's row on a leaderboard and its rank."""
+
+    entry: LeaderboardEntry
+    rank: int
+
+
+def standings(
+    session: Session,
+    tenant_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    challenge_ids: Sequence[uuid.UUID],
+) -> dict[uuid.UUID, Standing]:
+    """Where the participant stands on each of these challenges' leaderboards (those they
+    are on), by challenge."""
+    entries = repository.best_entries(session, tenant_id, participant_id, challenge_ids)
+    return {
+        challenge_id: Standing(entry, repository.rank_of(session, tenant_id, entry))
+        for challenge_id, entry in entries.items()
+    }

@@ -2,11 +2,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
-from app.deps import CallerDep, PlatformAdminDep, SessionDep, UnitOfWorkDep
+from app.auth.gate import CallerDep, PlatformAdminDep
+from app.deps import SessionDep, UnitOfWorkDep
 from app.scoring import registry
-from app.scoring.repository import list_plugins
 from app.scoring.schemas import (
-    InstalledScorer,
     InstalledScorerList,
     ScorerCreate,
     ScorerList,
@@ -32,19 +31,15 @@ def post_scorer(body: ScorerCreate, work: UnitOfWorkDep, _: PlatformAdminDep) ->
 @router.get("")
 def get_scorers(session: SessionDep, _: CallerDep) -> ScorerList:
     """Registered scorers (any authenticated caller, so tenant admins can pick one)."""
-    return ScorerList(items=[ScorerRead.model_validate(p) for p in list_plugins(session)])
+    return ScorerList(
+        items=[ScorerRead.model_validate(p) for p in registry.list_registered(session)]
+    )
 
 
 @router.get("/installed")
 def get_installed_scorers(session: SessionDep, _: PlatformAdminDep) -> InstalledScorerList:
     """Scorers declared by installed packages (entry-point group `gauntlet.scorers`)."""
-    registered = {p.plugin_id for p in list_plugins(session)}
-    return InstalledScorerList(
-        items=[
-            InstalledScorer(name=name, entrypoint=value, registered=name in registered)
-            for name, value in sorted(registry.installed_entry_points().items())
-        ]
-    )
+    return InstalledScorerList(items=registry.list_installed(session))
 
 
 @router.get("/{plugin_id}")
@@ -60,7 +55,7 @@ def patch_scorer(
 
     A change of defaults or of `enabled` rescores every challenge that uses the scorer.
     """
-    plugin, _jobs = registry.update(work, plugin_id, body)
+    plugin = registry.update(work, plugin_id, body)
     work.commit()
     return ScorerRead.model_validate(plugin)
 
@@ -72,6 +67,6 @@ def patch_scorer(
 )
 def delete_scorer(plugin_id: str, work: UnitOfWorkDep, _: PlatformAdminDep) -> Response:
     """Remove a scorer no challenge uses; one in use must be disabled instead."""
-    registry.delete(work.session, plugin_id)
+    registry.delete(work, plugin_id)
     work.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Any
 
@@ -73,20 +72,3 @@ class InstalledScorer(OutputSchema):
 
 class InstalledScorerList(OutputSchema):
     items: list[InstalledScorer]
-
-
-class RescoreJobRead(OutputSchema):
-    id: uuid.UUID
-    challenge_id: uuid.UUID
-    status: str
-    reason: str
-    total: int | None
-    processed: int
-    error: str | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-
-
-class RescoreJobList(OutputSchema):
-    items: list[RescoreJobRead]

@@ -4,18 +4,12 @@ import uuid
 
 from fastapi import APIRouter, status
 
+from app.auth.gate import PlatformAdminDep, TenantAdminDep, TenantKeyDep
 from app.auth.service import create_api_key, list_api_keys, revoke_api_key
 from app.config import get_settings
-from app.deps import (
-    PlatformAdminDep,
-    SessionDep,
-    TenantAdminDep,
-    TenantKeyDep,
-    UnitOfWorkDep,
-)
-from app.errors import NotFound
+from app.deps import SessionDep, UnitOfWorkDep
 from app.schemas import Limit, Offset
-from app.tenant import repository
+from app.tenant import service
 from app.tenant.schemas import (
     ApiKeyCreate,
     ApiKeyCreated,
@@ -29,7 +23,6 @@ from app.tenant.schemas import (
     TenantRead,
     TenantUsage,
 )
-from app.tenant.service import create_tenant, tenant_usage
 
 router = APIRouter(prefix="/v1")
 
@@ -42,7 +35,7 @@ router = APIRouter(prefix="/v1")
 )
 def post_tenant(body: TenantCreate, work: UnitOfWorkDep, _: PlatformAdminDep) -> TenantCreated:
     """Create a tenant and its first admin API key (platform admin)."""
-    tenant, _key_row, key = create_tenant(work.session, body.slug, body.name)
+    tenant, _key_row, key = service.create_tenant(work.session, body.slug, body.name)
     work.commit()
     return TenantCreated(
         id=tenant.id, slug=tenant.slug, name=tenant.name, created_at=tenant.created_at, api_key=key
@@ -54,25 +47,19 @@ def get_tenants(
     session: SessionDep, _: PlatformAdminDep, limit: Limit = 50, offset: Offset = 0
 ) -> TenantList:
     """List tenants (platform admin)."""
-    rows, total = repository.list_tenants(session, limit, offset)
+    rows, total = service.list_tenants(session, limit=limit, offset=offset)
     return TenantList(items=[TenantRead.model_validate(t) for t in rows], total=total)
 
 
 @router.get("/tenants/{tenant_id}", tags=["tenants"])
 def get_tenant(tenant_id: uuid.UUID, session: SessionDep, _: PlatformAdminDep) -> TenantRead:
-    tenant = repository.get_tenant(session, tenant_id)
-    if tenant is None:
-        raise NotFound("tenant not found")
-    return TenantRead.model_validate(tenant)
+    return TenantRead.model_validate(service.get_tenant(session, tenant_id))
 
 
 @router.get("/tenant", tags=["tenants"])
 def get_own_tenant(session: SessionDep, caller: TenantKeyDep) -> TenantRead:
     """The tenant of the calling key."""
-    tenant = repository.get_tenant(session, caller.tenant_id)
-    if tenant is None:
-        raise NotFound("tenant not found")
-    return TenantRead.model_validate(tenant)
+    return TenantRead.model_validate(service.get_tenant(session, caller.tenant_id))
 
 
 @router.get("/tenant/usage", tags=["tenants"])
@@ -80,7 +67,7 @@ def get_own_usage(session: SessionDep, caller: TenantAdminDep) -> TenantUsage:
     """Model spend of the caller's tenant today against its daily budget, and the last 30 days
     (tenant admin). No model call starts once the day's budget is spent; it resets at 00:00
     UTC."""
-    return tenant_usage(session, caller.tenant_id, get_settings())
+    return service.tenant_usage(session, caller.tenant_id, get_settings())
 
 
 @router.post("/api-keys", status_code=status.HTTP_201_CREATED, tags=["api keys"])
@@ -109,8 +96,7 @@ def delete_api_key(key_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDe
 def get_participants(
     session: SessionDep, caller: TenantKeyDep, limit: Limit = 50, offset: Offset = 0
 ) -> ParticipantList:
-    repo = repository.ParticipantRepository(session, caller.tenant_id)
-    rows, total = repo.page(limit, offset)
+    rows, total = service.list_participants(session, caller.tenant_id, limit=limit, offset=offset)
     return ParticipantList(items=[ParticipantRead.model_validate(p) for p in rows], total=total)
 
 
@@ -118,7 +104,5 @@ def get_participants(
 def get_participant(
     participant_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep
 ) -> ParticipantRead:
-    participant = repository.ParticipantRepository(session, caller.tenant_id).get(participant_id)
-    if participant is None:
-        raise NotFound("participant not found")
+    participant = service.get_participant(session, caller.tenant_id, participant_id)
     return ParticipantRead.model_validate(participant)

@@ -32,28 +32,27 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
+from app.attempt import service as attempt_service
 from app.attempt.models import Attempt
-from app.attempt.repository import AttemptRepository
 from app.attempt.schemas import AttemptCreate
 from app.attempt.service import retry_attempt, submit_attempt
 from app.auth import sessions
 from app.auth.models import ApiKey
 from app.auth.service import authenticate
 from app.auth.subjects import TenantAdmin
+from app.challenge import service as challenges
 from app.challenge.models import Challenge
-from app.challenge.repository import ChallengeRepository
 from app.challenge.service import challenge_status, to_public_view
 from app.config import get_settings
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import AppError, Unauthorized
 from app.evaluation.offline import OFFLINE_MODELS
 from app.observability import metrics as telemetry
-from app.scoring.repository import list_plugins
+from app.scoring import registry
+from app.tenant import service as tenants
 from app.tenant.models import Participant, Tenant
-from app.tenant.repository import get_tenant_by_slug
-from app.tenant.service import tenant_usage
 from app.unit_of_work import UnitOfWork
-from app.web import auth, queries, service
+from app.web import auth, service
 from app.web.rendering import (
     HtmlRoute,
     PageError,
@@ -100,7 +99,7 @@ def _notice(code: str | None) -> str | None:
 
 
 def _tenant(session: Session, slug: str) -> Tenant:
-    tenant = get_tenant_by_slug(session, slug)
+    tenant = tenants.tenant_by_slug(session, slug)
     if tenant is None:
         raise not_found()
     return tenant
@@ -109,8 +108,10 @@ def _tenant(session: Session, slug: str) -> Tenant:
 def _visible_challenge(
     session: Session, tenant: Tenant, slug: str, participant: Participant | None
 ) -> Challenge:
-    challenge = ChallengeRepository(session, tenant.id).get_by_slug(slug)
-    if challenge is None or challenge.visibility not in service.visible_visibilities(participant):
+    challenge = challenges.visible_challenge(
+        session, tenant.id, slug, service.visible_visibilities(participant)
+    )
+    if challenge is None:
         raise not_found()
     return challenge
 
@@ -154,13 +155,12 @@ def home(
     page_number: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
 ) -> Response:
     per_page = 20
-    tenants, total = queries.tenants_with_public_challenges(
+    listed, total = challenges.tenants_with_public_challenges(
         session, limit=per_page, offset=(page_number - 1) * per_page, challenges_per_tenant=5
     )
-    counts = queries.public_challenge_counts(session, [t.id for t, _ in tenants])
     rows = [
-        (tenant, [(c, challenge_status(c)) for c in challenges], counts.get(tenant.id, 0))
-        for tenant, challenges in tenants
+        (tenant, [(c, challenge_status(c)) for c in newest], count)
+        for tenant, newest, count in listed
     ]
     return page(
         request,
@@ -444,7 +444,7 @@ def _challenge_page(
     cards: list[service.AttemptCard] = []
     attempts_total = 0
     if participant is not None:
-        attempts, attempts_total = queries.participant_attempts(
+        attempts, attempts_total = attempt_service.participant_attempts(
             session,
             tenant.id,
             challenge.id,
@@ -580,20 +580,18 @@ def submit(
     with contextlib.suppress(ValueError):
         idempotency_key = f"web:{participant.id}:{uuid.UUID(hex=submission_id).hex}"
     try:
-        attempt, created, _, _ = submit_attempt(
-            work, sessions.as_subject(participant), challenge.id, body, idempotency_key
+        submission = submit_attempt(
+            work, tenants.as_subject(participant), challenge.id, body, idempotency_key
         )
     except AppError as exc:
         return again(exc.status_code, exc.message, service.error_field(exc))
     work.commit()
-    if created:
-        telemetry.attempt_reached(
-            "benchmark" if attempt.model_spec is not None else "prompt", "queued"
-        )
+    if submission.created:
+        telemetry.attempt_reached(submission.kind, "queued")
     return redirect(
         request,
         web,
-        _challenge_url(tenant, challenge, f"?notice=submitted#attempt-{attempt.id}"),
+        _challenge_url(tenant, challenge, f"?notice=submitted#attempt-{submission.attempt.id}"),
     )
 
 
@@ -617,7 +615,7 @@ def live(
             attempt_ids.append(uuid.UUID(raw.strip()))
         except ValueError:
             continue
-    attempts = queries.participant_attempts_by_ids(
+    attempts = attempt_service.participant_attempts_by_ids(
         session, tenant.id, challenge.id, participant.id, attempt_ids
     )
     cards = service.attempt_cards(session, tenant.id, challenge, attempts, participant.handle)
@@ -714,10 +712,10 @@ def _own_attempt(
     """The signed-in participant's attempt and its (visible) challenge; 404 for anyone else."""
     if participant is None:
         raise not_found()
-    attempt = AttemptRepository(session, tenant.id).get(attempt_id)
+    attempt = attempt_service.find_attempt(session, tenant.id, attempt_id)
     if attempt is None or attempt.participant_id != participant.id:
         raise not_found()
-    challenge = ChallengeRepository(session, tenant.id).get(attempt.challenge_id)
+    challenge = challenges.find_challenge(session, tenant.id, attempt.challenge_id)
     if challenge is None or challenge.visibility not in service.visible_visibilities(participant):
         raise not_found()
     return attempt, challenge, participant
@@ -848,9 +846,9 @@ def admin(
         if code:
             auth.clear_admin_cookie(request, response, tenant.slug)
         return response
-    challenges = queries.all_challenges(session, tenant.id, limit=200)
-    counts = queries.attempt_status_counts(session, tenant.id, [c.id for c in challenges])
-    rows = [(c, challenge_status(c), service.strategy_of(c), counts[c.id]) for c in challenges]
+    newest = challenges.newest_challenges(session, tenant.id, limit=200)
+    counts = attempt_service.status_counts(session, tenant.id, [c.id for c in newest])
+    rows = [(c, challenge_status(c), service.strategy_of(c), counts[c.id]) for c in newest]
     return page(
         request,
         web,
@@ -861,9 +859,9 @@ def admin(
         participant=participant,
         admin_key=key,
         rows=rows,
-        errors=queries.recent_errors(session, tenant.id, limit=20),
-        usage=tenant_usage(session, tenant.id, get_settings()),
-        plugins=list_plugins(session),
+        errors=attempt_service.recent_errors(session, tenant.id, limit=20),
+        usage=tenants.tenant_usage(session, tenant.id, get_settings()),
+        plugins=registry.list_registered(session),
         notice=_notice(notice),
     )
 

@@ -14,13 +14,12 @@ from functools import lru_cache
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.attempt import service as attempt_service
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import Attempt, Trial
-from app.attempt.repository import AttemptRepository
-from app.attempt.schemas import AttemptCreate, AttemptRead, TrialRead
+from app.attempt.schemas import AttemptCreate, AttemptRead, RunRow, TrialRead
 from app.attempt.service import to_view, trial_view
 from app.auth import sessions
 from app.auth.rate_limits import Refusal
@@ -28,18 +27,18 @@ from app.auth.subjects import Audience
 from app.challenge.config import Visibility
 from app.challenge.models import Challenge
 from app.challenge.schemas import ChallengePublic
-from app.challenge.service import challenge_status, to_public_view
+from app.challenge.service import challenge_status, newest_challenges, to_public_view
 from app.config import get_settings
-from app.errors import AppError
+from app.errors import AppError, Conflict
 from app.evaluation.patterns import linear
-from app.leaderboard.models import LeaderboardEntry
+from app.leaderboard import service as leaderboards
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
 from app.leaderboard.service import item_of, read_leaderboard
 from app.schemas import Handle
 from app.storable import encodable
+from app.tenant import service as tenants
 from app.tenant.models import Participant
-from app.tenant.repository import ParticipantRepository
-from app.web import auth, charts, queries
+from app.web import auth, charts
 
 log = logging.getLogger(__name__)
 
@@ -88,14 +87,12 @@ def sign_up(session: Session, tenant_id: uuid.UUID, handle: str, password: str) 
     problem = auth.password_problem(password, handle)
     if problem:
         raise FormError(problem, field="password")
-    taken = FormError("This handle is taken. Choose another one.", field="handle", status_code=409)
-    if queries.handle_in_use(session, tenant_id, handle):
-        raise taken
     try:
-        # The unique index on the lower-cased handle decides races ('Alice' against 'alice').
-        return queries.add_participant(session, tenant_id, handle, auth.hash_password(password))
-    except IntegrityError as exc:
-        raise taken from exc
+        return tenants.register_participant(
+            session, tenant_id, handle, auth.hash_password(password)
+        )
+    except Conflict as exc:
+        raise FormError(exc.message, field="handle", status_code=409) from exc
 
 
 def _refuse_if_limited(refusal: Refusal | None) -> None:
@@ -116,9 +113,7 @@ def sign_in(
 ) -> Participant:
     handle = handle.strip()
     _refuse_if_limited(auth.limits.check_sign_in(tenant_id, handle, address))
-    participant = (
-        ParticipantRepository(session, tenant_id).get_by_handle(handle) if handle else None
-    )
+    participant = tenants.participant_by_handle(session, tenant_id, handle) if handle else None
     password_hash = participant.password_hash if participant is not None else None
     if participant is None or not auth.verify_password(password_hash, password):
         auth.limits.sign_in_failed(tenant_id, handle, address)
@@ -177,7 +172,9 @@ def signed_in_participant(
     """The participant this browser's live session of this tenant is for, if still a web
     account."""
     token = web.server_token
-    return sessions.participant_of(session, tenant_id, token) if token is not None else None
+    if token is None:
+        return None
+    return tenants.signed_in_participant(session, tenant_id, token)
 
 
 # Challenges -----------------------------------------------------------------------------------
@@ -316,27 +313,28 @@ def challenge_cards(
     session: Session,
     tenant_id: uuid.UUID,
     participant: Participant | None,
-    visibilities: Collection[str],
+    visibilities: Collection[Visibility],
     *,
     limit: int = 200,
 ) -> dict[str, list[ChallengeCard]]:
     """The visible challenges by status (open, upcoming, closed), each with the participant's
     best result so far."""
-    challenges = queries.challenges_with_visibility(session, tenant_id, visibilities, limit=limit)
+    challenges = newest_challenges(session, tenant_id, visibilities=visibilities, limit=limit)
     ids = [c.id for c in challenges]
-    entries: dict[uuid.UUID, LeaderboardEntry] = {}
+    standings: dict[uuid.UUID, leaderboards.Standing] = {}
     counts: dict[uuid.UUID, int] = {}
     if participant is not None:
-        entries = queries.best_entries(session, tenant_id, participant.id, ids)
-        counts = queries.attempt_counts_of_participant(session, tenant_id, participant.id, ids)
+        standings = leaderboards.standings(session, tenant_id, participant.id, ids)
+        counts = attempt_service.attempt_counts(session, tenant_id, participant.id, ids)
     groups: dict[str, list[ChallengeCard]] = {"open": [], "upcoming": [], "closed": []}
     for challenge in challenges:
         strategy = strategy_of(challenge)
         best = None
-        entry = entries.get(challenge.id)
-        if entry is not None and participant is not None:
+        standing = standings.get(challenge.id)
+        if standing is not None and participant is not None:
+            entry = standing.entry
             best = BestResult(
-                rank=queries.rank_of(session, tenant_id, entry),
+                rank=standing.rank,
                 value=ranked_value(strategy.key, item_of(entry, participant.handle, rank=0)),
                 attempt_id=entry.attempt_id,
             )
@@ -633,7 +631,7 @@ def attempt_cards(
     """Cards of one challenge's attempts. A benchmark attempt's trials (tasks times k of them)
     stay in the database: its card shows the run's summary, its page pages through tasks."""
     prompt_ids = [a.id for a in attempts if a.model_spec is None]
-    trials = queries.trials_by_attempt(session, tenant_id, prompt_ids)
+    trials = attempt_service.trials_by_attempt(session, tenant_id, prompt_ids)
     context = benchmark_context(challenge) if challenge.kind == "benchmark" else None
     show_score = strategy_of(challenge).key != "metric_at_k"
     return [
@@ -920,7 +918,7 @@ def _task_row(task_index: int, task_id: str, summary: Mapping[str, Any] | None) 
 def task_rows(
     session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, *, limit: int, offset: int
 ) -> tuple[list[TaskRow], int]:
-    rows, total = queries.attempt_tasks_page(
+    rows, total = attempt_service.tasks_page(
         session, tenant_id, attempt_id, limit=limit, offset=offset
     )
     return [_task_row(index, task_id, summary) for index, task_id, summary in rows], total
@@ -931,12 +929,12 @@ def task_trials(
 ) -> tuple[TaskRow, list[TrialView]] | None:
     """One task of an attempt with its trials, in the participant's redacted view (no system
     prompt, no verifier details: never the answer key); None if the attempt has no such task."""
-    found = queries.attempt_task(session, tenant_id, attempt_id, task_index)
+    found = attempt_service.task(session, tenant_id, attempt_id, task_index)
     if found is None:
         return None
     task_id, summary = found
-    trials, _ = AttemptRepository(session, tenant_id).trials_page(
-        attempt_id, task_index=task_index, limit=MAX_TRIALS_PER_TASK, offset=0
+    trials = attempt_service.task_trials(
+        session, tenant_id, attempt_id, task_index, limit=MAX_TRIALS_PER_TASK
     )
     views = [_trial_view(trial_view(t, Audience.PARTICIPANT)) for t in trials]
     return _task_row(task_index, task_id, summary), views
@@ -988,7 +986,7 @@ def _row(strategy: Strategy, item: LeaderboardItem, handle: str | None) -> Leade
     return LeaderboardRow(item, ranked_value(strategy.key, item), item.participant == handle)
 
 
-def _run_facts(row: queries.RunRow) -> RunFacts:
+def _run_facts(row: RunRow) -> RunFacts:
     spec = row.model_spec or {}
     metrics = row.metrics or AttemptMetrics()
     return RunFacts(
@@ -1019,11 +1017,11 @@ def leaderboard_view(
     own = next((row for row in rows if row.is_you), None)
     own_on_page = own is not None
     if participant is not None and own is None:
-        entry = queries.best_entries(session, challenge.tenant_id, participant.id, [challenge.id])
-        found = entry.get(challenge.id)
-        if found is not None:
-            rank = queries.rank_of(session, challenge.tenant_id, found)
-            item = item_of(found, participant.handle, rank=rank)
+        standing = leaderboards.standings(
+            session, challenge.tenant_id, participant.id, [challenge.id]
+        ).get(challenge.id)
+        if standing is not None:
+            item = item_of(standing.entry, participant.handle, rank=standing.rank)
             own = _row(strategy, item, handle)
     if challenge.kind != "benchmark":
         return LeaderboardView(strategy, rows, board.total, own, own_on_page)
@@ -1032,7 +1030,7 @@ def leaderboard_view(
         wanted.append(own.item.attempt_id)
     runs = {
         attempt_id: _run_facts(found_run)
-        for attempt_id, found_run in queries.benchmark_runs(
+        for attempt_id, found_run in attempt_service.runs(
             session, challenge.tenant_id, wanted
         ).items()
     }

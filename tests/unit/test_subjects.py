@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from app.auth.gate import require_platform_admin, require_tenant_admin, require_tenant_key
 from app.auth.subjects import (
     ApiKeyRole,
     Audience,
@@ -16,7 +17,6 @@ from app.auth.subjects import (
     TenantMember,
     tenant_key,
 )
-from app.deps import require_platform_admin, require_tenant_admin, require_tenant_key
 from app.errors import Forbidden
 
 TENANT = uuid.uuid4()
