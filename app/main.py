@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.api_docs import install_api_docs
 from app.attempt.router import router as attempt_router
 from app.attempt.telemetry import UNFINISHED_ATTEMPTS
+from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
 from app.config import get_settings
 from app.errors import AppError
@@ -175,6 +176,10 @@ def create_app() -> FastAPI:
         observability_router,
     ):
         app.include_router(router)
+    # What the challenge kinds bring of their own (app/challenge/kinds.py): their endpoints.
+    for kind in registered().values():
+        for router in kind.api_routers():
+            app.include_router(router)
     # The web UI: server-rendered pages and their static assets (no CDN, works offline).
     app.mount(STATIC_URL, StaticFiles(directory=STATIC_DIR), name="web-static")
     app.include_router(web_router)

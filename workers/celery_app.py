@@ -30,7 +30,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 def make_celery() -> Celery:
     settings = get_settings()
-    app = Celery("gauntlet", include=["app.attempt.tasks", "app.rescore.tasks"])
+    # The core's tasks, and those of the challenge kinds (app/challenge/kinds.py).
+    from app.challenge.registry import registered
+
+    kind_tasks = [module for kind in registered().values() for module in kind.task_modules]
+    app = Celery("gauntlet", include=["app.attempt.tasks", "app.rescore.tasks", *kind_tasks])
     broker_url = settings.resolved_broker_url
     transport_options: dict[str, object] = {}
     if broker_url.startswith("filesystem"):

@@ -37,7 +37,6 @@ class SubmissionTarget:
     closes_at: datetime | None
     participant_id: uuid.UUID | None
     participant_handle: str | None
-    benchmark: dict[str, Any] | None = None
 
 
 # The submission's statements are the busiest of the service (bench/README.md), so they are
@@ -56,7 +55,6 @@ _SUBMISSION_TARGET = (
         _CHALLENGES.c.closes_at,
         _PARTICIPANTS.c.id.label("participant_id"),
         _PARTICIPANTS.c.handle.label("participant_handle"),
-        _CHALLENGES.c.benchmark,
     )
     .select_from(
         _CHALLENGES.outerjoin(
@@ -121,6 +119,15 @@ class AttemptRepository:
         return self.session.scalar(
             select(Attempt).where(Attempt.tenant_id == self.tenant_id, Attempt.id == attempt_id)
         )
+
+    def get_with_kind(self, attempt_id: uuid.UUID) -> tuple[Attempt, str] | None:
+        """The attempt and its challenge's kind, in one query."""
+        row = self.session.execute(
+            select(Attempt, Challenge.kind)
+            .join(Challenge, Challenge.id == Attempt.challenge_id)
+            .where(Attempt.tenant_id == self.tenant_id, Attempt.id == attempt_id)
+        ).first()
+        return None if row is None else (row[0], row[1])
 
     def by_idempotency_key(self, key: str) -> Attempt | None:
         return self.session.scalar(

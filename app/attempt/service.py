@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import math
@@ -14,6 +13,7 @@ from typing import Any, NamedTuple
 from sqlalchemy.orm import Session
 
 from app.attempt.dispatch import RUN_ATTEMPT
+from app.attempt.kinds import AttemptKind
 from app.attempt.models import Attempt, AttemptStatus, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
 from app.attempt.schemas import (
@@ -27,7 +27,8 @@ from app.attempt.schemas import (
 )
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
 from app.challenge.config import ChallengeStatus
-from app.challenge.service import challenge_status, get_challenge
+from app.challenge.registry import kind_as
+from app.challenge.service import challenge_status, config_of, get_challenge
 from app.config import get_settings
 from app.db import autocommits, utcnow
 from app.errors import Conflict, NotFound, TooManyRequests, ValidationFailed
@@ -90,44 +91,6 @@ def _check_open(challenge: SubmissionTarget, now: datetime) -> None:
         raise Conflict(f"this challenge opens at {challenge.opens_at:%Y-%m-%d %H:%M:%S} UTC")
     if state is ChallengeStatus.CLOSED:
         raise Conflict(f"this challenge closed at {challenge.closes_at:%Y-%m-%d %H:%M:%S} UTC")
-
-
-def _check_body_fits_kind(challenge: SubmissionTarget, body: AttemptCreate) -> None:
-    """A prompt challenge takes a prompt; a benchmark challenge takes a model spec."""
-    if challenge.kind == "benchmark":
-        if body.model is None:
-            raise ValidationFailed.at(["model"], "is required: this is a benchmark challenge")
-        if body.prompt is not None:
-            raise ValidationFailed.at(
-                ["prompt"], "is not used by benchmark challenges; send a model spec"
-            )
-        _check_allowed_model(challenge, body.model)
-        return
-    if body.prompt is None:
-        raise ValidationFailed.at(["prompt"], "is required: this is a prompt challenge")
-    for field in ("model", "temperature", "system_prompt"):
-        if getattr(body, field) is not None:
-            raise ValidationFailed.at([field], "is only used by benchmark challenges")
-    _check_prompt_length(challenge, body.prompt)
-
-
-def _check_allowed_model(challenge: SubmissionTarget, model: str) -> None:
-    """A challenge may narrow the models its participants submit (`benchmark.allowed_models`)."""
-    patterns = (challenge.benchmark or {}).get("allowed_models")
-    if not patterns:
-        return
-    if not any(fnmatch.fnmatchcase(model, pattern) for pattern in patterns):
-        raise ValidationFailed.at(
-            ["model"], f"this challenge accepts only models matching: {', '.join(patterns)}"
-        )
-
-
-def _check_prompt_length(challenge: SubmissionTarget, prompt: str) -> None:
-    limit = challenge.limits.prompt_limit(get_settings().max_prompt_chars)
-    if len(prompt) > limit:
-        raise ValidationFailed.at(
-            ["prompt"], f"is {len(prompt)} characters; this challenge allows at most {limit}"
-        )
 
 
 def _check_limits(
@@ -207,7 +170,9 @@ def _submit(
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
     now = utcnow()
     _check_open(challenge, now)
-    _check_body_fits_kind(challenge, body)
+    submitted = kind_as(challenge.kind, AttemptKind).submission(
+        challenge, body, lambda: config_of(get_challenge(session, tenant_id, challenge_id))
+    )
     limited = challenge.limits.counts_attempts
     if limited and autocommits(session):
         raise TransactionNeeded()
@@ -224,16 +189,8 @@ def _submit(
         challenge_id=challenge_id,
         participant_id=participant_id,
         status=AttemptStatus.QUEUED,
-        prompt=body.prompt,
-        model_spec=(
-            {
-                "model": body.model,
-                "temperature": body.temperature,
-                "system_prompt": body.system_prompt,
-            }
-            if body.model is not None
-            else None
-        ),
+        prompt=submitted.prompt,
+        model_spec=submitted.model_spec,
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint,
         created_at=now,
@@ -346,12 +303,16 @@ def get_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -
 
 
 def read_attempt(session: Session, reader: TenantKey, attempt_id: uuid.UUID) -> AttemptRead:
-    """One attempt as the reader may see it. Prompt attempts come with their trials; benchmark
-    attempts (tasks times k trials) page them at `read_trials`."""
+    """One attempt as the reader may see it, with its trials unless its kind's attempts have
+    many (tasks times k): those are paged at `read_trials`."""
     repo = AttemptRepository(session, reader.tenant_id)
-    attempt = get_attempt(session, reader.tenant_id, attempt_id)
+    found = repo.get_with_kind(attempt_id)
+    if found is None:
+        raise NotFound("attempt not found")
+    attempt, kind = found
     handle = handle_of(session, reader.tenant_id, attempt.participant_id)
-    trials = repo.trials(attempt.id) if attempt.model_spec is None else None
+    with_trials = kind_as(kind, AttemptKind).reads_show_trials
+    trials = repo.trials(attempt.id) if with_trials else None
     return to_view(attempt, handle, trials, reader.audience)
 
 

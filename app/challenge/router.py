@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import uuid
-from typing import Literal
+from typing import Annotated
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Query, Response, status
+from pydantic import AfterValidator
 
 from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge import service
@@ -14,11 +15,20 @@ from app.challenge.schemas import (
     ChallengePublic,
     ChallengeRead,
     ChallengeUpdate,
+    registered_kind,
 )
 from app.deps import SessionDep, UnitOfWorkDep
 from app.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1/challenges", tags=["challenges"])
+
+
+def _known_kind(name: str | None) -> str | None:
+    return None if name is None else registered_kind(name)
+
+
+# One of the registered kinds (app/challenge/registry.py).
+KindFilter = Annotated[str | None, Query(max_length=50), AfterValidator(_known_kind)]
 
 
 @router.post(
@@ -41,7 +51,7 @@ def list_challenges(
     caller: TenantKeyDep,
     limit: Limit = 50,
     offset: Offset = 0,
-    kind: Literal["prompt", "benchmark"] | None = None,
+    kind: KindFilter = None,
     visibility: Visibility | None = None,
 ) -> ChallengeList:
     """List the tenant's challenges, newest first. Member keys see the participant view."""

@@ -1,4 +1,8 @@
-"""Rules of challenges: creation, validated updates, deletion, and what each caller may see."""
+"""Rules of challenges: creation, validated updates, deletion, and what each caller may see.
+
+What differs between kinds is each kind's (`app.challenge.kinds`): the service validates the
+fields every challenge has, then asks the challenge's kind about its sections.
+"""
 
 from __future__ import annotations
 
@@ -20,27 +24,14 @@ from app.challenge.flat_scoring import (
     given_flat_scoring,
     scoring_from_flat,
 )
+from app.challenge.kinds import ChallengeKind, KindConfig, strategy_refusal
 from app.challenge.models import Challenge
+from app.challenge.registry import find_kind, registered
 from app.challenge.repository import ChallengeRepository
-from app.challenge.schemas import (
-    BenchmarkSpec,
-    ChallengeCreate,
-    ChallengePublic,
-    ChallengeRead,
-    ChallengeUpdate,
-    TargetConfig,
-)
-from app.config import get_settings
+from app.challenge.schemas import ChallengeCreate, ChallengePublic, ChallengeRead, ChallengeUpdate
 from app.db import utcnow
 from app.errors import Conflict, NotFound, ValidationFailed
-from app.evaluation.benchmark import (
-    Benchmark,
-    BenchmarkError,
-    DataFileNotFound,
-    confined_data_files,
-)
-from app.evaluation.model_ids import model_id_problem
-from app.outbound.policy import OutboundRefused
+from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
 from app.scoring.validation import validate_scoring
 from app.tenant.models import Tenant
@@ -66,85 +57,53 @@ def challenge_status(challenge: Scheduled, now: datetime | None = None) -> Chall
     return ChallengeStatus.OPEN
 
 
-def _check_api_base(config: ChallengeCreate) -> None:
-    """The base URL is allowed and resolves to permitted addresses now; it is stored in its
-    normalised form, which the worker checks again before every call."""
-    holder: TargetConfig | BenchmarkSpec
-    if config.target is not None:
-        holder, field, path = config.target, "api_base", ["target", "api_base"]
-    elif config.benchmark is not None:
-        holder, field, path = config.benchmark, "actor_api_base", ["benchmark", "actor_api_base"]
-    else:
-        return
-    api_base = getattr(holder, field)
-    if api_base is None:
-        return
-    try:
-        canonical = get_settings().outbound_policy().checked_base(api_base)
-    except OutboundRefused as error:
-        raise ValidationFailed.at(path, str(error)) from error
-    setattr(holder, field, canonical)
+def kind_of(challenge: Challenge) -> ChallengeKind:
+    return find_kind(challenge.kind)
 
 
-def _check_judge_model(config: ChallengeCreate) -> None:
-    """An `llm_judge` verifier's model is held to the same rules as every other model id."""
-    if config.verifier is None or config.verifier.type != "llm_judge":
-        return
-    policy = get_settings().outbound_policy()
-    problem = model_id_problem(config.verifier.model, policy.providers)
-    if problem:
-        raise ValidationFailed.at(["verifier", "model"], problem)
+def config_of(challenge: Challenge) -> KindConfig:
+    """The challenge's kind sections, as its kind's validated model."""
+    kind = kind_of(challenge)
+    sections = challenge.stored_sections(kind.config_model.model_fields)
+    return kind.parse(sections, stored=True)
 
 
-def _check_benchmark(config: ChallengeCreate) -> None:
-    """The benchmark exists, its options load tasks, and it knows the feedback mode."""
-    spec = config.benchmark
-    if spec is None:
-        return
-    try:
-        benchmark = Benchmark.load(spec.name)
-    except BenchmarkError as exc:
-        raise ValidationFailed.at(["benchmark", "name"], str(exc)) from exc
-    for key, value in spec.options.items():
-        if key in benchmark.path_options:
-            continue  # resolved inside the data folders only, with one answer for all misses
-        # Workers run with the service's files; a tenant must not point a benchmark at them.
-        if isinstance(value, str) and (
-            "/" in value or "\\" in value or value.startswith((".", "~"))
-        ):
+def _refuse_foreign_sections(kind: ChallengeKind, sections: dict[str, Any]) -> None:
+    """A section of another kind names the kind it belongs to; anything else is unknown."""
+    for name in sections:
+        if name in kind.config_model.model_fields:
+            continue
+        owners = [k.name for k in registered().values() if name in k.config_model.model_fields]
+        if owners:
             raise ValidationFailed.at(
-                ["benchmark", "options", key],
-                "file paths are not accepted here; name a file bundled with the benchmark",
+                [name], f"is for {' and '.join(owners)} challenges, not {kind.name} challenges"
             )
-    try:
-        with confined_data_files(get_settings().benchmark_data_dir):
-            first = next(iter(benchmark.iter_tasks(spec.options)), None)
-    except DataFileNotFound as exc:
-        raise ValidationFailed.at(["benchmark", "options", exc.option], str(exc)) from exc
-    except Exception as exc:
-        raise ValidationFailed.at(
-            ["benchmark", "options"], f"the benchmark cannot load tasks: {exc}"
-        ) from exc
-    if first is None:
-        raise ValidationFailed.at(["benchmark", "options"], "these options select no task")
-    if config.evaluation.metric == "seq@k":
-        mode = config.evaluation.feedback_mode
-        known = benchmark.known_feedback_modes(critic_model=spec.critic_model)
-        if mode not in known:
-            raise ValidationFailed.at(
-                ["evaluation", "feedback_mode"],
-                f"'{mode}' is not a feedback mode of '{spec.name}' with these models; "
-                f"known: {', '.join(sorted(known))}",
-            )
-    if benchmark.verifier_name == "llm" and spec.judge_model is None:
-        raise ValidationFailed.at(["benchmark", "judge_model"], "this benchmark needs a judge")
+        raise ValidationFailed.at([name], "is not a field of a challenge (of this kind)")
 
 
-def _validate(session: Session, config: ChallengeCreate) -> None:
-    _check_api_base(config)
-    _check_judge_model(config)
-    _check_benchmark(config)
-    validate_scoring(session, config.scoring.model_dump())
+def _scoring_for(kind: ChallengeKind, scoring: ScoringConfig) -> ScoringConfig:
+    """The scoring, checked against the strategies the kind allows, with its default filled."""
+    strategy = scoring.strategy
+    if strategy is None:
+        return scoring.model_copy(update={"strategy": kind.default_strategy})
+    if strategy not in kind.strategies:
+        others = [k.name for k in registered().values() if strategy in k.strategies]
+        raise ValidationFailed.at(["scoring", "strategy"], strategy_refusal(kind, strategy, others))
+    return scoring
+
+
+def _validated(session: Session, body: ChallengeCreate) -> tuple[KindConfig, ScoringConfig]:
+    """The kind's sections and the scoring of a body, checked as a whole: the kind's own
+    rules, then what needs the world outside (policy, benchmark data), then the scorer."""
+    kind = find_kind(body.kind)
+    sections = body.sections
+    _refuse_foreign_sections(kind, sections)
+    config = kind.parse(sections)
+    scoring = _scoring_for(kind, body.scoring)
+    kind.check(config, scoring)
+    config = kind.prepare(config)
+    validate_scoring(session, scoring.model_dump())
+    return config, scoring
 
 
 def _validated_as_create(data: dict[str, Any]) -> ChallengeCreate:
@@ -161,14 +120,13 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         if flat:
             mapped = {**body.model_dump(mode="json"), "scoring": scoring_from_flat(None, flat)}
             body = _validated_as_create(mapped)
-        _validate(session, body)
-        check_flat_entrypoint(session, body.scoring.plugin_id, flat)
+        config, scoring = _validated(session, body)
+        check_flat_entrypoint(session, scoring.plugin_id, flat)
     repo = ChallengeRepository(session, tenant_id)
     taken = Conflict(f"a challenge with slug '{body.slug}' already exists")
     if repo.get_by_slug(body.slug) is not None:
         raise taken
     now = utcnow()
-    data = body.model_dump(mode="json")
     challenge = Challenge(
         id=uuid.uuid4(),
         tenant_id=tenant_id,
@@ -176,11 +134,7 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         title=body.title,
         goal=body.goal,
         kind=body.kind,
-        target=data["target"],
-        verifier=data["verifier"],
-        benchmark=data["benchmark"],
-        evaluation=data["evaluation"],
-        scoring=body.scoring,
+        scoring=scoring,
         limits=body.limits,
         visibility=body.visibility,
         opens_at=body.opens_at,
@@ -188,6 +142,7 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         created_at=now,
         updated_at=now,
     )
+    challenge.store_sections(config.model_dump(mode="json"))
     if not repo.add(challenge):
         raise taken
     return challenge
@@ -282,15 +237,14 @@ def count_naming_plugin(session: Session, plugin_id: str) -> int:
 
 
 def _as_create(challenge: Challenge) -> dict[str, Any]:
+    """The stored challenge as the body that would create it."""
+    kind = kind_of(challenge)
     return {
         "slug": challenge.slug,
         "title": challenge.title,
         "goal": challenge.goal,
         "kind": challenge.kind,
-        "target": challenge.target,
-        "verifier": challenge.verifier,
-        "benchmark": challenge.benchmark,
-        "evaluation": challenge.evaluation,
+        **challenge.stored_sections(kind.config_model.model_fields),
         "scoring": challenge.scoring.model_dump(mode="json"),
         "limits": challenge.limits.model_dump(mode="json"),
         "opens_at": challenge.opens_at,
@@ -306,7 +260,8 @@ def update_challenge(
 
     A change of scoring is announced (`ScoringChanged`): past attempts are scored again and
     the leaderboard rebuilt by a job, whose id is returned (it is sent once the caller
-    commits). Changing the target or the verifier does not rewrite past results.
+    commits). Changing the kind's sections (target, verifier, ...) does not rewrite past
+    results.
     """
     session = work.session
     challenge = ChallengeRepository(session, tenant_id).get(challenge_id, for_update=True)
@@ -319,13 +274,13 @@ def update_challenge(
         if flat:
             merged["scoring"] = scoring_from_flat(challenge.scoring.model_dump(mode="json"), flat)
         validated = _validated_as_create(merged)
-        _validate(session, validated)
-        check_flat_entrypoint(session, validated.scoring.plugin_id, flat)
-    data = validated.model_dump(mode="json")
-    scoring_changed = validated.scoring != challenge.scoring
-    for field in ("title", "goal", "target", "verifier", "benchmark", "evaluation"):
-        setattr(challenge, field, data[field])
-    challenge.scoring = validated.scoring
+        config, scoring = _validated(session, validated)
+        check_flat_entrypoint(session, scoring.plugin_id, flat)
+    scoring_changed = scoring != challenge.scoring
+    challenge.title = validated.title
+    challenge.goal = validated.goal
+    challenge.store_sections(config.model_dump(mode="json"))
+    challenge.scoring = scoring
     challenge.limits = validated.limits
     challenge.visibility = validated.visibility
     challenge.opens_at = validated.opens_at
@@ -356,52 +311,45 @@ def challenge_view(challenge: Challenge, audience: Audience) -> ChallengeRead | 
     return to_public_view(challenge)
 
 
+def _common(challenge: Challenge) -> dict[str, Any]:
+    return {
+        "id": challenge.id,
+        "slug": challenge.slug,
+        "title": challenge.title,
+        "goal": challenge.goal,
+        "kind": challenge.kind,
+        # The built-in kinds' section columns are always shown, null where a kind has none.
+        "target": None,
+        "verifier": None,
+        "benchmark": None,
+        "evaluation": {},
+        "limits": challenge.limits,
+        "opens_at": challenge.opens_at,
+        "closes_at": challenge.closes_at,
+        "visibility": challenge.visibility,
+        "status": challenge_status(challenge),
+        "created_at": challenge.created_at,
+    }
+
+
 def to_admin_view(challenge: Challenge) -> ChallengeRead:
     return ChallengeRead.model_validate(
         {
-            **_as_create(challenge),
-            "id": challenge.id,
-            "status": challenge_status(challenge),
-            "created_at": challenge.created_at,
+            **_common(challenge),
+            **config_of(challenge).model_dump(mode="json"),
+            "scoring": challenge.scoring.model_dump(mode="json"),
             "updated_at": challenge.updated_at,
         }
     )
 
 
 def to_public_view(challenge: Challenge) -> ChallengePublic:
-    """Strips every hidden part: system prompt, verifier keys, judge rubric."""
-    target = challenge.target or {}
-    verifier = challenge.verifier or {}
-    public_verifier: dict[str, Any] | None = {"type": verifier.get("type")} if verifier else None
-    if public_verifier is not None and verifier.get("type") == "llm_judge":
-        public_verifier["votes"] = verifier.get("votes")
-        public_verifier["pass_threshold"] = verifier.get("pass_threshold")
-    return ChallengePublic(
-        id=challenge.id,
-        slug=challenge.slug,
-        title=challenge.title,
-        goal=challenge.goal,
-        kind=challenge.kind,
-        # The user template is not secret: it is part of the prompt each trial shows.
-        target=(
-            {"model": target.get("model"), "user_template": target.get("user_template")}
-            if target
-            else None
-        ),
-        verifier=public_verifier,
-        # The server the models are called at is the operator's and the admin's business, as
-        # a prompt challenge's target.api_base is.
-        benchmark=(
-            {key: value for key, value in challenge.benchmark.items() if key != "actor_api_base"}
-            if challenge.benchmark is not None
-            else None
-        ),
-        evaluation=challenge.evaluation,
-        scoring={"strategy": challenge.strategy, "plugin_id": challenge.scoring.plugin_id},
-        limits=challenge.limits,
-        opens_at=challenge.opens_at,
-        closes_at=challenge.closes_at,
-        visibility=challenge.visibility,
-        status=challenge_status(challenge),
-        created_at=challenge.created_at,
+    """Strips what the kind hides (system prompts, answer keys, judge rubrics, servers) and
+    the scorer's configuration."""
+    return ChallengePublic.model_validate(
+        {
+            **_common(challenge),
+            **kind_of(challenge).public_sections(config_of(challenge)),
+            "scoring": {"strategy": challenge.strategy, "plugin_id": challenge.scoring.plugin_id},
+        }
     )

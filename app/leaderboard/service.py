@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app.challenge.models import Challenge
-from app.challenge.service import get_challenge, public_challenge
 from app.leaderboard import repository
 from app.leaderboard.models import ENTRY_MEASURES, LeaderboardEntry
 from app.leaderboard.ranking import RankInput, rank_key
@@ -88,21 +87,6 @@ def read_leaderboard(
         limit=limit,
         offset=offset,
     )
-
-
-def read_public_leaderboard(
-    session: Session, tenant_slug: str, challenge_slug: str, *, limit: int, offset: int
-) -> Leaderboard:
-    """The leaderboard of a public challenge, for anyone; other challenges answer 404."""
-    challenge = public_challenge(session, tenant_slug, challenge_slug)
-    return read_leaderboard(session, challenge, limit=limit, offset=offset)
-
-
-def read_tenant_leaderboard(
-    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, *, limit: int, offset: int
-) -> Leaderboard:
-    challenge = get_challenge(session, tenant_id, challenge_id)
-    return read_leaderboard(session, challenge, limit=limit, offset=offset)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,9 @@ ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-
 
 class ScoringConfig(InputSchema):
     strategy: Strategy | None = Field(
-        default=None, description="Default: 'first' for prompt, 'metric_at_k' for benchmark."
+        default=None,
+        description="Default: the kind's ('first' for prompt challenges, 'metric_at_k' for "
+        "benchmark ones).",
     )
     plugin_id: str | None = Field(default=None, max_length=100)
     config: dict[str, Any] = Field(default_factory=dict)
