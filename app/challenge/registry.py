@@ -10,6 +10,7 @@ first use, not by this module's import, so no layer below the kinds imports them
 from __future__ import annotations
 
 import importlib
+import re
 from functools import lru_cache
 from typing import TypeVar
 
@@ -23,6 +24,8 @@ BUILTIN_KIND_MODULES = (
 )
 
 K = TypeVar("K")
+# Stored in challenges.kind, a VARCHAR(16).
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,15}")
 
 
 class KindNotFound(LookupError):
@@ -37,6 +40,8 @@ def _load(extra_modules: tuple[str, ...]) -> dict[str, ChallengeKind]:
         kind = getattr(module, "KIND", None)
         if not isinstance(kind, ChallengeKind):
             raise TypeError(f"challenge kind module {path!r} has no KIND (a ChallengeKind)")
+        if not _NAME.fullmatch(kind.name):
+            raise ValueError(f"challenge kind name {kind.name!r} (in {path}): {_NAME.pattern}")
         if kind.name in kinds:
             raise ValueError(f"two challenge kinds are named {kind.name!r} (the second: {path})")
         kinds[kind.name] = kind

@@ -28,7 +28,7 @@ def _known_kind(name: str | None) -> str | None:
 
 
 # One of the registered kinds (app/challenge/registry.py).
-KindFilter = Annotated[str | None, Query(max_length=50), AfterValidator(_known_kind)]
+KindFilter = Annotated[str | None, Query(max_length=16), AfterValidator(_known_kind)]
 
 
 @router.post(

@@ -82,7 +82,7 @@ def registered_kind(name: str) -> str:
 # A registered kind's name (the registry says which exist: app/challenge/registry.py).
 KindName = Annotated[
     str,
-    StringConstraints(max_length=50),
+    StringConstraints(max_length=16),
     AfterValidator(registered_kind),
     Field(description="The challenge's kind: 'prompt', 'benchmark', or another registered one."),
 ]

@@ -9,7 +9,6 @@ from typing import Annotated, NamedTuple
 from fastapi import Form, Query, Request
 from sqlalchemy.orm import Session
 
-from app.auth.subjects import SignedInParticipant
 from app.challenge import service as challenges
 from app.challenge.config import Visibility
 from app.challenge.models import Challenge
@@ -52,13 +51,6 @@ class Visitor(NamedTuple):
     tenant: Tenant
     # The signed-in participant of this tenant, if any (a web account).
     participant: Participant | None
-
-    @property
-    def subject(self) -> SignedInParticipant | None:
-        """The visitor as the authorization gate's subject (a signed-in participant)."""
-        if self.participant is None:
-            return None
-        return tenants.as_subject(self.participant)
 
     @property
     def visibilities(self) -> tuple[Visibility, ...]:

@@ -180,10 +180,12 @@ def admin_retry(
     session = work.session
     web, tenant, _ = visitor(request, session, tenant_slug)
     require_csrf(web, csrf_token)
-    if _admin_key(request, session, tenant) is None:
+    key = _admin_key(request, session, tenant)
+    if key is None:
         raise not_found()
+    admin = sessions.admin_subject(key)
     try:
-        attempt_service.retry_attempt(work, tenant.id, attempt_id)
+        attempt_service.retry_attempt(work, admin.tenant_id, attempt_id)
     except AppError:
         work.rollback()
         return redirect(request, web, tenant_url(tenant, "admin?notice=not-retryable"))

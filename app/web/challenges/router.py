@@ -212,6 +212,7 @@ def submit(
             "Sign in to play",
             f"Sign in or create an account of {tenant.name} to submit attempts.",
         )
+    submitter = tenants.as_subject(participant)
     kind = kind_as(challenge.kind, WebKind)
 
     def again(status_code: int, message: str, field: str | None = None) -> Response:
@@ -238,7 +239,7 @@ def submit(
         idempotency_key = f"web:{participant.id}:{submission_id.hex}"
     try:
         submission = attempt_service.submit_attempt(
-            work, tenants.as_subject(participant), challenge.id, body, idempotency_key
+            work, submitter, challenge.id, body, idempotency_key
         )
     except AppError as exc:
         return again(exc.status_code, exc.message, error_field(exc, kind.form_fields))
