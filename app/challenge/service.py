@@ -264,6 +264,10 @@ def update_challenge(
     results.
     """
     session = work.session
+    for name in body.model_extra or {}:
+        # A challenge's slug and kind stay what they were created with.
+        if name in ChallengeCreate.model_fields:
+            raise ValidationFailed.at([name], "cannot be changed")
     challenge = ChallengeRepository(session, tenant_id).get(challenge_id, for_update=True)
     if challenge is None:
         raise NotFound("challenge not found")

@@ -156,3 +156,21 @@ def test_a_registered_kinds_endpoint_task_and_web_fragments(
         assert "organisers only" not in page.text
         board = browser.get(f"/t/{tenant['slug']}/challenges/{challenge['slug']}/leaderboard")
         assert board.status_code == 200 and "No one has ranked yet" in board.text
+
+
+def test_a_challenges_kind_and_slug_stay_as_created(api: Api, tenant: dict[str, Any]) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    for change in ({"kind": "word_count", "word_count": {"words": 2}}, {"slug": "renamed"}):
+        response = api.request("PATCH", f"/v1/challenges/{challenge['id']}", key, json=change)
+        assert response.status_code == 422, response.text
+        field = next(iter(change))
+        assert response.json()["error"]["message"] == f"{field}: cannot be changed"
+    after = api.request("GET", f"/v1/challenges/{challenge['id']}", key).json()
+    assert (after["kind"], after["slug"]) == ("prompt", challenge["slug"])
+    # A section of another kind is refused too, naming the kind it is for.
+    foreign = api.request(
+        "PATCH", f"/v1/challenges/{challenge['id']}", key, json={"word_count": {"words": 2}}
+    )
+    assert foreign.status_code == 422
+    assert "word_count: is for word_count challenges" in foreign.json()["error"]["message"]
