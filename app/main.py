@@ -33,7 +33,7 @@ from app.scoring.router import router as scoring_router
 from app.scoring.sandbox import log_scorer_sandbox
 from app.tenant.router import router as tenant_router
 from app.web.rendering import STATIC_DIR, STATIC_URL
-from app.web.router import router as web_router
+from app.web.router import web_router
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +182,6 @@ def create_app() -> FastAPI:
             app.include_router(router)
     # The web UI: server-rendered pages and their static assets (no CDN, works offline).
     app.mount(STATIC_URL, StaticFiles(directory=STATIC_DIR), name="web-static")
-    app.include_router(web_router)
+    app.include_router(web_router())
     install_api_docs(app)
     return app

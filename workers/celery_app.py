@@ -31,9 +31,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 def make_celery() -> Celery:
     settings = get_settings()
     # The core's tasks, and those of the challenge kinds (app/challenge/kinds.py).
-    from app.challenge.registry import registered
+    from app.challenge.registry import periodic_tasks, worker_task_modules
 
-    kind_tasks = [module for kind in registered().values() for module in kind.task_modules]
+    kind_tasks = worker_task_modules()
     app = Celery("gauntlet", include=["app.attempt.tasks", "app.rescore.tasks", *kind_tasks])
     broker_url = settings.resolved_broker_url
     transport_options: dict[str, object] = {}
@@ -74,7 +74,8 @@ def make_celery() -> Celery:
                 "task": "gauntlet.sweep_attempts",
                 "schedule": settings.sweep_interval_seconds,
                 "options": {"queue": settings.queue, "expires": settings.sweep_interval_seconds},
-            }
+            },
+            **periodic_tasks(settings.queue),
         },
         beat_schedule_filename=str((settings.data_dir / "celerybeat-schedule").resolve()),
     )

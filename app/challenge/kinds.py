@@ -89,6 +89,8 @@ class ChallengeKind:
 
     # Celery modules of its own worker tasks (the worker includes them).
     task_modules: ClassVar[tuple[str, ...]] = ()
+    # Its periodic tasks, sent by `gauntlet beat`: name -> (task name, every so many seconds).
+    periodic_tasks: ClassVar[Mapping[str, tuple[str, float]]] = {}
     # Modules defining its own tables (imported with the core's models, so SQLAlchemy and
     # Alembic see them; their migrations live in migrations/versions like any other).
     model_modules: ClassVar[tuple[str, ...]] = ()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import re
 from functools import lru_cache
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from app.challenge.kinds import ChallengeKind
 from app.config import get_settings
@@ -65,6 +65,24 @@ def find_kind(name: str) -> ChallengeKind:
     except KeyError:
         known = ", ".join(sorted(registered()))
         raise KindNotFound(f"unknown challenge kind '{name}'; known: {known}") from None
+
+
+def worker_task_modules() -> list[str]:
+    """The Celery modules of the kinds' own tasks, for the worker to include."""
+    return [module for kind in registered().values() for module in kind.task_modules]
+
+
+def periodic_tasks(queue: str) -> dict[str, dict[str, Any]]:
+    """The kinds' periodic tasks as entries of Celery's beat schedule."""
+    return {
+        f"{kind.name}-{name}": {
+            "task": task,
+            "schedule": every,
+            "options": {"queue": queue, "expires": every},
+        }
+        for kind in registered().values()
+        for name, (task, every) in kind.periodic_tasks.items()
+    }
 
 
 def kind_as(name: str, interface: type[K]) -> K:

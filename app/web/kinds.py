@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
 from app.attempt.schemas import AttemptCreate, AttemptRead
@@ -68,6 +69,10 @@ class WebKind:
     board_columns: ClassVar[int] = 0
     # Whether it draws a chart beside its leaderboards (`chart`).
     has_chart: ClassVar[bool] = False
+
+    def web_routers(self) -> Sequence[APIRouter]:
+        """Pages of its own (mounted with the web's, before its catch-all 404)."""
+        return ()
 
     @property
     def macros(self) -> str:

@@ -18,16 +18,16 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.responses import Response
 
+from app.challenge.registry import registered
 from app.web.accounts.router import router as accounts
 from app.web.admin.router import router as admin
 from app.web.attempts.router import router as attempts
 from app.web.challenges.router import router as challenges
+from app.web.kinds import WebKind
 from app.web.leaderboards.router import router as leaderboards
 from app.web.rendering import HtmlRoute, not_found
 
-router = APIRouter(include_in_schema=False)
-for family in (challenges, leaderboards, attempts, accounts, admin):
-    router.include_router(family)
+FAMILIES = (challenges, leaderboards, attempts, accounts, admin)
 
 unknown = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
@@ -38,4 +38,14 @@ def unknown_page(tenant_slug: str, rest: str) -> Response:
     raise not_found()
 
 
-router.include_router(unknown)
+def web_router() -> APIRouter:
+    """Every page: the families', the registered kinds' own, and the catch-all 404 last."""
+    router = APIRouter(include_in_schema=False)
+    for family in FAMILIES:
+        router.include_router(family)
+    for kind in registered().values():
+        if isinstance(kind, WebKind):
+            for pages in kind.web_routers():
+                router.include_router(pages)
+    router.include_router(unknown)
+    return router

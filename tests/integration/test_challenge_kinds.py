@@ -156,6 +156,12 @@ def test_a_registered_kinds_endpoint_task_and_web_fragments(
         assert "organisers only" not in page.text
         board = browser.get(f"/t/{tenant['slug']}/challenges/{challenge['slug']}/leaderboard")
         assert board.status_code == 200 and "No one has ranked yet" in board.text
+        # A page of its own, before the web's catch-all 404; another kind's challenge has none.
+        own = browser.get(f"/t/{tenant['slug']}/challenges/{challenge['slug']}/words")
+        assert own.status_code == 200 and "Write exactly 3 words." in own.text
+        assert "organisers only" not in own.text
+        other_kind = f"/t/{tenant['slug']}/challenges/{prompt_challenge['slug']}/words"
+        assert browser.get(other_kind).status_code == 404
 
 
 def test_a_challenges_kind_and_slug_stay_as_created(api: Api, tenant: dict[str, Any]) -> None:

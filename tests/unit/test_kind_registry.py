@@ -54,3 +54,21 @@ def test_seen_through_an_interface_it_lacks_a_kind_is_a_programming_error(
     monkeypatch.setattr(registry, "registered", lambda: {"bare": Bare()})
     with pytest.raises(TypeError, match="does not implement AttemptKind"):
         registry.kind_as("bare", AttemptKind)
+
+
+def test_the_worker_includes_a_kinds_tasks_and_beat_sends_its_periodic_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What workers/celery_app.py builds its app with (importing it here would build the
+    # process's Celery app before the test stack's settings).
+    monkeypatch.setattr(
+        registry, "registered", lambda: registry._load(("tests.fixtures.word_count_kind",))
+    )
+    assert registry.worker_task_modules() == ["tests.fixtures.word_count_kind.tasks"]
+    assert registry.periodic_tasks("q") == {
+        "word_count-tally": {
+            "task": "tests.word_count.ping",
+            "schedule": 3600.0,
+            "options": {"queue": "q", "expires": 3600.0},
+        }
+    }

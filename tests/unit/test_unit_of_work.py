@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any
 
 import pytest
@@ -29,16 +31,27 @@ class FakeSession:
         self.events.append("close")
 
 
+class FakeCelery:
+    def __init__(self, send: Any) -> None:
+        self.send_task = send
+
+
+def fake_celery(monkeypatch: pytest.MonkeyPatch, send: Any) -> None:
+    """The unit of work's Celery app, replaced: importing workers.celery_app here would build
+    the process's real app before the test stack's settings (its broker) are set."""
+    module = types.ModuleType("workers.celery_app")
+    module.celery_app = FakeCelery(send)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "workers.celery_app", module)
+
+
 @pytest.fixture
 def events(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    from workers.celery_app import celery_app
-
     recorded: list[str] = []
 
     def send_task(name: str, args: list[str], **_: Any) -> None:
         recorded.append(f"send {name} {','.join(args)}")
 
-    monkeypatch.setattr(celery_app, "send_task", send_task)
+    fake_celery(monkeypatch, send_task)
     return recorded
 
 
@@ -91,7 +104,6 @@ def test_a_message_the_broker_refuses_is_logged_and_counted_not_raised(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     from app.observability import metrics
-    from workers.celery_app import celery_app
 
     sent: list[str] = []
 
@@ -101,7 +113,7 @@ def test_a_message_the_broker_refuses_is_logged_and_counted_not_raised(
         sent.append(args[0])
 
     failures: list[bool] = []
-    monkeypatch.setattr(celery_app, "send_task", send_task)
+    fake_celery(monkeypatch, send_task)
     monkeypatch.setattr(metrics, "enqueue_failed", lambda: failures.append(True))
     work = UnitOfWork(FakeSession([]))  # type: ignore[arg-type]
     for argument in ("first", "lost", "last"):
