@@ -33,12 +33,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import BaseRoute
 
-from app.deps import (
+from app.auth.gate import (
     get_credential,
     require_platform_admin,
     require_tenant_admin,
-    require_tenant_member,
+    require_tenant_key,
 )
+from app.challenge.registry import registered
 
 DOCS_URL = "/docs"
 OAUTH2_REDIRECT_URL = "/docs/oauth2-redirect"
@@ -65,7 +66,7 @@ _RETRY_AFTER = {
     }
 }
 _INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
-_ROLE_CHECKS = {require_platform_admin, require_tenant_admin, require_tenant_member}
+_ROLE_CHECKS = {require_platform_admin, require_tenant_admin, require_tenant_key}
 
 
 class ErrorBody(BaseModel):
@@ -164,6 +165,38 @@ def document_errors(app: FastAPI, document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
+# The bodies that carry a kind's sections as fields of their own (app/challenge/schemas.py).
+KIND_BODIES = ("ChallengeCreate", "ChallengeUpdate")
+
+
+def document_kinds(document: dict[str, Any]) -> dict[str, Any]:
+    """The challenge bodies with the sections of every registered kind (`target`,
+    `benchmark`, ...): the service validates them with the kind's model, so FastAPI does not
+    see them; the document shows them, each with the kinds it belongs to."""
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    sections: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for name, kind in registered().items():
+        schema = kind.config_model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        for section, definition in schema.get("properties", {}).items():
+            sections.setdefault(section, []).append((name, definition))
+    for body in KIND_BODIES:
+        properties = schemas.get(body, {}).setdefault("properties", {})
+        for section, owners in sections.items():
+            kinds = " and ".join(name for name, _ in owners)
+            variants = {repr(definition): definition for _, definition in owners}
+            definition = (
+                next(iter(variants.values()))
+                if len(variants) == 1
+                else {"anyOf": list(variants.values())}
+            )
+            properties[section] = {
+                **definition,
+                "description": f"A section of {kinds} challenges.",
+            }
+    return document
+
+
 def _content_security_policy(html: bytes) -> str:
     """Only this app's files, and the page's own inline start-up script (by its hash)."""
     hashes = " ".join(
@@ -186,7 +219,7 @@ def install_api_docs(app: FastAPI) -> None:
 
     def openapi_with_errors() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = document_errors(app, generate())
+            app.openapi_schema = document_kinds(document_errors(app, generate()))
         return app.openapi_schema
 
     app.openapi = openapi_with_errors  # type: ignore[method-assign]

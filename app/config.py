@@ -17,9 +17,9 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.auth.strength import secret_problem
 from app.outbound.policy import OutboundPolicy, parse_allowed_bases
 from app.outbound.providers import ProviderPolicy, validate_provider_names
+from app.strength import secret_problem
 
 
 class Settings(BaseSettings):
@@ -93,6 +93,11 @@ class Settings(BaseSettings):
     scorer_sandbox: Literal["auto", "bubblewrap", "process"] | None = None
 
     seed_demo: bool = True
+
+    # Challenge kinds beyond the built-in ones: comma-separated module paths, each exposing
+    # `KIND` (docs/architecture.md, "Adding a challenge kind"). Trusted code, like scorer
+    # entrypoints: the platform admin's to name, for the API and every worker alike.
+    extra_challenge_kinds: str = ""
 
     # Reverse proxies (addresses or networks, comma-separated) whose X-Forwarded-For and
     # X-Forwarded-Proto headers are believed; uvicorn gets them as `forwarded_allow_ips`.
@@ -225,6 +230,10 @@ class Settings(BaseSettings):
     @property
     def scorer_module_prefixes(self) -> tuple[str, ...]:
         return tuple(p.strip() for p in self.scorer_allowed_modules.split(",") if p.strip())
+
+    @property
+    def challenge_kind_modules(self) -> tuple[str, ...]:
+        return tuple(m.strip() for m in self.extra_challenge_kinds.split(",") if m.strip())
 
     @property
     def resolved_database_url(self) -> str:

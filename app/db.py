@@ -11,9 +11,11 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from enum import StrEnum
 from functools import lru_cache
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy import JSON, DateTime, Engine, MetaData, String, Text, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
@@ -90,6 +92,60 @@ class ProducedJSON(TypeDecorator[Any]):
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         return None if value is None else escape_value(value)
+
+
+E = TypeVar("E", bound=StrEnum)
+M = TypeVar("M", bound=BaseModel)
+
+# Validation context of configuration read back from the database: it was validated when
+# saved, and checks that depend on the operator's current policy (which model providers are
+# allowed) must not make a stored challenge unreadable; the worker applies the policy again
+# before every call.
+STORED = {"stored": True}
+
+
+class StrEnumColumn(TypeDecorator[E], Generic[E]):
+    """A `StrEnum` stored as its value in a `VARCHAR(length)`: the column holds the same
+    strings as before it was typed, so no data migration is needed, and reads give members."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum: type[E], length: int) -> None:
+        super().__init__(length)
+        self.enum = enum
+
+    def process_bind_param(self, value: E | str | None, dialect: Dialect) -> str | None:
+        return None if value is None else self.enum(value).value
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> E | None:
+        return None if value is None else self.enum(value)
+
+
+class ModelColumn(TypeDecorator[M], Generic[M]):
+    """A pydantic model stored as a JSON document: validated when saved, read back as the
+    model (with the `STORED` context), so no code re-reads the document with `.get()`."""
+
+    impl = JSON
+    cache_ok = True
+
+    def __init__(self, model: type[M], *, exclude_unset: bool = False) -> None:
+        super().__init__()
+        self.model = model
+        # Store only the fields set: a document keeps the keys its writer gave.
+        self.exclude_unset = exclude_unset
+
+    def load_dialect_impl(self, dialect: Dialect) -> Any:
+        return dialect.type_descriptor(JSONB() if dialect.name == "postgresql" else JSON())
+
+    def process_bind_param(self, value: M | dict[str, Any] | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        model = value if isinstance(value, BaseModel) else self.model.model_validate(value)
+        return model.model_dump(mode="json", exclude_unset=self.exclude_unset)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> M | None:
+        return None if value is None else self.model.model_validate(value, context=STORED)
 
 
 class Base(DeclarativeBase):

@@ -19,6 +19,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api_docs import install_api_docs
 from app.attempt.router import router as attempt_router
+from app.attempt.telemetry import UNFINISHED_ATTEMPTS
+from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
 from app.config import get_settings
 from app.errors import AppError
@@ -26,11 +28,12 @@ from app.input_guard import refuse_unstorable_input
 from app.leaderboard.router import router as leaderboard_router
 from app.middleware import BodySizeLimit, RequestObservability
 from app.observability.router import router as observability_router
+from app.rescore.router import router as rescore_router
 from app.scoring.router import router as scoring_router
 from app.scoring.sandbox import log_scorer_sandbox
 from app.tenant.router import router as tenant_router
 from app.web.rendering import STATIC_DIR, STATIC_URL
-from app.web.router import router as web_router
+from app.web.router import web_router
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +155,8 @@ def create_app() -> FastAPI:
         redoc_url=None,
     )
     install_error_handlers(app)
+    # Deployment-wide gauges /metrics reads when scraped, from the domains that own the rows.
+    app.state.scrape_gauges = [UNFINISHED_ATTEMPTS]
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     # Added last, so outermost: refused bodies and errors get a request id and are counted.
@@ -166,12 +171,17 @@ def create_app() -> FastAPI:
         tenant_router,
         challenge_router,
         leaderboard_router,
+        rescore_router,
         scoring_router,
         observability_router,
     ):
         app.include_router(router)
+    # What the challenge kinds bring of their own (app/challenge/kinds.py): their endpoints.
+    for kind in registered().values():
+        for router in kind.api_routers():
+            app.include_router(router)
     # The web UI: server-rendered pages and their static assets (no CDN, works offline).
     app.mount(STATIC_URL, StaticFiles(directory=STATIC_DIR), name="web-static")
-    app.include_router(web_router)
+    app.include_router(web_router())
     install_api_docs(app)
     return app

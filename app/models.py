@@ -1,13 +1,17 @@
-"""Every table, imported in one place so Alembic and tests see the whole schema."""
+"""Every table, imported in one place so Alembic and tests see the whole schema: the core's,
+and those of the registered challenge kinds (their `model_modules`, imported by the registry)."""
 
 from app.attempt.models import Attempt, AttemptTask, Trial
 from app.auth.models import ApiKey, BrowserSession
 from app.challenge.models import Challenge
+from app.challenge.registry import registered
 from app.leaderboard.models import LeaderboardEntry
 from app.observability.models import WorkerHeartbeat
+from app.rescore.models import RescoreJob
 from app.scoring.models import ScorerPlugin
-from app.scoring.rescore_models import RescoreJob
 from app.tenant.models import Participant, Tenant, TenantSpend
+
+registered()
 
 __all__ = [
     "ApiKey",

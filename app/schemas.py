@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
+from fastapi import Query
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, StringConstraints
 
 from app.config import get_settings
@@ -52,6 +53,13 @@ def _in_calendar(value: datetime) -> datetime:
 
 # A date and time with its offset, within EARLIEST_DATE and LATEST_DATE.
 BoundedDatetime = Annotated[AwareDatetime, AfterValidator(_in_calendar)]
+
+
+# Pagination of every list: `limit` items from `offset` on. Trials are small and an attempt has
+# up to tasks times k of them, so their pages may be longer.
+Limit = Annotated[int, Query(ge=1, le=200, description="Items per page.")]
+TrialLimit = Annotated[int, Query(ge=1, le=500, description="Trials per page.")]
+Offset = Annotated[int, Query(ge=0, le=10_000_000, description="Items to skip.")]
 
 
 class InputSchema(BaseModel):

@@ -6,12 +6,10 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from app.challenge.repository import ChallengeRepository
 from app.challenge.schemas import ChallengeCreate
-from app.challenge.service import create_challenge
+from app.challenge.service import challenge_by_slug, create_challenge
 from app.config import Settings
-from app.tenant.repository import get_tenant_by_slug
-from app.tenant.service import create_tenant
+from app.tenant.service import create_tenant, tenant_by_slug
 
 DEMO_TENANT = "demo"
 DEMO_CHALLENGE = {
@@ -37,19 +35,20 @@ class DemoInfo:
 def seed_demo(session: Session, settings: Settings) -> DemoInfo:
     """Creates the demo tenant (its admin key kept in the data dir) and its public challenge."""
     key_file = settings.data_dir / "demo_api_key"
-    tenant = get_tenant_by_slug(session, DEMO_TENANT)
+    tenant = tenant_by_slug(session, DEMO_TENANT)
     if tenant is None or not key_file.exists():
         if tenant is None:
             tenant, _row, key = create_tenant(session, DEMO_TENANT, "Demo")
         else:
             from app.auth.service import create_api_key
+            from app.auth.subjects import ApiKeyRole
 
-            _row, key = create_api_key(session, tenant.id, "demo key", "admin")
+            _row, key = create_api_key(session, tenant.id, "demo key", ApiKeyRole.ADMIN)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         key_file.write_text(key + "\n")
         key_file.chmod(0o600)
     key = key_file.read_text().strip()
-    challenge = ChallengeRepository(session, tenant.id).get_by_slug(DEMO_CHALLENGE["slug"])  # type: ignore[arg-type]
+    challenge = challenge_by_slug(session, tenant.id, str(DEMO_CHALLENGE["slug"]))
     if challenge is None:
         challenge = create_challenge(
             session, tenant.id, ChallengeCreate.model_validate(DEMO_CHALLENGE)

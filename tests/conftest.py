@@ -74,6 +74,10 @@ TEST_SETTINGS = {
         "scorers.,tests.fixtures.hostile_scorers.,tests.fixtures.original_scorers."
     ),
 }
+# A challenge kind of the tests' own (tests/integration/test_challenge_kinds.py), added the way
+# an operator adds one, for this API and the `worker` fixture (processes started with the
+# tests' folder on their path).
+TEST_KINDS = {"GAUNTLET_EXTRA_CHALLENGE_KINDS": "tests.fixtures.word_count_kind"}
 
 
 def _reset_caches() -> None:
@@ -95,6 +99,7 @@ class Stack:
         return {
             **os.environ,
             **TEST_SETTINGS,
+            **TEST_KINDS,
             "GAUNTLET_DATABASE_URL": self.database_url,
             "GAUNTLET_BROKER_URL": self.broker_url,
         }

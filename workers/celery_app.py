@@ -30,7 +30,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 def make_celery() -> Celery:
     settings = get_settings()
-    app = Celery("gauntlet", include=["app.attempt.tasks", "app.scoring.tasks"])
+    # The core's tasks, and those of the challenge kinds (app/challenge/kinds.py).
+    from app.challenge.registry import periodic_tasks, worker_task_modules
+
+    kind_tasks = worker_task_modules()
+    app = Celery("gauntlet", include=["app.attempt.tasks", "app.rescore.tasks", *kind_tasks])
     broker_url = settings.resolved_broker_url
     transport_options: dict[str, object] = {}
     if broker_url.startswith("filesystem"):
@@ -70,7 +74,8 @@ def make_celery() -> Celery:
                 "task": "gauntlet.sweep_attempts",
                 "schedule": settings.sweep_interval_seconds,
                 "options": {"queue": settings.queue, "expires": settings.sweep_interval_seconds},
-            }
+            },
+            **periodic_tasks(settings.queue),
         },
         beat_schedule_filename=str((settings.data_dir / "celerybeat-schedule").resolve()),
     )

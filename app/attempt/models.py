@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import (
@@ -18,16 +19,30 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.attempt.metrics import AttemptMetrics
 from app.db import (
     Base,
     JSONType,
+    ModelColumn,
     ProducedJSON,
     ProducedString,
     ProducedText,
+    StrEnumColumn,
     UTCDateTime,
     new_id,
     utcnow,
 )
+
+
+class AttemptStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    ERROR = "error"
+
+    @property
+    def finished(self) -> bool:
+        return self in (AttemptStatus.COMPLETED, AttemptStatus.ERROR)
 
 
 class Attempt(Base):
@@ -59,7 +74,9 @@ class Attempt(Base):
     participant_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("participants.id", ondelete="CASCADE"), index=True
     )
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    status: Mapped[AttemptStatus] = mapped_column(
+        StrEnumColumn(AttemptStatus, 16), default=AttemptStatus.QUEUED
+    )
     prompt: Mapped[str | None] = mapped_column(Text, default=None)
     model_spec: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     idempotency_key: Mapped[str | None] = mapped_column(String(255), default=None)
@@ -85,7 +102,9 @@ class Attempt(Base):
     elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)
     rating: Mapped[float | None] = mapped_column(Float, default=None)
     cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
-    metrics: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
+    metrics: Mapped[AttemptMetrics | None] = mapped_column(
+        ModelColumn(AttemptMetrics, exclude_unset=True), default=None
+    )
     score: Mapped[float | None] = mapped_column(Float, default=None)
     score_details: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     # Benchmark attempts: the engine's run record (fingerprint, settings) and its latest

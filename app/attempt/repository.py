@@ -7,16 +7,19 @@ an attempt id from the queue and guard every state change with the run token of 
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, and_, bindparam, func, or_, select, update
+from sqlalchemy import Table, and_, bindparam, func, or_, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt, AttemptTask, Trial
+from app.attempt.models import Attempt, AttemptStatus, AttemptTask, Trial
+from app.attempt.schemas import FailedAttempt, RunRow
+from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
 from app.db import insert_for, take_write_lock, utcnow
 from app.evaluation.types import TrialRecord
@@ -29,12 +32,11 @@ class SubmissionTarget:
 
     challenge_id: uuid.UUID
     kind: str
-    limits: dict[str, Any]
+    limits: LimitsConfig
     opens_at: datetime | None
     closes_at: datetime | None
     participant_id: uuid.UUID | None
     participant_handle: str | None
-    benchmark: dict[str, Any] | None = None
 
 
 # The submission's statements are the busiest of the service (bench/README.md), so they are
@@ -53,7 +55,6 @@ _SUBMISSION_TARGET = (
         _CHALLENGES.c.closes_at,
         _PARTICIPANTS.c.id.label("participant_id"),
         _PARTICIPANTS.c.handle.label("participant_handle"),
-        _CHALLENGES.c.benchmark,
     )
     .select_from(
         _CHALLENGES.outerjoin(
@@ -119,6 +120,15 @@ class AttemptRepository:
             select(Attempt).where(Attempt.tenant_id == self.tenant_id, Attempt.id == attempt_id)
         )
 
+    def get_with_kind(self, attempt_id: uuid.UUID) -> tuple[Attempt, str] | None:
+        """The attempt and its challenge's kind, in one query."""
+        row = self.session.execute(
+            select(Attempt, Challenge.kind)
+            .join(Challenge, Challenge.id == Attempt.challenge_id)
+            .where(Attempt.tenant_id == self.tenant_id, Attempt.id == attempt_id)
+        ).first()
+        return None if row is None else (row[0], row[1])
+
     def by_idempotency_key(self, key: str) -> Attempt | None:
         return self.session.scalar(
             select(Attempt).where(
@@ -134,7 +144,7 @@ class AttemptRepository:
             Attempt.tenant_id == self.tenant_id,
             Attempt.challenge_id == challenge_id,
             Attempt.participant_id == participant_id,
-            Attempt.status != "error",
+            Attempt.status != AttemptStatus.ERROR,
         ]
         if since is not None:
             conditions.append(Attempt.created_at >= since)
@@ -167,7 +177,7 @@ class AttemptRepository:
             .where(
                 Attempt.tenant_id == self.tenant_id,
                 Attempt.id == attempt_id,
-                Attempt.status == "queued",
+                Attempt.status == AttemptStatus.QUEUED,
                 Attempt.enqueued_at < last_sent_before,
             )
             .values(enqueued_at=now)
@@ -217,6 +227,157 @@ class AttemptRepository:
         total = self.session.scalar(select(func.count()).select_from(Trial).where(*conditions))
         return list(rows), total or 0
 
+    def of_participant(
+        self,
+        challenge_id: uuid.UUID,
+        participant_id: uuid.UUID,
+        *,
+        limit: int,
+        offset: int,
+    ) -> tuple[list[Attempt], int]:
+        """One participant's attempts at one challenge, newest first."""
+        conditions = (
+            Attempt.tenant_id == self.tenant_id,
+            Attempt.challenge_id == challenge_id,
+            Attempt.participant_id == participant_id,
+        )
+        rows = self.session.scalars(
+            select(Attempt)
+            .where(*conditions)
+            .order_by(Attempt.created_at.desc(), Attempt.id)
+            .limit(limit)
+            .offset(offset)
+        )
+        total = self.session.scalar(select(func.count()).select_from(Attempt).where(*conditions))
+        return list(rows), total or 0
+
+    def of_participant_by_ids(
+        self,
+        challenge_id: uuid.UUID,
+        participant_id: uuid.UUID,
+        attempt_ids: Sequence[uuid.UUID],
+    ) -> list[Attempt]:
+        if not attempt_ids:
+            return []
+        return list(
+            self.session.scalars(
+                select(Attempt).where(
+                    Attempt.tenant_id == self.tenant_id,
+                    Attempt.challenge_id == challenge_id,
+                    Attempt.participant_id == participant_id,
+                    Attempt.id.in_(attempt_ids),
+                )
+            )
+        )
+
+    def counts_of_participant(
+        self, participant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, int]:
+        """How many attempts the participant made at each of these challenges."""
+        if not challenge_ids:
+            return {}
+        rows = self.session.execute(
+            select(Attempt.challenge_id, func.count())
+            .where(
+                Attempt.tenant_id == self.tenant_id,
+                Attempt.participant_id == participant_id,
+                Attempt.challenge_id.in_(challenge_ids),
+            )
+            .group_by(Attempt.challenge_id)
+        )
+        return {challenge_id: count for challenge_id, count in rows.tuples()}
+
+    def status_counts(
+        self, challenge_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, dict[AttemptStatus, int]]:
+        counts: dict[uuid.UUID, dict[AttemptStatus, int]] = defaultdict(dict)
+        if not challenge_ids:
+            return counts
+        rows = self.session.execute(
+            select(Attempt.challenge_id, Attempt.status, func.count())
+            .where(Attempt.tenant_id == self.tenant_id, Attempt.challenge_id.in_(challenge_ids))
+            .group_by(Attempt.challenge_id, Attempt.status)
+        )
+        for challenge_id, status, count in rows.tuples():
+            counts[challenge_id][status] = count
+        return counts
+
+    def recent_errors(self, *, limit: int) -> list[FailedAttempt]:
+        """The tenant's latest attempts that ended in error, with who and where."""
+        rows = self.session.execute(
+            select(Attempt, Participant.handle, Challenge.title, Challenge.slug)
+            .join(Participant, Participant.id == Attempt.participant_id)
+            .join(Challenge, Challenge.id == Attempt.challenge_id)
+            .where(
+                Attempt.tenant_id == self.tenant_id,
+                Participant.tenant_id == self.tenant_id,
+                Challenge.tenant_id == self.tenant_id,
+                Attempt.status == AttemptStatus.ERROR,
+            )
+            .order_by(Attempt.finished_at.desc().nulls_last(), Attempt.id)
+            .limit(limit)
+        ).tuples()
+        return [FailedAttempt(a, handle, title, slug) for a, handle, title, slug in rows]
+
+    def runs(self, attempt_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RunRow]:
+        """The model spec and metrics of the given attempts (a leaderboard page's), in one
+        query; not their run records or progress, which can be large."""
+        if not attempt_ids:
+            return {}
+        rows = self.session.execute(
+            select(Attempt.id, Attempt.model_spec, Attempt.metrics, Attempt.cost_usd).where(
+                Attempt.tenant_id == self.tenant_id, Attempt.id.in_(attempt_ids)
+            )
+        ).tuples()
+        return {
+            attempt_id: RunRow(attempt_id, model_spec, metrics, cost_usd)
+            for attempt_id, model_spec, metrics, cost_usd in rows
+        }
+
+    def trials_by_attempt(self, attempt_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Trial]]:
+        found: dict[uuid.UUID, list[Trial]] = {attempt_id: [] for attempt_id in attempt_ids}
+        if not attempt_ids:
+            return found
+        rows = self.session.scalars(
+            select(Trial)
+            .where(Trial.tenant_id == self.tenant_id, Trial.attempt_id.in_(attempt_ids))
+            .order_by(Trial.attempt_id, Trial.trial_index)
+        )
+        for trial in rows:
+            found[trial.attempt_id].append(trial)
+        return found
+
+    def tasks_page(
+        self, attempt_id: uuid.UUID, *, limit: int, offset: int
+    ) -> tuple[list[tuple[int, str, dict[str, Any] | None]], int]:
+        """A page of a benchmark attempt's tasks by index: (index, task id, summary). Not their
+        descriptions (`meta`, with the whole task prompt): a task's trials show its prompt."""
+        conditions = (AttemptTask.tenant_id == self.tenant_id, AttemptTask.attempt_id == attempt_id)
+        rows = self.session.execute(
+            select(AttemptTask.task_index, AttemptTask.task_id, AttemptTask.summary)
+            .where(*conditions)
+            .order_by(AttemptTask.task_index)
+            .limit(limit)
+            .offset(offset)
+        ).tuples()
+        total = self.session.scalar(
+            select(func.count()).select_from(AttemptTask).where(*conditions)
+        )
+        return list(rows), total or 0
+
+    def task(
+        self, attempt_id: uuid.UUID, task_index: int
+    ) -> tuple[str, dict[str, Any] | None] | None:
+        """One task of a benchmark attempt: (task id, summary), or None."""
+        row = self.session.execute(
+            select(AttemptTask.task_id, AttemptTask.summary).where(
+                AttemptTask.tenant_id == self.tenant_id,
+                AttemptTask.attempt_id == attempt_id,
+                AttemptTask.task_index == task_index,
+            )
+        ).first()
+        return None if row is None else (row[0], row[1])
+
     def trials(self, attempt_id: uuid.UUID) -> list[Trial]:
         return list(
             self.session.scalars(
@@ -228,6 +389,75 @@ class AttemptRepository:
 
 
 # Worker side -------------------------------------------------------------------------------
+
+
+def get(session: Session, attempt_id: uuid.UUID) -> Attempt | None:
+    """An attempt by the id a task carries (the id was the tenant's when it was sent)."""
+    return session.get(Attempt, attempt_id)
+
+
+def unfinished_by_status(session: Session) -> dict[AttemptStatus, int]:
+    """Attempts queued and running now, across tenants (ix_attempts_status_lease serves it)."""
+    rows = session.execute(
+        select(Attempt.status, func.count())
+        .where(Attempt.status.in_((AttemptStatus.QUEUED, AttemptStatus.RUNNING)))
+        .group_by(Attempt.status)
+    )
+    counts = {AttemptStatus.QUEUED: 0, AttemptStatus.RUNNING: 0}
+    for status, count in rows.tuples():
+        counts[status] = int(count)
+    return counts
+
+
+# Rescoring: a challenge's completed attempts, in batches, then those finished meanwhile.
+
+
+def count_completed(session: Session, challenge_id: uuid.UUID) -> int:
+    return (
+        session.scalar(
+            select(func.count())
+            .select_from(Attempt)
+            .where(Attempt.challenge_id == challenge_id, Attempt.status == AttemptStatus.COMPLETED)
+        )
+        or 0
+    )
+
+
+def completed_after(
+    session: Session, challenge_id: uuid.UUID, after: tuple[int, uuid.UUID] | None, limit: int
+) -> list[Attempt]:
+    """The next completed attempts in submission order, after (created_at_ms, id)."""
+    query = (
+        select(Attempt)
+        .where(Attempt.challenge_id == challenge_id, Attempt.status == AttemptStatus.COMPLETED)
+        .order_by(Attempt.created_at_ms, Attempt.id)
+        .limit(limit)
+    )
+    if after is not None:
+        query = query.where(tuple_(Attempt.created_at_ms, Attempt.id) > tuple_(*after))
+    return list(session.scalars(query))
+
+
+def completed_since(session: Session, challenge_id: uuid.UUID, since: datetime) -> list[Attempt]:
+    return list(
+        session.scalars(
+            select(Attempt).where(
+                Attempt.challenge_id == challenge_id,
+                Attempt.status == AttemptStatus.COMPLETED,
+                Attempt.finished_at >= since,
+            )
+        )
+    )
+
+
+def set_scores(session: Session, scored: Sequence[Attempt]) -> None:
+    """Writes the score and details set on these (detached) attempts."""
+    for attempt in scored:
+        session.execute(
+            update(Attempt)
+            .where(Attempt.id == attempt.id)
+            .values(score=attempt.score, score_details=attempt.score_details)
+        )
 
 
 def claim(
@@ -242,12 +472,12 @@ def claim(
         .where(
             Attempt.id == attempt_id,
             or_(
-                Attempt.status == "queued",
-                (Attempt.status == "running") & (Attempt.lease_expires_at < now),
+                Attempt.status == AttemptStatus.QUEUED,
+                (Attempt.status == AttemptStatus.RUNNING) & (Attempt.lease_expires_at < now),
             ),
         )
         .values(
-            status="running",
+            status=AttemptStatus.RUNNING,
             run_token=token,
             lease_expires_at=lease_until,
             started_at=func.coalesce(Attempt.started_at, now),
@@ -263,7 +493,11 @@ def renew_lease(
 ) -> bool:
     result = session.execute(
         update(Attempt)
-        .where(Attempt.id == attempt_id, Attempt.run_token == token, Attempt.status == "running")
+        .where(
+            Attempt.id == attempt_id,
+            Attempt.run_token == token,
+            Attempt.status == AttemptStatus.RUNNING,
+        )
         .values(lease_expires_at=lease_until)
         .returning(Attempt.id)
     )
@@ -273,7 +507,11 @@ def renew_lease(
 def locked_if_held(session: Session, attempt_id: uuid.UUID, token: uuid.UUID) -> Attempt | None:
     return session.scalar(
         select(Attempt)
-        .where(Attempt.id == attempt_id, Attempt.run_token == token, Attempt.status == "running")
+        .where(
+            Attempt.id == attempt_id,
+            Attempt.run_token == token,
+            Attempt.status == AttemptStatus.RUNNING,
+        )
         .with_for_update()
     )
 
@@ -335,7 +573,7 @@ def stuck_queued(session: Session, before: datetime, limit: int) -> list[uuid.UU
     return list(
         session.scalars(
             select(Attempt.id)
-            .where(Attempt.status == "queued", Attempt.enqueued_at < before)
+            .where(Attempt.status == AttemptStatus.QUEUED, Attempt.enqueued_at < before)
             .order_by(Attempt.enqueued_at)
             .limit(limit)
             .with_for_update(skip_locked=True)
@@ -351,7 +589,7 @@ def stuck_running(
         session.scalars(
             select(Attempt.id)
             .where(
-                Attempt.status == "running",
+                Attempt.status == AttemptStatus.RUNNING,
                 Attempt.lease_expires_at < now,
                 Attempt.enqueued_at < requeued_before,
             )
@@ -373,7 +611,11 @@ def set_run_record(
     """Writes `run_config` / `progress` of a held attempt; False when the lease is lost."""
     result = session.execute(
         update(Attempt)
-        .where(Attempt.id == attempt_id, Attempt.run_token == token, Attempt.status == "running")
+        .where(
+            Attempt.id == attempt_id,
+            Attempt.run_token == token,
+            Attempt.status == AttemptStatus.RUNNING,
+        )
         .values(**values)
         .returning(Attempt.id)
     )

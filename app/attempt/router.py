@@ -8,30 +8,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from app.attempt import service
-from app.attempt.dispatch import enqueue_attempts
-from app.attempt.repository import AttemptRepository
-from app.attempt.schemas import (
-    AttemptCreate,
-    AttemptList,
-    AttemptRead,
-    AttemptStatus,
-    TrialList,
-)
+from app.attempt.models import AttemptStatus
+from app.attempt.schemas import AttemptCreate, AttemptList, AttemptRead, TrialList
+from app.auth.gate import CredentialDep, TenantAdminDep, TenantKeyDep, check_tenant_key
 from app.auth.service import authenticate
-from app.challenge.service import get_challenge
 from app.db import get_autocommit_sessionmaker, get_sessionmaker
-from app.deps import (
-    CredentialDep,
-    SessionDep,
-    TenantAdmin,
-    TenantMember,
-    check_tenant_member,
-    tenant_of,
-)
-from app.errors import NotFound
+from app.deps import SessionDep, UnitOfWorkDep
 from app.observability import context
 from app.observability import metrics as telemetry
-from app.tenant.repository import ParticipantRepository
+from app.schemas import Limit, Offset, TrialLimit
+from app.unit_of_work import UnitOfWork
 
 router = APIRouter(prefix="/v1", tags=["attempts"])
 
@@ -96,22 +82,19 @@ def _submit_in(
     idempotency_key: str | None,
 ) -> Response:
     with sessions() as session:
-        principal = check_tenant_member(authenticate(session, credential))
-        attempt, created, send, handle = service.submit_attempt(
-            session, principal, challenge_id, body, idempotency_key
-        )
+        work = UnitOfWork(session)
+        caller = check_tenant_key(authenticate(session, credential))
+        submission = service.submit_attempt(work, caller, challenge_id, body, idempotency_key)
+        attempt = submission.attempt
         headers = {"Location": f"/v1/attempts/{attempt.id}"}
-        if not created:
+        if submission.created:
+            context.bind(attempt_id=str(attempt.id))
+        else:
             headers["Idempotent-Replayed"] = "true"
-        session.commit()
-    if created:
-        context.bind(attempt_id=str(attempt.id))
-        telemetry.attempt_reached(
-            "benchmark" if attempt.model_spec is not None else "prompt", "queued"
-        )
-    if send:
-        enqueue_attempts([attempt.id])
-    view = service.to_view(attempt, handle, None, full=principal.role == "admin")
+        work.commit()
+    if submission.created:
+        telemetry.attempt_reached(submission.kind, "queued")
+    view = service.to_view(attempt, submission.participant_handle, None, caller.audience)
     return Response(
         view.model_dump_json(),
         status_code=status.HTTP_202_ACCEPTED,
@@ -121,91 +104,67 @@ def _submit_in(
 
 
 @router.get("/attempts/{attempt_id}")
-def get_attempt(attempt_id: uuid.UUID, session: SessionDep, principal: TenantMember) -> AttemptRead:
+def get_attempt(attempt_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> AttemptRead:
     """Status, metrics, score and trials. Member keys get the participant view of trials.
 
     Benchmark attempts show their progress and curve here; their trials (tasks times k of them)
     are paged at `GET /v1/attempts/{id}/trials`.
     """
-    tenant_id = tenant_of(principal)
-    repo = AttemptRepository(session, tenant_id)
-    attempt = repo.get(attempt_id)
-    if attempt is None:
-        raise NotFound("attempt not found")
-    handle = ParticipantRepository(session, tenant_id).handles([attempt.participant_id])
-    trials = repo.trials(attempt.id) if attempt.model_spec is None else None
-    return service.to_view(
-        attempt, handle.get(attempt.participant_id, ""), trials, full=principal.role == "admin"
-    )
+    return service.read_attempt(session, caller, attempt_id)
 
 
 @router.get("/attempts/{attempt_id}/trials")
 def get_attempt_trials(
     attempt_id: uuid.UUID,
     session: SessionDep,
-    principal: TenantMember,
+    caller: TenantKeyDep,
     task_index: Annotated[int | None, Query(ge=0, le=10_000_000)] = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    limit: TrialLimit = 100,
+    offset: Offset = 0,
 ) -> TrialList:
     """An attempt's trials, by task then index (participant view for member keys)."""
-    repo = AttemptRepository(session, tenant_of(principal))
-    attempt = repo.get(attempt_id)
-    if attempt is None:
-        raise NotFound("attempt not found")
-    rows, total = repo.trials_page(attempt.id, task_index=task_index, limit=limit, offset=offset)
-    full = principal.role == "admin"
-    return TrialList(items=[service.trial_view(t, full=full) for t in rows], total=total)
+    return service.read_trials(
+        session, caller, attempt_id, task_index=task_index, limit=limit, offset=offset
+    )
 
 
 @router.get("/attempts")
 def list_attempts(
     session: SessionDep,
-    principal: TenantMember,
+    caller: TenantKeyDep,
     challenge_id: uuid.UUID | None = None,
     participant: str | None = None,
     status: AttemptStatus | None = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    limit: Limit = 50,
+    offset: Offset = 0,
 ) -> AttemptList:
     """The tenant's attempts, newest first, filtered by challenge, participant handle, status."""
-    tenant_id = tenant_of(principal)
-    participants = ParticipantRepository(session, tenant_id)
-    participant_id = None
-    if participant is not None:
-        found = participants.get_by_handle(participant)
-        if found is None:
-            return AttemptList(items=[], total=0)
-        participant_id = found.id
-    rows, total = AttemptRepository(session, tenant_id).page(
+    return service.list_attempts(
+        session,
+        caller,
+        challenge_id=challenge_id,
+        participant=participant,
+        status=status,
         limit=limit,
         offset=offset,
-        challenge_id=challenge_id,
-        participant_id=participant_id,
-        status=status,
     )
-    handles = participants.handles(list({a.participant_id for a in rows}))
-    full = principal.role == "admin"
-    items = [service.to_view(a, handles.get(a.participant_id, ""), None, full=full) for a in rows]
-    return AttemptList(items=items, total=total)
 
 
 @router.get("/challenges/{challenge_id}/attempts")
 def list_challenge_attempts(
     challenge_id: uuid.UUID,
     session: SessionDep,
-    principal: TenantMember,
+    caller: TenantKeyDep,
     participant: str | None = None,
     status: AttemptStatus | None = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    limit: Limit = 50,
+    offset: Offset = 0,
 ) -> AttemptList:
     """The attempts of one challenge (404 if the challenge is not the tenant's)."""
-    get_challenge(session, tenant_of(principal), challenge_id)
-    return list_attempts(
+    return service.list_challenge_attempts(
         session,
-        principal,
-        challenge_id=challenge_id,
+        caller,
+        challenge_id,
         participant=participant,
         status=status,
         limit=limit,
@@ -219,12 +178,9 @@ def list_challenge_attempts(
     responses={409: {"description": "The attempt did not end in error."}},
 )
 def post_attempt_retry(
-    attempt_id: uuid.UUID, session: SessionDep, principal: TenantAdmin
+    attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> AttemptRead:
     """Re-run an attempt that ended in error (tenant admin); finished trials are kept."""
-    tenant_id = tenant_of(principal)
-    attempt = service.retry_attempt(session, tenant_id, attempt_id)
-    handle = ParticipantRepository(session, tenant_id).handles([attempt.participant_id])
-    session.commit()
-    enqueue_attempts([attempt.id])
-    return service.to_view(attempt, handle.get(attempt.participant_id, ""), None, full=True)
+    view = service.retry_view(work, caller, attempt_id)
+    work.commit()
+    return view

@@ -15,69 +15,35 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from celery.exceptions import SoftTimeLimitExceeded
-from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.benchmark_run import BenchmarkJob, attempt_cost_budget, run_benchmark_attempt
 from app.attempt.budget import AttemptBudget
+from app.attempt.kinds import AttemptJob, AttemptKind, RunContext
 from app.attempt.lease import LeaseLost, hold, lease_until
-from app.attempt.models import Attempt
-from app.challenge.models import Challenge
+from app.attempt.metrics import AttemptMetrics
+from app.attempt.models import Attempt, AttemptStatus
+from app.attempt.ranked import as_ranked, record_metrics
+from app.challenge.registry import kind_as
+from app.challenge.service import config_of, find_challenge
 from app.config import Settings, get_settings
 from app.db import session_scope, utcnow
-from app.evaluation.engine import attempt_totals, run_trials
+from app.errors import ValidationFailed
 from app.evaluation.llm import LLMClient, warm_up_calls, warmed_up
 from app.evaluation.types import (
     InfrastructureError,
-    ModelSpec,
     RetryPolicy,
-    TrialRecord,
 )
-from app.evaluation.verifiers import VerifierConfig, build_verifier
-from app.leaderboard import repository as leaderboard
-from app.leaderboard.service import entry_for
+from app.leaderboard import service as leaderboard
 from app.observability import metrics as telemetry
 from app.scoring.service import ScoreResult, Scoring, prepare_scoring
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-_VERIFIER_CONFIG: TypeAdapter[VerifierConfig] = TypeAdapter(VerifierConfig)
-
-
-@dataclass(frozen=True)
-class Job:
-    """A snapshot of what a run needs, read once so no session stays open during model calls."""
-
-    attempt_id: uuid.UUID
-    tenant_id: uuid.UUID
-    challenge_id: uuid.UUID
-    participant_id: uuid.UUID
-    kind: str
-    prompt: str
-    goal: str
-    target: dict[str, Any] | None
-    verifier: dict[str, Any] | None
-    evaluation: dict[str, Any]
-    existing: list[TrialRecord]
-    benchmark: dict[str, Any] | None = None
-    model_spec: dict[str, Any] | None = None
-
-    def benchmark_job(self) -> BenchmarkJob:
-        assert self.benchmark is not None and self.model_spec is not None
-        return BenchmarkJob(
-            attempt_id=self.attempt_id,
-            tenant_id=self.tenant_id,
-            benchmark=self.benchmark,
-            evaluation=self.evaluation,
-            model_spec=self.model_spec,
-        )
 
 
 def run_attempt(attempt_id: uuid.UUID) -> str:
@@ -100,7 +66,7 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
     telemetry.attempt_reached(job.kind, "running")
     try:
         with Heartbeat(job, token, settings):
-            benchmark_metrics = _run_on_process_loop(_execute(job, token, settings))
+            outcome = _run_on_process_loop(_execute(job, token, settings))
     except LeaseLost:
         return "stopped: lease taken over by another worker"
     except InfrastructureError as exc:
@@ -117,7 +83,7 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
         log.exception("attempt %s failed unexpectedly", attempt_id)
         _finish_with_error(attempt_id, token, f"internal error: {type(exc).__name__}")
         return "error: internal"
-    _finish(job, token, benchmark_metrics)
+    _finish(job, token, outcome)
     return "completed"
 
 
@@ -152,36 +118,27 @@ def warm_up_process() -> bool:
     return warmed_up() and _run_on_process_loop(warm_up_calls())
 
 
-def _stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]:
-    return [repository.trial_record(row) for row in repository.trials_of(session, attempt_id)]
-
-
-def _load_job(session: Session, attempt_id: uuid.UUID) -> Job | None:
-    attempt = session.get(Attempt, attempt_id)
+def _load_job(session: Session, attempt_id: uuid.UUID) -> AttemptJob | None:
+    attempt = repository.get(session, attempt_id)
     if attempt is None:
         return None
-    challenge = session.get(Challenge, attempt.challenge_id)
+    challenge = find_challenge(session, attempt.tenant_id, attempt.challenge_id)
     if challenge is None:
         return None
-    if challenge.kind == "benchmark":
-        if challenge.benchmark is None or attempt.model_spec is None:
-            return None
-    elif challenge.target is None or challenge.verifier is None:
+    try:
+        config = config_of(challenge)
+    except ValidationFailed:
+        log.exception("attempt %s: the challenge's configuration does not load", attempt_id)
         return None
-    return Job(
+    return AttemptJob(
         attempt_id=attempt.id,
         tenant_id=attempt.tenant_id,
         challenge_id=challenge.id,
         participant_id=attempt.participant_id,
         kind=challenge.kind,
-        prompt=attempt.prompt or "",
         goal=challenge.goal,
-        target=challenge.target,
-        verifier=challenge.verifier,
-        evaluation=dict(challenge.evaluation),
-        # Benchmark runs load their trials task by task through their store.
-        existing=_stored_trials(session, attempt_id) if challenge.kind == "prompt" else [],
-        benchmark=challenge.benchmark,
+        config=config,
+        prompt=attempt.prompt,
         model_spec=attempt.model_spec,
     )
 
@@ -189,14 +146,6 @@ def _load_job(session: Session, attempt_id: uuid.UUID) -> Job | None:
 def _renew(attempt_id: uuid.UUID, token: uuid.UUID, settings: Settings) -> None:
     with session_scope() as session:
         hold(session, attempt_id, token, settings)
-
-
-def _save_trial(job: Job, token: uuid.UUID, trial: TrialRecord, settings: Settings) -> None:
-    with session_scope() as session:
-        hold(session, job.attempt_id, token, settings)
-        repository.insert_trial(
-            session, tenant_id=job.tenant_id, attempt_id=job.attempt_id, trial=trial
-        )
 
 
 class Heartbeat:
@@ -207,7 +156,7 @@ class Heartbeat:
     sweep would hand a healthy attempt to a second worker.
     """
 
-    def __init__(self, job: Job, token: uuid.UUID, settings: Settings) -> None:
+    def __init__(self, job: AttemptJob, token: uuid.UUID, settings: Settings) -> None:
         self.job, self.token, self.settings = job, token, settings
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lease-heartbeat", daemon=True)
@@ -234,10 +183,10 @@ class Heartbeat:
         self._thread.join()
 
 
-async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> dict[str, Any] | None:
-    """Runs the trials, every call by the service's outbound policy and within the attempt's
-    and the tenant's cost budgets; returns a benchmark attempt's metrics (a prompt attempt's
-    come from its stored trials when it finishes)."""
+async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> AttemptMetrics | None:
+    """Runs the kind's trials, every call by the service's outbound policy and within the
+    attempt's and the tenant's cost budgets; returns what the kind's run returns."""
+    kind = kind_as(job.kind, AttemptKind)
     llm = LLMClient(
         on_call=telemetry.observe_model_call,
         global_concurrency=settings.model_global_concurrency,
@@ -250,71 +199,21 @@ async def _execute(job: Job, token: uuid.UUID, settings: Settings) -> dict[str, 
         budget=AttemptBudget(
             attempt_id=job.attempt_id,
             tenant_id=job.tenant_id,
-            attempt_budget_usd=attempt_cost_budget(job.benchmark, settings),
+            attempt_budget_usd=kind.cost_budget_usd(job.config, settings),
             tenant_daily_budget_usd=settings.tenant_daily_cost_budget_usd,
             unpriced_usd_per_million_tokens=settings.unpriced_usd_per_million_tokens,
         ),
     )
     try:
-        return await _run_trials_of(job, token, settings, llm)
+        return await kind.run(RunContext(job, token, settings, llm))
     finally:
         await llm.aclose()
 
 
-async def _run_trials_of(
-    job: Job, token: uuid.UUID, settings: Settings, llm: LLMClient
-) -> dict[str, Any] | None:
-    if job.kind == "benchmark":
-        return await run_benchmark_attempt(job.benchmark_job(), token, settings, llm)
-    assert job.target is not None and job.verifier is not None
-    target = job.target
-    actor = ModelSpec(
-        model=target["model"],
-        temperature=target.get("temperature"),
-        max_tokens=target.get("max_tokens"),
-        system_prompt=target.get("system_prompt") or None,
-        api_base=target.get("api_base"),
-        timeout_s=settings.model_timeout_seconds,
-    )
-    verifier_config = _VERIFIER_CONFIG.validate_python(job.verifier)
-    verifier = build_verifier(verifier_config, goal=job.goal, llm=llm)
-    template: str = target.get("user_template") or "{prompt}"
-    # str.replace, not str.format: braces in a participant's prompt must stay literal.
-    task_prompt = template.replace("{prompt}", job.prompt)
-
-    async def on_trial(trial: TrialRecord) -> None:
-        await asyncio.to_thread(_save_trial, job, token, trial, settings)
-
-    await run_trials(
-        task_prompt=task_prompt,
-        actor=actor,
-        verifier=verifier,
-        metric=job.evaluation.get("metric", "pass@k"),
-        k=int(job.evaluation.get("k", 1)),
-        feedback_mode=job.evaluation.get("feedback_mode", "binary"),
-        llm=llm,
-        existing=job.existing,
-        on_trial=on_trial,
-    )
-    return None
-
-
-def _prompt_metrics(session: Session, attempt: Attempt) -> dict[str, Any]:
-    totals = attempt_totals(_stored_trials(session, attempt.id))
-    return {
-        "succeeded": totals.succeeded,
-        "tokens_total": totals.tokens_total,
-        "elapsed_ms": totals.elapsed_ms,
-        "rating": totals.rating,
-        "cost_usd": totals.cost_usd,
-        "trials": totals.trials,
-    }
-
-
-def _finish(job: Job, token: uuid.UUID, benchmark_metrics: dict[str, Any] | None) -> None:
-    """Metrics (a prompt attempt's from its stored trials), the score, the status and the
-    leaderboard, written in one commit by the holder of the lease only. A scorer plugin runs
-    between two transactions, so a slow one holds no lock; other strategies need one."""
+def _finish(job: AttemptJob, token: uuid.UUID, outcome: AttemptMetrics | None) -> None:
+    """Metrics (the kind's measure), the score, the status and the leaderboard, written in
+    one commit by the holder of the lease only. A scorer plugin runs between two transactions,
+    so a slow one holds no lock; other strategies need one."""
     context = {
         "attempt_id": job.attempt_id,
         "tenant_id": job.tenant_id,
@@ -323,21 +222,22 @@ def _finish(job: Job, token: uuid.UUID, benchmark_metrics: dict[str, Any] | None
     }
     with session_scope() as session:
         attempt = repository.locked_if_held(session, job.attempt_id, token)
-        challenge = session.get(Challenge, job.challenge_id)
+        challenge = find_challenge(session, job.tenant_id, job.challenge_id)
         if attempt is None or challenge is None:
             return
-        metrics = dict(benchmark_metrics or _prompt_metrics(session, attempt))
-        metrics["created_at"] = attempt.created_at_ms
-        scoring = prepare_scoring(session, challenge.scoring)
+        measured = kind_as(job.kind, AttemptKind).measure(session, job, outcome)
+        metrics = measured.model_copy(update={"created_at": attempt.created_at_ms})
+        scoring = prepare_scoring(session, challenge.strategy, challenge.scoring)
         ended = None
         if not scoring.calls_plugin:
-            ended = _complete(session, attempt, metrics, scoring.score(metrics, context), scoring)
+            scored = scoring.score(metrics.as_plugin_input(), context)
+            ended = _complete(session, attempt, metrics, scored, scoring, job.kind)
     if ended is None:
-        scored = scoring.score(metrics, context)
+        scored = scoring.score(metrics.as_plugin_input(), context)
         with session_scope() as session:
             attempt = repository.locked_if_held(session, job.attempt_id, token)
             if attempt is not None:
-                ended = _complete(session, attempt, metrics, scored, scoring)
+                ended = _complete(session, attempt, metrics, scored, scoring, job.kind)
     if ended is not None:
         ended()  # counted once committed
 
@@ -345,32 +245,25 @@ def _finish(job: Job, token: uuid.UUID, benchmark_metrics: dict[str, Any] | None
 def _complete(
     session: Session,
     attempt: Attempt,
-    metrics: dict[str, Any],
+    metrics: AttemptMetrics,
     scored: ScoreResult,
     scoring: Scoring,
+    kind: str,
 ) -> Callable[[], None]:
     """Completes the attempt; returns what records its end in the metrics after the commit."""
-    attempt.status = "completed"
+    attempt.status = AttemptStatus.COMPLETED
     attempt.finished_at = utcnow()
     attempt.lease_expires_at = None
-    attempt.metrics = metrics
-    attempt.succeeded = metrics["succeeded"]
-    attempt.tokens_total = metrics["tokens_total"]
-    attempt.elapsed_ms = metrics["elapsed_ms"]
-    attempt.rating = metrics["rating"]
-    attempt.cost_usd = metrics["cost_usd"]
+    record_metrics(attempt, metrics)
     attempt.score = scored.score
     attempt.score_details = scored.details
-    entry = entry_for(attempt, str(scoring.strategy))
-    if entry is not None:
-        leaderboard.offer(session, entry)
-    return _end_recorder(attempt)
+    leaderboard.offer(session, as_ranked(attempt), scoring.strategy)
+    return _end_recorder(attempt, kind)
 
 
-def _end_recorder(attempt: Attempt) -> Callable[[], None]:
+def _end_recorder(attempt: Attempt, kind: str) -> Callable[[], None]:
     """The attempt's end for the metrics: its status, kind, time since submission and since
     its first claim (read now, recorded when called)."""
-    kind = "benchmark" if attempt.model_spec is not None else "prompt"
     status = attempt.status
     finished = attempt.finished_at or utcnow()
     since_submission = (finished - attempt.created_at).total_seconds()
@@ -390,10 +283,11 @@ def _finish_with_error(
         attempt = repository.locked_if_held(session, attempt_id, token)
         if attempt is None:
             return
-        attempt.status = "error"
+        attempt.status = AttemptStatus.ERROR
         attempt.error = reason[:2000]
         attempt.error_detail = detail[:4000] if detail and detail != reason else None
         attempt.finished_at = utcnow()
         attempt.lease_expires_at = None
-        ended = _end_recorder(attempt)
+        challenge = find_challenge(session, attempt.tenant_id, attempt.challenge_id)
+        ended = _end_recorder(attempt, challenge.kind if challenge is not None else "unknown")
     ended()

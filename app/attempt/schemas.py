@@ -1,14 +1,15 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, field_validator
 
+from app.attempt.metrics import AttemptMetrics
+from app.attempt.models import Attempt, AttemptStatus
 from app.schemas import Handle, InputSchema, ModelId, OutputSchema
-
-AttemptStatus = Literal["queued", "running", "completed", "error"]
 
 
 class AttemptCreate(InputSchema):
@@ -37,27 +38,6 @@ class AttemptCreate(InputSchema):
         if not value.strip():
             raise ValueError("must not be blank")
         return value
-
-
-class AttemptMetricsRead(OutputSchema):
-    succeeded: bool | None
-    tokens_total: int | None
-    elapsed_ms: int | None
-    rating: float | None
-    created_at: int = Field(description="Epoch milliseconds.")
-    cost_usd: float | None
-    trials: int
-    metric_at: list[float] | None = Field(
-        default=None, description="Benchmark attempts: the pass@t or seq@t curve, t = 1..k."
-    )
-    metric_at_k: float | None = None
-    tasks_total: int | None = None
-    tasks_solved: int | None = None
-    run_status: str | None = Field(
-        default=None,
-        description="Benchmark attempts: 'complete', or 'budget_exhausted' when the attempt's "
-        "cost budget stopped the run (tasks left unrun count as unsolved).",
-    )
 
 
 class TrialRead(OutputSchema):
@@ -103,7 +83,7 @@ class AttemptRead(OutputSchema):
         description="Tenant admins only: model spend charged to this attempt so far (unpriced "
         "calls at the server's fallback rate), checked against its cost budget before each call.",
     )
-    metrics: AttemptMetricsRead | None
+    metrics: AttemptMetrics | None
     score: float | None
     score_details: dict[str, Any] | None
     trials: list[TrialRead] | None = Field(
@@ -119,3 +99,22 @@ class AttemptList(OutputSchema):
 class TrialList(OutputSchema):
     items: list[TrialRead]
     total: int
+
+
+# What the web UI reads of attempts beside their views.
+
+
+@dataclass(frozen=True)
+class FailedAttempt:
+    attempt: Attempt
+    handle: str
+    challenge_title: str
+    challenge_slug: str
+
+
+@dataclass(frozen=True)
+class RunRow:
+    attempt_id: uuid.UUID
+    model_spec: dict[str, Any] | None
+    metrics: AttemptMetrics | None
+    cost_usd: float | None

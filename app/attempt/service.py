@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import math
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt, Trial
+from app.attempt.dispatch import RUN_ATTEMPT
+from app.attempt.kinds import AttemptKind
+from app.attempt.models import Attempt, AttemptStatus, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
-from app.attempt.schemas import AttemptCreate, AttemptMetricsRead, AttemptRead, TrialRead
-from app.auth.principal import Principal
-from app.challenge.service import challenge_status
+from app.attempt.schemas import (
+    AttemptCreate,
+    AttemptList,
+    AttemptRead,
+    FailedAttempt,
+    RunRow,
+    TrialList,
+    TrialRead,
+)
+from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
+from app.challenge.config import ChallengeStatus
+from app.challenge.registry import kind_as
+from app.challenge.service import challenge_status, config_of, get_challenge
 from app.config import get_settings
 from app.db import autocommits, utcnow
 from app.errors import Conflict, NotFound, TooManyRequests, ValidationFailed
-from app.tenant.repository import ParticipantRepository
+from app.tenant.service import handle_of, handles, participant_by_handle, participant_for_handle
+from app.unit_of_work import UnitOfWork
 
 
 class TransactionNeeded(Exception):
@@ -31,12 +44,14 @@ class Submission(NamedTuple):
     attempt: Attempt
     # False on an idempotent replay (the attempt was stored by an earlier request).
     created: bool
-    # Whether the caller sends the attempt's task once it has committed: a new attempt, or a
+    # Whether the attempt's task is sent once the unit of work commits: a new attempt, or a
     # replay of one still queued long after it was last sent (its task may never have left
     # the API that stored it).
     send: bool
     # The participant's handle as first spelled (a body's 'ALICE' is participant 'alice').
     participant_handle: str
+    # The challenge's kind (the label of the attempt in the service's metrics).
+    kind: str
 
 
 def _fingerprint(challenge_id: uuid.UUID, body: AttemptCreate) -> str:
@@ -61,66 +76,28 @@ def _replayed(
     challenge_id: uuid.UUID,
     fingerprint: str,
     handle: str,
+    kind: str,
 ) -> Submission:
     attempt = _replay(existing, challenge_id, fingerprint)
     now = utcnow()
     stalled = now - timedelta(seconds=get_settings().queued_requeue_seconds)
     send = repo.mark_resent_if_stalled(attempt.id, now, stalled)
-    return Submission(attempt, False, send, handle)
+    return Submission(attempt, False, send, handle, kind)
 
 
 def _check_open(challenge: SubmissionTarget, now: datetime) -> None:
     state = challenge_status(challenge, now)
-    if state == "upcoming":
+    if state is ChallengeStatus.UPCOMING:
         raise Conflict(f"this challenge opens at {challenge.opens_at:%Y-%m-%d %H:%M:%S} UTC")
-    if state == "closed":
+    if state is ChallengeStatus.CLOSED:
         raise Conflict(f"this challenge closed at {challenge.closes_at:%Y-%m-%d %H:%M:%S} UTC")
-
-
-def _check_body_fits_kind(challenge: SubmissionTarget, body: AttemptCreate) -> None:
-    """A prompt challenge takes a prompt; a benchmark challenge takes a model spec."""
-    if challenge.kind == "benchmark":
-        if body.model is None:
-            raise ValidationFailed.at(["model"], "is required: this is a benchmark challenge")
-        if body.prompt is not None:
-            raise ValidationFailed.at(
-                ["prompt"], "is not used by benchmark challenges; send a model spec"
-            )
-        _check_allowed_model(challenge, body.model)
-        return
-    if body.prompt is None:
-        raise ValidationFailed.at(["prompt"], "is required: this is a prompt challenge")
-    for field in ("model", "temperature", "system_prompt"):
-        if getattr(body, field) is not None:
-            raise ValidationFailed.at([field], "is only used by benchmark challenges")
-    _check_prompt_length(challenge, body.prompt)
-
-
-def _check_allowed_model(challenge: SubmissionTarget, model: str) -> None:
-    """A challenge may narrow the models its participants submit (`benchmark.allowed_models`)."""
-    patterns = (challenge.benchmark or {}).get("allowed_models")
-    if not patterns:
-        return
-    if not any(fnmatch.fnmatchcase(model, pattern) for pattern in patterns):
-        raise ValidationFailed.at(
-            ["model"], f"this challenge accepts only models matching: {', '.join(patterns)}"
-        )
-
-
-def _check_prompt_length(challenge: SubmissionTarget, prompt: str) -> None:
-    server_cap = get_settings().max_prompt_chars
-    limit = min(challenge.limits.get("max_prompt_chars") or server_cap, server_cap)
-    if len(prompt) > limit:
-        raise ValidationFailed.at(
-            ["prompt"], f"is {len(prompt)} characters; this challenge allows at most {limit}"
-        )
 
 
 def _check_limits(
     repo: AttemptRepository, challenge: SubmissionTarget, participant_id: uuid.UUID, now: datetime
 ) -> None:
     limits = challenge.limits
-    total_limit = limits.get("max_attempts_total")
+    total_limit = limits.max_attempts_total
     if (
         total_limit is not None
         and repo.count_counting(challenge.challenge_id, participant_id) >= total_limit
@@ -128,7 +105,7 @@ def _check_limits(
         raise Conflict(
             f"attempt limit reached: this challenge allows {total_limit} attempts per participant"
         )
-    day_limit = limits.get("max_attempts_per_day")
+    day_limit = limits.max_attempts_per_day
     if day_limit is not None:
         day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
         if (
@@ -145,8 +122,8 @@ def _check_limits(
 
 
 def submit_attempt(
-    session: Session,
-    principal: Principal,
+    work: UnitOfWork,
+    submitter: TenantKey | SignedInParticipant,
     challenge_id: uuid.UUID,
     body: AttemptCreate,
     idempotency_key: str | None,
@@ -154,17 +131,30 @@ def submit_attempt(
     """Stores a queued attempt, or finds the one an earlier request with the same
     Idempotency-Key stored (a replay); see `Submission` for what it returns.
 
-    The caller commits, then sends the task if `send` says so: the worker must find the row
-    when the task arrives. A replay sends again an attempt still queued after
-    `queued_requeue_seconds` (as the sweep would), so a client retrying after a lost answer
-    never waits for the sweep.
+    The task is sent (when `send` says so) once the caller commits the unit of work: the
+    worker must find the row when the task arrives. A replay sends again an attempt still
+    queued after `queued_requeue_seconds` (as the sweep would), so a client retrying after a
+    lost answer never waits for the sweep.
     Each write stands alone (a participant's first attempt makes the participant, which is
     harmless if the attempt then fails), so a session of `get_autocommit_sessionmaker` may
     run it, except for a challenge with attempt limits: those are checked under a lock
     held to the insert, and in such a session TransactionNeeded is raised before any write.
     """
-    assert principal.tenant_id is not None
-    tenant_id = principal.tenant_id
+    tenant_id = submitter.tenant_id
+    session = work.session
+    submission = _submit(session, tenant_id, challenge_id, body, idempotency_key)
+    if submission.send:
+        work.send_after_commit(RUN_ATTEMPT, str(submission.attempt.id))
+    return submission
+
+
+def _submit(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    body: AttemptCreate,
+    idempotency_key: str | None,
+) -> Submission:
     repo = AttemptRepository(session, tenant_id)
     challenge = repo.submission_target(challenge_id, body.participant)
     if challenge is None:
@@ -175,23 +165,21 @@ def submit_attempt(
         if existing is not None:
             # The fingerprint covers the handle as sent, so it named this participant.
             handle = challenge.participant_handle or body.participant or ""
-            return _replayed(repo, existing, challenge_id, fingerprint, handle)
+            return _replayed(repo, existing, challenge_id, fingerprint, handle, challenge.kind)
     if body.participant is None:
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
     now = utcnow()
     _check_open(challenge, now)
-    _check_body_fits_kind(challenge, body)
-    limited = bool(
-        challenge.limits.get("max_attempts_total") or challenge.limits.get("max_attempts_per_day")
+    submitted = kind_as(challenge.kind, AttemptKind).submission(
+        challenge, body, lambda: config_of(get_challenge(session, tenant_id, challenge_id))
     )
+    limited = challenge.limits.counts_attempts
     if limited and autocommits(session):
         raise TransactionNeeded()
     participant_id = challenge.participant_id
     handle = challenge.participant_handle or body.participant
     if participant_id is None:  # the handle's first attempt in this tenant
-        participant_id, handle = ParticipantRepository(session, tenant_id).id_and_handle_for(
-            body.participant
-        )
+        participant_id, handle = participant_for_handle(session, tenant_id, body.participant)
     if limited:
         repo.lock_participant(participant_id)
         _check_limits(repo, challenge, participant_id, now)
@@ -200,17 +188,9 @@ def submit_attempt(
         tenant_id=tenant_id,
         challenge_id=challenge_id,
         participant_id=participant_id,
-        status="queued",
-        prompt=body.prompt,
-        model_spec=(
-            {
-                "model": body.model,
-                "temperature": body.temperature,
-                "system_prompt": body.system_prompt,
-            }
-            if body.model is not None
-            else None
-        ),
+        status=AttemptStatus.QUEUED,
+        prompt=submitted.prompt,
+        model_spec=submitted.model_spec,
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint,
         created_at=now,
@@ -219,30 +199,32 @@ def submit_attempt(
         run_count=0,
     )
     if repo.insert_new(attempt):
-        return Submission(attempt, True, True, handle)
+        return Submission(attempt, True, True, handle, challenge.kind)
     # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
     assert idempotency_key is not None
     existing = repo.by_idempotency_key(idempotency_key)
     if existing is None:
         raise RuntimeError(f"Idempotency-Key {idempotency_key!r} conflicted, yet no attempt has it")
-    return Submission(_replay(existing, challenge_id, fingerprint), False, False, handle)
+    replayed = _replay(existing, challenge_id, fingerprint)
+    return Submission(replayed, False, False, handle, challenge.kind)
 
 
-def retry_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
+def retry_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
     """Queues an attempt that ended in an infrastructure error again (tenant admin).
 
-    Its stored trials are kept, so the new run continues where the failed one stopped. The
-    caller commits, then enqueues.
+    Its stored trials are kept, so the new run continues where the failed one stopped. It is
+    sent to a worker once the caller commits.
     """
+    session = work.session
     attempt = AttemptRepository(session, tenant_id).get(attempt_id)
     if attempt is None:
         raise NotFound("attempt not found")
-    if attempt.status != "error":
+    if attempt.status is not AttemptStatus.ERROR:
         raise Conflict(
             f"only attempts that ended in error can be re-run; this one is {attempt.status}"
         )
     now = utcnow()
-    attempt.status = "queued"
+    attempt.status = AttemptStatus.QUEUED
     attempt.error = None
     attempt.error_detail = None
     attempt.finished_at = None
@@ -251,6 +233,7 @@ def retry_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID)
     attempt.run_count = 0
     attempt.enqueued_at = now
     session.flush()
+    work.send_after_commit(RUN_ATTEMPT, str(attempt.id))
     return attempt
 
 
@@ -263,10 +246,10 @@ def _redact_trial(trial: Trial) -> dict[str, Any]:
     return {"actor": actor, "judge": judge, "critic": critic}
 
 
-def trial_view(trial: Trial, *, full: bool) -> TrialRead:
+def trial_view(trial: Trial, audience: Audience) -> TrialRead:
     sections = (
         {"actor": trial.actor, "judge": trial.judge, "critic": trial.critic}
-        if full
+        if audience is Audience.ADMIN
         else _redact_trial(trial)
     )
     return TrialRead(
@@ -281,12 +264,12 @@ def trial_view(trial: Trial, *, full: bool) -> TrialRead:
 
 
 def to_view(
-    attempt: Attempt, handle: str, trials: list[Trial] | None, *, full: bool
+    attempt: Attempt, handle: str, trials: list[Trial] | None, audience: Audience
 ) -> AttemptRead:
-    metrics = None
-    if attempt.metrics is not None:
-        metrics = AttemptMetricsRead.model_validate(attempt.metrics)
-    trial_views = None if trials is None else [trial_view(t, full=full) for t in trials]
+    """What a reader sees of an attempt: tenant admins also get the full reason of an error,
+    the spend and every trial's hidden parts. The one place that decides it."""
+    full = audience is Audience.ADMIN
+    trial_views = None if trials is None else [trial_view(t, audience) for t in trials]
     return AttemptRead(
         id=attempt.id,
         challenge_id=attempt.challenge_id,
@@ -302,8 +285,198 @@ def to_view(
         error=attempt.error,
         error_detail=attempt.error_detail if full else None,
         spent_usd=attempt.spent_usd if full else None,
-        metrics=metrics,
+        metrics=attempt.metrics,
         score=attempt.score,
         score_details=attempt.score_details,
         trials=trial_views,
     )
+
+
+# Reads of the API ----------------------------------------------------------------------------
+
+
+def get_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
+    attempt = AttemptRepository(session, tenant_id).get(attempt_id)
+    if attempt is None:
+        raise NotFound("attempt not found")
+    return attempt
+
+
+def read_attempt(session: Session, reader: TenantKey, attempt_id: uuid.UUID) -> AttemptRead:
+    """One attempt as the reader may see it, with its trials unless its kind's attempts have
+    many (tasks times k): those are paged at `read_trials`."""
+    repo = AttemptRepository(session, reader.tenant_id)
+    found = repo.get_with_kind(attempt_id)
+    if found is None:
+        raise NotFound("attempt not found")
+    attempt, kind = found
+    handle = handle_of(session, reader.tenant_id, attempt.participant_id)
+    with_trials = kind_as(kind, AttemptKind).reads_show_trials
+    trials = repo.trials(attempt.id) if with_trials else None
+    return to_view(attempt, handle, trials, reader.audience)
+
+
+def read_trials(
+    session: Session,
+    reader: TenantKey,
+    attempt_id: uuid.UUID,
+    *,
+    task_index: int | None,
+    limit: int,
+    offset: int,
+) -> TrialList:
+    attempt = get_attempt(session, reader.tenant_id, attempt_id)
+    rows, total = AttemptRepository(session, reader.tenant_id).trials_page(
+        attempt.id, task_index=task_index, limit=limit, offset=offset
+    )
+    return TrialList(items=[trial_view(t, reader.audience) for t in rows], total=total)
+
+
+def list_attempts(
+    session: Session,
+    reader: TenantKey,
+    *,
+    challenge_id: uuid.UUID | None = None,
+    participant: str | None = None,
+    status: AttemptStatus | None = None,
+    limit: int,
+    offset: int,
+) -> AttemptList:
+    """The tenant's attempts, newest first, filtered by challenge, participant handle, status
+    (another tenant's challenge id finds none)."""
+    tenant_id = reader.tenant_id
+    participant_id = None
+    if participant is not None:
+        found = participant_by_handle(session, tenant_id, participant)
+        if found is None:
+            return AttemptList(items=[], total=0)
+        participant_id = found.id
+    rows, total = AttemptRepository(session, tenant_id).page(
+        limit=limit,
+        offset=offset,
+        challenge_id=challenge_id,
+        participant_id=participant_id,
+        status=status,
+    )
+    named = handles(session, tenant_id, list({a.participant_id for a in rows}))
+    items = [to_view(a, named.get(a.participant_id, ""), None, reader.audience) for a in rows]
+    return AttemptList(items=items, total=total)
+
+
+def list_challenge_attempts(
+    session: Session,
+    reader: TenantKey,
+    challenge_id: uuid.UUID,
+    *,
+    participant: str | None = None,
+    status: AttemptStatus | None = None,
+    limit: int,
+    offset: int,
+) -> AttemptList:
+    """The attempts of one challenge (404 if the challenge is not the tenant's)."""
+    get_challenge(session, reader.tenant_id, challenge_id)
+    return list_attempts(
+        session,
+        reader,
+        challenge_id=challenge_id,
+        participant=participant,
+        status=status,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def retry_view(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> AttemptRead:
+    """Re-runs an attempt that ended in error (see `retry_attempt`); returns the admin's view."""
+    attempt = retry_attempt(work, admin.tenant_id, attempt_id)
+    handle = handle_of(work.session, admin.tenant_id, attempt.participant_id)
+    return to_view(attempt, handle, None, admin.audience)
+
+
+# Reads of the web UI (a participant's own attempts; a tenant admin's overview) -----------------
+
+
+def find_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt | None:
+    return AttemptRepository(session, tenant_id).get(attempt_id)
+
+
+def participant_attempts(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    *,
+    limit: int,
+    offset: int,
+) -> tuple[list[Attempt], int]:
+    """One participant's attempts at one challenge, newest first, and how many there are."""
+    return AttemptRepository(session, tenant_id).of_participant(
+        challenge_id, participant_id, limit=limit, offset=offset
+    )
+
+
+def participant_attempts_by_ids(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    attempt_ids: Sequence[uuid.UUID],
+) -> list[Attempt]:
+    """Those of the given attempts that are the participant's, at this challenge."""
+    return AttemptRepository(session, tenant_id).of_participant_by_ids(
+        challenge_id, participant_id, attempt_ids
+    )
+
+
+def attempt_counts(
+    session: Session,
+    tenant_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    challenge_ids: Sequence[uuid.UUID],
+) -> dict[uuid.UUID, int]:
+    return AttemptRepository(session, tenant_id).counts_of_participant(
+        participant_id, challenge_ids
+    )
+
+
+def trials_by_attempt(
+    session: Session, tenant_id: uuid.UUID, attempt_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[Trial]]:
+    return AttemptRepository(session, tenant_id).trials_by_attempt(attempt_ids)
+
+
+def task_trials(
+    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, task_index: int, *, limit: int
+) -> list[Trial]:
+    rows, _ = AttemptRepository(session, tenant_id).trials_page(
+        attempt_id, task_index=task_index, limit=limit, offset=0
+    )
+    return rows
+
+
+def runs(
+    session: Session, tenant_id: uuid.UUID, attempt_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, RunRow]:
+    return AttemptRepository(session, tenant_id).runs(attempt_ids)
+
+
+def tasks_page(
+    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[list[tuple[int, str, dict[str, Any] | None]], int]:
+    return AttemptRepository(session, tenant_id).tasks_page(attempt_id, limit=limit, offset=offset)
+
+
+def task(
+    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, task_index: int
+) -> tuple[str, dict[str, Any] | None] | None:
+    return AttemptRepository(session, tenant_id).task(attempt_id, task_index)
+
+
+def status_counts(
+    session: Session, tenant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, dict[AttemptStatus, int]]:
+    return AttemptRepository(session, tenant_id).status_counts(challenge_ids)
+
+
+def recent_errors(session: Session, tenant_id: uuid.UUID, *, limit: int) -> list[FailedAttempt]:
+    return AttemptRepository(session, tenant_id).recent_errors(limit=limit)

@@ -12,10 +12,11 @@ import logging
 from datetime import timedelta
 
 from app.attempt import repository
-from app.attempt.dispatch import enqueue_attempts
+from app.attempt.dispatch import RUN_ATTEMPT
 from app.config import get_settings
-from app.db import session_scope, utcnow
+from app.db import utcnow
 from app.observability import metrics as telemetry
+from app.unit_of_work import unit_of_work
 
 log = logging.getLogger(__name__)
 
@@ -25,15 +26,17 @@ BATCH = 500
 def sweep() -> dict[str, int]:
     settings = get_settings()
     now = utcnow()
-    with session_scope() as session:
+    with unit_of_work() as work:
         queued = repository.stuck_queued(
-            session, now - timedelta(seconds=settings.queued_requeue_seconds), BATCH
+            work.session, now - timedelta(seconds=settings.queued_requeue_seconds), BATCH
         )
         running = repository.stuck_running(
-            session, now, now - timedelta(seconds=settings.queued_requeue_seconds), BATCH
+            work.session, now, now - timedelta(seconds=settings.queued_requeue_seconds), BATCH
         )
-        repository.mark_enqueued(session, queued + running, now)
-    sent = enqueue_attempts(queued + running)
+        repository.mark_enqueued(work.session, queued + running, now)
+        for attempt_id in queued + running:
+            work.send_after_commit(RUN_ATTEMPT, str(attempt_id))
+    sent = work.sent
     telemetry.sweep_ran(queued=len(queued), orphaned=len(running))
     if queued or running:
         log.info("sweep re-sent %d queued and %d orphaned attempts", len(queued), len(running))

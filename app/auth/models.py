@@ -6,7 +6,8 @@ from datetime import datetime
 from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, UTCDateTime, new_id, utcnow
+from app.auth.subjects import ApiKeyRole
+from app.db import Base, StrEnumColumn, UTCDateTime, new_id, utcnow
 
 
 class ApiKey(Base):
@@ -20,7 +21,7 @@ class ApiKey(Base):
         Uuid, ForeignKey("tenants.id", ondelete="CASCADE"), index=True
     )
     name: Mapped[str] = mapped_column(String(200))
-    role: Mapped[str] = mapped_column(String(16))
+    role: Mapped[ApiKeyRole] = mapped_column(StrEnumColumn(ApiKeyRole, 16))
     key_prefix: Mapped[str] = mapped_column(String(16))
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

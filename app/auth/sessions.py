@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 
 from app.auth.models import ApiKey
 from app.auth.repository import BrowserSessionRepository, delete_by_token_hash
+from app.auth.subjects import TenantAdmin
 from app.db import utcnow
-from app.tenant.models import Participant
 
 PARTICIPANT_SESSION_SECONDS = 14 * 24 * 3600
 ADMIN_SESSION_SECONDS = 12 * 3600
@@ -78,12 +78,13 @@ def start_admin_session(
     return _start(session, tenant_id, previous_token, ADMIN_SESSION_SECONDS, api_key_id=api_key_id)
 
 
-def participant_of(session: Session, tenant_id: uuid.UUID, token: str) -> Participant | None:
-    return BrowserSessionRepository(session, tenant_id).participant(token_hash(token), utcnow())
-
-
 def admin_key_of(session: Session, tenant_id: uuid.UUID, token: str) -> ApiKey | None:
     return BrowserSessionRepository(session, tenant_id).admin_key(token_hash(token), utcnow())
+
+
+def admin_subject(key: ApiKey) -> TenantAdmin:
+    """A live admin session's key (see `admin_key_of`) as the gate's subject."""
+    return TenantAdmin(key.tenant_id, key.id)
 
 
 def end_session(session: Session, token: str) -> None:

@@ -1,17 +1,27 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, JSONType, UTCDateTime, new_id, utcnow
+from app.challenge.config import LimitsConfig, Visibility
+from app.db import Base, JSONType, ModelColumn, StrEnumColumn, UTCDateTime, new_id, utcnow
+from app.scoring.schemas import ScoringConfig
+from app.scoring.strategies import Strategy
+
+# Kind sections with a column of their own (the built-in kinds'); any other section of a kind
+# is kept in `kind_sections`.
+SECTION_COLUMNS = ("target", "verifier", "benchmark", "evaluation")
 
 
 class Challenge(Base):
-    """A challenge; its configuration sections are stored as validated JSON documents."""
+    """A challenge. Its configuration sections are stored as validated JSON documents: the
+    sections every kind has (`scoring`, `limits`) are read back as their models; the sections
+    of its kind are its kind's to read (`stored_sections`, then the kind's `parse`)."""
 
     __tablename__ = "challenges"
     __table_args__ = (UniqueConstraint("tenant_id", "slug"),)
@@ -29,10 +39,39 @@ class Challenge(Base):
     # Benchmark challenges: which benchmark, its options, and the judge and critic models.
     benchmark: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     evaluation: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    scoring: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    limits: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    visibility: Mapped[str] = mapped_column(String(16), default="private")
+    kind_sections: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    scoring: Mapped[ScoringConfig] = mapped_column(ModelColumn(ScoringConfig))
+    limits: Mapped[LimitsConfig] = mapped_column(ModelColumn(LimitsConfig), default=LimitsConfig)
+    visibility: Mapped[Visibility] = mapped_column(
+        StrEnumColumn(Visibility, 16), default=Visibility.PRIVATE
+    )
     opens_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     closes_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    def stored_sections(self, names: Iterable[str]) -> dict[str, Any]:
+        """The kind's sections (by name) as stored: from their own columns, or from
+        `kind_sections`; a section never stored is left out."""
+        others = self.kind_sections or {}
+        found = {}
+        for name in names:
+            value = getattr(self, name) if name in SECTION_COLUMNS else others.get(name)
+            if value is not None:
+                found[name] = value
+        return found
+
+    def store_sections(self, sections: Mapping[str, Any]) -> None:
+        """Stores the kind's sections (JSON documents, by name) where `stored_sections`
+        reads them."""
+        for name in SECTION_COLUMNS:
+            setattr(self, name, sections.get(name))
+        # The column is not nullable: kinds without the section store an empty document.
+        self.evaluation = sections.get("evaluation") or {}
+        others = {name: value for name, value in sections.items() if name not in SECTION_COLUMNS}
+        self.kind_sections = others or None
+
+    @property
+    def strategy(self) -> Strategy:
+        # Saved challenges always name one: creation fills in the kind's default.
+        return self.scoring.strategy or Strategy.FIRST

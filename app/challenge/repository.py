@@ -1,13 +1,19 @@
-"""SQL for challenges, always scoped to one tenant."""
+"""SQL for challenges. Every query names its tenant, except the public lookups (public
+challenges only) and the platform admin's scorer checks (across tenants)."""
 
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
+from collections.abc import Collection, Sequence
 
 from sqlalchemy import bindparam, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.challenge.config import Visibility
 from app.challenge.models import Challenge
+from app.scoring.schemas import ScoringConfig
 from app.tenant.models import Tenant
 
 # Built once: every challenge-scoped request (leaderboard reads, attempt lists, the challenge
@@ -16,6 +22,7 @@ from app.tenant.models import Tenant
 _BY_ID = select(Challenge).where(
     Challenge.tenant_id == bindparam("tenant_id"), Challenge.id == bindparam("challenge_id")
 )
+_NEWEST_FIRST = (Challenge.created_at.desc(), Challenge.id)
 
 
 class ChallengeRepository:
@@ -40,7 +47,7 @@ class ChallengeRepository:
         limit: int,
         offset: int,
         kind: str | None = None,
-        visibility: str | None = None,
+        visibility: Visibility | None = None,
     ) -> tuple[list[Challenge], int]:
         conditions = [Challenge.tenant_id == self.tenant_id]
         if kind:
@@ -50,16 +57,28 @@ class ChallengeRepository:
         rows = self.session.scalars(
             select(Challenge)
             .where(*conditions)
-            .order_by(Challenge.created_at.desc(), Challenge.id)
+            .order_by(*_NEWEST_FIRST)
             .limit(limit)
             .offset(offset)
         )
         total = self.session.scalar(select(func.count()).select_from(Challenge).where(*conditions))
         return list(rows), total or 0
 
-    def add(self, challenge: Challenge) -> None:
-        self.session.add(challenge)
-        self.session.flush()
+    def newest(self, *, visibilities: Collection[Visibility] | None, limit: int) -> list[Challenge]:
+        """The newest challenges, of the given visibilities only when given."""
+        query = select(Challenge).where(Challenge.tenant_id == self.tenant_id)
+        if visibilities is not None:
+            query = query.where(Challenge.visibility.in_(visibilities))
+        return list(self.session.scalars(query.order_by(*_NEWEST_FIRST).limit(limit)))
+
+    def add(self, challenge: Challenge) -> bool:
+        """Inserts the challenge; False when its slug is taken (a race the check missed)."""
+        try:
+            with self.session.begin_nested():
+                self.session.add(challenge)
+        except IntegrityError:
+            return False
+        return True
 
     def delete(self, challenge: Challenge) -> None:
         self.session.delete(challenge)
@@ -76,6 +95,76 @@ def get_public_challenge(
         .where(
             Tenant.slug == tenant_slug,
             Challenge.slug == challenge_slug,
-            Challenge.visibility == "public",
+            Challenge.visibility == Visibility.PUBLIC,
         )
     )
+
+
+def tenants_with_public_challenges(
+    session: Session, *, limit: int, offset: int, challenges_per_tenant: int
+) -> tuple[list[tuple[Tenant, list[Challenge]]], int]:
+    """Tenants that have at least one public challenge, by name, each with its newest public
+    challenges; and how many such tenants there are."""
+    has_public = (
+        select(Challenge.id)
+        .where(Challenge.tenant_id == Tenant.id, Challenge.visibility == Visibility.PUBLIC)
+        .exists()
+    )
+    tenants = list(
+        session.scalars(
+            select(Tenant)
+            .where(has_public)
+            .order_by(Tenant.name, Tenant.slug)
+            .limit(limit)
+            .offset(offset)
+        )
+    )
+    total = session.scalar(select(func.count()).select_from(Tenant).where(has_public)) or 0
+    if not tenants:
+        return [], total
+    position = (
+        func.row_number()
+        .over(partition_by=Challenge.tenant_id, order_by=_NEWEST_FIRST)
+        .label("position")
+    )
+    ranked = (
+        select(Challenge.id, position)
+        .where(
+            Challenge.tenant_id.in_([t.id for t in tenants]),
+            Challenge.visibility == Visibility.PUBLIC,
+        )
+        .subquery()
+    )
+    challenges = session.scalars(
+        select(Challenge)
+        .join(ranked, ranked.c.id == Challenge.id)
+        .where(ranked.c.position <= challenges_per_tenant)
+        .order_by(*_NEWEST_FIRST)
+    )
+    by_tenant: dict[uuid.UUID, list[Challenge]] = defaultdict(list)
+    for challenge in challenges:
+        by_tenant[challenge.tenant_id].append(challenge)
+    return [(tenant, by_tenant[tenant.id]) for tenant in tenants], total
+
+
+def public_challenge_counts(
+    session: Session, tenant_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, int]:
+    if not tenant_ids:
+        return {}
+    rows = session.execute(
+        select(Challenge.tenant_id, func.count())
+        .where(Challenge.tenant_id.in_(tenant_ids), Challenge.visibility == Visibility.PUBLIC)
+        .group_by(Challenge.tenant_id)
+    )
+    return {tenant_id: count for tenant_id, count in rows.tuples()}
+
+
+def scoring_of_every_challenge(
+    session: Session,
+) -> list[tuple[uuid.UUID, uuid.UUID, ScoringConfig]]:
+    """(id, tenant id, scoring) of every challenge of every tenant: the platform admin's
+    scorer registry asks which use a plugin (JSON filtering done in Python, portable to
+    SQLite)."""
+    rows = session.execute(select(Challenge.id, Challenge.tenant_id, Challenge.scoring))
+    return [(row.id, row.tenant_id, row.scoring) for row in rows]

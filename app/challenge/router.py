@@ -1,25 +1,34 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
+from pydantic import AfterValidator
 
+from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge import service
-from app.challenge.repository import ChallengeRepository
+from app.challenge.config import Visibility
 from app.challenge.schemas import (
     ChallengeCreate,
     ChallengeList,
     ChallengePublic,
     ChallengeRead,
     ChallengeUpdate,
+    registered_kind,
 )
-from app.deps import SessionDep, TenantAdmin, TenantMember, tenant_of
-from app.scoring import rescore
-from app.scoring.rescore import enqueue_rescores
-from app.scoring.schemas import RescoreJobList, RescoreJobRead
+from app.deps import SessionDep, UnitOfWorkDep
+from app.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1/challenges", tags=["challenges"])
+
+
+def _known_kind(name: str | None) -> str | None:
+    return None if name is None else registered_kind(name)
+
+
+# One of the registered kinds (app/challenge/registry.py).
+KindFilter = Annotated[str | None, Query(max_length=16), AfterValidator(_known_kind)]
 
 
 @router.post(
@@ -28,47 +37,46 @@ router = APIRouter(prefix="/v1/challenges", tags=["challenges"])
     responses={409: {"description": "The tenant has a challenge with this slug."}},
 )
 def post_challenge(
-    body: ChallengeCreate, session: SessionDep, principal: TenantAdmin
+    body: ChallengeCreate, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> ChallengeRead:
     """Create a challenge (tenant admin). Configs are validated; errors name the field."""
-    challenge = service.create_challenge(session, tenant_of(principal), body)
-    session.commit()
+    challenge = service.create_challenge(work.session, caller.tenant_id, body)
+    work.commit()
     return service.to_admin_view(challenge)
 
 
 @router.get("")
 def list_challenges(
     session: SessionDep,
-    principal: TenantMember,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
-    kind: Literal["prompt", "benchmark"] | None = None,
-    visibility: Literal["public", "unlisted", "private"] | None = None,
+    caller: TenantKeyDep,
+    limit: Limit = 50,
+    offset: Offset = 0,
+    kind: KindFilter = None,
+    visibility: Visibility | None = None,
 ) -> ChallengeList:
     """List the tenant's challenges, newest first. Member keys see the participant view."""
-    rows, total = ChallengeRepository(session, tenant_of(principal)).page(
-        limit=limit, offset=offset, kind=kind, visibility=visibility
+    rows, total = service.list_challenges(
+        session, caller.tenant_id, limit=limit, offset=offset, kind=kind, visibility=visibility
     )
-    view = service.to_admin_view if principal.role == "admin" else service.to_public_view
-    return ChallengeList(items=[view(c) for c in rows], total=total)
+    return ChallengeList(
+        items=[service.challenge_view(c, caller.audience) for c in rows], total=total
+    )
 
 
 @router.get("/{challenge_id}")
 def get_challenge(
-    challenge_id: uuid.UUID, session: SessionDep, principal: TenantMember
+    challenge_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep
 ) -> ChallengeRead | ChallengePublic:
-    challenge = service.get_challenge(session, tenant_of(principal), challenge_id)
-    if principal.role == "admin":
-        return service.to_admin_view(challenge)
-    return service.to_public_view(challenge)
+    challenge = service.get_challenge(session, caller.tenant_id, challenge_id)
+    return service.challenge_view(challenge, caller.audience)
 
 
 @router.patch("/{challenge_id}")
 def patch_challenge(
     challenge_id: uuid.UUID,
     body: ChallengeUpdate,
-    session: SessionDep,
-    principal: TenantAdmin,
+    work: UnitOfWorkDep,
+    caller: TenantAdminDep,
     response: Response,
 ) -> ChallengeRead:
     """Change some fields (tenant admin); the result is validated as a whole.
@@ -76,43 +84,18 @@ def patch_challenge(
     Changing `scoring` starts a rescore job (its address is in the `Location` header): past
     attempts are scored again and the leaderboard is rebuilt.
     """
-    challenge, job = service.update_challenge(session, tenant_of(principal), challenge_id, body)
-    session.commit()
-    if job is not None:
-        enqueue_rescores([job.id])
-        response.headers["Location"] = f"/v1/rescore-jobs/{job.id}"
+    challenge, job_id = service.update_challenge(work, caller.tenant_id, challenge_id, body)
+    work.commit()
+    if job_id is not None:
+        response.headers["Location"] = f"/v1/rescore-jobs/{job_id}"
     return service.to_admin_view(challenge)
 
 
 @router.delete("/{challenge_id}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_challenge(
-    challenge_id: uuid.UUID, session: SessionDep, principal: TenantAdmin
+    challenge_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> Response:
     """Delete a challenge with its attempts and leaderboard (tenant admin)."""
-    service.delete_challenge(session, tenant_of(principal), challenge_id)
-    session.commit()
+    service.delete_challenge(work.session, caller.tenant_id, challenge_id)
+    work.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
-
-
-@router.post("/{challenge_id}/rescore", status_code=status.HTTP_202_ACCEPTED)
-def post_rescore(
-    challenge_id: uuid.UUID, session: SessionDep, principal: TenantAdmin
-) -> RescoreJobRead:
-    """Score every completed attempt again and rebuild the leaderboard (tenant admin)."""
-    tenant_id = tenant_of(principal)
-    service.get_challenge(session, tenant_id, challenge_id)
-    job = rescore.request_rescore(session, tenant_id, challenge_id, "requested")
-    session.commit()
-    enqueue_rescores([job.id])
-    return RescoreJobRead.model_validate(job)
-
-
-@router.get("/{challenge_id}/rescore-jobs")
-def get_rescore_jobs(
-    challenge_id: uuid.UUID, session: SessionDep, principal: TenantMember
-) -> RescoreJobList:
-    """The challenge's rescore jobs with their progress, newest first."""
-    tenant_id = tenant_of(principal)
-    service.get_challenge(session, tenant_id, challenge_id)
-    jobs = rescore.list_jobs(session, tenant_id, challenge_id)
-    return RescoreJobList(items=[RescoreJobRead.model_validate(j) for j in jobs])

@@ -1,124 +1,25 @@
-"""Challenge configuration, validated at the boundary.
+"""Challenge bodies and views.
 
-`ChallengeCreate` checks everything that can be checked without the database (field types,
-regexes, model ids, k, the template); the service adds what needs it (a registered plugin).
-Two read shapes exist: `ChallengeRead` (tenant admins: everything) and `ChallengePublic`
-(participants and member keys: the hidden system prompt, judge rubric and answer keys removed).
+A body has the fields every challenge has, and the sections of its kind (`target`,
+`verifier`, `benchmark`, ...), which ride along as extra fields: the service validates them
+with the kind's own model (`app.challenge.kinds`), naming the field on error, an unknown one
+included. Two read shapes exist: `ChallengeRead` (tenant admins: everything) and
+`ChallengePublic` (participants and member keys: what the kind hides removed).
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
-from app.evaluation.feedback import FEEDBACK_MODES
-from app.evaluation.verifiers import VerifierConfig
-from app.schemas import BoundedDatetime, InputSchema, ModelId, Name, OutputSchema, Slug
-from app.scoring.schemas import ENTRYPOINT_PATTERN
-
-Strategy = Literal["first", "fastest", "fewest_tokens", "highest_rating", "metric_at_k", "custom"]
-Visibility = Literal["public", "unlisted", "private"]
-PROMPT_SLOT = "{prompt}"
-
-
-class TargetConfig(InputSchema):
-    """The model that answers a participant's prompt, and what surrounds that prompt."""
-
-    model: ModelId = Field(examples=["offline/echo"])
-    system_prompt: str = Field(default="", max_length=50_000)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1, le=200_000)
-    user_template: str = Field(
-        default=PROMPT_SLOT,
-        max_length=50_000,
-        description="The user message; '{prompt}' is replaced by the participant's prompt.",
-    )
-    api_base: str | None = Field(
-        default=None,
-        max_length=500,
-        description="An OpenAI-compatible server; must match an allowed base URL (setting "
-        "GAUNTLET_ALLOWED_API_BASES, docs/outbound.md). Stored in its normalised form.",
-    )
-
-    @field_validator("user_template")
-    @classmethod
-    def _has_prompt_slot(cls, value: str) -> str:
-        if PROMPT_SLOT not in value:
-            raise ValueError("must contain '{prompt}', where the participant's prompt goes")
-        return value
-
-
-# A glob over model ids: the characters of model ids and the glob's own `*?[]!`.
-ModelPattern = Annotated[
-    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:@+/*?\[\]!-]+$")
-]
-
-
-class BenchmarkSpec(InputSchema):
-    """A benchmark challenge: which benchmark runs, on which tasks, judged and critiqued how."""
-
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=100, examples=["arcagi2"])
-    options: dict[str, Any] = Field(default_factory=dict)
-    task_indices: list[Annotated[int, Field(ge=1, le=10_000_000)]] | None = Field(
-        default=None, max_length=10_000
-    )
-    max_tasks: int | None = Field(default=None, ge=1, le=100_000)
-    judge_model: ModelId | None = None
-    critic_model: ModelId | None = None
-    cost_budget_usd: float | None = Field(
-        default=None,
-        gt=0,
-        le=1_000_000,
-        description="No new task starts once an attempt has spent this.",
-    )
-    actor_api_base: str | None = Field(
-        default=None,
-        max_length=500,
-        description="An OpenAI-compatible server the participants' models are called at; must "
-        "match an allowed base URL (setting GAUNTLET_ALLOWED_API_BASES, docs/outbound.md).",
-    )
-    allowed_models: list[ModelPattern] | None = Field(
-        default=None,
-        max_length=100,
-        description="Glob patterns (`*`, `?`, `[...]`) the participants' model ids must match, "
-        "e.g. ['openai/gpt-4o-mini', 'anthropic/claude-3-5-*']; null: any model the server "
-        "allows.",
-    )
-
-
-class EvaluationConfig(InputSchema):
-    metric: Literal["pass@k", "seq@k"] = "pass@k"
-    k: int = Field(default=1, ge=1, le=20)
-
-    feedback_mode: str = Field(default="binary", pattern=r"^[a-z][a-z0-9_]*$", max_length=50)
-
-
-class ScoringConfig(InputSchema):
-    strategy: Strategy | None = Field(
-        default=None, description="Default: 'first' for prompt, 'metric_at_k' for benchmark."
-    )
-    plugin_id: str | None = Field(default=None, max_length=100)
-    config: dict[str, Any] = Field(default_factory=dict)
-    timeout_ms: int = Field(default=5000, ge=1, le=60_000)
-
-    @model_validator(mode="after")
-    def _plugin_only_for_custom(self) -> ScoringConfig:
-        if self.strategy == "custom" and not self.plugin_id:
-            raise ValueError("plugin_id is required when strategy is 'custom'")
-        if self.strategy != "custom" and self.plugin_id:
-            raise ValueError("plugin_id is only used with strategy 'custom'")
-        return self
-
-
-class LimitsConfig(InputSchema):
-    max_attempts_per_day: int | None = Field(default=None, ge=1, le=1_000_000)
-    max_attempts_total: int | None = Field(default=None, ge=1, le=10_000_000)
-    max_prompt_chars: int | None = Field(default=None, ge=1, le=1_000_000)
-
+from app.challenge.config import ChallengeStatus, LimitsConfig, Visibility
+from app.schemas import BoundedDatetime, InputSchema, Name, OutputSchema, Slug
+from app.scoring.schemas import ENTRYPOINT_PATTERN, ScoringConfig
+from app.scoring.strategies import Strategy
 
 # The original challenge body's flat scoring fields, accepted beside `scoring` and mapped onto it
 # by app/challenge/flat_scoring.py (scorers/README.md has the table). Never stored or returned.
@@ -168,20 +69,40 @@ def refuse_both_scoring_forms(data: Any) -> Any:
     return data
 
 
+def registered_kind(name: str) -> str:
+    from app.challenge.registry import KindNotFound, find_kind
+
+    try:
+        find_kind(name)
+    except KindNotFound as error:
+        raise ValueError(str(error)) from None
+    return name
+
+
+# A registered kind's name (the registry says which exist: app/challenge/registry.py).
+KindName = Annotated[
+    str,
+    StringConstraints(max_length=16),
+    AfterValidator(registered_kind),
+    Field(description="The challenge's kind: 'prompt', 'benchmark', or another registered one."),
+]
+
+# A kind's sections are extra fields of the body; the service validates them (see above).
+_WITH_SECTIONS = ConfigDict(extra="allow", allow_inf_nan=False)
+
+
 class ChallengeCreate(InputSchema):
+    model_config = _WITH_SECTIONS
+
     slug: Slug
     title: Name
     goal: str = Field(default="", max_length=20_000)
-    kind: Literal["prompt", "benchmark"] = "prompt"
-    target: TargetConfig | None = None
-    verifier: VerifierConfig | None = None
-    benchmark: BenchmarkSpec | None = None
-    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    kind: KindName = "prompt"
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     opens_at: BoundedDatetime | None = None
     closes_at: BoundedDatetime | None = None
-    visibility: Visibility = "private"
+    visibility: Visibility = Visibility.PRIVATE
     scoring_strategy: FlatScoringStrategy = None
     scoring_plugin_id: FlatScoringPluginId = None
     scoring_entrypoint: FlatScoringEntrypoint = None
@@ -196,48 +117,25 @@ class ChallengeCreate(InputSchema):
     def _consistent(self) -> ChallengeCreate:
         if self.opens_at and self.closes_at and self.closes_at <= self.opens_at:
             raise ValueError("closes_at must be after opens_at")
-        strategy = self.scoring.strategy
-        if self.kind == "prompt":
-            if self.target is None or self.verifier is None:
-                raise ValueError("a prompt challenge needs 'target' and 'verifier'")
-            if self.benchmark is not None:
-                raise ValueError("'benchmark' is only for benchmark challenges")
-            if strategy == "metric_at_k":
-                raise ValueError("strategy 'metric_at_k' is only for benchmark challenges")
-            if self.evaluation.feedback_mode not in FEEDBACK_MODES:
-                known = ", ".join(sorted(FEEDBACK_MODES))
-                raise ValueError(f"evaluation.feedback_mode: unknown feedback mode; known: {known}")
-            if strategy == "highest_rating" and self.verifier.type != "llm_judge":
-                raise ValueError(
-                    "strategy 'highest_rating' needs an 'llm_judge' verifier (only a judge rates)"
-                )
-            self.scoring.strategy = strategy or "first"
-        else:
-            if self.benchmark is None:
-                raise ValueError("a benchmark challenge needs 'benchmark'")
-            if self.target is not None or self.verifier is not None:
-                raise ValueError(
-                    "'target' and 'verifier' are only for prompt challenges; a benchmark "
-                    "challenge's attempts name the model, and the benchmark verifies"
-                )
-            if strategy not in (None, "metric_at_k", "custom"):
-                raise ValueError(
-                    f"strategy '{strategy}' does not apply to benchmark challenges; "
-                    "use 'metric_at_k' or 'custom'"
-                )
-            self.scoring.strategy = strategy or "metric_at_k"
         return self
+
+    @property
+    def sections(self) -> dict[str, Any]:
+        """The kind's sections as given (unvalidated: the kind validates them). A null counts
+        as not given, as clients that send every field (the other kinds' too) do."""
+        return {
+            name: value for name, value in (self.model_extra or {}).items() if value is not None
+        }
 
 
 class ChallengeUpdate(InputSchema):
-    """Fields to change; the result is validated again as a whole."""
+    """Fields to change, a kind's sections included; the result is validated again as a
+    whole."""
+
+    model_config = _WITH_SECTIONS
 
     title: Name | None = None
     goal: str | None = Field(default=None, max_length=20_000)
-    target: TargetConfig | None = None
-    verifier: VerifierConfig | None = None
-    benchmark: BenchmarkSpec | None = None
-    evaluation: EvaluationConfig | None = None
     scoring: ScoringConfig | None = None
     limits: LimitsConfig | None = None
     opens_at: BoundedDatetime | None = None
@@ -254,28 +152,12 @@ class ChallengeUpdate(InputSchema):
         return refuse_both_scoring_forms(data)
 
 
-class ChallengeRead(OutputSchema):
-    id: uuid.UUID
-    slug: str
-    title: str
-    goal: str
-    kind: str
-    target: dict[str, Any] | None
-    verifier: dict[str, Any] | None
-    benchmark: dict[str, Any] | None
-    evaluation: dict[str, Any]
-    scoring: dict[str, Any]
-    limits: dict[str, Any]
-    opens_at: datetime | None
-    closes_at: datetime | None
-    visibility: str
-    status: Literal["upcoming", "open", "closed"]
-    created_at: datetime
-    updated_at: datetime
-
-
 class ChallengePublic(OutputSchema):
-    """What a participant may see: no system prompt, no judge rubric, no answer keys."""
+    """What a participant or a member key sees: no system prompt, no judge rubric, no answer
+    keys, no server addresses (`challenge_view` decides). The sections of kinds other than
+    the built-in ones follow as fields of their own names."""
+
+    model_config = ConfigDict(from_attributes=True, extra="allow")
 
     id: uuid.UUID
     slug: str
@@ -287,12 +169,18 @@ class ChallengePublic(OutputSchema):
     benchmark: dict[str, Any] | None
     evaluation: dict[str, Any]
     scoring: dict[str, Any]
-    limits: dict[str, Any]
+    limits: LimitsConfig
     opens_at: datetime | None
     closes_at: datetime | None
-    visibility: str
-    status: Literal["upcoming", "open", "closed"]
+    visibility: Visibility
+    status: ChallengeStatus
     created_at: datetime
+
+
+class ChallengeRead(ChallengePublic):
+    """What a tenant admin sees: everything."""
+
+    updated_at: datetime
 
 
 class ChallengeList(OutputSchema):

@@ -1,47 +1,41 @@
-"""Rules of challenges: creation, validated updates, deletion, and what each caller may see."""
+"""Rules of challenges: creation, validated updates, deletion, and what each caller may see.
+
+What differs between kinds is each kind's (`app.challenge.kinds`): the service validates the
+fields every challenge has, then asks the challenge's kind about its sections.
+"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import ValidationError
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.auth.subjects import Audience
+from app.challenge import repository
+from app.challenge.config import ChallengeStatus, Visibility
+from app.challenge.events import ScoringChanged
 from app.challenge.flat_scoring import (
     check_flat_entrypoint,
     errors_named_as_given,
     given_flat_scoring,
     scoring_from_flat,
 )
+from app.challenge.kinds import ChallengeKind, KindConfig, strategy_refusal
 from app.challenge.models import Challenge
+from app.challenge.registry import find_kind, registered
 from app.challenge.repository import ChallengeRepository
-from app.challenge.schemas import (
-    BenchmarkSpec,
-    ChallengeCreate,
-    ChallengePublic,
-    ChallengeRead,
-    ChallengeUpdate,
-    TargetConfig,
-)
-from app.config import get_settings
+from app.challenge.schemas import ChallengeCreate, ChallengePublic, ChallengeRead, ChallengeUpdate
 from app.db import utcnow
 from app.errors import Conflict, NotFound, ValidationFailed
-from app.evaluation.benchmark import (
-    Benchmark,
-    BenchmarkError,
-    DataFileNotFound,
-    confined_data_files,
-)
-from app.evaluation.model_ids import model_id_problem
-from app.outbound.policy import OutboundRefused
-from app.scoring.rescore import request_rescore
-from app.scoring.rescore_models import RescoreJob
+from app.scoring.schemas import ScoringConfig
+from app.scoring.strategies import Strategy
 from app.scoring.validation import validate_scoring
-
-ChallengeStatus = Literal["upcoming", "open", "closed"]
+from app.tenant.models import Tenant
+from app.unit_of_work import UnitOfWork
 
 
 class Scheduled(Protocol):
@@ -57,91 +51,59 @@ class Scheduled(Protocol):
 def challenge_status(challenge: Scheduled, now: datetime | None = None) -> ChallengeStatus:
     now = now or utcnow()
     if challenge.opens_at is not None and now < challenge.opens_at:
-        return "upcoming"
+        return ChallengeStatus.UPCOMING
     if challenge.closes_at is not None and now >= challenge.closes_at:
-        return "closed"
-    return "open"
+        return ChallengeStatus.CLOSED
+    return ChallengeStatus.OPEN
 
 
-def _check_api_base(config: ChallengeCreate) -> None:
-    """The base URL is allowed and resolves to permitted addresses now; it is stored in its
-    normalised form, which the worker checks again before every call."""
-    holder: TargetConfig | BenchmarkSpec
-    if config.target is not None:
-        holder, field, path = config.target, "api_base", ["target", "api_base"]
-    elif config.benchmark is not None:
-        holder, field, path = config.benchmark, "actor_api_base", ["benchmark", "actor_api_base"]
-    else:
-        return
-    api_base = getattr(holder, field)
-    if api_base is None:
-        return
-    try:
-        canonical = get_settings().outbound_policy().checked_base(api_base)
-    except OutboundRefused as error:
-        raise ValidationFailed.at(path, str(error)) from error
-    setattr(holder, field, canonical)
+def kind_of(challenge: Challenge) -> ChallengeKind:
+    return find_kind(challenge.kind)
 
 
-def _check_judge_model(config: ChallengeCreate) -> None:
-    """An `llm_judge` verifier's model is held to the same rules as every other model id."""
-    if config.verifier is None or config.verifier.type != "llm_judge":
-        return
-    policy = get_settings().outbound_policy()
-    problem = model_id_problem(config.verifier.model, policy.providers)
-    if problem:
-        raise ValidationFailed.at(["verifier", "model"], problem)
+def config_of(challenge: Challenge) -> KindConfig:
+    """The challenge's kind sections, as its kind's validated model."""
+    kind = kind_of(challenge)
+    sections = challenge.stored_sections(kind.config_model.model_fields)
+    return kind.parse(sections, stored=True)
 
 
-def _check_benchmark(config: ChallengeCreate) -> None:
-    """The benchmark exists, its options load tasks, and it knows the feedback mode."""
-    spec = config.benchmark
-    if spec is None:
-        return
-    try:
-        benchmark = Benchmark.load(spec.name)
-    except BenchmarkError as exc:
-        raise ValidationFailed.at(["benchmark", "name"], str(exc)) from exc
-    for key, value in spec.options.items():
-        if key in benchmark.path_options:
-            continue  # resolved inside the data folders only, with one answer for all misses
-        # Workers run with the service's files; a tenant must not point a benchmark at them.
-        if isinstance(value, str) and (
-            "/" in value or "\\" in value or value.startswith((".", "~"))
-        ):
+def _refuse_foreign_sections(kind: ChallengeKind, sections: dict[str, Any]) -> None:
+    """A section of another kind names the kind it belongs to; anything else is unknown."""
+    for name in sections:
+        if name in kind.config_model.model_fields:
+            continue
+        owners = [k.name for k in registered().values() if name in k.config_model.model_fields]
+        if owners:
             raise ValidationFailed.at(
-                ["benchmark", "options", key],
-                "file paths are not accepted here; name a file bundled with the benchmark",
+                [name], f"is for {' and '.join(owners)} challenges, not {kind.name} challenges"
             )
-    try:
-        with confined_data_files(get_settings().benchmark_data_dir):
-            first = next(iter(benchmark.iter_tasks(spec.options)), None)
-    except DataFileNotFound as exc:
-        raise ValidationFailed.at(["benchmark", "options", exc.option], str(exc)) from exc
-    except Exception as exc:
-        raise ValidationFailed.at(
-            ["benchmark", "options"], f"the benchmark cannot load tasks: {exc}"
-        ) from exc
-    if first is None:
-        raise ValidationFailed.at(["benchmark", "options"], "these options select no task")
-    if config.evaluation.metric == "seq@k":
-        mode = config.evaluation.feedback_mode
-        known = benchmark.known_feedback_modes(critic_model=spec.critic_model)
-        if mode not in known:
-            raise ValidationFailed.at(
-                ["evaluation", "feedback_mode"],
-                f"'{mode}' is not a feedback mode of '{spec.name}' with these models; "
-                f"known: {', '.join(sorted(known))}",
-            )
-    if benchmark.verifier_name == "llm" and spec.judge_model is None:
-        raise ValidationFailed.at(["benchmark", "judge_model"], "this benchmark needs a judge")
+        raise ValidationFailed.at([name], "is not a field of a challenge (of this kind)")
 
 
-def _validate(session: Session, config: ChallengeCreate) -> None:
-    _check_api_base(config)
-    _check_judge_model(config)
-    _check_benchmark(config)
-    validate_scoring(session, config.scoring.model_dump())
+def _scoring_for(kind: ChallengeKind, scoring: ScoringConfig) -> ScoringConfig:
+    """The scoring, checked against the strategies the kind allows, with its default filled."""
+    strategy = scoring.strategy
+    if strategy is None:
+        return scoring.model_copy(update={"strategy": kind.default_strategy})
+    if strategy not in kind.strategies:
+        others = [k.name for k in registered().values() if strategy in k.strategies]
+        raise ValidationFailed.at(["scoring", "strategy"], strategy_refusal(kind, strategy, others))
+    return scoring
+
+
+def _validated(session: Session, body: ChallengeCreate) -> tuple[KindConfig, ScoringConfig]:
+    """The kind's sections and the scoring of a body, checked as a whole: the kind's own
+    rules, then what needs the world outside (policy, benchmark data), then the scorer."""
+    kind = find_kind(body.kind)
+    sections = body.sections
+    _refuse_foreign_sections(kind, sections)
+    config = kind.parse(sections)
+    scoring = _scoring_for(kind, body.scoring)
+    kind.check(config, scoring)
+    config = kind.prepare(config)
+    validate_scoring(session, scoring.model_dump())
+    return config, scoring
 
 
 def _validated_as_create(data: dict[str, Any]) -> ChallengeCreate:
@@ -158,13 +120,13 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         if flat:
             mapped = {**body.model_dump(mode="json"), "scoring": scoring_from_flat(None, flat)}
             body = _validated_as_create(mapped)
-        _validate(session, body)
-        check_flat_entrypoint(session, body.scoring.plugin_id, flat)
+        config, scoring = _validated(session, body)
+        check_flat_entrypoint(session, scoring.plugin_id, flat)
     repo = ChallengeRepository(session, tenant_id)
+    taken = Conflict(f"a challenge with slug '{body.slug}' already exists")
     if repo.get_by_slug(body.slug) is not None:
-        raise Conflict(f"a challenge with slug '{body.slug}' already exists")
+        raise taken
     now = utcnow()
-    data = body.model_dump(mode="json")
     challenge = Challenge(
         id=uuid.uuid4(),
         tenant_id=tenant_id,
@@ -172,23 +134,17 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         title=body.title,
         goal=body.goal,
         kind=body.kind,
-        target=data["target"],
-        verifier=data["verifier"],
-        benchmark=data["benchmark"],
-        evaluation=data["evaluation"],
-        scoring=data["scoring"],
-        limits=data["limits"],
+        scoring=scoring,
+        limits=body.limits,
         visibility=body.visibility,
         opens_at=body.opens_at,
         closes_at=body.closes_at,
         created_at=now,
         updated_at=now,
     )
-    try:
-        with session.begin_nested():
-            repo.add(challenge)
-    except IntegrityError as exc:
-        raise Conflict(f"a challenge with slug '{body.slug}' already exists") from exc
+    challenge.store_sections(config.model_dump(mode="json"))
+    if not repo.add(challenge):
+        raise taken
     return challenge
 
 
@@ -199,18 +155,98 @@ def get_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUI
     return challenge
 
 
+def challenge_by_slug(session: Session, tenant_id: uuid.UUID, slug: str) -> Challenge | None:
+    return ChallengeRepository(session, tenant_id).get_by_slug(slug)
+
+
+def find_challenge(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID
+) -> Challenge | None:
+    return ChallengeRepository(session, tenant_id).get(challenge_id)
+
+
+def list_challenges(
+    session: Session,
+    tenant_id: uuid.UUID,
+    *,
+    limit: int,
+    offset: int,
+    kind: str | None = None,
+    visibility: Visibility | None = None,
+) -> tuple[list[Challenge], int]:
+    """A page of the tenant's challenges, newest first, and how many there are."""
+    return ChallengeRepository(session, tenant_id).page(
+        limit=limit, offset=offset, kind=kind, visibility=visibility
+    )
+
+
+def public_challenge(session: Session, tenant_slug: str, challenge_slug: str) -> Challenge:
+    """A public challenge by its tenant's slug and its own; anything else answers 404."""
+    challenge = repository.get_public_challenge(session, tenant_slug, challenge_slug)
+    if challenge is None:
+        raise NotFound("no public challenge at this address")
+    return challenge
+
+
+def visible_challenge(
+    session: Session, tenant_id: uuid.UUID, slug: str, visibilities: Collection[Visibility]
+) -> Challenge | None:
+    """The tenant's challenge with this slug, if it has one of these visibilities."""
+    challenge = ChallengeRepository(session, tenant_id).get_by_slug(slug)
+    if challenge is None or challenge.visibility not in visibilities:
+        return None
+    return challenge
+
+
+def newest_challenges(
+    session: Session,
+    tenant_id: uuid.UUID,
+    *,
+    visibilities: Collection[Visibility] | None = None,
+    limit: int,
+) -> list[Challenge]:
+    return ChallengeRepository(session, tenant_id).newest(visibilities=visibilities, limit=limit)
+
+
+def tenants_with_public_challenges(
+    session: Session, *, limit: int, offset: int, challenges_per_tenant: int
+) -> tuple[list[tuple[Tenant, list[Challenge], int]], int]:
+    """Tenants with public challenges (a page, by name), each with its newest public
+    challenges and how many it has; and how many such tenants there are."""
+    tenants, total = repository.tenants_with_public_challenges(
+        session, limit=limit, offset=offset, challenges_per_tenant=challenges_per_tenant
+    )
+    counts = repository.public_challenge_counts(session, [tenant.id for tenant, _ in tenants])
+    return [(tenant, challenges, counts.get(tenant.id, 0)) for tenant, challenges in tenants], total
+
+
+def scoring_with_plugin(session: Session, plugin_id: str) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """(challenge id, tenant id) of every challenge, of every tenant, that scores with the
+    plugin."""
+    return [
+        (challenge_id, tenant_id)
+        for challenge_id, tenant_id, scoring in repository.scoring_of_every_challenge(session)
+        if scoring.strategy is Strategy.CUSTOM and scoring.plugin_id == plugin_id
+    ]
+
+
+def count_naming_plugin(session: Session, plugin_id: str) -> int:
+    """How many challenges, of every tenant, name the plugin in their scoring."""
+    rows = repository.scoring_of_every_challenge(session)
+    return sum(1 for _, _, scoring in rows if scoring.plugin_id == plugin_id)
+
+
 def _as_create(challenge: Challenge) -> dict[str, Any]:
+    """The stored challenge as the body that would create it."""
+    kind = kind_of(challenge)
     return {
         "slug": challenge.slug,
         "title": challenge.title,
         "goal": challenge.goal,
         "kind": challenge.kind,
-        "target": challenge.target,
-        "verifier": challenge.verifier,
-        "benchmark": challenge.benchmark,
-        "evaluation": challenge.evaluation,
-        "scoring": challenge.scoring,
-        "limits": challenge.limits,
+        **challenge.stored_sections(kind.config_model.model_fields),
+        "scoring": challenge.scoring.model_dump(mode="json"),
+        "limits": challenge.limits.model_dump(mode="json"),
         "opens_at": challenge.opens_at,
         "closes_at": challenge.closes_at,
         "visibility": challenge.visibility,
@@ -218,14 +254,20 @@ def _as_create(challenge: Challenge) -> dict[str, Any]:
 
 
 def update_challenge(
-    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, body: ChallengeUpdate
-) -> tuple[Challenge, RescoreJob | None]:
+    work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID, body: ChallengeUpdate
+) -> tuple[Challenge, uuid.UUID | None]:
     """Applies the given fields, then validates the whole result as a new challenge would be.
 
-    A change of scoring records a rescore job (returned, for the caller to send after commit):
-    past attempts are scored again and the leaderboard rebuilt. Changing the target or the
-    verifier does not rewrite past results.
+    A change of scoring is announced (`ScoringChanged`): past attempts are scored again and
+    the leaderboard rebuilt by a job, whose id is returned (it is sent once the caller
+    commits). Changing the kind's sections (target, verifier, ...) does not rewrite past
+    results.
     """
+    session = work.session
+    for name in body.model_extra or {}:
+        # A challenge's slug and kind stay what they were created with.
+        if name in ChallengeCreate.model_fields:
+            raise ValidationFailed.at([name], "cannot be changed")
     challenge = ChallengeRepository(session, tenant_id).get(challenge_id, for_update=True)
     if challenge is None:
         raise NotFound("challenge not found")
@@ -234,32 +276,26 @@ def update_challenge(
     flat = given_flat_scoring(body)
     with errors_named_as_given(flat):
         if flat:
-            merged["scoring"] = scoring_from_flat(challenge.scoring, flat)
+            merged["scoring"] = scoring_from_flat(challenge.scoring.model_dump(mode="json"), flat)
         validated = _validated_as_create(merged)
-        _validate(session, validated)
-        check_flat_entrypoint(session, validated.scoring.plugin_id, flat)
-    data = validated.model_dump(mode="json")
-    scoring_changed = data["scoring"] != challenge.scoring
-    for field in (
-        "title",
-        "goal",
-        "target",
-        "verifier",
-        "benchmark",
-        "evaluation",
-        "scoring",
-        "limits",
-        "visibility",
-    ):
-        setattr(challenge, field, data[field])
+        config, scoring = _validated(session, validated)
+        check_flat_entrypoint(session, scoring.plugin_id, flat)
+    scoring_changed = scoring != challenge.scoring
+    challenge.title = validated.title
+    challenge.goal = validated.goal
+    challenge.store_sections(config.model_dump(mode="json"))
+    challenge.scoring = scoring
+    challenge.limits = validated.limits
+    challenge.visibility = validated.visibility
     challenge.opens_at = validated.opens_at
     challenge.closes_at = validated.closes_at
     challenge.updated_at = utcnow()
     session.flush()
-    job = None
+    job_id = None
     if scoring_changed:
-        job = request_rescore(session, tenant_id, challenge.id, "challenge scoring changed")
-    return challenge, job
+        jobs = work.publish(ScoringChanged(tenant_id, challenge.id, "challenge scoring changed"))
+        job_id = jobs[0] if jobs else None
+    return challenge, job_id
 
 
 def delete_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> None:
@@ -271,53 +307,53 @@ def delete_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.
     repo.delete(challenge)
 
 
+def challenge_view(challenge: Challenge, audience: Audience) -> ChallengeRead | ChallengePublic:
+    """What a reader sees of a challenge: everything for tenant admins, the participant's
+    view for everyone else. The one place that decides it."""
+    if audience is Audience.ADMIN:
+        return to_admin_view(challenge)
+    return to_public_view(challenge)
+
+
+def _common(challenge: Challenge) -> dict[str, Any]:
+    return {
+        "id": challenge.id,
+        "slug": challenge.slug,
+        "title": challenge.title,
+        "goal": challenge.goal,
+        "kind": challenge.kind,
+        # The built-in kinds' section columns are always shown, null where a kind has none.
+        "target": None,
+        "verifier": None,
+        "benchmark": None,
+        "evaluation": {},
+        "limits": challenge.limits,
+        "opens_at": challenge.opens_at,
+        "closes_at": challenge.closes_at,
+        "visibility": challenge.visibility,
+        "status": challenge_status(challenge),
+        "created_at": challenge.created_at,
+    }
+
+
 def to_admin_view(challenge: Challenge) -> ChallengeRead:
     return ChallengeRead.model_validate(
         {
-            **_as_create(challenge),
-            "id": challenge.id,
-            "status": challenge_status(challenge),
-            "created_at": challenge.created_at,
+            **_common(challenge),
+            **config_of(challenge).model_dump(mode="json"),
+            "scoring": challenge.scoring.model_dump(mode="json"),
             "updated_at": challenge.updated_at,
         }
     )
 
 
 def to_public_view(challenge: Challenge) -> ChallengePublic:
-    """Strips every hidden part: system prompt, verifier keys, judge rubric."""
-    target = challenge.target or {}
-    verifier = challenge.verifier or {}
-    public_verifier: dict[str, Any] | None = {"type": verifier.get("type")} if verifier else None
-    if public_verifier is not None and verifier.get("type") == "llm_judge":
-        public_verifier["votes"] = verifier.get("votes")
-        public_verifier["pass_threshold"] = verifier.get("pass_threshold")
-    scoring = challenge.scoring or {}
-    return ChallengePublic(
-        id=challenge.id,
-        slug=challenge.slug,
-        title=challenge.title,
-        goal=challenge.goal,
-        kind=challenge.kind,
-        # The user template is not secret: it is part of the prompt each trial shows.
-        target=(
-            {"model": target.get("model"), "user_template": target.get("user_template")}
-            if target
-            else None
-        ),
-        verifier=public_verifier,
-        # The server the models are called at is the operator's and the admin's business, as
-        # a prompt challenge's target.api_base is.
-        benchmark=(
-            {key: value for key, value in challenge.benchmark.items() if key != "actor_api_base"}
-            if challenge.benchmark is not None
-            else None
-        ),
-        evaluation=challenge.evaluation,
-        scoring={"strategy": scoring.get("strategy"), "plugin_id": scoring.get("plugin_id")},
-        limits=challenge.limits,
-        opens_at=challenge.opens_at,
-        closes_at=challenge.closes_at,
-        visibility=challenge.visibility,
-        status=challenge_status(challenge),
-        created_at=challenge.created_at,
+    """Strips what the kind hides (system prompts, answer keys, judge rubrics, servers) and
+    the scorer's configuration."""
+    return ChallengePublic.model_validate(
+        {
+            **_common(challenge),
+            **kind_of(challenge).public_sections(config_of(challenge)),
+            "scoring": {"strategy": challenge.strategy, "plugin_id": challenge.scoring.plugin_id},
+        }
     )

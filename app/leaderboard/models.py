@@ -8,6 +8,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UTCDateTime, utcnow
 
+# The measures an entry keeps of its attempt (from the attempt's rank input), to show them.
+ENTRY_MEASURES = ("score", "succeeded", "tokens_total", "elapsed_ms", "rating")
+
 
 class LeaderboardEntry(Base):
     """The best attempt of one participant in one challenge, kept up to date on completion.

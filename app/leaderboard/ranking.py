@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-STRATEGIES = ("first", "fastest", "fewest_tokens", "highest_rating", "metric_at_k", "custom")
+from app.scoring.strategies import Strategy
 
 
 @dataclass(frozen=True)
 class RankInput:
+    """What an attempt is ranked by: the one declaration of the ranked measures."""
+
     succeeded: bool | None
     created_at_ms: int
     elapsed_ms: int | None = None
@@ -42,27 +44,29 @@ def _number(value: float | int | None) -> float | None:
 UNKNOWN_COST = 1e300
 
 
-def rank_key(strategy: str, attempt: RankInput) -> RankKey | None:
+def rank_key(strategy: Strategy | str, attempt: RankInput) -> RankKey | None:
     """The attempt's place in the strategy's order, or None if it does not rank at all."""
-    if strategy == "custom":
+    try:
+        strategy = Strategy(strategy)
+    except ValueError:
+        raise ValueError(f"unknown strategy {strategy!r}") from None
+    if strategy is Strategy.CUSTOM:
         # Every attempt with a score ranks, succeeded or not: the plugin decides what counts.
         score = _number(attempt.score)
         return None if score is None else RankKey(-score, 0.0)
-    if strategy == "metric_at_k":
+    if strategy is Strategy.METRIC_AT_K:
         metric = _number(attempt.metric_at_k)
         if metric is None:
             return None
         cost = _number(attempt.cost_usd)
         return RankKey(-metric, UNKNOWN_COST if cost is None else cost)
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}")
     if not attempt.succeeded:
         return None
     measure = {
-        "first": _number(attempt.created_at_ms),
-        "fastest": _number(attempt.elapsed_ms),
-        "fewest_tokens": _number(attempt.tokens_total),
-        "highest_rating": None if attempt.rating is None else _number(-attempt.rating),
+        Strategy.FIRST: _number(attempt.created_at_ms),
+        Strategy.FASTEST: _number(attempt.elapsed_ms),
+        Strategy.FEWEST_TOKENS: _number(attempt.tokens_total),
+        Strategy.HIGHEST_RATING: None if attempt.rating is None else _number(-attempt.rating),
     }[strategy]
     return None if measure is None else RankKey(measure, 0.0)
 

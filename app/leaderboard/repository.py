@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
 
-from sqlalchemy import func, select, tuple_
+from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.orm import Session, aliased
 
 from app.db import insert_for, utcnow
@@ -16,6 +18,9 @@ from app.tenant.models import Participant
 
 @dataclass(frozen=True)
 class EntryValues:
+    """A leaderboard row: whose attempt, its place in the order, and its shown measures
+    (`ENTRY_MEASURES`)."""
+
     tenant_id: uuid.UUID
     challenge_id: uuid.UUID
     participant_id: uuid.UUID
@@ -35,21 +40,12 @@ def offer(session: Session, values: EntryValues) -> None:
     One statement, so two workers finishing attempts of the same participant at once cannot
     lose the better one; offering the same attempt twice changes nothing.
     """
-    row = {
-        "tenant_id": values.tenant_id,
-        "challenge_id": values.challenge_id,
-        "participant_id": values.participant_id,
-        "attempt_id": values.attempt_id,
-        "rank_key": values.key.rank_key,
-        "rank_tiebreak": values.key.rank_tiebreak,
-        "attempt_created_at_ms": values.attempt_created_at_ms,
-        "score": values.score,
-        "succeeded": values.succeeded,
-        "tokens_total": values.tokens_total,
-        "elapsed_ms": values.elapsed_ms,
-        "rating": values.rating,
-        "updated_at": utcnow(),
+    row: dict[str, Any] = {
+        field.name: getattr(values, field.name) for field in fields(values) if field.name != "key"
     }
+    row.update(
+        rank_key=values.key.rank_key, rank_tiebreak=values.key.rank_tiebreak, updated_at=utcnow()
+    )
     insert = insert_for(session)
     statement = insert(LeaderboardEntry).values(**row)
     excluded = statement.excluded
@@ -104,3 +100,44 @@ def page(
         select(func.count()).select_from(entry).where(entry.challenge_id == challenge_id)
     )
     return [(entry_row, handle) for entry_row, handle in rows], total or 0
+
+
+def clear(session: Session, challenge_id: uuid.UUID) -> None:
+    session.execute(delete(LeaderboardEntry).where(LeaderboardEntry.challenge_id == challenge_id))
+
+
+def best_entries(
+    session: Session,
+    tenant_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    challenge_ids: Sequence[uuid.UUID],
+) -> dict[uuid.UUID, LeaderboardEntry]:
+    """The participant's rows on these challenges' leaderboards, by challenge."""
+    if not challenge_ids:
+        return {}
+    rows = session.scalars(
+        select(LeaderboardEntry).where(
+            LeaderboardEntry.tenant_id == tenant_id,
+            LeaderboardEntry.participant_id == participant_id,
+            LeaderboardEntry.challenge_id.in_(challenge_ids),
+        )
+    )
+    return {row.challenge_id: row for row in rows}
+
+
+def rank_of(session: Session, tenant_id: uuid.UUID, entry: LeaderboardEntry) -> int:
+    """1 + the rows ranked before this one: an index range scan on the leaderboard's order."""
+    row = LeaderboardEntry
+    ahead = session.scalar(
+        select(func.count())
+        .select_from(row)
+        .where(
+            row.tenant_id == tenant_id,
+            row.challenge_id == entry.challenge_id,
+            tuple_(row.rank_key, row.rank_tiebreak, row.attempt_created_at_ms, row.attempt_id)
+            < tuple_(
+                entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id
+            ),
+        )
+    )
+    return (ahead or 0) + 1

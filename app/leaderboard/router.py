@@ -1,56 +1,63 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
 
-from app.challenge.repository import get_public_challenge
-from app.challenge.service import get_challenge
-from app.deps import SessionDep, TenantMember, tenant_of
-from app.errors import NotFound
+from app.auth.gate import TenantKeyDep
+from app.deps import SessionDep
+from app.leaderboard import kinds
 from app.leaderboard.schemas import Leaderboard
-from app.leaderboard.service import read_leaderboard
-from app.scoring import rescore
-from app.scoring.schemas import RescoreJobRead
+from app.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1", tags=["leaderboards"])
 
-Limit = Annotated[int, Query(ge=1, le=200)]
-Offset = Annotated[int, Query(ge=0, le=10_000_000)]
+_PAGING = ("limit", "offset")
 
 
-@router.get("/challenges/{challenge_id}/leaderboard")
+def _params(request: Request) -> dict[str, str]:
+    """Query parameters besides paging, for kinds whose leaderboards take their own."""
+    return {k: v for k, v in request.query_params.items() if k not in _PAGING}
+
+
+def _answer(board: Any) -> Leaderboard | JSONResponse:
+    # A kind with a leaderboard of its own shape answers it as it is (its own documentation
+    # describes it); the schema here is the one most kinds share.
+    return board if isinstance(board, Leaderboard) else JSONResponse(jsonable_encoder(board))
+
+
+@router.get("/challenges/{challenge_id}/leaderboard", response_model=Leaderboard)
 def get_leaderboard(
     challenge_id: uuid.UUID,
+    request: Request,
     session: SessionDep,
-    principal: TenantMember,
+    caller: TenantKeyDep,
     limit: Limit = 50,
     offset: Offset = 0,
-) -> Leaderboard:
+) -> Leaderboard | JSONResponse:
     """One row per participant (their best attempt under the strategy), best first."""
-    challenge = get_challenge(session, tenant_of(principal), challenge_id)
-    return read_leaderboard(session, challenge, limit=limit, offset=offset)
+    board = kinds.read_tenant_leaderboard(
+        session, caller.tenant_id, challenge_id, limit=limit, offset=offset, params=_params(request)
+    )
+    return _answer(board)
 
 
-@router.get("/public/{tenant_slug}/challenges/{challenge_slug}/leaderboard")
+@router.get(
+    "/public/{tenant_slug}/challenges/{challenge_slug}/leaderboard", response_model=Leaderboard
+)
 def get_public_leaderboard(
     tenant_slug: str,
     challenge_slug: str,
+    request: Request,
     session: SessionDep,
     limit: Limit = 50,
     offset: Offset = 0,
-) -> Leaderboard:
+) -> Leaderboard | JSONResponse:
     """The leaderboard of a public challenge, without credentials. Others answer 404."""
-    challenge = get_public_challenge(session, tenant_slug, challenge_slug)
-    if challenge is None:
-        raise NotFound("no public challenge at this address")
-    return read_leaderboard(session, challenge, limit=limit, offset=offset)
-
-
-@router.get("/rescore-jobs/{job_id}", tags=["scorers"])
-def get_rescore_job(
-    job_id: uuid.UUID, session: SessionDep, principal: TenantMember
-) -> RescoreJobRead:
-    """Progress of one rescore job: `processed` of `total` attempts, then `completed`."""
-    return RescoreJobRead.model_validate(rescore.get_job(session, tenant_of(principal), job_id))
+    board = kinds.read_public_leaderboard(
+        session, tenant_slug, challenge_slug, limit=limit, offset=offset, params=_params(request)
+    )
+    return _answer(board)

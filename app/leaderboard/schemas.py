@@ -4,6 +4,7 @@ import uuid
 from datetime import datetime
 
 from app.schemas import OutputSchema
+from app.scoring.strategies import Strategy
 
 
 class LeaderboardItem(OutputSchema):
@@ -20,7 +21,7 @@ class LeaderboardItem(OutputSchema):
 
 class Leaderboard(OutputSchema):
     challenge_id: uuid.UUID
-    strategy: str
+    strategy: Strategy
     items: list[LeaderboardItem]
     total: int
     limit: int

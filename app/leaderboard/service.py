@@ -1,47 +1,64 @@
+"""Leaderboards: the row an attempt would have, and pages of them. The leaderboard knows
+attempts only as rank inputs (`RankedAttempt`), never as rows of another domain."""
+
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt
 from app.challenge.models import Challenge
 from app.leaderboard import repository
-from app.leaderboard.models import LeaderboardEntry
+from app.leaderboard.models import ENTRY_MEASURES, LeaderboardEntry
 from app.leaderboard.ranking import RankInput, rank_key
+from app.leaderboard.repository import EntryValues
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
+from app.scoring.strategies import Strategy
 
 
-def entry_for(attempt: Attempt, strategy: str) -> repository.EntryValues | None:
-    """The leaderboard row a completed attempt would have, or None if it does not rank."""
-    key = rank_key(
-        strategy,
-        RankInput(
-            succeeded=attempt.succeeded,
-            created_at_ms=attempt.created_at_ms,
-            elapsed_ms=attempt.elapsed_ms,
-            tokens_total=attempt.tokens_total,
-            rating=attempt.rating,
-            score=attempt.score,
-            metric_at_k=(attempt.metrics or {}).get("metric_at_k"),
-            cost_usd=attempt.cost_usd,
-        ),
-    )
+@dataclass(frozen=True)
+class RankedAttempt:
+    """A finished attempt as the leaderboard sees it: whose it is, and its measures."""
+
+    tenant_id: uuid.UUID
+    challenge_id: uuid.UUID
+    participant_id: uuid.UUID
+    attempt_id: uuid.UUID
+    measures: RankInput
+
+
+def entry_for(attempt: RankedAttempt, strategy: Strategy) -> EntryValues | None:
+    """The leaderboard row the attempt would have, or None if it does not rank."""
+    key = rank_key(strategy, attempt.measures)
     if key is None:
         return None
-    return repository.EntryValues(
+    return EntryValues(
         tenant_id=attempt.tenant_id,
         challenge_id=attempt.challenge_id,
         participant_id=attempt.participant_id,
-        attempt_id=attempt.id,
+        attempt_id=attempt.attempt_id,
         key=key,
-        attempt_created_at_ms=attempt.created_at_ms,
-        score=attempt.score,
-        succeeded=attempt.succeeded,
-        tokens_total=attempt.tokens_total,
-        elapsed_ms=attempt.elapsed_ms,
-        rating=attempt.rating,
+        attempt_created_at_ms=attempt.measures.created_at_ms,
+        **{name: getattr(attempt.measures, name) for name in ENTRY_MEASURES},
     )
+
+
+def offer(session: Session, attempt: RankedAttempt, strategy: Strategy) -> None:
+    """Puts the attempt on the leaderboard if it ranks and beats its participant's row."""
+    entry = entry_for(attempt, strategy)
+    if entry is not None:
+        repository.offer(session, entry)
+
+
+def rebuild(session: Session, challenge_id: uuid.UUID, entries: Sequence[EntryValues]) -> None:
+    """Replaces the challenge's leaderboard with these rows (in the caller's transaction, so
+    readers see the old leaderboard or the new one, never half of either)."""
+    repository.clear(session, challenge_id)
+    for entry in entries:
+        repository.offer(session, entry)
 
 
 def item_of(entry: LeaderboardEntry, handle: str, *, rank: int) -> LeaderboardItem:
@@ -49,12 +66,8 @@ def item_of(entry: LeaderboardEntry, handle: str, *, rank: int) -> LeaderboardIt
         rank=rank,
         participant=handle,
         attempt_id=entry.attempt_id,
-        score=entry.score,
-        succeeded=entry.succeeded,
-        tokens_total=entry.tokens_total,
-        elapsed_ms=entry.elapsed_ms,
-        rating=entry.rating,
         created_at=datetime.fromtimestamp(entry.attempt_created_at_ms / 1000, UTC),
+        **{name: getattr(entry, name) for name in ENTRY_MEASURES},
     )
 
 
@@ -68,9 +81,32 @@ def read_leaderboard(
     ]
     return Leaderboard(
         challenge_id=challenge.id,
-        strategy=str(challenge.scoring.get("strategy")),
+        strategy=challenge.strategy,
         items=items,
         total=total,
         limit=limit,
         offset=offset,
     )
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A participant's row on a leaderboard and its rank."""
+
+    entry: LeaderboardEntry
+    rank: int
+
+
+def standings(
+    session: Session,
+    tenant_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    challenge_ids: Sequence[uuid.UUID],
+) -> dict[uuid.UUID, Standing]:
+    """Where the participant stands on each of these challenges' leaderboards (those they
+    are on), by challenge."""
+    entries = repository.best_entries(session, tenant_id, participant_id, challenge_ids)
+    return {
+        challenge_id: Standing(entry, repository.rank_of(session, tenant_id, entry))
+        for challenge_id, entry in entries.items()
+    }

@@ -1,15 +1,14 @@
-"""Every SQL statement of the observability domain: worker heartbeats and the deployment-wide
-counts /healthz and /metrics read. Platform-level, so not tenant-scoped (no tenant sees them:
+"""Every SQL statement of the observability domain: worker heartbeats and the database check
+that /healthz and /metrics read. Platform-level, so not tenant-scoped (no tenant sees them:
 /metrics needs the metrics or admin token)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import delete, select, text
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt
 from app.db import insert_for
 from app.observability.models import WorkerHeartbeat
 
@@ -63,16 +62,3 @@ def workers_seen_since(session: Session, queue: str, since: datetime) -> list[Wo
             .order_by(WorkerHeartbeat.worker_id)
         )
     )
-
-
-def unfinished_attempts_by_status(session: Session) -> dict[str, int]:
-    """Attempts queued and running now, across tenants (ix_attempts_status_lease serves it)."""
-    rows = session.execute(
-        select(Attempt.status, func.count())
-        .where(Attempt.status.in_(("queued", "running")))
-        .group_by(Attempt.status)
-    )
-    counts = {"queued": 0, "running": 0}
-    for status, count in rows:
-        counts[str(status)] = int(count)
-    return counts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -31,6 +31,7 @@ def healthz() -> JSONResponse:
     responses={401: {"description": "The metrics token or the admin token is missing or wrong."}},
 )
 async def prometheus_metrics(
+    request: Request,
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Response:
     """Prometheus metrics of this API (and, in the embedded mode, of its worker). Needs
@@ -42,5 +43,6 @@ async def prometheus_metrics(
             "the metrics token or the admin token is required",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    body = await run_in_threadpool(service.api_metrics, settings)
+    gauges = getattr(request.app.state, "scrape_gauges", ())
+    body = await run_in_threadpool(service.api_metrics, settings, gauges)
     return Response(body, media_type=metrics.CONTENT_TYPE)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -40,13 +40,6 @@ def queue_depth(settings: Settings) -> Iterable[tuple[list[str], float]]:
         yield [settings.queue], float(declared.message_count)
 
 
-def unfinished_attempts() -> Iterable[tuple[list[str], float]]:
-    with get_sessionmaker()() as session:
-        counts = repository.unfinished_attempts_by_status(session)
-    for status, count in sorted(counts.items()):
-        yield [status], float(count)
-
-
 def workers_seen(settings: Settings) -> Iterable[tuple[list[str], float]]:
     since = utcnow() - timedelta(seconds=worker_window_seconds(settings))
     with get_sessionmaker()() as session:
@@ -54,20 +47,20 @@ def workers_seen(settings: Settings) -> Iterable[tuple[list[str], float]]:
     yield [settings.queue], float(len(seen))
 
 
-def api_metrics(settings: Settings) -> bytes:
+# A deployment-wide gauge read when /metrics is scraped: (name, help, labels, read). Domains
+# above this package provide theirs (the app passes them in; see app/main.py).
+ScrapeGauge = tuple[str, str, list[str], Callable[[], Iterable[tuple[list[str], float]]]]
+
+
+def api_metrics(settings: Settings, gauges_of_domains: Sequence[ScrapeGauge] = ()) -> bytes:
     gauges = metrics.GaugesAtScrape(
         [
+            *gauges_of_domains,
             (
                 "gauntlet_queue_depth",
                 "Messages waiting in the broker queue.",
                 ["queue"],
                 lambda: queue_depth(settings),
-            ),
-            (
-                "gauntlet_attempts_unfinished",
-                "Attempts queued or running now, by status (all tenants).",
-                ["status"],
-                unfinished_attempts,
             ),
             (
                 "gauntlet_workers_seen",

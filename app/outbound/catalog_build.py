@@ -22,7 +22,10 @@ What is derived, and how:
   of litellm's price map, kept only when `Price.cost` equals litellm's own `completion_cost`
   on every usage of `_check_usages` (cached and reasoning tokens, each long-prompt tier). The
   rest (providers whose price litellm adjusts in code, per-query fees) are left out: a call
-  bypassing litellm to such a model is unpriced rather than priced wrongly.
+  bypassing litellm to such a model is unpriced rather than priced wrongly. So are models
+  whose price depends on the time of day (`off_peak_pricing`): litellm prices them by the
+  clock, so a table built at another hour would differ (and the `--check` would fail by the
+  time of day).
 """
 
 from __future__ import annotations
@@ -40,8 +43,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from app.outbound.prices import PRICES_PATH, Price, PriceTier, litellm_release_date
-
-CATALOG_PATH = Path(__file__).resolve().parent / "litellm_catalog.json"
+from app.outbound.providers import CATALOG_PATH
 
 # Not derivable from litellm's data: these providers load and run a model in the worker itself.
 IN_PROCESS_PROVIDERS = {
@@ -236,12 +238,19 @@ def _litellm_cost(litellm: Any, model: str, usage: tuple[int, int, int, int]) ->
     return float(cost) if isinstance(cost, int | float) else None
 
 
+# A per-model block litellm applies by the clock (cheaper hours); see the module docstring.
+_TIME_OF_DAY_PRICING = "off_peak_pricing"
+
+
 def build_prices(litellm: Any) -> tuple[dict[str, Any], int]:
     """The price table, and how many priced models it leaves out (litellm prices them otherwise)."""
     models: dict[str, Any] = {}
     left_out = 0
     for name, info in sorted(litellm.model_cost.items()):
         if not isinstance(info, dict):
+            continue
+        if info.get(_TIME_OF_DAY_PRICING) is not None:
+            left_out += 1
             continue
         price = _price_from_data(info)
         if price is None:

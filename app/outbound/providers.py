@@ -22,8 +22,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
-from app.outbound.catalog_build import CATALOG_PATH
+# Derived from litellm by `catalog_build` (which imports this module, not the other way round).
+CATALOG_PATH = Path(__file__).resolve().parent / "litellm_catalog.json"
 
 MAX_MODEL_ID_CHARS = 200
 ALL_REMOTE_PROVIDERS = "*"

@@ -6,18 +6,16 @@ from importlib.metadata import entry_points
 from typing import Any
 
 import jsonschema
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.challenge.models import Challenge
 from app.config import get_settings
 from app.db import utcnow
 from app.errors import Conflict, NotFound, ServiceUnavailable, ValidationFailed
+from app.scoring import repository
+from app.scoring.events import ScorerChanged, ScorerRemoving
 from app.scoring.models import ScorerPlugin
-from app.scoring.repository import get_plugin
-from app.scoring.rescore import request_rescores_for_plugin
-from app.scoring.rescore_models import RescoreJob
-from app.scoring.schemas import ScorerCreate, ScorerUpdate
+from app.scoring.schemas import InstalledScorer, ScorerCreate, ScorerUpdate
+from app.unit_of_work import UnitOfWork
 
 ENTRY_POINT_GROUP = "gauntlet.scorers"
 
@@ -79,7 +77,7 @@ def register(session: Session, body: ScorerCreate) -> ScorerPlugin:
                 f"is required: no installed '{ENTRY_POINT_GROUP}' entry point is named "
                 f"'{body.plugin_id}'",
             )
-    if get_plugin(session, body.plugin_id) is not None:
+    if repository.get_plugin(session, body.plugin_id) is not None:
         raise Conflict(f"a scorer '{body.plugin_id}' is already registered")
     _check_schema(body.config_schema, ["config_schema"])
     _check_default_config(body.config_schema, body.default_config)
@@ -95,22 +93,34 @@ def register(session: Session, body: ScorerCreate) -> ScorerPlugin:
         created_at=now,
         updated_at=now,
     )
-    session.add(plugin)
-    session.flush()
+    repository.add_plugin(session, plugin)
     return plugin
 
 
+def list_registered(session: Session) -> list[ScorerPlugin]:
+    return repository.list_plugins(session)
+
+
+def list_installed(session: Session) -> list[InstalledScorer]:
+    """Scorers installed packages declare, each saying whether it is registered."""
+    registered = {plugin.plugin_id for plugin in repository.list_plugins(session)}
+    return [
+        InstalledScorer(name=name, entrypoint=value, registered=name in registered)
+        for name, value in sorted(installed_entry_points().items())
+    ]
+
+
 def get(session: Session, plugin_id: str) -> ScorerPlugin:
-    plugin = get_plugin(session, plugin_id)
+    plugin = repository.get_plugin(session, plugin_id)
     if plugin is None:
         raise NotFound(f"no scorer '{plugin_id}' is registered")
     return plugin
 
 
-def update(
-    session: Session, plugin_id: str, body: ScorerUpdate
-) -> tuple[ScorerPlugin, list[RescoreJob]]:
-    """Applies the change; returns rescore jobs for the challenges whose scores it changes."""
+def update(work: UnitOfWork, plugin_id: str, body: ScorerUpdate) -> ScorerPlugin:
+    """Applies the change. A change of defaults or availability changes scores: it is
+    announced (`ScorerChanged`), and the challenges scoring with the plugin are rescored."""
+    session = work.session
     plugin = get(session, plugin_id)
     changes = body.model_dump(exclude_unset=True)
     schema = changes.get("config_schema", plugin.config_schema)
@@ -126,25 +136,13 @@ def update(
             setattr(plugin, field, value)
     plugin.updated_at = utcnow()
     session.flush()
-    jobs = []
     if affects_scores:
-        jobs = request_rescores_for_plugin(session, plugin_id, f"scorer '{plugin_id}' changed")
-    return plugin, jobs
+        work.publish(ScorerChanged(plugin_id, f"scorer '{plugin_id}' changed"))
+    return plugin
 
 
-def challenges_using(session: Session, plugin_id: str) -> int:
-    """How many challenges name this plugin (JSON filtering done here, portable to SQLite)."""
-    rows = session.scalars(select(Challenge.scoring))
-    return sum(1 for scoring in rows if (scoring or {}).get("plugin_id") == plugin_id)
-
-
-def delete(session: Session, plugin_id: str) -> None:
-    plugin = get(session, plugin_id)
-    in_use = challenges_using(session, plugin_id)
-    if in_use:
-        raise Conflict(
-            f"scorer '{plugin_id}' is used by {in_use} challenge(s); disable it instead "
-            '(PATCH {"enabled": false})'
-        )
-    session.delete(plugin)
-    session.flush()
+def delete(work: UnitOfWork, plugin_id: str) -> None:
+    """Removes a scorer; refused (by the domains that use scorers) while one uses it."""
+    plugin = get(work.session, plugin_id)
+    work.publish(ScorerRemoving(plugin_id))
+    repository.delete_plugin(work.session, plugin)

@@ -14,3 +14,13 @@ def get_plugin(session: Session, plugin_id: str) -> ScorerPlugin | None:
 
 def list_plugins(session: Session) -> list[ScorerPlugin]:
     return list(session.scalars(select(ScorerPlugin).order_by(ScorerPlugin.plugin_id)))
+
+
+def add_plugin(session: Session, plugin: ScorerPlugin) -> None:
+    session.add(plugin)
+    session.flush()
+
+
+def delete_plugin(session: Session, plugin: ScorerPlugin) -> None:
+    session.delete(plugin)
+    session.flush()

@@ -2,12 +2,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response, status
 
-from app.deps import PlatformAdmin, PrincipalDep, SessionDep
+from app.auth.gate import CallerDep, PlatformAdminDep
+from app.deps import SessionDep, UnitOfWorkDep
 from app.scoring import registry
-from app.scoring.repository import list_plugins
-from app.scoring.rescore import enqueue_rescores
 from app.scoring.schemas import (
-    InstalledScorer,
     InstalledScorerList,
     ScorerCreate,
     ScorerList,
@@ -23,47 +21,42 @@ router = APIRouter(prefix="/v1/scorers", tags=["scorers"])
     status_code=status.HTTP_201_CREATED,
     responses={409: {"description": "A scorer with this plugin id is registered."}},
 )
-def post_scorer(body: ScorerCreate, session: SessionDep, _: PlatformAdmin) -> ScorerRead:
+def post_scorer(body: ScorerCreate, work: UnitOfWorkDep, _: PlatformAdminDep) -> ScorerRead:
     """Register a scorer plugin (platform admin). The entrypoint is loaded in the sandbox."""
-    plugin = registry.register(session, body)
-    session.commit()
+    plugin = registry.register(work.session, body)
+    work.commit()
     return ScorerRead.model_validate(plugin)
 
 
 @router.get("")
-def get_scorers(session: SessionDep, _: PrincipalDep) -> ScorerList:
+def get_scorers(session: SessionDep, _: CallerDep) -> ScorerList:
     """Registered scorers (any authenticated caller, so tenant admins can pick one)."""
-    return ScorerList(items=[ScorerRead.model_validate(p) for p in list_plugins(session)])
-
-
-@router.get("/installed")
-def get_installed_scorers(session: SessionDep, _: PlatformAdmin) -> InstalledScorerList:
-    """Scorers declared by installed packages (entry-point group `gauntlet.scorers`)."""
-    registered = {p.plugin_id for p in list_plugins(session)}
-    return InstalledScorerList(
-        items=[
-            InstalledScorer(name=name, entrypoint=value, registered=name in registered)
-            for name, value in sorted(registry.installed_entry_points().items())
-        ]
+    return ScorerList(
+        items=[ScorerRead.model_validate(p) for p in registry.list_registered(session)]
     )
 
 
+@router.get("/installed")
+def get_installed_scorers(session: SessionDep, _: PlatformAdminDep) -> InstalledScorerList:
+    """Scorers declared by installed packages (entry-point group `gauntlet.scorers`)."""
+    return InstalledScorerList(items=registry.list_installed(session))
+
+
 @router.get("/{plugin_id}")
-def get_scorer(plugin_id: str, session: SessionDep, _: PrincipalDep) -> ScorerRead:
+def get_scorer(plugin_id: str, session: SessionDep, _: CallerDep) -> ScorerRead:
     return ScorerRead.model_validate(registry.get(session, plugin_id))
 
 
 @router.patch("/{plugin_id}")
 def patch_scorer(
-    plugin_id: str, body: ScorerUpdate, session: SessionDep, _: PlatformAdmin
+    plugin_id: str, body: ScorerUpdate, work: UnitOfWorkDep, _: PlatformAdminDep
 ) -> ScorerRead:
     """Change a scorer's description, defaults, schema, or disable it (platform admin).
 
     A change of defaults or of `enabled` rescores every challenge that uses the scorer.
     """
-    plugin, jobs = registry.update(session, plugin_id, body)
-    session.commit()
-    enqueue_rescores([job.id for job in jobs])
+    plugin = registry.update(work, plugin_id, body)
+    work.commit()
     return ScorerRead.model_validate(plugin)
 
 
@@ -72,8 +65,8 @@ def patch_scorer(
     status_code=status.HTTP_204_NO_CONTENT,
     responses={409: {"description": "Challenges use the scorer: disable it instead."}},
 )
-def delete_scorer(plugin_id: str, session: SessionDep, _: PlatformAdmin) -> Response:
+def delete_scorer(plugin_id: str, work: UnitOfWorkDep, _: PlatformAdminDep) -> Response:
     """Remove a scorer no challenge uses; one in use must be disabled instead."""
-    registry.delete(session, plugin_id)
-    session.commit()
+    registry.delete(work, plugin_id)
+    work.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,15 +1,34 @@
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from app.schemas import InputSchema, OutputSchema
+from app.scoring.strategies import Strategy
 
 PLUGIN_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,100}$"
 ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class ScoringConfig(InputSchema):
+    strategy: Strategy | None = Field(
+        default=None,
+        description="Default: the kind's ('first' for prompt challenges, 'metric_at_k' for "
+        "benchmark ones).",
+    )
+    plugin_id: str | None = Field(default=None, max_length=100)
+    config: dict[str, Any] = Field(default_factory=dict)
+    timeout_ms: int = Field(default=5000, ge=1, le=60_000)
+
+    @model_validator(mode="after")
+    def _plugin_only_for_custom(self) -> ScoringConfig:
+        if self.strategy == "custom" and not self.plugin_id:
+            raise ValueError("plugin_id is required when strategy is 'custom'")
+        if self.strategy != "custom" and self.plugin_id:
+            raise ValueError("plugin_id is only used with strategy 'custom'")
+        return self
 
 
 class ScorerCreate(InputSchema):
@@ -55,20 +74,3 @@ class InstalledScorer(OutputSchema):
 
 class InstalledScorerList(OutputSchema):
     items: list[InstalledScorer]
-
-
-class RescoreJobRead(OutputSchema):
-    id: uuid.UUID
-    challenge_id: uuid.UUID
-    status: str
-    reason: str
-    total: int | None
-    processed: int
-    error: str | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-
-
-class RescoreJobList(OutputSchema):
-    items: list[RescoreJobRead]

@@ -19,6 +19,8 @@ from sqlalchemy.orm import Session
 from app.config import get_settings
 from app.observability import metrics as telemetry
 from app.scoring.repository import get_plugin
+from app.scoring.schemas import ScoringConfig
+from app.scoring.strategies import Strategy
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +35,7 @@ class ScoreResult:
 class Scoring:
     """What scoring a challenge's attempts takes, resolved from the registry."""
 
-    strategy: str | None
+    strategy: Strategy
     plugin_id: str | None = None
     entrypoint: str | None = None
     config: dict[str, Any] | None = None
@@ -43,13 +45,13 @@ class Scoring:
     @property
     def calls_plugin(self) -> bool:
         """Whether scoring runs a plugin (and so may take up to its timeout)."""
-        return self.strategy == "custom" and self.entrypoint is not None
+        return self.strategy == Strategy.CUSTOM and self.entrypoint is not None
 
     def score(self, metrics: dict[str, Any], context: dict[str, Any]) -> ScoreResult:
         """The attempt's score; never raises for a scorer's misbehaviour (see the sandbox)."""
-        if self.strategy == "metric_at_k":
+        if self.strategy == Strategy.METRIC_AT_K:
             return ScoreResult(metrics.get("metric_at_k"), None)
-        if self.strategy != "custom":
+        if self.strategy != Strategy.CUSTOM:
             return ScoreResult(None, None)
         if self.unavailable is not None or self.entrypoint is None:
             log.warning("attempt %s not scored: %s", context.get("attempt_id"), self.unavailable)
@@ -91,11 +93,10 @@ def _outcome_label(error: str | None) -> str:
     return "timeout" if error.startswith("timed out") else "error"
 
 
-def prepare_scoring(session: Session, scoring: dict[str, Any]) -> Scoring:
-    strategy = scoring.get("strategy")
-    if strategy != "custom":
+def prepare_scoring(session: Session, strategy: Strategy, scoring: ScoringConfig) -> Scoring:
+    if strategy is not Strategy.CUSTOM:
         return Scoring(strategy)
-    plugin_id = scoring.get("plugin_id")
+    plugin_id = scoring.plugin_id
     plugin = get_plugin(session, plugin_id) if plugin_id else None
     if plugin is None or not plugin.enabled:
         reason = f"scorer '{plugin_id}' is not registered or is disabled"
@@ -106,8 +107,6 @@ def prepare_scoring(session: Session, scoring: dict[str, Any]) -> Scoring:
         strategy,
         plugin_id,
         entrypoint=plugin.entrypoint,
-        config={**(plugin.default_config or {}), **(scoring.get("config") or {})},
-        timeout_ms=resolve_timeout_ms(
-            scoring.get("timeout_ms"), get_settings().scorer_max_timeout_ms
-        ),
+        config={**(plugin.default_config or {}), **scoring.config},
+        timeout_ms=resolve_timeout_ms(scoring.timeout_ms, get_settings().scorer_max_timeout_ms),
     )

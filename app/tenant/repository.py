@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from datetime import date
+from datetime import date, datetime
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.auth.models import BrowserSession
 from app.db import insert_for, utcnow
 from app.tenant.models import Participant, Tenant, TenantSpend
 
@@ -18,6 +20,16 @@ def get_tenant(session: Session, tenant_id: uuid.UUID) -> Tenant | None:
 
 def get_tenant_by_slug(session: Session, slug: str) -> Tenant | None:
     return session.scalar(select(Tenant).where(Tenant.slug == slug))
+
+
+def add_tenant(session: Session, tenant: Tenant) -> bool:
+    """Inserts the tenant; False when its slug is taken (a race the check missed)."""
+    try:
+        with session.begin_nested():
+            session.add(tenant)
+    except IntegrityError:
+        return False
+    return True
 
 
 def list_tenants(session: Session, limit: int, offset: int) -> tuple[list[Tenant], int]:
@@ -46,6 +58,50 @@ class ParticipantRepository:
             select(Participant).where(
                 Participant.tenant_id == self.tenant_id,
                 func.lower(Participant.handle) == handle.lower(),
+            )
+        )
+
+    def handle_in_use(self, handle: str) -> bool:
+        """Whether a participant of the tenant has this handle, ignoring case."""
+        found = self.session.scalar(
+            select(Participant.id)
+            .where(
+                Participant.tenant_id == self.tenant_id,
+                func.lower(Participant.handle) == handle.lower(),
+            )
+            .limit(1)
+        )
+        return found is not None
+
+    def add_with_password(self, handle: str, password_hash: str) -> Participant | None:
+        """A participant with a password; None when the handle is taken (the unique index on
+        the lower-cased handle decides races, 'Alice' against 'alice')."""
+        participant = Participant(
+            id=uuid.uuid4(),
+            tenant_id=self.tenant_id,
+            handle=handle,
+            password_hash=password_hash,
+            created_at=utcnow(),
+        )
+        try:
+            with self.session.begin_nested():
+                self.session.add(participant)
+        except IntegrityError:
+            return None
+        return participant
+
+    def signed_in(self, token_hash: str, now: datetime) -> Participant | None:
+        """The participant a live browser session of this tenant is for, if it is still a web
+        account (has a password)."""
+        return self.session.scalar(
+            select(Participant)
+            .join(BrowserSession, BrowserSession.participant_id == Participant.id)
+            .where(
+                BrowserSession.token_hash == token_hash,
+                BrowserSession.tenant_id == self.tenant_id,
+                BrowserSession.expires_at > now,
+                Participant.tenant_id == self.tenant_id,
+                Participant.password_hash.is_not(None),
             )
         )
 

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import uuid
 from datetime import date, datetime
-from typing import Literal
 
 from pydantic import Field
 
+from app.auth.subjects import ApiKeyRole
 from app.schemas import InputSchema, Name, OutputSchema, Slug
 
 
@@ -32,7 +32,7 @@ class TenantList(OutputSchema):
 
 class ApiKeyCreate(InputSchema):
     name: Name
-    role: Literal["admin", "member"]
+    role: ApiKeyRole
 
 
 class ApiKeyRead(OutputSchema):

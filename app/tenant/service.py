@@ -1,33 +1,51 @@
+"""Rules of tenants and their participants: creation, reads, spend, and who a browser session
+signs in."""
+
 from __future__ import annotations
 
 import uuid
 from datetime import datetime, time, timedelta
 
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.auth.models import ApiKey
 from app.auth.service import create_api_key
+from app.auth.sessions import token_hash
+from app.auth.subjects import ApiKeyRole, SignedInParticipant
 from app.config import Settings
 from app.db import utcnow
-from app.errors import Conflict
-from app.tenant.models import Tenant
-from app.tenant.repository import get_tenant_by_slug, spend_since
+from app.errors import Conflict, NotFound
+from app.tenant import repository
+from app.tenant.models import Participant, Tenant
+from app.tenant.repository import ParticipantRepository
 from app.tenant.schemas import SpendDay, TenantUsage
 
 
 def create_tenant(session: Session, slug: str, name: str) -> tuple[Tenant, ApiKey, str]:
     """A tenant comes with its first admin key, the only way into it."""
-    if get_tenant_by_slug(session, slug) is not None:
-        raise Conflict(f"a tenant with slug '{slug}' already exists")
+    taken = Conflict(f"a tenant with slug '{slug}' already exists")
+    if repository.get_tenant_by_slug(session, slug) is not None:
+        raise taken
     tenant = Tenant(id=uuid.uuid4(), slug=slug, name=name, created_at=utcnow())
-    try:
-        with session.begin_nested():
-            session.add(tenant)
-    except IntegrityError as exc:
-        raise Conflict(f"a tenant with slug '{slug}' already exists") from exc
-    key_row, key = create_api_key(session, tenant.id, "initial admin key", "admin")
+    if not repository.add_tenant(session, tenant):
+        raise taken
+    key_row, key = create_api_key(session, tenant.id, "initial admin key", ApiKeyRole.ADMIN)
     return tenant, key_row, key
+
+
+def get_tenant(session: Session, tenant_id: uuid.UUID) -> Tenant:
+    tenant = repository.get_tenant(session, tenant_id)
+    if tenant is None:
+        raise NotFound("tenant not found")
+    return tenant
+
+
+def tenant_by_slug(session: Session, slug: str) -> Tenant | None:
+    return repository.get_tenant_by_slug(session, slug)
+
+
+def list_tenants(session: Session, *, limit: int, offset: int) -> tuple[list[Tenant], int]:
+    return repository.list_tenants(session, limit, offset)
 
 
 USAGE_HISTORY_DAYS = 30
@@ -37,7 +55,9 @@ def tenant_usage(session: Session, tenant_id: uuid.UUID, settings: Settings) -> 
     """Today's model spend against the budgets, and the last days' spend."""
     now = utcnow()
     today = now.date()
-    days = spend_since(session, tenant_id, today - timedelta(days=USAGE_HISTORY_DAYS - 1))
+    days = repository.spend_since(
+        session, tenant_id, today - timedelta(days=USAGE_HISTORY_DAYS - 1)
+    )
     spent = next((row.spent_usd for row in days if row.day == today), 0.0)
     budget = settings.tenant_daily_cost_budget_usd
     return TenantUsage(
@@ -50,3 +70,73 @@ def tenant_usage(session: Session, tenant_id: uuid.UUID, settings: Settings) -> 
         unpriced_usd_per_million_tokens=settings.unpriced_usd_per_million_tokens,
         history=[SpendDay(day=row.day, spent_usd=row.spent_usd, calls=row.calls) for row in days],
     )
+
+
+# Participants ---------------------------------------------------------------------------------
+
+
+def list_participants(
+    session: Session, tenant_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[list[Participant], int]:
+    return ParticipantRepository(session, tenant_id).page(limit, offset)
+
+
+def get_participant(
+    session: Session, tenant_id: uuid.UUID, participant_id: uuid.UUID
+) -> Participant:
+    participant = ParticipantRepository(session, tenant_id).get(participant_id)
+    if participant is None:
+        raise NotFound("participant not found")
+    return participant
+
+
+def participant_by_handle(
+    session: Session, tenant_id: uuid.UUID, handle: str
+) -> Participant | None:
+    """The participant with this handle, ignoring case."""
+    return ParticipantRepository(session, tenant_id).get_by_handle(handle)
+
+
+def participant_for_handle(
+    session: Session, tenant_id: uuid.UUID, handle: str
+) -> tuple[uuid.UUID, str]:
+    """The handle's participant (ignoring case), created on first use, and its handle as
+    first spelled."""
+    return ParticipantRepository(session, tenant_id).id_and_handle_for(handle)
+
+
+def handles(
+    session: Session, tenant_id: uuid.UUID, participant_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, str]:
+    return ParticipantRepository(session, tenant_id).handles(participant_ids)
+
+
+def handle_of(session: Session, tenant_id: uuid.UUID, participant_id: uuid.UUID) -> str:
+    return handles(session, tenant_id, [participant_id]).get(participant_id, "")
+
+
+def register_participant(
+    session: Session, tenant_id: uuid.UUID, handle: str, password_hash: str
+) -> Participant:
+    """A web account: a participant with a password. A handle already in use is refused, even
+    one an API key created without a password (claiming it would take over that player's
+    results), and so is one differing only in case ('Alice' next to 'alice')."""
+    participants = ParticipantRepository(session, tenant_id)
+    taken = Conflict("This handle is taken. Choose another one.")
+    if participants.handle_in_use(handle):
+        raise taken
+    participant = participants.add_with_password(handle, password_hash)
+    if participant is None:
+        raise taken
+    return participant
+
+
+def signed_in_participant(session: Session, tenant_id: uuid.UUID, token: str) -> Participant | None:
+    """The participant a live browser session of this tenant (its token) is for, if it is
+    still a web account."""
+    return ParticipantRepository(session, tenant_id).signed_in(token_hash(token), utcnow())
+
+
+def as_subject(participant: Participant) -> SignedInParticipant:
+    """The signed-in participant as the authorization gate's subject."""
+    return SignedInParticipant(participant.tenant_id, participant.id, participant.handle)

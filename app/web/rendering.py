@@ -19,13 +19,23 @@ from typing import Any
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import (
+    BaseLoader,
+    ChoiceLoader,
+    Environment,
+    FileSystemLoader,
+    PrefixLoader,
+    StrictUndefined,
+    select_autoescape,
+)
 from sqlalchemy.exc import OperationalError
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from app.auth.rate_limits import LimitsUnavailable
+from app.challenge.registry import registered
 from app.errors import AppError
-from app.web import auth, service
+from app.web import auth, formatting
+from app.web.kinds import WebKind
 
 log = logging.getLogger(__name__)
 
@@ -85,21 +95,40 @@ def static_url(name: str) -> str:
     return f"{STATIC_URL}/{name}?v={_static_version(name)}"
 
 
-@lru_cache
+def _kind_templates() -> dict[str, BaseLoader]:
+    """Each kind's own templates (its fragments of the pages), under "kinds/<name>/"."""
+    loaders: dict[str, BaseLoader] = {}
+    for name, kind in registered().items():
+        if isinstance(kind, WebKind) and kind.templates_dir is not None:
+            loaders[name] = FileSystemLoader(kind.templates_dir)
+    return loaders
+
+
 def environment() -> Environment:
+    # One environment per set of kinds (the extra kinds are a setting, read by the registry).
+    return _environment(tuple(registered()))
+
+
+@lru_cache(maxsize=4)
+def _environment(kinds: tuple[str, ...]) -> Environment:
     env = Environment(
-        loader=FileSystemLoader(TEMPLATES_DIR),
+        loader=ChoiceLoader(
+            [
+                FileSystemLoader(TEMPLATES_DIR),
+                PrefixLoader({"kinds": PrefixLoader(_kind_templates())}),
+            ]
+        ),
         autoescape=select_autoescape(["html"]),
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
     env.globals["static_url"] = static_url
-    env.filters["duration"] = service.format_duration
-    env.filters["when"] = service.format_when
-    env.filters["number"] = service.format_number
-    env.filters["cost"] = service.format_cost
-    env.filters["percent"] = service.format_percent
+    env.filters["duration"] = formatting.format_duration
+    env.filters["when"] = formatting.format_when
+    env.filters["number"] = formatting.format_number
+    env.filters["cost"] = formatting.format_cost
+    env.filters["percent"] = formatting.format_percent
     return env
 
 

@@ -732,7 +732,8 @@ def test_benchmark_pages_show_the_curves_the_tasks_and_never_an_answer_key(
     owner: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from app.web import router
+    from app.kinds.benchmark import web as benchmark_pages
+    from app.web.leaderboards import router as leaderboard_pages
 
     key, slug = owner["api_key"], owner["slug"]
     challenge = _benchmark_challenge(api, key)
@@ -768,7 +769,7 @@ def test_benchmark_pages_show_the_curves_the_tasks_and_never_an_answer_key(
     assert '<details class="chart-data">' in chart and "pass@t curves" in chart
     assert re.search(r"<th scope=\"row\">ada</th>", chart)
 
-    monkeypatch.setattr(router, "LEADERBOARD_PAGE_SIZE", 1)
+    monkeypatch.setattr(leaderboard_pages, "LEADERBOARD_PAGE_SIZE", 1)
     first_page = ada.get(f"{base}/leaderboard").text
     header = re.search(r'<table class="board">.*?</thead>', first_page, re.DOTALL)
     assert header is not None
@@ -779,7 +780,7 @@ def test_benchmark_pages_show_the_curves_the_tasks_and_never_an_answer_key(
     second_page = ada.get(f"{base}/leaderboard?page=2").text
     assert second_page.count("<polyline") == 2  # the chart shows the top, whatever the page
 
-    monkeypatch.setattr(router, "TASKS_PAGE_SIZE", 2)
+    monkeypatch.setattr(benchmark_pages, "TASKS_PAGE_SIZE", 2)
     attempt_page = ada.get(f"/t/{slug}/attempts/{attempt_id}").text
     assert attempt_page.count('class="trials-toggle"') == 2 and "Page 1 of 2" in attempt_page
     assert attempt_page.count("<polyline") == 1

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from app.auth.rate_limits import AccountLimits
 from app.web import auth
-from app.web.service import split_reasoning
+from app.web.attempts.service import split_reasoning
 
 
 @pytest.mark.parametrize(
@@ -281,15 +281,17 @@ RUNNING_PROGRESS = {
 
 
 def test_a_running_benchmark_attempt_shows_tasks_done_and_the_curve_so_far() -> None:
+    from app.kinds.benchmark import KIND
+    from app.kinds.benchmark.web import BenchmarkContext, benchmark_progress
+    from app.web.attempts.service import AttemptCard
     from app.web.rendering import render_macro
-    from app.web.service import AttemptCard, BenchmarkContext, benchmark_progress
 
     context = BenchmarkContext(metric="pass@k", k=2, tasks_total=3)
     progress = benchmark_progress(_benchmark_view("running", progress=RUNNING_PROGRESS), context)
     assert (progress.tasks_done, progress.tasks_total, progress.percent_done) == (2, 3, 67)
     assert progress.curve_points == [("pass@1", "50%"), ("pass@2", "75%")]
     assert (progress.tokens_total, progress.cost_usd, progress.metric_at_k) == (120, 0.0042, 0.75)
-    card = AttemptCard(_benchmark_view("running"), [], [], progress)
+    card = AttemptCard(_benchmark_view("running"), [], [], extra=progress, macros=KIND.macros)
     html = render_macro("macros.html", "attempt_card", card, "/t/x/")
     assert "Tasks done" in html and "2 of 3" in html and "$0.0042" in html
     assert '<progress max="3" value="2"' in html and "temperature 0.7" in html
@@ -304,10 +306,10 @@ def test_a_running_benchmark_attempt_shows_tasks_done_and_the_curve_so_far() -> 
 
 
 def test_a_completed_benchmark_attempt_shows_its_final_metrics() -> None:
-    from app.attempt.schemas import AttemptMetricsRead
-    from app.web.service import BenchmarkContext, benchmark_progress
+    from app.attempt.metrics import AttemptMetrics
+    from app.kinds.benchmark.web import BenchmarkContext, benchmark_progress
 
-    metrics = AttemptMetricsRead(
+    metrics = AttemptMetrics(
         succeeded=True,
         tokens_total=900,
         elapsed_ms=40,
@@ -327,7 +329,8 @@ def test_a_completed_benchmark_attempt_shows_its_final_metrics() -> None:
 
 
 def test_the_model_spec_form_is_checked_as_the_api_checks_it() -> None:
-    from app.web.service import FormError, ModelSpecForm, model_spec_attempt
+    from app.kinds.benchmark.web import ModelSpecForm, model_spec_attempt
+    from app.web.forms import FormError
 
     body = model_spec_attempt(
         ModelSpecForm(model="  offline/echo ", temperature="1,5", system_prompt="  "), "ada"
@@ -365,6 +368,6 @@ def test_the_model_spec_form_is_checked_as_the_api_checks_it() -> None:
 def test_the_task_selection_is_described(
     spec: dict[str, Any], tasks: int | None, text: str
 ) -> None:
-    from app.web.service import _selection_text
+    from app.kinds.benchmark.web import _selection_text
 
     assert _selection_text(spec, tasks) == text

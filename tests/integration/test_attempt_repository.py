@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.attempt.models import Attempt
 from app.attempt.repository import AttemptRepository
+from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
 from app.db import make_engine, utcnow
 from app.tenant.models import Participant, Tenant
@@ -51,9 +52,10 @@ def _tenant_with_challenge(session: Session, **challenge: object) -> tuple[Tenan
         title="c",
         kind="prompt",
         target={"model": "offline/echo"},
-        verifier={"type": "contains", "expected": "x"},
-        evaluation={"mode": "pass@k", "k": 1},
-        scoring={"strategy": "first_success"},
+        verifier={"type": "contains", "pattern": "x"},
+        evaluation={"metric": "pass@k", "k": 1},
+        # Scoring and limits are typed columns: what is stored must be valid.
+        scoring={"strategy": "first"},
         **challenge,
     )
     session.add(row)
@@ -102,7 +104,7 @@ def test_submission_target_is_the_tenants_challenge_with_the_handles_participant
             "prompt",
             alice.id,
         )
-        assert target.limits == {"max_attempts_total": 3}
+        assert target.limits == LimitsConfig(max_attempts_total=3)
         assert target.opens_at == opens and target.closes_at is None
         assert target.opens_at.tzinfo is not None
         for handle in ("bob", None):

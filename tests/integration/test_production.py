@@ -388,7 +388,7 @@ def test_killing_each_process_mid_load_loses_and_repeats_nothing(
         ).all()
     assert trials == {attempt_id: 2 for attempt_id in by_id}
     assert sorted((p, a) for p, a in board) == sorted((row.participant_id, row.id) for row in rows)
-    assert all(row.metrics is not None and row.metrics["trials"] == 2 for row in rows)
+    assert all(row.metrics is not None and row.metrics.trials == 2 for row in rows)
     listed = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
     assert listed["total"] == len(accepted)
 

@@ -8,8 +8,8 @@ import string
 
 import pytest
 
-from app.auth.strength import password_problem, secret_problem
 from app.config import Settings
+from app.strength import password_problem, secret_problem
 
 STRONG_TOKEN = secrets.token_urlsafe(32)
 STRONG_KEY = secrets.token_urlsafe(32)

@@ -2,11 +2,25 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from enum import StrEnum
 
 from sqlalchemy import ForeignKey, Index, Integer, String, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, ProducedText, UTCDateTime, new_id, utcnow
+from app.db import Base, ProducedText, StrEnumColumn, UTCDateTime, new_id, utcnow
+
+
+class RescoreStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    ERROR = "error"
+    # A newer job of the same challenge rebuilds with newer settings; this one stopped.
+    SUPERSEDED = "superseded"
+
+    @property
+    def finished(self) -> bool:
+        return self in (RescoreStatus.COMPLETED, RescoreStatus.ERROR, RescoreStatus.SUPERSEDED)
 
 
 class RescoreJob(Base):
@@ -20,7 +34,9 @@ class RescoreJob(Base):
     challenge_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("challenges.id", ondelete="CASCADE")
     )
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    status: Mapped[RescoreStatus] = mapped_column(
+        StrEnumColumn(RescoreStatus, 16), default=RescoreStatus.QUEUED
+    )
     reason: Mapped[str] = mapped_column(String(300), default="")
     total: Mapped[int | None] = mapped_column(Integer, default=None)
     processed: Mapped[int] = mapped_column(Integer, default=0)

@@ -1,4 +1,4 @@
-"""Celery entry points for scoring jobs."""
+"""Celery entry points for rescore jobs."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import uuid
 
 from sqlalchemy.exc import OperationalError
 
-from app.scoring import rescore
+from app.rescore.service import RESCORE_TASK, run_rescore
 from workers.celery_app import celery_app
 
 
 @celery_app.task(
-    name=rescore.RESCORE_TASK,
+    name=RESCORE_TASK,
     acks_late=True,
     reject_on_worker_lost=True,
     autoretry_for=(OperationalError,),
@@ -19,4 +19,4 @@ from workers.celery_app import celery_app
     max_retries=5,
 )
 def rescore_challenge(job_id: str) -> str:
-    return rescore.run_rescore(uuid.UUID(job_id))
+    return run_rescore(uuid.UUID(job_id))

@@ -1,0 +1,100 @@
+"""The evaluation engine's `RunStore` on the attempt's tables: a whole run of a benchmark
+(tasks, trials, summaries) stored as it lands.
+
+Trials land in the `trials` table (unique per attempt, task and index), task summaries in
+`attempt_tasks`, the run record and the latest summary on the attempt. A worker that takes
+over a dead worker's attempt runs the same configuration against the same store, so the
+engine skips finished tasks and continues partial ones without repeating a finished call.
+Every write checks the lease first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.attempt import repository
+from app.attempt.lease import LeaseLost, hold
+from app.config import Settings
+from app.db import session_scope
+from app.evaluation.benchmark import Task
+from app.evaluation.types import TrialRecord
+
+
+class DatabaseRunStore:
+    def __init__(
+        self, attempt_id: uuid.UUID, tenant_id: uuid.UUID, token: uuid.UUID, settings: Settings
+    ) -> None:
+        self.attempt_id, self.tenant_id = attempt_id, tenant_id
+        self.token, self.settings = token, settings
+
+    def _held(self, session: Session) -> None:
+        hold(session, self.attempt_id, self.token, self.settings)
+
+    def _load_config(self) -> dict[str, Any] | None:
+        with session_scope() as session:
+            row = repository.get(session, self.attempt_id)
+            return None if row is None else row.run_config
+
+    def _write_attempt(self, **values: Any) -> None:
+        with session_scope() as session:
+            if not repository.set_run_record(session, self.attempt_id, self.token, **values):
+                raise LeaseLost()
+
+    def _load_trials(self, task: Task) -> list[TrialRecord]:
+        with session_scope() as session:
+            rows = repository.task_trials(session, self.attempt_id, task.canonical_index)
+            return [repository.trial_record(row) for row in rows]
+
+    def _save_trial(self, task: Task, trial: TrialRecord) -> None:
+        with session_scope() as session:
+            self._held(session)
+            repository.insert_trial(
+                session,
+                tenant_id=self.tenant_id,
+                attempt_id=self.attempt_id,
+                trial=trial,
+                task_index=task.canonical_index,
+                task_id=task.task_id,
+            )
+
+    def _save_task(self, task: Task, field: str, value: dict[str, Any]) -> None:
+        with session_scope() as session:
+            self._held(session)
+            repository.upsert_attempt_task(
+                session,
+                {
+                    "attempt_id": self.attempt_id,
+                    "task_index": task.canonical_index,
+                    "tenant_id": self.tenant_id,
+                    "task_id": task.task_id[:200],
+                    field: value,
+                },
+                [field],
+            )
+
+    async def load_config(self) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self._load_config)
+
+    async def save_config(self, config: dict[str, Any]) -> None:
+        await asyncio.to_thread(self._write_attempt, run_config=config)
+
+    async def load_trials(self, task: Task) -> list[TrialRecord]:
+        return await asyncio.to_thread(self._load_trials, task)
+
+    async def save_trial(self, task: Task, trial: TrialRecord) -> None:
+        await asyncio.to_thread(self._save_trial, task, trial)
+
+    async def save_task_meta(self, task: Task, meta: dict[str, Any]) -> None:
+        await asyncio.to_thread(self._save_task, task, "meta", meta)
+
+    async def save_task_summary(self, task: Task, summary: dict[str, Any]) -> None:
+        await asyncio.to_thread(self._save_task, task, "summary", summary)
+
+    async def save_run_summary(self, summary: dict[str, Any]) -> None:
+        # The per-task list stays in attempt_tasks; the attempt keeps the run-level figures.
+        progress = {key: value for key, value in summary.items() if key != "tasks"}
+        await asyncio.to_thread(self._write_attempt, progress=progress)

@@ -1,0 +1,19 @@
+"""How the challenge domain reacts to what the domains below it announce (domain events)."""
+
+from __future__ import annotations
+
+from app.challenge.service import count_naming_plugin
+from app.errors import Conflict
+from app.scoring.events import ScorerRemoving
+from app.unit_of_work import UnitOfWork, handles
+
+
+@handles(ScorerRemoving)
+def refuse_removing_a_scorer_in_use(work: UnitOfWork, event: ScorerRemoving) -> None:
+    """A challenge naming the scorer would lose its scores: disable the scorer instead."""
+    in_use = count_naming_plugin(work.session, event.plugin_id)
+    if in_use:
+        raise Conflict(
+            f"scorer '{event.plugin_id}' is used by {in_use} challenge(s); disable it instead "
+            '(PATCH {"enabled": false})'
+        )

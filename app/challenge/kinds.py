@@ -1,0 +1,103 @@
+"""Challenge kinds: what differs between kinds of challenge, behind one interface per layer.
+
+A kind (`prompt`, `benchmark`, ...) is one package under `app/kinds/` holding one object,
+`KIND`, whose class implements the interface of every layer that asks about kinds:
+
+- here, the challenge layer's (`ChallengeKind`): its configuration sections and their
+  checks, the scoring strategies it allows, what participants may see of it, and the API
+  routers, worker task modules and tables it brings;
+- `app.leaderboard.kinds.LeaderboardKind`: its leaderboard;
+- `app.attempt.kinds.AttemptKind`: what a submission must hold, and its run on a worker;
+- `app.web.kinds.WebKind`: its fragments of the web pages.
+
+Each layer asks the registry (`app.challenge.registry`) for the kind of a challenge and sees
+it through its own interface, so a layer never imports a kind, and no code outside the kinds
+asks `if kind == ...`. Adding a kind is a package and a registration line (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import ValidationError
+
+from app.db import STORED
+from app.errors import ValidationFailed
+from app.schemas import InputSchema
+from app.scoring.schemas import ScoringConfig
+from app.scoring.strategies import Strategy
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+
+class KindConfig(InputSchema):
+    """A kind's sections of a challenge body (`target`, `verifier`, ...), one field each.
+
+    Sections named like a column of the challenges table are stored there; any other is kept
+    in its `kind_sections` document (`app.challenge.models.SECTION_COLUMNS`). A section a
+    participant must not see is left out of `public_sections`."""
+
+
+def validation_failed(error: ValidationError) -> ValidationFailed:
+    """The first error of a kind's configuration as a 422 naming its field path."""
+    first = error.errors()[0]
+    return ValidationFailed.at([str(part) for part in first["loc"]], first["msg"])
+
+
+class ChallengeKind:
+    """The challenge layer's view of a kind. Subclasses set the class attributes and override
+    the checks they need; the defaults accept."""
+
+    name: ClassVar[str]
+    # One line for people: what a participant submits and how it is judged.
+    description: ClassVar[str] = ""
+    config_model: ClassVar[type[KindConfig]]
+    strategies: ClassVar[tuple[Strategy, ...]]
+    default_strategy: ClassVar[Strategy]
+
+    def parse(self, sections: Mapping[str, Any], *, stored: bool = False) -> KindConfig:
+        """The kind's sections, validated (a 422 naming the field when they are not).
+        `stored`: read back from the database (see `app.db.STORED`)."""
+        try:
+            return self.config_model.model_validate(
+                dict(sections), context=STORED if stored else None
+            )
+        except ValidationError as error:
+            raise validation_failed(error) from error
+
+    def check(self, config: KindConfig, scoring: ScoringConfig) -> None:
+        """Rules across the kind's sections and the scoring, needing nothing outside (raise
+        `ValidationFailed.at(path, message)`). The strategy is checked before this."""
+
+    def prepare(self, config: KindConfig) -> KindConfig:
+        """Checks that need the world outside (the outbound policy, a benchmark's data),
+        when a challenge is saved; returns the configuration to store (normalised)."""
+        return config
+
+    def public_sections(self, config: KindConfig) -> dict[str, Any]:
+        """The sections as participants and member keys see them: nothing hidden (system
+        prompts, answer keys, judge rubrics, server addresses)."""
+        return config.model_dump(mode="json")
+
+    # What a kind brings besides its challenges' configuration.
+
+    def api_routers(self) -> Sequence[APIRouter]:
+        """Its own REST endpoints (mounted by the app after the core's)."""
+        return ()
+
+    # Celery modules of its own worker tasks (the worker includes them).
+    task_modules: ClassVar[tuple[str, ...]] = ()
+    # Its periodic tasks, sent by `gauntlet beat`: name -> (task name, every so many seconds).
+    periodic_tasks: ClassVar[Mapping[str, tuple[str, float]]] = {}
+    # Modules defining its own tables (imported with the core's models, so SQLAlchemy and
+    # Alembic see them; their migrations live in migrations/versions like any other).
+    model_modules: ClassVar[tuple[str, ...]] = ()
+
+
+def strategy_refusal(kind: ChallengeKind, strategy: Strategy, others: Sequence[str]) -> str:
+    """Why a strategy does not apply to this kind, and which kinds it is for."""
+    allowed = " or ".join(f"'{s}'" for s in kind.strategies)
+    where = f" (it is only for {' and '.join(others)} challenges)" if others else ""
+    return f"strategy '{strategy}' does not apply to {kind.name} challenges{where}; use {allowed}"

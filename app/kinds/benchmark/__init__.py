@@ -1,0 +1,136 @@
+"""Benchmark challenges: participants submit a model spec; the evaluation engine runs it on a
+benchmark's tasks with pass@k or seq@k, and it ranks by the curve at k."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from app.attempt.kinds import RunContext, Submitted, refuse_fields, require_field
+from app.attempt.metrics import AttemptMetrics
+from app.attempt.repository import SubmissionTarget
+from app.attempt.schemas import AttemptCreate
+from app.challenge.kinds import KindConfig
+from app.config import Settings, get_settings
+from app.errors import ValidationFailed
+from app.evaluation.benchmark import (
+    Benchmark,
+    BenchmarkError,
+    DataFileNotFound,
+    confined_data_files,
+)
+from app.kinds.base import Kind
+from app.kinds.benchmark import web
+from app.kinds.benchmark.config import BenchmarkConfig
+from app.kinds.outbound import checked_api_base
+from app.scoring.strategies import Strategy
+
+
+def _config(config: KindConfig) -> BenchmarkConfig:
+    if not isinstance(config, BenchmarkConfig):
+        raise TypeError(f"a benchmark challenge's configuration, not {type(config).__name__}")
+    return config
+
+
+def _check_benchmark(config: BenchmarkConfig) -> None:
+    """The benchmark exists, its options load tasks, and it knows the feedback mode."""
+    spec = config.benchmark
+    try:
+        benchmark = Benchmark.load(spec.name)
+    except BenchmarkError as exc:
+        raise ValidationFailed.at(["benchmark", "name"], str(exc)) from exc
+    for key, value in spec.options.items():
+        if key in benchmark.path_options:
+            continue  # resolved inside the data folders only, with one answer for all misses
+        # Workers run with the service's files; a tenant must not point a benchmark at them.
+        if isinstance(value, str) and (
+            "/" in value or "\\" in value or value.startswith((".", "~"))
+        ):
+            raise ValidationFailed.at(
+                ["benchmark", "options", key],
+                "file paths are not accepted here; name a file bundled with the benchmark",
+            )
+    try:
+        with confined_data_files(get_settings().benchmark_data_dir):
+            first = next(iter(benchmark.iter_tasks(spec.options)), None)
+    except DataFileNotFound as exc:
+        raise ValidationFailed.at(["benchmark", "options", exc.option], str(exc)) from exc
+    except Exception as exc:
+        raise ValidationFailed.at(
+            ["benchmark", "options"], f"the benchmark cannot load tasks: {exc}"
+        ) from exc
+    if first is None:
+        raise ValidationFailed.at(["benchmark", "options"], "these options select no task")
+    if config.evaluation.metric == "seq@k":
+        mode = config.evaluation.feedback_mode
+        known = benchmark.known_feedback_modes(critic_model=spec.critic_model)
+        if mode not in known:
+            raise ValidationFailed.at(
+                ["evaluation", "feedback_mode"],
+                f"'{mode}' is not a feedback mode of '{spec.name}' with these models; "
+                f"known: {', '.join(sorted(known))}",
+            )
+    if benchmark.verifier_name == "llm" and spec.judge_model is None:
+        raise ValidationFailed.at(["benchmark", "judge_model"], "this benchmark needs a judge")
+
+
+class BenchmarkKind(web.BenchmarkPages, Kind):
+    name: ClassVar[str] = "benchmark"
+    description: ClassVar[str] = "Participants submit a model; it runs on a benchmark's tasks."
+    config_model: ClassVar[type[KindConfig]] = BenchmarkConfig
+    strategies: ClassVar[tuple[Strategy, ...]] = (Strategy.METRIC_AT_K, Strategy.CUSTOM)
+    default_strategy: ClassVar[Strategy] = Strategy.METRIC_AT_K
+    reads_show_trials: ClassVar[bool] = False
+
+    # Configuration ------------------------------------------------------------------------
+
+    def prepare(self, config: KindConfig) -> KindConfig:
+        benchmark = _config(config)
+        api_base = checked_api_base(
+            benchmark.benchmark.actor_api_base, ["benchmark", "actor_api_base"]
+        )
+        _check_benchmark(benchmark)
+        spec = benchmark.benchmark.model_copy(update={"actor_api_base": api_base})
+        return benchmark.model_copy(update={"benchmark": spec})
+
+    def public_sections(self, config: KindConfig) -> dict[str, Any]:
+        # The server the models are called at is the operator's and the admin's business, as
+        # a prompt challenge's target.api_base is.
+        sections = _config(config).model_dump(mode="json")
+        sections["benchmark"].pop("actor_api_base", None)
+        return sections
+
+    # Submissions and runs -----------------------------------------------------------------
+
+    def submission(
+        self,
+        target: SubmissionTarget,
+        body: AttemptCreate,
+        config: Callable[[], KindConfig],
+    ) -> Submitted:
+        model: str = require_field(body, "model", "is required: this is a benchmark challenge")
+        refuse_fields(body, ("prompt",), "is not used by benchmark challenges; send a model spec")
+        spec = _config(config()).benchmark
+        if not spec.allows_model(model):
+            patterns = ", ".join(spec.allowed_models or [])
+            raise ValidationFailed.at(
+                ["model"], f"this challenge accepts only models matching: {patterns}"
+            )
+        return Submitted(
+            model_spec={
+                "model": model,
+                "temperature": body.temperature,
+                "system_prompt": body.system_prompt,
+            }
+        )
+
+    def cost_budget_usd(self, config: KindConfig, settings: Settings) -> float:
+        return _config(config).benchmark.cost_budget(settings)
+
+    async def run(self, context: RunContext) -> AttemptMetrics | None:
+        from app.kinds.benchmark import run
+
+        return await run.run(context, _config(context.job.config))
+
+
+KIND = BenchmarkKind()

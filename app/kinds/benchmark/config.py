@@ -1,0 +1,114 @@
+"""A benchmark challenge's sections: which benchmark runs on which tasks, judged and
+critiqued how, and pass@k or seq@k. Participants submit a model spec."""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field, StringConstraints
+
+from app.challenge.kinds import KindConfig
+from app.config import Settings
+from app.evaluation.types import ModelSpec
+from app.kinds.evaluation import EvaluationConfig
+from app.schemas import InputSchema, ModelId
+
+if TYPE_CHECKING:
+    from app.evaluation.runner import RunConfig
+
+# A glob over model ids: the characters of model ids and the glob's own `*?[]!`.
+ModelPattern = Annotated[
+    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:@+/*?\[\]!-]+$")
+]
+
+
+class BenchmarkSpec(InputSchema):
+    """A benchmark challenge: which benchmark runs, on which tasks, judged and critiqued how."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=100, examples=["arcagi2"])
+    options: dict[str, Any] = Field(default_factory=dict)
+    task_indices: list[Annotated[int, Field(ge=1, le=10_000_000)]] | None = Field(
+        default=None, max_length=10_000
+    )
+    max_tasks: int | None = Field(default=None, ge=1, le=100_000)
+    judge_model: ModelId | None = None
+    critic_model: ModelId | None = None
+    cost_budget_usd: float | None = Field(
+        default=None,
+        gt=0,
+        le=1_000_000,
+        description="No new task starts once an attempt has spent this.",
+    )
+    actor_api_base: str | None = Field(
+        default=None,
+        max_length=500,
+        description="An OpenAI-compatible server the participants' models are called at; must "
+        "match an allowed base URL (setting GAUNTLET_ALLOWED_API_BASES, docs/outbound.md).",
+    )
+    allowed_models: list[ModelPattern] | None = Field(
+        default=None,
+        max_length=100,
+        description="Glob patterns (`*`, `?`, `[...]`) the participants' model ids must match, "
+        "e.g. ['openai/gpt-4o-mini', 'anthropic/claude-3-5-*']; null: any model the server "
+        "allows.",
+    )
+
+    def allows_model(self, model: str) -> bool:
+        """A challenge may narrow the models its participants submit."""
+        patterns = self.allowed_models
+        return not patterns or any(fnmatch.fnmatchcase(model, pattern) for pattern in patterns)
+
+    def cost_budget(self, settings: Settings) -> float:
+        """The server's per-attempt budget, or the challenge's when it is lower (never higher)."""
+        budget = settings.attempt_cost_budget_usd
+        own = self.cost_budget_usd
+        return own if own is not None and 0 < own < budget else budget
+
+    @property
+    def task_selection(self) -> tuple[int, ...] | None:
+        return tuple(self.task_indices) if self.task_indices else None
+
+
+class ModelSubmission(InputSchema):
+    """What a participant submits to a benchmark challenge, as stored on the attempt."""
+
+    model: str
+    temperature: float | None = None
+    system_prompt: str | None = None
+
+
+class BenchmarkConfig(KindConfig):
+    benchmark: BenchmarkSpec
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+
+    def run_config(self, actor: ModelSubmission, settings: Settings) -> RunConfig:
+        """The engine's run of one submitted model: the one place this configuration becomes
+        a `RunConfig` (and its roles `ModelSpec`s)."""
+        from app.evaluation.runner import RunConfig
+
+        spec = self.benchmark
+        timeout = settings.model_timeout_seconds
+
+        def role(model: str | None) -> ModelSpec | None:
+            return ModelSpec(model=model, timeout_s=timeout) if model else None
+
+        return RunConfig(
+            benchmark=spec.name,
+            metric=self.evaluation.metric,
+            k=self.evaluation.k,
+            feedback_mode=self.evaluation.feedback_mode,
+            actor=ModelSpec(
+                model=actor.model,
+                temperature=actor.temperature,
+                system_prompt=actor.system_prompt,
+                api_base=spec.actor_api_base,
+                timeout_s=timeout,
+            ),
+            judge=role(spec.judge_model),
+            critic=role(spec.critic_model),
+            options=dict(spec.options),
+            task_indices=spec.task_selection,
+            max_tasks=spec.max_tasks,
+            cost_budget_usd=spec.cost_budget(settings),
+        )

@@ -1,0 +1,117 @@
+"""Prompt challenges: participants submit a prompt; the target model answers it behind the
+challenge's hidden system prompt, k times (pass@k) or in sequence with feedback (seq@k); the
+verifier judges each answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from sqlalchemy.orm import Session
+
+from app.attempt.kinds import (
+    AttemptJob,
+    RunContext,
+    Submitted,
+    checked_prompt,
+    refuse_fields,
+    require_field,
+)
+from app.attempt.metrics import AttemptMetrics
+from app.attempt.repository import SubmissionTarget
+from app.attempt.schemas import AttemptCreate
+from app.challenge.kinds import KindConfig
+from app.errors import ValidationFailed
+from app.evaluation.feedback import FEEDBACK_MODES
+from app.kinds.base import Kind
+from app.kinds.outbound import check_model_id, checked_api_base
+from app.kinds.prompt import web
+from app.kinds.prompt.config import PromptConfig
+from app.scoring.schemas import ScoringConfig
+from app.scoring.strategies import Strategy
+
+
+def _config(config: KindConfig) -> PromptConfig:
+    if not isinstance(config, PromptConfig):
+        raise TypeError(f"a prompt challenge's configuration, not {type(config).__name__}")
+    return config
+
+
+class PromptKind(web.PromptPages, Kind):
+    name: ClassVar[str] = "prompt"
+    description: ClassVar[str] = "Participants write a prompt; the challenge's model answers it."
+    config_model: ClassVar[type[KindConfig]] = PromptConfig
+    strategies: ClassVar[tuple[Strategy, ...]] = (
+        Strategy.FIRST,
+        Strategy.FASTEST,
+        Strategy.FEWEST_TOKENS,
+        Strategy.HIGHEST_RATING,
+        Strategy.CUSTOM,
+    )
+    default_strategy: ClassVar[Strategy] = Strategy.FIRST
+
+    # Configuration ------------------------------------------------------------------------
+
+    def check(self, config: KindConfig, scoring: ScoringConfig) -> None:
+        prompt = _config(config)
+        if prompt.evaluation.feedback_mode not in FEEDBACK_MODES:
+            known = ", ".join(sorted(FEEDBACK_MODES))
+            raise ValidationFailed.at(
+                ["evaluation", "feedback_mode"], f"unknown feedback mode; known: {known}"
+            )
+        if scoring.strategy is Strategy.HIGHEST_RATING and prompt.verifier.type != "llm_judge":
+            raise ValidationFailed.at(
+                ["scoring", "strategy"],
+                "strategy 'highest_rating' needs an 'llm_judge' verifier (only a judge rates)",
+            )
+
+    def prepare(self, config: KindConfig) -> KindConfig:
+        prompt = _config(config)
+        api_base = checked_api_base(prompt.target.api_base, ["target", "api_base"])
+        if prompt.verifier.type == "llm_judge":
+            check_model_id(prompt.verifier.model, ["verifier", "model"])
+        target = prompt.target.model_copy(update={"api_base": api_base})
+        return prompt.model_copy(update={"target": target})
+
+    def public_sections(self, config: KindConfig) -> dict[str, Any]:
+        """No system prompt, no verifier keys or patterns, no judge rubric, no server."""
+        prompt = _config(config)
+        verifier: dict[str, Any] = {"type": prompt.verifier.type}
+        if prompt.verifier.type == "llm_judge":
+            verifier["votes"] = prompt.verifier.votes
+            verifier["pass_threshold"] = prompt.verifier.pass_threshold
+        return {
+            "target": prompt.target.public(),
+            "verifier": verifier,
+            "evaluation": prompt.evaluation.model_dump(mode="json"),
+        }
+
+    # Submissions and runs -----------------------------------------------------------------
+
+    def submission(
+        self,
+        target: SubmissionTarget,
+        body: AttemptCreate,
+        config: Callable[[], KindConfig],
+    ) -> Submitted:
+        require_field(body, "prompt", "is required: this is a prompt challenge")
+        refuse_fields(
+            body, ("model", "temperature", "system_prompt"), "is only used by benchmark challenges"
+        )
+        return Submitted(prompt=checked_prompt(target, body))
+
+    async def run(self, context: RunContext) -> AttemptMetrics | None:
+        from app.kinds.prompt import run
+
+        await run.run(context, _config(context.job.config))
+        return None
+
+    def measure(
+        self, session: Session, job: AttemptJob, outcome: AttemptMetrics | None
+    ) -> AttemptMetrics:
+        from app.kinds.prompt import run
+
+        return run.measure(session, job)
+
+
+KIND = PromptKind()

@@ -1,0 +1,47 @@
+"""A prompt attempt on a worker: the participant's prompt, sent to the target k times (pass@k)
+or in sequence with feedback (seq@k), each answer judged by the verifier."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from app.attempt.kinds import AttemptJob, RunContext, stored_trials
+from app.attempt.metrics import AttemptMetrics
+from app.evaluation.engine import attempt_totals, run_trials
+from app.evaluation.types import TrialRecord
+from app.evaluation.verifiers import build_verifier
+from app.kinds.prompt.config import PromptConfig
+
+
+async def run(context: RunContext, config: PromptConfig) -> None:
+    job = context.job
+    verifier = build_verifier(config.verifier, goal=job.goal, llm=context.llm)
+
+    async def on_trial(trial: TrialRecord) -> None:
+        await context.save_trial(trial)
+
+    await run_trials(
+        task_prompt=config.target.task_prompt(job.prompt or ""),
+        actor=config.target.model_spec(context.settings.model_timeout_seconds),
+        verifier=verifier,
+        metric=config.evaluation.metric,
+        k=config.evaluation.k,
+        feedback_mode=config.evaluation.feedback_mode,
+        llm=context.llm,
+        # A takeover continues after the trials an earlier run stored.
+        existing=await context.stored_trials(),
+        on_trial=on_trial,
+    )
+
+
+def measure(session: Session, job: AttemptJob) -> AttemptMetrics:
+    """From the stored trials, every run's (a takeover's trials count with the first run's)."""
+    totals = attempt_totals(stored_trials(session, job.attempt_id))
+    return AttemptMetrics(
+        succeeded=totals.succeeded,
+        tokens_total=totals.tokens_total,
+        elapsed_ms=totals.elapsed_ms,
+        rating=totals.rating,
+        cost_usd=totals.cost_usd,
+        trials=totals.trials,
+    )

@@ -1,0 +1,43 @@
+"""Rescore jobs over HTTP: request one, follow its progress."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import APIRouter, status
+
+from app.auth.gate import TenantAdminDep, TenantKeyDep
+from app.deps import SessionDep, UnitOfWorkDep
+from app.rescore import service
+from app.rescore.schemas import RescoreJobList, RescoreJobRead
+
+router = APIRouter(prefix="/v1")
+
+
+@router.post(
+    "/challenges/{challenge_id}/rescore",
+    status_code=status.HTTP_202_ACCEPTED,
+    tags=["challenges"],
+)
+def post_rescore(
+    challenge_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
+) -> RescoreJobRead:
+    """Score every completed attempt again and rebuild the leaderboard (tenant admin)."""
+    job = service.request_challenge_rescore(work, caller.tenant_id, challenge_id)
+    work.commit()
+    return RescoreJobRead.model_validate(job)
+
+
+@router.get("/challenges/{challenge_id}/rescore-jobs", tags=["challenges"])
+def get_rescore_jobs(
+    challenge_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep
+) -> RescoreJobList:
+    """The challenge's rescore jobs with their progress, newest first."""
+    jobs = service.list_jobs(session, caller.tenant_id, challenge_id)
+    return RescoreJobList(items=[RescoreJobRead.model_validate(j) for j in jobs])
+
+
+@router.get("/rescore-jobs/{job_id}", tags=["scorers"])
+def get_rescore_job(job_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> RescoreJobRead:
+    """Progress of one rescore job: `processed` of `total` attempts, then `completed`."""
+    return RescoreJobRead.model_validate(service.get_job(session, caller.tenant_id, job_id))

@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from app.rescore.models import RescoreStatus
+from app.schemas import OutputSchema
+
+
+class RescoreJobRead(OutputSchema):
+    id: uuid.UUID
+    challenge_id: uuid.UUID
+    status: RescoreStatus
+    reason: str
+    total: int | None
+    processed: int
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class RescoreJobList(OutputSchema):
+    items: list[RescoreJobRead]

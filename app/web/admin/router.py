@@ -1,0 +1,193 @@
+"""The tenant admin's pages: signed in with an admin API key (a server-side admin session
+behind its own cookie, checked on every request), the day's model spend against the budget,
+attempt counts by status, recent errors with a button to re-run a failed attempt, the scorer
+registry."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from app.attempt import service as attempt_service
+from app.auth import sessions
+from app.auth.models import ApiKey
+from app.auth.service import authenticate
+from app.auth.subjects import TenantAdmin
+from app.challenge import service as challenges
+from app.challenge.service import challenge_status
+from app.config import get_settings
+from app.deps import SessionDep, UnitOfWorkDep
+from app.errors import AppError, Unauthorized
+from app.scoring import registry
+from app.tenant import service as tenants
+from app.tenant.models import Tenant
+from app.web import auth
+from app.web.leaderboards.service import strategy_text
+from app.web.rendering import HtmlRoute, not_found, page, redirect
+from app.web.visitors import CsrfField, require_csrf, tenant_url, visitor
+from app.web.visitors import notice as notice_text
+
+router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
+
+
+def _admin_key(request: Request, session: Session, tenant: Tenant) -> ApiKey | None:
+    """The admin's key, through its live admin session, checked against the database on
+    every request (sign-out, expiry and revocation are immediate)."""
+    token = auth.admin_session_token(request)
+    return sessions.admin_key_of(session, tenant.id, token) if token else None
+
+
+def _admin_sign_in_page(
+    request: Request,
+    web: auth.WebSession,
+    tenant: Tenant,
+    *,
+    status_code: int = 200,
+    error: str | None = None,
+    notice: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    return page(
+        request,
+        web,
+        "admin_sign_in.html",
+        status_code=status_code,
+        headers=headers,
+        admin_page=True,
+        title=f"Admin sign-in · {tenant.name}",
+        tenant=tenant,
+        error=error,
+        notice=notice,
+    )
+
+
+@router.get("/t/{tenant_slug}/admin")
+def admin(
+    tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
+) -> Response:
+    web, tenant, participant = visitor(request, session, tenant_slug)
+    key = _admin_key(request, session, tenant)
+    if key is None:
+        code = "key-invalid" if request.cookies.get(auth.ADMIN_COOKIE) else None
+        response = redirect(
+            request,
+            web,
+            tenant_url(tenant, "admin/sign-in" + (f"?notice={code}" if code else "")),
+        )
+        if code:
+            auth.clear_admin_cookie(request, response, tenant.slug)
+        return response
+    newest = challenges.newest_challenges(session, tenant.id, limit=200)
+    counts = attempt_service.status_counts(session, tenant.id, [c.id for c in newest])
+    rows = [(c, challenge_status(c), strategy_text(c), counts[c.id]) for c in newest]
+    return page(
+        request,
+        web,
+        "admin.html",
+        admin_page=True,
+        title=f"Admin · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        admin_key=key,
+        rows=rows,
+        errors=attempt_service.recent_errors(session, tenant.id, limit=20),
+        usage=tenants.tenant_usage(session, tenant.id, get_settings()),
+        plugins=registry.list_registered(session),
+        notice=notice_text(notice),
+    )
+
+
+@router.get("/t/{tenant_slug}/admin/sign-in")
+def admin_sign_in_form(
+    tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
+) -> Response:
+    web, tenant, _ = visitor(request, session, tenant_slug)
+    return _admin_sign_in_page(request, web, tenant, notice=notice_text(notice))
+
+
+@router.post("/t/{tenant_slug}/admin/sign-in")
+def admin_sign_in(
+    tenant_slug: str,
+    request: Request,
+    work: UnitOfWorkDep,
+    csrf_token: CsrfField = "",
+    api_key: Annotated[str, Form()] = "",
+) -> Response:
+    session = work.session
+    web, tenant, _ = visitor(request, session, tenant_slug)
+    require_csrf(web, csrf_token)
+    address = auth.client_address(request)
+    refusal = auth.limits.check_address(address)
+    if refusal is not None:
+        return _admin_sign_in_page(
+            request,
+            web,
+            tenant,
+            status_code=429,
+            error=refusal.message,
+            headers={"Retry-After": str(refusal.retry_after_seconds)},
+        )
+    try:
+        caller = authenticate(session, api_key.strip())
+    except Unauthorized:
+        caller = None
+    if not isinstance(caller, TenantAdmin) or caller.tenant_id != tenant.id:
+        auth.limits.sign_in_failed(None, None, address)
+        return _admin_sign_in_page(
+            request,
+            web,
+            tenant,
+            status_code=401,
+            error=f"This is not a valid admin API key of {tenant.name}.",
+        )
+    token = sessions.start_admin_session(
+        session, tenant.id, caller.api_key_id, auth.admin_session_token(request)
+    )
+    work.commit()
+    response = redirect(request, web, tenant_url(tenant, "admin?notice=admin-signed-in"))
+    auth.set_admin_cookie(request, response, tenant.slug, token)
+    return response
+
+
+@router.post("/t/{tenant_slug}/admin/sign-out")
+def admin_sign_out(
+    tenant_slug: str, request: Request, work: UnitOfWorkDep, csrf_token: CsrfField = ""
+) -> Response:
+    session = work.session
+    web, tenant, _ = visitor(request, session, tenant_slug)
+    require_csrf(web, csrf_token)
+    token = auth.admin_session_token(request)
+    if token is not None:
+        sessions.end_session(session, token)
+        work.commit()
+    response = redirect(request, web, tenant_url(tenant, "admin/sign-in?notice=admin-signed-out"))
+    auth.clear_admin_cookie(request, response, tenant.slug)
+    return response
+
+
+@router.post("/t/{tenant_slug}/admin/attempts/{attempt_id}/retry")
+def admin_retry(
+    tenant_slug: str,
+    attempt_id: uuid.UUID,
+    request: Request,
+    work: UnitOfWorkDep,
+    csrf_token: CsrfField = "",
+) -> Response:
+    session = work.session
+    web, tenant, _ = visitor(request, session, tenant_slug)
+    require_csrf(web, csrf_token)
+    key = _admin_key(request, session, tenant)
+    if key is None:
+        raise not_found()
+    admin = sessions.admin_subject(key)
+    try:
+        attempt_service.retry_attempt(work, admin.tenant_id, attempt_id)
+    except AppError:
+        work.rollback()
+        return redirect(request, web, tenant_url(tenant, "admin?notice=not-retryable"))
+    work.commit()
+    return redirect(request, web, tenant_url(tenant, "admin?notice=requeued"))

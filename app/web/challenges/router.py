@@ -1,0 +1,315 @@
+"""Challenge pages: the home page, a tenant's challenges, a challenge (goal, facts, attempt
+form, the participant's attempts updating live, the leaderboard beside them), submitting an
+attempt from its form. What differs between kinds is the kind's (`app.web.kinds`).
+
+Visibility: public challenges are readable by anyone (playing needs an account of the
+tenant); unlisted ones by the tenant's signed-in participants; private ones never appear here.
+Whatever a visitor may not see answers 404, as the API does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import uuid
+from collections.abc import Mapping
+
+from fastapi import APIRouter, Depends, Request
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from app.attempt import service as attempt_service
+from app.challenge.models import Challenge
+from app.challenge.registry import kind_as
+from app.challenge.service import config_of, to_public_view
+from app.deps import SessionDep, UnitOfWorkDep
+from app.errors import AppError
+from app.observability import metrics as telemetry
+from app.tenant import service as tenants
+from app.web import auth
+from app.web.attempts.service import ATTEMPTS_PAGE_SIZE, AttemptCard, attempt_cards
+from app.web.challenges import service
+from app.web.forms import FormError, error_field
+from app.web.kinds import WebKind
+from app.web.leaderboards.service import (
+    LEADERBOARD_PANEL_SIZE,
+    leaderboard_chart,
+    leaderboard_view,
+    strategy_text,
+)
+from app.web.rendering import (
+    HtmlRoute,
+    PageError,
+    json_response,
+    not_found,
+    page,
+    redirect,
+    render_macro,
+)
+from app.web.visitors import (
+    ListPage,
+    PageNumber,
+    Visitor,
+    challenge_url,
+    require_csrf,
+    tenant_named,
+    tenant_url,
+    visible_challenge,
+    visitor,
+)
+from app.web.visitors import notice as notice_text
+
+router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
+
+MAX_LIVE_IDS = 50
+HOME_PAGE_SIZE = 20
+
+
+@router.get("/")
+def home(request: Request, session: SessionDep, page_number: ListPage = 1) -> Response:
+    rows, total = service.home_rows(
+        session, limit=HOME_PAGE_SIZE, offset=(page_number - 1) * HOME_PAGE_SIZE
+    )
+    return page(
+        request,
+        auth.load_session(request),
+        "home.html",
+        rows=rows,
+        page_number=page_number,
+        pages=max(1, math.ceil(total / HOME_PAGE_SIZE)),
+    )
+
+
+@router.get("/t/{tenant_slug}")
+def tenant_root(tenant_slug: str, request: Request, session: SessionDep) -> Response:
+    tenant = tenant_named(session, tenant_slug)
+    return redirect(request, None, tenant_url(tenant))
+
+
+@router.get("/t/{tenant_slug}/")
+def challenge_list(
+    tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
+) -> Response:
+    visit = visitor(request, session, tenant_slug)
+    web, tenant, participant = visit
+    groups = service.challenge_cards(session, tenant.id, participant, visit.visibilities)
+    return page(
+        request,
+        web,
+        "challenges.html",
+        title=f"Challenges · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        groups=groups,
+        notice=notice_text(notice),
+    )
+
+
+def _challenge_page(
+    request: Request,
+    session: Session,
+    visit: Visitor,
+    challenge: Challenge,
+    *,
+    attempts_page: int = 1,
+    status_code: int = 200,
+    fields: Mapping[str, str] | None = None,
+    error: str | None = None,
+    error_in: str | None = None,
+    notice: str | None = None,
+) -> Response:
+    web, tenant, participant = visit
+    cards: list[AttemptCard] = []
+    attempts_total = 0
+    if participant is not None:
+        attempts, attempts_total = attempt_service.participant_attempts(
+            session,
+            tenant.id,
+            challenge.id,
+            participant.id,
+            limit=ATTEMPTS_PAGE_SIZE,
+            offset=(attempts_page - 1) * ATTEMPTS_PAGE_SIZE,
+        )
+        cards = attempt_cards(session, tenant.id, challenge, attempts, participant.handle)
+    board = leaderboard_view(
+        session, challenge, participant, limit=LEADERBOARD_PANEL_SIZE, offset=0
+    )
+    public = to_public_view(challenge)
+    parts = service.kind_parts(challenge, fields or {}, error_in)
+    base_url = challenge_url(tenant, challenge)
+    submission_id = uuid.uuid4().hex
+    return page(
+        request,
+        web,
+        "challenge.html",
+        status_code=status_code,
+        title=f"{challenge.title} · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        challenge=public,
+        status=public.status,
+        strategy=strategy_text(challenge),
+        kind=parts,
+        cards=cards,
+        attempts_total=attempts_total,
+        attempts_page=attempts_page,
+        attempts_pages=max(1, math.ceil(attempts_total / ATTEMPTS_PAGE_SIZE)),
+        board=board,
+        chart=leaderboard_chart(session, challenge, participant, board, first_page=True),
+        error=error,
+        form_page={
+            "csrf_token": web.csrf_token,
+            "submission_id": submission_id,
+            "base_url": base_url,
+            "error": error,
+        },
+        notice=notice,
+        base_url=base_url,
+    )
+
+
+@router.get("/t/{tenant_slug}/challenges/{challenge_slug}")
+def challenge_page(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    session: SessionDep,
+    notice: str | None = None,
+    attempts_page: PageNumber = 1,
+) -> Response:
+    visit = visitor(request, session, tenant_slug)
+    challenge = visible_challenge(session, visit, challenge_slug)
+    return _challenge_page(
+        request, session, visit, challenge, attempts_page=attempts_page, notice=notice_text(notice)
+    )
+
+
+async def form_fields(request: Request) -> dict[str, str]:
+    """The attempt form's text fields as sent (each kind's form sends its own). Browsers send
+    a textarea's line breaks as CRLF: the fields hold what the person typed."""
+    form = await request.form()
+    return {
+        name: value.replace("\r\n", "\n") for name, value in form.items() if isinstance(value, str)
+    }
+
+
+@router.post("/t/{tenant_slug}/challenges/{challenge_slug}/attempts")
+def submit(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    work: UnitOfWorkDep,
+    fields: dict[str, str] = Depends(form_fields),
+) -> Response:
+    session = work.session
+    visit = visitor(request, session, tenant_slug)
+    web, tenant, participant = visit
+    require_csrf(web, fields.get("csrf_token", ""))
+    challenge = visible_challenge(session, visit, challenge_slug)
+    if participant is None:
+        raise PageError(
+            401,
+            "Sign in to play",
+            f"Sign in or create an account of {tenant.name} to submit attempts.",
+        )
+    submitter = tenants.as_subject(participant)
+    kind = kind_as(challenge.kind, WebKind)
+
+    def again(status_code: int, message: str, field: str | None = None) -> Response:
+        work.rollback()
+        return _challenge_page(
+            request,
+            session,
+            visit,
+            challenge,
+            status_code=status_code,
+            fields=fields,
+            error=message,
+            error_in=field,
+        )
+
+    try:
+        body = kind.form_submission(config_of(challenge), fields, participant.handle)
+    except FormError as exc:
+        return again(exc.status_code, exc.message, exc.field)
+    # The form's one-time id makes a double submit (double click, resent form) one attempt.
+    idempotency_key = None
+    with contextlib.suppress(ValueError):
+        submission_id = uuid.UUID(hex=fields.get("submission_id", ""))
+        idempotency_key = f"web:{participant.id}:{submission_id.hex}"
+    try:
+        submission = attempt_service.submit_attempt(
+            work, submitter, challenge.id, body, idempotency_key
+        )
+    except AppError as exc:
+        return again(exc.status_code, exc.message, error_field(exc, kind.form_fields))
+    work.commit()
+    if submission.created:
+        telemetry.attempt_reached(submission.kind, "queued")
+    return redirect(
+        request,
+        web,
+        challenge_url(tenant, challenge, f"?notice=submitted#attempt-{submission.attempt.id}"),
+    )
+
+
+@router.get("/t/{tenant_slug}/challenges/{challenge_slug}/live")
+def live(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    session: SessionDep,
+    ids: str = "",
+) -> Response:
+    """The status of the participant's given attempts, each with its card's HTML, and the
+    leaderboard panel's HTML (and the kind's chart) when one of them has finished (the page
+    swaps them in)."""
+    visit = visitor(request, session, tenant_slug)
+    web, tenant, participant = visit
+    challenge = visible_challenge(session, visit, challenge_slug)
+    if participant is None:
+        raise not_found()
+    attempt_ids = []
+    for raw in ids.split(",")[:MAX_LIVE_IDS]:
+        try:
+            attempt_ids.append(uuid.UUID(raw.strip()))
+        except ValueError:
+            continue
+    attempts = attempt_service.participant_attempts_by_ids(
+        session, tenant.id, challenge.id, participant.id, attempt_ids
+    )
+    cards = attempt_cards(session, tenant.id, challenge, attempts, participant.handle)
+    leaderboard_html = None
+    chart_html = None
+    if any(card.finished for card in cards):
+        board = leaderboard_view(
+            session, challenge, participant, limit=LEADERBOARD_PANEL_SIZE, offset=0
+        )
+        leaderboard_html = render_macro(
+            "macros.html",
+            "leaderboard_panel",
+            board,
+            challenge_url(tenant, challenge, "/leaderboard"),
+        )
+        chart = leaderboard_chart(session, challenge, participant, board, first_page=True)
+        if chart is not None:
+            chart_html = render_macro("macros.html", "curve_chart", chart)
+    base = tenant_url(tenant)
+    return json_response(
+        request,
+        web,
+        {
+            "attempts": [
+                {
+                    "id": str(card.view.id),
+                    "status": card.view.status,
+                    "version": card.version,
+                    "finished": card.finished,
+                    "html": render_macro("macros.html", "attempt_card", card, base),
+                }
+                for card in cards
+            ],
+            "leaderboard_html": leaderboard_html,
+            "chart_html": chart_html,
+        },
+    )

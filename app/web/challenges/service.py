@@ -1,0 +1,111 @@
+"""The challenge pages: the home page's tenants, a tenant's challenges with the participant's
+best result on each, and what a challenge page shows of its kind."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.attempt import service as attempt_service
+from app.challenge import service as challenges
+from app.challenge.config import ChallengeStatus, Visibility
+from app.challenge.models import Challenge
+from app.challenge.registry import kind_as
+from app.challenge.schemas import ChallengePublic
+from app.challenge.service import challenge_status, config_of, to_public_view
+from app.leaderboard import service as leaderboards
+from app.leaderboard.service import item_of
+from app.tenant.models import Participant, Tenant
+from app.web.kinds import StrategyText, WebKind
+from app.web.leaderboards.service import ranked_value, strategy_text
+
+
+def home_rows(
+    session: Session, *, limit: int, offset: int
+) -> tuple[list[tuple[Tenant, list[tuple[Challenge, ChallengeStatus]], int]], int]:
+    """Tenants with public challenges, each with its newest ones and how many it has."""
+    listed, total = challenges.tenants_with_public_challenges(
+        session, limit=limit, offset=offset, challenges_per_tenant=5
+    )
+    rows = [
+        (tenant, [(c, challenge_status(c)) for c in newest], count)
+        for tenant, newest, count in listed
+    ]
+    return rows, total
+
+
+@dataclass(frozen=True)
+class BestResult:
+    rank: int
+    value: str
+    attempt_id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class ChallengeCard:
+    challenge: ChallengePublic
+    strategy: StrategyText
+    best: BestResult | None
+    attempts: int
+
+
+def challenge_cards(
+    session: Session,
+    tenant_id: uuid.UUID,
+    participant: Participant | None,
+    visibilities: Collection[Visibility],
+    *,
+    limit: int = 200,
+) -> dict[str, list[ChallengeCard]]:
+    """The visible challenges by status (open, upcoming, closed), each with the participant's
+    best result so far."""
+    found = challenges.newest_challenges(session, tenant_id, visibilities=visibilities, limit=limit)
+    ids = [c.id for c in found]
+    standings: dict[uuid.UUID, leaderboards.Standing] = {}
+    counts: dict[uuid.UUID, int] = {}
+    if participant is not None:
+        standings = leaderboards.standings(session, tenant_id, participant.id, ids)
+        counts = attempt_service.attempt_counts(session, tenant_id, participant.id, ids)
+    groups: dict[str, list[ChallengeCard]] = {"open": [], "upcoming": [], "closed": []}
+    for challenge in found:
+        strategy = strategy_text(challenge)
+        best = None
+        standing = standings.get(challenge.id)
+        if standing is not None and participant is not None:
+            entry = standing.entry
+            best = BestResult(
+                rank=standing.rank,
+                value=ranked_value(strategy.key, item_of(entry, participant.handle, rank=0)),
+                attempt_id=entry.attempt_id,
+            )
+        groups[challenge_status(challenge)].append(
+            ChallengeCard(to_public_view(challenge), strategy, best, counts.get(challenge.id, 0))
+        )
+    return groups
+
+
+@dataclass(frozen=True)
+class KindParts:
+    """What a challenge page shows of its kind: its fragments, its facts, its attempt form."""
+
+    macros: str
+    facts: Any
+    form: Any | None  # None: the kind's attempts are submitted through the API only
+    form_fields: tuple[str, ...]
+
+
+def kind_parts(
+    challenge: Challenge, fields: Mapping[str, str], error_field: str | None = None
+) -> KindParts:
+    kind = kind_as(challenge.kind, WebKind)
+    config = config_of(challenge)
+    return KindParts(
+        macros=kind.macros,
+        facts=kind.facts(challenge, config),
+        form=kind.form(challenge, config, fields, error_field),
+        form_fields=kind.form_fields,
+    )

@@ -1,0 +1,79 @@
+"""How the pages write numbers, durations, dates and costs (also Jinja filters), and the
+coercions that read figures from stored documents without trusting their types."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Any
+
+from app.web import charts
+
+
+def format_duration(milliseconds: int | float | None) -> str:
+    if milliseconds is None:
+        return "—"
+    if milliseconds < 1000:
+        return f"{milliseconds:.0f} ms"
+    seconds = milliseconds / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+def format_when(value: datetime | None) -> str:
+    return "—" if value is None else f"{value:%Y-%m-%d %H:%M} UTC"
+
+
+def format_number(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}"
+
+
+def format_cost(value: float | None) -> str:
+    """US dollars; small amounts keep their significant digits ("$0.0042")."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    if value == 0:
+        return "$0.00"
+    if abs(value) < 0.01:
+        return f"${value:.4f}"
+    return f"${value:,.2f}"
+
+
+format_percent = charts.percent
+
+
+def detail_text(value: Any) -> str:
+    """A detail of a score or an option, as one line of text."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return format_number(value)
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return int(value)
+
+
+def float_or_none(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def floats(values: Any) -> list[float]:
+    if not isinstance(values, list):
+        return []
+    return [float_or_none(value) or 0.0 for value in values]

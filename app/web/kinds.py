@@ -1,0 +1,156 @@
+"""The web layer's view of a challenge kind (see `app.challenge.kinds`): its fragments of the
+pages every kind shares.
+
+The pages (challenge, attempt, leaderboard) are the web's; where they show something only the
+kind knows, they call a macro of the kind's template `kinds/<name>/macros.html` (from the
+kind's `templates_dir`) with a value the kind's methods below computed:
+
+- `facts(facts)`: rows of the challenge page's facts list (`facts`);
+- `form(form, page)`: the challenge page's attempt form (`form`; None: through the API only);
+- `card_verdict(card)`, `card_body(card)`: an attempt card's head and body (`card.extra` is
+  the kind's `card_extras`);
+- `attempt_summary(card)`, `attempt_details(details, card, page)`: the attempt page
+  (`attempt_details`);
+- `panel_head(board)`, `panel_note(row)`: the leaderboard panel's participant column;
+  `board_lead_head`, `board_lead_cells`, `board_head`, `board_cells`: the full leaderboard's
+  own columns (`row.extra` is the kind's `board_extras`, `board.kind_info` its `board_info`).
+
+A kind without templates of its own uses `kind_default.html` (what every kind has: status,
+prompt, metrics, trials), whose macros a kind's own template may call. `page` holds what a
+fragment may need of the page (`csrf_token`, `submission_id`, `base_url`, `attempt_url`,
+`error`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from fastapi import APIRouter
+from sqlalchemy.orm import Session
+
+from app.attempt.schemas import AttemptCreate, AttemptRead
+from app.challenge.kinds import KindConfig
+from app.challenge.models import Challenge
+from app.scoring.strategies import Strategy
+from app.web.forms import FormError
+
+if TYPE_CHECKING:
+    from app.web import charts
+
+DEFAULT_MACROS = "kind_default.html"
+
+
+@dataclass(frozen=True)
+class StrategyText:
+    """How a page names and explains a challenge's ranking."""
+
+    key: str
+    label: str
+    column: str
+    explanation: str
+
+
+class WebKind:
+    """The web layer's interface of a kind; the defaults show what every kind has."""
+
+    name: ClassVar[str]
+    # The folder of the kind's templates (its `macros.html`), read as "kinds/<name>/".
+    templates_dir: ClassVar[Path | None] = None
+    # The form fields its attempt form sends (besides the page's own).
+    form_fields: ClassVar[tuple[str, ...]] = ()
+    # Whether its attempt cards list trials (loaded for them); a kind whose attempts have
+    # many (tasks times k) shows a summary and pages through them on the attempt page.
+    cards_show_trials: ClassVar[bool] = True
+    # How many columns of its own the full leaderboard has (`board_head`, `board_cells`).
+    board_columns: ClassVar[int] = 0
+    # Whether it draws a chart beside its leaderboards (`chart`).
+    has_chart: ClassVar[bool] = False
+
+    def web_routers(self) -> Sequence[APIRouter]:
+        """Pages of its own (mounted with the web's, before its catch-all 404)."""
+        return ()
+
+    @property
+    def macros(self) -> str:
+        """The template holding the kind's fragments."""
+        return f"kinds/{self.name}/macros.html" if self.templates_dir else DEFAULT_MACROS
+
+    def describe_strategy(self, strategy: Strategy, config: KindConfig) -> StrategyText | None:
+        """How the kind names a strategy of its own; None: the pages' usual words."""
+        return None
+
+    def facts(self, challenge: Challenge, config: KindConfig) -> Any:
+        return config
+
+    def form(
+        self,
+        challenge: Challenge,
+        config: KindConfig,
+        fields: Mapping[str, str],
+        error_field: str | None,
+    ) -> Any | None:
+        """The attempt form's state (as typed so far, kept when a submission is refused), or
+        None when the kind's attempts are submitted through the API only."""
+        return None
+
+    def form_submission(
+        self, config: KindConfig, fields: Mapping[str, str], handle: str
+    ) -> AttemptCreate:
+        """The submission a sent form asks for, checked as the API checks it (`FormError`
+        naming the field when it is not)."""
+        raise FormError("This page cannot submit attempts at this kind of challenge.")
+
+    def card_extras(
+        self,
+        session: Session,
+        challenge: Challenge,
+        config: KindConfig,
+        attempts: Sequence[AttemptRead],
+    ) -> Mapping[uuid.UUID, Any]:
+        """What the kind's cards show of each attempt besides its view (its progress, say)."""
+        return {}
+
+    def card_version(self, extra: Any) -> str:
+        """Changes whenever what a card shows of its `extra` changes (the live page swaps the
+        card in then); the status is part of the version already."""
+        return ""
+
+    def board_extras(
+        self,
+        session: Session,
+        challenge: Challenge,
+        config: KindConfig,
+        attempt_ids: Sequence[uuid.UUID],
+    ) -> Mapping[uuid.UUID, Any]:
+        """What the leaderboard shows of each ranked attempt in the kind's own columns."""
+        return {}
+
+    def board_info(self, challenge: Challenge, config: KindConfig) -> Any:
+        """What the kind's leaderboard columns say of the whole board (a heading, say)."""
+        return None
+
+    def chart(
+        self,
+        challenge: Challenge,
+        config: KindConfig,
+        rows: Sequence[Any],
+        *,
+        element_id: str,
+    ) -> charts.CurveChart | None:
+        """A chart beside the leaderboard, from its first page's rows (`LeaderboardRow`s)."""
+        return None
+
+    def attempt_details(
+        self,
+        session: Session,
+        challenge: Challenge,
+        config: KindConfig,
+        card: Any,
+        page_number: int,
+    ) -> Any:
+        """What the attempt page shows below its summary (`card` is the `AttemptCard`)."""
+        return None

@@ -1,0 +1,62 @@
+"""The full leaderboard of a challenge: rank, medals for the top three, the columns the
+strategy ranks by (and the kind's own), the signed-in participant's row highlighted,
+pagination; readable without signing in for public challenges."""
+
+from __future__ import annotations
+
+import math
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from app.challenge.service import to_public_view
+from app.deps import SessionDep
+from app.web.leaderboards.service import (
+    LEADERBOARD_PAGE_SIZE,
+    leaderboard_chart,
+    leaderboard_view,
+)
+from app.web.rendering import HtmlRoute, page
+from app.web.visitors import ListPage, challenge_url, visible_challenge, visitor
+
+router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
+
+
+@router.get("/t/{tenant_slug}/challenges/{challenge_slug}/leaderboard")
+def leaderboard(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    session: SessionDep,
+    page_number: ListPage = 1,
+) -> Response:
+    visit = visitor(request, session, tenant_slug)
+    web, tenant, participant = visit
+    challenge = visible_challenge(session, visit, challenge_slug)
+    board = leaderboard_view(
+        session,
+        challenge,
+        participant,
+        limit=LEADERBOARD_PAGE_SIZE,
+        offset=(page_number - 1) * LEADERBOARD_PAGE_SIZE,
+    )
+    pages = max(1, math.ceil(board.total / LEADERBOARD_PAGE_SIZE))
+    your_page = None
+    if board.own is not None:
+        your_page = math.ceil(board.own.item.rank / LEADERBOARD_PAGE_SIZE)
+    chart = leaderboard_chart(session, challenge, participant, board, first_page=page_number == 1)
+    return page(
+        request,
+        web,
+        "leaderboard.html",
+        title=f"Leaderboard · {challenge.title}",
+        tenant=tenant,
+        participant=participant,
+        challenge=to_public_view(challenge),
+        board=board,
+        page_number=page_number,
+        pages=pages,
+        your_page=your_page,
+        chart=chart,
+        base_url=challenge_url(tenant, challenge),
+    )

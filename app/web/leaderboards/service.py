@@ -1,0 +1,163 @@
+"""Leaderboard pages and panels: a page of rows with the participant's own wherever it is,
+how the ranking is named, and what the challenge's kind adds (its columns, its chart)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.challenge.kinds import KindConfig
+from app.challenge.models import Challenge
+from app.challenge.registry import kind_as
+from app.challenge.service import config_of
+from app.leaderboard import service as leaderboards
+from app.leaderboard.schemas import LeaderboardItem
+from app.scoring.strategies import Strategy
+from app.tenant.models import Participant
+from app.web import charts
+from app.web.formatting import format_duration, format_number, format_percent
+from app.web.kinds import DEFAULT_MACROS, StrategyText, WebKind
+
+LEADERBOARD_PAGE_SIZE = 50
+LEADERBOARD_PANEL_SIZE = 10
+# Charts beside a leaderboard draw its top rows.
+CHART_ROWS = 8
+
+
+def strategy_text(challenge: Challenge, config: KindConfig | None = None) -> StrategyText:
+    """How the pages name and explain the challenge's ranking (the kind may say it its way)."""
+    strategy = challenge.strategy
+    kind = kind_as(challenge.kind, WebKind)
+    own = kind.describe_strategy(strategy, config if config is not None else config_of(challenge))
+    if own is not None:
+        return own
+    key = str(strategy)
+    if strategy is Strategy.FIRST:
+        return StrategyText(
+            key, "First to succeed", "Solved at", "The earliest success ranks first."
+        )
+    if strategy is Strategy.FASTEST:
+        return StrategyText(key, "Fastest", "Time", "Successful attempts rank by model time.")
+    if strategy is Strategy.FEWEST_TOKENS:
+        return StrategyText(
+            key, "Fewest tokens", "Tokens", "Successful attempts rank by tokens used, fewest first."
+        )
+    if strategy is Strategy.HIGHEST_RATING:
+        return StrategyText(
+            key, "Highest rating", "Rating", "Successful attempts rank by the judge's rating."
+        )
+    if strategy is Strategy.METRIC_AT_K:
+        return StrategyText(key, "Best metric", "Metric", "Higher first; among equals, cheaper.")
+    plugin = challenge.scoring.plugin_id or "a scorer plugin"
+    return StrategyText(key, "Custom score", "Score", f"Attempts rank by the score of {plugin}.")
+
+
+def ranked_value(strategy: str, item: LeaderboardItem) -> str:
+    """The value the strategy ranks this row by, as shown in its column."""
+    if strategy == Strategy.FIRST:
+        return f"{item.created_at:%Y-%m-%d %H:%M:%S} UTC"
+    if strategy == Strategy.FASTEST:
+        return format_duration(item.elapsed_ms)
+    if strategy == Strategy.FEWEST_TOKENS:
+        return format_number(item.tokens_total)
+    if strategy == Strategy.HIGHEST_RATING:
+        return "—" if item.rating is None else f"{item.rating:g} / 10"
+    if strategy == Strategy.METRIC_AT_K:
+        return format_percent(item.score)
+    return format_number(item.score)
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    item: LeaderboardItem
+    value: str
+    is_you: bool
+    extra: Any = None  # what the kind's columns show of the row's attempt
+    macros: str = DEFAULT_MACROS
+
+
+@dataclass(frozen=True)
+class LeaderboardView:
+    strategy: StrategyText
+    rows: list[LeaderboardRow]
+    total: int
+    own: LeaderboardRow | None  # the participant's row, on this page or not
+    own_on_page: bool
+    macros: str = DEFAULT_MACROS  # the kind's fragments: its columns
+    kind_info: Any = None  # what the kind's columns say of the whole board
+    kind_columns: int = 0
+
+
+def _row(
+    strategy: StrategyText, item: LeaderboardItem, handle: str | None, macros: str
+) -> LeaderboardRow:
+    return LeaderboardRow(
+        item, ranked_value(strategy.key, item), item.participant == handle, macros=macros
+    )
+
+
+def leaderboard_view(
+    session: Session,
+    challenge: Challenge,
+    participant: Participant | None,
+    *,
+    limit: int,
+    offset: int,
+) -> LeaderboardView:
+    """A page of the leaderboard, and the participant's own row wherever it is; each row with
+    what the challenge's kind shows of its attempt (one query for the page)."""
+    kind = kind_as(challenge.kind, WebKind)
+    config = config_of(challenge)
+    strategy = strategy_text(challenge, config)
+    board = leaderboards.read_leaderboard(session, challenge, limit=limit, offset=offset)
+    handle = participant.handle if participant is not None else None
+    rows = [_row(strategy, item, handle, kind.macros) for item in board.items]
+    own = next((row for row in rows if row.is_you), None)
+    own_on_page = own is not None
+    if participant is not None and own is None:
+        standing = leaderboards.standings(
+            session, challenge.tenant_id, participant.id, [challenge.id]
+        ).get(challenge.id)
+        if standing is not None:
+            item = leaderboards.item_of(standing.entry, participant.handle, rank=standing.rank)
+            own = _row(strategy, item, handle, kind.macros)
+    wanted = [row.item.attempt_id for row in rows]
+    if own is not None and not own_on_page:
+        wanted.append(own.item.attempt_id)
+    extras = kind.board_extras(session, challenge, config, wanted)
+
+    def with_extra(row: LeaderboardRow) -> LeaderboardRow:
+        return replace(row, extra=extras.get(row.item.attempt_id))
+
+    return LeaderboardView(
+        strategy,
+        [with_extra(row) for row in rows],
+        board.total,
+        with_extra(own) if own is not None else None,
+        own_on_page,
+        macros=kind.macros,
+        kind_info=kind.board_info(challenge, config),
+        kind_columns=kind.board_columns,
+    )
+
+
+def leaderboard_chart(
+    session: Session,
+    challenge: Challenge,
+    participant: Participant | None,
+    board: LeaderboardView,
+    *,
+    first_page: bool,
+    element_id: str = "curve-chart",
+) -> charts.CurveChart | None:
+    """The kind's chart beside the leaderboard, from its top rows (read again when `board` is
+    not the first page or holds fewer)."""
+    kind = kind_as(challenge.kind, WebKind)
+    if not kind.has_chart:
+        return None
+    top = board
+    if not first_page or len(board.rows) < min(board.total, CHART_ROWS):
+        top = leaderboard_view(session, challenge, participant, limit=CHART_ROWS, offset=0)
+    return kind.chart(challenge, config_of(challenge), top.rows, element_id=element_id)

@@ -1,0 +1,118 @@
+"""What every page of a tenant starts from: who is visiting (their browser session, the
+tenant, the signed-in participant, as the authorization gate's subject), the tenant's
+addresses, the CSRF check and the notices a redirect carries."""
+
+from __future__ import annotations
+
+from typing import Annotated, NamedTuple
+
+from fastapi import Form, Query, Request
+from sqlalchemy.orm import Session
+
+from app.challenge import service as challenges
+from app.challenge.config import Visibility
+from app.challenge.models import Challenge
+from app.tenant import service as tenants
+from app.tenant.models import Participant, Tenant
+from app.web import auth
+from app.web.rendering import csrf_failed, not_found
+
+MAX_PAGE = 1_000_000
+
+NOTICES = {
+    "signed-up": "Welcome! Your account is ready: pick a challenge and play.",
+    "signed-in": "You are signed in.",
+    "signed-out": "You are signed out.",
+    "submitted": "Attempt submitted. Its status below updates as it runs.",
+    "requeued": "The attempt is queued again.",
+    "not-retryable": "That attempt cannot be re-run: only attempts that ended in error can.",
+    "admin-signed-in": "You are signed in as a tenant admin.",
+    "admin-signed-out": "You are signed out of the admin view.",
+    "key-invalid": (
+        "Your admin session has ended (signed out, expired, or its key revoked). Sign in again."
+    ),
+    "password-changed": (
+        "Your password is changed. Every other session of your account is signed out."
+    ),
+}
+
+CsrfField = Annotated[str, Form(alias="csrf_token")]
+PageNumber = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+# `?page=N` of the pages that list something (home, leaderboard).
+ListPage = Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)]
+
+
+def notice(code: str | None) -> str | None:
+    return NOTICES.get(code or "")
+
+
+class Visitor(NamedTuple):
+    web: auth.WebSession
+    tenant: Tenant
+    # The signed-in participant of this tenant, if any (a web account).
+    participant: Participant | None
+
+    @property
+    def visibilities(self) -> tuple[Visibility, ...]:
+        return visible_visibilities(self.participant)
+
+
+def tenant_named(session: Session, slug: str) -> Tenant:
+    tenant = tenants.tenant_by_slug(session, slug)
+    if tenant is None:
+        raise not_found()
+    return tenant
+
+
+def signed_in_participant(
+    session: Session, web: auth.WebSession, tenant: Tenant
+) -> Participant | None:
+    """The participant this browser's live session of this tenant is for, if still a web
+    account."""
+    token = web.server_token
+    if token is None:
+        return None
+    return tenants.signed_in_participant(session, tenant.id, token)
+
+
+def visitor(request: Request, session: Session, tenant_slug: str) -> Visitor:
+    web = auth.load_session(request)
+    tenant = tenant_named(session, tenant_slug)
+    return Visitor(web, tenant, signed_in_participant(session, web, tenant))
+
+
+def visible_visibilities(participant: Participant | None) -> tuple[Visibility, ...]:
+    """Public challenges are for everyone; unlisted ones for the tenant's signed-in participants;
+    private ones never appear in the web UI (tenant admins manage them through the API)."""
+    if participant is None:
+        return (Visibility.PUBLIC,)
+    return (Visibility.PUBLIC, Visibility.UNLISTED)
+
+
+def visible_challenge(session: Session, visitor: Visitor, slug: str) -> Challenge:
+    """The tenant's challenge with this slug, if the visitor may see it (404 otherwise)."""
+    challenge = challenges.visible_challenge(session, visitor.tenant.id, slug, visitor.visibilities)
+    if challenge is None:
+        raise not_found()
+    return challenge
+
+
+def require_csrf(web: auth.WebSession, token: str) -> None:
+    if not auth.csrf_valid(web, token):
+        raise csrf_failed()
+
+
+def tenant_url(tenant: Tenant, rest: str = "") -> str:
+    return f"/t/{tenant.slug}/{rest}"
+
+
+def challenge_url(tenant: Tenant, challenge: Challenge, rest: str = "") -> str:
+    return tenant_url(tenant, f"challenges/{challenge.slug}{rest}")
+
+
+def safe_next(tenant: Tenant, target: str | None) -> str:
+    """Only a path inside this tenant's pages: never an open redirect elsewhere."""
+    prefix = tenant_url(tenant)
+    if target and target.startswith(prefix) and "\\" not in target and "//" not in target:
+        return target
+    return prefix

@@ -1,0 +1,182 @@
+"""A challenge kind added as docs/architecture.md says (a package, registered by the platform
+admin's setting `GAUNTLET_EXTRA_CHALLENGE_KINDS`, here tests.fixtures.word_count_kind) goes
+through REST, a real worker and the leaderboard, with its own section, checks, redaction,
+metrics, web fragments, endpoint and worker task; nothing of the service was changed for it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from tests.conftest import TEST_SETTINGS, Api, Stack, Worker
+
+pytestmark = pytest.mark.integration
+
+
+def word_count_challenge(api: Api, key: str, **overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "slug": f"words-{uuid.uuid4().hex[:8]}",
+        "title": "Three words",
+        "goal": "Write exactly three words.",
+        "kind": "word_count",
+        "word_count": {"words": 3, "note": "organisers only: the answer is any three words"},
+        "visibility": "public",
+        **overrides,
+    }
+    response = api.request("POST", "/v1/challenges", key, json=body)
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+def test_a_registered_kind_runs_through_rest_a_worker_and_the_leaderboard(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    challenge = word_count_challenge(api, key)
+    # Its own section, stored without a column of its own, shown whole to tenant admins, its
+    # kind's default strategy filled in.
+    assert challenge["word_count"] == {
+        "words": 3,
+        "model": "offline/echo",
+        "note": "organisers only: the answer is any three words",
+    }
+    assert challenge["scoring"]["strategy"] == "fewest_tokens"
+    assert challenge["target"] is None and challenge["benchmark"] is None
+    # Participants and member keys do not see what the kind hides.
+    member = api.request(
+        "POST", "/v1/api-keys", key, json={"name": "reader", "role": "member"}
+    ).json()["key"]
+    seen = api.request("GET", f"/v1/challenges/{challenge['id']}", member).json()
+    assert seen["word_count"] == {"words": 3, "model": "offline/echo"}
+    listed = api.request("GET", "/v1/challenges?kind=word_count", key).json()
+    assert [c["id"] for c in listed["items"]] == [challenge["id"]]
+
+    path = f"/v1/challenges/{challenge['id']}/attempts"
+    ids = {}
+    for handle, prompt in (
+        ("alice", "one two three"),
+        ("bob", "one two three four"),
+        ("carol", "red green blue"),
+    ):
+        response = api.submit(key, challenge["id"], prompt, handle)
+        assert response.status_code == 202, response.text
+        ids[handle] = response.json()["id"]
+        api.wait_finished(key, ids[handle])
+    results = {
+        handle: api.request("GET", f"/v1/attempts/{i}", key).json() for handle, i in ids.items()
+    }
+    assert {h: r["status"] for h, r in results.items()} == dict.fromkeys(ids, "completed")
+    assert {h: r["metrics"]["succeeded"] for h, r in results.items()} == {
+        "alice": True,
+        "bob": False,
+        "carol": True,
+    }
+    # The worker called the model through the engine: the echo came back and was judged by
+    # the kind's own verifier.
+    trial = results["bob"]["trials"][0]
+    assert trial["actor"]["output"] == "one two three four"
+    assert trial["judge"]["raw_eval_output"] == "4 words, 3 wanted"
+    # The leaderboard ranks those that succeeded, fewest tokens first, ties to the earlier.
+    board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
+    assert [item["participant"] for item in board["items"]] == ["alice", "carol"]
+    public = api.request(
+        "GET", f"/v1/public/{tenant['slug']}/challenges/{challenge['slug']}/leaderboard"
+    ).json()
+    assert public["items"] == board["items"]
+
+    # The kind's submission check: what it does not use is refused, naming the field.
+    refused = api.request(
+        "POST", path, key, json={"prompt": "a b c", "model": "offline/echo", "participant": "d"}
+    )
+    assert refused.status_code == 422 and "model" in refused.json()["error"]["message"]
+    # Its section's own validation names the field.
+    bad = api.request(
+        "POST",
+        "/v1/challenges",
+        key,
+        json={"slug": "bad-words", "title": "x", "kind": "word_count", "word_count": {"words": 0}},
+    )
+    assert bad.status_code == 422 and "word_count.words" in bad.json()["error"]["message"]
+    # Another kind's section is named as such.
+    foreign = api.request(
+        "POST",
+        "/v1/challenges",
+        key,
+        json={
+            "slug": "foreign",
+            "title": "x",
+            "kind": "word_count",
+            "word_count": {"words": 2},
+            "target": {"model": "offline/echo"},
+        },
+    )
+    assert foreign.status_code == 422
+    assert "target: is for prompt challenges" in foreign.json()["error"]["message"]
+
+
+def test_a_registered_kinds_endpoint_task_and_web_fragments(
+    api: Api, worker: Worker, tenant: dict[str, Any], stack: Stack, api_url: str
+) -> None:
+    key = tenant["api_key"]
+    challenge = word_count_challenge(api, key)
+    # Its own endpoint, 404 for another tenant's challenge and for another kind's.
+    target = api.request("GET", f"/v1/challenges/{challenge['id']}/word-count", key)
+    assert target.status_code == 200 and target.json()["words"] == 3
+    other = api.create_tenant()["api_key"]
+    assert (
+        api.request("GET", f"/v1/challenges/{challenge['id']}/word-count", other).status_code == 404
+    )
+    prompt_challenge = api.create_challenge(key)
+    assert (
+        api.request("GET", f"/v1/challenges/{prompt_challenge['id']}/word-count", key).status_code
+        == 404
+    )
+    # Its own worker task, sent after the commit by the unit of work, run by the worker.
+    ping = api.request("POST", f"/v1/challenges/{challenge['id']}/word-count/ping", key)
+    assert ping.status_code == 202, ping.text
+    broker = redis.Redis.from_url(stack.broker_url)
+    mark = f"{TEST_SETTINGS['GAUNTLET_REDIS_KEY_PREFIX']}word-count-ping:{challenge['id']}"
+    deadline = time.monotonic() + 30
+    while broker.get(mark) != b"pong":
+        assert time.monotonic() < deadline, "the kind's task never ran"
+        time.sleep(0.1)
+    broker.delete(mark)
+
+    # Its web fragments: the challenge page's facts and form are the kind's, and what it
+    # hides is not on the page.
+    with httpx.Client(base_url=api_url, timeout=30) as browser:
+        page = browser.get(f"/t/{tenant['slug']}/challenges/{challenge['slug']}")
+        assert page.status_code == 200
+        assert "Words to hit" in page.text and ">3<" in page.text
+        assert "organisers only" not in page.text
+        board = browser.get(f"/t/{tenant['slug']}/challenges/{challenge['slug']}/leaderboard")
+        assert board.status_code == 200 and "No one has ranked yet" in board.text
+        # A page of its own, before the web's catch-all 404; another kind's challenge has none.
+        own = browser.get(f"/t/{tenant['slug']}/challenges/{challenge['slug']}/words")
+        assert own.status_code == 200 and "Write exactly 3 words." in own.text
+        assert "organisers only" not in own.text
+        other_kind = f"/t/{tenant['slug']}/challenges/{prompt_challenge['slug']}/words"
+        assert browser.get(other_kind).status_code == 404
+
+
+def test_a_challenges_kind_and_slug_stay_as_created(api: Api, tenant: dict[str, Any]) -> None:
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    for change in ({"kind": "word_count", "word_count": {"words": 2}}, {"slug": "renamed"}):
+        response = api.request("PATCH", f"/v1/challenges/{challenge['id']}", key, json=change)
+        assert response.status_code == 422, response.text
+        field = next(iter(change))
+        assert response.json()["error"]["message"] == f"{field}: cannot be changed"
+    after = api.request("GET", f"/v1/challenges/{challenge['id']}", key).json()
+    assert (after["kind"], after["slug"]) == ("prompt", challenge["slug"])
+    # A section of another kind is refused too, naming the kind it is for.
+    foreign = api.request(
+        "PATCH", f"/v1/challenges/{challenge['id']}", key, json={"word_count": {"words": 2}}
+    )
+    assert foreign.status_code == 422
+    assert "word_count: is for word_count challenges" in foreign.json()["error"]["message"]

@@ -1,0 +1,135 @@
+"""The structure docs/architecture.md describes, checked: the import rules (import-linter's
+contracts in pyproject.toml) and SQL only in repository modules."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "app"
+
+# What builds SQL: statements, expressions and dialect constructs.
+SQL_NAMES = {
+    "select",
+    "insert",
+    "update",
+    "delete",
+    "text",
+    "func",
+    "and_",
+    "or_",
+    "not_",
+    "tuple_",
+    "bindparam",
+    "exists",
+    "literal",
+    "literal_column",
+    "union",
+    "union_all",
+    "case",
+    "cast",
+    "column",
+    "table",
+    "join",
+    "outerjoin",
+    "desc",
+    "asc",
+    "distinct",
+}
+# What runs SQL through a session (flush, commit and rollback are the unit of work's).
+SESSION_CALLS = {
+    "execute",
+    "scalar",
+    "scalars",
+    "get",
+    "query",
+    "add",
+    "add_all",
+    "delete",
+    "merge",
+    "begin_nested",
+    "refresh",
+}
+# Modules that hold SQL by their nature: repositories, the table definitions (their indexes
+# are SQL expressions), and the engine's own set-up.
+ALLOWED = {"repository.py", "models.py"}
+ALLOWED_PATHS = {APP / "db.py"}
+
+
+def _names_session(node: ast.expr) -> bool:
+    """`session`, `self.session`, `work.session`: an expression ending in a session."""
+    if isinstance(node, ast.Name):
+        return node.id == "session"
+    if isinstance(node, ast.Attribute):
+        return node.attr == "session"
+    return False
+
+
+def sql_outside_repositories(package: Path = APP) -> list[str]:
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name in ALLOWED or path in ALLOWED_PATHS:
+            continue
+        where = path.relative_to(package.parent)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sqlalchemy"):
+                module = node.module or ""
+                if module.startswith(("sqlalchemy.dialects", "sqlalchemy.sql")):
+                    found.append(f"{where}:{node.lineno} imports {module}")
+                for alias in node.names:
+                    if alias.name in SQL_NAMES:
+                        found.append(f"{where}:{node.lineno} imports sqlalchemy's {alias.name}")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in SESSION_CALLS
+                and _names_session(node.func.value)
+            ):
+                found.append(f"{where}:{node.lineno} calls session.{node.func.attr}")
+    return found
+
+
+def test_sql_lives_only_in_repository_modules() -> None:
+    assert sql_outside_repositories() == []
+
+
+def test_the_scan_finds_sql_where_it_does_not_belong(tmp_path: Path) -> None:
+    # The check itself: a service that queries is caught, one that calls a repository is not,
+    # and a repository may query.
+    package = tmp_path / "app" / "domain"
+    package.mkdir(parents=True)
+    (package / "service.py").write_text(
+        "from sqlalchemy import select\n"
+        "def bad(work):\n"
+        "    return work.session.scalar(select(1))\n"
+        "def fine(session, repository):\n"
+        "    return repository.get(session, 1), {}.get('x')\n"
+    )
+    (package / "repository.py").write_text(
+        "from sqlalchemy import select\ndef rows(session):\n    return session.scalars(select(1))\n"
+    )
+    assert sql_outside_repositories(tmp_path / "app") == [
+        "app/domain/service.py:1 imports sqlalchemy's select",
+        "app/domain/service.py:3 calls session.scalar",
+    ]
+
+
+def test_the_service_has_repository_modules_to_scan() -> None:
+    assert len(list(APP.rglob("repository.py"))) >= 8
+
+
+def test_the_import_contracts_hold() -> None:
+    """No import cycle among app's packages, domains layered, infrastructure importing no
+    domain, routers never importing repositories (pyproject.toml, [tool.importlinter])."""
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports"), "--no-cache"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 kept, 0 broken" in result.stdout, result.stdout

@@ -1,0 +1,74 @@
+"""The registry of challenge kinds: the built-in ones, those a setting adds, and the mistakes
+it refuses at once."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from app.attempt.kinds import AttemptKind
+from app.challenge import registry
+from app.challenge.kinds import ChallengeKind
+from app.leaderboard.kinds import LeaderboardKind
+from app.web.kinds import WebKind
+
+
+def test_the_built_in_kinds_implement_every_layers_interface() -> None:
+    kinds = registry._load(())
+    assert list(kinds) == ["prompt", "benchmark"]
+    for kind in kinds.values():
+        for interface in (ChallengeKind, LeaderboardKind, AttemptKind, WebKind):
+            assert isinstance(kind, interface)
+        assert kind.default_strategy in kind.strategies
+
+
+def test_a_setting_adds_a_kind_and_unknown_names_are_refused_with_the_known_ones() -> None:
+    kinds = registry._load(("tests.fixtures.word_count_kind",))
+    assert list(kinds) == ["prompt", "benchmark", "word_count"]
+    with pytest.raises(registry.KindNotFound, match="known: benchmark, prompt"):
+        registry.find_kind("red_blue")
+
+
+def test_a_kind_module_without_kind_or_with_a_taken_name_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    empty = types.ModuleType("tests_kind_without_kind")
+    monkeypatch.setitem(sys.modules, empty.__name__, empty)
+    with pytest.raises(TypeError, match="has no KIND"):
+        registry._load((empty.__name__,))
+    twin = types.ModuleType("tests_kind_twin")
+    twin.KIND = registry._load(())["prompt"]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, twin.__name__, twin)
+    with pytest.raises(ValueError, match="two challenge kinds are named 'prompt'"):
+        registry._load((twin.__name__,))
+
+
+def test_seen_through_an_interface_it_lacks_a_kind_is_a_programming_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Bare(ChallengeKind):
+        name = "bare"
+
+    monkeypatch.setattr(registry, "registered", lambda: {"bare": Bare()})
+    with pytest.raises(TypeError, match="does not implement AttemptKind"):
+        registry.kind_as("bare", AttemptKind)
+
+
+def test_the_worker_includes_a_kinds_tasks_and_beat_sends_its_periodic_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What workers/celery_app.py builds its app with (importing it here would build the
+    # process's Celery app before the test stack's settings).
+    monkeypatch.setattr(
+        registry, "registered", lambda: registry._load(("tests.fixtures.word_count_kind",))
+    )
+    assert registry.worker_task_modules() == ["tests.fixtures.word_count_kind.tasks"]
+    assert registry.periodic_tasks("q") == {
+        "word_count-tally": {
+            "task": "tests.word_count.ping",
+            "schedule": 3600.0,
+            "options": {"queue": "q", "expires": 3600.0},
+        }
+    }
