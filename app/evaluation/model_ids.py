@@ -7,7 +7,7 @@ validating a model id never imports litellm.
 
 from __future__ import annotations
 
-from app.outbound.providers import ProviderPolicy
+from app.outbound.providers import DIRECT_PROVIDER, ProviderPolicy
 from app.outbound.providers import model_id_problem as _model_id_problem
 
 
@@ -27,3 +27,20 @@ def model_id_problem(model: str, policy: ProviderPolicy | None = None) -> str | 
     operator allows.
     """
     return _model_id_problem(model.strip(), offline_models=offline_model_names(), policy=policy)
+
+
+def base_url_problem(model: str, api_base: str | None, base_field: str | None) -> str | None:
+    """Why `model` cannot be reached from where it is named, or None when it can.
+
+    An `openai-compatible/` model names no provider: it is called at a base URL, so it needs
+    one beside it (`base_field`, the field that holds it), and a slot with no such field (a
+    judge's, a critic's) cannot take it at all.
+    """
+    if not model.strip().startswith(f"{DIRECT_PROVIDER}/") or api_base:
+        return None
+    if base_field:
+        return f"an '{DIRECT_PROVIDER}/' model is called at a base URL: set {base_field}"
+    return (
+        f"an '{DIRECT_PROVIDER}/' model is called at a base URL, which this model cannot "
+        "have; name its provider instead (e.g. 'openai/...', 'hosted_vllm/...')"
+    )

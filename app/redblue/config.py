@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from app.config import get_settings
-from app.evaluation.model_ids import model_id_problem
+from app.evaluation.model_ids import base_url_problem, model_id_problem
 from app.evaluation.verifiers import LLMJudgeConfig, VerifierConfig
 from app.schemas import InputSchema, ModelId
 
@@ -41,7 +41,9 @@ CategoryName = Annotated[
 def _judge_model_allowed(verifier: VerifierConfig) -> VerifierConfig:
     """An `llm_judge` verifier's model is held to the rules of every other model id."""
     if isinstance(verifier, LLMJudgeConfig):
-        problem = model_id_problem(verifier.model, get_settings().outbound_policy().providers)
+        problem = model_id_problem(
+            verifier.model, get_settings().outbound_policy().providers
+        ) or base_url_problem(verifier.model, None, None)
         if problem:
             raise ValueError(f"model: {problem}")
     return verifier
@@ -56,6 +58,14 @@ class RedBlueTarget(InputSchema):
     model: ModelId = Field(examples=["offline/guarded-echo"])
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1, le=200_000)
+
+    @field_validator("model")
+    @classmethod
+    def _reachable(cls, model: str) -> str:
+        problem = base_url_problem(model, None, None)
+        if problem:
+            raise ValueError(problem)
+        return model
 
 
 class JudgeCategory(InputSchema):

@@ -72,6 +72,8 @@ def test_benchmark_attempt_validation(api: Api, tenant: dict[str, Any]) -> None:
         ({"prompt": "hi", "participant": "a"}, "model"),
         ({"model": "offline/echo", "prompt": "hi", "participant": "a"}, "prompt"),
         ({"model": "nosuch/thing", "participant": "a"}, "model"),
+        # The challenge names no actor_api_base: such a model could never be called.
+        ({"model": "openai-compatible/llama", "participant": "a"}, "actor_api_base"),
         ({"model": "offline/echo", "temperature": 9, "participant": "a"}, "temperature"),
     ]
     for body, field in cases:
@@ -96,6 +98,8 @@ def test_benchmark_attempt_validation(api: Api, tenant: dict[str, Any]) -> None:
         ({"name": "jsonl", "options": {"path": "../secrets.jsonl"}}, "benchmark.options.path"),
         ({"name": "jsonl", "options": {"path": "missing.jsonl"}}, "benchmark.options"),
         ({"name": "jsonl", "judge_model": "nosuch/judge"}, "benchmark.judge_model"),
+        ({"name": "jsonl", "judge_model": "openai-compatible/j"}, "benchmark.judge_model"),
+        ({"name": "jsonl", "critic_model": "openai-compatible/c"}, "benchmark.critic_model"),
     ],
 )
 def test_benchmark_challenge_validation(

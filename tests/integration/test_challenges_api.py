@@ -19,6 +19,12 @@ pytestmark = pytest.mark.integration
         ({"target": {"model": "nosuchprovider/model-x"}}, "target.model"),
         ({"target": {"model": "offline/nope"}}, "target.model"),
         ({"target": {"model": "gpt-unknown-bare-name"}}, "target.model"),
+        # No base URL to call it at: refused when saved, not at the first call.
+        ({"target": {"model": "openai-compatible/llama"}}, "target.api_base"),
+        (
+            {"verifier": {"type": "llm_judge", "model": "openai-compatible/j", "rubric": "r"}},
+            "verifier.model",
+        ),
         (
             {"target": {"model": "offline/echo", "user_template": "no placeholder"}},
             "target.user_template",

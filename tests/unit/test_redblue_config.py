@@ -147,6 +147,14 @@ def test_judge_models_are_held_to_the_model_rules() -> None:
     assert errors[("self_test", "verifier")].startswith("Value error, model:")
 
 
+def test_models_without_a_base_url_are_refused() -> None:
+    judge = {"type": "llm_judge", "model": "openai-compatible/judge", "rubric": "r"}
+    suite = {"categories": [{"name": "judged", "verifier": judge}]}
+    errors = _errors(_body(target={"model": "openai-compatible/llama"}, judge_suite=suite))
+    assert "base URL" in errors[("target", "model")]
+    assert "base URL" in errors[("judge_suite", "categories", 0, "verifier")]
+
+
 def test_target_fields_are_checked() -> None:
     errors = _errors(
         _body(target={"model": "offline/nope", "temperature": 3, "max_tokens": 0, "extra": 1})

@@ -22,7 +22,7 @@ from app.evaluation.benchmark import (
 from app.kinds.base import Kind
 from app.kinds.benchmark import web
 from app.kinds.benchmark.config import BenchmarkConfig
-from app.kinds.outbound import checked_api_base
+from app.kinds.outbound import check_served, checked_api_base
 from app.scoring.strategies import Strategy
 
 
@@ -90,6 +90,10 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
             benchmark.benchmark.actor_api_base, ["benchmark", "actor_api_base"]
         )
         _check_benchmark(benchmark)
+        for role in ("judge_model", "critic_model"):
+            model = getattr(benchmark.benchmark, role)
+            if model is not None:
+                check_served(model, None, ["benchmark", role], None)
         spec = benchmark.benchmark.model_copy(update={"actor_api_base": api_base})
         return benchmark.model_copy(update={"benchmark": spec})
 
@@ -111,6 +115,7 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
         model: str = require_field(body, "model", "is required: this is a benchmark challenge")
         refuse_fields(body, ("prompt",), "is not used by benchmark challenges; send a model spec")
         spec = _config(config()).benchmark
+        check_served(model, spec.actor_api_base, ["model"], "the challenge's actor_api_base")
         if not spec.allows_model(model):
             patterns = ", ".join(spec.allowed_models or [])
             raise ValidationFailed.at(

@@ -24,7 +24,7 @@ from app.challenge.kinds import KindConfig
 from app.errors import ValidationFailed
 from app.evaluation.feedback import FEEDBACK_MODES
 from app.kinds.base import Kind
-from app.kinds.outbound import check_model_id, checked_api_base
+from app.kinds.outbound import check_model_id, check_served, checked_api_base
 from app.kinds.prompt import web
 from app.kinds.prompt.config import PromptConfig
 from app.scoring.schemas import ScoringConfig
@@ -68,6 +68,7 @@ class PromptKind(web.PromptPages, Kind):
     def prepare(self, config: KindConfig) -> KindConfig:
         prompt = _config(config)
         api_base = checked_api_base(prompt.target.api_base, ["target", "api_base"])
+        check_served(prompt.target.model, api_base, ["target", "model"], "target.api_base")
         if prompt.verifier.type == "llm_judge":
             check_model_id(prompt.verifier.model, ["verifier", "model"])
         target = prompt.target.model_copy(update={"api_base": api_base})
