@@ -214,7 +214,7 @@ async def run_trials(
     validate_feedback_mode(feedback_mode, critic_model=critic.model if critic else None)
 
     async def act(messages: list[Message], attempt_index: int) -> ActorSection:
-        return ActorSection(**(await llm.complete(actor, messages)).to_dict())
+        return await llm.complete(actor, messages)
 
     async def verify(
         answer: ActorSection, attempt_index: int

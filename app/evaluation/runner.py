@@ -479,11 +479,11 @@ class _Run:
 
         async def act(messages: list[Message], attempt_index: int) -> ActorSection:
             if not benchmark.has_run_attempt:
-                return ActorSection(**(await llm.complete(config.actor, messages)).to_dict())
+                return await llm.complete(config.actor, messages)
             with recording_calls() as calls:
                 value = await benchmark.run_attempt(task, messages, actor=config.actor)
             if isinstance(value, CallRecord):
-                return ActorSection(**value.to_dict())
+                return value
             costs = [call.cost_usd for call in calls]
             return ActorSection(
                 model=config.actor.model,

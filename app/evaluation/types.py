@@ -70,17 +70,9 @@ class VerifierResult:
     calls: list[CallRecord] = field(default_factory=list)
 
 
-@dataclass
-class ActorSection:
-    model: str
-    prompt: list[Message]
-    output: str
-    input_tokens: int = 0
-    cached_tokens: int = 0
-    thinking_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = None
-    elapsed_ms: int = 0
+# A trial's actor section is the record of the actor's call: one type, written to the attempt
+# file's `actor` key.
+ActorSection = CallRecord
 
 
 @dataclass
