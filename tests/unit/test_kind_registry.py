@@ -79,5 +79,5 @@ def test_the_worker_includes_a_kinds_tasks_and_beat_sends_its_periodic_ones(
             "task": "tests.word_count.ping",
             "schedule": 3600.0,
             "options": {"queue": "q", "expires": 3600.0},
-        }
+        },
     }
