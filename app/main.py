@@ -58,6 +58,7 @@ OPENAPI_TAG_ORDER = (
     "challenges",
     "attempts",
     "leaderboards",
+    "red-blue",
     "scorers",
     "health",
 )

@@ -45,6 +45,9 @@ class WorkerTask:
 
     name: str
     if_unsent: str
+    # Seconds the worker waits before running it (a debounce: what lands meanwhile is handled
+    # by the same run); None: at once.
+    countdown: float | None = None
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,12 @@ def send_tasks(messages: list[TaskMessage]) -> int:
             # The representations monitoring tools show, given rather than computed by
             # Celery's safe repr (~10 % of a publish).
             celery_app.send_task(
-                message.task.name, args=args, queue=queue, argsrepr=repr(args), kwargsrepr="{}"
+                message.task.name,
+                args=args,
+                queue=queue,
+                argsrepr=repr(args),
+                kwargsrepr="{}",
+                countdown=message.task.countdown,
             )
             sent += 1
         except Exception:

@@ -66,7 +66,7 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
     telemetry.attempt_reached(job.kind, "running")
     try:
         with Heartbeat(job, token, settings):
-            outcome = _run_on_process_loop(_execute(job, token, settings))
+            outcome = run_on_process_loop(_execute(job, token, settings))
     except LeaseLost:
         return "stopped: lease taken over by another worker"
     except InfrastructureError as exc:
@@ -90,7 +90,7 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
 _process_loop: asyncio.AbstractEventLoop | None = None
 
 
-def _run_on_process_loop(coroutine: Coroutine[Any, Any, T]) -> T:
+def run_on_process_loop(coroutine: Coroutine[Any, Any, T]) -> T:
     """Runs on one event loop per worker process, kept between attempts: a new loop (and its
     thread pool) for every attempt is measurable overhead for short offline attempts. A loop
     that an exception interrupted may hold half-done tasks, so it is discarded."""
@@ -115,7 +115,7 @@ def warm_up_process() -> bool:
     one its attempts then run on: their first timed call is then like any later one. Only
     after the main process's warm-up loaded litellm's modules (inherited by the fork): a pool
     process that took seconds to start would be killed by Celery's start-up timeout."""
-    return warmed_up() and _run_on_process_loop(warm_up_calls())
+    return warmed_up() and run_on_process_loop(warm_up_calls())
 
 
 def _load_job(session: Session, attempt_id: uuid.UUID) -> AttemptJob | None:

@@ -26,10 +26,29 @@ class ChallengeStatus(StrEnum):
     CLOSED = "closed"
 
 
+# Limits that only some kinds take (a kind lists those it takes in its `limit_fields`); the
+# challenge service refuses them on challenges of other kinds, naming the kinds they are for.
+KIND_LIMIT_FIELDS = ("max_defense_chars", "max_attack_chars")
+
+
 class LimitsConfig(InputSchema):
     max_attempts_per_day: int | None = Field(default=None, ge=1, le=1_000_000)
     max_attempts_total: int | None = Field(default=None, ge=1, le=10_000_000)
     max_prompt_chars: int | None = Field(default=None, ge=1, le=1_000_000)
+    max_defense_chars: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="red_blue challenges: the longest defense (system prompt); null: the "
+        "server's cap (GAUNTLET_MAX_PROMPT_CHARS), which also bounds a larger value.",
+    )
+    max_attack_chars: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="red_blue challenges: the longest attack (user message); null: the "
+        "server's cap (GAUNTLET_MAX_PROMPT_CHARS), which also bounds a larger value.",
+    )
 
     @property
     def counts_attempts(self) -> bool:

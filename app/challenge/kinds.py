@@ -56,6 +56,8 @@ class ChallengeKind:
     config_model: ClassVar[type[KindConfig]]
     strategies: ClassVar[tuple[Strategy, ...]]
     default_strategy: ClassVar[Strategy]
+    # The kind-only fields of `limits` it takes (`app.challenge.config.KIND_LIMIT_FIELDS`).
+    limit_fields: ClassVar[frozenset[str]] = frozenset()
 
     def parse(self, sections: Mapping[str, Any], *, stored: bool = False) -> KindConfig:
         """The kind's sections, validated (a 422 naming the field when they are not).

@@ -21,6 +21,7 @@ from app.config import get_settings
 BUILTIN_KIND_MODULES = (
     "app.kinds.prompt",
     "app.kinds.benchmark",
+    "app.kinds.red_blue",
 )
 
 K = TypeVar("K")

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.subjects import Audience
 from app.challenge import repository
-from app.challenge.config import ChallengeStatus, Visibility
+from app.challenge.config import KIND_LIMIT_FIELDS, ChallengeStatus, LimitsConfig, Visibility
 from app.challenge.events import ScoringChanged
 from app.challenge.flat_scoring import (
     check_flat_entrypoint,
@@ -81,6 +81,18 @@ def _refuse_foreign_sections(kind: ChallengeKind, sections: dict[str, Any]) -> N
         raise ValidationFailed.at([name], "is not a field of a challenge (of this kind)")
 
 
+def _refuse_foreign_limits(kind: ChallengeKind, limits: LimitsConfig) -> None:
+    """A limit only other kinds take names the kinds it is for."""
+    for name in KIND_LIMIT_FIELDS:
+        if getattr(limits, name) is None or name in kind.limit_fields:
+            continue
+        owners = [k.name for k in registered().values() if name in k.limit_fields]
+        where = " and ".join(owners) if owners else "other"
+        raise ValidationFailed.at(
+            ["limits", name], f"is for {where} challenges, not {kind.name} challenges"
+        )
+
+
 def _scoring_for(kind: ChallengeKind, scoring: ScoringConfig) -> ScoringConfig:
     """The scoring, checked against the strategies the kind allows, with its default filled."""
     strategy = scoring.strategy
@@ -98,6 +110,7 @@ def _validated(session: Session, body: ChallengeCreate) -> tuple[KindConfig, Sco
     kind = find_kind(body.kind)
     sections = body.sections
     _refuse_foreign_sections(kind, sections)
+    _refuse_foreign_limits(kind, body.limits)
     config = kind.parse(sections)
     scoring = _scoring_for(kind, body.scoring)
     kind.check(config, scoring)

@@ -35,7 +35,7 @@ if mode == "worker":
     from app.attempt import runner
     signals.worker_init.send(sender=None)
     signals.worker_process_init.send(sender=None)
-    run = runner._run_on_process_loop
+    run = runner.run_on_process_loop
 elif mode == "cli":
     llm.warm_up()
     run = asyncio.run

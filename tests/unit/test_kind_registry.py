@@ -17,7 +17,7 @@ from app.web.kinds import WebKind
 
 def test_the_built_in_kinds_implement_every_layers_interface() -> None:
     kinds = registry._load(())
-    assert list(kinds) == ["prompt", "benchmark"]
+    assert list(kinds) == ["prompt", "benchmark", "red_blue"]
     for kind in kinds.values():
         for interface in (ChallengeKind, LeaderboardKind, AttemptKind, WebKind):
             assert isinstance(kind, interface)
@@ -26,9 +26,9 @@ def test_the_built_in_kinds_implement_every_layers_interface() -> None:
 
 def test_a_setting_adds_a_kind_and_unknown_names_are_refused_with_the_known_ones() -> None:
     kinds = registry._load(("tests.fixtures.word_count_kind",))
-    assert list(kinds) == ["prompt", "benchmark", "word_count"]
-    with pytest.raises(registry.KindNotFound, match="known: benchmark, prompt"):
-        registry.find_kind("red_blue")
+    assert list(kinds) == ["prompt", "benchmark", "red_blue", "word_count"]
+    with pytest.raises(registry.KindNotFound, match="known: benchmark, prompt, red_blue"):
+        registry.find_kind("blue_green")
 
 
 def test_a_kind_module_without_kind_or_with_a_taken_name_is_refused(
@@ -64,11 +64,20 @@ def test_the_worker_includes_a_kinds_tasks_and_beat_sends_its_periodic_ones(
     monkeypatch.setattr(
         registry, "registered", lambda: registry._load(("tests.fixtures.word_count_kind",))
     )
-    assert registry.worker_task_modules() == ["tests.fixtures.word_count_kind.tasks"]
+    assert registry.worker_task_modules() == [
+        "app.kinds.red_blue.tasks",
+        "tests.fixtures.word_count_kind.tasks",
+    ]
+    sweep_every = registry.find_kind("red_blue").periodic_tasks["sweep"][1]
     assert registry.periodic_tasks("q") == {
+        "red_blue-sweep": {
+            "task": "gauntlet.redblue.sweep",
+            "schedule": sweep_every,
+            "options": {"queue": "q", "expires": sweep_every},
+        },
         "word_count-tally": {
             "task": "tests.word_count.ping",
             "schedule": 3600.0,
             "options": {"queue": "q", "expires": 3600.0},
-        }
+        },
     }

@@ -1,0 +1,133 @@
+"""Red-blue competitions: blue participants submit defenses (system prompts), red ones attacks
+(user messages); a worker matches them by the challenge's pairing policy, every match one
+target call judged by each category of the judge suite; points, team standings and
+Bradley-Terry ratings with bootstrap intervals follow (docs/redblue.md).
+
+The rules are `app.redblue`'s (pure, no database); this package stores and schedules them:
+its tables (`models.py`), SQL (`repository.py`), request-side rules and views
+(`service.py`), endpoints (`router.py`) and worker tasks (`worker.py`, `tasks.py`).
+Participants do not submit attempts here: `POST /v1/challenges/{id}/attempts` answers 422
+naming the endpoints to use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from app.attempt.kinds import RunContext, Submitted
+from app.attempt.metrics import AttemptMetrics
+from app.attempt.repository import SubmissionTarget
+from app.attempt.schemas import AttemptCreate
+from app.challenge.kinds import KindConfig
+from app.challenge.models import Challenge
+from app.config import get_settings
+from app.errors import ValidationFailed
+from app.kinds.base import Kind
+from app.kinds.outbound import checked_api_base
+from app.kinds.red_blue.config import RedBlueSections, public_verifier, sections_of
+from app.kinds.red_blue.dispatch import SWEEP_TASK
+from app.scoring.strategies import Strategy
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+
+class RedBlueKind(Kind):
+    name: ClassVar[str] = "red_blue"
+    description: ClassVar[str] = (
+        "Blue writes defenses (system prompts), red writes attacks; every match is judged by "
+        "the challenge's categories."
+    )
+    config_model: ClassVar[type[KindConfig]] = RedBlueSections
+    # Its boards rank by ratings, not by a strategy over attempts; the one strategy is nominal.
+    strategies: ClassVar[tuple[Strategy, ...]] = (Strategy.FIRST,)
+    default_strategy: ClassVar[Strategy] = Strategy.FIRST
+    limit_fields: ClassVar[frozenset[str]] = frozenset({"max_defense_chars", "max_attack_chars"})
+    task_modules: ClassVar[tuple[str, ...]] = ("app.kinds.red_blue.tasks",)
+    periodic_tasks: ClassVar[Mapping[str, tuple[str, float]]] = {
+        "sweep": (SWEEP_TASK, get_settings().sweep_interval_seconds)
+    }
+    model_modules: ClassVar[tuple[str, ...]] = ("app.kinds.red_blue.models",)
+    cards_show_trials: ClassVar[bool] = False
+
+    # Configuration ------------------------------------------------------------------------
+
+    def prepare(self, config: KindConfig) -> KindConfig:
+        sections = sections_of(config)
+        api_base = checked_api_base(sections.target.api_base, ["target", "api_base"])
+        target = sections.target.model_copy(update={"api_base": api_base})
+        return sections.model_copy(update={"target": target})
+
+    def public_sections(self, config: KindConfig) -> dict[str, Any]:
+        """The target's model and settings, the categories' names and verifier types, the
+        self-test's prompt and verifier type, pairing and points: no pattern, rubric, judge
+        model or server address."""
+        sections = sections_of(config)
+        target = sections.target
+        return {
+            "target": {
+                "model": target.model,
+                "temperature": target.temperature,
+                "max_tokens": target.max_tokens,
+            },
+            "judge_suite": {
+                "categories": [
+                    {"name": c.name, "verifier": public_verifier(c.verifier)}
+                    for c in sections.judge_suite.categories
+                ]
+            },
+            "self_test": {
+                "prompt": sections.self_test.prompt,
+                "verifier": public_verifier(sections.self_test.verifier),
+            },
+            "pairing": sections.pairing.model_dump(mode="json"),
+            "points": sections.points.model_dump(mode="json"),
+        }
+
+    def api_routers(self) -> Sequence[APIRouter]:
+        from app.kinds.red_blue.router import router
+
+        return (router,)
+
+    # Leaderboards -------------------------------------------------------------------------
+
+    def read_leaderboard(
+        self,
+        session: Session,
+        challenge: Challenge,
+        *,
+        limit: int,
+        offset: int,
+        params: Mapping[str, str],
+    ) -> BaseModel:
+        """`?side=red|blue`: one side's board by rating (required)."""
+        from app.kinds.red_blue import service
+
+        side = service.board_side(params)
+        return service.read_leaderboard(session, challenge, side, limit=limit, offset=offset)
+
+    # Attempts: not this kind's ------------------------------------------------------------
+
+    def submission(
+        self,
+        target: SubmissionTarget,
+        body: AttemptCreate,
+        config: Callable[[], KindConfig],
+    ) -> Submitted:
+        field = "prompt" if body.prompt is not None else "participant"
+        raise ValidationFailed.at(
+            [field],
+            "this is a red_blue challenge: it takes no attempts; submit defenses at "
+            f"POST /v1/challenges/{target.challenge_id}/defenses and attacks at "
+            f"POST /v1/challenges/{target.challenge_id}/attacks",
+        )
+
+    async def run(self, context: RunContext) -> AttemptMetrics | None:
+        raise NotImplementedError("red_blue challenges have no attempts to run")
+
+
+KIND = RedBlueKind()

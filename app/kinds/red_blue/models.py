@@ -1,0 +1,246 @@
+"""The red_blue kind's tables: defenses, attacks, matches, stored ratings and each
+challenge's board (standings and the state of its debounced ratings recompute).
+
+Model-produced text (the target's outputs, verifier replies, error reasons) is stored with
+the `Produced*` column types (escaped, never refused); what participants wrote is checked on
+the way in (no NUL) and stored as they wrote it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    Uuid,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db import Base, JSONType, ProducedJSON, ProducedText, StrEnumColumn, UTCDateTime, new_id
+
+
+class DefenseStatus(StrEnum):
+    """pending → active (self-test passed) | rejected (it failed) | error (the target or the
+    verifier failed: re-runnable by a tenant admin; never paired)."""
+
+    PENDING = "pending"
+    ACTIVE = "active"
+    REJECTED = "rejected"
+    ERROR = "error"
+
+
+class MatchStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    ERROR = "error"
+
+
+class Side(StrEnum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Defense(Base):
+    """A blue participant's system prompt. Its self-test runs on a worker under a lease, as an
+    attempt does (`run_token`, `lease_expires_at`, `run_count`)."""
+
+    __tablename__ = "redblue_defenses"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "idempotency_key"),
+        Index(
+            "ix_redblue_defenses_challenge_status_created", "challenge_id", "status", "created_at"
+        ),
+        Index("ix_redblue_defenses_challenge_participant", "challenge_id", "participant_id"),
+        Index("ix_redblue_defenses_status_enqueued", "status", "enqueued_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
+    challenge_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("challenges.id", ondelete="CASCADE")
+    )
+    participant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("participants.id", ondelete="CASCADE")
+    )
+    system_prompt: Mapped[str] = mapped_column(Text)
+    status: Mapped[DefenseStatus] = mapped_column(
+        StrEnumColumn(DefenseStatus, 16), default=DefenseStatus.PENDING
+    )
+    # Why it was rejected (or why its self-test failed), as participants may read it.
+    reason: Mapped[str | None] = mapped_column(ProducedText, default=None)
+    # Tenant admins only: the full reason of an error (addresses, provider answers).
+    error_detail: Mapped[str | None] = mapped_column(ProducedText, default=None)
+    self_test_output: Mapped[str | None] = mapped_column(ProducedText, default=None)
+    self_test_verdict: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255), default=None)
+    request_fingerprint: Mapped[str | None] = mapped_column(String(64), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # When it was paired (active defenses only); null while its pairing is still to be done.
+    paired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    run_token: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
+    run_count: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Attack(Base):
+    """A red participant's user message; paired by a worker task (`paired_at` is set once
+    its matches are made)."""
+
+    __tablename__ = "redblue_attacks"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "idempotency_key"),
+        Index("ix_redblue_attacks_challenge_created", "challenge_id", "created_at"),
+        Index("ix_redblue_attacks_challenge_participant", "challenge_id", "participant_id"),
+        Index("ix_redblue_attacks_paired_enqueued", "paired_at", "enqueued_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
+    challenge_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("challenges.id", ondelete="CASCADE")
+    )
+    participant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("participants.id", ondelete="CASCADE")
+    )
+    prompt: Mapped[str] = mapped_column(Text)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255), default=None)
+    request_fingerprint: Mapped[str | None] = mapped_column(String(64), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    paired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+
+
+class Match(Base):
+    """One target call: the defense as system prompt, the attack as user message, judged by
+    every category. Each (attack, defense) pair at most once; never a participant against
+    themself. Runs under a lease like an attempt."""
+
+    __tablename__ = "redblue_matches"
+    __table_args__ = (
+        UniqueConstraint("attack_id", "defense_id"),
+        Index("ix_redblue_matches_challenge_created", "challenge_id", "created_at"),
+        Index("ix_redblue_matches_challenge_status", "challenge_id", "status"),
+        Index("ix_redblue_matches_defense", "defense_id"),
+        Index("ix_redblue_matches_red", "challenge_id", "red_participant_id"),
+        Index("ix_redblue_matches_blue", "challenge_id", "blue_participant_id"),
+        Index("ix_redblue_matches_status_enqueued", "status", "enqueued_at"),
+        Index("ix_redblue_matches_status_lease", "status", "lease_expires_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
+    challenge_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("challenges.id", ondelete="CASCADE")
+    )
+    attack_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("redblue_attacks.id", ondelete="CASCADE")
+    )
+    defense_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("redblue_defenses.id", ondelete="CASCADE")
+    )
+    red_participant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("participants.id", ondelete="CASCADE")
+    )
+    blue_participant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("participants.id", ondelete="CASCADE")
+    )
+    status: Mapped[MatchStatus] = mapped_column(
+        StrEnumColumn(MatchStatus, 16), default=MatchStatus.QUEUED
+    )
+    # The exact call: the defense's system prompt and the attack's user message, and the
+    # target's answer.
+    system_prompt: Mapped[str | None] = mapped_column(Text, default=None)
+    user_message: Mapped[str | None] = mapped_column(Text, default=None)
+    output: Mapped[str | None] = mapped_column(ProducedText, default=None)
+    # Per category, in the suite's order: {category, breached, rating, red_points,
+    # blue_points, raw_eval_output}.
+    verdicts: Mapped[list[dict[str, Any]] | None] = mapped_column(ProducedJSON, default=None)
+    breached: Mapped[list[str] | None] = mapped_column(JSONType, default=None)
+    red_points: Mapped[int | None] = mapped_column(Integer, default=None)
+    blue_points: Mapped[int | None] = mapped_column(Integer, default=None)
+    attack_won: Mapped[bool | None] = mapped_column(Boolean, default=None)
+    tokens_total: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
+    spent_usd: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    # `error` is what participants read; `error_detail` the full reason, tenant admins only.
+    error: Mapped[str | None] = mapped_column(ProducedText, default=None)
+    error_detail: Mapped[str | None] = mapped_column(ProducedText, default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    run_token: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
+    run_count: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Rating(Base):
+    """A participant's standing on one side of one challenge, as the last recompute left it.
+    `position` is the row's place in the board's order (rank, then rating, then handle), so a
+    page of the leaderboard is one range scan of the primary index."""
+
+    __tablename__ = "redblue_ratings"
+    __table_args__ = (
+        Index(
+            "ix_redblue_ratings_board_position",
+            "challenge_id",
+            "side",
+            "position",
+            unique=True,
+        ),
+    )
+
+    challenge_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("challenges.id", ondelete="CASCADE"), primary_key=True
+    )
+    side: Mapped[Side] = mapped_column(StrEnumColumn(Side, 8), primary_key=True)
+    participant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("participants.id", ondelete="CASCADE"), primary_key=True
+    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    rank: Mapped[int] = mapped_column(Integer)
+    rating: Mapped[float] = mapped_column(Float)
+    rating_low: Mapped[float] = mapped_column(Float)
+    rating_high: Mapped[float] = mapped_column(Float)
+    points: Mapped[int] = mapped_column(BigInteger)
+    matches: Mapped[int] = mapped_column(Integer)
+    wins: Mapped[int] = mapped_column(Integer)
+
+
+class Board(Base):
+    """A challenge's standings and its recompute's state. Landing matches set `dirty` (one
+    conditional update, which sends the recompute task only when it turns dirty); a recompute
+    claims the flag (`generation` + 1) and writes ratings and standings in one transaction
+    unless a later claim wrote first (`written_generation`)."""
+
+    __tablename__ = "redblue_boards"
+
+    challenge_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("challenges.id", ondelete="CASCADE"), primary_key=True
+    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
+    dirty: Mapped[bool] = mapped_column(Boolean, default=False)
+    dirty_since: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    generation: Mapped[int] = mapped_column(Integer, default=0)
+    written_generation: Mapped[int] = mapped_column(Integer, default=0)
+    red_points: Mapped[int] = mapped_column(BigInteger, default=0)
+    blue_points: Mapped[int] = mapped_column(BigInteger, default=0)
+    matches: Mapped[int] = mapped_column(Integer, default=0)
+    computed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)

@@ -1,0 +1,206 @@
+"""The red_blue kind's REST endpoints, mounted by the app because the kind is registered.
+Each route parses, calls one service function and returns its view (docs/redblue.md)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Response, status
+
+from app.auth.gate import TenantAdminDep, TenantKeyDep
+from app.deps import SessionDep, UnitOfWorkDep
+from app.kinds.red_blue import service
+from app.kinds.red_blue.schemas import (
+    AttackCreate,
+    AttackRead,
+    DefenseCreate,
+    DefenseRead,
+    MatchList,
+    MatchRead,
+    Standings,
+)
+from app.schemas import Limit, Offset
+
+router = APIRouter(prefix="/v1", tags=["red-blue"])
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description="Makes a retried submission return the same entry instead of a new one.",
+    ),
+]
+
+_SUBMISSION_ANSWERS: dict[int | str, dict[str, str]] = {
+    409: {
+        "description": "The challenge is not open, the participant's limit is reached, or the "
+        "Idempotency-Key was used for a different request."
+    },
+    429: {"description": "The participant's daily limit (of this side) is reached."},
+}
+
+
+def _accepted(response: Response, path: str, created: bool) -> None:
+    response.headers["Location"] = path
+    if not created:
+        response.headers["Idempotent-Replayed"] = "true"
+
+
+@router.post(
+    "/challenges/{challenge_id}/defenses",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=_SUBMISSION_ANSWERS,
+)
+def post_defense(
+    challenge_id: uuid.UUID,
+    body: DefenseCreate,
+    work: UnitOfWorkDep,
+    caller: TenantKeyDep,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+) -> DefenseRead:
+    """Submit a defense (red_blue challenges); a worker runs its self-test: poll
+    `GET /v1/defenses/{id}` until it is `active` or `rejected` (with the reason)."""
+    submitted = service.submit_defense(work, caller, challenge_id, body, idempotency_key)
+    work.commit()
+    entry = submitted.entry
+    _accepted(response, f"/v1/defenses/{entry.id}", submitted.created)
+    return service.defense_view(entry, submitted.participant_handle, service.reader_of(caller))  # type: ignore[arg-type]
+
+
+@router.get("/defenses/{defense_id}")
+def get_defense(defense_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> DefenseRead:
+    """A defense: its status, the reason of a rejection, its self-test answer, its matches."""
+    return service.read_defense(session, caller, defense_id)
+
+
+@router.post(
+    "/defenses/{defense_id}/rerun",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={409: {"description": "The defense's self-test did not end in error."}},
+)
+def post_defense_rerun(
+    defense_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
+) -> DefenseRead:
+    """Run again the self-test of a defense that ended in error (tenant admin)."""
+    view = service.rerun_defense(work, caller, defense_id)
+    work.commit()
+    return view
+
+
+@router.post(
+    "/challenges/{challenge_id}/attacks",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=_SUBMISSION_ANSWERS,
+)
+def post_attack(
+    challenge_id: uuid.UUID,
+    body: AttackCreate,
+    work: UnitOfWorkDep,
+    caller: TenantKeyDep,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+) -> AttackRead:
+    """Submit an attack (red_blue challenges); a worker pairs it with defenses by the
+    challenge's pairing policy and runs its matches."""
+    submitted = service.submit_attack(work, caller, challenge_id, body, idempotency_key)
+    work.commit()
+    entry = submitted.entry
+    _accepted(response, f"/v1/attacks/{entry.id}", submitted.created)
+    return service.attack_view(entry, submitted.participant_handle, service.reader_of(caller))  # type: ignore[arg-type]
+
+
+@router.get("/attacks/{attack_id}")
+def get_attack(attack_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> AttackRead:
+    return service.read_attack(session, caller, attack_id)
+
+
+@router.get("/challenges/{challenge_id}/matches")
+def list_matches(
+    challenge_id: uuid.UUID,
+    session: SessionDep,
+    caller: TenantKeyDep,
+    attack_id: uuid.UUID | None = None,
+    defense_id: uuid.UUID | None = None,
+    participant: str | None = None,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> MatchList:
+    """A red_blue challenge's matches, newest first; `participant` matches either side."""
+    return service.list_matches(
+        session,
+        caller,
+        challenge_id,
+        attack_id=attack_id,
+        defense_id=defense_id,
+        participant=participant,
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.get("/matches/{match_id}")
+def get_match(match_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> MatchRead:
+    """A match with the exact system prompt, user message and output, and every category's
+    verdict (`error_detail` for tenant admins only)."""
+    return service.read_match(session, caller, match_id)
+
+
+@router.post(
+    "/matches/{match_id}/rerun",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={409: {"description": "The match did not end in error."}},
+)
+def post_match_rerun(match_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep) -> MatchRead:
+    """Run again a match that ended in error (tenant admin)."""
+    view = service.rerun_match(work, caller, match_id)
+    work.commit()
+    return view
+
+
+@router.get("/challenges/{challenge_id}/standings")
+def get_standings(challenge_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> Standings:
+    """Team standings: red and blue points over all judged matches, red's share."""
+    return service.read_standings(session, caller, challenge_id)
+
+
+@router.get("/public/{tenant_slug}/challenges/{challenge_slug}/standings")
+def get_public_standings(tenant_slug: str, challenge_slug: str, session: SessionDep) -> Standings:
+    """The team standings of a public red_blue challenge, without credentials."""
+    return service.read_public_standings(session, tenant_slug, challenge_slug)
+
+
+@router.get("/public/{tenant_slug}/challenges/{challenge_slug}/matches")
+def list_public_matches(
+    tenant_slug: str,
+    challenge_slug: str,
+    session: SessionDep,
+    attack_id: uuid.UUID | None = None,
+    defense_id: uuid.UUID | None = None,
+    participant: str | None = None,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> MatchList:
+    """The matches of a public red_blue challenge: statuses, verdicts and points."""
+    return service.list_public_matches(
+        session,
+        tenant_slug,
+        challenge_slug,
+        attack_id=attack_id,
+        defense_id=defense_id,
+        participant=participant,
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.get("/public/{tenant_slug}/challenges/{challenge_slug}/matches/{match_id}")
+def get_public_match(
+    tenant_slug: str, challenge_slug: str, match_id: uuid.UUID, session: SessionDep
+) -> MatchRead:
+    """One match of a public red_blue challenge, without its texts (system prompt, attack,
+    output): those stay with the tenant and the match's two participants."""
+    return service.read_public_match(session, tenant_slug, challenge_slug, match_id)

@@ -1,0 +1,181 @@
+"""Bodies and views of the red_blue kind's endpoints."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from app.kinds.red_blue.models import DefenseStatus, MatchStatus, Side
+from app.schemas import Handle, InputSchema, OutputSchema
+
+
+def _storable(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+class DefenseCreate(InputSchema):
+    """A blue participant's defense: the system prompt the target answers attacks behind."""
+
+    participant: Handle | None = Field(
+        default=None,
+        description="The participant's handle, created on first use. Required with a tenant key.",
+    )
+    system_prompt: str = Field(min_length=1)
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _checked(cls, value: str) -> str:
+        return _storable(value)
+
+
+class AttackCreate(InputSchema):
+    """A red participant's attack: the user message sent to the target behind defenses."""
+
+    participant: Handle | None = Field(
+        default=None,
+        description="The participant's handle, created on first use. Required with a tenant key.",
+    )
+    prompt: str = Field(min_length=1)
+
+    @field_validator("prompt")
+    @classmethod
+    def _checked(cls, value: str) -> str:
+        return _storable(value)
+
+
+class MatchCounts(OutputSchema):
+    queued: int = 0
+    running: int = 0
+    completed: int = 0
+    error: int = 0
+
+
+class DefenseRead(OutputSchema):
+    id: uuid.UUID
+    challenge_id: uuid.UUID
+    participant: str
+    status: DefenseStatus
+    system_prompt: str | None = Field(
+        description="Tenant keys and the defense's own participant only; null otherwise."
+    )
+    reason: str | None = Field(description="Why it was rejected, or why its self-test failed.")
+    error_detail: str | None = Field(default=None, description="Tenant admins only.")
+    self_test_output: str | None = Field(
+        default=None, description="The target's answer to the self-test prompt (as above)."
+    )
+    created_at: datetime
+    finished_at: datetime | None
+    paired: bool
+    matches: MatchCounts | None = None
+
+
+class AttackRead(OutputSchema):
+    id: uuid.UUID
+    challenge_id: uuid.UUID
+    participant: str
+    prompt: str | None = Field(
+        description="Tenant keys and the attack's own participant only; null otherwise."
+    )
+    status: str = Field(description="'pending' until paired, then 'paired'.")
+    created_at: datetime
+    paired: bool
+    matches: MatchCounts | None = None
+
+
+class VerdictRead(OutputSchema):
+    category: str
+    breached: bool
+    rating: float | None
+    red_points: int
+    blue_points: int
+    raw_eval_output: str | None = None
+
+
+class MatchSummary(OutputSchema):
+    id: uuid.UUID
+    challenge_id: uuid.UUID
+    attack_id: uuid.UUID
+    defense_id: uuid.UUID
+    red_participant: str
+    blue_participant: str
+    status: MatchStatus
+    breached: list[str] | None
+    red_points: int | None
+    blue_points: int | None
+    attack_won: bool | None
+    tokens_total: int | None
+    elapsed_ms: int | None
+    cost_usd: float | None
+    error: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class MatchRead(MatchSummary):
+    """A match with the exact call: what each reader may see of it (see docs/redblue.md)."""
+
+    system_prompt: str | None
+    user_message: str | None
+    output: str | None
+    verdicts: list[VerdictRead] | None
+    error_detail: str | None = Field(default=None, description="Tenant admins only.")
+    run_count: int
+
+
+class MatchList(OutputSchema):
+    items: list[MatchSummary]
+    total: int
+
+
+class BoardItem(OutputSchema):
+    rank: int
+    participant: str
+    rating: float
+    rating_low: float
+    rating_high: float
+    points: int
+    matches: int
+    wins: int
+
+
+class RedBlueLeaderboard(OutputSchema):
+    challenge_id: uuid.UUID
+    side: Side
+    items: list[BoardItem]
+    total: int
+    limit: int
+    offset: int
+    computed_at: datetime | None = Field(description="When the ratings were last recomputed.")
+
+
+class Standings(OutputSchema):
+    challenge_id: uuid.UUID
+    red_points: int
+    blue_points: int
+    red_share: float | None = Field(description="red / (red + blue); null before any point.")
+    matches: int = Field(description="Judged matches the standings count.")
+    computed_at: datetime | None
+    pending: bool = Field(description="Matches landed since; a recompute is due.")
+
+
+def verdict_views(verdicts: list[dict[str, Any]] | None, *, full: bool) -> list[VerdictRead] | None:
+    if verdicts is None:
+        return None
+    return [
+        VerdictRead(
+            category=v["category"],
+            breached=v["breached"],
+            rating=v.get("rating"),
+            red_points=v["red_points"],
+            blue_points=v["blue_points"],
+            raw_eval_output=v.get("raw_eval_output") if full else None,
+        )
+        for v in verdicts
+    ]

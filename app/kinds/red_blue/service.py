@@ -1,0 +1,620 @@
+"""The red_blue kind's rules on the request side: submitting defenses and attacks (limits,
+schedule, idempotency), re-running what ended in error, and every read view (what each
+reader may see decided in one place, `Reader`). Worker-side rules are in `worker.py`.
+
+The web UI calls these functions as the REST routers do (docs/redblue.md lists them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from app.auth.subjects import Audience, SignedInParticipant, TenantKey
+from app.challenge.config import ChallengeStatus
+from app.challenge.models import Challenge
+from app.challenge.service import challenge_status, get_challenge, public_challenge
+from app.config import get_settings
+from app.db import utcnow
+from app.errors import AppError, Conflict, NotFound, TooManyRequests, ValidationFailed
+from app.kinds.red_blue.config import text_limit
+from app.kinds.red_blue.dispatch import PAIR_ATTACK, RUN_MATCH, SELF_TEST
+from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, Match, MatchStatus, Side
+from app.kinds.red_blue.repository import EntryTarget, RedBlueRepository
+from app.kinds.red_blue.schemas import (
+    AttackCreate,
+    AttackRead,
+    BoardItem,
+    DefenseCreate,
+    DefenseRead,
+    MatchCounts,
+    MatchList,
+    MatchRead,
+    MatchSummary,
+    RedBlueLeaderboard,
+    Standings,
+    verdict_views,
+)
+from app.tenant.service import handle_of, handles, participant_by_handle, participant_for_handle
+from app.unit_of_work import UnitOfWork
+
+KIND_NAME = "red_blue"
+BOARD_SIDES = ", ".join(f"'{side.value}'" for side in Side)
+
+
+# Who reads ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reader:
+    """What a reader may see of defenses, attacks and matches:
+
+    - a tenant admin key: everything, the full reason of errors included;
+    - a tenant member key (the tenant's own application): the texts (system prompts, attacks,
+      outputs), not the full reasons of errors;
+    - a signed-in participant (web UI): the texts of their own entries only (their defense's
+      system prompt, their attack, the output of matches they played);
+    - the public (a public challenge, no credential): no texts at all, only statuses,
+      verdicts, points and the boards.
+    """
+
+    admin: bool
+    all_texts: bool
+    participant_id: uuid.UUID | None = None
+
+    def sees_texts_of(self, *owners: uuid.UUID) -> bool:
+        return self.all_texts or (self.participant_id is not None and self.participant_id in owners)
+
+
+PUBLIC_READER = Reader(admin=False, all_texts=False)
+
+
+def reader_of(subject: TenantKey | SignedInParticipant) -> Reader:
+    if isinstance(subject, SignedInParticipant):
+        return Reader(admin=False, all_texts=False, participant_id=subject.participant_id)
+    return Reader(admin=subject.audience is Audience.ADMIN, all_texts=True)
+
+
+# Submissions --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EntrySubmission:
+    """A stored defense or attack; `created` is False on an Idempotency-Key replay."""
+
+    entry: Defense | Attack
+    created: bool
+    participant_handle: str
+
+
+def not_red_blue(challenge_kind: str, field: str, what: str) -> ValidationFailed:
+    return ValidationFailed.at(
+        [field],
+        f"{what} are for red_blue challenges; this is a {challenge_kind} challenge "
+        "(submit attempts at POST /v1/challenges/{id}/attempts)",
+    )
+
+
+def _fingerprint(challenge_id: uuid.UUID, body: BaseModel) -> str:
+    payload = json.dumps(
+        {"challenge_id": str(challenge_id), **body.model_dump()}, sort_keys=True
+    ).encode()
+    return hashlib.sha256(payload).hexdigest()
+
+
+def _check_open(target: EntryTarget, now: datetime) -> None:
+    state = challenge_status(target, now)
+    if state is ChallengeStatus.UPCOMING:
+        raise Conflict(f"this challenge opens at {target.opens_at:%Y-%m-%d %H:%M:%S} UTC")
+    if state is ChallengeStatus.CLOSED:
+        raise Conflict(f"this challenge closed at {target.closes_at:%Y-%m-%d %H:%M:%S} UTC")
+
+
+def _check_limits(
+    count: Callable[[datetime | None], int], target: EntryTarget, what: str, now: datetime
+) -> None:
+    """The challenge's limits, per participant and side (defenses and attacks apart)."""
+    limits = target.limits
+    if limits.max_attempts_total is not None and count(None) >= limits.max_attempts_total:
+        raise Conflict(
+            f"limit reached: this challenge allows {limits.max_attempts_total} {what} per "
+            "participant"
+        )
+    day_limit = limits.max_attempts_per_day
+    if day_limit is not None:
+        day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        if count(day_start) >= day_limit:
+            reset = day_start + timedelta(days=1)
+            raise TooManyRequests(
+                f"daily limit reached: {day_limit} {what} per participant per day; "
+                f"it resets at {reset:%Y-%m-%d %H:%M} UTC",
+                headers={"Retry-After": str(math.ceil((reset - now).total_seconds()))},
+            )
+
+
+def _checked_text(text: str, limit: int | None, field: str) -> None:
+    allowed = text_limit(limit, get_settings().max_prompt_chars)
+    if len(text) > allowed:
+        raise ValidationFailed.at(
+            [field], f"is {len(text)} characters; this challenge allows at most {allowed}"
+        )
+
+
+def _submit(
+    work: UnitOfWork,
+    submitter: TenantKey | SignedInParticipant,
+    challenge_id: uuid.UUID,
+    body: DefenseCreate | AttackCreate,
+    idempotency_key: str | None,
+) -> EntrySubmission:
+    session = work.session
+    tenant_id = submitter.tenant_id
+    is_defense = isinstance(body, DefenseCreate)
+    field, what = ("system_prompt", "defenses") if is_defense else ("prompt", "attacks")
+    handle_given = (
+        submitter.handle if isinstance(submitter, SignedInParticipant) else body.participant
+    )
+    repo = RedBlueRepository(session, tenant_id)
+    target = repo.entry_target(challenge_id, handle_given)
+    if target is None:
+        raise NotFound("challenge not found")
+    if target.kind != KIND_NAME:
+        raise not_red_blue(target.kind, field, what)
+    fingerprint = _fingerprint(challenge_id, body)
+    by_key = repo.defense_by_key if is_defense else repo.attack_by_key
+    if idempotency_key is not None:
+        existing = by_key(idempotency_key)
+        if existing is not None:
+            return _replay(existing, challenge_id, fingerprint, target, handle_given)
+    if handle_given is None:
+        raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
+    text = body.system_prompt if isinstance(body, DefenseCreate) else body.prompt
+    limits = target.limits
+    _checked_text(text, limits.max_defense_chars if is_defense else limits.max_attack_chars, field)
+    now = utcnow()
+    _check_open(target, now)
+    participant_id = target.participant_id
+    handle = target.participant_handle or handle_given
+    if participant_id is None:
+        participant_id, handle = participant_for_handle(session, tenant_id, handle_given)
+    if limits.counts_attempts:
+        repo.lock_participant(participant_id)
+        counter = repo.count_defenses if is_defense else repo.count_attacks
+        _check_limits(lambda since: counter(challenge_id, participant_id, since), target, what, now)
+    common: dict[str, Any] = {
+        "id": uuid.uuid4(),
+        "tenant_id": tenant_id,
+        "challenge_id": challenge_id,
+        "participant_id": participant_id,
+        "idempotency_key": idempotency_key,
+        "request_fingerprint": fingerprint,
+        "created_at": now,
+        "enqueued_at": now,
+    }
+    entry: Defense | Attack
+    if isinstance(body, DefenseCreate):
+        entry = Defense(
+            **common, system_prompt=body.system_prompt, status=DefenseStatus.PENDING, run_count=0
+        )
+    else:
+        entry = Attack(**common, prompt=body.prompt)
+    if repo.insert_entry(entry):
+        work.send_after_commit(SELF_TEST if is_defense else PAIR_ATTACK, str(entry.id))
+        return EntrySubmission(entry, True, handle)
+    # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
+    assert idempotency_key is not None
+    existing = by_key(idempotency_key)
+    if existing is None:
+        raise RuntimeError(f"Idempotency-Key {idempotency_key!r} conflicted, yet nothing has it")
+    return _replay(existing, challenge_id, fingerprint, target, handle_given)
+
+
+def _replay(
+    existing: Defense | Attack,
+    challenge_id: uuid.UUID,
+    fingerprint: str,
+    target: EntryTarget,
+    handle_given: str | None,
+) -> EntrySubmission:
+    if existing.challenge_id != challenge_id or existing.request_fingerprint != fingerprint:
+        raise Conflict(
+            "this Idempotency-Key was already used for a different request; "
+            "use a new key for a new submission"
+        )
+    return EntrySubmission(existing, False, target.participant_handle or handle_given or "")
+
+
+def submit_defense(
+    work: UnitOfWork,
+    submitter: TenantKey | SignedInParticipant,
+    challenge_id: uuid.UUID,
+    body: DefenseCreate,
+    idempotency_key: str | None = None,
+) -> EntrySubmission:
+    """Stores a pending defense; its self-test is sent to a worker once the caller commits.
+    A signed-in participant submits as themselves (the body's `participant` is ignored)."""
+    return _submit(work, submitter, challenge_id, body, idempotency_key)
+
+
+def submit_attack(
+    work: UnitOfWork,
+    submitter: TenantKey | SignedInParticipant,
+    challenge_id: uuid.UUID,
+    body: AttackCreate,
+    idempotency_key: str | None = None,
+) -> EntrySubmission:
+    """Stores an attack; its pairing is sent to a worker once the caller commits."""
+    return _submit(work, submitter, challenge_id, body, idempotency_key)
+
+
+# Views --------------------------------------------------------------------------------------
+
+
+def _counts(counts: Mapping[MatchStatus, int]) -> MatchCounts:
+    return MatchCounts(**{status.value: count for status, count in counts.items()})
+
+
+def defense_view(
+    defense: Defense, handle: str, reader: Reader, counts: Mapping[MatchStatus, int] | None = None
+) -> DefenseRead:
+    texts = reader.sees_texts_of(defense.participant_id)
+    return DefenseRead(
+        id=defense.id,
+        challenge_id=defense.challenge_id,
+        participant=handle,
+        status=defense.status,
+        system_prompt=defense.system_prompt if texts else None,
+        reason=defense.reason,
+        error_detail=defense.error_detail if reader.admin else None,
+        self_test_output=defense.self_test_output if texts else None,
+        created_at=defense.created_at,
+        finished_at=defense.finished_at,
+        paired=defense.paired_at is not None,
+        matches=None if counts is None else _counts(counts),
+    )
+
+
+def attack_view(
+    attack: Attack, handle: str, reader: Reader, counts: Mapping[MatchStatus, int] | None = None
+) -> AttackRead:
+    return AttackRead(
+        id=attack.id,
+        challenge_id=attack.challenge_id,
+        participant=handle,
+        prompt=attack.prompt if reader.sees_texts_of(attack.participant_id) else None,
+        status="paired" if attack.paired_at is not None else "pending",
+        created_at=attack.created_at,
+        paired=attack.paired_at is not None,
+        matches=None if counts is None else _counts(counts),
+    )
+
+
+def _summary_fields(match: Match, named: Mapping[uuid.UUID, str]) -> dict[str, Any]:
+    return {
+        "id": match.id,
+        "challenge_id": match.challenge_id,
+        "attack_id": match.attack_id,
+        "defense_id": match.defense_id,
+        "red_participant": named.get(match.red_participant_id, ""),
+        "blue_participant": named.get(match.blue_participant_id, ""),
+        "status": match.status,
+        "breached": match.breached,
+        "red_points": match.red_points,
+        "blue_points": match.blue_points,
+        "attack_won": match.attack_won,
+        "tokens_total": match.tokens_total,
+        "elapsed_ms": match.elapsed_ms,
+        "cost_usd": match.cost_usd,
+        "error": match.error,
+        "created_at": match.created_at,
+        "finished_at": match.finished_at,
+    }
+
+
+def match_summary(match: Match, named: Mapping[uuid.UUID, str]) -> MatchSummary:
+    return MatchSummary(**_summary_fields(match, named))
+
+
+def match_view(match: Match, named: Mapping[uuid.UUID, str], reader: Reader) -> MatchRead:
+    red, blue = match.red_participant_id, match.blue_participant_id
+    return MatchRead(
+        **_summary_fields(match, named),
+        system_prompt=match.system_prompt if reader.sees_texts_of(blue) else None,
+        user_message=match.user_message if reader.sees_texts_of(red) else None,
+        output=match.output if reader.sees_texts_of(red, blue) else None,
+        verdicts=verdict_views(match.verdicts, full=reader.sees_texts_of(red, blue)),
+        error_detail=match.error_detail if reader.admin else None,
+        run_count=match.run_count,
+    )
+
+
+def _named(session: Session, tenant_id: uuid.UUID, matches: list[Match]) -> dict[uuid.UUID, str]:
+    ids = {m.red_participant_id for m in matches} | {m.blue_participant_id for m in matches}
+    return handles(session, tenant_id, list(ids))
+
+
+# Reads (tenant keys and signed-in participants) ---------------------------------------------
+
+
+def read_defense(
+    session: Session, subject: TenantKey | SignedInParticipant, defense_id: uuid.UUID
+) -> DefenseRead:
+    repo = RedBlueRepository(session, subject.tenant_id)
+    defense = repo.defense(defense_id)
+    if defense is None:
+        raise NotFound("defense not found")
+    handle = handle_of(session, subject.tenant_id, defense.participant_id)
+    counts = repo.match_counts(Match.defense_id, defense.id)
+    return defense_view(defense, handle, reader_of(subject), counts)
+
+
+def read_attack(
+    session: Session, subject: TenantKey | SignedInParticipant, attack_id: uuid.UUID
+) -> AttackRead:
+    repo = RedBlueRepository(session, subject.tenant_id)
+    attack = repo.attack(attack_id)
+    if attack is None:
+        raise NotFound("attack not found")
+    handle = handle_of(session, subject.tenant_id, attack.participant_id)
+    counts = repo.match_counts(Match.attack_id, attack.id)
+    return attack_view(attack, handle, reader_of(subject), counts)
+
+
+def _red_blue_challenge(challenge: Challenge) -> Challenge:
+    if challenge.kind != KIND_NAME:
+        raise NotFound(f"not a red_blue challenge (this is a {challenge.kind} challenge)")
+    return challenge
+
+
+def _matches_page(
+    session: Session,
+    challenge: Challenge,
+    *,
+    attack_id: uuid.UUID | None,
+    defense_id: uuid.UUID | None,
+    participant: str | None,
+    limit: int,
+    offset: int,
+) -> MatchList:
+    tenant_id = challenge.tenant_id
+    participant_id = None
+    if participant is not None:
+        found = participant_by_handle(session, tenant_id, participant)
+        if found is None:
+            return MatchList(items=[], total=0)
+        participant_id = found.id
+    rows, total = RedBlueRepository(session, tenant_id).matches_page(
+        challenge.id,
+        attack_id=attack_id,
+        defense_id=defense_id,
+        participant_id=participant_id,
+        limit=limit,
+        offset=offset,
+    )
+    named = _named(session, tenant_id, rows)
+    return MatchList(items=[match_summary(m, named) for m in rows], total=total)
+
+
+def list_matches(
+    session: Session,
+    subject: TenantKey | SignedInParticipant,
+    challenge_id: uuid.UUID,
+    *,
+    attack_id: uuid.UUID | None = None,
+    defense_id: uuid.UUID | None = None,
+    participant: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> MatchList:
+    """The challenge's matches, newest first, filtered by attack, defense and participant
+    handle (either side); 404 for another tenant's challenge."""
+    challenge = _red_blue_challenge(get_challenge(session, subject.tenant_id, challenge_id))
+    return _matches_page(
+        session,
+        challenge,
+        attack_id=attack_id,
+        defense_id=defense_id,
+        participant=participant,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def read_match(
+    session: Session, subject: TenantKey | SignedInParticipant, match_id: uuid.UUID
+) -> MatchRead:
+    match = RedBlueRepository(session, subject.tenant_id).match(match_id)
+    if match is None:
+        raise NotFound("match not found")
+    return match_view(match, _named(session, subject.tenant_id, [match]), reader_of(subject))
+
+
+def participant_entries(
+    session: Session,
+    subject: TenantKey | SignedInParticipant,
+    challenge_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    *,
+    limit: int = 20,
+) -> tuple[list[DefenseRead], list[AttackRead]]:
+    """One participant's newest defenses and attacks at a challenge (the web UI's own
+    column), as the subject may see them."""
+    repo = RedBlueRepository(session, subject.tenant_id)
+    defenses, attacks = repo.entries_of(challenge_id, participant_id, limit=limit)
+    handle = handle_of(session, subject.tenant_id, participant_id)
+    reader = reader_of(subject)
+    return (
+        [defense_view(d, handle, reader) for d in defenses],
+        [attack_view(a, handle, reader) for a in attacks],
+    )
+
+
+# Re-runs (tenant admins) --------------------------------------------------------------------
+
+
+def rerun_match(work: UnitOfWork, admin: TenantKey, match_id: uuid.UUID) -> MatchRead:
+    """Queues a match that ended in error again; it is sent once the caller commits."""
+    repo = RedBlueRepository(work.session, admin.tenant_id)
+    match = repo.match(match_id, for_update=True)
+    if match is None:
+        raise NotFound("match not found")
+    if match.status is not MatchStatus.ERROR:
+        raise Conflict(
+            f"only matches that ended in error can be re-run; this one is {match.status}"
+        )
+    repo.requeue_match(match, utcnow())
+    work.send_after_commit(RUN_MATCH, str(match.id))
+    return match_view(match, _named(work.session, admin.tenant_id, [match]), reader_of(admin))
+
+
+def rerun_defense(work: UnitOfWork, admin: TenantKey, defense_id: uuid.UUID) -> DefenseRead:
+    """Runs the self-test of a defense that ended in error again."""
+    repo = RedBlueRepository(work.session, admin.tenant_id)
+    defense = repo.defense(defense_id)
+    if defense is None:
+        raise NotFound("defense not found")
+    if defense.status is not DefenseStatus.ERROR:
+        raise Conflict(
+            f"only defenses whose self-test ended in error can be re-run; this one is "
+            f"{defense.status}"
+        )
+    repo.requeue_defense(defense, utcnow())
+    work.send_after_commit(SELF_TEST, str(defense.id))
+    handle = handle_of(work.session, admin.tenant_id, defense.participant_id)
+    return defense_view(defense, handle, reader_of(admin))
+
+
+# Boards -------------------------------------------------------------------------------------
+
+
+def board_side(params: Mapping[str, str]) -> Side:
+    """The `side` query parameter of a red_blue leaderboard: required, red or blue."""
+    value = params.get("side")
+    if value is None or value not in {side.value for side in Side}:
+        problem = "is required" if value is None else f"must be {BOARD_SIDES}, not {value!r}"
+        raise ValidationFailed(
+            f"side: {problem} (a red_blue challenge has a red and a blue leaderboard)",
+            details=[{"loc": ["query", "side"], "msg": problem, "type": "value_error"}],
+        )
+    return Side(value)
+
+
+def read_leaderboard(
+    session: Session, challenge: Challenge, side: Side, *, limit: int, offset: int
+) -> RedBlueLeaderboard:
+    """A page of one side's board, as the last recompute stored it."""
+    repo = RedBlueRepository(session, challenge.tenant_id)
+    rows, total = repo.ratings_page(challenge.id, side, limit=limit, offset=offset)
+    board = repo.board(challenge.id)
+    return RedBlueLeaderboard(
+        challenge_id=challenge.id,
+        side=side,
+        items=[
+            BoardItem(
+                rank=r.rank,
+                participant=handle,
+                rating=round(r.rating, 1),
+                rating_low=round(r.rating_low, 1),
+                rating_high=round(r.rating_high, 1),
+                points=r.points,
+                matches=r.matches,
+                wins=r.wins,
+            )
+            for r, handle in rows
+        ],
+        total=total,
+        limit=limit,
+        offset=offset,
+        computed_at=board.computed_at if board is not None else None,
+    )
+
+
+def _standings(session: Session, challenge: Challenge) -> Standings:
+    board = RedBlueRepository(session, challenge.tenant_id).board(challenge.id)
+    if board is None:
+        return Standings(
+            challenge_id=challenge.id,
+            red_points=0,
+            blue_points=0,
+            red_share=None,
+            matches=0,
+            computed_at=None,
+            pending=False,
+        )
+    total = board.red_points + board.blue_points
+    return Standings(
+        challenge_id=challenge.id,
+        red_points=board.red_points,
+        blue_points=board.blue_points,
+        red_share=board.red_points / total if total else None,
+        matches=board.matches,
+        computed_at=board.computed_at,
+        pending=board.dirty or board.written_generation < board.generation,
+    )
+
+
+def read_standings(
+    session: Session, subject: TenantKey | SignedInParticipant, challenge_id: uuid.UUID
+) -> Standings:
+    challenge = _red_blue_challenge(get_challenge(session, subject.tenant_id, challenge_id))
+    return _standings(session, challenge)
+
+
+# Public reads (a public challenge, no credential) -------------------------------------------
+
+
+def _public(session: Session, tenant_slug: str, challenge_slug: str) -> Challenge:
+    challenge = public_challenge(session, tenant_slug, challenge_slug)
+    try:
+        return _red_blue_challenge(challenge)
+    except AppError:
+        raise NotFound("no public red_blue challenge at this address") from None
+
+
+def read_public_standings(session: Session, tenant_slug: str, challenge_slug: str) -> Standings:
+    return _standings(session, _public(session, tenant_slug, challenge_slug))
+
+
+def list_public_matches(
+    session: Session,
+    tenant_slug: str,
+    challenge_slug: str,
+    *,
+    attack_id: uuid.UUID | None = None,
+    defense_id: uuid.UUID | None = None,
+    participant: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> MatchList:
+    """Matches of a public challenge: statuses, verdicts and points, never the texts."""
+    challenge = _public(session, tenant_slug, challenge_slug)
+    return _matches_page(
+        session,
+        challenge,
+        attack_id=attack_id,
+        defense_id=defense_id,
+        participant=participant,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def read_public_match(
+    session: Session, tenant_slug: str, challenge_slug: str, match_id: uuid.UUID
+) -> MatchRead:
+    """One match of a public challenge as the public sees it: no system prompt, no attack,
+    no output (verdict per category and points only)."""
+    challenge = _public(session, tenant_slug, challenge_slug)
+    match = RedBlueRepository(session, challenge.tenant_id).match(match_id)
+    if match is None or match.challenge_id != challenge.id:
+        raise NotFound("match not found")
+    return match_view(match, _named(session, challenge.tenant_id, [match]), PUBLIC_READER)

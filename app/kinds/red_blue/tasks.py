@@ -1,0 +1,87 @@
+"""Celery entry points of the red_blue kind (included by every worker because the kind is
+registered). Tasks take ids and are safe to run twice; a database hiccup is retried as an
+attempt's run is."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.exc import OperationalError
+
+from app.config import get_settings
+from app.kinds.red_blue import worker
+from app.kinds.red_blue.dispatch import (
+    PAIR_ATTACK_TASK,
+    RECOMPUTE_TASK,
+    RUN_MATCH_TASK,
+    SELF_TEST_TASK,
+    SWEEP_TASK,
+)
+from workers.celery_app import celery_app
+
+_settings = get_settings()
+_SOFT_LIMIT = _settings.attempt_time_limit_seconds
+_HARD_LIMIT = _settings.attempt_time_limit_seconds + 30
+
+
+@celery_app.task(
+    name=SELF_TEST_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=_SOFT_LIMIT,
+    time_limit=_HARD_LIMIT,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=5,
+)
+def self_test(defense_id: str) -> str:
+    return worker.run_self_test(uuid.UUID(defense_id))
+
+
+@celery_app.task(
+    name=PAIR_ATTACK_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=300,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=5,
+)
+def pair_attack(attack_id: str) -> str:
+    return worker.pair_attack(uuid.UUID(attack_id))
+
+
+@celery_app.task(
+    name=RUN_MATCH_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=_SOFT_LIMIT,
+    time_limit=_HARD_LIMIT,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=5,
+)
+def run_match(match_id: str) -> str:
+    return worker.run_match(uuid.UUID(match_id))
+
+
+@celery_app.task(
+    name=RECOMPUTE_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=600,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=5,
+)
+def recompute(challenge_id: str) -> str:
+    return worker.recompute(uuid.UUID(challenge_id))
+
+
+@celery_app.task(name=SWEEP_TASK, acks_late=True, time_limit=300)
+def sweep() -> dict[str, int]:
+    return worker.sweep()
