@@ -62,6 +62,9 @@ class RedBlueTarget(InputSchema):
     @field_validator("model")
     @classmethod
     def _reachable(cls, model: str) -> str:
+        if "api_base" in cls.model_fields:
+            # A target that can name a base URL is checked with it when the challenge is saved.
+            return model
         problem = base_url_problem(model, None, None)
         if problem:
             raise ValueError(problem)

@@ -251,6 +251,8 @@ def test_bad_input_names_the_field(api: Api, worker: Worker, tenant: dict[str, A
     bad_verifier["judge_suite"]["categories"][0]["verifier"] = {"type": "telepathy"}
     assert "judge_suite" in refused(bad_verifier)["message"]
     assert "pairing.policy" in refused(red_blue_body(pairing={"policy": "swiss"}))["message"]
+    no_base = red_blue_body(target={"model": "openai-compatible/llama"})
+    assert "target.api_base" in refused(no_base)["message"]
     prompt_limits = {"max_defense_chars": 10}
     error = refused(
         {

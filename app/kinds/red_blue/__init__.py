@@ -27,7 +27,7 @@ from app.challenge.models import Challenge
 from app.config import get_settings
 from app.errors import ValidationFailed
 from app.kinds.base import Kind
-from app.kinds.outbound import checked_api_base
+from app.kinds.outbound import check_served, checked_api_base
 from app.kinds.red_blue.config import RedBlueSections, public_verifier, sections_of
 from app.kinds.red_blue.dispatch import SWEEP_TASK
 from app.scoring.strategies import Strategy
@@ -59,6 +59,7 @@ class RedBlueKind(Kind):
     def prepare(self, config: KindConfig) -> KindConfig:
         sections = sections_of(config)
         api_base = checked_api_base(sections.target.api_base, ["target", "api_base"])
+        check_served(sections.target.model, api_base, ["target", "model"], "target.api_base")
         target = sections.target.model_copy(update={"api_base": api_base})
         return sections.model_copy(update={"target": target})
 
