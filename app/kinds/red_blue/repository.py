@@ -323,14 +323,6 @@ def get_defense(session: Session, defense_id: uuid.UUID) -> Defense | None:
     return session.get(Defense, defense_id)
 
 
-def get_attack(session: Session, attack_id: uuid.UUID) -> Attack | None:
-    return session.get(Attack, attack_id)
-
-
-def get_match(session: Session, match_id: uuid.UUID) -> Match | None:
-    return session.get(Match, match_id)
-
-
 def get_challenge(session: Session, challenge_id: uuid.UUID) -> Challenge | None:
     return session.get(Challenge, challenge_id)
 
@@ -370,29 +362,55 @@ def defense_if_held(session: Session, defense_id: uuid.UUID, token: uuid.UUID) -
     )
 
 
-def claim_match(
-    session: Session, match_id: uuid.UUID, token: uuid.UUID, now: datetime, lease_until: datetime
-) -> int | None:
-    """Takes the match if it is queued, or running under an expired lease; the run number."""
-    result = session.execute(
-        update(Match)
+@dataclass(frozen=True, slots=True)
+class ClaimedMatch:
+    """A match this worker now holds, with the exact texts of its call."""
+
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    challenge_id: uuid.UUID
+    run_count: int
+    system_prompt: str | None
+    user_message: str | None
+
+
+def claim_matches(
+    session: Session,
+    match_ids: Sequence[uuid.UUID],
+    token: uuid.UUID,
+    now: datetime,
+    lease_until: datetime,
+) -> list[ClaimedMatch]:
+    """Takes those of the matches that are queued, or running under an expired lease, in one
+    statement; the others (finished, or held by another worker) are left alone. The claim
+    stores the exact texts of the call (the defense as system prompt, the attack as user
+    message): a re-run calls with the same. Returns the matches taken, with their run number."""
+    if not match_ids:
+        return []
+    m = _MATCHES.c
+    defense_text = select(Defense.system_prompt).where(Defense.id == m.defense_id)
+    attack_text = select(Attack.prompt).where(Attack.id == m.attack_id)
+    rows = session.execute(
+        update(_MATCHES)
         .where(
-            Match.id == match_id,
+            m.id.in_(match_ids),
             or_(
-                Match.status == MatchStatus.QUEUED,
-                (Match.status == MatchStatus.RUNNING) & (Match.lease_expires_at < now),
+                m.status == MatchStatus.QUEUED,
+                (m.status == MatchStatus.RUNNING) & (m.lease_expires_at < now),
             ),
         )
         .values(
             status=MatchStatus.RUNNING,
             run_token=token,
             lease_expires_at=lease_until,
-            started_at=func.coalesce(Match.started_at, now),
-            run_count=Match.run_count + 1,
+            started_at=func.coalesce(m.started_at, now),
+            run_count=m.run_count + 1,
+            system_prompt=defense_text.scalar_subquery(),
+            user_message=attack_text.scalar_subquery(),
         )
-        .returning(Match.run_count)
-    )
-    return result.scalar_one_or_none()
+        .returning(m.id, m.tenant_id, m.challenge_id, m.run_count, m.system_prompt, m.user_message)
+    ).tuples()
+    return [ClaimedMatch(*row) for row in rows]
 
 
 def finish_match(
@@ -400,17 +418,20 @@ def finish_match(
 ) -> tuple[uuid.UUID, uuid.UUID] | None:
     """Ends a running match held by this token with these values (one UPDATE); the
     (tenant id, challenge id) of the match, or None when the lease was lost."""
+    m = _MATCHES.c
     result = session.execute(
-        update(Match)
-        .where(
-            Match.id == match_id,
-            Match.run_token == token,
-            Match.status == MatchStatus.RUNNING,
-        )
+        update(_MATCHES)
+        .where(m.id == match_id, m.run_token == token, m.status == MatchStatus.RUNNING)
         .values(lease_expires_at=None, **values)
-        .returning(Match.tenant_id, Match.challenge_id)
+        .returning(m.tenant_id, m.challenge_id)
     ).first()
     return None if result is None else (result[0], result[1])
+
+
+def challenge_version(session: Session, challenge_id: uuid.UUID) -> datetime | None:
+    """When the challenge was last changed (None: it is gone): its parsed configuration can
+    be reused while this stays the same."""
+    return session.scalar(select(Challenge.updated_at).where(Challenge.id == challenge_id))
 
 
 def renew_match_lease(
