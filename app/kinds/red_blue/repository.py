@@ -80,6 +80,20 @@ class RatingRow:
     wins: int
 
 
+@dataclass(frozen=True, slots=True)
+class BoardLine:
+    """A row of a leaderboard page."""
+
+    handle: str
+    rank: int
+    rating: float
+    rating_low: float
+    rating_high: float
+    points: int
+    matches: int
+    wins: int
+
+
 def _dialect(session: Session) -> str:
     return session.get_bind().dialect.name
 
@@ -264,27 +278,35 @@ class RedBlueRepository:
 
     def ratings_page(
         self, challenge_id: uuid.UUID, side: Side, *, limit: int, offset: int
-    ) -> tuple[list[tuple[Rating, str]], int]:
-        """A page of one side's board in its stored order, with each participant's handle:
-        one range scan of ix_redblue_ratings_board_position."""
+    ) -> tuple[list[BoardLine], int]:
+        """A page of one side's board in its stored order, with each participant's handle.
+        A side's positions are 1..n with no gap (`write_board`), so the page is the positions
+        after `offset` and the total is the last position: two short range scans of
+        ix_redblue_ratings_board_position, whatever the offset (an OFFSET would read and
+        join every row before the page)."""
+        side_rows = (
+            Rating.challenge_id == challenge_id,
+            Rating.side == side,
+            Rating.tenant_id == self.tenant_id,
+        )
         rows = self.session.execute(
-            select(Rating, Participant.handle)
-            .join(Participant, Participant.id == Rating.participant_id)
-            .where(
-                Rating.challenge_id == challenge_id,
-                Rating.side == side,
-                Rating.tenant_id == self.tenant_id,
+            select(
+                Participant.handle,
+                Rating.rank,
+                Rating.rating,
+                Rating.rating_low,
+                Rating.rating_high,
+                Rating.points,
+                Rating.matches,
+                Rating.wins,
             )
+            .join(Participant, Participant.id == Rating.participant_id)
+            .where(*side_rows, Rating.position > offset)
             .order_by(Rating.position)
             .limit(limit)
-            .offset(offset)
         ).tuples()
-        total = self.session.scalar(
-            select(func.count())
-            .select_from(Rating)
-            .where(Rating.challenge_id == challenge_id, Rating.side == side)
-        )
-        return list(rows), total or 0
+        total = self.session.scalar(select(func.max(Rating.position)).where(*side_rows))
+        return [BoardLine(*row) for row in rows], total or 0
 
     def board(self, challenge_id: uuid.UUID) -> Board | None:
         return self.session.scalar(
@@ -616,8 +638,14 @@ def write_board(
     now: datetime,
 ) -> bool:
     """Replaces the challenge's ratings and standings, unless a later claim already wrote
-    them; False then. The board's row is locked first, so two recomputes write one after the
+    them; False then. Each side's rows come with positions 1..n, no gap, as the leaderboard
+    page reads them (`RedBlueRepository.ratings_page`). The board's row is locked first, so
+    two recomputes write one after the
     other and the later claim's result stays."""
+    for side in Side:
+        positions = sorted(row.position for row in rows if row.side is side)
+        if positions != list(range(1, len(positions) + 1)):
+            raise ValueError(f"the {side.value} board's positions are not 1..{len(positions)}")
     if _dialect(session) == "sqlite":
         take_write_lock(session)
     written = session.scalar(
