@@ -342,6 +342,10 @@ def _output_text(response: Any) -> str:
     return content
 
 
+# The jitter of retry delays when a client is given no generator of its own.
+_SHARED_RNG = random.Random()
+
+
 class LLMClient:
     """Calls models within a global and a per-model cap on calls in flight, by `outbound` policy
     (default: the operator's own run, any provider and base URL, no credential for any base).
@@ -380,7 +384,9 @@ class LLMClient:
         self.calls_made = 0
         self.max_in_flight = 0
         self._in_flight = 0
-        self._rng = rng or random.Random()
+        # Seeding a generator reads the OS's entropy (milliseconds on a busy virtual machine);
+        # a client per attempt or match shares the process's unless given one.
+        self._rng = rng or _SHARED_RNG
         self._loop: asyncio.AbstractEventLoop | None = None
         self._global_gate: asyncio.Semaphore | None = None
         self._model_gates: dict[tuple[str, str | None], asyncio.Semaphore] = {}

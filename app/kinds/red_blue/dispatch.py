@@ -9,6 +9,7 @@ from app.unit_of_work import WorkerTask
 SELF_TEST_TASK = "gauntlet.redblue.self_test"
 PAIR_ATTACK_TASK = "gauntlet.redblue.pair_attack"
 RUN_MATCH_TASK = "gauntlet.redblue.run_match"
+RUN_MATCHES_TASK = "gauntlet.redblue.run_matches"
 RECOMPUTE_TASK = "gauntlet.redblue.recompute"
 SWEEP_TASK = "gauntlet.redblue.sweep"
 
@@ -16,6 +17,17 @@ _RESENT = "the red_blue sweep will send it again"
 SELF_TEST = WorkerTask(SELF_TEST_TASK, _RESENT)
 PAIR_ATTACK = WorkerTask(PAIR_ATTACK_TASK, _RESENT)
 RUN_MATCH = WorkerTask(RUN_MATCH_TASK, _RESENT)
+# A chunk of matches (their ids as the arguments): one claim, one finishing transaction and
+# one message for up to MATCHES_PER_TASK matches.
+RUN_MATCHES = WorkerTask(RUN_MATCHES_TASK, _RESENT)
+MATCHES_PER_TASK = 25
+
+
+def chunks(ids: list[str]) -> list[list[str]]:
+    """The ids in order, MATCHES_PER_TASK at a time."""
+    return [ids[i : i + MATCHES_PER_TASK] for i in range(0, len(ids), MATCHES_PER_TASK)]
+
+
 # Sent when a board turns dirty; it runs a moment later (countdown), so the matches landing
 # meanwhile are rated by the same recompute.
 RECOMPUTE = WorkerTask(RECOMPUTE_TASK, _RESENT, countdown=1.0)

@@ -80,6 +80,20 @@ class RatingRow:
     wins: int
 
 
+@dataclass(frozen=True, slots=True)
+class BoardLine:
+    """A row of a leaderboard page."""
+
+    handle: str
+    rank: int
+    rating: float
+    rating_low: float
+    rating_high: float
+    points: int
+    matches: int
+    wins: int
+
+
 def _dialect(session: Session) -> str:
     return session.get_bind().dialect.name
 
@@ -264,27 +278,35 @@ class RedBlueRepository:
 
     def ratings_page(
         self, challenge_id: uuid.UUID, side: Side, *, limit: int, offset: int
-    ) -> tuple[list[tuple[Rating, str]], int]:
-        """A page of one side's board in its stored order, with each participant's handle:
-        one range scan of ix_redblue_ratings_board_position."""
+    ) -> tuple[list[BoardLine], int]:
+        """A page of one side's board in its stored order, with each participant's handle.
+        A side's positions are 1..n with no gap (`write_board`), so the page is the positions
+        after `offset` and the total is the last position: two short range scans of
+        ix_redblue_ratings_board_position, whatever the offset (an OFFSET would read and
+        join every row before the page)."""
+        side_rows = (
+            Rating.challenge_id == challenge_id,
+            Rating.side == side,
+            Rating.tenant_id == self.tenant_id,
+        )
         rows = self.session.execute(
-            select(Rating, Participant.handle)
-            .join(Participant, Participant.id == Rating.participant_id)
-            .where(
-                Rating.challenge_id == challenge_id,
-                Rating.side == side,
-                Rating.tenant_id == self.tenant_id,
+            select(
+                Participant.handle,
+                Rating.rank,
+                Rating.rating,
+                Rating.rating_low,
+                Rating.rating_high,
+                Rating.points,
+                Rating.matches,
+                Rating.wins,
             )
+            .join(Participant, Participant.id == Rating.participant_id)
+            .where(*side_rows, Rating.position > offset)
             .order_by(Rating.position)
             .limit(limit)
-            .offset(offset)
         ).tuples()
-        total = self.session.scalar(
-            select(func.count())
-            .select_from(Rating)
-            .where(Rating.challenge_id == challenge_id, Rating.side == side)
-        )
-        return list(rows), total or 0
+        total = self.session.scalar(select(func.max(Rating.position)).where(*side_rows))
+        return [BoardLine(*row) for row in rows], total or 0
 
     def board(self, challenge_id: uuid.UUID) -> Board | None:
         return self.session.scalar(
@@ -321,14 +343,6 @@ class RedBlueRepository:
 
 def get_defense(session: Session, defense_id: uuid.UUID) -> Defense | None:
     return session.get(Defense, defense_id)
-
-
-def get_attack(session: Session, attack_id: uuid.UUID) -> Attack | None:
-    return session.get(Attack, attack_id)
-
-
-def get_match(session: Session, match_id: uuid.UUID) -> Match | None:
-    return session.get(Match, match_id)
 
 
 def get_challenge(session: Session, challenge_id: uuid.UUID) -> Challenge | None:
@@ -370,29 +384,55 @@ def defense_if_held(session: Session, defense_id: uuid.UUID, token: uuid.UUID) -
     )
 
 
-def claim_match(
-    session: Session, match_id: uuid.UUID, token: uuid.UUID, now: datetime, lease_until: datetime
-) -> int | None:
-    """Takes the match if it is queued, or running under an expired lease; the run number."""
-    result = session.execute(
-        update(Match)
+@dataclass(frozen=True, slots=True)
+class ClaimedMatch:
+    """A match this worker now holds, with the exact texts of its call."""
+
+    id: uuid.UUID
+    tenant_id: uuid.UUID
+    challenge_id: uuid.UUID
+    run_count: int
+    system_prompt: str | None
+    user_message: str | None
+
+
+def claim_matches(
+    session: Session,
+    match_ids: Sequence[uuid.UUID],
+    token: uuid.UUID,
+    now: datetime,
+    lease_until: datetime,
+) -> list[ClaimedMatch]:
+    """Takes those of the matches that are queued, or running under an expired lease, in one
+    statement; the others (finished, or held by another worker) are left alone. The claim
+    stores the exact texts of the call (the defense as system prompt, the attack as user
+    message): a re-run calls with the same. Returns the matches taken, with their run number."""
+    if not match_ids:
+        return []
+    m = _MATCHES.c
+    defense_text = select(Defense.system_prompt).where(Defense.id == m.defense_id)
+    attack_text = select(Attack.prompt).where(Attack.id == m.attack_id)
+    rows = session.execute(
+        update(_MATCHES)
         .where(
-            Match.id == match_id,
+            m.id.in_(match_ids),
             or_(
-                Match.status == MatchStatus.QUEUED,
-                (Match.status == MatchStatus.RUNNING) & (Match.lease_expires_at < now),
+                m.status == MatchStatus.QUEUED,
+                (m.status == MatchStatus.RUNNING) & (m.lease_expires_at < now),
             ),
         )
         .values(
             status=MatchStatus.RUNNING,
             run_token=token,
             lease_expires_at=lease_until,
-            started_at=func.coalesce(Match.started_at, now),
-            run_count=Match.run_count + 1,
+            started_at=func.coalesce(m.started_at, now),
+            run_count=m.run_count + 1,
+            system_prompt=defense_text.scalar_subquery(),
+            user_message=attack_text.scalar_subquery(),
         )
-        .returning(Match.run_count)
-    )
-    return result.scalar_one_or_none()
+        .returning(m.id, m.tenant_id, m.challenge_id, m.run_count, m.system_prompt, m.user_message)
+    ).tuples()
+    return [ClaimedMatch(*row) for row in rows]
 
 
 def finish_match(
@@ -400,17 +440,20 @@ def finish_match(
 ) -> tuple[uuid.UUID, uuid.UUID] | None:
     """Ends a running match held by this token with these values (one UPDATE); the
     (tenant id, challenge id) of the match, or None when the lease was lost."""
+    m = _MATCHES.c
     result = session.execute(
-        update(Match)
-        .where(
-            Match.id == match_id,
-            Match.run_token == token,
-            Match.status == MatchStatus.RUNNING,
-        )
+        update(_MATCHES)
+        .where(m.id == match_id, m.run_token == token, m.status == MatchStatus.RUNNING)
         .values(lease_expires_at=None, **values)
-        .returning(Match.tenant_id, Match.challenge_id)
+        .returning(m.tenant_id, m.challenge_id)
     ).first()
     return None if result is None else (result[0], result[1])
+
+
+def challenge_version(session: Session, challenge_id: uuid.UUID) -> datetime | None:
+    """When the challenge was last changed (None: it is gone): its parsed configuration can
+    be reused while this stays the same."""
+    return session.scalar(select(Challenge.updated_at).where(Challenge.id == challenge_id))
 
 
 def renew_match_lease(
@@ -595,8 +638,14 @@ def write_board(
     now: datetime,
 ) -> bool:
     """Replaces the challenge's ratings and standings, unless a later claim already wrote
-    them; False then. The board's row is locked first, so two recomputes write one after the
+    them; False then. Each side's rows come with positions 1..n, no gap, as the leaderboard
+    page reads them (`RedBlueRepository.ratings_page`). The board's row is locked first, so
+    two recomputes write one after the
     other and the later claim's result stays."""
+    for side in Side:
+        positions = sorted(row.position for row in rows if row.side is side)
+        if positions != list(range(1, len(positions) + 1)):
+            raise ValueError(f"the {side.value} board's positions are not 1..{len(positions)}")
     if _dialect(session) == "sqlite":
         take_write_lock(session)
     written = session.scalar(

@@ -521,7 +521,7 @@ def read_leaderboard(
         items=[
             BoardItem(
                 rank=r.rank,
-                participant=handle,
+                participant=r.handle,
                 rating=round(r.rating, 1),
                 rating_low=round(r.rating_low, 1),
                 rating_high=round(r.rating_high, 1),
@@ -529,7 +529,7 @@ def read_leaderboard(
                 matches=r.matches,
                 wins=r.wins,
             )
-            for r, handle in rows
+            for r in rows
         ],
         total=total,
         limit=limit,

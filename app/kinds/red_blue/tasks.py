@@ -14,6 +14,7 @@ from app.kinds.red_blue.dispatch import (
     PAIR_ATTACK_TASK,
     RECOMPUTE_TASK,
     RUN_MATCH_TASK,
+    RUN_MATCHES_TASK,
     SELF_TEST_TASK,
     SWEEP_TASK,
 )
@@ -66,6 +67,26 @@ def pair_attack(attack_id: str) -> str:
 )
 def run_match(match_id: str) -> str:
     return worker.run_match(uuid.UUID(match_id))
+
+
+@celery_app.task(
+    name=RUN_MATCHES_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=_SOFT_LIMIT,
+    time_limit=_HARD_LIMIT,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=5,
+)
+def run_matches(*match_ids: str) -> dict[str, int]:
+    """A chunk of matches (of one pairing, or re-sent by the sweep): how many ended how."""
+    outcomes = worker.run_matches([uuid.UUID(match_id) for match_id in match_ids])
+    counts: dict[str, int] = {}
+    for outcome in outcomes.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
 
 
 @celery_app.task(

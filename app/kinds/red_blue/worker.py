@@ -16,6 +16,7 @@ The engine's modules (litellm) load only inside the run paths.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections import defaultdict
@@ -35,7 +36,7 @@ from app.errors import ValidationFailed
 from app.evaluation.types import InfrastructureError, RetryPolicy
 from app.kinds.red_blue import repository
 from app.kinds.red_blue.config import RedBlueSections, sections_of
-from app.kinds.red_blue.dispatch import PAIR_ATTACK, RECOMPUTE, RUN_MATCH, SELF_TEST
+from app.kinds.red_blue.dispatch import PAIR_ATTACK, RECOMPUTE, RUN_MATCHES, SELF_TEST, chunks
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, MatchStatus, Side
 from app.kinds.red_blue.repository import Entry, RatingRow
 from app.observability import metrics as telemetry
@@ -241,8 +242,8 @@ def _make_matches(
     opponents: list[Any],
     by_id: dict[uuid.UUID, Entry],
 ) -> int:
-    """Inserts the chosen matches (a pair that already has one is skipped) and sends each new
-    one to a worker after the commit; how many were new."""
+    """Inserts the chosen matches (a pair that already has one is skipped) and sends the new
+    ones to workers after the commit, in chunks (`RUN_MATCHES`); how many were new."""
     now = utcnow()
     rows = []
     for opponent in opponents:
@@ -265,8 +266,8 @@ def _make_matches(
             }
         )
     inserted = repository.insert_matches(work.session, rows)
-    for match_id in inserted:
-        work.send_after_commit(RUN_MATCH, str(match_id))
+    for chunk in chunks([str(match_id) for match_id in inserted]):
+        work.send_after_commit(RUN_MATCHES, *chunk)
     return len(inserted)
 
 
@@ -393,65 +394,113 @@ async def _play(job: MatchJob, settings: Settings) -> dict[str, Any]:
     }
 
 
-def _match_job(session: Any, match_id: uuid.UUID) -> MatchJob | None:
-    match = repository.get_match(session, match_id)
-    if match is None:
+async def _play_or_error(job: MatchJob, settings: Settings, gate: asyncio.Semaphore) -> Any:
+    """One match of a chunk: its values, or those of an error (it counts for no one). The
+    soft time limit is not caught here: it ends the whole chunk."""
+    async with gate:
+        try:
+            return await _play(job, settings)
+        except InfrastructureError as exc:
+            if exc.detail != str(exc):
+                log.warning("match %s ended in error: %s", job.match_id, exc.detail)
+            return _error(str(exc), exc.detail)
+        except SoftTimeLimitExceeded:
+            raise
+        except Exception as exc:
+            log.exception("match %s failed unexpectedly", job.match_id)
+            return _error(f"internal error: {type(exc).__name__}")
+
+
+async def _play_all(jobs: list[MatchJob], settings: Settings) -> list[dict[str, Any]]:
+    """The chunk's matches, concurrently on this process's loop, at most
+    `model_per_model_concurrency` target calls at a time."""
+    gate = asyncio.Semaphore(settings.model_per_model_concurrency)
+    return list(await asyncio.gather(*(_play_or_error(job, settings, gate) for job in jobs)))
+
+
+# The parsed configuration of the challenges this process ran matches of, by id, while the
+# challenge's updated_at stays the same: a chunk reads one timestamp instead of parsing the
+# challenge's sections again.
+_loaded_challenges: dict[uuid.UUID, tuple[Any, tuple[RedBlueSections, str] | None]] = {}
+
+
+def _challenge_rules(session: Any, challenge_id: uuid.UUID) -> tuple[RedBlueSections, str] | None:
+    """The challenge's sections and goal (None when it is gone or does not load)."""
+    version = repository.challenge_version(session, challenge_id)
+    if version is None:
+        _loaded_challenges.pop(challenge_id, None)
         return None
-    attack = repository.get_attack(session, match.attack_id)
-    defense = repository.get_defense(session, match.defense_id)
-    loaded = _sections(session, match.challenge_id)
-    if attack is None or defense is None or loaded is None:
-        return None
-    # The exact texts of the call, stored with the claim: a re-run calls with the same.
-    match.system_prompt = defense.system_prompt
-    match.user_message = attack.prompt
-    sections, goal, _ = loaded
-    return MatchJob(
-        match.id,
-        match.tenant_id,
-        match.challenge_id,
-        defense.system_prompt,
-        attack.prompt,
-        goal,
-        sections,
-    )
+    cached = _loaded_challenges.get(challenge_id)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    loaded = _sections(session, challenge_id)
+    rules = None if loaded is None else (loaded[0], loaded[1])
+    _loaded_challenges[challenge_id] = (version, rules)
+    return rules
 
 
 def run_match(match_id: uuid.UUID) -> str:
-    """Runs the match if it is this worker's to run: one target call, every verdict, points;
-    completed (its board marked dirty) or ended in error (counting for no one)."""
+    """Runs the match if it is this worker's to run (`run_matches` of one match)."""
+    return run_matches([match_id]).get(match_id, "skipped: finished or held by another worker")
+
+
+def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """Runs those of the matches that are this worker's to run (a chunk of one pairing): one
+    statement claims them all with one lease, each makes its one target call and has every
+    verdict and its points, then one transaction completes them (or ends them in error,
+    counting for no one) and marks their board dirty once. A match already finished or held
+    by another worker is skipped, so a redelivered chunk runs nothing twice; a match whose
+    lease was taken over meanwhile is not written. Answers each claimed match's outcome."""
     settings = get_settings()
     token = uuid.uuid4()
+    outcomes: dict[uuid.UUID, str] = {}
+    ended: dict[uuid.UUID, dict[str, Any]] = {}
+    jobs: list[MatchJob] = []
     with session_scope() as session:
-        run_number = repository.claim_match(
-            session, match_id, token, utcnow(), lease_until(settings)
+        claimed = repository.claim_matches(
+            session, match_ids, token, utcnow(), lease_until(settings)
         )
-        job = None
-        if run_number is not None and run_number <= settings.max_attempt_runs:
-            job = _match_job(session, match_id)
-    if run_number is None:
-        return "skipped: finished or held by another worker"
-    if run_number > settings.max_attempt_runs:
-        _end_match(match_id, token, _error(f"gave up after {settings.max_attempt_runs} runs"))
-        return "error: too many runs"
-    if job is None:
-        _end_match(match_id, token, _error("the match's challenge or entries do not load"))
-        return "error: not runnable"
-    try:
-        values = run_on_process_loop(_play(job, settings))
-    except InfrastructureError as exc:
-        if exc.detail != str(exc):
-            log.warning("match %s ended in error: %s", match_id, exc.detail)
-        _end_match(match_id, token, _error(str(exc), exc.detail))
-        return "error"
-    except SoftTimeLimitExceeded:
-        _end_match(match_id, token, _error("time limit exceeded"))
-        return "error: time limit"
-    except Exception as exc:
-        log.exception("match %s failed unexpectedly", match_id)
-        _end_match(match_id, token, _error(f"internal error: {type(exc).__name__}"))
-        return "error: internal"
-    return "completed" if _end_match(match_id, token, values) else "stopped: lease taken over"
+        rules: dict[uuid.UUID, tuple[RedBlueSections, str] | None] = {}
+        for match in claimed:
+            if match.run_count > settings.max_attempt_runs:
+                ended[match.id] = _error(f"gave up after {settings.max_attempt_runs} runs")
+                outcomes[match.id] = "error: too many runs"
+                continue
+            if match.challenge_id not in rules:
+                rules[match.challenge_id] = _challenge_rules(session, match.challenge_id)
+            loaded = rules[match.challenge_id]
+            if loaded is None or match.system_prompt is None or match.user_message is None:
+                ended[match.id] = _error("the match's challenge or entries do not load")
+                outcomes[match.id] = "error: not runnable"
+                continue
+            sections, goal = loaded
+            jobs.append(
+                MatchJob(
+                    match.id,
+                    match.tenant_id,
+                    match.challenge_id,
+                    match.system_prompt,
+                    match.user_message,
+                    goal,
+                    sections,
+                )
+            )
+    if jobs:
+        try:
+            played = run_on_process_loop(_play_all(jobs, settings))
+        except SoftTimeLimitExceeded:
+            played = [_error("time limit exceeded") for _ in jobs]
+        for job, values in zip(jobs, played, strict=True):
+            ended[job.match_id] = values
+            outcomes[job.match_id] = (
+                "completed" if values["status"] is MatchStatus.COMPLETED else "error"
+            )
+    if ended:
+        kept = _end_matches(token, ended)
+        for match_id in ended:
+            if match_id not in kept:
+                outcomes[match_id] = "stopped: lease taken over"
+    return outcomes
 
 
 def _error(reason: str, detail: str | None = None) -> dict[str, Any]:
@@ -468,23 +517,29 @@ def _error(reason: str, detail: str | None = None) -> dict[str, Any]:
     }
 
 
-def _end_match(match_id: uuid.UUID, token: uuid.UUID, values: dict[str, Any]) -> bool:
-    """Completes (or ends in error) the match held by this token, in one transaction that
-    also marks its board dirty when it was judged; the recompute is sent after the commit
-    only by the match that turned the board dirty."""
+def _end_matches(token: uuid.UUID, ended: dict[uuid.UUID, dict[str, Any]]) -> set[uuid.UUID]:
+    """Completes (or ends in error) the matches still held by this token, in one transaction
+    that also marks the board of their challenge dirty when one of them was judged; the
+    recompute is sent after the commit only by the transaction that turned the board dirty.
+    Answers the matches written."""
     now = utcnow()
+    written: set[uuid.UUID] = set()
+    judged: dict[uuid.UUID, uuid.UUID] = {}
     with unit_of_work() as work:
-        ended = repository.finish_match(
-            work.session, match_id, token, {**values, "finished_at": now}
-        )
-        if ended is None:
-            return False
-        tenant_id, challenge_id = ended
-        if values["status"] is MatchStatus.COMPLETED and repository.mark_board_dirty(
-            work.session, tenant_id, challenge_id, now
-        ):
-            work.send_after_commit(RECOMPUTE, str(challenge_id))
-    return True
+        for match_id, values in ended.items():
+            held = repository.finish_match(
+                work.session, match_id, token, {**values, "finished_at": now}
+            )
+            if held is None:
+                continue
+            written.add(match_id)
+            if values["status"] is MatchStatus.COMPLETED:
+                tenant_id, challenge_id = held
+                judged[challenge_id] = tenant_id
+        for challenge_id, tenant_id in judged.items():
+            if repository.mark_board_dirty(work.session, tenant_id, challenge_id, now):
+                work.send_after_commit(RECOMPUTE, str(challenge_id))
+    return written
 
 
 # Ratings and standings ------------------------------------------------------------------------
@@ -580,8 +635,9 @@ def sweep() -> dict[str, int]:
         repository.mark_resent(session, Defense, defenses, now)
         repository.mark_resent(session, Attack, attacks, now)
         repository.mark_boards_resent(session, boards, now)
+        for chunk in chunks([str(match_id) for match_id in matches]):
+            work.send_after_commit(RUN_MATCHES, *chunk)
         for task, ids in (
-            (RUN_MATCH, matches),
             (SELF_TEST, defenses),
             (PAIR_ATTACK, attacks),
             (RECOMPUTE, boards),
