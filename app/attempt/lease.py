@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
@@ -10,6 +13,8 @@ from sqlalchemy.orm import Session
 from app.attempt import repository
 from app.config import Settings
 from app.db import utcnow
+
+log = logging.getLogger(__name__)
 
 
 class LeaseLost(Exception):
@@ -25,3 +30,39 @@ def hold(session: Session, attempt_id: uuid.UUID, token: uuid.UUID, settings: Se
     goes through here first, so a worker that lost its attempt writes nothing more."""
     if not repository.renew_lease(session, attempt_id, token, lease_until(settings)):
         raise LeaseLost()
+
+
+class Heartbeat:
+    """Renews a lease from its own thread, a third of the lease apart, while a run works.
+
+    A thread, not a task on the run's event loop: anything that blocks the loop (a slow
+    import, a heavy verifier) must not let the lease lapse while the worker is alive, or the
+    sweep would hand a healthy run to a second worker. `renew` renews the lease in its own
+    transaction and answers False (or raises `LeaseLost`) once another worker holds it; the
+    heartbeat then stops, and the run's final write, guarded by its token, writes nothing.
+    """
+
+    def __init__(self, renew: Callable[[], bool], settings: Settings, what: str) -> None:
+        self.renew, self.settings, self.what = renew, settings, what
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lease-heartbeat", daemon=True)
+
+    def _run(self) -> None:
+        interval = self.settings.attempt_lease_seconds / 3
+        while not self._stop.wait(interval):
+            try:
+                if not self.renew():
+                    return
+            except LeaseLost:
+                return
+            except Exception:
+                # A database hiccup: keep trying; the lease has two more intervals to spare.
+                log.warning("could not renew the lease of %s", self.what, exc_info=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -23,7 +22,7 @@ from sqlalchemy.orm import Session
 from app.attempt import repository
 from app.attempt.budget import AttemptBudget
 from app.attempt.kinds import AttemptJob, AttemptKind, RunContext
-from app.attempt.lease import LeaseLost, hold, lease_until
+from app.attempt.lease import Heartbeat, LeaseLost, hold, lease_until
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import Attempt, AttemptStatus
 from app.attempt.ranked import as_ranked, record_metrics
@@ -65,7 +64,7 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
         return "error: not runnable"
     telemetry.attempt_reached(job.kind, "running")
     try:
-        with Heartbeat(job, token, settings):
+        with Heartbeat(_renewer(attempt_id, token, settings), settings, f"attempt {attempt_id}"):
             outcome = run_on_process_loop(_execute(job, token, settings))
     except LeaseLost:
         return "stopped: lease taken over by another worker"
@@ -143,44 +142,13 @@ def _load_job(session: Session, attempt_id: uuid.UUID) -> AttemptJob | None:
     )
 
 
-def _renew(attempt_id: uuid.UUID, token: uuid.UUID, settings: Settings) -> None:
-    with session_scope() as session:
-        hold(session, attempt_id, token, settings)
+def _renewer(attempt_id: uuid.UUID, token: uuid.UUID, settings: Settings) -> Callable[[], bool]:
+    def renew() -> bool:
+        with session_scope() as session:
+            hold(session, attempt_id, token, settings)
+        return True
 
-
-class Heartbeat:
-    """Renews the lease from its own thread, a third of the lease apart.
-
-    A thread, not a task on the run's event loop: anything that blocks the loop (a slow
-    import, a heavy verifier) must not let the lease lapse while the worker is alive, or the
-    sweep would hand a healthy attempt to a second worker.
-    """
-
-    def __init__(self, job: AttemptJob, token: uuid.UUID, settings: Settings) -> None:
-        self.job, self.token, self.settings = job, token, settings
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lease-heartbeat", daemon=True)
-
-    def _run(self) -> None:
-        interval = self.settings.attempt_lease_seconds / 3
-        while not self._stop.wait(interval):
-            try:
-                _renew(self.job.attempt_id, self.token, self.settings)
-            except LeaseLost:
-                return  # another worker holds it now; the next trial save stops this run
-            except Exception:
-                # A database hiccup: keep trying; the lease has two more intervals to spare.
-                log.warning(
-                    "could not renew the lease of attempt %s", self.job.attempt_id, exc_info=True
-                )
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    return renew
 
 
 async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> AttemptMetrics | None:

@@ -18,9 +18,8 @@ import pytest
 from sqlalchemy import func, select, update
 
 from app.attempt import runner
-from app.attempt.kinds import AttemptJob
+from app.attempt.lease import Heartbeat
 from app.attempt.models import Attempt, AttemptTask, Trial
-from app.challenge.kinds import KindConfig
 from app.config import get_settings
 from app.db import session_scope, utcnow
 from app.leaderboard.models import LeaderboardEntry
@@ -176,19 +175,10 @@ def test_the_heartbeat_stops_once_the_lease_is_lost(
             .where(Attempt.id == attempt_id)
             .values(status="running", run_token=thief, lease_expires_at=lease)
         )
-    job = AttemptJob(
-        attempt_id=attempt_id,
-        tenant_id=uuid.UUID(tenant["id"]),
-        challenge_id=uuid.UUID(challenge["id"]),
-        participant_id=uuid.uuid4(),
-        kind="prompt",
-        goal="",
-        config=KindConfig(),
-        prompt="PWNED",
-        model_spec=None,
-    )
     settings = get_settings()
-    heartbeat = runner.Heartbeat(job, uuid.uuid4(), settings)
+    heartbeat = Heartbeat(
+        runner._renewer(attempt_id, uuid.uuid4(), settings), settings, "the attempt"
+    )
     with heartbeat:
         # Its first beat comes a third of a lease in; it finds the lease gone and ends.
         heartbeat._thread.join(timeout=settings.attempt_lease_seconds * 3)

@@ -357,6 +357,34 @@ def test_a_target_failure_ends_the_match_in_error_and_an_admin_reruns_it(
     assert (standings["red_points"], standings["blue_points"]) == (1, 1)
 
 
+def test_self_tests_and_matches_that_outlast_a_lease_run_once(
+    api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
+) -> None:
+    """The heartbeat renews the leases while a call runs, so the sweep (every second here)
+    never hands a healthy self-test or match chunk to the worker's other process, though each
+    call outlasts the 6 s lease by half."""
+    from app.db import session_scope
+    from app.kinds.red_blue.models import Defense, Match
+
+    key = tenant["api_key"]
+    cid = create(api, key, target={"model": "openai/fake-model", "api_base": provider.base_url})[
+        "id"
+    ]
+    provider.enqueue(Behaviour.slow(9, "hello"))
+    defense = defend(api, key, cid, "bob", WEAK)
+    assert defense["status"] == "active", defense
+    provider.enqueue(Behaviour.slow(9, "PWNED"))
+    attack(api, key, cid, "oscar", OVERRIDE)
+    (match,) = settled_matches(api, key, cid, 1)
+    assert match["status"] == "completed" and match["breached"] == ["pwned"], match
+    assert provider.request_count == 2  # one self-test call, one match call: nothing run twice
+    with session_scope() as session:
+        stored_defense = session.get(Defense, uuid.UUID(defense["id"]))
+        stored_match = session.get(Match, uuid.UUID(match["id"]))
+        assert stored_defense is not None and stored_defense.run_count == 1
+        assert stored_match is not None and stored_match.run_count == 1
+
+
 def _send(task_name: str, entry_id: str) -> None:
     from app.config import get_settings
     from workers.celery_app import celery_app

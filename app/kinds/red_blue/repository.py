@@ -456,14 +456,36 @@ def challenge_version(session: Session, challenge_id: uuid.UUID) -> datetime | N
     return session.scalar(select(Challenge.updated_at).where(Challenge.id == challenge_id))
 
 
-def renew_match_lease(
-    session: Session, match_id: uuid.UUID, token: uuid.UUID, lease_until: datetime
-) -> bool:
+def renew_match_leases(
+    session: Session, match_ids: Sequence[uuid.UUID], token: uuid.UUID, lease_until: datetime
+) -> int:
+    """Extends the lease of those of the matches this token still holds; how many."""
     result = session.execute(
         update(Match)
-        .where(Match.id == match_id, Match.run_token == token, Match.status == MatchStatus.RUNNING)
+        .where(
+            Match.id.in_(match_ids),
+            Match.run_token == token,
+            Match.status == MatchStatus.RUNNING,
+        )
         .values(lease_expires_at=lease_until)
         .returning(Match.id)
+    )
+    return len(result.all())
+
+
+def renew_defense_lease(
+    session: Session, defense_id: uuid.UUID, token: uuid.UUID, lease_until: datetime
+) -> bool:
+    """Extends the lease of a self-test this token still holds."""
+    result = session.execute(
+        update(Defense)
+        .where(
+            Defense.id == defense_id,
+            Defense.run_token == token,
+            Defense.status == DefenseStatus.PENDING,
+        )
+        .values(lease_expires_at=lease_until)
+        .returning(Defense.id)
     )
     return result.scalar_one_or_none() is not None
 

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 
 from app.attempt.budget import AttemptBudget
-from app.attempt.lease import lease_until
+from app.attempt.lease import Heartbeat, lease_until
 from app.attempt.runner import run_on_process_loop
 from app.challenge.service import config_of
 from app.config import Settings, get_settings
@@ -164,7 +165,8 @@ def run_self_test(defense_id: uuid.UUID) -> str:
         _end_self_test_in_error(defense_id, token, "the challenge has no runnable configuration")
         return "error: not runnable"
     try:
-        result = run_on_process_loop(_self_test(job, settings))
+        with Heartbeat(_defense_renewer(defense_id, token, settings), settings, "a self-test"):
+            result = run_on_process_loop(_self_test(job, settings))
     except InfrastructureError as exc:
         _end_self_test_in_error(defense_id, token, str(exc), detail=exc.detail)
         return "error"
@@ -486,8 +488,10 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
                 )
             )
     if jobs:
+        held = [job.match_id for job in jobs]
         try:
-            played = run_on_process_loop(_play_all(jobs, settings))
+            with Heartbeat(_matches_renewer(held, token, settings), settings, "a match chunk"):
+                played = run_on_process_loop(_play_all(jobs, settings))
         except SoftTimeLimitExceeded:
             played = [_error("time limit exceeded") for _ in jobs]
         for job, values in zip(jobs, played, strict=True):
@@ -501,6 +505,31 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
             if match_id not in kept:
                 outcomes[match_id] = "stopped: lease taken over"
     return outcomes
+
+
+def _matches_renewer(
+    match_ids: list[uuid.UUID], token: uuid.UUID, settings: Settings
+) -> Callable[[], bool]:
+    """Renews the chunk's leases while its calls run (a call with its retries, or a slow
+    judge, may outlast one lease); False once none is held any more."""
+
+    def renew() -> bool:
+        with session_scope() as session:
+            return (
+                repository.renew_match_leases(session, match_ids, token, lease_until(settings)) > 0
+            )
+
+    return renew
+
+
+def _defense_renewer(
+    defense_id: uuid.UUID, token: uuid.UUID, settings: Settings
+) -> Callable[[], bool]:
+    def renew() -> bool:
+        with session_scope() as session:
+            return repository.renew_defense_lease(session, defense_id, token, lease_until(settings))
+
+    return renew
 
 
 def _error(reason: str, detail: str | None = None) -> dict[str, Any]:
