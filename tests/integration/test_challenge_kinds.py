@@ -116,7 +116,8 @@ def test_a_registered_kind_runs_through_rest_a_worker_and_the_leaderboard(
         },
     )
     assert foreign.status_code == 422
-    assert "target: is for prompt challenges" in foreign.json()["error"]["message"]
+    # `target` is a section of the prompt and red_blue kinds, not of word_count.
+    assert "target: is for prompt and red_blue challenges" in foreign.json()["error"]["message"]
 
 
 def test_a_registered_kinds_endpoint_task_and_web_fragments(
