@@ -61,7 +61,7 @@ integration: install
 screenshots: install
 	./scripts/ensure-test-services.sh
 	./scripts/ensure-chromium.sh
-	GAUNTLET_SCREENSHOTS_DIR=docs/screenshots $(BIN)/pytest tests/e2e/test_browser.py
+	GAUNTLET_SCREENSHOTS_DIR=docs/screenshots $(BIN)/pytest tests/e2e/test_browser.py tests/e2e/test_browser_redblue.py
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .gauntlet .mypy_cache .pytest_cache .ruff_cache

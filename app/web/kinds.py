@@ -15,6 +15,12 @@ kind's `templates_dir`) with a value the kind's methods below computed:
   `board_lead_head`, `board_lead_cells`, `board_head`, `board_cells`: the full leaderboard's
   own columns (`row.extra` is the kind's `board_extras`, `board.kind_info` its `board_info`).
 
+A kind whose participants do not submit attempts (red_blue: defenses and attacks) plays on a
+page part of its own: `play` returns its state and the challenge page shows `play(play, page)`
+and `play_side(play, page)` in place of the attempt form, the participant's attempts and the
+leaderboard panel; `leaderboard_path` sends the full leaderboard's address to a page of the
+kind's own; `admin_panel` adds a section to the tenant admin page (`admin_panel(panel, page)`).
+
 A kind without templates of its own uses `kind_default.html` (what every kind has: status,
 prompt, metrics, trials), whose macros a kind's own template may call. `page` holds what a
 fragment may need of the page (`csrf_token`, `submission_id`, `base_url`, `attempt_url`,
@@ -33,9 +39,11 @@ from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
 from app.attempt.schemas import AttemptCreate, AttemptRead
+from app.auth.subjects import TenantAdmin
 from app.challenge.kinds import KindConfig
 from app.challenge.models import Challenge
 from app.scoring.strategies import Strategy
+from app.tenant.models import Participant
 from app.web.forms import FormError
 
 if TYPE_CHECKING:
@@ -69,6 +77,8 @@ class WebKind:
     board_columns: ClassVar[int] = 0
     # Whether it draws a chart beside its leaderboards (`chart`).
     has_chart: ClassVar[bool] = False
+    # Its full leaderboard's page, under the challenge's address (None: the web's own).
+    leaderboard_path: ClassVar[str | None] = None
 
     def web_routers(self) -> Sequence[APIRouter]:
         """Pages of its own (mounted with the web's, before its catch-all 404)."""
@@ -78,6 +88,25 @@ class WebKind:
     def macros(self) -> str:
         """The template holding the kind's fragments."""
         return f"kinds/{self.name}/macros.html" if self.templates_dir else DEFAULT_MACROS
+
+    def play(
+        self,
+        session: Session,
+        challenge: Challenge,
+        config: KindConfig,
+        participant: Participant | None,
+        params: Mapping[str, str],
+        fields: Mapping[str, str],
+        error: FormError | None,
+    ) -> Any | None:
+        """The challenge page's part of the kind's own (its forms, the participant's entries,
+        its boards), from the query's `params` and a refused form's `fields` and `error`; None:
+        the page's attempt form, attempts and leaderboard panel."""
+        return None
+
+    def admin_panel(self, session: Session, admin: TenantAdmin) -> Any | None:
+        """A section of the tenant admin page (its entries in error, say); None: nothing."""
+        return None
 
     def describe_strategy(self, strategy: Strategy, config: KindConfig) -> StrategyText | None:
         """How the kind names a strategy of its own; None: the pages' usual words."""

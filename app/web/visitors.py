@@ -26,6 +26,15 @@ NOTICES = {
     "submitted": "Attempt submitted. Its status below updates as it runs.",
     "requeued": "The attempt is queued again.",
     "not-retryable": "That attempt cannot be re-run: only attempts that ended in error can.",
+    "defense-submitted": (
+        "Defense submitted. Its self-test runs now; its status below updates when it ends."
+    ),
+    "attack-submitted": (
+        "Attack submitted. It is matched against the active defenses; your matches below "
+        "update as they are judged."
+    ),
+    "match-requeued": "The match is queued again.",
+    "match-not-rerunnable": "That match cannot be re-run: only matches that ended in error can.",
     "admin-signed-in": "You are signed in as a tenant admin.",
     "admin-signed-out": "You are signed out of the admin view.",
     "key-invalid": (

@@ -116,6 +116,7 @@ def test_a_registered_kind_runs_through_rest_a_worker_and_the_leaderboard(
         },
     )
     assert foreign.status_code == 422
+    # `target` is a section of the prompt and red_blue kinds, not of word_count.
     assert "target: is for prompt and red_blue challenges" in foreign.json()["error"]["message"]
 
 

@@ -30,13 +30,14 @@ from app.kinds.base import Kind
 from app.kinds.outbound import check_served, checked_api_base
 from app.kinds.red_blue.config import RedBlueSections, public_verifier, sections_of
 from app.kinds.red_blue.dispatch import SWEEP_TASK
+from app.kinds.red_blue.web import RedBluePages
 from app.scoring.strategies import Strategy
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
 
-class RedBlueKind(Kind):
+class RedBlueKind(RedBluePages, Kind):
     name: ClassVar[str] = "red_blue"
     description: ClassVar[str] = (
         "Blue writes defenses (system prompts), red writes attacks; every match is judged by "
@@ -88,6 +89,11 @@ class RedBlueKind(Kind):
             "pairing": sections.pairing.model_dump(mode="json"),
             "points": sections.points.model_dump(mode="json"),
         }
+
+    def web_routers(self) -> Sequence[APIRouter]:
+        from app.kinds.red_blue.pages import router
+
+        return (router,)
 
     def api_routers(self) -> Sequence[APIRouter]:
         from app.kinds.red_blue.router import router

@@ -315,6 +315,18 @@ class RedBlueRepository:
             )
         )
 
+    def error_matches(self, *, limit: int) -> list[tuple[Match, str]]:
+        """The tenant's matches that ended in error, newest first, with their challenge's
+        title (the admin page's list; `ix_redblue_matches_status_enqueued` leads by status)."""
+        rows = self.session.execute(
+            select(Match, Challenge.title)
+            .join(Challenge, Challenge.id == Match.challenge_id)
+            .where(Match.tenant_id == self.tenant_id, Match.status == MatchStatus.ERROR)
+            .order_by(Match.finished_at.desc(), Match.id)
+            .limit(limit)
+        )
+        return [(match, title) for match, title in rows]
+
     def requeue_match(self, match: Match, now: datetime) -> None:
         match.status = MatchStatus.QUEUED
         match.error = None

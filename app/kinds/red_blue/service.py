@@ -476,6 +476,24 @@ def rerun_match(work: UnitOfWork, admin: TenantKey, match_id: uuid.UUID) -> Matc
     return match_view(match, _named(work.session, admin.tenant_id, [match]), reader_of(admin))
 
 
+@dataclass(frozen=True)
+class FailedMatch:
+    """A match that ended in error, as a tenant admin sees it (the full reason included)."""
+
+    match: MatchRead
+    challenge_title: str
+
+
+def recent_match_errors(
+    session: Session, admin: TenantKey, *, limit: int = 20
+) -> list[FailedMatch]:
+    """The tenant's newest matches that ended in error (the admin page re-runs them)."""
+    rows = RedBlueRepository(session, admin.tenant_id).error_matches(limit=limit)
+    named = _named(session, admin.tenant_id, [match for match, _ in rows])
+    reader = reader_of(admin)
+    return [FailedMatch(match_view(match, named, reader), title) for match, title in rows]
+
+
 def rerun_defense(work: UnitOfWork, admin: TenantKey, defense_id: uuid.UUID) -> DefenseRead:
     """Runs the self-test of a defense that ended in error again."""
     repo = RedBlueRepository(work.session, admin.tenant_id)
@@ -567,6 +585,12 @@ def read_standings(
 ) -> Standings:
     challenge = _red_blue_challenge(get_challenge(session, subject.tenant_id, challenge_id))
     return _standings(session, challenge)
+
+
+def challenge_standings(session: Session, challenge: Challenge) -> Standings:
+    """The standings of a challenge its caller may already see (the web pages, which check
+    the visitor's access to the challenge first)."""
+    return _standings(session, _red_blue_challenge(challenge))
 
 
 # Public reads (a public challenge, no credential) -------------------------------------------

@@ -18,6 +18,7 @@ from app.auth.models import ApiKey
 from app.auth.service import authenticate
 from app.auth.subjects import TenantAdmin
 from app.challenge import service as challenges
+from app.challenge.registry import kind_as, kind_names
 from app.challenge.service import challenge_status
 from app.config import get_settings
 from app.deps import SessionDep, UnitOfWorkDep
@@ -26,6 +27,7 @@ from app.scoring import registry
 from app.tenant import service as tenants
 from app.tenant.models import Tenant
 from app.web import auth
+from app.web.kinds import WebKind
 from app.web.leaderboards.service import strategy_text
 from app.web.rendering import HtmlRoute, not_found, page, redirect
 from app.web.visitors import CsrfField, require_csrf, tenant_url, visitor
@@ -34,7 +36,7 @@ from app.web.visitors import notice as notice_text
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
 
-def _admin_key(request: Request, session: Session, tenant: Tenant) -> ApiKey | None:
+def admin_key(request: Request, session: Session, tenant: Tenant) -> ApiKey | None:
     """The admin's key, through its live admin session, checked against the database on
     every request (sign-out, expiry and revocation are immediate)."""
     token = auth.admin_session_token(request)
@@ -70,7 +72,7 @@ def admin(
     tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
 ) -> Response:
     web, tenant, participant = visitor(request, session, tenant_slug)
-    key = _admin_key(request, session, tenant)
+    key = admin_key(request, session, tenant)
     if key is None:
         code = "key-invalid" if request.cookies.get(auth.ADMIN_COOKIE) else None
         response = redirect(
@@ -84,6 +86,13 @@ def admin(
     newest = challenges.newest_challenges(session, tenant.id, limit=200)
     counts = attempt_service.status_counts(session, tenant.id, [c.id for c in newest])
     rows = [(c, challenge_status(c), strategy_text(c), counts[c.id]) for c in newest]
+    subject = sessions.admin_subject(key)
+    panels = []
+    for name in kind_names():
+        kind = kind_as(name, WebKind)
+        panel = kind.admin_panel(session, subject)
+        if panel is not None:
+            panels.append((kind.macros, panel))
     return page(
         request,
         web,
@@ -97,6 +106,7 @@ def admin(
         errors=attempt_service.recent_errors(session, tenant.id, limit=20),
         usage=tenants.tenant_usage(session, tenant.id, get_settings()),
         plugins=registry.list_registered(session),
+        kind_panels=panels,
         notice=notice_text(notice),
     )
 
@@ -180,7 +190,7 @@ def admin_retry(
     session = work.session
     web, tenant, _ = visitor(request, session, tenant_slug)
     require_csrf(web, csrf_token)
-    key = _admin_key(request, session, tenant)
+    key = admin_key(request, session, tenant)
     if key is None:
         raise not_found()
     admin = sessions.admin_subject(key)

@@ -105,7 +105,7 @@ def challenge_list(
     )
 
 
-def _challenge_page(
+def challenge_page_response(
     request: Request,
     session: Session,
     visit: Visitor,
@@ -117,11 +117,25 @@ def _challenge_page(
     error: str | None = None,
     error_in: str | None = None,
     notice: str | None = None,
+    play_error: FormError | None = None,
 ) -> Response:
+    """The challenge page; a kind's own form routes show it again with a refused form's
+    `fields` and `play_error` (see `WebKind.play`)."""
     web, tenant, participant = visit
+    parts = service.kind_parts(
+        session,
+        challenge,
+        participant,
+        fields or {},
+        error_in,
+        params=dict(request.query_params),
+        play_error=play_error,
+    )
     cards: list[AttemptCard] = []
     attempts_total = 0
-    if participant is not None:
+    board = None
+    chart = None
+    if participant is not None and parts.play is None:
         attempts, attempts_total = attempt_service.participant_attempts(
             session,
             tenant.id,
@@ -131,11 +145,12 @@ def _challenge_page(
             offset=(attempts_page - 1) * ATTEMPTS_PAGE_SIZE,
         )
         cards = attempt_cards(session, tenant.id, challenge, attempts, participant.handle)
-    board = leaderboard_view(
-        session, challenge, participant, limit=LEADERBOARD_PANEL_SIZE, offset=0
-    )
+    if parts.play is None:
+        board = leaderboard_view(
+            session, challenge, participant, limit=LEADERBOARD_PANEL_SIZE, offset=0
+        )
+        chart = leaderboard_chart(session, challenge, participant, board, first_page=True)
     public = to_public_view(challenge)
-    parts = service.kind_parts(challenge, fields or {}, error_in)
     base_url = challenge_url(tenant, challenge)
     submission_id = uuid.uuid4().hex
     return page(
@@ -155,12 +170,13 @@ def _challenge_page(
         attempts_page=attempts_page,
         attempts_pages=max(1, math.ceil(attempts_total / ATTEMPTS_PAGE_SIZE)),
         board=board,
-        chart=leaderboard_chart(session, challenge, participant, board, first_page=True),
+        chart=chart,
         error=error,
         form_page={
             "csrf_token": web.csrf_token,
             "submission_id": submission_id,
             "base_url": base_url,
+            "tenant_slug": tenant.slug,
             "error": error,
         },
         notice=notice,
@@ -179,7 +195,7 @@ def challenge_page(
 ) -> Response:
     visit = visitor(request, session, tenant_slug)
     challenge = visible_challenge(session, visit, challenge_slug)
-    return _challenge_page(
+    return challenge_page_response(
         request, session, visit, challenge, attempts_page=attempts_page, notice=notice_text(notice)
     )
 
@@ -217,7 +233,7 @@ def submit(
 
     def again(status_code: int, message: str, field: str | None = None) -> Response:
         work.rollback()
-        return _challenge_page(
+        return challenge_page_response(
             request,
             session,
             visit,

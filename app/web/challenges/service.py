@@ -20,6 +20,7 @@ from app.challenge.service import challenge_status, config_of, to_public_view
 from app.leaderboard import service as leaderboards
 from app.leaderboard.service import item_of
 from app.tenant.models import Participant, Tenant
+from app.web.forms import FormError
 from app.web.kinds import StrategyText, WebKind
 from app.web.leaderboards.service import ranked_value, strategy_text
 
@@ -96,16 +97,26 @@ class KindParts:
     facts: Any
     form: Any | None  # None: the kind's attempts are submitted through the API only
     form_fields: tuple[str, ...]
+    play: Any | None = None  # the kind's own part of the page, in place of attempts
 
 
 def kind_parts(
-    challenge: Challenge, fields: Mapping[str, str], error_field: str | None = None
+    session: Session,
+    challenge: Challenge,
+    participant: Participant | None,
+    fields: Mapping[str, str],
+    error_field: str | None = None,
+    *,
+    params: Mapping[str, str] | None = None,
+    play_error: FormError | None = None,
 ) -> KindParts:
     kind = kind_as(challenge.kind, WebKind)
     config = config_of(challenge)
+    play = kind.play(session, challenge, config, participant, params or {}, fields, play_error)
     return KindParts(
         macros=kind.macros,
         facts=kind.facts(challenge, config),
-        form=kind.form(challenge, config, fields, error_field),
+        form=None if play is not None else kind.form(challenge, config, fields, error_field),
         form_fields=kind.form_fields,
+        play=play,
     )

@@ -9,14 +9,16 @@ import math
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from app.challenge.registry import kind_as
 from app.challenge.service import to_public_view
 from app.deps import SessionDep
+from app.web.kinds import WebKind
 from app.web.leaderboards.service import (
     LEADERBOARD_PAGE_SIZE,
     leaderboard_chart,
     leaderboard_view,
 )
-from app.web.rendering import HtmlRoute, page
+from app.web.rendering import HtmlRoute, page, redirect
 from app.web.visitors import ListPage, challenge_url, visible_challenge, visitor
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
@@ -33,6 +35,10 @@ def leaderboard(
     visit = visitor(request, session, tenant_slug)
     web, tenant, participant = visit
     challenge = visible_challenge(session, visit, challenge_slug)
+    own_page = kind_as(challenge.kind, WebKind).leaderboard_path
+    if own_page is not None:
+        query = f"?{request.url.query}" if request.url.query else ""
+        return redirect(request, web, challenge_url(tenant, challenge, own_page + query))
     board = leaderboard_view(
         session,
         challenge,

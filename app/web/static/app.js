@@ -182,7 +182,52 @@
     });
   }
 
+  // A red-blue challenge page: while the participant's defenses, attacks or matches are still
+  // running (or the ratings are being recomputed), polls the page's live regions (entries,
+  // matches, standings, the two boards) and swaps in those whose version changed. The forms
+  // are never swapped: what is being typed stays.
+  function setUpRedBlue(root) {
+    var announcer = document.getElementById("rb-live-status");
+    var live = root.dataset.live === "true";
+    var lastSummary = null;
+    function versionOf(element) {
+      return element.dataset.version || "";
+    }
+    poller(
+      root.dataset.liveUrl,
+      function () {
+        return live ? ["page"] : [];
+      },
+      function (data) {
+        live = data.live;
+        root.dataset.live = live ? "true" : "false";
+        Object.keys(data.regions).forEach(function (id) {
+          var region = data.regions[id];
+          var current = document.getElementById(id);
+          if (!current || versionOf(current) === region.version) return;
+          var hadFocus = current.contains(document.activeElement);
+          var fresh = fragment(region.html);
+          fresh.dataset.version = region.version;
+          current.replaceWith(fresh);
+          if (hadFocus) {
+            var heading = fresh.querySelector("h2");
+            if (heading) {
+              heading.setAttribute("tabindex", "-1");
+              heading.focus();
+            }
+          }
+        });
+        if (announcer && data.summary && data.summary !== lastSummary) {
+          announcer.textContent = data.summary;
+        }
+        lastSummary = data.summary;
+      }
+    );
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    var redBlue = document.getElementById("redblue-play");
+    if (redBlue && redBlue.dataset.liveUrl) setUpRedBlue(redBlue);
     document.querySelectorAll("textarea[data-limit]").forEach(setUpCounter);
     var list = document.getElementById("attempt-list");
     if (list && list.dataset.liveUrl) setUpAttemptList(list);

@@ -1,0 +1,258 @@
+"""The red_blue kind's own web routes (mounted with the web UI's; see `web.py`): the defense
+and attack forms of the challenge page, the live fragment that page polls, the full boards,
+and the admin page's re-run of a match that ended in error. They call the kind's services,
+never its repository."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import uuid
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import ValidationError
+from starlette.responses import Response
+
+from app.auth import sessions
+from app.challenge.models import Challenge
+from app.challenge.service import config_of, to_public_view
+from app.deps import SessionDep, UnitOfWorkDep
+from app.errors import AppError
+from app.kinds.red_blue import service
+from app.kinds.red_blue.models import Side
+from app.kinds.red_blue.schemas import AttackCreate, DefenseCreate
+from app.kinds.red_blue.web import (
+    BOARD_PAGE_SIZE,
+    KIND_TEMPLATE,
+    board_panels,
+    play_state,
+    version_of,
+)
+from app.tenant import service as tenants
+from app.web.admin.router import admin_key
+from app.web.challenges.router import challenge_page_response, form_fields
+from app.web.forms import FormError, error_field
+from app.web.rendering import (
+    HtmlRoute,
+    PageError,
+    json_response,
+    not_found,
+    page,
+    redirect,
+    render_macro,
+)
+from app.web.visitors import (
+    CsrfField,
+    ListPage,
+    Visitor,
+    challenge_url,
+    require_csrf,
+    tenant_url,
+    visible_challenge,
+    visitor,
+)
+
+router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
+
+FORM_FIELDS = ("system_prompt", "prompt")
+
+
+def _red_blue(session: SessionDep, visit: Visitor, challenge_slug: str) -> Challenge:
+    challenge = visible_challenge(session, visit, challenge_slug)
+    if challenge.kind != service.KIND_NAME:
+        raise not_found()
+    return challenge
+
+
+def _refusal(error: ValidationError, what: str) -> str:
+    first = error.errors()[0]
+    message = str(first.get("msg", "is not valid")).removeprefix("Value error, ")
+    return f"Your {what} {message[0].lower()}{message[1:]}." if message else f"Invalid {what}."
+
+
+def _submit_entry(
+    request: Request,
+    work: UnitOfWorkDep,
+    tenant_slug: str,
+    challenge_slug: str,
+    fields: dict[str, str],
+    side: str,
+) -> Response:
+    session = work.session
+    visit = visitor(request, session, tenant_slug)
+    web, tenant, participant = visit
+    require_csrf(web, fields.get("csrf_token", ""))
+    challenge = _red_blue(session, visit, challenge_slug)
+    if participant is None:
+        raise PageError(
+            401,
+            "Sign in to play",
+            f"Sign in or create an account of {tenant.name} to submit defenses and attacks.",
+        )
+    fields = {**fields, "side": side}
+    field, what = ("system_prompt", "defense") if side == "blue" else ("prompt", "attack")
+
+    def again(exc: FormError) -> Response:
+        work.rollback()
+        response = challenge_page_response(
+            request,
+            session,
+            visit,
+            challenge,
+            status_code=exc.status_code,
+            fields=fields,
+            play_error=exc,
+        )
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        return response
+
+    text = fields.get(field, "")
+    if not text.strip():
+        return again(FormError(f"Write your {what} first: it must not be blank.", field=field))
+    submitter = tenants.as_subject(participant)
+    # The form's one-time id makes a double submit (double click, resent form) one entry.
+    idempotency_key = None
+    with contextlib.suppress(ValueError):
+        submission_id = uuid.UUID(hex=fields.get("submission_id", ""))
+        idempotency_key = f"web:{participant.id}:{submission_id.hex}"
+    try:
+        if side == "blue":
+            defense = DefenseCreate(system_prompt=text)
+            submission = service.submit_defense(
+                work, submitter, challenge.id, defense, idempotency_key
+            )
+        else:
+            attack = AttackCreate(prompt=text)
+            submission = service.submit_attack(
+                work, submitter, challenge.id, attack, idempotency_key
+            )
+    except ValidationError as exc:
+        return again(FormError(_refusal(exc, what), field=field))
+    except AppError as exc:
+        found = error_field(exc, FORM_FIELDS)
+        message = exc.message
+        if found is not None:
+            message = f"Your {what} {exc.message.split(': ', 1)[-1]}."
+        return again(
+            FormError(
+                message, field=found or field, status_code=exc.status_code, headers=exc.headers
+            )
+        )
+    work.commit()
+    anchor = f"{'defense' if side == 'blue' else 'attack'}-{submission.entry.id}"
+    notice = "defense-submitted" if side == "blue" else "attack-submitted"
+    return redirect(
+        request, web, challenge_url(tenant, challenge, f"?side={side}&notice={notice}#{anchor}")
+    )
+
+
+@router.post("/t/{tenant_slug}/challenges/{challenge_slug}/defenses")
+def submit_defense(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    work: UnitOfWorkDep,
+    fields: dict[str, str] = Depends(form_fields),
+) -> Response:
+    return _submit_entry(request, work, tenant_slug, challenge_slug, fields, "blue")
+
+
+@router.post("/t/{tenant_slug}/challenges/{challenge_slug}/attacks")
+def submit_attack(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    work: UnitOfWorkDep,
+    fields: dict[str, str] = Depends(form_fields),
+) -> Response:
+    return _submit_entry(request, work, tenant_slug, challenge_slug, fields, "red")
+
+
+@router.get("/t/{tenant_slug}/challenges/{challenge_slug}/red-blue/live")
+def live(tenant_slug: str, challenge_slug: str, request: Request, session: SessionDep) -> Response:
+    """The page's live regions (the participant's entries and matches, the standings, the two
+    boards), each with a version the page compares before swapping it in, and whether
+    anything is still running (the page stops polling when nothing is)."""
+    visit = visitor(request, session, tenant_slug)
+    web, tenant, participant = visit
+    challenge = _red_blue(session, visit, challenge_slug)
+    state = play_state(
+        session, challenge, config_of(challenge), participant, dict(request.query_params)
+    )
+    context = {"base_url": challenge_url(tenant, challenge), "tenant_slug": tenant.slug}
+    regions = {}
+    for region, macro in (
+        ("rb-entries", "entries_region"),
+        ("rb-matches", "matches_region"),
+        ("rb-standings", "standings_region"),
+        ("rb-board-red", "board_red_region"),
+        ("rb-board-blue", "board_blue_region"),
+    ):
+        html = render_macro(KIND_TEMPLATE, macro, state, context)
+        regions[region] = {"version": version_of(html), "html": html}
+    return json_response(
+        request, web, {"live": state.live, "summary": state.summary, "regions": regions}
+    )
+
+
+@router.get("/t/{tenant_slug}/challenges/{challenge_slug}/boards")
+def boards(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    session: SessionDep,
+    side: str = "red",
+    page_number: ListPage = 1,
+) -> Response:
+    """One side's full board (ratings with intervals, points, matches, wins), paginated;
+    readable without signing in for public challenges."""
+    visit = visitor(request, session, tenant_slug)
+    web, tenant, participant = visit
+    challenge = _red_blue(session, visit, challenge_slug)
+    chosen = Side.BLUE if side == "blue" else Side.RED
+    handle = participant.handle if participant is not None else None
+    panel = board_panels(
+        session,
+        challenge,
+        handle,
+        limit=BOARD_PAGE_SIZE,
+        offset=(page_number - 1) * BOARD_PAGE_SIZE,
+    )[chosen.value]
+    return page(
+        request,
+        web,
+        "kinds/red_blue/boards.html",
+        title=f"{chosen.value.capitalize()} board · {challenge.title}",
+        tenant=tenant,
+        participant=participant,
+        challenge=to_public_view(challenge),
+        board=panel,
+        standings=service.challenge_standings(session, challenge),
+        page_number=page_number,
+        pages=max(1, math.ceil(panel.total / BOARD_PAGE_SIZE)),
+        base_url=challenge_url(tenant, challenge),
+    )
+
+
+@router.post("/t/{tenant_slug}/admin/red-blue/matches/{match_id}/rerun")
+def admin_rerun_match(
+    tenant_slug: str,
+    match_id: uuid.UUID,
+    request: Request,
+    work: UnitOfWorkDep,
+    csrf_token: CsrfField = "",
+) -> Response:
+    session = work.session
+    web, tenant, _ = visitor(request, session, tenant_slug)
+    require_csrf(web, csrf_token)
+    key = admin_key(request, session, tenant)
+    if key is None:
+        raise not_found()
+    try:
+        service.rerun_match(work, sessions.admin_subject(key), match_id)
+    except AppError:
+        work.rollback()
+        return redirect(request, web, tenant_url(tenant, "admin?notice=match-not-rerunnable"))
+    work.commit()
+    return redirect(request, web, tenant_url(tenant, "admin?notice=match-requeued"))

@@ -1,0 +1,302 @@
+"""The red_blue kind's web pages: the challenge page's part of its own (pick a side; blue
+writes a defense and follows its self-test, red writes attacks; both follow their matches,
+the two boards and the team standings, updating live), the full boards, and the admin page's
+matches in error with a re-run button. The forms and the live fragment are `pages.py`'s.
+
+What a page shows is what the service's `Reader` lets its visitor see: a signed-in
+participant the texts of their own entries only, a visitor no text at all; never a
+category's pattern or rubric, the self-test's check or another participant's defense.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sqlalchemy.orm import Session
+
+from app.auth.subjects import TenantAdmin
+from app.challenge.config import ChallengeStatus
+from app.challenge.kinds import KindConfig
+from app.challenge.models import Challenge
+from app.challenge.service import challenge_status
+from app.config import get_settings
+from app.kinds.red_blue import service
+from app.kinds.red_blue.config import RedBlueSections, sections_of, text_limit
+from app.kinds.red_blue.models import DefenseStatus, MatchStatus, Side
+from app.kinds.red_blue.schemas import (
+    AttackRead,
+    BoardItem,
+    DefenseRead,
+    MatchSummary,
+    RedBlueLeaderboard,
+    Standings,
+)
+from app.scoring.strategies import Strategy
+from app.tenant import service as tenants
+from app.tenant.models import Participant
+from app.web.forms import FormError
+from app.web.kinds import StrategyText, WebKind
+
+KIND_TEMPLATE = "kinds/red_blue/macros.html"
+SIDES = ("blue", "red")
+BOARD_PANEL_SIZE = 10
+BOARD_PAGE_SIZE = 50
+ENTRIES_SHOWN = 10
+MATCHES_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class RedBlueFacts:
+    """What the challenge page says of the competition: nothing hidden (categories by name
+    and verifier type, the self-test's prompt but not its check)."""
+
+    model: str
+    categories: list[tuple[str, str]]
+    self_test_prompt: str
+    pairing: str
+    points: str
+
+
+@dataclass(frozen=True)
+class MatchRow:
+    """One of the participant's matches: the side they played and each category's verdict
+    (True: breached, False: held, None: not judged yet)."""
+
+    match: MatchSummary
+    side: str
+    opponent: str
+    verdicts: list[tuple[str, bool | None]]
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    item: BoardItem
+    is_you: bool
+
+
+@dataclass(frozen=True)
+class BoardPanel:
+    side: str
+    rows: list[BoardRow]
+    total: int
+    computed_at: Any
+
+
+@dataclass(frozen=True)
+class RedBluePlay:
+    """The challenge page's part of the kind: everything its macros show."""
+
+    signed_in: bool
+    status: ChallengeStatus
+    opens_at: Any
+    closes_at: Any
+    side: str | None
+    defense_limit: int
+    attack_limit: int
+    defense_text: str
+    attack_text: str
+    error: str | None
+    error_field: str | None
+    self_test_prompt: str
+    categories: list[str]
+    defenses: list[DefenseRead]
+    attacks: list[AttackRead]
+    matches: list[MatchRow]
+    matches_total: int
+    standings: Standings
+    boards: dict[str, BoardPanel]
+    live: bool
+
+    @property
+    def summary(self) -> str:
+        """What a screen reader hears when it changes (the live fragment announces it)."""
+        parts = []
+        if self.defenses:
+            parts.append(f"Your newest defense is {self.defenses[0].status}.")
+        judged = sum(1 for row in self.matches if row.match.status == MatchStatus.COMPLETED)
+        if self.matches:
+            parts.append(f"{judged} of your {len(self.matches)} newest matches judged.")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class AdminMatches:
+    """The admin page's matches in error (full reasons: the reader is a tenant admin)."""
+
+    failed: list[service.FailedMatch]
+
+
+def _sections(config: KindConfig) -> RedBlueSections:
+    return sections_of(config)
+
+
+def _limits(challenge: Challenge) -> tuple[int, int]:
+    cap = get_settings().max_prompt_chars
+    limits = challenge.limits
+    return text_limit(limits.max_defense_chars, cap), text_limit(limits.max_attack_chars, cap)
+
+
+def _board(
+    session: Session,
+    challenge: Challenge,
+    side: Side,
+    handle: str | None,
+    *,
+    limit: int,
+    offset: int,
+) -> tuple[BoardPanel, RedBlueLeaderboard]:
+    board = service.read_leaderboard(session, challenge, side, limit=limit, offset=offset)
+    rows = [
+        BoardRow(item, handle is not None and item.participant == handle) for item in board.items
+    ]
+    return BoardPanel(side.value, rows, board.total, board.computed_at), board
+
+
+def board_panels(
+    session: Session, challenge: Challenge, handle: str | None, *, limit: int, offset: int = 0
+) -> dict[str, BoardPanel]:
+    return {
+        side.value: _board(session, challenge, side, handle, limit=limit, offset=offset)[0]
+        for side in (Side.RED, Side.BLUE)
+    }
+
+
+def _match_rows(
+    matches: Sequence[MatchSummary], handle: str, categories: list[str]
+) -> list[MatchRow]:
+    rows = []
+    for match in matches:
+        side = "red" if match.red_participant == handle else "blue"
+        opponent = match.blue_participant if side == "red" else match.red_participant
+        judged = match.status == MatchStatus.COMPLETED and match.breached is not None
+        breached = set(match.breached or ())
+        verdicts = [(name, (name in breached) if judged else None) for name in categories]
+        rows.append(MatchRow(match, side, opponent, verdicts))
+    return rows
+
+
+def version_of(html: str) -> str:
+    return hashlib.sha256(html.encode()).hexdigest()[:16]
+
+
+class RedBluePages(WebKind):
+    templates_dir: ClassVar[Path | None] = Path(__file__).resolve().parent / "templates"
+    leaderboard_path: ClassVar[str | None] = "/boards"
+
+    def describe_strategy(self, strategy: Strategy, config: KindConfig) -> StrategyText | None:
+        return StrategyText(
+            "rating",
+            "Ratings",
+            "Rating",
+            "each side ranks by its Bradley-Terry rating from the matches, with a 95 % "
+            "interval; rank = 1 + the number of participants whose interval lies entirely "
+            "above.",
+        )
+
+    def facts(self, challenge: Challenge, config: KindConfig) -> Any:
+        sections = _sections(config)
+        pairing = sections.pairing
+        points = sections.points
+        return RedBlueFacts(
+            model=sections.target.model,
+            categories=[
+                (c.name, c.verifier.type.replace("_", " ")) for c in sections.judge_suite.categories
+            ],
+            self_test_prompt=sections.self_test.prompt,
+            pairing=f"{pairing.policy.replace('_', ' ')}, at most "
+            f"{pairing.max_matches_per_submission} matches per submission",
+            points=f"red +{points.red_per_breach} per category breached, blue "
+            f"+{points.blue_per_hold} per category held",
+        )
+
+    def play(
+        self,
+        session: Session,
+        challenge: Challenge,
+        config: KindConfig,
+        participant: Participant | None,
+        params: Mapping[str, str],
+        fields: Mapping[str, str],
+        error: FormError | None,
+    ) -> Any | None:
+        return play_state(session, challenge, config, participant, params, fields, error)
+
+    def admin_panel(self, session: Session, admin: TenantAdmin) -> Any | None:
+        return AdminMatches(service.recent_match_errors(session, admin, limit=20))
+
+
+def play_state(
+    session: Session,
+    challenge: Challenge,
+    config: KindConfig,
+    participant: Participant | None,
+    params: Mapping[str, str],
+    fields: Mapping[str, str] | None = None,
+    error: FormError | None = None,
+) -> RedBluePlay:
+    fields = fields or {}
+    sections = _sections(config)
+    categories = [c.name for c in sections.judge_suite.categories]
+    defense_limit, attack_limit = _limits(challenge)
+    side = fields.get("side") or params.get("side")
+    if side not in SIDES:
+        side = None
+    handle = participant.handle if participant is not None else None
+    defenses: list[DefenseRead] = []
+    attacks: list[AttackRead] = []
+    matches: list[MatchRow] = []
+    matches_total = 0
+    if participant is not None:
+        subject = tenants.as_subject(participant)
+        defenses, attacks = service.participant_entries(
+            session, subject, challenge.id, participant.id, limit=ENTRIES_SHOWN
+        )
+        listed = service.list_matches(
+            session, subject, challenge.id, participant=participant.handle, limit=MATCHES_SHOWN
+        )
+        matches = _match_rows(listed.items, participant.handle, categories)
+        matches_total = listed.total
+        if side is None and (defenses or attacks):
+            # Back on the page: the side played last.
+            newest_defense = defenses[0].created_at if defenses else None
+            newest_attack = attacks[0].created_at if attacks else None
+            if newest_attack is None or (
+                newest_defense is not None and newest_defense >= newest_attack
+            ):
+                side = "blue"
+            else:
+                side = "red"
+    standings = service.challenge_standings(session, challenge)
+    boards = board_panels(session, challenge, handle, limit=BOARD_PANEL_SIZE)
+    live = participant is not None and (
+        any(d.status == DefenseStatus.PENDING for d in defenses)
+        or any(a.status == "pending" for a in attacks)
+        or any(row.match.status in (MatchStatus.QUEUED, MatchStatus.RUNNING) for row in matches)
+        or (standings.pending and bool(matches))
+    )
+    return RedBluePlay(
+        signed_in=participant is not None,
+        status=challenge_status(challenge),
+        opens_at=challenge.opens_at,
+        closes_at=challenge.closes_at,
+        side=side,
+        defense_limit=defense_limit,
+        attack_limit=attack_limit,
+        defense_text=fields.get("system_prompt", "") if side == "blue" else "",
+        attack_text=fields.get("prompt", "") if side == "red" else "",
+        error=error.message if error is not None else None,
+        error_field=error.field if error is not None else None,
+        self_test_prompt=sections.self_test.prompt,
+        categories=categories,
+        defenses=defenses,
+        attacks=attacks,
+        matches=matches,
+        matches_total=matches_total,
+        standings=standings,
+        boards=boards,
+        live=live,
+    )
