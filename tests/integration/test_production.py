@@ -21,7 +21,7 @@ import redis
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt, Trial
+from app.attempt.models import Attempt, AttemptStatus, Trial
 from app.db import make_engine, utcnow
 from app.leaderboard.models import LeaderboardEntry
 from tests.conftest import TEST_SETTINGS, Api, Stack
@@ -329,14 +329,14 @@ def test_killing_each_process_mid_load_loses_and_repeats_nothing(
         load.start()
         try:
             load.wait_accepted(5)
-            # The worker, while it runs attempts: those still running once it is dead were
-            # interrupted.
+            # The worker, while it runs attempts: those still running once it is dead (and its
+            # last transactions have ended) were interrupted.
             deadline = time.monotonic() + 30
             while not _running(engine, challenge["id"]):
                 assert time.monotonic() < deadline, "no attempt was ever seen running"
                 time.sleep(0.01)
             layout["worker"].kill()
-            interrupted = _running(engine, challenge["id"])
+            interrupted = _interrupted(engine, challenge["id"])
             assert interrupted, "the worker was not killed mid-attempt"
             assert layout["worker"].healthcheck().returncode != 0
             layout.start("worker")
@@ -395,3 +395,25 @@ def test_killing_each_process_mid_load_loses_and_repeats_nothing(
 
 def _running(engine: Engine, challenge_id: str) -> list[uuid.UUID]:
     return [row.id for row in _attempts(engine, challenge_id) if row.status == "running"]
+
+
+def _interrupted(engine: Engine, challenge_id: str) -> list[uuid.UUID]:
+    """The attempts a worker killed just now left running.
+
+    Its processes being gone is not enough: a COMMIT it sent just before SIGKILL (an attempt
+    completed, or ended in error) is still applied by PostgreSQL afterwards, and a plain read
+    made in between sees the attempt running, although no other run will ever take it. Every
+    transaction that ends an attempt holds its row lock until it ends, so this read waits for
+    the dead worker's last transactions to commit or abort (PostgreSQL aborts those whose
+    client is gone), then takes the rows as they left them."""
+    with Session(engine) as session, session.begin():
+        return list(
+            session.scalars(
+                select(Attempt.id)
+                .where(
+                    Attempt.challenge_id == uuid.UUID(challenge_id),
+                    Attempt.status == AttemptStatus.RUNNING,
+                )
+                .with_for_update()
+            )
+        )
