@@ -15,6 +15,9 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
+
 from app.config import Settings
 from app.db import get_sessionmaker, utcnow
 from app.observability import repository
@@ -55,10 +58,25 @@ def check_broker(settings: Settings) -> Check:
     return {"ok": True, "detail": "not checked for this transport"}
 
 
-def check_database() -> Check:
+def _ping(sessions: sessionmaker[Session]) -> None:
+    with sessions() as session:
+        repository.ping(session)
+
+
+def check_database(sessions: sessionmaker[Session] | None = None) -> Check:
+    """Whether the database answers now. A connection the pool kept may have died since its
+    last use (the database restarted, the network cut it): the pool has no pre-ping
+    (app/db.py), so that use fails and SQLAlchemy discards the pool. That says nothing of the
+    database, so the check asks once more, on a fresh connection, before it reports the
+    database unreachable."""
+    sessions = sessions or get_sessionmaker()
     try:
-        with get_sessionmaker()() as session:
-            repository.ping(session)
+        try:
+            _ping(sessions)
+        except DBAPIError as error:
+            if not error.connection_invalidated:
+                raise
+            _ping(sessions)
     except Exception as error:
         return _failed(error)
     return {"ok": True}

@@ -477,3 +477,35 @@ def test_health_reports_no_worker_seen(deployment: Deployment) -> None:
     metrics = deployment.api_metrics()
     assert value(metrics, "gauntlet_workers_seen", queue=deployment.env["GAUNTLET_QUEUE"]) == 0
     deployment.ensure_up()
+
+
+def test_the_database_check_is_not_fooled_by_a_pooled_connection_that_died(stack: Stack) -> None:
+    """A connection kept in the API's pool dies with its link to the database (a restart, a
+    network cut). Once the database answers again, /healthz's check says so on its first try:
+    it is not "database unreachable" because the pool held a dead connection."""
+    from urllib.parse import urlsplit
+
+    from sqlalchemy.orm import sessionmaker
+
+    from app.db import make_engine
+    from app.observability.health import check_database
+    from tests.fixtures.tcp_proxy import TcpProxy
+    from tests.production import _with_port
+
+    database = urlsplit(stack.database_url)
+    with TcpProxy(database.hostname or "", database.port or 5432) as proxy:
+        engine = make_engine(_with_port(stack.database_url, proxy.port))
+        sessions = sessionmaker(bind=engine)
+        try:
+            assert check_database(sessions) == {"ok": True}
+            proxy.refuse()
+            assert check_database(sessions) == {"ok": False, "error": "OperationalError"}
+            proxy.restore()
+            assert check_database(sessions) == {"ok": True}
+            # The pool keeps that connection; the link is cut while nothing uses it.
+            assert engine.pool.checkedin() == 1
+            proxy.refuse()
+            proxy.restore()
+            assert check_database(sessions) == {"ok": True}
+        finally:
+            engine.dispose()

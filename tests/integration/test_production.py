@@ -21,7 +21,7 @@ import redis
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt, Trial
+from app.attempt.models import Attempt, AttemptStatus, Trial
 from app.db import make_engine, utcnow
 from app.leaderboard.models import LeaderboardEntry
 from tests.conftest import TEST_SETTINGS, Api, Stack
@@ -211,7 +211,8 @@ def test_healthz_answers_503_while_the_database_is_down(layout: ProductionLayout
     healthz = f"{layout.base_url}/healthz"
     assert httpx.get(healthz).status_code == 200
     layout.database_proxy.refuse()
-    # Several requests, so both API processes and their pooled connections are asked.
+    # Several requests, so both API processes are likely asked (which process takes a
+    # connection is up to the kernel).
     for _ in range(6):
         down = httpx.get(healthz, timeout=10)
         assert down.status_code == 503, down.text
@@ -223,6 +224,8 @@ def test_healthz_answers_503_while_the_database_is_down(layout: ProductionLayout
     while httpx.get(healthz, timeout=10).status_code != 200:
         assert time.monotonic() < deadline, "the API never found its database again"
         time.sleep(0.1)
+    # Every process answers 200 from now on, also one that no request reached during the
+    # outage and whose pool still holds connections the outage cut.
     for _ in range(6):
         assert httpx.get(healthz, timeout=10).status_code == 200
     assert layout["api"].healthcheck().returncode == 0
@@ -329,14 +332,14 @@ def test_killing_each_process_mid_load_loses_and_repeats_nothing(
         load.start()
         try:
             load.wait_accepted(5)
-            # The worker, while it runs attempts: those still running once it is dead were
-            # interrupted.
+            # The worker, while it runs attempts: those still running once it is dead (and its
+            # last transactions have ended) were interrupted.
             deadline = time.monotonic() + 30
             while not _running(engine, challenge["id"]):
                 assert time.monotonic() < deadline, "no attempt was ever seen running"
                 time.sleep(0.01)
             layout["worker"].kill()
-            interrupted = _running(engine, challenge["id"])
+            interrupted = _interrupted(engine, challenge["id"])
             assert interrupted, "the worker was not killed mid-attempt"
             assert layout["worker"].healthcheck().returncode != 0
             layout.start("worker")
@@ -395,3 +398,25 @@ def test_killing_each_process_mid_load_loses_and_repeats_nothing(
 
 def _running(engine: Engine, challenge_id: str) -> list[uuid.UUID]:
     return [row.id for row in _attempts(engine, challenge_id) if row.status == "running"]
+
+
+def _interrupted(engine: Engine, challenge_id: str) -> list[uuid.UUID]:
+    """The attempts a worker killed just now left running.
+
+    Its processes being gone is not enough: a COMMIT it sent just before SIGKILL (an attempt
+    completed, or ended in error) is still applied by PostgreSQL afterwards, and a plain read
+    made in between sees the attempt running, although no other run will ever take it. Every
+    transaction that ends an attempt holds its row lock until it ends, so this read waits for
+    the dead worker's last transactions to commit or abort (PostgreSQL aborts those whose
+    client is gone), then takes the rows as they left them."""
+    with Session(engine) as session, session.begin():
+        return list(
+            session.scalars(
+                select(Attempt.id)
+                .where(
+                    Attempt.challenge_id == uuid.UUID(challenge_id),
+                    Attempt.status == AttemptStatus.RUNNING,
+                )
+                .with_for_update()
+            )
+        )

@@ -241,11 +241,21 @@ def test_console_without_a_terminal_prints_lines_and_clips_prompts() -> None:
     assert "\r" not in err.getvalue()
 
 
+# Longer than any test may take (pytest-timeout stops a test at 300 s); the server's stop wakes
+# a held call at once.
+HELD_CALL_S = 600
+
+
 def test_ctrl_c_stops_cleanly_and_a_rerun_repeats_no_finished_call(tmp_path: Path) -> None:
     rows = [{"id": f"r{i}", "prompt": f"Say {i}", "answer": "never"} for i in range(1, 7)]
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows))
     with FakeOpenAIServer(default=Behaviour.slow(0.3, text="no")) as server:
+        # Three calls are answered, every later one is held until the server stops: the run
+        # is still going when Ctrl-C comes, however long the test takes to send it (a run
+        # left to finish on its own would end with status 0 before a late signal).
+        held = Behaviour.slow(HELD_CALL_S, text="no")
+        server.enqueue(*[Behaviour.ok(text="no")] * 3, *[held] * 9)
         variant = tmp_path / "slow.yaml"
         variant.write_text(
             yaml.safe_dump(
@@ -256,7 +266,8 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_repeats_no_finished_call(tmp_path: Pat
                     "model": {
                         "model": "openai/fake-model",
                         "api_base": server.base_url,
-                        "timeout_s": 10,
+                        # Longer than a held call: no held call times out and is retried.
+                        "timeout_s": HELD_CALL_S * 2,
                     },
                     "options": {"path": str(data)},
                     "concurrency": 2,
@@ -294,7 +305,7 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_repeats_no_finished_call(tmp_path: Pat
         assert "run the same command to resume" in err
         (folder,) = {path.parent.parent for path in runs.rglob("attempt-*.json")}
         saved = len(list(folder.glob("task-*/attempt-*.json")))
-        assert saved < 12
+        assert saved == 3
         assert json.loads((folder / "summary.json").read_text())["status"] == "stopped"
 
         server.reset()
