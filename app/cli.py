@@ -154,6 +154,7 @@ def run_embedded(host: str, port: int) -> None:
     banner = f"""
 Gauntlet (embedded mode) — data in {settings.data_dir.resolve()}
   Web UI          {base}/        demo: {base}/t/{info.tenant_slug}/challenges/say-pwned
+  Red-blue demo   {base}/t/{info.tenant_slug}/challenges/guard-the-banana
   API             {base}        OpenAPI docs: {base}/docs
   Admin token     {admin_token}
   Demo tenant     {info.tenant_slug}   admin key: {info.api_key}

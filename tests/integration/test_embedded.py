@@ -55,6 +55,7 @@ def test_make_run_serves_the_demo_end_to_end(embedded: Embedded) -> None:
     # The way in is printed once the server listens; the worker adds no banner nor warnings.
     output = embedded.log.read_text(errors="replace")
     assert output.index("Uvicorn running on") < output.index("Admin token")
+    assert "/t/demo/challenges/guard-the-banana" in output
     for noise in ("-------------- celery@", "superuser privileges", "No hostname was supplied"):
         assert noise not in output
     # The worker shares the API's metrics directory: the API's /metrics shows its series.
