@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -7,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -241,6 +243,20 @@ def test_console_without_a_terminal_prints_lines_and_clips_prompts() -> None:
     assert "\r" not in err.getvalue()
 
 
+@contextlib.contextmanager
+def _sigint_at_its_default_in_children() -> Iterator[None]:
+    """Processes started inside get SIGINT at its default, as from a terminal, whoever started
+    the tests. A test runner started as a background job (`pytest &` in a script) ignores
+    SIGINT, and an ignored signal stays ignored across exec: the CLI would never see the
+    Ctrl-C. A caught one is reset to the default, so SIGINT is caught here meanwhile."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
 # Longer than any test may take (pytest-timeout stops a test at 300 s); the server's stop wakes
 # a held call at once.
 HELD_CALL_S = 600
@@ -290,9 +306,15 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_repeats_no_finished_call(tmp_path: Pat
             "OPENAI_API_KEY": "sk-test-dummy",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         }
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        with _sigint_at_its_default_in_children():
+            process = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         runs = tmp_path / "runs"
         deadline = time.monotonic() + 60
         while len(list(runs.rglob("attempt-*.json"))) < 3:
