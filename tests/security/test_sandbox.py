@@ -109,7 +109,9 @@ class Replay:
 
 
 @pytest.fixture
-def replay(api: Api, tenant: dict[str, Any]) -> Replay:
+def replay(api: Api, tenant: dict[str, Any], worker: Worker) -> Replay:
+    """Its attempts run on the session's worker, which this asks for: without it they would
+    stay queued whenever no earlier test of the run had started the worker."""
     return Replay(api, tenant)
 
 
