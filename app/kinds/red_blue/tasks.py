@@ -5,6 +5,7 @@ attempt's run is."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from sqlalchemy.exc import OperationalError
 
@@ -23,63 +24,36 @@ from workers.celery_app import celery_app
 _settings = get_settings()
 _SOFT_LIMIT = _settings.attempt_time_limit_seconds
 _HARD_LIMIT = _settings.attempt_time_limit_seconds + 30
+# Every task but the sweep: acknowledged once done, given back when its worker dies, and
+# retried when the database hiccups.
+_RETRIED: dict[str, Any] = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": True,
+    "retry_jitter": True,
+    "max_retries": 5,
+}
+# Those that call the target model are bounded as an attempt's run is.
+_MODEL_CALLS: dict[str, Any] = {"soft_time_limit": _SOFT_LIMIT, "time_limit": _HARD_LIMIT}
 
 
-@celery_app.task(
-    name=SELF_TEST_TASK,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=_SOFT_LIMIT,
-    time_limit=_HARD_LIMIT,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    retry_jitter=True,
-    max_retries=5,
-)
+@celery_app.task(name=SELF_TEST_TASK, **_RETRIED, **_MODEL_CALLS)
 def self_test(defense_id: str) -> str:
     return worker.run_self_test(uuid.UUID(defense_id))
 
 
-@celery_app.task(
-    name=PAIR_ATTACK_TASK,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    time_limit=300,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    retry_jitter=True,
-    max_retries=5,
-)
+@celery_app.task(name=PAIR_ATTACK_TASK, time_limit=300, **_RETRIED)
 def pair_attack(attack_id: str) -> str:
     return worker.pair_attack(uuid.UUID(attack_id))
 
 
-@celery_app.task(
-    name=RUN_MATCH_TASK,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=_SOFT_LIMIT,
-    time_limit=_HARD_LIMIT,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    retry_jitter=True,
-    max_retries=5,
-)
+@celery_app.task(name=RUN_MATCH_TASK, **_RETRIED, **_MODEL_CALLS)
 def run_match(match_id: str) -> str:
     return worker.run_match(uuid.UUID(match_id))
 
 
-@celery_app.task(
-    name=RUN_MATCHES_TASK,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=_SOFT_LIMIT,
-    time_limit=_HARD_LIMIT,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    retry_jitter=True,
-    max_retries=5,
-)
+@celery_app.task(name=RUN_MATCHES_TASK, **_RETRIED, **_MODEL_CALLS)
 def run_matches(*match_ids: str) -> dict[str, int]:
     """A chunk of matches (of one pairing, or re-sent by the sweep): how many ended how."""
     outcomes = worker.run_matches([uuid.UUID(match_id) for match_id in match_ids])
@@ -89,16 +63,7 @@ def run_matches(*match_ids: str) -> dict[str, int]:
     return counts
 
 
-@celery_app.task(
-    name=RECOMPUTE_TASK,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    time_limit=600,
-    autoretry_for=(OperationalError,),
-    retry_backoff=True,
-    retry_jitter=True,
-    max_retries=5,
-)
+@celery_app.task(name=RECOMPUTE_TASK, time_limit=600, **_RETRIED)
 def recompute(challenge_id: str) -> str:
     return worker.recompute(uuid.UUID(challenge_id))
 
