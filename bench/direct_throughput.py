@@ -4,8 +4,8 @@ A loopback OpenAI-compatible server (bench/latency_server.py, its own process) a
 call after a fixed latency (default 20 ms). One LLMClient per transport, with 200 calls in
 flight (its global and per-model caps), makes `--calls` chat completions as fast as it can:
 
-- `direct`: `openai-compatible/fake` with the server as `api_base`: the `openai` SDK on the
-  guarded transport (app.evaluation.direct), litellm never imported by it;
+- `direct`: `openai-compatible/fake` with the server as `api_base`: the direct transport's
+  HTTP client (app.evaluation.direct, app.outbound.transport), litellm never imported by it;
 - `litellm`: `openai/fake-model` with `OPENAI_API_BASE` at the server: litellm's HTTP path.
 
 Both make the same records (four token fields, cost lookup, retries armed) and are warmed up

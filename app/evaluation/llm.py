@@ -7,9 +7,9 @@ Every actor, judge and critic call goes through `LLMClient.complete`, which retu
 - litellm, for provider model ids (`openai/gpt-4o-mini`, `anthropic/…`) and the built-in
   `offline/…` models: to the provider's own endpoint with the operator's key for it;
 - the direct transport (app.evaluation.direct), for a model reached through a base URL or named
-  `openai-compatible/…`: an OpenAI-compatible server through the `openai` SDK, on a transport
-  that enforces the allow-list, the address checks and the credential bound to that base (never
-  a provider key from the environment). litellm is not imported for it.
+  `openai-compatible/…`: an OpenAI-compatible server over HTTP, on a client that enforces the
+  allow-list, the address checks and the credential bound to that base (never a provider key
+  from the environment). litellm is not imported for it.
 
 A cost budget, when given, is checked before every try and charged after every answer.
 
@@ -31,6 +31,7 @@ import logging
 import math
 import os
 import random
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -117,20 +118,19 @@ def warmed_up() -> bool:
 
 async def warm_up_calls() -> bool:
     """One untimed, unrecorded call through the whole client path, to the offline echo model,
-    and one through the direct transport's SDK to an in-process answer.
+    and the direct transport's warm-up (its price table).
 
     litellm loads its provider, logging and cost modules lazily, on the first `acompletion` of
-    a process: seconds on a loaded machine; the `openai` SDK builds its request machinery on
-    its first call. Timed, they would make a process's first attempt look slow and rank it
-    behind later ones (`elapsed_ms`, `fastest`, time penalties). Made here, before any
-    attempt, they leave every timed call with only the call itself. Never raises: a failed
-    warm-up costs fairness, not the worker (the reason is logged).
+    a process: seconds on a loaded machine. Timed, they would make a process's first attempt
+    look slow and rank it behind later ones (`elapsed_ms`, `fastest`, time penalties). Made
+    here, before any attempt, they leave every timed call with only the call itself. Never
+    raises: a failed warm-up costs fairness, not the worker (the reason is logged).
     """
     try:
         await LLMClient().complete(
             ModelSpec(model=WARM_UP_MODEL), [{"role": "user", "content": "warm up"}]
         )
-        await warm_up_direct_calls()
+        warm_up_direct_calls()
         # The call's logging callback is queued on this loop; drained and stopped here, it is
         # not carried (with a warning) onto the loop of the first real call.
         from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
@@ -160,15 +160,15 @@ def uses_litellm(spec: ModelSpec) -> bool:
 
 def warm_up_for(specs: list[ModelSpec]) -> bool:
     """Loads what calls of `specs` need, before any is timed: litellm and its warm-up call only
-    when one of them goes through litellm, the `openai` SDK's warm-up call when one goes
-    direct (litellm loads the SDK too, but not its lazy request path). Called where no loop
-    runs, by the CLI before a run. False when a warm-up failed (the reason is logged)."""
+    when one of them goes through litellm, the direct transport's warm-up when one goes
+    direct. Called where no loop runs, by the CLI before a run. False when a warm-up failed
+    (the reason is logged)."""
     warmed = True
     if any(uses_litellm(spec) for spec in specs):
         warmed = warm_up()  # the direct transport's warm-up call included
     elif any(uses_direct_transport(spec) for spec in specs):
         try:
-            asyncio.run(warm_up_direct_calls())
+            warm_up_direct_calls()
         except Exception as error:
             logger.warning(
                 "direct transport warm-up failed (%s); the first call will be slower", error
@@ -196,15 +196,21 @@ class CallBudget(Protocol):
         """A call that got no answer ends (nothing to charge)."""
 
 
+def _sdk_connection_error() -> type[BaseException] | tuple[()]:
+    """The `openai` SDK's connection error (litellm's timeout and connection errors derive
+    from it), when the SDK is loaded: an error cannot be one of its classes otherwise, and
+    the direct transport does not load it."""
+    openai = sys.modules.get("openai")
+    return openai.APIConnectionError if openai is not None else ()
+
+
 def is_connection_failure(error: BaseException) -> bool:
     """Whether the model was not reached at all (refused, unresolvable, timed out)."""
-    import openai
-
-    return isinstance(error, openai.APIConnectionError | ConnectionError | TimeoutError)
+    return isinstance(error, (ConnectionError, TimeoutError, _sdk_connection_error()))
 
 
 def _refusal_in(error: BaseException) -> DestinationRefused | None:
-    """The transport's refusal, which the openai SDK wraps as a connection error."""
+    """The transport's refusal, as raised or wrapped by a client library."""
     seen: BaseException | None = error
     while seen is not None:
         if isinstance(seen, DestinationRefused):
@@ -215,12 +221,10 @@ def _refusal_in(error: BaseException) -> DestinationRefused | None:
 
 def is_transient(error: BaseException) -> bool:
     """Whether another try of the same call may succeed."""
-    import openai
-
     if isinstance(error, MalformedResponseError | TimeoutError | ConnectionError):
         return True
     # Includes openai.APITimeoutError and every litellm timeout / connection error.
-    if isinstance(error, openai.APIConnectionError):
+    if isinstance(error, _sdk_connection_error()):
         return True
     status = getattr(error, "status_code", None)
     if isinstance(status, int):

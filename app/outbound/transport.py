@@ -1,119 +1,314 @@
-"""The HTTP transport of base-URL calls: the policy's decision enforced on every request.
+"""The HTTP client of base-URL calls: the policy's decision enforced on every request.
 
 Before each request it resolves the host, refuses non-public addresses the allow-list entry
-does not name (`addresses`), and connects to the address it checked: the request URL is
-rewritten to that address, the Host header and the TLS server name (SNI, and so certificate
-verification) stay the host name. A DNS answer that changes between the check and the
-connection (DNS rebinding) therefore cannot redirect the request.
+does not name (`addresses`), and connects to the address it checked; the Host header and the
+TLS server name (SNI, and so certificate verification) stay the host name. A DNS answer that
+changes between the check and the connection (DNS rebinding) therefore cannot redirect the
+request. Connections are kept per checked address, so a name that now resolves elsewhere gets
+connections of its own.
 
-Headers are rebuilt from an allow-list: whatever a client library adds from the environment
-(`OPENAI_ORG_ID`, `OPENAI_PROJECT_ID`, `OPENAI_CUSTOM_HEADERS`, ...) is dropped, and the only
-credential is the one bound to the destination (`Authorization: Bearer <key>`), or none.
-Redirects are not followed (httpx's default); environment proxies and `.netrc` are not used.
+A request carries what this module writes and nothing else: Host, the JSON content headers, a
+User-Agent and the credential bound to the destination (`Authorization: Bearer <key>`), or
+none. Nothing is read from the environment (no proxies, no `.netrc`, no extra headers) and
+redirects are not followed: a 3xx is an error like any other status.
 
-The requests themselves are sent by aiohttp (through httpx-aiohttp's transport): httpx's own
-connection pool polls every pooled socket on each request, which with a few hundred
-connections to one server cost more CPU per call than everything else together; aiohttp's
-does not. The pool has no connection cap: the engine's concurrency caps bound what is in
-flight. Certificates are verified as httpx would (`SSL_CERT_FILE` / `SSL_CERT_DIR`, else
-certifi), against the host name.
+The protocol is HTTP/1.1, framed by h11 on asyncio's streams, with connections kept open
+between calls. A client library would add what a self-hosted server's pace cannot afford: the
+`openai` SDK takes ~0.5 s to import and a third of a millisecond of CPU per call to build its
+request; httpx's pool polls every pooled socket on each request; aiohttp takes ~0.2 s to
+import. Measured figures are in bench/README.md.
+
+Failures keep the class names of the OpenAI API's errors (as litellm's do), so a failed call
+reads the same on both transports: `APIConnectionError` (not reached, or the connection broke;
+retried), `APITimeoutError`, and per status `RateLimitError`, `InternalServerError`, ...
+Certificates are verified against the host name (`SSL_CERT_FILE` / `SSL_CERT_DIR`, else
+certifi's bundle, as httpx does).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import json
 import os
 import ssl
+from collections.abc import Mapping
+from typing import Any
 
-import aiohttp
-import httpx
-from httpx_aiohttp import AiohttpTransport
+import h11
 
-from app.outbound.addresses import AsyncResolver, DestinationRefused, system_resolve_async
+from app.outbound.addresses import AsyncResolver, system_resolve_async
 from app.outbound.policy import BaseRoute
-from app.outbound.urls import HttpUrl, UrlRefused, parse_url
+from app.outbound.urls import IPAddress
 
-_KEPT_HEADERS = frozenset(
-    {"accept", "accept-encoding", "content-type", "content-length", "user-agent", "host"}
-)
-_KEPT_HEADER_PREFIX = "x-stainless-"  # the openai SDK's client description; no secrets
+# An idle connection older than this is closed rather than reused: below the 5 s for which
+# uvicorn-based servers (vLLM, SGLang) keep one open, so a call never goes out on a
+# connection the server is closing.
+KEEPALIVE_S = 4.0
+# A chat completion is text; an answer this large is a hostile or broken server.
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+_READ_SIZE = 65536
+_EXCERPT_LIMIT = 300
+_USER_AGENT = b"gauntlet"
 
 
-class GuardedTransport(httpx.AsyncBaseTransport):
-    """An httpx transport for one base-URL route."""
+class APIConnectionError(ConnectionError):
+    """The server was not reached, or the connection broke before the answer was complete."""
+
+
+class APITimeoutError(TimeoutError):
+    """The call took longer than its timeout."""
+
+
+class APIStatusError(Exception):
+    """The server answered with an error status (any status outside 2xx)."""
+
+    def __init__(self, status_code: int, headers: dict[str, str], body: bytes) -> None:
+        excerpt = body[:_EXCERPT_LIMIT].decode("utf-8", "replace")
+        super().__init__(f"HTTP {status_code}: {excerpt}")
+        self.status_code = status_code
+        self.headers = headers  # names lowercased: Retry-After is read from here
+
+
+class ResponseTooLarge(Exception):
+    """The answer exceeded MAX_RESPONSE_BYTES (not retried)."""
+
+
+def _status_error_class(name: str) -> type[APIStatusError]:
+    return type(name, (APIStatusError,), {"__module__": __name__})
+
+
+# The OpenAI API's names for its error statuses.
+_STATUS_ERRORS: dict[int, type[APIStatusError]] = {
+    status: _status_error_class(name)
+    for status, name in (
+        (400, "BadRequestError"),
+        (401, "AuthenticationError"),
+        (403, "PermissionDeniedError"),
+        (404, "NotFoundError"),
+        (409, "ConflictError"),
+        (422, "UnprocessableEntityError"),
+        (429, "RateLimitError"),
+    )
+}
+InternalServerError = _status_error_class("InternalServerError")
+
+
+def status_error(status_code: int, headers: dict[str, str], body: bytes) -> APIStatusError:
+    kind = _STATUS_ERRORS.get(status_code)
+    if kind is None:
+        kind = InternalServerError if status_code >= 500 else APIStatusError
+    return kind(status_code, headers, body)
+
+
+class _Connection:
+    __slots__ = ("idle_since", "protocol", "reader", "writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.protocol = h11.Connection(h11.CLIENT)
+        self.idle_since = 0.0
+
+    def reusable(self, now: float) -> bool:
+        return (
+            now - self.idle_since < KEEPALIVE_S
+            and not self.reader.at_eof()
+            and not self.writer.is_closing()
+        )
+
+    def close(self) -> None:
+        self.writer.transport.abort()
+
+
+class GuardedClient:
+    """POSTs JSON to one base-URL route, with a pool of kept-alive connections per checked
+    address. Belongs to the event loop that first uses it (its connections cannot move)."""
 
     def __init__(self, route: BaseRoute, resolve: AsyncResolver = system_resolve_async) -> None:
         self.route = route
         self.resolve = resolve
-        tls = tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-        # The session is made on first use, on the loop that sends (aiohttp sessions belong
-        # to one loop).
-        self._inner = AiohttpTransport(verify=tls, client=lambda: _session(tls))
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if request.url.query:
-            raise DestinationRefused("a base-URL request must not carry a query")
-        try:
-            url = _parsed(str(request.url))
-        except UrlRefused as error:
-            raise DestinationRefused(f"request URL {error}") from None
-        route = self.route
-        if (url.scheme, url.host, url.port) != (
-            route.url.scheme,
-            route.url.host,
-            route.url.port,
-        ) or not url.within(route.url.path):
-            raise DestinationRefused("request URL outside its base URL")
-        literal = url.ip
-        addresses = [literal] if literal is not None else await self.resolve(url.host, url.port)
-        address = route.addresses_permitted(addresses)[0]
-
-        # Rebuilt in one go (deleting from httpx's headers one by one copies them each time).
-        kept = [
-            (name, value)
-            for name, value in request.headers.raw
-            if (lowered := name.lower().decode("latin-1")) in _KEPT_HEADERS
-            or lowered.startswith(_KEPT_HEADER_PREFIX)
+        url = route.url
+        self._literal = url.ip
+        headers = [
+            (b"Host", url.netloc.encode("ascii")),
+            (b"User-Agent", _USER_AGENT),
+            (b"Accept", b"application/json"),
+            (b"Accept-Encoding", b"identity"),
+            (b"Content-Type", b"application/json"),
         ]
         if route.api_key:
-            kept.append((b"Authorization", f"Bearer {route.api_key}".encode("latin-1")))
-        request.headers = httpx.Headers(kept)
-        if literal is None:
-            request.url = request.url.copy_with(host=str(address))
-            if url.scheme == "https":
-                request.extensions = {**request.extensions, "sni_hostname": url.host}
+            headers.append((b"Authorization", f"Bearer {route.api_key}".encode("latin-1")))
+        self._headers = headers
+        self._tls = (
+            tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+            if url.scheme == "https"
+            else None
+        )
+        self._idle: dict[IPAddress, list[_Connection]] = {}
+        self._open: set[_Connection] = set()
+
+    async def post_json(self, path: str, payload: Mapping[str, Any], timeout_s: float) -> Any:
+        """POSTs `payload` to the base URL's path plus `path`; the answer's JSON (a
+        json.JSONDecodeError when it is not JSON). Raises the errors above, and
+        DestinationRefused (app.outbound.addresses) when the policy refuses every address."""
+        data = json.dumps(payload).encode("ascii")
+        request = h11.Request(
+            method="POST",
+            target=(self.route.url.path + path).encode("ascii"),
+            headers=[*self._headers, (b"Content-Length", str(len(data)).encode("ascii"))],
+        )
         try:
-            return await self._inner.handle_async_request(request)
-        except httpx.ConnectTimeout as error:
-            # httpx-aiohttp maps every aiohttp connection error to a timeout; a refused or
-            # unreachable address is a connection error, and is reported as one.
-            cause = error.__cause__
-            if isinstance(cause, aiohttp.ClientConnectorError):
-                raise httpx.ConnectError(str(cause), request=request) from cause
+            async with asyncio.timeout(timeout_s):
+                address = await self._address()
+                connection = self._idle_connection(address)
+                if connection is not None:
+                    try:
+                        status, headers, body = await self._exchange(connection, request, data)
+                    except _Stale:
+                        # The server closed the kept-alive connection as the request went out;
+                        # it never saw the request: once more, on a new connection.
+                        connection = None
+                if connection is None:
+                    connection = await self._connect(address)
+                    status, headers, body = await self._exchange(connection, request, data)
+        except TimeoutError as error:
+            raise APITimeoutError(f"no answer within {timeout_s:g} s") from error
+        self._release(address, connection)
+        if not 200 <= status < 300:
+            raise status_error(status, headers, body)
+        return json.loads(body)
+
+    async def _address(self) -> IPAddress:
+        url = self.route.url
+        literal = self._literal
+        addresses = [literal] if literal is not None else await self.resolve(url.host, url.port)
+        address: IPAddress = self.route.addresses_permitted(addresses)[0]
+        return address
+
+    def _idle_connection(self, address: IPAddress) -> _Connection | None:
+        idle = self._idle.get(address)
+        if not idle:
+            return None
+        now = asyncio.get_running_loop().time()
+        while idle:
+            connection = idle.pop()
+            if connection.reusable(now):
+                return connection
+            self._forget(connection)
+        return None
+
+    async def _connect(self, address: IPAddress) -> _Connection:
+        url = self.route.url
+        try:
+            reader, writer = await asyncio.open_connection(
+                str(address),
+                url.port,
+                ssl=self._tls,
+                server_hostname=url.host if self._tls is not None else None,
+                limit=_READ_SIZE,
+            )
+        except OSError as error:  # refused, unreachable, reset, TLS failures
+            raise APIConnectionError(f"connection failed: {error}") from error
+        connection = _Connection(reader, writer)
+        self._open.add(connection)
+        return connection
+
+    async def _exchange(
+        self, connection: _Connection, request: h11.Request, data: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One request and its whole answer on `connection`; on any failure (cancellation
+        included) the connection is closed, never reused."""
+        protocol = connection.protocol
+        received = False
+        try:
+            parts = (
+                protocol.send(request),
+                protocol.send(h11.Data(data=data)),
+                protocol.send(h11.EndOfMessage()),
+            )
+            connection.writer.write(b"".join(part for part in parts if part))
+            await connection.writer.drain()
+            status = 0
+            headers: dict[str, str] = {}
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                event = protocol.next_event()
+                if event is h11.NEED_DATA:
+                    chunk = await connection.reader.read(_READ_SIZE)
+                    received = received or bool(chunk)
+                    protocol.receive_data(chunk)  # b"": the server closed the connection
+                elif type(event) is h11.Data:
+                    size += len(event.data)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise ResponseTooLarge(f"the answer exceeds {MAX_RESPONSE_BYTES} bytes")
+                    chunks.append(event.data)
+                elif type(event) is h11.Response:
+                    status = event.status_code
+                    headers = {
+                        name.decode("latin-1"): value.decode("latin-1")
+                        for name, value in event.headers
+                    }
+                elif type(event) is h11.EndOfMessage:
+                    return status, headers, b"".join(chunks)
+                elif type(event) is h11.ConnectionClosed:
+                    raise h11.RemoteProtocolError("the connection closed before the answer")
+                # h11.InformationalResponse (1xx): the final answer follows.
+        except BaseException as error:
+            self._forget(connection)
+            stale = connection.idle_since > 0 and not received
+            if isinstance(error, OSError | h11.ProtocolError):
+                if stale:
+                    raise _Stale from error
+                raise APIConnectionError(f"connection broken: {error}") from error
             raise
 
+    def _release(self, address: IPAddress, connection: _Connection) -> None:
+        protocol = connection.protocol
+        if protocol.our_state is h11.DONE and protocol.their_state is h11.DONE:
+            protocol.start_next_cycle()
+            now = asyncio.get_running_loop().time()
+            connection.idle_since = now
+            idle = self._idle.setdefault(address, [])
+            # Taken from the top, so the oldest sit at the bottom: closed there once expired.
+            while idle and not idle[0].reusable(now):
+                self._forget(idle.pop(0))
+            idle.append(connection)
+        else:  # the server asked to close, or answered before reading the request
+            self._forget(connection)
+
+    def _forget(self, connection: _Connection) -> None:
+        self._open.discard(connection)
+        connection.close()
+
+    def count_open(self) -> int:
+        """Connections open (idle or in use)."""
+        return len(self._open)
+
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        """Closes every connection."""
+        for connection in list(self._open):
+            self._forget(connection)
+        self._idle.clear()
 
 
-def _session(tls: ssl.SSLContext) -> aiohttp.ClientSession:
-    return aiohttp.ClientSession(
-        # limit=0: no cap of its own (a cap below the engine's would queue calls inside
-        # their timed span). Hosts are never resolved here: requests go to checked addresses.
-        connector=aiohttp.TCPConnector(limit=0, ssl=tls, use_dns_cache=False),
-        trust_env=False,
-    )
-
-
-@functools.lru_cache(maxsize=1024)
-def _parsed(url: str) -> HttpUrl:
-    """`parse_url`, remembered: a client sends to the same few URLs over and over, and parsing
-    one is a good share of the transport's own work per request (a refusal is not cached)."""
-    return parse_url(url)
+class _Stale(Exception):
+    """A kept-alive connection failed before any byte of the answer."""
 
 
 @functools.lru_cache(maxsize=4)
 def tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    """The context httpx would make (certifi, or the `SSL_CERT_FILE` / `SSL_CERT_DIR` the
-    arguments name), made once per process: loading the certificates takes tens of ms."""
-    return httpx.create_ssl_context(trust_env=True)
+    """The context httpx would make (the `SSL_CERT_FILE` file or `SSL_CERT_DIR` folder the
+    arguments name, else certifi's bundle), made once per process: loading the certificates
+    takes tens of ms."""
+    if cert_file and os.path.isfile(cert_file):
+        context = ssl.create_default_context(cafile=cert_file)
+    elif cert_dir and os.path.isdir(cert_dir):
+        context = ssl.create_default_context(capath=cert_dir)
+    else:
+        import certifi
+
+        context = ssl.create_default_context(cafile=certifi.where())
+    context.set_alpn_protocols(["http/1.1"])
+    return context

@@ -1,0 +1,288 @@
+"""The base-URL HTTP client (app.outbound.transport) against a scripted loopback server.
+
+What the shared fake server (tests/fixtures/fake_openai.py) cannot do, this one does: answer in
+chunks, close a kept-alive connection as the next request arrives, redirect, stall mid-answer,
+answer with more than a chat completion could hold. Each test runs the server and the client
+on one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import h11
+import pytest
+
+from app.evaluation.direct import ConnectionPools
+from app.evaluation.llm import LLMClient, is_transient
+from app.evaluation.types import InfrastructureError, ModelSpec, RetryPolicy
+from app.outbound import transport
+from app.outbound.policy import OutboundPolicy
+from app.outbound.transport import (
+    APIConnectionError,
+    APITimeoutError,
+    GuardedClient,
+    ResponseTooLarge,
+    status_error,
+)
+
+COMPLETION = {
+    "choices": [{"message": {"role": "assistant", "content": "hi"}}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+}
+
+# A handler answers one request: (connection number, request number on it, the request's
+# headers) -> the raw bytes to send, or None to close the connection without answering.
+Handler = Callable[[int, int, dict[str, str]], Awaitable[bytes | None]]
+
+
+def answer(status: int = 200, body: bytes | None = None, headers: str = "") -> bytes:
+    content = json.dumps(COMPLETION).encode() if body is None else body
+    head = f"HTTP/1.1 {status} X\r\nContent-Length: {len(content)}\r\n{headers}\r\n"
+    return head.encode() + content
+
+
+@dataclass
+class ScriptedServer:
+    handler: Handler
+    connections: int = 0
+    requests: list[dict[str, str]] = field(default_factory=list)
+    server: asyncio.Server | None = None
+    handlers: set[asyncio.Task[None]] = field(default_factory=set)
+
+    async def __aenter__(self) -> ScriptedServer:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        for handler in self.handlers:
+            handler.cancel()
+        await asyncio.gather(*self.handlers, return_exceptions=True)
+
+    @property
+    def base_url(self) -> str:
+        assert self.server is not None
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/v1"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.handlers.add(task)
+        self.connections += 1
+        number = self.connections
+        parser = h11.Connection(h11.SERVER)
+        served = 0
+        try:
+            while True:
+                event = parser.next_event()
+                if event is h11.NEED_DATA:
+                    data = await reader.read(65536)
+                    if not data:
+                        return
+                    parser.receive_data(data)
+                elif isinstance(event, h11.Request):
+                    headers = {k.decode(): v.decode() for k, v in event.headers}
+                    self.requests.append(headers)
+                elif isinstance(event, h11.EndOfMessage):
+                    served += 1
+                    reply = await self.handler(number, served, self.requests[-1])
+                    if reply is None:
+                        return
+                    writer.write(reply)
+                    await writer.drain()
+                    parser = h11.Connection(h11.SERVER)  # the reply was written raw
+        finally:
+            writer.close()
+
+
+def client_for(server: ScriptedServer) -> GuardedClient:
+    return GuardedClient(OutboundPolicy.unrestricted().route(server.base_url))
+
+
+async def ok(_connection: int, _request: int, _headers: dict[str, str]) -> bytes:
+    return answer()
+
+
+def test_a_request_carries_exactly_the_headers_written_here() -> None:
+    async def scenario() -> dict[str, str]:
+        async with ScriptedServer(ok) as server:
+            client = client_for(server)
+            assert await client.post_json("/chat/completions", {"a": 1}, 5) == COMPLETION
+            await client.aclose()
+            return server.requests[0]
+
+    headers = asyncio.run(scenario())
+    assert set(headers) == {
+        "host",
+        "user-agent",
+        "accept",
+        "accept-encoding",
+        "content-type",
+        "content-length",
+    }
+    assert headers["content-type"] == "application/json"
+    assert headers["host"].startswith("127.0.0.1:")
+
+
+def test_a_chunked_answer_is_read_whole() -> None:
+    body = json.dumps(COMPLETION).encode()
+
+    async def chunked(_c: int, _r: int, _h: dict[str, str]) -> bytes:
+        head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        parts = [body[:10], body[10:]]
+        return head + b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
+
+    async def scenario() -> Any:
+        async with ScriptedServer(chunked) as server:
+            client = client_for(server)
+            first = await client.post_json("/chat/completions", {}, 5)
+            second = await client.post_json("/chat/completions", {}, 5)
+            await client.aclose()
+            return first, second, server.connections
+
+    first, second, connections = asyncio.run(scenario())
+    assert first == second == COMPLETION
+    assert connections == 1  # kept alive after a chunked answer
+
+
+def test_a_kept_alive_connection_the_server_drops_is_replaced_at_once() -> None:
+    # The server closes each connection when its second request arrives, without answering:
+    # it never saw that request, so the client sends it again on a new connection, with no
+    # retry delay and no error.
+    async def drop_second(_c: int, request: int, _h: dict[str, str]) -> bytes | None:
+        return None if request == 2 else answer()
+
+    async def scenario() -> tuple[int, int]:
+        async with ScriptedServer(drop_second) as server:
+            client = client_for(server)
+            for _ in range(3):
+                assert await client.post_json("/chat/completions", {}, 5) == COMPLETION
+            await client.aclose()
+            return server.connections, len(server.requests)
+
+    connections, requests = asyncio.run(scenario())
+    # Calls 1 and 2 on the first connection (2 dropped, sent again on a second one), call 3
+    # dropped there and sent on a third.
+    assert (connections, requests) == (3, 5)
+
+
+def test_a_fresh_connection_dropped_without_an_answer_is_a_connection_error() -> None:
+    async def drop(_c: int, _r: int, _h: dict[str, str]) -> bytes | None:
+        return None
+
+    async def scenario() -> None:
+        async with ScriptedServer(drop) as server:
+            client = client_for(server)
+            try:
+                await client.post_json("/chat/completions", {}, 5)
+            finally:
+                assert client.count_open() == 0
+                await client.aclose()
+
+    with pytest.raises(APIConnectionError) as caught:
+        asyncio.run(scenario())
+    assert is_transient(caught.value)
+
+
+def test_idle_connections_expire(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transport, "KEEPALIVE_S", 0.0)
+
+    async def scenario() -> tuple[int, int]:
+        async with ScriptedServer(ok) as server:
+            client = client_for(server)
+            for _ in range(3):
+                await client.post_json("/chat/completions", {}, 5)
+            still_open = client.count_open()
+            await client.aclose()
+            return server.connections, still_open
+
+    connections, still_open = asyncio.run(scenario())
+    assert connections == 3
+    assert still_open == 1  # expired ones are closed as newer ones are put back
+
+
+def test_redirects_are_errors_not_followed() -> None:
+    async def redirect(_c: int, _r: int, _h: dict[str, str]) -> bytes:
+        return answer(307, b"", "Location: http://169.254.169.254/latest\r\n")
+
+    async def scenario() -> int:
+        async with ScriptedServer(redirect) as server:
+            client = LLMClient(pools=ConnectionPools(), retry=RetryPolicy(max_attempts=3))
+            spec = ModelSpec("openai-compatible/m", api_base=server.base_url, timeout_s=5)
+            try:
+                with pytest.raises(InfrastructureError) as caught:
+                    await client.complete(spec, [{"role": "user", "content": "x"}])
+            finally:
+                await client.aclose()
+            assert str(caught.value) == "model openai-compatible/m failed: HTTP 307 (not retried)"
+            assert "APIStatusError" in caught.value.detail
+            return len(server.requests)
+
+    assert asyncio.run(scenario()) == 1
+
+
+def test_an_answer_beyond_the_limit_is_refused_and_not_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(transport, "MAX_RESPONSE_BYTES", 1000)
+
+    async def huge(_c: int, _r: int, _h: dict[str, str]) -> bytes:
+        return answer(body=b"x" * 5000)
+
+    async def scenario() -> None:
+        async with ScriptedServer(huge) as server:
+            client = client_for(server)
+            try:
+                await client.post_json("/chat/completions", {}, 5)
+            finally:
+                assert client.count_open() == 0
+                await client.aclose()
+
+    with pytest.raises(ResponseTooLarge) as caught:
+        asyncio.run(scenario())
+    assert not is_transient(caught.value)
+
+
+def test_a_stalled_answer_times_out_and_its_connection_is_closed() -> None:
+    async def stall(_c: int, _r: int, _h: dict[str, str]) -> bytes:
+        await asyncio.sleep(30)
+        return answer()
+
+    async def scenario() -> None:
+        async with ScriptedServer(stall) as server:
+            client = client_for(server)
+            try:
+                await client.post_json("/chat/completions", {}, 0.2)
+            finally:
+                assert client.count_open() == 0
+                await client.aclose()
+
+    with pytest.raises(APITimeoutError) as caught:
+        asyncio.run(scenario())
+    assert is_transient(caught.value)
+
+
+def test_status_errors_carry_the_openai_api_s_names_and_headers() -> None:
+    cases = {
+        400: "BadRequestError",
+        401: "AuthenticationError",
+        404: "NotFoundError",
+        429: "RateLimitError",
+        500: "InternalServerError",
+        503: "InternalServerError",
+        418: "APIStatusError",
+    }
+    for status, name in cases.items():
+        error = status_error(status, {"retry-after": "2"}, b'{"error": "no"}')
+        assert type(error).__name__ == name
+        assert error.status_code == status and error.headers["retry-after"] == "2"
+        assert str(error) == f'HTTP {status}: {{"error": "no"}}'
+    assert is_transient(status_error(429, {}, b"")) and is_transient(status_error(503, {}, b""))
+    assert not is_transient(status_error(401, {}, b""))
