@@ -16,7 +16,7 @@ length, the tier of the longest threshold the prompt exceeds (litellm's `..._abo
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -119,6 +119,28 @@ def _optional_float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+class _PricesByModel(Mapping[str, Price]):
+    """The map's entries, each made a `Price` when first asked for: a run prices a few models
+    of the ~2,000, and building them all took most of the table's load time."""
+
+    def __init__(self, entries: Mapping[str, Any]) -> None:
+        self._entries = entries
+        self._built: dict[str, Price] = {}
+
+    def __getitem__(self, model: str) -> Price:
+        price = self._built.get(model)
+        if price is None:
+            price = Price.from_json(self._entries[model])
+            self._built[model] = price
+        return price
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 @dataclass(frozen=True)
 class PriceTable:
     """litellm's prices by model key, with the provider each key belongs to, and the date of
@@ -136,7 +158,7 @@ class PriceTable:
         date = data.get("price_map_date")
         return cls(
             litellm_version=str(data["litellm_version"]),
-            prices={name: Price.from_json(entry) for name, entry in models.items()},
+            prices=_PricesByModel(models),
             providers={name: str(entry["provider"]) for name, entry in models.items()},
             price_map_date=str(date) if date is not None else None,
         )
