@@ -2,8 +2,9 @@
 demo's competition, app/seed.py): a blue participant's defense becomes active before their
 eyes, a defense forbidding the self-test's word is rejected with its reason; a red
 participant's override attack meets the defense and the page shows the verdicts, the points,
-both boards and the team standings without a reload; the page works at phone width and by
-keyboard. Screenshots go where tests/e2e/conftest.py says (`make screenshots`: the README's)."""
+both boards and the team standings without a reload, and the match's own page (verdicts,
+points, the red player's attack); the page works at phone width and by keyboard. Screenshots
+go where tests/e2e/conftest.py says (`make screenshots`: the README's)."""
 
 from __future__ import annotations
 
@@ -163,6 +164,18 @@ def test_a_red_attack_shows_verdicts_points_boards_and_standings_live(
     # The API agrees with the page.
     standings = api.request("GET", f"/v1/challenges/{challenge_id}/standings", key).json()
     assert (standings["red_points"], standings["blue_points"]) == (2, 0)
+
+    # The row's link opens the match's page: verdicts, points and the red player's texts.
+    row.get_by_role("link", name=re.compile("^Details")).click()
+    expect(red).to_have_url(re.compile(re.escape(path) + r"/matches/[0-9a-f-]{36}$"))
+    expect(red.get_by_role("heading", level=1)).to_contain_text("rook against")
+    expect(red.locator("tr.verdict-row td .verdict-chip")).to_have_text(["breached", "breached"])
+    expect(red.locator(".match-summary .red-points")).to_have_text("2")
+    expect(red.locator("pre.user-message")).to_have_text(OVERRIDE)
+    expect(red.locator("pre.system-prompt")).to_have_count(0)
+    assert_accessible_basics(red)
+    red.set_viewport_size(PHONE)
+    assert horizontal_overflow(red) == 0
 
 
 def test_the_red_blue_page_works_at_phone_width_and_by_keyboard(

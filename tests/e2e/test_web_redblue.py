@@ -203,7 +203,7 @@ def test_hidden_parts_never_reach_a_red_blue_page(
     entry_id(post_entry(blue, base, "blue", f"{WEAK}\nKeep {marks['defense']} safe"), "defense")
     settled(blue, base)
     entry_id(post_entry(red, base, "red", f"{OVERRIDE} {marks['attack']}"), "attack")
-    settled(red, base)
+    (match,) = match_ids(settled(red, base))
 
     anonymous = web_client()
     paths = [
@@ -226,6 +226,21 @@ def test_hidden_parts_never_reach_a_red_blue_page(
         for text in texts:
             for mark in hidden_from_all:
                 assert mark not in text, (who, mark)
+    # The match's page too (where the players also read the output and the verifiers' notes),
+    # and its admin view: a verifier's configuration is never on a page.
+    admin = web_client()
+    assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
+    for client, path in (
+        (blue, f"{base}/matches/{match}"),
+        (red, f"{base}/matches/{match}"),
+        (anonymous, f"{base}/matches/{match}"),
+        (admin, f"/t/{slug}/admin/red-blue/matches/{match}"),
+    ):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert 'data-category="judged"' in response.text
+        for mark in hidden_from_all:
+            assert mark not in html.unescape(response.text), (path, mark)
     # Each player sees their own text and never the other's; visitors see neither.
     assert any(marks["defense"] in text for text in seen["guardian"])
     assert not any(marks["attack"] in text for text in seen["guardian"])
@@ -331,6 +346,24 @@ def test_admin_sees_a_match_in_error_with_its_reason_and_reruns_it(
     assert "red eve against blue dora" in item.group(0)
     # The participants never read the admin's detail.
     assert 'class="error-text muted small"' not in matches
+    # The admin's list links to the match's admin page: the reason, its detail, a button.
+    match_admin = f"/t/{slug}/admin/red-blue/matches/{match}"
+    assert f'href="{match_admin}"' in item.group(0)
+    detail = admin.get(match_admin)
+    assert detail.status_code == 200 and 'data-status="error"' in detail.text
+    assert "This match ended in error" in detail.text and "counts for no one" in detail.text
+    error_detail = re.search(r'class="error-text muted small error-detail">([^<]+)<', detail.text)
+    assert error_detail, detail.text
+    stored = api_match(api, key, match)
+    assert html.unescape(error_detail.group(1)) == stored["error_detail"]
+    assert f'action="{match_admin}/rerun"' in detail.text
+    assert 'name="back" value="match"' in detail.text
+    # The players' page of the match says it failed, without the detail or the button.
+    for client in (red, blue):
+        seen = client.get(f"{base}/matches/{match}")
+        assert seen.status_code == 200 and "This match ended in error" in seen.text
+        assert "error-detail" not in seen.text and "/rerun" not in seen.text
+        assert "a tenant admin can re-run it" in seen.text
 
     # Only an admin re-runs; a participant's session does not.
     token = red.csrf(base)
@@ -341,14 +374,231 @@ def test_admin_sees_a_match_in_error_with_its_reason_and_reruns_it(
         == 404
     )
     provider.default = Behaviour.ok("PWNED")
-    rerun = admin.post_form(
-        f"/t/{slug}/admin/red-blue/matches/{match}/rerun", {}, token_from=f"/t/{slug}/admin"
-    )
-    assert rerun.headers["location"] == f"/t/{slug}/admin?notice=match-requeued"
+    # Re-run from the match's page: back on it, with the notice.
+    rerun = admin.post_form(f"{match_admin}/rerun", {"back": "match"}, token_from=match_admin)
+    assert rerun.headers["location"] == f"{match_admin}?notice=match-requeued"
+    assert "The match is queued again." in admin.get(rerun.headers["location"]).text
     body = settled(red, base)
     assert "pwned: breached" in region(body, "rb-matches")
     assert f'id="match-error-{match}"' not in admin.get(f"/t/{slug}/admin").text
+    judged = admin.get(match_admin).text
+    assert 'data-status="completed"' in judged and "/rerun" not in judged
     again = admin.post_form(
         f"/t/{slug}/admin/red-blue/matches/{match}/rerun", {}, token_from=f"/t/{slug}/admin"
     )
     assert again.headers["location"] == f"/t/{slug}/admin?notice=match-not-rerunnable"
+    # (A stale match page's button: the token is the session's, any page's will do.)
+    again = admin.post_form(
+        f"{match_admin}/rerun", {"back": "match"}, token_from=f"/t/{slug}/admin"
+    )
+    assert again.headers["location"] == f"{match_admin}?notice=match-not-rerunnable"
+
+
+# A match's page ------------------------------------------------------------------------------
+
+SCRIPT_DEFENSE = "<script>alert('blue')</script>"
+SCRIPT_ATTACK = "<script>alert('red')</script>"
+
+
+def match_ids(body: dict[str, Any]) -> list[str]:
+    return re.findall(r'<tr id="match-([0-9a-f-]{36})"', region(body, "rb-matches"))
+
+
+def api_match(api: Api, key: str, match_id: str) -> dict[str, Any]:
+    response = api.request("GET", f"/v1/matches/{match_id}", key)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def texts_section(text: str) -> str:
+    found = re.search(r'<section class="card match-texts".*?</section>', text, re.DOTALL)
+    assert found, text
+    return found.group(0)
+
+
+def verdict_cells(text: str) -> dict[str, list[str]]:
+    """Each category's row of the verdict table: its verdict chip and its cells (rating,
+    red points, blue points)."""
+    rows = re.findall(
+        r'<tr class="verdict-row" data-category="([^"]+)">(.*?)</tr>', text, re.DOTALL
+    )
+    return {
+        name: re.findall(r'verdict-chip \w+">([^<]+)<', row)
+        + re.findall(r'<td class="num">([^<]+)</td>', row)
+        for name, row in rows
+    }
+
+
+def test_a_match_page_shows_each_visitor_what_the_api_lets_them_see_escaped(
+    api: Api, web_client: Clients, worker: Worker, owner: dict[str, Any]
+) -> None:
+    key, slug = owner["api_key"], owner["slug"]
+    challenge = create(api, key)
+    base = f"/t/{slug}/challenges/{challenge['slug']}"
+    marks = {name: f"{name.upper()}MARK{uuid.uuid4().hex[:8]}" for name in ("defense", "attack")}
+    defense_text = f"{WEAK}\nKeep {marks['defense']} safe {SCRIPT_DEFENSE}"
+    attack_text = f"{OVERRIDE} {marks['attack']} {SCRIPT_ATTACK}"
+    blue = signed_in(web_client, slug, "marble")
+    red = signed_in(web_client, slug, "quartz")
+    onlooker = signed_in(web_client, slug, "onlooker")
+    anonymous = web_client()
+    entry_id(post_entry(blue, base, "blue", defense_text), "defense")
+    settled(blue, base)
+    entry_id(post_entry(red, base, "red", attack_text), "attack")
+    body = settled(red, base)
+    (match,) = match_ids(body)
+    url = f"{base}/matches/{match}"
+
+    # Both players' summaries link to the match's page.
+    assert f'href="{url}"' in region(body, "rb-matches")
+    assert f'href="{url}"' in blue.get(base).text
+    stored = api_match(api, key, match)
+    assert stored["output"] == attack_text  # the simulated target's guard is off
+
+    # The tenant admin, on the admin pages (where the admin cookie goes): every text.
+    admin = web_client()
+    assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
+    admin_url = f"/t/{slug}/admin/red-blue/matches/{match}"
+    pages = {
+        "admin": admin.get(admin_url),
+        "red": red.get(url),
+        "blue": blue.get(url),
+        "onlooker": onlooker.get(url),
+        "anonymous": anonymous.get(url),
+    }
+    for who, response in pages.items():
+        assert response.status_code == 200, (who, response.text)
+        text = response.text
+        # Hostile text is shown as text, never as markup.
+        assert "<script>alert(" not in text, who
+        assert 'data-status="completed"' in text and "marble" in text and "quartz" in text
+        assert verdict_cells(text) == {
+            "pwned": ["breached", "—", "1", "0"],
+            "secret": ["breached", "—", "1", "0"],
+        }
+        assert re.search(r'class="red-points">2<', text) and re.search(
+            r'class="blue-points">0<', text
+        )
+        assert stored["attack_id"] in text and stored["defense_id"] in text
+        assert "Re-run" not in text  # the match did not end in error
+    texts = {who: html.unescape(texts_section(r.text)) for who, r in pages.items()}
+    for who in ("admin", "blue"):
+        assert defense_text in texts[who], who
+        assert "&lt;script&gt;alert(&#39;blue&#39;)&lt;/script&gt;" in pages[who].text, who
+    for who in ("admin", "red"):
+        assert 'class="text-block user-message"' in pages[who].text, who
+    # The output (the attack echoed) is the two players' and the tenant's.
+    for who in ("admin", "red", "blue"):
+        assert 'class="text-block output"' in pages[who].text, who
+        assert attack_text in texts[who], who
+        assert "&lt;script&gt;alert(&#39;red&#39;)&lt;/script&gt;" in pages[who].text, who
+    assert marks["defense"] not in texts["red"]
+    assert "Hidden: only the defense's participant and the tenant see it." in texts["red"]
+    assert 'class="text-block user-message"' not in pages["blue"].text
+    assert "Hidden: only the attack's participant and the tenant see it." in texts["blue"]
+    assert "You played red" in pages["red"].text and "You played blue" in pages["blue"].text
+    # Anyone else: the public view, no text at all (as the API's public endpoint).
+    for who in ("onlooker", "anonymous"):
+        text = html.unescape(pages[who].text)
+        assert marks["defense"] not in text and marks["attack"] not in text, who
+        assert "text-block" not in pages[who].text, who
+        assert "shown only to its two participants and the tenant" in text, who
+    public = api.request("GET", f"/v1/public/{slug}/challenges/{challenge['slug']}/matches/{match}")
+    assert public.status_code == 200
+    assert public.json()["system_prompt"] is None and public.json()["output"] is None
+    # A visitor is offered to sign in; the admin's page links back to the admin page.
+    assert "Sign up" in pages["anonymous"].text
+    assert f'href="/t/{slug}/admin"' in pages["admin"].text
+
+
+def api_match_in(api: Api, key: str, challenge: dict[str, Any], tag: str) -> str:
+    """A judged match of the challenge, its entries sent with the tenant key."""
+    defense = api.request(
+        "POST",
+        f"/v1/challenges/{challenge['id']}/defenses",
+        key,
+        json={"participant": f"d-{tag}", "system_prompt": WEAK},
+    )
+    assert defense.status_code == 202, defense.text
+    until(
+        "the defense is active",
+        lambda: api.request("GET", defense.headers["location"], key).json()["status"] == "active",
+    )
+    attack = api.request(
+        "POST",
+        f"/v1/challenges/{challenge['id']}/attacks",
+        key,
+        json={"participant": f"a-{tag}", "prompt": OVERRIDE},
+    )
+    assert attack.status_code == 202, attack.text
+
+    def judged() -> list[str]:
+        found = api.request("GET", f"/v1/challenges/{challenge['id']}/matches", key).json()
+        return [m["id"] for m in found["items"] if m["status"] == "completed"]
+
+    return str(until(f"the match of {tag}", judged)[0])
+
+
+def test_a_match_page_is_not_found_outside_its_challenge_and_its_visitors(
+    api: Api, web_client: Clients, worker: Worker, owner: dict[str, Any]
+) -> None:
+    key, slug = owner["api_key"], owner["slug"]
+    challenges = {
+        visibility: create(api, key, visibility=visibility)
+        for visibility in ("public", "unlisted", "private")
+    }
+    matches = {v: api_match_in(api, key, c, v) for v, c in challenges.items()}
+    other_public = create(api, key)
+    prompt_challenge = api.create_challenge(key)
+    # Another tenant, with a challenge of the same slug and a match of its own.
+    other_tenant = create_tenant(api)
+    other_slug = other_tenant["slug"]
+    other_challenge = create(api, other_tenant["api_key"], slug=challenges["public"]["slug"])
+    other_match = api_match_in(api, other_tenant["api_key"], other_challenge, "elsewhere")
+
+    def at(challenge_slug: str, match: str, tenant: str = slug) -> str:
+        return f"/t/{tenant}/challenges/{challenge_slug}/matches/{match}"
+
+    public_slug = challenges["public"]["slug"]
+    anonymous = web_client()
+    player = signed_in(web_client, slug, "looker")
+    for client in (anonymous, player):
+        assert client.get(at(public_slug, matches["public"])).status_code == 200
+        assert client.get(at(public_slug, other_match, other_slug)).status_code == 200
+        for path in (
+            at(public_slug, str(uuid.uuid4())),  # unknown
+            at(public_slug, "not-a-match-id"),
+            at(other_public["slug"], matches["public"]),  # another challenge's match
+            at(public_slug, matches["unlisted"]),
+            at(public_slug, other_match),  # another tenant's match
+            at(public_slug, matches["public"], other_slug),
+            at(prompt_challenge["slug"], matches["public"]),  # another kind
+            at(challenges["private"]["slug"], matches["private"]),  # never on the web
+            at("no-such-challenge", matches["public"]),
+        ):
+            response = client.get(path)
+            assert response.status_code == 404, path
+            assert "Page not found" in response.text
+    # An unlisted challenge's matches are for the signed-in participants only.
+    assert anonymous.get(at(challenges["unlisted"]["slug"], matches["unlisted"])).status_code == 404
+    assert player.get(at(challenges["unlisted"]["slug"], matches["unlisted"])).status_code == 200
+
+    # The admin view: signed out (or signed in as a participant), the admin signs in first;
+    # signed in, any match of the tenant (a private challenge's too), never another tenant's.
+    admin_path = f"/t/{slug}/admin/red-blue/matches/{matches['private']}"
+    for client in (anonymous, player):
+        refused = client.get(admin_path)
+        assert refused.status_code == 303
+        assert refused.headers["location"] == f"/t/{slug}/admin/sign-in"
+    admin = web_client()
+    assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
+    private_page = admin.get(admin_path)
+    assert private_page.status_code == 200
+    assert "d-private" in private_page.text and html.escape(WEAK) in private_page.text
+    # The private challenge's page is not linked: the web UI never shows it.
+    assert f'href="/t/{slug}/challenges/{challenges["private"]["slug"]}' not in private_page.text
+    for match in (str(uuid.uuid4()), "not-a-match-id", other_match):
+        assert admin.get(f"/t/{slug}/admin/red-blue/matches/{match}").status_code == 404, match
+    # The other tenant's admin pages do not know this admin.
+    elsewhere = admin.get(f"/t/{other_slug}/admin/red-blue/matches/{other_match}")
+    assert elsewhere.status_code == 303

@@ -1,21 +1,24 @@
 """The red_blue kind's own web routes (mounted with the web UI's; see `web.py`): the defense
 and attack forms of the challenge page, the live fragment that page polls, the full boards,
-and the admin page's re-run of a match that ended in error. They call the kind's services,
-never its repository."""
+a match's page (as its visitor may see it, and a tenant admin's view of it under the admin
+pages, where the admin cookie is sent), and the admin's re-run of a match that ended in
+error. They call the kind's services, never its repository."""
 
 from __future__ import annotations
 
 import contextlib
 import math
 import uuid
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Form, Request
 from pydantic import ValidationError
 from starlette.responses import Response
 
 from app.auth import sessions
+from app.challenge.config import Visibility
 from app.challenge.models import Challenge
-from app.challenge.service import config_of, to_public_view
+from app.challenge.service import config_of, get_challenge, to_public_view
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import AppError
 from app.kinds.red_blue import service
@@ -25,10 +28,12 @@ from app.kinds.red_blue.web import (
     BOARD_PAGE_SIZE,
     KIND_TEMPLATE,
     board_panels,
+    match_detail,
     play_state,
     version_of,
 )
 from app.tenant import service as tenants
+from app.web import auth
 from app.web.admin.router import admin_key
 from app.web.challenges.router import challenge_page_response, form_fields
 from app.web.forms import FormError, error_field
@@ -51,6 +56,7 @@ from app.web.visitors import (
     visible_challenge,
     visitor,
 )
+from app.web.visitors import notice as notice_text
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
@@ -235,6 +241,89 @@ def boards(
     )
 
 
+@router.get("/t/{tenant_slug}/challenges/{challenge_slug}/matches/{match_id}")
+def match_page(
+    tenant_slug: str,
+    challenge_slug: str,
+    match_id: uuid.UUID,
+    request: Request,
+    session: SessionDep,
+) -> Response:
+    """One match of the challenge: status, both sides, each category's verdict and points,
+    timing; the texts (system prompt, attack, output) only as the service lets the visitor
+    see them (a signed-in participant of the match: their own side's and the output; anyone
+    else: none). 404 for an unknown match, a match of another challenge, or a challenge the
+    visitor may not see (an unlisted one signed out, a private one always)."""
+    visit = visitor(request, session, tenant_slug)
+    web, tenant, participant = visit
+    challenge = _red_blue(session, visit, challenge_slug)
+    viewer = tenants.as_subject(participant) if participant is not None else None
+    try:
+        match = service.read_challenge_match(session, challenge, match_id, viewer)
+    except AppError:
+        raise not_found() from None
+    handle = participant.handle if participant is not None else None
+    return page(
+        request,
+        web,
+        "kinds/red_blue/match.html",
+        title=f"Match · {challenge.title}",
+        tenant=tenant,
+        participant=participant,
+        challenge=to_public_view(challenge),
+        detail=match_detail(challenge, match, handle),
+        base_url=challenge_url(tenant, challenge),
+        challenge_link=True,
+        admin_url=None,
+    )
+
+
+@router.get("/t/{tenant_slug}/admin/red-blue/matches/{match_id}")
+def admin_match_page(
+    tenant_slug: str,
+    match_id: uuid.UUID,
+    request: Request,
+    session: SessionDep,
+    notice: str | None = None,
+) -> Response:
+    """A match as a tenant admin sees it (every text, the full reason of an error, a re-run
+    button for a match in error), of any challenge of the tenant. Under the admin pages
+    because the admin cookie is sent there only; signed out, the admin signs in first."""
+    web, tenant, participant = visitor(request, session, tenant_slug)
+    key = admin_key(request, session, tenant)
+    if key is None:
+        code = "key-invalid" if request.cookies.get(auth.ADMIN_COOKIE) else None
+        response = redirect(
+            request,
+            web,
+            tenant_url(tenant, "admin/sign-in" + (f"?notice={code}" if code else "")),
+        )
+        if code:
+            auth.clear_admin_cookie(request, response, tenant.slug)
+        return response
+    try:
+        match = service.read_match(session, sessions.admin_subject(key), match_id)
+        challenge = get_challenge(session, tenant.id, match.challenge_id)
+    except AppError:
+        raise not_found() from None
+    return page(
+        request,
+        web,
+        "kinds/red_blue/match.html",
+        admin_page=True,
+        title=f"Match · {challenge.title} · admin",
+        tenant=tenant,
+        participant=participant,
+        challenge=to_public_view(challenge),
+        detail=match_detail(challenge, match, None, admin=True),
+        base_url=challenge_url(tenant, challenge),
+        # The web UI never shows a private challenge's page.
+        challenge_link=challenge.visibility != Visibility.PRIVATE,
+        admin_url=tenant_url(tenant, "admin"),
+        notice=notice_text(notice),
+    )
+
+
 @router.post("/t/{tenant_slug}/admin/red-blue/matches/{match_id}/rerun")
 def admin_rerun_match(
     tenant_slug: str,
@@ -242,17 +331,21 @@ def admin_rerun_match(
     request: Request,
     work: UnitOfWorkDep,
     csrf_token: CsrfField = "",
+    back: Annotated[str, Form()] = "",
 ) -> Response:
+    """Queues a match in error again; back on the admin page, or on the match's admin page
+    when the button was there (`back=match`)."""
     session = work.session
     web, tenant, _ = visitor(request, session, tenant_slug)
     require_csrf(web, csrf_token)
     key = admin_key(request, session, tenant)
     if key is None:
         raise not_found()
+    where = f"admin/red-blue/matches/{match_id}" if back == "match" else "admin"
     try:
         service.rerun_match(work, sessions.admin_subject(key), match_id)
     except AppError:
         work.rollback()
-        return redirect(request, web, tenant_url(tenant, "admin?notice=match-not-rerunnable"))
+        return redirect(request, web, tenant_url(tenant, f"{where}?notice=match-not-rerunnable"))
     work.commit()
-    return redirect(request, web, tenant_url(tenant, "admin?notice=match-requeued"))
+    return redirect(request, web, tenant_url(tenant, f"{where}?notice=match-requeued"))

@@ -438,6 +438,24 @@ def read_match(
     return match_view(match, _named(session, subject.tenant_id, [match]), reader_of(subject))
 
 
+def read_challenge_match(
+    session: Session,
+    challenge: Challenge,
+    match_id: uuid.UUID,
+    viewer: SignedInParticipant | None,
+) -> MatchRead:
+    """One match of a challenge its caller may already see (the web's match page, which
+    checks the visitor's access to the challenge first), as the viewer may see it: a
+    signed-in participant the texts of their own side, anyone else the public view. 404 for
+    a match of another challenge."""
+    challenge = _red_blue_challenge(challenge)
+    match = RedBlueRepository(session, challenge.tenant_id).match(match_id)
+    if match is None or match.challenge_id != challenge.id:
+        raise NotFound("match not found")
+    reader = PUBLIC_READER if viewer is None else reader_of(viewer)
+    return match_view(match, _named(session, challenge.tenant_id, [match]), reader)
+
+
 def participant_entries(
     session: Session,
     subject: TenantKey | SignedInParticipant,

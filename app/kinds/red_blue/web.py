@@ -1,11 +1,13 @@
 """The red_blue kind's web pages: the challenge page's part of its own (pick a side; blue
 writes a defense and follows its self-test, red writes attacks; both follow their matches,
-the two boards and the team standings, updating live), the full boards, and the admin page's
-matches in error with a re-run button. The forms and the live fragment are `pages.py`'s.
+the two boards and the team standings, updating live), the full boards, a match's page, and
+the admin page's matches in error with a re-run button. The forms, the live fragment and the
+routes are `pages.py`'s.
 
 What a page shows is what the service's `Reader` lets its visitor see: a signed-in
-participant the texts of their own entries only, a visitor no text at all; never a
-category's pattern or rubric, the self-test's check or another participant's defense.
+participant the texts of their own entries only (and the output of the matches they played),
+a visitor no text at all, a tenant admin (on the admin pages) every text; never a category's
+pattern or rubric, the self-test's check or another participant's defense.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from app.auth.subjects import TenantAdmin
 from app.challenge.config import ChallengeStatus
 from app.challenge.kinds import KindConfig
 from app.challenge.models import Challenge
-from app.challenge.service import challenge_status
+from app.challenge.service import challenge_status, config_of
 from app.config import get_settings
 from app.kinds.red_blue import service
 from app.kinds.red_blue.config import RedBlueSections, sections_of, text_limit
@@ -31,6 +33,7 @@ from app.kinds.red_blue.schemas import (
     AttackRead,
     BoardItem,
     DefenseRead,
+    MatchRead,
     MatchSummary,
     RedBlueLeaderboard,
     Standings,
@@ -177,6 +180,74 @@ def _match_rows(
         verdicts = [(name, (name in breached) if judged else None) for name in categories]
         rows.append(MatchRow(match, side, opponent, verdicts))
     return rows
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One category of a match: breached (True), held (False) or not judged yet (None), its
+    points and the verifier's note (its public `raw_eval_output`, for readers of the texts)."""
+
+    category: str
+    breached: bool | None
+    rating: float | None
+    red_points: int | None
+    blue_points: int | None
+    note: str | None
+
+
+@dataclass(frozen=True)
+class MatchDetail:
+    """A match's page: the match as the service let its viewer see it (`MatchRead`: texts
+    are None where hidden), each category's verdict, and who is looking, which only chooses
+    what the page says in place of a text it was not given.
+
+    `viewer` is "admin" (a tenant admin on the admin page), "red" or "blue" (the signed-in
+    participant who played that side) or None (anyone else)."""
+
+    match: MatchRead
+    verdicts: list[VerdictRow]
+    viewer: str | None
+
+    @property
+    def shows_system_prompt(self) -> bool:
+        return self.viewer in ("admin", "blue")
+
+    @property
+    def shows_user_message(self) -> bool:
+        return self.viewer in ("admin", "red")
+
+    @property
+    def shows_output(self) -> bool:
+        return self.viewer is not None
+
+    @property
+    def notes(self) -> bool:
+        return any(row.note for row in self.verdicts)
+
+
+def match_detail(
+    challenge: Challenge, match: MatchRead, handle: str | None, *, admin: bool = False
+) -> MatchDetail:
+    """What the match page shows: the stored verdicts in their order, or (before the match
+    is judged) the challenge's categories, each pending."""
+    categories = [c.name for c in _sections(config_of(challenge)).judge_suite.categories]
+    if match.verdicts is not None:
+        verdicts = [
+            VerdictRow(
+                v.category, v.breached, v.rating, v.red_points, v.blue_points, v.raw_eval_output
+            )
+            for v in match.verdicts
+        ]
+    else:
+        verdicts = [VerdictRow(name, None, None, None, None, None) for name in categories]
+    viewer = None
+    if admin:
+        viewer = "admin"
+    elif handle is not None and handle == match.red_participant:
+        viewer = "red"
+    elif handle is not None and handle == match.blue_participant:
+        viewer = "blue"
+    return MatchDetail(match, verdicts, viewer)
 
 
 def version_of(html: str) -> str:
