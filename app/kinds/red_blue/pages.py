@@ -33,8 +33,7 @@ from app.kinds.red_blue.web import (
     version_of,
 )
 from app.tenant import service as tenants
-from app.web import auth
-from app.web.admin.router import admin_key
+from app.web.admin.router import admin_key, to_admin_sign_in
 from app.web.challenges.router import challenge_page_response, form_fields
 from app.web.forms import FormError, error_field
 from app.web.rendering import (
@@ -292,15 +291,7 @@ def admin_match_page(
     web, tenant, participant = visitor(request, session, tenant_slug)
     key = admin_key(request, session, tenant)
     if key is None:
-        code = "key-invalid" if request.cookies.get(auth.ADMIN_COOKIE) else None
-        response = redirect(
-            request,
-            web,
-            tenant_url(tenant, "admin/sign-in" + (f"?notice={code}" if code else "")),
-        )
-        if code:
-            auth.clear_admin_cookie(request, response, tenant.slug)
-        return response
+        return to_admin_sign_in(request, web, tenant)
     try:
         match = service.read_match(session, sessions.admin_subject(key), match_id)
         challenge = get_challenge(session, tenant.id, match.challenge_id)

@@ -43,6 +43,18 @@ def admin_key(request: Request, session: Session, tenant: Tenant) -> ApiKey | No
     return sessions.admin_key_of(session, tenant.id, token) if token else None
 
 
+def to_admin_sign_in(request: Request, web: auth.WebSession, tenant: Tenant) -> Response:
+    """Where an admin page sends a visitor without a live admin session: the sign-in page,
+    saying so (and dropping the cookie) when the session it named is no longer valid."""
+    code = "key-invalid" if request.cookies.get(auth.ADMIN_COOKIE) else None
+    response = redirect(
+        request, web, tenant_url(tenant, "admin/sign-in" + (f"?notice={code}" if code else ""))
+    )
+    if code:
+        auth.clear_admin_cookie(request, response, tenant.slug)
+    return response
+
+
 def _admin_sign_in_page(
     request: Request,
     web: auth.WebSession,
@@ -74,15 +86,7 @@ def admin(
     web, tenant, participant = visitor(request, session, tenant_slug)
     key = admin_key(request, session, tenant)
     if key is None:
-        code = "key-invalid" if request.cookies.get(auth.ADMIN_COOKIE) else None
-        response = redirect(
-            request,
-            web,
-            tenant_url(tenant, "admin/sign-in" + (f"?notice={code}" if code else "")),
-        )
-        if code:
-            auth.clear_admin_cookie(request, response, tenant.slug)
-        return response
+        return to_admin_sign_in(request, web, tenant)
     newest = challenges.newest_challenges(session, tenant.id, limit=200)
     counts = attempt_service.status_counts(session, tenant.id, [c.id for c in newest])
     rows = [(c, challenge_status(c), strategy_text(c), counts[c.id]) for c in newest]
