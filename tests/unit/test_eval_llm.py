@@ -6,7 +6,7 @@ classes, caps, cost) is checked on both paths a call can take:
 - `litellm`: a provider model id (`openai/fake-model`) with no base URL; litellm's openai
   provider reads the server's address from `OPENAI_API_BASE`, so the request takes litellm's
   real HTTP path;
-- `direct`: the same model id with an `api_base`, through the `openai` SDK (app.evaluation.direct);
+- `direct`: the same model id with an `api_base`, over the direct transport (app.evaluation.direct);
 - `openai-compatible`: the explicit `openai-compatible/` prefix with an `api_base`, also direct.
 """
 
@@ -346,7 +346,7 @@ def test_a_pool_per_base_url_and_credential(server: FakeOpenAIServer) -> None:
 
 
 def test_the_pool_sets_no_cap_below_the_client_s(server: FakeOpenAIServer) -> None:
-    # httpx's default pool holds 100 connections: 120 calls in flight must all reach the server.
+    # Client libraries' pools often hold 100 connections: 120 calls in flight must all reach it.
     server.default = Behaviour.slow(delay_s=0.5, text="done")
     client = LLMClient(global_concurrency=120, per_model_concurrency=120, pools=ConnectionPools())
     spec = ModelSpec(model="openai/fake-model", api_base=server.base_url, timeout_s=20)

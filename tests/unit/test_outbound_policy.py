@@ -65,7 +65,8 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 @pytest.fixture(autouse=True)
 def operator_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The operator's provider key and the openai SDK's other environment settings."""
+    """The operator's provider key and the openai SDK's other environment settings (litellm
+    reads them; the direct transport must not send them)."""
     monkeypatch.setenv("OPENAI_API_KEY", PROVIDER_KEY)
     monkeypatch.setenv("OPENAI_ORG_ID", "org-operator")
     monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-operator")
