@@ -28,6 +28,7 @@ This module imports no litellm: `gauntlet eval metrics` and `inspect` read folde
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import json
 import os
@@ -128,12 +129,19 @@ def attempt_file_name(attempt_index: int) -> str:
 # Files
 
 
-def write_json_atomic(path: Path, data: Any, *, indent: int | None = 2) -> None:
+def write_json_atomic(
+    path: Path, data: Any, *, indent: int | None = 2, overwrite: bool = True
+) -> None:
     """Writes `data` as JSON to `path` so a reader sees the old file or the new one, never half.
 
     The temporary name starts with a dot, so the folder's globs never pick it up. Files that
     are rewritten on every trial pass `indent=None`: only then does `json` use its C encoder,
     several times faster than the indenting pure-Python one.
+
+    With `overwrite=False` a `path` that exists raises FileExistsError (`filename` that path)
+    and stays as it was: the temporary file is hard-linked to its name, which fails if the name
+    is taken, instead of renamed over it, so the check and the write are one step (on a file
+    system without hard links: a check, then the rename).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
@@ -142,7 +150,17 @@ def write_json_atomic(path: Path, data: Any, *, indent: int | None = 2) -> None:
         with temporary.open("w", encoding="utf-8") as handle:
             handle.write(text)
             handle.write("\n")
-        os.replace(temporary, path)
+        if overwrite:
+            os.replace(temporary, path)
+            return
+        try:
+            os.link(temporary, path)
+        except OSError as error:
+            if isinstance(error, FileExistsError) or path.exists():
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
+            os.replace(temporary, path)
+            return
+        temporary.unlink()
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
@@ -499,8 +517,10 @@ class RunFolderStore:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-folder")
         return self._writer
 
-    async def _write(self, path: Path, data: Any, *, indent: int | None = 2) -> None:
-        job = functools.partial(write_json_atomic, path, data, indent=indent)
+    async def _write(
+        self, path: Path, data: Any, *, indent: int | None = 2, overwrite: bool = True
+    ) -> None:
+        job = functools.partial(write_json_atomic, path, data, indent=indent, overwrite=overwrite)
         # Shielded: a cancelled run (Ctrl-C) still lets a write that started finish whole.
         await asyncio.shield(asyncio.get_running_loop().run_in_executor(self._executor(), job))
 
@@ -550,8 +570,6 @@ class RunFolderStore:
 
     async def save_trial(self, task: Task, trial: TrialRecord) -> None:
         path = self.task_dir(task) / attempt_file_name(trial.attempt_index)
-        if path.exists():
-            raise RunFolderError(f"{path} exists already; attempts are never overwritten")
         document = attempt_document(
             task_id=task.task_id,
             task_index=task.canonical_index,
@@ -559,7 +577,14 @@ class RunFolderStore:
             feedback_mode=self._feedback_mode,
             trial=trial,
         )
-        await self._write(path, document)
+        # The writer thread checks that the attempt is new in the same step as it writes it:
+        # the event loop makes no file-system call per trial.
+        try:
+            await self._write(path, document, overwrite=False)
+        except FileExistsError as error:
+            if error.filename != str(path):
+                raise  # not the attempt file: say, a file where the task's folder belongs
+            raise RunFolderError(f"{path} exists already; attempts are never overwritten") from None
 
     async def save_task_meta(self, task: Task, meta: dict[str, Any]) -> None:
         await self._write(self.task_dir(task) / TASK_META_FILE, meta)
