@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
+import itertools
 import json
 import os
 import re
@@ -56,6 +57,10 @@ ATTEMPT_PREFIX = "attempt-"
 METRIC_FOLDERS: dict[str, str] = {"pass@k": "passk", "seq@k": "seqk"}
 FOLDER_METRICS: dict[str, str] = {folder: metric for metric, folder in METRIC_FOLDERS.items()}
 
+# Temporary file names: unique within the process by the counter, across processes by the pid,
+# and apart from a crashed earlier process of the same pid by the tag.
+_TEMPORARY_TAG = uuid.uuid4().hex[:8]
+_temporaries = itertools.count(1)
 _TASK_DIR = re.compile(r"^task-(\d+)$")
 _ATTEMPT_FILE = re.compile(r"^attempt-(\d+)\.json$")
 
@@ -142,14 +147,30 @@ def write_json_atomic(
     and stays as it was: the temporary file is hard-linked to its name, which fails if the name
     is taken, instead of renamed over it, so the check and the write are one step (on a file
     system without hard links: a check, then the rename).
+
+    Few system calls, for the run folder's writer thread, each of which lets go of the GIL
+    (and may wait for the event loop's thread to get it back): plain descriptors rather than a
+    text file object, a temporary name from a counter rather than the random source, and the
+    folder made only when it is missing.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    text = json.dumps(data, ensure_ascii=False, indent=indent, allow_nan=False)
+    text = json.dumps(data, ensure_ascii=False, indent=indent, allow_nan=False) + "\n"
+    if os.linesep != "\n":  # as a file opened in text mode writes it
+        text = text.replace("\n", os.linesep)
+    content = text.encode("utf-8")
+    temporary = path.parent / f".{path.name}.{os.getpid()}.{_TEMPORARY_TAG}{next(_temporaries)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     try:
-        with temporary.open("w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.write("\n")
+        descriptor = os.open(temporary, flags, 0o666)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(temporary, flags, 0o666)
+    try:
+        try:
+            view = memoryview(content)
+            while view:
+                view = view[os.write(descriptor, view) :]
+        finally:
+            os.close(descriptor)
         if overwrite:
             os.replace(temporary, path)
             return
@@ -160,7 +181,7 @@ def write_json_atomic(
                 raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
             os.replace(temporary, path)
             return
-        temporary.unlink()
+        os.unlink(temporary)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
