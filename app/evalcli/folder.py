@@ -14,8 +14,9 @@ grades with an LLM judge, else the benchmark's fixed verifier name (`determinist
 feedback level is the mode name, or the critic model id for an LLM-critic mode. In an attempt
 file `actor.prompt` is the exact text the actor saw, with the message list beside it as
 `actor.messages` (the same for every judge and critic call). Every file is written atomically
-(a temporary file, then `os.replace`), so an interrupted run never leaves half a file; nothing
-here deletes or overwrites an attempt.
+(a temporary file, then `os.replace`; an attempt file by a hard link, which fails if the attempt
+exists), so an interrupted run never leaves half a file; nothing here deletes or overwrites an
+attempt.
 
 Reading is wider than writing: any folder in this layout is read, with or without
 `config.json` (an S3 copy never has one), whether Gauntlet or the pass@k/seq@k research
