@@ -14,8 +14,9 @@ grades with an LLM judge, else the benchmark's fixed verifier name (`determinist
 feedback level is the mode name, or the critic model id for an LLM-critic mode. In an attempt
 file `actor.prompt` is the exact text the actor saw, with the message list beside it as
 `actor.messages` (the same for every judge and critic call). Every file is written atomically
-(a temporary file, then `os.replace`), so an interrupted run never leaves half a file; nothing
-here deletes or overwrites an attempt.
+(a temporary file, then `os.replace`; an attempt file by a hard link, which fails if the attempt
+exists), so an interrupted run never leaves half a file; nothing here deletes or overwrites an
+attempt.
 
 Reading is wider than writing: any folder in this layout is read, with or without
 `config.json` (an S3 copy never has one), whether Gauntlet or the pass@k/seq@k research
@@ -28,7 +29,9 @@ This module imports no litellm: `gauntlet eval metrics` and `inspect` read folde
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
+import itertools
 import json
 import os
 import re
@@ -55,6 +58,10 @@ ATTEMPT_PREFIX = "attempt-"
 METRIC_FOLDERS: dict[str, str] = {"pass@k": "passk", "seq@k": "seqk"}
 FOLDER_METRICS: dict[str, str] = {folder: metric for metric, folder in METRIC_FOLDERS.items()}
 
+# Temporary file names: unique within the process by the counter, across processes by the pid,
+# and apart from a crashed earlier process of the same pid by the tag.
+_TEMPORARY_TAG = uuid.uuid4().hex[:8]
+_temporaries = itertools.count(1)
 _TASK_DIR = re.compile(r"^task-(\d+)$")
 _ATTEMPT_FILE = re.compile(r"^attempt-(\d+)\.json$")
 
@@ -128,21 +135,54 @@ def attempt_file_name(attempt_index: int) -> str:
 # Files
 
 
-def write_json_atomic(path: Path, data: Any, *, indent: int | None = 2) -> None:
+def write_json_atomic(
+    path: Path, data: Any, *, indent: int | None = 2, overwrite: bool = True
+) -> None:
     """Writes `data` as JSON to `path` so a reader sees the old file or the new one, never half.
 
     The temporary name starts with a dot, so the folder's globs never pick it up. Files that
     are rewritten on every trial pass `indent=None`: only then does `json` use its C encoder,
     several times faster than the indenting pure-Python one.
+
+    With `overwrite=False` a `path` that exists raises FileExistsError (`filename` that path)
+    and stays as it was: the temporary file is hard-linked to its name, which fails if the name
+    is taken, instead of renamed over it, so the check and the write are one step (on a file
+    system without hard links: a check, then the rename).
+
+    Few system calls, for the run folder's writer thread, each of which lets go of the GIL
+    (and may wait for the event loop's thread to get it back): plain descriptors rather than a
+    text file object, a temporary name from a counter rather than the random source, and the
+    folder made only when it is missing.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    text = json.dumps(data, ensure_ascii=False, indent=indent, allow_nan=False)
+    text = json.dumps(data, ensure_ascii=False, indent=indent, allow_nan=False) + "\n"
+    if os.linesep != "\n":  # as a file opened in text mode writes it
+        text = text.replace("\n", os.linesep)
+    content = text.encode("utf-8")
+    temporary = path.parent / f".{path.name}.{os.getpid()}.{_TEMPORARY_TAG}{next(_temporaries)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     try:
-        with temporary.open("w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.write("\n")
-        os.replace(temporary, path)
+        descriptor = os.open(temporary, flags, 0o666)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(temporary, flags, 0o666)
+    try:
+        try:
+            view = memoryview(content)
+            while view:
+                view = view[os.write(descriptor, view) :]
+        finally:
+            os.close(descriptor)
+        if overwrite:
+            os.replace(temporary, path)
+            return
+        try:
+            os.link(temporary, path)
+        except OSError as error:
+            if isinstance(error, FileExistsError) or path.exists():
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
+            os.replace(temporary, path)
+            return
+        os.unlink(temporary)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
@@ -499,8 +539,10 @@ class RunFolderStore:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-folder")
         return self._writer
 
-    async def _write(self, path: Path, data: Any, *, indent: int | None = 2) -> None:
-        job = functools.partial(write_json_atomic, path, data, indent=indent)
+    async def _write(
+        self, path: Path, data: Any, *, indent: int | None = 2, overwrite: bool = True
+    ) -> None:
+        job = functools.partial(write_json_atomic, path, data, indent=indent, overwrite=overwrite)
         # Shielded: a cancelled run (Ctrl-C) still lets a write that started finish whole.
         await asyncio.shield(asyncio.get_running_loop().run_in_executor(self._executor(), job))
 
@@ -550,8 +592,6 @@ class RunFolderStore:
 
     async def save_trial(self, task: Task, trial: TrialRecord) -> None:
         path = self.task_dir(task) / attempt_file_name(trial.attempt_index)
-        if path.exists():
-            raise RunFolderError(f"{path} exists already; attempts are never overwritten")
         document = attempt_document(
             task_id=task.task_id,
             task_index=task.canonical_index,
@@ -559,7 +599,14 @@ class RunFolderStore:
             feedback_mode=self._feedback_mode,
             trial=trial,
         )
-        await self._write(path, document)
+        # The writer thread checks that the attempt is new in the same step as it writes it:
+        # the event loop makes no file-system call per trial.
+        try:
+            await self._write(path, document, overwrite=False)
+        except FileExistsError as error:
+            if error.filename != str(path):
+                raise  # not the attempt file: say, a file where the task's folder belongs
+            raise RunFolderError(f"{path} exists already; attempts are never overwritten") from None
 
     async def save_task_meta(self, task: Task, meta: dict[str, Any]) -> None:
         await self._write(self.task_dir(task) / TASK_META_FILE, meta)

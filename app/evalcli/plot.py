@@ -9,7 +9,9 @@ stats), the same ones `gauntlet eval metrics` prints; nothing is re-estimated he
 names each run by slice, metric, actor and feedback (pass@k runs have no feedback). The format
 follows the output's suffix: `.png` or `.svg`.
 
-matplotlib is imported only when a chart is drawn (the Agg canvas, no display needed).
+matplotlib is imported only when a chart is drawn (the Agg canvas, no display needed), and
+the run-folder and metrics modules only when curves are read: `gauntlet` registers this
+command on every start.
 """
 
 from __future__ import annotations
@@ -19,16 +21,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.evalcli.folder import (
-    RunFolderError,
-    RunFolderInfo,
-    describe_run_folder,
-    find_run_folders,
-    read_all_task_stats,
-)
-from app.evaluation.metrics import run_summary
+if TYPE_CHECKING:
+    from app.evalcli.folder import RunFolderInfo
 
 FORMATS = {".png": "png", ".svg": "svg"}
 DEFAULT_OUT = "chart.png"
@@ -83,6 +79,9 @@ def _label_without_record(info: RunFolderInfo) -> str:
 def load_curve(folder: Path, *, k: int | None = None) -> RunCurve:
     """The curve of one run folder at `k` (default: the run's k); a folder without
     config.json is read with its settings inferred (run_folder.describe_run_folder)."""
+    from app.evalcli.folder import describe_run_folder, read_all_task_stats
+    from app.evaluation.metrics import run_summary
+
     info = describe_run_folder(folder)
     metric = info.metric
     chosen = info.k if k is None else k
@@ -103,6 +102,8 @@ def load_curve(folder: Path, *, k: int | None = None) -> RunCurve:
 
 def collect_curves(paths: Sequence[Path], *, k: int | None = None) -> list[RunCurve]:
     """One curve per run folder found under `paths` (each folder once, in the order given)."""
+    from app.evalcli.folder import RunFolderError, find_run_folders
+
     folders: list[Path] = []
     seen: set[Path] = set()
     for path in paths:

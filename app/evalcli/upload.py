@@ -21,7 +21,8 @@ record stays local) and hidden files (a run's atomic writes in progress).
 For the runner's variant key `s3_sync`, `sync_run_folder(folder, setting)` uploads one run
 folder after the run; see its docstring for the forms `setting` takes.
 
-boto3 is imported only when an upload runs, so registering the command costs nothing.
+boto3 is imported only when an upload runs, and the run-folder module only when folders are
+read, so registering the command (on every `gauntlet` start) costs nothing.
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-from app.evalcli.folder import CONFIG_FILE, RunFolderError, find_run_folders
 
 ENDPOINT_ENV = "GAUNTLET_S3_ENDPOINT_URL"
 BUCKET_ENV = "GAUNTLET_S3_BUCKET"
@@ -119,6 +118,8 @@ def folder_key_prefix(folder: Path, prefix: str) -> str:
 
 def run_folder_files(folder: Path, prefix: str) -> Iterator[LocalFile]:
     """The files of a run folder to upload, with their keys (sorted, for stable output)."""
+    from app.evalcli.folder import CONFIG_FILE
+
     key_prefix = folder_key_prefix(folder, prefix)
     for path in sorted(folder.rglob("*")):
         relative = path.relative_to(folder)
@@ -376,6 +377,8 @@ def upload(
         raise UploadError(f"no bucket given: pass --bucket or set {BUCKET_ENV}")
     if not path.exists():
         raise UploadError(f"no such folder: {path}")
+    from app.evalcli.folder import CONFIG_FILE, RunFolderError, find_run_folders
+
     try:
         folders = find_run_folders(path, require_config=True)
     except RunFolderError as error:

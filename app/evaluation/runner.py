@@ -662,6 +662,9 @@ class _Run:
                         break
                     self.tasks_seen += 1
                     group.create_task(guarded(task))
+                    # Lets the task start (and make its first call) before the next one is
+                    # loaded: a call goes out while the later tasks are read, not after.
+                    await asyncio.sleep(0)
         except BaseExceptionGroup as failure:
             # Task errors are caught inside run_task; what escapes is an abort or a store
             # failure (a full disk), raised as itself rather than wrapped.

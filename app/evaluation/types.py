@@ -7,8 +7,9 @@ crosses that boundary. Every record serialises to the JSON layout of a run-folde
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any, Literal, Protocol
 
 Metric = Literal["pass@k", "seq@k"]
@@ -54,7 +55,19 @@ class CallRecord:
     elapsed_ms: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # What dataclasses.asdict gives (a deep copy), built explicitly: asdict's generic deep
+        # copy costs more than the rest of a trial's bookkeeping, and a run makes thousands.
+        return {
+            "model": self.model,
+            "prompt": _copied(self.prompt),
+            "output": self.output,
+            "input_tokens": self.input_tokens,
+            "cached_tokens": self.cached_tokens,
+            "thinking_tokens": self.thinking_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "elapsed_ms": self.elapsed_ms,
+        }
 
 
 @dataclass
@@ -107,7 +120,27 @@ class TrialRecord:
         return self.judge.success
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # As dataclasses.asdict (a deep copy: nothing in it is shared with the record), built
+        # explicitly for speed; see CallRecord.to_dict.
+        judge, critic = self.judge, self.critic
+        return {
+            "attempt_index": self.attempt_index,
+            "actor": self.actor.to_dict(),
+            "judge": {
+                "model": judge.model,
+                "success": judge.success,
+                "score": judge.score,
+                "raw_eval_output": judge.raw_eval_output,
+                "details": _copied(judge.details),
+                "rating": judge.rating,
+                "calls": _copied(judge.calls),
+            },
+            "critic": {
+                "model": critic.model,
+                "feedback": critic.feedback,
+                "calls": _copied(critic.calls),
+            },
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrialRecord:
@@ -129,6 +162,24 @@ class TrialRecord:
             judge=_section(JudgeSection, judge),
             critic=_section(CriticSection, dict(data.get("critic") or {})),
         )
+
+
+_SHARED_TYPES = (str, int, float, bool, type(None))
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of a record's JSON-like value, as dataclasses.asdict makes it: dicts and
+    lists copied level by level, immutable scalars shared; anything else goes the general way."""
+    kind = type(value)
+    if kind is dict:
+        return {_copied(key): _copied(item) for key, item in value.items()}
+    if kind is list:
+        return [_copied(item) for item in value]
+    if kind in _SHARED_TYPES:
+        return value
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    return copy.deepcopy(value)
 
 
 def _section(kind: type[Any], data: dict[str, Any]) -> Any:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable
 from typing import Any
@@ -286,6 +287,36 @@ def test_seq_at_k_on_the_offline_echo_model() -> None:
     assert trial.actor.cost_usd == 0.0
     assert trial.judge.model is None
     assert TrialRecord.from_dict(trial.to_dict()) == trial
+
+
+def test_a_trial_record_as_a_dict_is_what_asdict_gives_and_shares_nothing() -> None:
+    details: dict[str, Any] = {"got": [[1, 2], [3, 4]], "shape": (2, 2), "note": None}
+    call = {"model": "judge", "prompt": [{"role": "user", "content": "q"}], "output": "yes"}
+    trial = TrialRecord(
+        attempt_index=2,
+        actor=ActorSection(
+            model="m", prompt=[{"role": "user", "content": "p"}], output="o", cost_usd=0.5
+        ),
+        judge=JudgeSection(
+            model="judge", success=True, score=1.0, details=details, rating=7.0, calls=[call]
+        ),
+        critic=CriticSection(model="critic", feedback="f", calls=[dict(call)]),
+    )
+    document = trial.to_dict()
+    assert document == dataclasses.asdict(trial)
+    assert list(document) == list(dataclasses.asdict(trial))
+    for section in ("actor", "judge", "critic"):
+        assert list(document[section]) == list(dataclasses.asdict(trial)[section])
+    assert trial.actor.to_dict() == dataclasses.asdict(trial.actor)
+    # A copy, as asdict's: changing it leaves the record as it was.
+    document["actor"]["prompt"][0]["content"] = "changed"
+    document["judge"]["details"]["got"][0][0] = 9
+    document["judge"]["calls"][0]["prompt"].append({"role": "user", "content": "more"})
+    document["critic"]["calls"].clear()
+    assert trial.actor.prompt == [{"role": "user", "content": "p"}]
+    assert details["got"] == [[1, 2], [3, 4]]
+    assert call["prompt"] == [{"role": "user", "content": "q"}]
+    assert len(trial.critic.calls) == 1
 
 
 # arguments

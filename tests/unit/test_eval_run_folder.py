@@ -197,6 +197,36 @@ def test_an_attempt_is_never_overwritten(tmp_path: Path) -> None:
         asyncio.run(store.save_trial(task, trial(1)))
 
 
+def test_an_attempt_file_already_on_disk_is_left_as_it_was(tmp_path: Path) -> None:
+    # Put there by another process (or an earlier session): the check is in the write itself.
+    existing = tmp_path / "task-1" / "attempt-1.json"
+    existing.parent.mkdir()
+    existing.write_text("another writer's attempt")
+    store = RunFolderStore(tmp_path)
+    with pytest.raises(RunFolderError, match="never overwritten"):
+        asyncio.run(store.save_trial(Task(task_id="a", canonical_index=1, prompt="p"), trial(1)))
+    assert existing.read_text() == "another writer's attempt"
+    assert [path.name for path in existing.parent.iterdir()] == ["attempt-1.json"]
+
+
+def test_without_hard_links_attempts_are_still_written_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_links(source: Any, destination: Any) -> None:
+        raise PermissionError("this file system has no hard links")
+
+    monkeypatch.setattr(run_folder.os, "link", no_links)
+    store = RunFolderStore(tmp_path)
+    task = Task(task_id="a", canonical_index=1, prompt="p")
+    asyncio.run(store.save_trial(task, trial(1)))
+    written = (tmp_path / "task-1" / "attempt-1.json").read_text()
+    assert json.loads(written)["attempt_index"] == 1
+    with pytest.raises(RunFolderError, match="never overwritten"):
+        asyncio.run(store.save_trial(task, trial(1)))
+    assert (tmp_path / "task-1" / "attempt-1.json").read_text() == written
+    assert [path.name for path in (tmp_path / "task-1").iterdir()] == ["attempt-1.json"]
+
+
 def test_attempts_of_another_task_at_the_same_index_are_refused(tmp_path: Path) -> None:
     store = RunFolderStore(tmp_path)
     asyncio.run(store.save_trial(Task(task_id="old", canonical_index=3, prompt="p"), trial(1)))
@@ -213,11 +243,11 @@ def test_summaries_queued_behind_a_slow_write_collapse_to_the_newest(
     written: list[tuple[str, Any]] = []
     real_write = run_folder.write_json_atomic
 
-    def slow_write(path: Path, data: Any, *, indent: int | None = 2) -> None:
+    def slow_write(path: Path, data: Any, **options: Any) -> None:
         written.append((path.name, data))
         if len(written) == 1:
             release.wait(5)  # the first file holds the writer while the loop asks for more
-        real_write(path, data, indent=indent)
+        real_write(path, data, **options)
 
     monkeypatch.setattr(run_folder, "write_json_atomic", slow_write)
 
@@ -246,9 +276,9 @@ def test_files_land_in_the_order_they_are_asked_for(
     order: list[str] = []
     real_write = run_folder.write_json_atomic
 
-    def recording_write(path: Path, data: Any, *, indent: int | None = 2) -> None:
+    def recording_write(path: Path, data: Any, **options: Any) -> None:
         order.append(f"{path.parent.name}/{path.name}")
-        real_write(path, data, indent=indent)
+        real_write(path, data, **options)
 
     monkeypatch.setattr(run_folder, "write_json_atomic", recording_write)
 
@@ -278,6 +308,9 @@ def test_a_failed_write_reaches_the_caller(tmp_path: Path) -> None:
         asyncio.run(store.save_task_summary(task, {"attempts": 1}))
     with pytest.raises(OSError):
         asyncio.run(store.save_task_meta(task, {"task_id": "a"}))
+    with pytest.raises(OSError) as raised:
+        asyncio.run(store.save_trial(task, trial(1)))
+    assert not isinstance(raised.value, RunFolderError)  # not an attempt that exists already
 
 
 # reading
