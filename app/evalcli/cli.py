@@ -68,14 +68,48 @@ def _sync_to_s3(folder: Path, setting: Any, err: TextIO) -> int:
     return EXIT_OK
 
 
+ALLOWED_API_BASES = "GAUNTLET_ALLOWED_API_BASES"
+
+
+def allowed_api_bases_setting(
+    environ: Mapping[str, str] | None = None, env_file: Path = Path(".env")
+) -> Any:
+    """GAUNTLET_ALLOWED_API_BASES read as the service's settings (app.config) read it: from the
+    environment, else from `.env` in the working directory, the name in any case, the value a
+    JSON list; [] when unset. Read here without building the settings: pydantic and the
+    settings class take ~0.1 s of a run's start-up, and the run needs this one setting."""
+    wanted = ALLOWED_API_BASES.lower()
+    found: str | None = None
+    for name, value in (os.environ if environ is None else environ).items():
+        if name.lower() == wanted:
+            found = value
+    if found is None and env_file.is_file():
+        from dotenv import dotenv_values
+
+        for name, written in dotenv_values(env_file, encoding="utf-8").items():
+            if name.lower() == wanted and written is not None:
+                found = written
+    if found is None:
+        return []
+    try:
+        return json.loads(found)
+    except ValueError as error:
+        raise CliError(f"{ALLOWED_API_BASES} is not a JSON list: {error}") from None
+
+
 def _operator_policy() -> OutboundPolicy:
     """The CLI is the operator's own run: any provider and any base URL; a base URL still gets
     only the key configured for it in GAUNTLET_ALLOWED_API_BASES (`api_key_env`), never a
     provider key from the environment."""
-    from app.config import get_settings
     from app.outbound.policy import OutboundPolicy, parse_allowed_bases
 
-    return OutboundPolicy.unrestricted(parse_allowed_bases(get_settings().allowed_api_bases))
+    entries = allowed_api_bases_setting()
+    if not isinstance(entries, list):
+        raise CliError(f"{ALLOWED_API_BASES} is not a JSON list")
+    try:
+        return OutboundPolicy.unrestricted(parse_allowed_bases(entries))
+    except ValueError as error:
+        raise CliError(f"{ALLOWED_API_BASES}: {error}") from None
 
 
 def command_run(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ extends a run only with `allow_continue`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -355,10 +356,6 @@ class _Run:
         self.last_summary = 0.0
         self.status: RunStatus | Literal["running"] = "running"
         self.record: dict[str, Any] = {}
-        self.pricing = {
-            **price_map_info(),
-            "price_overrides": sorted(config.prices),
-        }
         # The first refusal of a cost budget (the client's `CallBudget`): no task starts after it.
         self.budget_stop: CostBudgetExhausted | None = None
         # The full reasons of task errors (InfrastructureError.detail), for the operator.
@@ -381,6 +378,14 @@ class _Run:
         except Exception:
             # A broken progress display must not lose results.
             logger.exception("run event handler failed")
+
+    @functools.cached_property
+    def pricing(self) -> dict[str, Any]:
+        """Which prices priced the run, for its summaries. Looked up at the first summary,
+        not at the start: reading litellm's package metadata takes ~30 ms, which at the start
+        would delay every first call and, once the calls are out, costs nothing but CPU the
+        event loop has spare while it waits for them."""
+        return {**price_map_info(), "price_overrides": sorted(self.config.prices)}
 
     def summary(self) -> dict[str, Any]:
         config = self.config

@@ -337,3 +337,49 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_repeats_no_finished_call(tmp_path: Pat
         assert rerun.returncode == 0, rerun.stderr
         assert len(list(folder.glob("task-*/attempt-*.json"))) == 12
         assert server.request_count == 12 - saved
+
+
+@pytest.mark.parametrize(
+    ("environment", "dotenv"),
+    [
+        ({}, None),
+        ({"GAUNTLET_ALLOWED_API_BASES": '["http://127.0.0.1:8000/v1"]'}, None),
+        ({"gauntlet_allowed_api_bases": '[{"url": "http://a:1/v1", "api_key_env": "K"}]'}, None),
+        ({}, "GAUNTLET_ALLOWED_API_BASES='[\"http://from-dotenv:1/v1\"]'\n"),
+        (
+            {"GAUNTLET_ALLOWED_API_BASES": '["http://from-env:1/v1"]'},
+            "GAUNTLET_ALLOWED_API_BASES='[\"http://from-dotenv:1/v1\"]'\n",
+        ),
+    ],
+)
+def test_the_cli_reads_the_allowed_bases_as_the_settings_do(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    environment: dict[str, str],
+    dotenv: str | None,
+) -> None:
+    from app.config import Settings
+    from app.evalcli.cli import allowed_api_bases_setting
+
+    for name in list(os.environ):
+        if name.lower() == "gauntlet_allowed_api_bases":
+            monkeypatch.delenv(name)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    env_file = tmp_path / ".env"
+    if dotenv is not None:
+        env_file.write_text(dotenv)
+    expected = Settings(_env_file=env_file).allowed_api_bases  # type: ignore[call-arg]
+    assert allowed_api_bases_setting(env_file=env_file) == expected
+
+
+def test_a_malformed_allowed_bases_setting_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    variant = write_variant(tmp_path, "v.yaml")
+    monkeypatch.setenv("GAUNTLET_ALLOWED_API_BASES", "[not json")
+    assert eval_main("run", str(variant), "--runs-root", str(tmp_path / "runs")) == 2
+    assert "GAUNTLET_ALLOWED_API_BASES is not a JSON list" in capsys.readouterr().err
+    monkeypatch.setenv("GAUNTLET_ALLOWED_API_BASES", '["ftp://x/v1"]')
+    assert eval_main("run", str(variant), "--runs-root", str(tmp_path / "runs")) == 2
+    assert "GAUNTLET_ALLOWED_API_BASES: entry 0" in capsys.readouterr().err
