@@ -30,13 +30,17 @@ from __future__ import annotations
 import json
 import weakref
 from asyncio import AbstractEventLoop, get_running_loop
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.evaluation.types import Message, ModelSpec
 from app.outbound.addresses import AsyncResolver
 from app.outbound.policy import BaseRoute, OutboundPolicy
 from app.outbound.providers import DIRECT_PROVIDER
-from app.outbound.transport import GuardedClient
+
+if TYPE_CHECKING:
+    # Imported where a client is made: the API process validates model ids with this module
+    # and never calls a model.
+    from app.outbound.transport import GuardedClient
 
 OPENAI_COMPATIBLE_PREFIX = f"{DIRECT_PROVIDER}/"
 
@@ -89,6 +93,8 @@ class ConnectionPools:
         key = (str(route.url), route.api_key, resolve)
         client = clients.get(key)
         if client is None:
+            from app.outbound.transport import GuardedClient
+
             client = GuardedClient(route, resolve)
             clients[key] = client
         return client

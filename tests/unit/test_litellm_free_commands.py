@@ -25,6 +25,9 @@ from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "LITELLM-IMPORTED:"
+# Also reported: what else would slow these commands' start (the openai SDK: ~0.5 s; HTTP
+# client libraries: 0.1-0.2 s; pydantic and the settings: ~0.1 s).
+HEAVY = ("openai", "aiohttp", "httpx", "pydantic", "app.config")
 
 # Runs `app.cli.main` once per argument list (JSON in argv[1]); a command's SystemExit is its
 # exit code. The last line says whether litellm was imported.
@@ -38,7 +41,9 @@ for argv in json.loads(sys.argv[1]):
         codes.append(0)
     except SystemExit as done:
         codes.append(done.code if isinstance(done.code, int) else (0 if done.code is None else 1))
-print("{MARKER}", json.dumps({{"codes": codes, "litellm": "litellm" in sys.modules}}))
+loaded = sorted(name for name in {HEAVY!r} if name in sys.modules)
+report = {{"codes": codes, "litellm": "litellm" in sys.modules, "loaded": loaded}}
+print("{MARKER}", json.dumps(report))
 """
 
 # `gauntlet serve` until /healthz answers 200, then SIGINT, as a terminal's Ctrl-C would.
@@ -64,7 +69,8 @@ try:
     main(["serve", "--port", str(port)])
 except (SystemExit, KeyboardInterrupt):
     pass
-report = {{"health": health.get("status"), "litellm": "litellm" in sys.modules}}
+loaded = sorted(name for name in {HEAVY!r} if name in sys.modules)
+report = {{"health": health.get("status"), "litellm": "litellm" in sys.modules, "loaded": loaded}}
 print("{MARKER}", json.dumps(report))
 """
 
@@ -138,6 +144,7 @@ def test_serve_starts_and_answers_health_without_importing_litellm(tmp_path: Pat
     report = _report(done.stdout)
     assert report["health"] == 200, done.stderr[-3000:]
     assert report["litellm"] is False
+    assert "openai" not in report["loaded"] and "aiohttp" not in report["loaded"]
 
 
 # The eval commands, on a run made through the direct transport
@@ -186,6 +193,7 @@ def test_a_run_on_the_direct_transport_never_imports_litellm(
     folder, report = direct_run
     assert report["codes"] == [0], report["stderr"][-3000:]
     assert report["litellm"] is False
+    assert report["loaded"] == []  # the run's start-up is the interpreter's and its own
     # Three tasks, two attempts each, every one an HTTP call to the server, named without
     # the prefix; the record holds the four token fields and the cost from `prices:`.
     assert report["requests"] == 6 and report["served_models"] == ["fake"]
