@@ -45,6 +45,8 @@ from app.evalcli.variant import (
 )
 
 if TYPE_CHECKING:
+    from app.evalcli.variant import Variant
+    from app.evaluation.runner import RunResult
     from app.outbound.policy import OutboundPolicy
     from app.outbound.prices import Price
 
@@ -123,7 +125,6 @@ def command_run(args: argparse.Namespace) -> int:
     from app.evaluation.runner import (
         RunAborted,
         RunConfigMismatch,
-        RunResult,
         check_config,
         run_benchmark,
         select_tasks,
@@ -184,7 +185,7 @@ def command_run(args: argparse.Namespace) -> int:
     store = RunFolderStore(folder)
     # What the run's calls need is loaded before the run, so neither its wall time nor the
     # first attempts' elapsed_ms holds it: litellm (seconds to import, seconds more for its
-    # first call) only when a model goes through it, the openai SDK's first call when one
+    # first call) only when a model goes through it, the price table when one
     # goes direct.
     warm_up_for([spec for spec in (config.actor, config.judge, config.critic) if spec])
 
@@ -208,6 +209,20 @@ def command_run(args: argparse.Namespace) -> int:
         print("interrupted: finished attempts are saved; run the same command to resume.", file=err)
         return EXIT_INTERRUPTED
     console.close()
+    try:
+        status = _report(result, folder, variant, err)
+    except KeyboardInterrupt:
+        # The run had finished: everything is on disk, only the report (or the upload) stops.
+        print("\ninterrupted: the run had finished and its results are saved.", file=err)
+        status = EXIT_INTERRUPTED
+    # The process ends here: frozen, its objects are not walked by the interpreter's last
+    # collection at exit (~0.15 s after a run on this machine, for nothing).
+    gc.freeze()
+    return status
+
+
+def _report(result: RunResult, folder: Path, variant: Variant, err: TextIO) -> int:
+    """A finished run's summary, its status and the upload the variant asks for."""
     wall = result.summary.get("session", {}).get("wall_time_s")
     print(format_summary(result.summary, title=str(folder), wall_time_s=wall))
     warn_unpriced(result.summary.get("unpriced_models", []), err, set())
@@ -223,9 +238,6 @@ def command_run(args: argparse.Namespace) -> int:
         status = EXIT_FAILED
     if variant.s3_sync:
         status = max(status, _sync_to_s3(folder, variant.s3_sync, err))
-    # The process ends here: frozen, its objects are not walked by the interpreter's last
-    # collection at exit (~0.15 s after a run on this machine, for nothing).
-    gc.freeze()
     return status
 
 

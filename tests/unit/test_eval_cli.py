@@ -383,3 +383,22 @@ def test_a_malformed_allowed_bases_setting_is_a_clear_error(
     monkeypatch.setenv("GAUNTLET_ALLOWED_API_BASES", '["ftp://x/v1"]')
     assert eval_main("run", str(variant), "--runs-root", str(tmp_path / "runs")) == 2
     assert "GAUNTLET_ALLOWED_API_BASES: entry 0" in capsys.readouterr().err
+
+
+def test_ctrl_c_after_the_run_finished_exits_130_without_a_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import app.evalcli.cli as cli
+
+    def interrupted(*_: Any, **__: Any) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "format_summary", interrupted)
+    runs = tmp_path / "runs"
+    assert eval_main("run", str(EXAMPLE), "--runs-root", str(runs)) == 130
+    assert "the run had finished and its results are saved" in capsys.readouterr().err
+    assert len(list((runs / FOLDER).glob("task-*/attempt-*.json"))) == 24
+    monkeypatch.undo()
+    # Nothing is left to do: the same command finds every task done.
+    assert eval_main("run", str(EXAMPLE), "--runs-root", str(runs)) == 0
+    assert "10 resumed done" in capsys.readouterr().err
