@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from app.evaluation.runner import RunConfig
+    from app.evaluation.types import ModelSpec
     from app.outbound.prices import Price
 
 DEFAULT_CHAR_LIMIT = 1000
@@ -197,18 +198,6 @@ def _fields(
     return values
 
 
-@dataclass
-class ModelSetting:
-    """A model given as a mapping (`{model, temperature, max_tokens, ...}`)."""
-
-    model: str
-    temperature: float | None = None
-    max_tokens: int | None = None
-    system_prompt: str | None = None
-    api_base: str | None = None
-    timeout_s: float = 60.0
-
-
 _MODEL_CHECKS: dict[str, Check] = {
     "model": _text(),
     "temperature": _number(low=0.0, high=2.0, optional=True),
@@ -219,11 +208,14 @@ _MODEL_CHECKS: dict[str, Check] = {
 }
 
 
-def _model_setting(value: Any) -> ModelSetting:
-    return ModelSetting(**_fields(value, _MODEL_CHECKS, {}, {"model"}))
+def _model_setting(value: Any) -> ModelSpec:
+    """A model given as a mapping (`{model, temperature, max_tokens, ...}`)."""
+    from app.evaluation.types import ModelSpec
+
+    return ModelSpec(**_fields(value, _MODEL_CHECKS, {}, {"model"}))
 
 
-def _model_or_mapping(value: Any) -> str | ModelSetting:
+def _model_or_mapping(value: Any) -> str | ModelSpec:
     """A model id, or a mapping whose own problems are reported key by key."""
     if isinstance(value, dict):
         return _model_setting(value)
@@ -262,15 +254,15 @@ def _concurrency(value: Any) -> int | Concurrency:
 class Variant:
     """A variant's keys, checked (`parse_variant`)."""
 
-    metric: str
+    metric: Literal["pass@k", "seq@k"]
     k: int
-    model: str | ModelSetting
+    model: str | ModelSpec
     description: str | None = None
     benchmark: str | None = None
     feedback_mode: str = "binary"
     temperature: float | None = None
-    judge_model: str | ModelSetting | None = None
-    critic_model: str | ModelSetting | None = None
+    judge_model: str | ModelSpec | None = None
+    critic_model: str | ModelSpec | None = None
     task_indices: list[int] | None = None
     max_tasks: int | None = None
     continue_: bool = False
@@ -326,29 +318,21 @@ def parse_variant(data: Any, *, source: str) -> Variant:
     return Variant(**values)
 
 
-def _model_spec(value: Any, *, key: str, temperature: float | None = None) -> Any:
+def _model_spec(value: str | ModelSpec, *, key: str, temperature: float | None = None) -> ModelSpec:
+    """A variant's model as the engine's `ModelSpec`, with the top-level `temperature` (which
+    a mapping's own temperature must not contradict)."""
     from app.evaluation.types import ModelSpec
 
-    if value is None:
-        return None
     if isinstance(value, str):
         return ModelSpec(model=value, temperature=temperature)
-    settings = {
-        "model": value.model,
-        "temperature": value.temperature,
-        "max_tokens": value.max_tokens,
-        "system_prompt": value.system_prompt,
-        "api_base": value.api_base,
-        "timeout_s": value.timeout_s,
-    }
-    if temperature is not None:
-        if settings["temperature"] is not None and settings["temperature"] != temperature:
-            raise CliError(
-                f"{key}: two temperatures given ({settings['temperature']} and the "
-                f"top-level temperature {temperature})"
-            )
-        settings["temperature"] = temperature
-    return ModelSpec(**settings)
+    if temperature is None:
+        return value
+    if value.temperature is not None and value.temperature != temperature:
+        raise CliError(
+            f"{key}: two temperatures given ({value.temperature} and the "
+            f"top-level temperature {temperature})"
+        )
+    return replace(value, temperature=temperature)
 
 
 def benchmark_name_for(variant_path: Path, declared: str | None) -> str:
@@ -365,7 +349,7 @@ def benchmark_name_for(variant_path: Path, declared: str | None) -> str:
 
 
 def run_config_from_variant(
-    variant: Any, *, benchmark: str, prices: Mapping[str, Price], allow_continue: bool
+    variant: Variant, *, benchmark: str, prices: Mapping[str, Price], allow_continue: bool
 ) -> RunConfig:
     from app.evaluation.runner import RunConfig
     from app.evaluation.types import ModelSpec
@@ -375,10 +359,16 @@ def run_config_from_variant(
     actor = _model_spec(variant.model, key="model", temperature=variant.temperature)
     # The research harness's defaults: the judge is the actor's model (reached the same way,
     # at the judge's own temperature), the critic is the judge.
-    judge = _model_spec(variant.judge_model, key="judge_model") or ModelSpec(
-        model=actor.model, api_base=actor.api_base, timeout_s=actor.timeout_s
+    judge = (
+        _model_spec(variant.judge_model, key="judge_model")
+        if variant.judge_model is not None
+        else ModelSpec(model=actor.model, api_base=actor.api_base, timeout_s=actor.timeout_s)
     )
-    critic = _model_spec(variant.critic_model, key="critic_model") or judge
+    critic = (
+        _model_spec(variant.critic_model, key="critic_model")
+        if variant.critic_model is not None
+        else judge
+    )
     return RunConfig(
         benchmark=benchmark,
         metric=variant.metric,

@@ -12,9 +12,9 @@ from app.evalcli.variant import (
     DEFAULT_CONCURRENCY,
     CliError,
     Concurrency,
-    ModelSetting,
     parse_variant,
 )
+from app.evaluation.types import ModelSpec
 
 MINIMAL = {"metric": "pass@k", "k": 3, "model": "offline/echo"}
 
@@ -61,10 +61,10 @@ def test_every_key_is_read() -> None:
         },
         source="v.yaml",
     )
-    assert variant.model == ModelSetting(
+    assert variant.model == ModelSpec(
         model="openai-compatible/m", api_base="http://x/v1", timeout_s=5.0
     )
-    assert variant.critic_model == ModelSetting(model="offline/critic", system_prompt="")
+    assert variant.critic_model == ModelSpec(model="offline/critic", system_prompt="")
     assert variant.concurrency == Concurrency(global_=200, per_model=100, tasks_in_flight=8)
     assert variant.continue_ is True and variant.task_indices == [0, 4]
     assert variant.cost_budget_usd == 0.0
