@@ -16,7 +16,17 @@ from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import JSON, DateTime, Engine, MetaData, String, Text, create_engine, event
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Engine,
+    MetaData,
+    String,
+    Text,
+    create_engine,
+    event,
+    select,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -228,6 +238,22 @@ def take_write_lock(session: Session) -> None:
     assert driver is not None
     if not driver.in_transaction:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def lock_some_ids(
+    session: Session,
+    column: Any,
+    *conditions: Any,
+    oldest_first: Any = None,
+    limit: int,
+) -> list[uuid.UUID]:
+    """Up to `limit` values of `column` (ids) of the rows matching `conditions`, ordered by
+    `oldest_first` when given, their rows locked for this transaction. Rows another transaction
+    holds are skipped, so two sweeps running at once never take the same row."""
+    statement = select(column).where(*conditions)
+    if oldest_first is not None:
+        statement = statement.order_by(oldest_first)
+    return list(session.scalars(statement.limit(limit).with_for_update(skip_locked=True)))
 
 
 def insert_for(session: Session) -> Callable[[Any], postgresql.Insert | sqlite.Insert]:

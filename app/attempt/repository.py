@@ -21,7 +21,7 @@ from app.attempt.models import Attempt, AttemptStatus, AttemptTask, Trial
 from app.attempt.schemas import FailedAttempt, RunRow
 from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
-from app.db import insert_for, take_write_lock, utcnow
+from app.db import insert_for, lock_some_ids, take_write_lock, utcnow
 from app.evaluation.types import TrialRecord
 from app.tenant.models import Participant
 
@@ -570,14 +570,13 @@ def trials_of(session: Session, attempt_id: uuid.UUID) -> Sequence[Trial]:
 
 
 def stuck_queued(session: Session, before: datetime, limit: int) -> list[uuid.UUID]:
-    return list(
-        session.scalars(
-            select(Attempt.id)
-            .where(Attempt.status == AttemptStatus.QUEUED, Attempt.enqueued_at < before)
-            .order_by(Attempt.enqueued_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
+    return lock_some_ids(
+        session,
+        Attempt.id,
+        Attempt.status == AttemptStatus.QUEUED,
+        Attempt.enqueued_at < before,
+        oldest_first=Attempt.enqueued_at,
+        limit=limit,
     )
 
 
@@ -585,18 +584,14 @@ def stuck_running(
     session: Session, now: datetime, requeued_before: datetime, limit: int
 ) -> list[uuid.UUID]:
     """Running attempts whose lease ran out (their worker is gone) and not re-sent just now."""
-    return list(
-        session.scalars(
-            select(Attempt.id)
-            .where(
-                Attempt.status == AttemptStatus.RUNNING,
-                Attempt.lease_expires_at < now,
-                Attempt.enqueued_at < requeued_before,
-            )
-            .order_by(Attempt.lease_expires_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
+    return lock_some_ids(
+        session,
+        Attempt.id,
+        Attempt.status == AttemptStatus.RUNNING,
+        Attempt.lease_expires_at < now,
+        Attempt.enqueued_at < requeued_before,
+        oldest_first=Attempt.lease_expires_at,
+        limit=limit,
     )
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
-from app.db import insert_for, take_write_lock
+from app.db import insert_for, lock_some_ids, take_write_lock
 from app.kinds.red_blue.models import (
     Attack,
     Board,
@@ -738,20 +738,16 @@ def stuck_matches(
 ) -> list[uuid.UUID]:
     """Queued matches last sent long ago (their message was lost) and running ones whose
     lease ran out (their worker died), not re-sent just now."""
-    return list(
-        session.scalars(
-            select(Match.id)
-            .where(
-                Match.enqueued_at < resent_before,
-                or_(
-                    Match.status == MatchStatus.QUEUED,
-                    (Match.status == MatchStatus.RUNNING) & (Match.lease_expires_at < now),
-                ),
-            )
-            .order_by(Match.enqueued_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
+    return lock_some_ids(
+        session,
+        Match.id,
+        Match.enqueued_at < resent_before,
+        or_(
+            Match.status == MatchStatus.QUEUED,
+            (Match.status == MatchStatus.RUNNING) & (Match.lease_expires_at < now),
+        ),
+        oldest_first=Match.enqueued_at,
+        limit=limit,
     )
 
 
@@ -759,44 +755,38 @@ def stuck_defenses(
     session: Session, now: datetime, resent_before: datetime, limit: int
 ) -> list[uuid.UUID]:
     """Pending defenses whose self-test nobody holds, and active ones never paired."""
-    return list(
-        session.scalars(
-            select(Defense.id)
-            .where(
-                Defense.enqueued_at < resent_before,
-                or_(
-                    (Defense.status == DefenseStatus.PENDING)
-                    & or_(Defense.lease_expires_at.is_(None), Defense.lease_expires_at < now),
-                    (Defense.status == DefenseStatus.ACTIVE) & Defense.paired_at.is_(None),
-                ),
-            )
-            .order_by(Defense.enqueued_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
+    return lock_some_ids(
+        session,
+        Defense.id,
+        Defense.enqueued_at < resent_before,
+        or_(
+            (Defense.status == DefenseStatus.PENDING)
+            & or_(Defense.lease_expires_at.is_(None), Defense.lease_expires_at < now),
+            (Defense.status == DefenseStatus.ACTIVE) & Defense.paired_at.is_(None),
+        ),
+        oldest_first=Defense.enqueued_at,
+        limit=limit,
     )
 
 
 def stuck_attacks(session: Session, resent_before: datetime, limit: int) -> list[uuid.UUID]:
-    return list(
-        session.scalars(
-            select(Attack.id)
-            .where(Attack.paired_at.is_(None), Attack.enqueued_at < resent_before)
-            .order_by(Attack.enqueued_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
+    return lock_some_ids(
+        session,
+        Attack.id,
+        Attack.paired_at.is_(None),
+        Attack.enqueued_at < resent_before,
+        oldest_first=Attack.enqueued_at,
+        limit=limit,
     )
 
 
 def stuck_boards(session: Session, dirty_before: datetime, limit: int) -> list[uuid.UUID]:
-    return list(
-        session.scalars(
-            select(Board.challenge_id)
-            .where(Board.dirty.is_(True), Board.dirty_since < dirty_before)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
+    return lock_some_ids(
+        session,
+        Board.challenge_id,
+        Board.dirty.is_(True),
+        Board.dirty_since < dirty_before,
+        limit=limit,
     )
 
 
