@@ -35,6 +35,7 @@ from app.auth.rate_limits import LimitsUnavailable
 from app.challenge.registry import registered
 from app.errors import AppError
 from app.web import auth, formatting
+from app.web.forms import FormError
 from app.web.kinds import WebKind
 
 log = logging.getLogger(__name__)
@@ -172,6 +173,27 @@ def page(
     response = HTMLResponse(html, status_code=status_code, headers=headers)
     _finish(request, response, web)
     return response
+
+
+def form_page(
+    request: Request,
+    web: auth.WebSession | None,
+    template: str,
+    error: FormError | None,
+    **context: Any,
+) -> HTMLResponse:
+    """A page with a form, shown again after `error` when there is one: its status and
+    headers, its message and the field at fault (`error`, `error_field` in the template)."""
+    return page(
+        request,
+        web,
+        template,
+        status_code=error.status_code if error else 200,
+        headers=error.headers if error else None,
+        error=error.message if error else None,
+        error_field=error.field if error else None,
+        **context,
+    )
 
 
 def redirect(request: Request, web: auth.WebSession | None, url: str) -> RedirectResponse:

@@ -15,63 +15,44 @@ from app.unit_of_work import UnitOfWork
 from app.web import auth
 from app.web.accounts import service
 from app.web.forms import FormError
-from app.web.rendering import HtmlRoute, page, redirect
+from app.web.rendering import HtmlRoute, form_page, redirect
 from app.web.visitors import CsrfField, require_csrf, safe_next, tenant_url, visitor
 from app.web.visitors import notice as notice_text
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
 
-def _sign_up_page(
+# (template, title) of the two pages `_credentials_page` makes.
+SIGN_UP = ("sign_up.html", "Create an account")
+SIGN_IN = ("sign_in.html", "Sign in")
+
+
+def _credentials_page(
     request: Request,
     web: auth.WebSession,
     tenant: Tenant,
     next: str | None,
+    which: tuple[str, str],
     *,
     participant: Participant | None = None,
     handle: str = "",
     error: FormError | None = None,
 ) -> Response:
-    return page(
+    """The sign-up or sign-in page (`which`: SIGN_UP or SIGN_IN): a handle and a password, and
+    where to go back after."""
+    template, title = which
+    return form_page(
         request,
         web,
-        "sign_up.html",
-        status_code=error.status_code if error else 200,
-        headers=error.headers if error else None,
-        title=f"Create an account · {tenant.name}",
+        template,
+        error,
+        title=f"{title} · {tenant.name}",
         tenant=tenant,
         participant=participant,
         next=safe_next(tenant, next),
         handle=handle,
-        error=error.message if error else None,
-        error_field=error.field if error else None,
         handle_rules=service.HANDLE_RULES,
         min_password=auth.MIN_PASSWORD_LENGTH,
-    )
-
-
-def _sign_in_page(
-    request: Request,
-    web: auth.WebSession,
-    tenant: Tenant,
-    next: str | None,
-    *,
-    participant: Participant | None = None,
-    handle: str = "",
-    error: FormError | None = None,
-) -> Response:
-    return page(
-        request,
-        web,
-        "sign_in.html",
-        status_code=error.status_code if error else 200,
-        headers=error.headers if error else None,
-        title=f"Sign in · {tenant.name}",
-        tenant=tenant,
-        participant=participant,
-        next=safe_next(tenant, next),
-        handle=handle,
-        error=error.message if error else None,
     )
 
 
@@ -99,7 +80,7 @@ def sign_up_form(
     tenant_slug: str, request: Request, session: SessionDep, next: str | None = None
 ) -> Response:
     web, tenant, participant = visitor(request, session, tenant_slug)
-    return _sign_up_page(request, web, tenant, next, participant=participant)
+    return _credentials_page(request, web, tenant, next, SIGN_UP, participant=participant)
 
 
 @router.post("/t/{tenant_slug}/sign-up")
@@ -121,7 +102,7 @@ def sign_up(
         participant = service.sign_up(session, tenant.id, handle, password)
     except FormError as exc:
         work.rollback()
-        return _sign_up_page(request, web, tenant, next, handle=handle, error=exc)
+        return _credentials_page(request, web, tenant, next, SIGN_UP, handle=handle, error=exc)
     auth.limits.signed_up(address)
     return _back_signed_in(request, work, web, tenant, participant.id, next, "signed-up")
 
@@ -131,7 +112,7 @@ def sign_in_form(
     tenant_slug: str, request: Request, session: SessionDep, next: str | None = None
 ) -> Response:
     web, tenant, participant = visitor(request, session, tenant_slug)
-    return _sign_in_page(request, web, tenant, next, participant=participant)
+    return _credentials_page(request, web, tenant, next, SIGN_IN, participant=participant)
 
 
 @router.post("/t/{tenant_slug}/sign-in")
@@ -153,7 +134,7 @@ def sign_in(
         )
     except FormError as exc:
         work.rollback()
-        return _sign_in_page(request, web, tenant, next, handle=handle, error=exc)
+        return _credentials_page(request, web, tenant, next, SIGN_IN, handle=handle, error=exc)
     return _back_signed_in(request, work, web, tenant, participant.id, next, "signed-in")
 
 
@@ -180,17 +161,14 @@ def _account_page(
     error: FormError | None = None,
     notice: str | None = None,
 ) -> Response:
-    return page(
+    return form_page(
         request,
         web,
         "account.html",
-        status_code=error.status_code if error else 200,
-        headers=error.headers if error else None,
+        error,
         title=f"Your account · {tenant.name}",
         tenant=tenant,
         participant=participant,
-        error=error.message if error else None,
-        error_field=error.field if error else None,
         min_password=auth.MIN_PASSWORD_LENGTH,
         notice=notice,
     )
