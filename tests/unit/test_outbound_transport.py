@@ -106,6 +106,17 @@ def client_for(server: ScriptedServer) -> GuardedClient:
     return GuardedClient(OutboundPolicy.unrestricted().route(server.base_url))
 
 
+async def failing_call(handler: Handler, *, timeout_s: float) -> None:
+    """One call that must fail; afterwards the client holds no connection."""
+    async with ScriptedServer(handler) as server:
+        client = client_for(server)
+        try:
+            await client.post_json("/chat/completions", {}, timeout_s)
+        finally:
+            assert client.count_open() == 0
+            await client.aclose()
+
+
 async def ok(_connection: int, _request: int, _headers: dict[str, str]) -> bytes:
     return answer()
 
@@ -177,17 +188,8 @@ def test_a_fresh_connection_dropped_without_an_answer_is_a_connection_error() ->
     async def drop(_c: int, _r: int, _h: dict[str, str]) -> bytes | None:
         return None
 
-    async def scenario() -> None:
-        async with ScriptedServer(drop) as server:
-            client = client_for(server)
-            try:
-                await client.post_json("/chat/completions", {}, 5)
-            finally:
-                assert client.count_open() == 0
-                await client.aclose()
-
     with pytest.raises(APIConnectionError) as caught:
-        asyncio.run(scenario())
+        asyncio.run(failing_call(drop, timeout_s=5))
     assert is_transient(caught.value)
 
 
@@ -236,17 +238,8 @@ def test_an_answer_beyond_the_limit_is_refused_and_not_retried(
     async def huge(_c: int, _r: int, _h: dict[str, str]) -> bytes:
         return answer(body=b"x" * 5000)
 
-    async def scenario() -> None:
-        async with ScriptedServer(huge) as server:
-            client = client_for(server)
-            try:
-                await client.post_json("/chat/completions", {}, 5)
-            finally:
-                assert client.count_open() == 0
-                await client.aclose()
-
     with pytest.raises(ResponseTooLarge) as caught:
-        asyncio.run(scenario())
+        asyncio.run(failing_call(huge, timeout_s=5))
     assert not is_transient(caught.value)
 
 
@@ -255,17 +248,8 @@ def test_a_stalled_answer_times_out_and_its_connection_is_closed() -> None:
         await asyncio.sleep(30)
         return answer()
 
-    async def scenario() -> None:
-        async with ScriptedServer(stall) as server:
-            client = client_for(server)
-            try:
-                await client.post_json("/chat/completions", {}, 0.2)
-            finally:
-                assert client.count_open() == 0
-                await client.aclose()
-
     with pytest.raises(APITimeoutError) as caught:
-        asyncio.run(scenario())
+        asyncio.run(failing_call(stall, timeout_s=0.2))
     assert is_transient(caught.value)
 
 
