@@ -8,7 +8,7 @@ UTC datetime type that gives timezone-aware values back on both.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -25,6 +25,7 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
+    func,
     select,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -106,6 +107,7 @@ class ProducedJSON(TypeDecorator[Any]):
 
 E = TypeVar("E", bound=StrEnum)
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 # Validation context of configuration read back from the database: it was validated when
 # saved, and checks that depend on the operator's current policy (which model providers are
@@ -238,6 +240,28 @@ def take_write_lock(session: Session) -> None:
     assert driver is not None
     if not driver.in_transaction:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def count_where(session: Session, entity: Any, *conditions: Any) -> int:
+    """How many rows of `entity` match `conditions`."""
+    return session.scalar(select(func.count()).select_from(entity).where(*conditions)) or 0
+
+
+def page_where(
+    session: Session,
+    entity: type[T],
+    conditions: Sequence[Any],
+    order_by: Sequence[Any],
+    *,
+    limit: int,
+    offset: int,
+) -> tuple[list[T], int]:
+    """A page of `entity`'s rows matching `conditions` in `order_by` order, and how many match
+    in all (the page's total)."""
+    rows = session.scalars(
+        select(entity).where(*conditions).order_by(*order_by).limit(limit).offset(offset)
+    )
+    return list(rows), count_where(session, entity, *conditions)
 
 
 def lock_some_ids(

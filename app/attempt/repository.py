@@ -21,7 +21,14 @@ from app.attempt.models import Attempt, AttemptStatus, AttemptTask, Trial
 from app.attempt.schemas import FailedAttempt, RunRow
 from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
-from app.db import insert_for, lock_some_ids, take_write_lock, utcnow
+from app.db import (
+    count_where,
+    insert_for,
+    lock_some_ids,
+    page_where,
+    take_write_lock,
+    utcnow,
+)
 from app.evaluation.types import TrialRecord
 from app.tenant.models import Participant
 
@@ -73,6 +80,7 @@ _SUBMISSION_TARGET = (
 )
 
 _IDEMPOTENCY_KEY = ["tenant_id", "idempotency_key"]
+_NEWEST_FIRST = (Attempt.created_at.desc(), Attempt.id)
 _INSERT_NEW = {
     "postgresql": postgresql.insert(_ATTEMPTS)
     .on_conflict_do_nothing(index_elements=_IDEMPOTENCY_KEY)
@@ -148,9 +156,7 @@ class AttemptRepository:
         ]
         if since is not None:
             conditions.append(Attempt.created_at >= since)
-        return (
-            self.session.scalar(select(func.count()).select_from(Attempt).where(*conditions)) or 0
-        )
+        return count_where(self.session, Attempt, *conditions)
 
     def lock_participant(self, participant_id: uuid.UUID) -> None:
         """Serialises limit checks of one participant until the transaction ends.
@@ -201,15 +207,9 @@ class AttemptRepository:
             conditions.append(Attempt.participant_id == participant_id)
         if status is not None:
             conditions.append(Attempt.status == status)
-        rows = self.session.scalars(
-            select(Attempt)
-            .where(*conditions)
-            .order_by(Attempt.created_at.desc(), Attempt.id)
-            .limit(limit)
-            .offset(offset)
+        return page_where(
+            self.session, Attempt, conditions, _NEWEST_FIRST, limit=limit, offset=offset
         )
-        total = self.session.scalar(select(func.count()).select_from(Attempt).where(*conditions))
-        return list(rows), total or 0
 
     def trials_page(
         self, attempt_id: uuid.UUID, *, task_index: int | None, limit: int, offset: int
@@ -217,15 +217,14 @@ class AttemptRepository:
         conditions = [Trial.tenant_id == self.tenant_id, Trial.attempt_id == attempt_id]
         if task_index is not None:
             conditions.append(Trial.task_index == task_index)
-        rows = self.session.scalars(
-            select(Trial)
-            .where(*conditions)
-            .order_by(Trial.task_index, Trial.trial_index)
-            .limit(limit)
-            .offset(offset)
+        return page_where(
+            self.session,
+            Trial,
+            conditions,
+            (Trial.task_index, Trial.trial_index),
+            limit=limit,
+            offset=offset,
         )
-        total = self.session.scalar(select(func.count()).select_from(Trial).where(*conditions))
-        return list(rows), total or 0
 
     def of_participant(
         self,
@@ -241,15 +240,9 @@ class AttemptRepository:
             Attempt.challenge_id == challenge_id,
             Attempt.participant_id == participant_id,
         )
-        rows = self.session.scalars(
-            select(Attempt)
-            .where(*conditions)
-            .order_by(Attempt.created_at.desc(), Attempt.id)
-            .limit(limit)
-            .offset(offset)
+        return page_where(
+            self.session, Attempt, conditions, _NEWEST_FIRST, limit=limit, offset=offset
         )
-        total = self.session.scalar(select(func.count()).select_from(Attempt).where(*conditions))
-        return list(rows), total or 0
 
     def of_participant_by_ids(
         self,
@@ -360,10 +353,7 @@ class AttemptRepository:
             .limit(limit)
             .offset(offset)
         ).tuples()
-        total = self.session.scalar(
-            select(func.count()).select_from(AttemptTask).where(*conditions)
-        )
-        return list(rows), total or 0
+        return list(rows), count_where(self.session, AttemptTask, *conditions)
 
     def task(
         self, attempt_id: uuid.UUID, task_index: int

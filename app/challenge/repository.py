@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.challenge.config import Visibility
 from app.challenge.models import Challenge
+from app.db import page_where
 from app.scoring.schemas import ScoringConfig
 from app.tenant.models import Tenant
 
@@ -54,15 +55,9 @@ class ChallengeRepository:
             conditions.append(Challenge.kind == kind)
         if visibility:
             conditions.append(Challenge.visibility == visibility)
-        rows = self.session.scalars(
-            select(Challenge)
-            .where(*conditions)
-            .order_by(*_NEWEST_FIRST)
-            .limit(limit)
-            .offset(offset)
+        return page_where(
+            self.session, Challenge, conditions, _NEWEST_FIRST, limit=limit, offset=offset
         )
-        total = self.session.scalar(select(func.count()).select_from(Challenge).where(*conditions))
-        return list(rows), total or 0
 
     def newest(self, *, visibilities: Collection[Visibility] | None, limit: int) -> list[Challenge]:
         """The newest challenges, of the given visibilities only when given."""

@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.auth.models import BrowserSession
-from app.db import insert_for, utcnow
+from app.db import insert_for, page_where, utcnow
 from app.tenant.models import Participant, Tenant, TenantSpend
 
 
@@ -129,16 +129,10 @@ class ParticipantRepository:
         return existing.id, existing.handle
 
     def page(self, limit: int, offset: int) -> tuple[list[Participant], int]:
-        scoped = Participant.tenant_id == self.tenant_id
-        rows = self.session.scalars(
-            select(Participant)
-            .where(scoped)
-            .order_by(Participant.handle)
-            .limit(limit)
-            .offset(offset)
+        scoped = [Participant.tenant_id == self.tenant_id]
+        return page_where(
+            self.session, Participant, scoped, (Participant.handle,), limit=limit, offset=offset
         )
-        total = self.session.scalar(select(func.count()).select_from(Participant).where(scoped))
-        return list(rows), total or 0
 
     def handles(self, participant_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
         if not participant_ids:

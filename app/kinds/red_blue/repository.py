@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
-from app.db import insert_for, lock_some_ids, take_write_lock
+from app.db import count_where, insert_for, lock_some_ids, page_where, take_write_lock
 from app.kinds.red_blue.models import (
     Attack,
     Board,
@@ -150,9 +150,7 @@ class RedBlueRepository:
         ]
         if since is not None:
             conditions.append(Defense.created_at >= since)
-        return (
-            self.session.scalar(select(func.count()).select_from(Defense).where(*conditions)) or 0
-        )
+        return count_where(self.session, Defense, *conditions)
 
     def count_attacks(
         self, challenge_id: uuid.UUID, participant_id: uuid.UUID, since: datetime | None
@@ -164,7 +162,7 @@ class RedBlueRepository:
         ]
         if since is not None:
             conditions.append(Attack.created_at >= since)
-        return self.session.scalar(select(func.count()).select_from(Attack).where(*conditions)) or 0
+        return count_where(self.session, Attack, *conditions)
 
     def insert_entry(self, entry: Defense | Attack) -> bool:
         """Inserts a new defense or attack; False if its Idempotency-Key is already taken
@@ -240,15 +238,14 @@ class RedBlueRepository:
                     Match.blue_participant_id == participant_id,
                 )
             )
-        rows = self.session.scalars(
-            select(Match)
-            .where(*conditions)
-            .order_by(Match.created_at.desc(), Match.id)
-            .limit(limit)
-            .offset(offset)
+        return page_where(
+            self.session,
+            Match,
+            conditions,
+            (Match.created_at.desc(), Match.id),
+            limit=limit,
+            offset=offset,
         )
-        total = self.session.scalar(select(func.count()).select_from(Match).where(*conditions))
-        return list(rows), total or 0
 
     def entries_of(
         self, challenge_id: uuid.UUID, participant_id: uuid.UUID, *, limit: int
