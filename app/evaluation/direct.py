@@ -144,9 +144,10 @@ async def create_completion(
 
 
 def warm_up_direct_calls() -> None:
-    """Loads what a process's first direct call would otherwise load inside its timed span:
-    the price table. (The modules are imported with this one; a base's TLS context is made
-    with its client, before the timed span.)"""
+    """Loads what a process's first direct call would otherwise load during its run: the HTTP
+    client's module and the price table. (A base's TLS context is made with its client, which
+    each call gets before its timed span.)"""
+    import app.outbound.transport  # noqa: F401
     from app.outbound.prices import bundled_prices
 
     bundled_prices()
