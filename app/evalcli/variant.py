@@ -74,12 +74,10 @@ class _Invalid(Exception):
 Check = Callable[[Any], Any]
 
 
-def _text(*, optional: bool = False, pattern: str | None = None) -> Check:
+def _text(*, pattern: str | None = None) -> Check:
     compiled = re.compile(pattern) if pattern else None
 
     def check(value: Any) -> Any:
-        if value is None and optional:
-            return None
         if not isinstance(value, str) or not value:
             raise _Invalid("a non-empty string is needed")
         if compiled is not None and not compiled.fullmatch(value):
@@ -89,10 +87,8 @@ def _text(*, optional: bool = False, pattern: str | None = None) -> Check:
     return check
 
 
-def _integer(*, low: int, high: int | None = None, optional: bool = False) -> Check:
+def _integer(*, low: int, high: int | None = None) -> Check:
     def check(value: Any) -> Any:
-        if value is None and optional:
-            return None
         if not isinstance(value, int) or isinstance(value, bool):
             raise _Invalid("an integer is needed")
         if value < low or (high is not None and value > high):
@@ -103,12 +99,8 @@ def _integer(*, low: int, high: int | None = None, optional: bool = False) -> Ch
     return check
 
 
-def _number(
-    *, low: float, high: float | None = None, above: bool = False, optional: bool = False
-) -> Check:
+def _number(*, low: float, high: float | None = None, above: bool = False) -> Check:
     def check(value: Any) -> Any:
-        if value is None and optional:
-            return None
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise _Invalid("a number is needed")
         number = float(value)
@@ -141,6 +133,11 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value
 
 
+def _optional(check: Check) -> Check:
+    """`check`, or nothing (null)."""
+    return lambda value: None if value is None else check(value)
+
+
 def _one_of(*checks: Check, expected: str) -> Check:
     """The first check that accepts the value; `expected` names them all otherwise."""
 
@@ -170,12 +167,11 @@ def _indices(value: Any) -> Any:
 
 
 def _fields(
-    data: Any, checks: Mapping[str, Check], defaults: Mapping[str, Any], required: set[str]
+    data: dict[Any, Any], checks: Mapping[str, Check], required: set[str]
 ) -> dict[str, Any]:
-    """`data`'s keys checked; every problem raised at once (an ExceptionGroup of _Invalid)."""
-    if not isinstance(data, dict):
-        raise ExceptionGroup("mapping", [_Invalid("a mapping of keys is needed")])
-    values = dict(defaults)
+    """`data`'s keys (a mapping) checked; every problem raised at once (an ExceptionGroup of
+    _Invalid)."""
+    values: dict[str, Any] = {}
     problems = []
     for key, value in data.items():
         check = checks.get(key) if isinstance(key, str) else None
@@ -200,10 +196,10 @@ def _fields(
 
 _MODEL_CHECKS: dict[str, Check] = {
     "model": _text(),
-    "temperature": _number(low=0.0, high=2.0, optional=True),
-    "max_tokens": _integer(low=1, optional=True),
+    "temperature": _optional(_number(low=0.0, high=2.0)),
+    "max_tokens": _optional(_integer(low=1)),
     "system_prompt": _any_text,
-    "api_base": _text(optional=True),
+    "api_base": _optional(_text()),
     "timeout_s": _number(low=0.0, above=True),
 }
 
@@ -212,7 +208,7 @@ def _model_setting(value: Any) -> ModelSpec:
     """A model given as a mapping (`{model, temperature, max_tokens, ...}`)."""
     from app.evaluation.types import ModelSpec
 
-    return ModelSpec(**_fields(value, _MODEL_CHECKS, {}, {"model"}))
+    return ModelSpec(**_fields(value, _MODEL_CHECKS, {"model"}))
 
 
 def _model_or_mapping(value: Any) -> str | ModelSpec:
@@ -235,14 +231,14 @@ class Concurrency:
 
 _CONCURRENCY_CHECKS: dict[str, Check] = {
     "global": _integer(low=1),
-    "per_model": _integer(low=1, optional=True),
-    "tasks_in_flight": _integer(low=1, optional=True),
+    "per_model": _optional(_integer(low=1)),
+    "tasks_in_flight": _optional(_integer(low=1)),
 }
 
 
 def _concurrency(value: Any) -> int | Concurrency:
     if isinstance(value, dict):
-        values = _fields(value, _CONCURRENCY_CHECKS, {}, set())
+        values = _fields(value, _CONCURRENCY_CHECKS, set())
         if "global" in values:
             values["global_"] = values.pop("global")
         return Concurrency(**values)
@@ -274,29 +270,25 @@ class Variant:
     cost_budget_usd: float | None = None
 
 
-def _optional(check: Check) -> Check:
-    return lambda value: None if value is None else check(value)
-
-
 _VARIANT_CHECKS: dict[str, Check] = {
     "description": _any_text,
-    "benchmark": _text(optional=True),
+    "benchmark": _optional(_text()),
     "metric": _text(pattern=r"(pass|seq)@k"),
     "k": _integer(low=1, high=10_000),
     "feedback_mode": _text(),
     "model": _model_or_mapping,
-    "temperature": _number(low=0.0, high=2.0, optional=True),
+    "temperature": _optional(_number(low=0.0, high=2.0)),
     "judge_model": _optional(_model_or_mapping),
     "critic_model": _optional(_model_or_mapping),
     "task_indices": _indices,
-    "max_tasks": _integer(low=1, optional=True),
+    "max_tasks": _optional(_integer(low=1)),
     "continue": _flag,
     "s3_sync": _optional(_one_of(_flag, _text(), _mapping, expected="true, a string or a mapping")),
     "console_char_limit": _integer(low=0),
     "concurrency": _concurrency,
     "options": _mapping,
     "prices": _optional(_one_of(_text(), _mapping, expected="a file path or a mapping")),
-    "cost_budget_usd": _number(low=0.0, optional=True),
+    "cost_budget_usd": _optional(_number(low=0.0)),
 }
 
 
@@ -305,7 +297,7 @@ def parse_variant(data: Any, *, source: str) -> Variant:
     if not isinstance(data, dict):
         raise CliError(f"{source}: a variant is a YAML mapping of keys")
     try:
-        values = _fields(data, _VARIANT_CHECKS, {}, {"metric", "k", "model"})
+        values = _fields(data, _VARIANT_CHECKS, {"metric", "k", "model"})
     except ExceptionGroup as group:
         problems = "; ".join(
             f"{'.'.join(problem.path) or '(top)'}: {problem.message}"
