@@ -3,12 +3,15 @@ public sections, and refusing attempts."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from typing import Any
 
 import pytest
 
 from app.auth.subjects import SignedInParticipant, TenantAdmin, TenantMember
 from app.errors import ValidationFailed
+from app.evaluation.types import InfrastructureError
 from app.kinds.red_blue import KIND
 from app.kinds.red_blue.config import text_limit
 from app.kinds.red_blue.models import Side
@@ -77,3 +80,11 @@ def test_unknown_verifier_and_policy_name_the_field() -> None:
     suite = {"categories": [{"name": "x", "verifier": {"type": "telepathy"}}]}
     with pytest.raises(ValidationFailed, match=r"judge_suite\.categories\.0\.verifier"):
         KIND.parse({**SECTIONS, "judge_suite": suite})
+
+
+def test_an_attempt_that_reaches_a_worker_anyway_ends_in_error_saying_why() -> None:
+    # Submission refuses every attempt of a red_blue challenge; a row written by other means
+    # must end as an error with a reason, not as an internal failure.
+    context: Any = None
+    with pytest.raises(InfrastructureError, match="takes no attempts"):
+        asyncio.run(KIND.run(context))

@@ -26,6 +26,7 @@ from app.challenge.kinds import KindConfig
 from app.challenge.models import Challenge
 from app.config import get_settings
 from app.errors import ValidationFailed
+from app.evaluation.types import InfrastructureError
 from app.kinds.base import Kind
 from app.kinds.outbound import check_served, checked_api_base
 from app.kinds.red_blue.config import RedBlueSections, public_verifier, sections_of
@@ -134,7 +135,11 @@ class RedBlueKind(RedBluePages, Kind):
         )
 
     async def run(self, context: RunContext) -> AttemptMetrics | None:
-        raise NotImplementedError("red_blue challenges have no attempts to run")
+        # Never queued: `submission` refuses every attempt. One that reached a worker anyway
+        # (a row written by other means) ends in error, saying where the work goes.
+        raise InfrastructureError(
+            "a red_blue challenge takes no attempts: its defenses and attacks run as matches"
+        )
 
 
 KIND = RedBlueKind()
