@@ -17,8 +17,10 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.evaluation.bounds import DEFAULT_MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS
 from app.outbound.policy import OutboundPolicy, parse_allowed_bases
 from app.outbound.providers import ProviderPolicy, validate_provider_names
+from app.storable import STORED_VALUE_CHARS
 from app.strength import secret_problem
 
 
@@ -52,6 +54,11 @@ class Settings(BaseSettings):
     model_timeout_seconds: float = Field(default=60.0, gt=0, le=3600)
     model_max_tries: int = Field(default=4, ge=1, le=20)
     model_retry_base_delay_seconds: float = Field(default=0.5, ge=0, le=60)
+    # The most characters of a model's answer any call keeps (stored, served, verified); a
+    # call with max_tokens keeps fewer (app.evaluation.bounds, docs/engine.md).
+    max_output_chars: int = Field(
+        default=DEFAULT_MAX_OUTPUT_CHARS, ge=MIN_OUTPUT_CHARS, le=STORED_VALUE_CHARS // 4
+    )
     # The Celery queue of this deployment; deployments (or test runs) sharing one Redis keep
     # their tasks apart by using different queue names.
     queue: str = Field(default="attempts", pattern=r"^[A-Za-z0-9_.-]{1,100}$")

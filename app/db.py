@@ -36,7 +36,7 @@ from sqlalchemy.pool import NullPool
 from sqlalchemy.types import TypeDecorator
 
 from app.config import get_settings
-from app.storable import escape_text, escape_value
+from app.storable import STORED_VALUE_CHARS, bounded_value, escape_text, escape_value
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -93,7 +93,8 @@ class ProducedString(TypeDecorator[str]):
 
 class ProducedJSON(TypeDecorator[Any]):
     """JSON holding what models or plugins produced (outputs, judge and critic replies, scorer
-    details): stored escaped (app/storable.py), so a NUL in an output cannot fail the write."""
+    details): stored escaped (app/storable.py), so a NUL in an output cannot fail the write,
+    and bounded (`STORED_VALUE_CHARS`), so its size cannot either."""
 
     impl = JSON
     cache_ok = True
@@ -102,7 +103,7 @@ class ProducedJSON(TypeDecorator[Any]):
         return dialect.type_descriptor(JSONB() if dialect.name == "postgresql" else JSON())
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
-        return None if value is None else escape_value(value)
+        return None if value is None else bounded_value(escape_value(value), STORED_VALUE_CHARS)
 
 
 E = TypeVar("E", bound=StrEnum)

@@ -14,6 +14,13 @@ Two policies, one per source (docs/input.md):
   `\\uXXXX` (NUL becomes `\\u0000`, a lone U+DC80 becomes `\\udc80`) and a non-finite number as
   the string "NaN", "Infinity" or "-Infinity". The escape is one way: it is for reading, and an
   output that already held the text `\\u0000` reads the same.
+
+Size is the third limit: `jsonb` refuses a value whose elements total more than 268,435,455
+bytes, and a value that large would also be a page nobody can load. `truncated` keeps the
+first characters of a text and says how many were cut, with `TRUNCATION_MARK`; `bounded_value`
+does it to the longest strings of a JSON-like value until the whole fits a character budget.
+Both are used for what is stored (`app/db.py`) and for what is served of stored trials
+(docs/engine.md, "Bounded outputs").
 """
 
 from __future__ import annotations
@@ -141,6 +148,97 @@ def escape_value(value: Any) -> Any:
             pending.extend((items, index, child) for index, child in enumerate(item))
         else:
             parent[slot] = _escape_scalar(item)
+    return root[0]
+
+
+# The most characters (strings and keys) one produced JSON value keeps when stored. PostgreSQL's
+# `jsonb` refuses a value over 268,435,455 bytes; at up to 4 bytes a character this stays well
+# below. Model outputs are capped long before (docs/engine.md, "Bounded outputs"): this is the
+# last guard, so that no size can fail a trial's write.
+STORED_VALUE_CHARS = 16_000_000
+# The most characters of one trial section (actor, judge, critic) served by the API and the web
+# pages: trials stored before outputs were capped may hold hundreds of megabytes.
+SERVED_SECTION_CHARS = 500_000
+
+# Appended where a text was cut: the visible sign, for readers and for models that see it again
+# (a seq@k history), that more was there.
+TRUNCATION_MARK = "\n[… truncated: {count:,} more characters]"
+# Room a mark takes, whatever the count (`bounded_value` reserves it for every cut string).
+_MARK_RESERVE = len(TRUNCATION_MARK.format(count=10**18))
+
+
+def truncated(text: str, limit: int) -> str:
+    """`text` when it has at most `limit` characters; else its first `limit` characters and
+    the mark saying how many more there were."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit, 0)
+    return text[:keep] + TRUNCATION_MARK.format(count=len(text) - keep)
+
+
+def _string_lengths(value: Any) -> tuple[list[int], int]:
+    """The lengths of the string values in a JSON-like value, and the characters of its object
+    keys (counted, never cut). Iterative: a deeply nested value cannot exhaust the stack."""
+    lengths: list[int] = []
+    key_chars = 0
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            lengths.append(len(item))
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str):
+                    key_chars += len(key)
+                pending.append(child)
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+    return lengths, key_chars
+
+
+def _kept_per_string(lengths: list[int], budget: int) -> int:
+    """The largest length L such that strings cut to L (each with its mark) fit `budget`."""
+    low, high = 0, max(lengths)
+    while low < high:
+        middle = (low + high + 1) // 2
+        total = sum(length if length <= middle else middle + _MARK_RESERVE for length in lengths)
+        if total <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def bounded_value(value: Any, limit: int) -> Any:
+    """A JSON-like value whose strings and keys total at most about `limit` characters.
+
+    A value within the limit (the usual case) is returned as it is. Otherwise the longest
+    strings are cut to one common length, the largest that fits, each `truncated` with its
+    mark: short strings (model names, verdicts, numbers' neighbours) stay whole and the text
+    that made the value huge is what gives way. Keys are never cut; a value whose keys alone
+    exceed the limit keeps them and has every string reduced to its mark."""
+    lengths, key_chars = _string_lengths(value)
+    if not lengths or sum(lengths) + key_chars <= limit:
+        return value
+    keep = _kept_per_string(lengths, max(limit - key_chars, 0))
+    root: list[Any] = [None]
+    pending: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while pending:
+        parent, slot, item = pending.pop()
+        if isinstance(item, str):
+            parent[slot] = truncated(item, keep)
+        elif isinstance(item, dict):
+            copied: dict[Any, Any] = {}
+            parent[slot] = copied
+            for key, child in item.items():
+                copied[key] = None  # keeps the order; filled in below
+                pending.append((copied, key, child))
+        elif isinstance(item, list | tuple):
+            items: list[Any] = [None] * len(item)
+            parent[slot] = items
+            pending.extend((items, index, child) for index, child in enumerate(item))
+        else:
+            parent[slot] = item
     return root[0]
 
 

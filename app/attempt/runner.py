@@ -164,6 +164,7 @@ async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> Att
             base_delay_s=settings.model_retry_base_delay_seconds,
         ),
         outbound=settings.outbound_policy(),
+        max_output_chars=settings.max_output_chars,
         budget=AttemptBudget(
             attempt_id=job.attempt_id,
             tenant_id=job.tenant_id,

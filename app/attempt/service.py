@@ -32,6 +32,7 @@ from app.challenge.service import challenge_status, config_of, get_challenge
 from app.config import get_settings
 from app.db import autocommits, utcnow
 from app.errors import Conflict, NotFound, TooManyRequests, ValidationFailed
+from app.storable import SERVED_SECTION_CHARS, bounded_value
 from app.tenant.service import handle_of, handles, participant_by_handle, participant_for_handle
 from app.unit_of_work import UnitOfWork
 
@@ -247,11 +248,16 @@ def _redact_trial(trial: Trial) -> dict[str, Any]:
 
 
 def trial_view(trial: Trial, audience: Audience) -> TrialRead:
+    """A trial as the reader may see it (the API and the web pages), each section bounded:
+    trials stored before outputs were capped can be hundreds of megabytes."""
     sections = (
         {"actor": trial.actor, "judge": trial.judge, "critic": trial.critic}
         if audience is Audience.ADMIN
         else _redact_trial(trial)
     )
+    sections = {
+        name: bounded_value(section, SERVED_SECTION_CHARS) for name, section in sections.items()
+    }
     return TrialRead(
         task_index=trial.task_index,
         task_id=trial.task_id,

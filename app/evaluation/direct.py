@@ -128,12 +128,16 @@ def request_body(spec: ModelSpec, sent: list[Message], model: str) -> dict[str, 
 
 
 async def create_completion(
-    client: GuardedClient, body: dict[str, Any], timeout_s: float
+    client: GuardedClient,
+    body: dict[str, Any],
+    timeout_s: float,
+    max_response_bytes: int | None = None,
 ) -> dict[str, Any]:
     """One chat completion, answered as the JSON the server sent. An answer that is not a JSON
-    object is malformed (worth a retry)."""
+    object is malformed (worth a retry); one over `max_response_bytes` (None: the transport's
+    own maximum) is not read beyond them (`ResponseTooLarge`, not retried)."""
     try:
-        answer = await client.post_json("/chat/completions", body, timeout_s)
+        answer = await client.post_json("/chat/completions", body, timeout_s, max_response_bytes)
     except json.JSONDecodeError as error:
         raise MalformedResponseError(f"the response is not JSON: {error}") from error
     except UnicodeDecodeError as error:
@@ -145,9 +149,11 @@ async def create_completion(
 
 def warm_up_direct_calls() -> None:
     """Loads what a process's first direct call would otherwise load during its run: the HTTP
-    client's module and the price table. (A base's TLS context is made with its client, which
-    each call gets before its timed span.)"""
+    client's module, the price table and the token limits. (A base's TLS context is made with
+    its client, which each call gets before its timed span.)"""
     import app.outbound.transport  # noqa: F401
+    from app.outbound.limits import bundled_limits
     from app.outbound.prices import bundled_prices
 
     bundled_prices()
+    bundled_limits()

@@ -13,6 +13,12 @@ Every actor, judge and critic call goes through `LLMClient.complete`, which retu
 
 A cost budget, when given, is checked before every try and charged after every answer.
 
+What a call brings back is bounded by what it asked for (app.evaluation.bounds): the answer's
+text is cut at the call's output cap with a visible mark, the usage it is recorded and charged
+with is at most what its messages and `max_tokens` could be, and a prompt whose size proves it
+longer than the model accepts is refused before the call (as is, by the provider, one that
+turns out to be; neither is retried).
+
 Transient failures (rate limits, 5xx, timeouts, broken connections, malformed responses) are
 retried with exponential backoff and full jitter, honouring `Retry-After`, the same way on both
 transports; anything else, and a spent retry budget, raises `InfrastructureError`, which ends
@@ -31,6 +37,7 @@ import logging
 import math
 import os
 import random
+import re
 import sys
 import threading
 import time
@@ -38,6 +45,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from app.evaluation.bounds import (
+    DEFAULT_MAX_OUTPUT_CHARS,
+    Usage,
+    bounded_usage,
+    capped_output,
+    input_token_bound,
+    output_char_cap,
+    output_token_bound,
+    prompt_bytes,
+    prompt_token_floor,
+    response_byte_cap,
+)
 from app.evaluation.direct import (
     SHARED_POOLS,
     ConnectionPools,
@@ -54,9 +73,11 @@ from app.evaluation.types import (
     InfrastructureError,
     Message,
     ModelSpec,
+    PromptTooLong,
     RetryPolicy,
 )
 from app.outbound.addresses import AsyncResolver, DestinationRefused, system_resolve_async
+from app.outbound.limits import ModelLimits, bundled_limits
 from app.outbound.policy import BaseRoute, OutboundPolicy, OutboundRefused
 from app.outbound.prices import Price, bundled_prices
 from app.storable import encodable
@@ -72,6 +93,16 @@ CallObserver = Callable[[str, float, "CallRecord | None"], None]
 # Statuses worth another try: timeouts, conflicts, "too early", rate limits and server errors.
 _TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
 _REASON_LIMIT = 500
+# How providers and servers word a prompt over the model's context (OpenAI, vLLM, SGLang,
+# llama.cpp, Anthropic, ...), in the statuses they refuse it with. litellm maps its providers'
+# wordings to ContextWindowExceededError; the direct transport reads the error body.
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[ _-]?(?:length|window|size)|maximum context|prompt is too long"
+    r"|too many (?:input |prompt )?tokens|input (?:is )?too long|reduce the length",
+    re.IGNORECASE,
+)
+_CONTEXT_OVERFLOW_STATUSES = frozenset({400, 413, 422})
+_CONTEXT_OVERFLOW_SCAN = 4000
 # litellm honours `timeout` unevenly across providers; this guard bounds a call regardless.
 _HARD_TIMEOUT_FACTOR = 1.5
 _HARD_TIMEOUT_GRACE_S = 5.0
@@ -302,6 +333,16 @@ def _describe(error: BaseException) -> str:
     return described
 
 
+def is_context_overflow(error: BaseException) -> bool:
+    """Whether the provider refused the prompt as longer than the model's context."""
+    if any(kind.__name__ == "ContextWindowExceededError" for kind in type(error).__mro__):
+        return True
+    status = getattr(error, "status_code", None)
+    if status not in _CONTEXT_OVERFLOW_STATUSES:
+        return False
+    return _CONTEXT_OVERFLOW.search(str(error)[:_CONTEXT_OVERFLOW_SCAN]) is not None
+
+
 def _public_failure(model: str, error: BaseException) -> str:
     """What a participant may read about a failed call: whether the model was reached, the HTTP
     status it answered, or the kind of failure; never an address, a port or a response body
@@ -311,6 +352,9 @@ def _public_failure(model: str, error: BaseException) -> str:
     status = getattr(error, "status_code", None)
     if isinstance(status, int) and not isinstance(status, bool):
         return f"model {model} failed: HTTP {status}"
+    limit = getattr(error, "limit_bytes", None)
+    if isinstance(limit, int):
+        return f"model {model} answered more than the {limit:,} bytes its max_tokens allow"
     return f"model {model} failed: {type(error).__name__}"
 
 
@@ -331,19 +375,45 @@ def _field(value: Any, name: str) -> Any:
     return getattr(value, name, None)
 
 
-def _output_text(response: Any) -> str:
+def _first_message(response: Any) -> Any:
     choices = _field(response, "choices")
     if not choices or not isinstance(choices, list | tuple):
         raise MalformedResponseError("the response has no choices")
     message = _field(choices[0], "message")
     if message is None:
         raise MalformedResponseError("the first choice has no message")
+    return message
+
+
+def _output_text(message: Any) -> str:
     content = _field(message, "content")
     if content is None:
         return ""
     if not isinstance(content, str):
         raise MalformedResponseError(f"message content is {type(content).__name__}, not text")
     return content
+
+
+def _reasoning_text(message: Any) -> str:
+    """The reasoning a server returns beside the answer (`reasoning_content`, or `reasoning`),
+    if any: it is not kept, but its tokens are within the output tokens."""
+    for name in ("reasoning_content", "reasoning"):
+        value = _field(message, name)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+class _CallBounds:
+    """What one call may bring back (app.evaluation.bounds), fixed before its first try."""
+
+    __slots__ = ("max_input_tokens", "output_chars", "response_bytes", "token_limit")
+
+    def __init__(self, token_limit: int | None, max_input_tokens: int, ceiling: int) -> None:
+        self.token_limit = token_limit
+        self.max_input_tokens = max_input_tokens
+        self.output_chars = output_char_cap(token_limit, ceiling)
+        self.response_bytes = response_byte_cap(token_limit)
 
 
 # The jitter of retry delays when a client is given no generator of its own.
@@ -359,7 +429,8 @@ class LLMClient:
     a time per client. A model is identified by its id and `api_base`, so two servers of the
     same model id do not share a cap. Direct-transport connections come from `pools` (default:
     the process's, shared by every client; see app.evaluation.direct). `prices` (the `prices:`
-    overrides) price their models on both transports.
+    overrides) price their models on both transports. `max_output_chars` is the most
+    characters of an answer any call keeps (`GAUNTLET_MAX_OUTPUT_CHARS` in the service).
     """
 
     def __init__(
@@ -376,9 +447,12 @@ class LLMClient:
         on_call: CallObserver | None = None,
         prices: Mapping[str, Price] | None = None,
         pools: ConnectionPools | None = None,
+        max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
     ) -> None:
         if global_concurrency < 1 or per_model_concurrency < 1:
             raise ValueError("concurrency caps must be at least 1")
+        if max_output_chars < 1:
+            raise ValueError("max_output_chars must be at least 1")
         if retry.max_attempts < 1:
             raise ValueError("retry.max_attempts must be at least 1")
         self.global_concurrency = global_concurrency
@@ -404,6 +478,9 @@ class LLMClient:
         self.pools = pools if pools is not None else SHARED_POOLS
         # The policy is immutable: a base URL's route is decided once per client.
         self._routes: dict[str, BaseRoute] = {}
+        # The ceiling of every answer's output cap (app.evaluation.bounds).
+        self.max_output_chars = max_output_chars
+        self._limits: dict[str, ModelLimits | None] = {}
 
     async def complete(self, spec: ModelSpec, messages: list[Message]) -> CallRecord:
         """One chat completion, retried on transient failures; raises `InfrastructureError`."""
@@ -414,13 +491,14 @@ class LLMClient:
         # one cannot be encoded into the request, so it goes as written when stored.
         sent.extend(_encodable_message(message) for message in messages)
         route = self._route(spec)
+        bounds = self._bounds(spec, sent)
 
         for attempt in range(1, self.retry.max_attempts + 1):
             if self.budget is not None:
                 # Before every try: a retry is a new call, and the budget may be spent by now.
                 await self.budget.before_call(spec)
             try:
-                record = await self._call_once(spec, sent, route)
+                record = await self._call_once(spec, sent, route, bounds)
             except BaseException as error:
                 if self.budget is not None:
                     self.budget.release(spec)
@@ -432,6 +510,13 @@ class LLMClient:
                         f"model {spec.model} unreachable",
                         f"model {spec.model}: destination refused: {refusal}",
                         error,
+                    ) from error
+                if is_context_overflow(error):
+                    detail = f"model {spec.model} refused the prompt: {_describe(error)}"
+                    logger.warning("%s", detail)
+                    raise PromptTooLong(
+                        f"the prompt is longer than model {spec.model} accepts (not retried)",
+                        detail=detail,
                     ) from error
                 if not is_transient(error):
                     raise self._failure(
@@ -461,6 +546,38 @@ class LLMClient:
                 await self.budget.after_call(spec, record)
             return record
         raise AssertionError("unreachable: the loop returns or raises")
+
+    def _model_limits(self, spec: ModelSpec) -> ModelLimits | None:
+        """The model's token limits from litellm's map (none for offline and
+        `openai-compatible/` models, which it does not know)."""
+        if spec.model in self._limits:
+            return self._limits[spec.model]
+        limits = None
+        if not spec.model.startswith("offline/") and not is_openai_compatible(spec.model):
+            limits = bundled_limits().limits_of(spec.model, self.outbound.catalog)
+        self._limits[spec.model] = limits
+        return limits
+
+    def _bounds(self, spec: ModelSpec, sent: list[Message]) -> _CallBounds:
+        """The call's bounds; a prompt its size proves too long for the model is refused here,
+        before any try (PromptTooLong, not retried)."""
+        limits = self._model_limits(spec)
+        content_bytes = prompt_bytes(sent)
+        max_input = limits.max_input_tokens if limits is not None else None
+        if max_input is not None and prompt_token_floor(content_bytes) > max_input:
+            characters = sum(len(message.get("content") or "") for message in sent)
+            public = (
+                f"the prompt is too long for model {spec.model}: {characters:,} characters, "
+                f"more than the {max_input:,} tokens it accepts (not retried)"
+            )
+            logger.warning("model %s: %s", spec.model, public)
+            raise PromptTooLong(public)
+        token_limit = spec.max_tokens
+        if token_limit is None and limits is not None:
+            token_limit = limits.max_output_tokens
+        return _CallBounds(
+            token_limit, input_token_bound(sent, content_bytes), self.max_output_chars
+        )
 
     @staticmethod
     def _failure(public: str, detail: str, error: BaseException) -> InfrastructureError:
@@ -524,7 +641,7 @@ class LLMClient:
         return model_gate, self._global_gate
 
     async def _call_once(
-        self, spec: ModelSpec, sent: list[Message], route: BaseRoute | None
+        self, spec: ModelSpec, sent: list[Message], route: BaseRoute | None, bounds: _CallBounds
     ) -> CallRecord:
         hard_timeout = spec.timeout_s * _HARD_TIMEOUT_FACTOR + _HARD_TIMEOUT_GRACE_S
         if route is None:
@@ -546,7 +663,9 @@ class LLMClient:
             # Built before the timed span, like litellm's arguments: the call alone is timed.
             client = self.pools.client(route, self.resolve)
             body = request_body(spec, sent, served_model_name(spec.model, self.outbound))
-            send = functools.partial(create_completion, client, body, spec.timeout_s)
+            send = functools.partial(
+                create_completion, client, body, spec.timeout_s, bounds.response_bytes
+            )
 
         # The model gate comes first so a call queued behind a busy model holds no global slot.
         model_gate, global_gate = self._gates(spec)
@@ -567,23 +686,49 @@ class LLMClient:
             elapsed_ms = round(elapsed_s * 1000)
 
         try:
-            output = _output_text(response)
+            message = _first_message(response)
+            answer = _output_text(message)
         except MalformedResponseError:
             self._observe(spec.model, elapsed_s, None)
             raise
+        output, cut = capped_output(answer, bounds.output_chars)
         usage = _field(response, "usage")
         prompt_details = _field(usage, "prompt_tokens_details")
         completion_details = _field(usage, "completion_tokens_details")
-        record = CallRecord(
-            model=spec.model,
-            prompt=sent,
-            output=output,
+        reported = Usage(
             input_tokens=_as_int(_field(usage, "prompt_tokens")),
             cached_tokens=_as_int(_field(prompt_details, "cached_tokens")),
             thinking_tokens=_as_int(_field(completion_details, "reasoning_tokens")),
             output_tokens=_as_int(_field(usage, "completion_tokens")),
-            elapsed_ms=elapsed_ms,
         )
+        counted = bounded_usage(
+            reported,
+            max_input=bounds.max_input_tokens,
+            max_output=output_token_bound(bounds.token_limit, answer, _reasoning_text(message)),
+        )
+        record = CallRecord(
+            model=spec.model,
+            prompt=sent,
+            output=output,
+            input_tokens=counted.input_tokens,
+            cached_tokens=counted.cached_tokens,
+            thinking_tokens=counted.thinking_tokens,
+            output_tokens=counted.output_tokens,
+            elapsed_ms=elapsed_ms,
+            output_truncated_chars=cut,
+            reported_usage=None if counted == reported else reported.to_dict(),
+        )
+        if cut or record.reported_usage is not None:
+            # The offline simulations ignore max_tokens by design; anything else doing so is
+            # a broken or hostile server the operator should hear of.
+            logger.log(
+                logging.DEBUG if spec.model.startswith("offline/") else logging.WARNING,
+                "model %s: answer bounded (%d characters cut; usage reported %s, counted %s)",
+                spec.model,
+                cut,
+                reported.to_dict(),
+                counted.to_dict(),
+            )
         record.cost_usd = self._cost(record, response if route is None else None)
         self._observe(spec.model, elapsed_s, record)
         return record
@@ -620,6 +765,9 @@ class LLMClient:
                 )
             )
         if litellm_response is not None:
+            if record.reported_usage is not None:
+                # litellm priced the usage the server claimed; the record's is what counts.
+                return self._litellm_cost_of_record(record)
             return self._litellm_cost(record.model, litellm_response)
         if is_openai_compatible(record.model):
             price = None  # your own server: only `prices` knows its price
@@ -660,6 +808,29 @@ class LLMClient:
             cost = load_litellm().completion_cost(completion_response=response)
         except Exception as error:
             self._warn_unpriced(model, str(error))
+            return None
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            return _finite(float(cost))
+        return None
+
+    def _litellm_cost_of_record(self, record: CallRecord) -> float | None:
+        """litellm's price of the record's (bounded) usage: its own `completion_cost` on a
+        response carrying exactly those counts."""
+        litellm = load_litellm()
+        response = litellm.ModelResponse(
+            model=record.model,
+            usage=litellm.Usage(
+                prompt_tokens=record.input_tokens,
+                completion_tokens=record.output_tokens,
+                total_tokens=record.input_tokens + record.output_tokens,
+                prompt_tokens_details={"cached_tokens": record.cached_tokens},
+                completion_tokens_details={"reasoning_tokens": record.thinking_tokens},
+            ),
+        )
+        try:
+            cost = litellm.completion_cost(completion_response=response, model=record.model)
+        except Exception as error:
+            self._warn_unpriced(record.model, str(error))
             return None
         if isinstance(cost, int | float) and not isinstance(cost, bool):
             return _finite(float(cost))

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.evaluation.types import Message, Metric, TrialRecord
+from app.storable import truncated
 
-PROMPT_VERSION = "2025-01.1"
+# 2025-01.2: earlier outputs and feedback in a seq@k prompt are bounded (below).
+PROMPT_VERSION = "2025-01.2"
 
 # seq@k (docs/engine.md, "The seq@k prompt"): the attempt line appears on attempt 1 too, so
 # seq@1 differs from pass@1 on purpose.
@@ -20,6 +22,15 @@ EARLIER_OUTPUT_HEADER = "Attempt {attempt} output:"
 EARLIER_FEEDBACK_HEADER = "Feedback on attempt {attempt}:"
 NO_FEEDBACK = "(no feedback)"
 SECTION_SEPARATOR = "\n\n"
+# The history a seq@k prompt carries is bounded, so that a model that repeats its prompt (an
+# echo) cannot double it at every attempt. Each earlier output keeps at most
+# EARLIER_OUTPUT_CHARS characters and each feedback EARLIER_FEEDBACK_CHARS; all of them together
+# keep at most HISTORY_CHARS, given to the newest attempts first: the oldest are cut first,
+# down to the mark alone. A cut text ends with the truncation mark ("[… truncated: N more
+# characters]"), so the model knows there was more. Headers and marks are not counted.
+EARLIER_OUTPUT_CHARS = 8_000
+EARLIER_FEEDBACK_CHARS = 2_000
+HISTORY_CHARS = 32_000
 
 # The judge prompt. Its marker layout is also what the `offline/judge` model reads, so the two
 # stay in step through these constants.
@@ -55,20 +66,41 @@ def build_actor_messages(
     """The user message for attempt `attempt_index` (1-based) of `k`.
 
     pass@k draws independent samples, so it sees the task prompt alone. seq@k sees the task
-    prompt, the attempt line and every earlier attempt's output and feedback, numbered. The
-    verifier's private details are never read here.
+    prompt, the attempt line and every earlier attempt's output and feedback, numbered, each
+    bounded (`HISTORY_CHARS` above). The verifier's private details are never read here.
     """
     if metric == "pass@k":
         return [{"role": "user", "content": task_prompt}]
     if not 1 <= attempt_index <= k:
         raise ValueError(f"attempt_index must be in 1..{k}, got {attempt_index}")
     sections = [task_prompt, ATTEMPT_LINE.format(attempt=attempt_index, k=k)]
-    for trial in sorted(history, key=lambda record: record.attempt_index):
-        number = trial.attempt_index
-        feedback = trial.critic.feedback if trial.critic.feedback is not None else NO_FEEDBACK
-        sections.append(f"{EARLIER_OUTPUT_HEADER.format(attempt=number)}\n{trial.actor.output}")
+    for number, output, feedback in bounded_history(history):
+        sections.append(f"{EARLIER_OUTPUT_HEADER.format(attempt=number)}\n{output}")
         sections.append(f"{EARLIER_FEEDBACK_HEADER.format(attempt=number)}\n{feedback}")
     return [{"role": "user", "content": SECTION_SEPARATOR.join(sections)}]
+
+
+def bounded_history(history: Sequence[TrialRecord]) -> list[tuple[int, str, str]]:
+    """(attempt number, output, feedback) of each earlier attempt, oldest first, as a seq@k
+    prompt carries them: each text within its own limit, and all within `HISTORY_CHARS`,
+    spent on the newest attempts first (feedback before output)."""
+    remaining = HISTORY_CHARS
+    kept: list[tuple[int, str, str]] = []
+    for trial in sorted(history, key=lambda record: record.attempt_index, reverse=True):
+        feedback = trial.critic.feedback if trial.critic.feedback is not None else NO_FEEDBACK
+        feedback_limit = min(EARLIER_FEEDBACK_CHARS, remaining)
+        remaining -= min(len(feedback), feedback_limit)
+        output_limit = min(EARLIER_OUTPUT_CHARS, remaining)
+        remaining -= min(len(trial.actor.output), output_limit)
+        kept.append(
+            (
+                trial.attempt_index,
+                truncated(trial.actor.output, output_limit),
+                truncated(feedback, feedback_limit),
+            )
+        )
+    kept.reverse()
+    return kept
 
 
 def _defuse_markers(text: str) -> str:

@@ -40,9 +40,20 @@ class CostBudgetExhausted(InfrastructureError):
         self.scope = scope
 
 
+class PromptTooLong(InfrastructureError):
+    """The prompt is longer than the model accepts: refused before the call when its size
+    proves it, or by the provider (never retried; the message says which model and why)."""
+
+
 @dataclass
 class CallRecord:
-    """One model call exactly as made: the messages sent, the text received, the usage."""
+    """One model call exactly as made: the messages sent, the text received (cut at the call's
+    output cap, with a visible mark), the usage (each count bounded by what the request could
+    be; app.evaluation.bounds).
+
+    `output_truncated_chars`: characters of the answer cut off (0: the whole answer is here).
+    `reported_usage`: the four counts as the server reported them, kept only when one was
+    beyond its bound (the record holds the bounded ones)."""
 
     model: str
     prompt: list[Message]
@@ -53,11 +64,13 @@ class CallRecord:
     output_tokens: int = 0
     cost_usd: float | None = None
     elapsed_ms: int = 0
+    output_truncated_chars: int = 0
+    reported_usage: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # What dataclasses.asdict gives (a deep copy), built explicitly: asdict's generic deep
         # copy costs more than the rest of a trial's bookkeeping, and a run makes thousands.
-        return {
+        data: dict[str, Any] = {
             "model": self.model,
             "prompt": _copied(self.prompt),
             "output": self.output,
@@ -68,6 +81,13 @@ class CallRecord:
             "cost_usd": self.cost_usd,
             "elapsed_ms": self.elapsed_ms,
         }
+        # Written only when they say something, so the attempt files of ordinary calls keep
+        # exactly the fields they always had.
+        if self.output_truncated_chars:
+            data["output_truncated_chars"] = self.output_truncated_chars
+        if self.reported_usage is not None:
+            data["reported_usage"] = dict(self.reported_usage)
+        return data
 
 
 @dataclass

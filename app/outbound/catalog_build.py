@@ -1,12 +1,14 @@
-"""Derives the provider catalog (`litellm_catalog.json`) and the price table
-(`litellm_prices.json`) from the installed litellm.
+"""Derives the provider catalog (`litellm_catalog.json`), the price table
+(`litellm_prices.json`) and the token limits (`litellm_limits.json`) from the installed
+litellm.
 
-    python -m app.outbound.catalog_build           # rewrite both files
-    python -m app.outbound.catalog_build --check   # exit 1 when either differs from litellm's data
+    python -m app.outbound.catalog_build           # rewrite the three files
+    python -m app.outbound.catalog_build --check   # exit 1 when one differs from litellm's data
 
-The API validates model ids against the catalog, and calls that bypass litellm are priced from
-the table, so neither imports litellm (which takes seconds); a unit test runs `--check`, so
-upgrading litellm without rebuilding fails the suite.
+The API validates model ids against the catalog, calls that bypass litellm are priced from
+the table, and every call's prompt and usage are checked against the limits, so none of them
+imports litellm (which takes seconds); a unit test runs `--check`, so upgrading litellm
+without rebuilding fails the suite.
 
 What is derived, and how:
 - `providers`: `litellm.provider_list`.
@@ -26,6 +28,8 @@ What is derived, and how:
   whose price depends on the time of day (`off_peak_pricing`): litellm prices them by the
   clock, so a table built at another hour would differ (and the `--check` would fail by the
   time of day).
+- limits: `max_input_tokens` and `max_output_tokens` of every chat or completion model of
+  litellm's price map that states a positive number for either (`app.outbound.limits`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from app.outbound.limits import LIMITS_PATH, ModelLimits
 from app.outbound.prices import PRICES_PATH, Price, PriceTier, litellm_release_date
 from app.outbound.providers import CATALOG_PATH
 
@@ -280,6 +285,21 @@ def build_prices(litellm: Any) -> tuple[dict[str, Any], int]:
     return table, left_out
 
 
+def build_limits(litellm: Any) -> dict[str, Any]:
+    """The token limits of every chat or completion model of litellm's map that states one."""
+    models: dict[str, Any] = {}
+    for name, info in sorted(litellm.model_cost.items()):
+        if not isinstance(info, dict) or info.get("mode") not in _PRICED_MODES:
+            continue
+        limits = ModelLimits.from_json(
+            {"input": info.get("max_input_tokens"), "output": info.get("max_output_tokens")}
+        )
+        if limits.max_input_tokens is None and limits.max_output_tokens is None:
+            continue
+        models[name] = {"provider": str(info.get("litellm_provider", "")), **limits.to_json()}
+    return {"litellm_version": _litellm_version(), "models": models}
+
+
 def render(catalog: dict[str, Any]) -> str:
     return json.dumps(catalog, indent=1, sort_keys=True) + "\n"
 
@@ -299,11 +319,25 @@ def render_prices(table: dict[str, Any]) -> str:
     )
 
 
+def render_limits(table: dict[str, Any]) -> str:
+    """One model per line, as the price table."""
+    lines = [
+        f"  {json.dumps(name)}: {json.dumps(entry, sort_keys=True, separators=(',', ':'))}"
+        for name, entry in table["models"].items()
+    ]
+    return (
+        f'{{\n "litellm_version": {json.dumps(table["litellm_version"])},\n "models": {{\n'
+        + ",\n".join(lines)
+        + "\n }\n}\n"
+    )
+
+
 def main(argv: list[str]) -> int:
     litellm = _litellm()
     outputs = {
         CATALOG_PATH: render(build_catalog(litellm)),
         PRICES_PATH: render_prices(build_prices(litellm)[0]),
+        LIMITS_PATH: render_limits(build_limits(litellm)),
     }
     if "--check" in argv:
         stale = [

@@ -20,10 +20,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from app.outbound.providers import ProviderCatalog
+from app.outbound.providers import ProviderCatalog, map_key
 
 PRICES_PATH = Path(__file__).resolve().parent / "litellm_prices.json"
 
@@ -164,16 +163,10 @@ class PriceTable:
         )
 
     def price_of(self, model: str, catalog: ProviderCatalog) -> Price | None:
-        """The price of a model id as litellm looks it up: the id itself (`groq/llama3-8b-8192`,
-        `gpt-4o-mini`), else, for `<provider>/<name>`, the bare name when litellm files it
-        under that provider (`openai/gpt-4o-mini` is `gpt-4o-mini`). None when unknown."""
-        price = self.prices.get(model)
-        if price is not None:
-            return price
-        prefix, slash, rest = model.partition("/")
-        if slash and prefix in catalog.providers and self.providers.get(rest) == prefix:
-            return self.prices.get(rest)
-        return None
+        """The price of a model id as litellm looks it up (`providers.map_key`: the id itself,
+        or `openai/gpt-4o-mini` as `gpt-4o-mini`). None when unknown."""
+        key = map_key(model, self.providers, catalog)
+        return None if key is None else self.prices.get(key)
 
 
 @lru_cache(maxsize=1)

@@ -67,6 +67,20 @@ class ProviderCatalog:
         return self.bare_models.get(model)
 
 
+def map_key(model: str, key_providers: Mapping[str, str], catalog: ProviderCatalog) -> str | None:
+    """The key of litellm's model map (prices, limits) that `model` is filed under, as litellm
+    looks it up: the id itself (`groq/llama3-8b-8192`, `gpt-4o-mini`), else, for
+    `<provider>/<name>`, the bare name when litellm files it under that provider
+    (`openai/gpt-4o-mini` is `gpt-4o-mini`). `key_providers`: the map's keys, each with its
+    provider. None when the map does not know the model."""
+    if model in key_providers:
+        return model
+    prefix, slash, rest = model.partition("/")
+    if slash and prefix in catalog.providers and key_providers.get(rest) == prefix:
+        return rest
+    return None
+
+
 @lru_cache(maxsize=1)
 def bundled_catalog() -> ProviderCatalog:
     return ProviderCatalog.from_json(CATALOG_PATH.read_text(encoding="utf-8"))

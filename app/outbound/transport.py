@@ -45,7 +45,8 @@ from app.outbound.urls import IPAddress
 # uvicorn-based servers (vLLM, SGLang) keep one open, so a call never goes out on a
 # connection the server is closing.
 KEEPALIVE_S = 4.0
-# A chat completion is text; an answer this large is a hostile or broken server.
+# A chat completion is text; an answer this large is a hostile or broken server. Callers pass
+# a smaller cap tied to what the request asked for (app.evaluation.bounds).
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 _READ_SIZE = 65536
 _EXCERPT_LIMIT = 300
@@ -71,7 +72,12 @@ class APIStatusError(Exception):
 
 
 class ResponseTooLarge(Exception):
-    """The answer exceeded MAX_RESPONSE_BYTES (not retried)."""
+    """The answer exceeded the request's cap on its bytes, `limit_bytes` (not retried): what
+    came beyond it was not read."""
+
+    def __init__(self, limit_bytes: int) -> None:
+        super().__init__(f"the answer exceeds {limit_bytes} bytes")
+        self.limit_bytes = limit_bytes
 
 
 def _status_error_class(name: str) -> type[APIStatusError]:
@@ -148,10 +154,20 @@ class GuardedClient:
         self._idle: dict[IPAddress, list[_Connection]] = {}
         self._open: set[_Connection] = set()
 
-    async def post_json(self, path: str, payload: Mapping[str, Any], timeout_s: float) -> Any:
+    async def post_json(
+        self,
+        path: str,
+        payload: Mapping[str, Any],
+        timeout_s: float,
+        max_response_bytes: int | None = None,
+    ) -> Any:
         """POSTs `payload` to the base URL's path plus `path`; the answer's JSON (a
-        json.JSONDecodeError when it is not JSON). Raises the errors above, and
+        json.JSONDecodeError when it is not JSON). Raises the errors above (ResponseTooLarge
+        past `max_response_bytes` of body, never more than MAX_RESPONSE_BYTES), and
         DestinationRefused (app.outbound.addresses) when the policy refuses every address."""
+        limit = MAX_RESPONSE_BYTES
+        if max_response_bytes is not None:
+            limit = min(max_response_bytes, limit)
         data = json.dumps(payload).encode("ascii")
         request = h11.Request(
             method="POST",
@@ -164,14 +180,16 @@ class GuardedClient:
                 connection = self._idle_connection(address)
                 if connection is not None:
                     try:
-                        status, headers, body = await self._exchange(connection, request, data)
+                        status, headers, body = await self._exchange(
+                            connection, request, data, limit
+                        )
                     except _Stale:
                         # The server closed the kept-alive connection as the request went out;
                         # it never saw the request: once more, on a new connection.
                         connection = None
                 if connection is None:
                     connection = await self._connect(address)
-                    status, headers, body = await self._exchange(connection, request, data)
+                    status, headers, body = await self._exchange(connection, request, data, limit)
         except TimeoutError as error:
             raise APITimeoutError(f"no answer within {timeout_s:g} s") from error
         self._release(address, connection)
@@ -215,7 +233,7 @@ class GuardedClient:
         return connection
 
     async def _exchange(
-        self, connection: _Connection, request: h11.Request, data: bytes
+        self, connection: _Connection, request: h11.Request, data: bytes, limit: int
     ) -> tuple[int, dict[str, str], bytes]:
         """One request and its whole answer on `connection`; on any failure (cancellation
         included) the connection is closed, never reused."""
@@ -241,8 +259,8 @@ class GuardedClient:
                     protocol.receive_data(chunk)  # b"": the server closed the connection
                 elif type(event) is h11.Data:
                     size += len(event.data)
-                    if size > MAX_RESPONSE_BYTES:
-                        raise ResponseTooLarge(f"the answer exceeds {MAX_RESPONSE_BYTES} bytes")
+                    if size > limit:
+                        raise ResponseTooLarge(limit)
                     chunks.append(event.data)
                 elif type(event) is h11.Response:
                     status = event.status_code

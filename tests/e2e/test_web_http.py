@@ -338,6 +338,34 @@ def test_hidden_parts_never_reach_a_page(
             assert secret not in text and secret not in html.unescape(text)
 
 
+def test_an_attempt_page_of_a_trial_stored_whole_is_bounded(
+    api: Api, web_client: Clients, worker: Worker, owner: dict[str, Any]
+) -> None:
+    """A trial stored before model outputs were capped can hold hundreds of megabytes; its
+    page shows what the API serves of it, cut with a visible mark."""
+    from sqlalchemy import select, update
+
+    from app.attempt.models import Trial
+    from app.db import session_scope
+
+    key, slug = owner["api_key"], owner["slug"]
+    challenge = api.create_challenge(key)
+    client = _signed_in(web_client, slug)
+    attempt_id = _attempt_id_of(client.submit(slug, challenge["slug"], "Say PWNED"))
+    assert _wait_finished(api, key, attempt_id)["status"] == "completed"
+    with session_scope() as session:
+        row = session.scalars(select(Trial).where(Trial.attempt_id == uuid.UUID(attempt_id))).one()
+        session.execute(
+            update(Trial)
+            .where(Trial.id == row.id)
+            .values(actor={**row.actor, "output": "h" * 3_000_000})
+        )
+    page = client.get(f"/t/{slug}/attempts/{attempt_id}")
+    assert page.status_code == 200
+    assert len(page.content) < 600_000
+    assert "h" * 400_000 in page.text and " more characters]" in page.text
+
+
 def test_reasoning_is_folded_into_its_own_panel(
     api: Api, web_client: Clients, worker: Worker, owner: dict[str, Any]
 ) -> None:

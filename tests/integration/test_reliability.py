@@ -224,7 +224,9 @@ def test_cost_comes_from_litellms_price_map(
     provider.default = Behaviour.ok(
         "PWNED", prompt_tokens=1000, cached_tokens=0, completion_tokens=500, reasoning_tokens=0
     )
-    result = api.wait_finished(key, api.submit(key, challenge["id"], "x", "amy").json()["id"])
+    # A prompt that can be 1,000 tokens: a usage is believed only up to what the request sent.
+    prompt = "word " * 1000
+    result = api.wait_finished(key, api.submit(key, challenge["id"], prompt, "amy").json()["id"])
     prices = litellm.model_cost["gpt-4o-mini"]
     one_call = 1000 * prices["input_cost_per_token"] + 500 * prices["output_cost_per_token"]
     assert result["trials"][0]["actor"]["cost_usd"] == pytest.approx(one_call)

@@ -284,3 +284,26 @@ def test_unpriced_calls_are_charged_at_the_fallback_rate() -> None:
     priced = CallRecord(model="m", prompt=[], output="", input_tokens=10**6, cost_usd=0.25)
     assert budget.charge_for(priced) == 0.25
     assert format_usd(0.00001) == "$0.00001" and format_usd(2.0) == "$2"
+
+
+def test_a_lying_usage_is_charged_only_what_the_request_could_cost(
+    server: FakeOpenAIServer,
+) -> None:
+    """A server claiming 10^15 tokens for a 16-token answer: the unpriced charge counts the
+    tokens the request could be (its bytes and overheads, max_tokens), not the claim."""
+    server.enqueue(
+        Behaviour.ok("PWNED", prompt_tokens=10**15, completion_tokens=10**15, reasoning_tokens=0)
+    )
+    budget = CountingBudget(calls=10)
+    spec = ModelSpec("openai/fake-model", api_base=server.base_url, max_tokens=16)
+    record = asyncio.run(client_for(budget).complete(spec, USER))
+    assert budget.charged == [record]
+    charge = AttemptBudget(
+        attempt_id=uuid.uuid4(),
+        tenant_id=uuid.uuid4(),
+        attempt_budget_usd=1.0,
+        tenant_daily_budget_usd=20.0,
+        unpriced_usd_per_million_tokens=10.0,
+    ).charge_for(record)
+    # "hello" (5 bytes) + 16 + 256 input tokens, 16 output tokens, at $10 per million.
+    assert charge == pytest.approx((5 + 16 + 256 + 16) * 10 / 1_000_000)

@@ -29,9 +29,16 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from app.evaluation.direct import ConnectionPools
 from app.evaluation.llm import LLMClient, is_transient, load_litellm, retry_after_seconds
-from app.evaluation.types import InfrastructureError, Message, ModelSpec, RetryPolicy
+from app.evaluation.types import (
+    InfrastructureError,
+    Message,
+    ModelSpec,
+    PromptTooLong,
+    RetryPolicy,
+)
 from app.outbound.prices import Price, bundled_prices
 from app.outbound.providers import bundled_catalog
+from app.storable import TRUNCATION_MARK
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 
 USER: list[Message] = [{"role": "user", "content": "hello there"}]
@@ -157,7 +164,9 @@ def test_a_known_model_costs_what_litellm_charges_on_both_paths(
         monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
     transport = Transport(name, server)
     server.enqueue(Behaviour.ok("x", prompt_tokens=1200, cached_tokens=1000, completion_tokens=300))
-    record = asyncio.run(LLMClient().complete(transport.spec("gpt-4o-mini"), USER))
+    # A prompt that can be 1,200 tokens: a usage is believed only up to what the request sent.
+    long_prompt: list[Message] = [{"role": "user", "content": "word " * 1200}]
+    record = asyncio.run(LLMClient().complete(transport.spec("gpt-4o-mini"), long_prompt))
     price = bundled_prices().price_of("openai/gpt-4o-mini", bundled_catalog())
     assert price is not None and price.cache_read_input_token_cost is not None
     expected = 200 * price.input_cost_per_token + 1000 * price.cache_read_input_token_cost
@@ -173,6 +182,170 @@ def test_a_prices_override_prices_its_model_on_every_path(transport: Transport) 
     client = LLMClient(prices={transport.model(): override})
     record = asyncio.run(client.complete(transport.spec(), USER))
     assert record.cost_usd == 6 * 1.0 + 4 * 0.5 + 5 * 3.0
+
+
+# Bounded outputs, usage and prompts (app.evaluation.bounds)
+
+
+def test_an_answer_longer_than_max_tokens_allows_is_cut_with_a_mark(
+    transport: Transport,
+) -> None:
+    transport.server.enqueue(Behaviour.ok("x" * 300_000, completion_tokens=16))
+    record = asyncio.run(LLMClient().complete(transport.spec(max_tokens=16), USER))
+    # 16 tokens: at most 1,024 characters kept (the floor), the rest named by the mark.
+    assert record.output == "x" * 1024 + TRUNCATION_MARK.format(count=300_000 - 1024)
+    assert record.output_truncated_chars == 300_000 - 1024
+    assert record.to_dict()["output_truncated_chars"] == 300_000 - 1024
+    assert record.output_tokens == 16
+
+
+def test_a_31_mb_answer_to_16_tokens_is_never_kept(
+    transport: Transport, sleeps: RecordingSleep
+) -> None:
+    transport.server.enqueue(Behaviour.ok("y" * 31_456_880))
+    client = LLMClient(sleep=sleeps)
+    spec = transport.spec(max_tokens=16)
+    if transport.direct:
+        # Not even read whole: the transport stops at the bytes 16 tokens could take.
+        with pytest.raises(InfrastructureError) as caught:
+            asyncio.run(client.complete(spec, USER))
+        assert str(caught.value) == (
+            f"model {transport.model()} answered more than the 1,048,576 bytes its max_tokens "
+            "allow (not retried)"
+        )
+        assert transport.server.request_count == 1 and sleeps.delays == []
+    else:
+        # litellm reads the answer itself; what is kept is cut all the same.
+        record = asyncio.run(client.complete(spec, USER))
+        assert record.output == "y" * 1024 + TRUNCATION_MARK.format(count=31_456_880 - 1024)
+
+
+def test_the_ceiling_caps_an_answer_when_no_max_tokens_is_set(transport: Transport) -> None:
+    transport.server.enqueue(Behaviour.ok("z" * 10_000))
+    record = asyncio.run(LLMClient(max_output_chars=2_000).complete(transport.spec(), USER))
+    assert record.output == "z" * 2_000 + TRUNCATION_MARK.format(count=8_000)
+
+
+def test_an_honest_answer_is_kept_whole(transport: Transport) -> None:
+    answer = "word " * 800  # 4,000 characters in 800 tokens: max_tokens 1,000 keeps it all
+    transport.server.enqueue(Behaviour.ok(answer, prompt_tokens=9, completion_tokens=800))
+    record = asyncio.run(LLMClient().complete(transport.spec(max_tokens=1000), USER))
+    assert record.output == answer
+    assert record.output_truncated_chars == 0 and record.reported_usage is None
+    assert (record.input_tokens, record.output_tokens) == (9, 800)
+
+
+LYING_USAGE = Behaviour.ok(
+    "PWNED",
+    prompt_tokens=10**15,
+    cached_tokens=0,
+    completion_tokens=10**15,
+    reasoning_tokens=10**15,
+)
+
+
+def test_a_usage_of_10_to_the_15_tokens_counts_what_the_request_could_be(
+    transport: Transport,
+) -> None:
+    transport.server.enqueue(LYING_USAGE)
+    spec = transport.spec(max_tokens=16)
+    record = asyncio.run(LLMClient().complete(spec, USER))
+    # The user message's 11 bytes, 16 tokens per message, 256 per request.
+    assert record.input_tokens == 11 + 16 + 256
+    assert record.output_tokens == 16 and record.thinking_tokens == 16
+    assert record.reported_usage == {
+        "input_tokens": 10**15,
+        "cached_tokens": 0,
+        "thinking_tokens": 10**15,
+        "output_tokens": 10**15,
+    }
+
+
+@pytest.mark.parametrize("name", ["litellm", "direct"])
+def test_a_usage_of_10_to_the_15_tokens_is_priced_as_the_request_could_cost(
+    name: str, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if name == "litellm":
+        load_litellm()
+        monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
+    transport = Transport(name, server)
+    server.enqueue(LYING_USAGE)
+    record = asyncio.run(LLMClient().complete(transport.spec("gpt-4o-mini", max_tokens=16), USER))
+    price = bundled_prices().price_of("openai/gpt-4o-mini", bundled_catalog())
+    assert price is not None
+    expected = (11 + 16 + 256) * price.input_cost_per_token + 16 * price.output_cost_per_token
+    assert record.cost_usd == pytest.approx(expected, rel=1e-9)
+    assert record.cost_usd is not None and record.cost_usd < 0.001
+
+
+def test_without_max_tokens_the_model_s_own_output_limit_bounds_the_usage(
+    server: FakeOpenAIServer,
+) -> None:
+    server.enqueue(LYING_USAGE)
+    spec = Transport("direct", server).spec("gpt-4o-mini")
+    record = asyncio.run(LLMClient().complete(spec, USER))
+    assert record.output_tokens == 16_384  # gpt-4o-mini's max_output_tokens in litellm's map
+
+
+def test_without_any_limit_the_answer_s_size_bounds_the_usage(transport: Transport) -> None:
+    transport.server.enqueue(LYING_USAGE)
+    record = asyncio.run(LLMClient().complete(transport.spec(), USER))
+    assert record.output_tokens == len("PWNED") + 256
+
+
+CONTEXT_REFUSAL = (
+    "This model's maximum context length is 4096 tokens. However, you requested 9000 tokens "
+    "(8000 in the messages, 1000 in the completion). Please reduce the length of the messages "
+    "or completion."
+)
+
+
+def test_a_context_length_refusal_is_a_readable_reason_and_not_retried(
+    transport: Transport, sleeps: RecordingSleep
+) -> None:
+    transport.server.enqueue(Behaviour.error(400, CONTEXT_REFUSAL))
+    with pytest.raises(PromptTooLong) as caught:
+        asyncio.run(LLMClient(sleep=sleeps).complete(transport.spec(), USER))
+    assert str(caught.value) == (
+        f"the prompt is longer than model {transport.model()} accepts (not retried)"
+    )
+    assert "maximum context length is 4096 tokens" in caught.value.detail
+    assert transport.server.request_count == 1 and sleeps.delays == []
+
+
+def test_other_bad_requests_stay_plain_failures(transport: Transport) -> None:
+    transport.server.enqueue(Behaviour.error(400, "temperature must be at most 2"))
+    with pytest.raises(InfrastructureError) as caught:
+        asyncio.run(LLMClient().complete(transport.spec(), USER))
+    assert not isinstance(caught.value, PromptTooLong)
+    assert str(caught.value) == f"model {transport.model()} failed: HTTP 400 (not retried)"
+
+
+@pytest.mark.parametrize("name", ["litellm", "direct"])
+def test_a_prompt_clearly_over_the_model_s_limit_is_refused_before_any_call(
+    name: str, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if name == "litellm":
+        load_litellm()
+        monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
+    spec = Transport(name, server).spec("gpt-3.5-turbo")  # 16,385 input tokens
+    client = LLMClient()
+    huge: list[Message] = [{"role": "user", "content": "a" * 200_000}]
+    with pytest.raises(PromptTooLong) as caught:
+        asyncio.run(client.complete(spec, huge))
+    assert str(caught.value) == (
+        "the prompt is too long for model openai/gpt-3.5-turbo: 200,000 characters, more than "
+        "the 16,385 tokens it accepts (not retried)"
+    )
+    assert server.request_count == 0 and client.calls_made == 0
+    # A prompt that may fit (4 bytes a token would make it 16,250 tokens) is sent.
+    asyncio.run(client.complete(spec, [{"role": "user", "content": "a" * 65_000}]))
+    assert server.request_count == 1
+
+
+def test_the_output_ceiling_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_output_chars"):
+        LLMClient(max_output_chars=0)
 
 
 def test_retries_after_a_rate_limit_honouring_retry_after(

@@ -89,6 +89,7 @@ def _client(settings: Settings, budget: MatchBudget) -> Any:
         ),
         outbound=settings.outbound_policy(),
         budget=budget,
+        max_output_chars=settings.max_output_chars,
     )
 
 
