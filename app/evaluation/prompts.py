@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from app.evaluation.types import Message, Metric, TrialRecord
 from app.storable import truncated
 
-# 2025-01.2: earlier outputs and feedback in a seq@k prompt are bounded (below).
-PROMPT_VERSION = "2025-01.2"
+# The bounds on a seq@k prompt's history (below) left the version alone: below them a prompt
+# is word for word what it was, and a run's folder keeps resuming across the upgrade.
+PROMPT_VERSION = "2025-01.1"
 
 # seq@k (docs/engine.md, "The seq@k prompt"): the attempt line appears on attempt 1 too, so
 # seq@1 differs from pass@1 on purpose.
