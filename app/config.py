@@ -38,11 +38,13 @@ class Settings(BaseSettings):
     # Signs web-UI session cookies and CSRF tokens.
     secret_key: str | None = None
 
-    # How long a worker may hold an attempt without a sign of life before another takes it over.
-    attempt_lease_seconds: int = Field(default=120, ge=5, le=3600)
+    # How long a worker may hold an attempt (a self-test, a match chunk) without a sign of life
+    # before another takes it over. Renewed every third of it; with the sweep's interval it
+    # bounds how long a dead worker's work waits: about 30 + 10 s (docs/capacity.md).
+    attempt_lease_seconds: int = Field(default=30, ge=5, le=3600)
     # An attempt still queued this long after its last enqueue is sent again by the sweep.
     queued_requeue_seconds: int = Field(default=60, ge=1, le=86400)
-    sweep_interval_seconds: float = Field(default=30.0, gt=0, le=3600)
+    sweep_interval_seconds: float = Field(default=10.0, gt=0, le=3600)
     # Deliveries after which the sweep gives up and ends the attempt with an error.
     max_attempt_runs: int = Field(default=5, ge=1, le=100)
     attempt_time_limit_seconds: int = Field(default=900, ge=10, le=86400)
@@ -68,6 +70,20 @@ class Settings(BaseSettings):
     # Threads per API process for blocking request work (database calls). Few: each thread
     # fights the others for the GIL (bench/README.md: p99 at 500 submissions/s, 4 against 8).
     api_threads: int = Field(default=4, ge=1, le=256)
+    # Requests one API process works on at once; more get 503 with Retry-After at once, so an
+    # admitted request waits behind at most this many for a thread (docs/capacity.md).
+    api_max_in_flight: int = Field(default=64, ge=1, le=100_000)
+    # Requests one client (address) may have in flight at one API process; more get 429, so
+    # one client's burst cannot take every place from the others.
+    api_max_in_flight_per_client: int = Field(default=16, ge=1, le=100_000)
+    # Anonymous reads of public boards (`/v1/public/...`) are served from a copy this young
+    # (one database read per URL and interval, however large the crowd); 0 turns it off.
+    public_cache_seconds: float = Field(default=1.0, ge=0, le=60)
+    # Pooled database connections per process (and as many more on demand). A request holds
+    # one only while a thread works on it, so an API process uses at most `api_threads`.
+    database_pool_size: int = Field(default=10, ge=1, le=1000)
+    # How long a process waits for a pooled connection before the request fails with 503.
+    database_pool_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     worker_concurrency: int = Field(default=2, ge=1, le=512)
 
     # Base URLs (OpenAI-compatible servers) a challenge's `target.api_base` or

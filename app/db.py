@@ -182,8 +182,11 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def make_engine(url: str, *, pooled: bool = True) -> Engine:
-    """`pooled=False`: a connection per use and none kept (a process that forks, now and then)."""
+def make_engine(
+    url: str, *, pooled: bool = True, pool_size: int = 10, pool_timeout: float = 10.0
+) -> Engine:
+    """`pooled=False`: a connection per use and none kept (a process that forks, now and then).
+    A pool keeps `pool_size` connections and opens as many more on demand."""
     if url.startswith("sqlite"):
         engine = create_engine(
             url,
@@ -197,7 +200,13 @@ def make_engine(url: str, *, pooled: bool = True) -> Engine:
     # No pre-ping: it costs a round trip on every checkout of the hottest paths. A connection
     # that died with the server fails its request once (503, see main.py); SQLAlchemy then
     # discards the whole pool, and the next requests connect afresh.
-    return create_engine(url, pool_size=20, max_overflow=20, pool_recycle=1800)
+    return create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_timeout=pool_timeout,
+        pool_recycle=1800,
+    )
 
 
 @lru_cache
@@ -205,7 +214,11 @@ def get_engine() -> Engine:
     settings = get_settings()
     if settings.resolved_database_url.startswith("sqlite"):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return make_engine(settings.resolved_database_url)
+    return make_engine(
+        settings.resolved_database_url,
+        pool_size=settings.database_pool_size,
+        pool_timeout=settings.database_pool_timeout_seconds,
+    )
 
 
 @lru_cache

@@ -3,6 +3,11 @@
 
 FastAPI runs each synchronous dependency in the thread pool, one hop each. Creating a session
 does no I/O, so these are `async` (no hop).
+
+A request's session holds a pooled connection only while a thread works on the request: the
+trip that runs the endpoint closes it before it ends (`app.routing`), and so does the
+credential lookup's trip. A connection never waits, checked out, for a thread; so a crowd
+cannot take every connection while the threads that would give them back wait for one.
 """
 
 from __future__ import annotations
@@ -14,17 +19,18 @@ from fastapi import Depends
 from sqlalchemy.orm import Session
 
 from app.db import get_sessionmaker
+from app.routing import hold_request_session
 from app.unit_of_work import UnitOfWork
 
 
 async def get_session() -> AsyncIterator[Session]:
     # Creating a Session does no I/O (it connects on first use, in the endpoint's thread).
-    # Closing one that committed sends nothing; one that only read sends a ROLLBACK, a local
-    # round trip on the event loop that costs less than a hop to the thread pool.
     session = get_sessionmaker()()
+    hold_request_session(session)
     try:
         yield session
     finally:
+        # Normally closed already, in the thread that used it; then this sends nothing.
         session.close()
 
 

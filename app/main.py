@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api_docs import install_api_docs
@@ -23,10 +24,12 @@ from app.attempt.telemetry import UNFINISHED_ATTEMPTS
 from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
 from app.config import get_settings
+from app.db import get_engine
 from app.errors import AppError
 from app.input_guard import refuse_unstorable_input
 from app.leaderboard.router import router as leaderboard_router
-from app.middleware import BodySizeLimit, RequestObservability
+from app.middleware import AdmissionControl, ApiCaching, BodySizeLimit, RequestObservability
+from app.observability import metrics
 from app.observability.router import router as observability_router
 from app.rescore.router import router as rescore_router
 from app.scoring.router import router as scoring_router
@@ -116,6 +119,15 @@ def install_error_handlers(app: FastAPI) -> None:
         log.exception("database error", exc_info=exc)
         return JSONResponse(error_body("internal_error", "internal server error"), status_code=500)
 
+    @app.exception_handler(PoolTimeout)
+    async def pool_exhausted(_: Request, exc: PoolTimeout) -> JSONResponse:
+        log.warning("no database connection free: %s", exc)
+        return JSONResponse(
+            error_body("unavailable", "the service is busy; retry shortly"),
+            status_code=503,
+            headers={"Retry-After": "1"},
+        )
+
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error", exc_info=exc)
@@ -136,8 +148,18 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
     # threads lets that many fight over the GIL; a few keep the database busy for less CPU
     # (bench/README.md: ~25% less CPU per submission at 8 than at 40, and at 500
     # submissions/s a p99 of 32-137 ms at 4 against 119-266 ms at 8).
+    settings = get_settings()
     limiter = anyio.to_thread.current_default_thread_limiter()
-    limiter.total_tokens = get_settings().api_threads
+    limiter.total_tokens = settings.api_threads
+    metrics.instrument_pool(get_engine())
+    metrics.capacity(
+        {
+            "api_threads": settings.api_threads,
+            "api_in_flight": settings.api_max_in_flight,
+            "api_in_flight_per_client": settings.api_max_in_flight_per_client,
+            "database_pool": settings.database_pool_size,
+        }
+    )
     yield
 
 
@@ -160,6 +182,15 @@ def create_app() -> FastAPI:
     app.state.scrape_gauges = [UNFINISHED_ATTEMPTS]
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    # Outside the body limit, inside the caching: a request served from the public cache takes
+    # no place; what is admitted is bounded (docs/capacity.md).
+    app.add_middleware(
+        AdmissionControl,
+        max_in_flight=settings.api_max_in_flight,
+        per_client=settings.api_max_in_flight_per_client,
+        exempt=("/healthz", "/metrics", STATIC_URL + "/"),
+    )
+    app.add_middleware(ApiCaching, public_seconds=settings.public_cache_seconds)
     # Added last, so outermost: refused bodies and errors get a request id and are counted.
     app.add_middleware(RequestObservability, access_log=settings.access_log, mounts=(STATIC_URL,))
 

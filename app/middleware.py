@@ -3,9 +3,12 @@ task and stream per request on the hottest paths."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -162,3 +165,221 @@ def _route_template(scope: Scope, mounts: tuple[str, ...]) -> str:
         if request_path.startswith(mount + "/"):
             return f"{mount}/*"
     return "unmatched"
+
+
+def _json_error(status: int, code: str, message: str, retry_after: int) -> tuple[Message, Message]:
+    body = json.dumps({"error": {"code": code, "message": message, "details": None}}).encode()
+    start: Message = {
+        "type": "http.response.start",
+        "status": status,
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"retry-after", str(retry_after).encode()),
+            (b"cache-control", b"no-store"),
+        ],
+    }
+    return start, {"type": "http.response.body", "body": body}
+
+
+class AdmissionControl:
+    """Bounds the requests one API process works on at once, and those of any one client.
+
+    Past `max_in_flight` requests the process answers 503 with `Retry-After` at once, and past
+    `per_client` requests of one client address (after trusted proxies) that client gets 429:
+    an admitted request waits behind at most `max_in_flight` others for the thread pool, so
+    what is accepted is served within a bounded time, and one client's burst cannot take every
+    place. `exempt` paths (health, metrics, static assets) always pass: a load balancer must
+    see a busy process as alive. Runs on the event loop only, so its counts need no lock.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_in_flight: int,
+        per_client: int,
+        exempt: tuple[str, ...] = (),
+        retry_after_seconds: int = 1,
+    ) -> None:
+        self.app = app
+        self.max_in_flight = max_in_flight
+        self.per_client = per_client
+        self.exempt = exempt
+        self.in_flight = 0
+        self.by_client: dict[str, int] = {}
+        self._busy = _json_error(
+            503,
+            "unavailable",
+            "the service is busy; retry shortly",
+            retry_after_seconds,
+        )
+        self._client_busy = _json_error(
+            429,
+            "rate_limited",
+            "too many requests at once from this client; retry shortly",
+            retry_after_seconds,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(self.exempt):
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        address = client[0] if client else ""
+        held = self.by_client.get(address, 0)
+        if held >= self.per_client:
+            await self._refuse(send, self._client_busy, "client")
+            return
+        if self.in_flight >= self.max_in_flight:
+            await self._refuse(send, self._busy, "busy")
+            return
+        self.in_flight += 1
+        self.by_client[address] = held + 1
+        metrics.request_admitted()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+            left = self.by_client[address] - 1
+            if left:
+                self.by_client[address] = left
+            else:
+                del self.by_client[address]
+            metrics.request_done()
+
+    @staticmethod
+    async def _refuse(send: Send, answer: tuple[Message, Message], reason: str) -> None:
+        metrics.request_refused(reason)
+        start, body = answer
+        await send(start)
+        await send(body)
+
+
+class _Recorded:
+    """A response kept whole: its status, headers and body."""
+
+    __slots__ = ("body", "expires", "headers", "status")
+
+    def __init__(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        self.status, self.headers, self.body = status, headers, body
+        self.expires = 0.0
+
+    async def replay(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status, "headers": self.headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+class ApiCaching:
+    """What API responses let caches do, and a short-lived copy of public reads.
+
+    Responses under `/v1/` carry `Cache-Control: no-store` (they hold keys, private texts and
+    per-caller views), except the public reads under `/v1/public/`, which anyone may keep for
+    `public_seconds`. Those public reads, when anonymous (no credential, no cookie), are served
+    from one copy per URL for `public_seconds`, and concurrent misses of one URL wait for a
+    single computation: a crowd refreshing a public board costs one database read per URL and
+    interval. Only 200 and 404 answers are kept, up to `max_entries` URLs of at most
+    `max_body_bytes` each.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        public_seconds: float,
+        max_entries: int = 2048,
+        max_body_bytes: int = 1_000_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.app = app
+        self.public_seconds = public_seconds
+        self.max_entries = max_entries
+        self.max_body_bytes = max_body_bytes
+        self.clock = clock
+        self._entries: OrderedDict[bytes, _Recorded] = OrderedDict()
+        self._computing: dict[bytes, asyncio.Future[_Recorded | None]] = {}
+        public = f"public, max-age={int(public_seconds)}" if public_seconds >= 1 else "no-cache"
+        self._public_header = (b"cache-control", public.encode())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "") if scope["type"] == "http" else ""
+        if not path.startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        if not path.startswith("/v1/public/"):
+            await self.app(scope, receive, self._with_header(send, (b"cache-control", b"no-store")))
+            return
+        if self.public_seconds <= 0 or not self._anonymous_read(scope):
+            await self.app(scope, receive, self._with_header(send, self._public_header))
+            return
+        key = path.encode() + b"?" + scope["query_string"]
+        entry = self._entries.get(key)
+        if entry is not None and entry.expires > self.clock():
+            await entry.replay(send)
+            return
+        pending = self._computing.get(key)
+        if pending is not None:
+            recorded = await asyncio.shield(pending)
+            if recorded is not None:
+                await recorded.replay(send)
+                return
+            # The computation could not be kept (an error, a large body): compute our own.
+            await self.app(scope, receive, self._with_header(send, self._public_header))
+            return
+        await self._compute(key, scope, receive, send)
+
+    async def _compute(self, key: bytes, scope: Scope, receive: Receive, send: Send) -> None:
+        future: asyncio.Future[_Recorded | None] = asyncio.get_running_loop().create_future()
+        self._computing[key] = future
+        status = 0
+        headers: list[tuple[bytes, bytes]] = []
+        chunks: list[bytes] = []
+        size = 0
+        keep = True
+
+        async def recording_send(message: Message) -> None:
+            nonlocal status, headers, size, keep
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = [*message.get("headers", ()), self._public_header]
+                message = {**message, "headers": headers}
+                keep = status in (200, 404)
+            elif message["type"] == "http.response.body" and keep:
+                size += len(message.get("body", b""))
+                if size > self.max_body_bytes:
+                    keep = False
+                    chunks.clear()
+                else:
+                    chunks.append(message.get("body", b""))
+            await send(message)
+
+        recorded: _Recorded | None = None
+        try:
+            await self.app(scope, receive, recording_send)
+            if keep and status:
+                recorded = _Recorded(status, headers, b"".join(chunks))
+                recorded.expires = self.clock() + self.public_seconds
+                self._entries[key] = recorded
+                self._entries.move_to_end(key)
+                while len(self._entries) > self.max_entries:
+                    self._entries.popitem(last=False)
+        finally:
+            del self._computing[key]
+            future.set_result(recorded)
+
+    @staticmethod
+    def _anonymous_read(scope: Scope) -> bool:
+        if scope["method"] != "GET":
+            return False
+        return all(name not in (b"authorization", b"cookie") for name, _ in scope["headers"])
+
+    @staticmethod
+    def _with_header(send: Send, header: tuple[bytes, bytes]) -> Send:
+        async def send_with_header(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers", ())}
+                if header[0] not in names:
+                    message = {**message, "headers": [*message.get("headers", ()), header]}
+            await send(message)
+
+        return send_with_header

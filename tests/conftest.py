@@ -61,6 +61,9 @@ TEST_SETTINGS = {
     # The only folder tenant benchmarks may read besides their bundled data.
     "GAUNTLET_BENCHMARK_DATA_DIR": tempfile.mkdtemp(prefix="gauntlet-test-benchmark-data-"),
     "GAUNTLET_SEED_DEMO": "false",
+    # Tests race tens of requests from one address on purpose (tests/integration/
+    # test_overload.py checks the limits at their defaults).
+    "GAUNTLET_API_MAX_IN_FLIGHT_PER_CLIENT": "64",
     # Test runs sharing one Redis (parallel checkouts) must not take each other's tasks, nor
     # touch each other's keys: each run has its own queue and its own key prefix.
     "GAUNTLET_QUEUE": f"test-{_RUN_ID}",
@@ -175,9 +178,13 @@ def api_url(stack: Stack) -> Iterator[str]:
 class Worker:
     """A real `gauntlet worker` process (Celery prefork, with the periodic sweep)."""
 
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+    def __init__(
+        self, env: dict[str, str], log_path: Path, *, concurrency: int = 2, beat: bool = True
+    ) -> None:
         self.env = env
         self.log_path = log_path
+        self.concurrency = concurrency
+        self.beat = beat
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -188,9 +195,9 @@ class Worker:
                 "-m",
                 "app.cli",
                 "worker",
-                "--beat",
+                *(["--beat"] if self.beat else []),
                 "--concurrency",
-                "2",
+                str(self.concurrency),
                 "--loglevel",
                 "info",
             ],

@@ -56,6 +56,11 @@ def make_celery() -> Celery:
             transport_options["global_keyprefix"] = settings.redis_key_prefix
     if broker_url.startswith("redis://"):
         app.conf.broker_transport = "workers.redis_transport:Transport"
+    if broker_url.startswith(("redis://", "rediss://")):
+        # A worker takes a message only when a process is free to run it, so a worker that
+        # dies holds no message it had not started (those would wait for the visibility
+        # timeout), and a backlog goes to whichever worker is free.
+        app.conf.worker_disable_prefetch = True
     app.conf.update(
         broker_url=broker_url,
         broker_transport_options=transport_options,

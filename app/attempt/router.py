@@ -16,10 +16,11 @@ from app.db import get_autocommit_sessionmaker, get_sessionmaker
 from app.deps import SessionDep, UnitOfWorkDep
 from app.observability import context
 from app.observability import metrics as telemetry
+from app.routing import ApiRoute
 from app.schemas import Limit, Offset, TrialLimit
 from app.unit_of_work import UnitOfWork
 
-router = APIRouter(prefix="/v1", tags=["attempts"])
+router = APIRouter(prefix="/v1", tags=["attempts"], route_class=ApiRoute)
 
 IdempotencyKey = Annotated[
     str | None,

@@ -21,6 +21,7 @@ from app.auth.service import authenticate
 from app.auth.subjects import PlatformAdmin, TenantAdmin, TenantKey
 from app.deps import SessionDep
 from app.errors import Forbidden, Unauthorized
+from app.routing import release_request_session
 
 
 async def get_credential(request: Request) -> str:
@@ -39,7 +40,12 @@ CredentialDep = Annotated[str, Depends(get_credential)]
 
 
 def get_caller(credential: CredentialDep, session: SessionDep) -> PlatformAdmin | TenantKey:
-    return authenticate(session, credential)
+    try:
+        return authenticate(session, credential)
+    finally:
+        # The endpoint runs in another trip to the thread pool: the connection must not wait
+        # for it checked out (app/deps.py).
+        release_request_session()
 
 
 CallerDep = Annotated[PlatformAdmin | TenantKey, Depends(get_caller)]

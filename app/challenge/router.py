@@ -18,9 +18,10 @@ from app.challenge.schemas import (
     registered_kind,
 )
 from app.deps import SessionDep, UnitOfWorkDep
+from app.routing import ApiRoute
 from app.schemas import Limit, Offset
 
-router = APIRouter(prefix="/v1/challenges", tags=["challenges"])
+router = APIRouter(prefix="/v1/challenges", tags=["challenges"], route_class=ApiRoute)
 
 
 def _known_kind(name: str | None) -> str | None:

@@ -12,9 +12,10 @@ from app.db import get_sessionmaker
 from app.deps import SessionDep
 from app.leaderboard import kinds
 from app.leaderboard.schemas import Leaderboard
+from app.routing import ApiRoute
 from app.schemas import Limit, Offset
 
-router = APIRouter(prefix="/v1", tags=["leaderboards"])
+router = APIRouter(prefix="/v1", tags=["leaderboards"], route_class=ApiRoute)
 
 _PAGING = ("limit", "offset")
 

@@ -29,6 +29,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
 )
@@ -103,6 +104,32 @@ SWEEP_RESENT = Counter(
 ENQUEUE_FAILURES = Counter(
     "gauntlet_enqueue_failures",
     "Attempts that could not be sent to the broker (the sweep sends them later).",
+)
+
+# Admission and capacity of the API (app/middleware.py). Live gauges: a process's value counts
+# while it runs; the limits are the same in every process of a deployment (`livemax`).
+HTTP_IN_FLIGHT = Gauge(
+    "gauntlet_http_requests_in_flight",
+    "HTTP requests an API process is working on (admitted, not yet answered), summed.",
+    multiprocess_mode="livesum",
+)
+HTTP_REFUSED = Counter(
+    "gauntlet_http_refused",
+    "Requests refused at admission, by reason (busy: the process works on its limit of "
+    "requests, answered 503; client: one client's limit of requests at once, answered 429).",
+    ["reason"],
+)
+CAPACITY = Gauge(
+    "gauntlet_capacity",
+    "Configured limits of one process, by what they limit (api_threads, "
+    "api_in_flight, api_in_flight_per_client, database_pool).",
+    ["limit"],
+    multiprocess_mode="livemax",
+)
+DATABASE_CONNECTIONS_IN_USE = Gauge(
+    "gauntlet_database_connections_in_use",
+    "Pooled database connections checked out, summed over the processes of this tree.",
+    multiprocess_mode="livesum",
 )
 
 _MAX_MODEL_LABELS = 200
@@ -211,6 +238,41 @@ def sweep_ran(queued: int, orphaned: int) -> None:
 
 def enqueue_failed() -> None:
     ENQUEUE_FAILURES.inc()
+
+
+def request_admitted() -> None:
+    HTTP_IN_FLIGHT.inc()
+
+
+def request_done() -> None:
+    HTTP_IN_FLIGHT.dec()
+
+
+def request_refused(reason: str) -> None:
+    HTTP_REFUSED.labels(reason).inc()
+
+
+def capacity(limits: dict[str, int]) -> None:
+    for name, value in limits.items():
+        CAPACITY.labels(name).set(value)
+
+
+def _connection_checked_out(*_: object) -> None:
+    DATABASE_CONNECTIONS_IN_USE.inc()
+
+
+def _connection_checked_in(*_: object) -> None:
+    DATABASE_CONNECTIONS_IN_USE.dec()
+
+
+def instrument_pool(engine: Any) -> None:
+    """Counts the engine's pooled connections in use (`gauntlet_database_connections_in_use`);
+    once per engine, however often called."""
+    from sqlalchemy import event
+
+    if not event.contains(engine, "checkout", _connection_checked_out):
+        event.listen(engine, "checkout", _connection_checked_out)
+        event.listen(engine, "checkin", _connection_checked_in)
 
 
 # -- serving ------------------------------------------------------------------------------------

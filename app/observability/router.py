@@ -12,8 +12,9 @@ from app.config import get_settings
 from app.errors import Unauthorized
 from app.observability import metrics, service
 from app.observability.health import api_health
+from app.routing import ApiRoute
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=ApiRoute)
 
 
 @router.get("/healthz")

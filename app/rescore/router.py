@@ -10,8 +10,9 @@ from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.deps import SessionDep, UnitOfWorkDep
 from app.rescore import service
 from app.rescore.schemas import RescoreJobList, RescoreJobRead
+from app.routing import ApiRoute
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", route_class=ApiRoute)
 
 
 @router.post(

@@ -4,6 +4,7 @@ from fastapi import APIRouter, Response, status
 
 from app.auth.gate import CallerDep, PlatformAdminDep
 from app.deps import SessionDep, UnitOfWorkDep
+from app.routing import ApiRoute
 from app.scoring import registry
 from app.scoring.schemas import (
     InstalledScorerList,
@@ -13,7 +14,7 @@ from app.scoring.schemas import (
     ScorerUpdate,
 )
 
-router = APIRouter(prefix="/v1/scorers", tags=["scorers"])
+router = APIRouter(prefix="/v1/scorers", tags=["scorers"], route_class=ApiRoute)
 
 
 @router.post(

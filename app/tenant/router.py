@@ -8,6 +8,7 @@ from app.auth.gate import PlatformAdminDep, TenantAdminDep, TenantKeyDep
 from app.auth.service import create_api_key, list_api_keys, revoke_api_key
 from app.config import get_settings
 from app.deps import SessionDep, UnitOfWorkDep
+from app.routing import ApiRoute
 from app.schemas import Limit, Offset
 from app.tenant import service
 from app.tenant.schemas import (
@@ -24,7 +25,7 @@ from app.tenant.schemas import (
     TenantUsage,
 )
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", route_class=ApiRoute)
 
 
 @router.post(

@@ -18,7 +18,6 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
 from jinja2 import (
     BaseLoader,
     ChoiceLoader,
@@ -34,6 +33,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from app.auth.rate_limits import LimitsUnavailable
 from app.challenge.registry import registered
 from app.errors import AppError
+from app.routing import ApiRoute
 from app.web import auth, formatting
 from app.web.forms import FormError
 from app.web.kinds import WebKind
@@ -231,7 +231,7 @@ def error_page(request: Request, status_code: int, title: str, message: str) -> 
     )
 
 
-class HtmlRoute(APIRoute):
+class HtmlRoute(ApiRoute):
     """Web routes answer errors with HTML pages (the API's handlers answer JSON) and report
     their server time."""
 

@@ -282,6 +282,37 @@ def test_sign_in_is_rate_limited_per_handle_and_per_client(
     assert refused.status_code == 429 and "from your network" in refused.text
 
 
+def test_sign_in_verifies_one_password_whatever_the_handle(
+    api: Api, web_client: Clients, owner: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer takes one password verification for a handle with a password, one an API
+    key created (no password), an unknown handle and an empty one: its time tells none apart."""
+    from app.web import auth
+
+    key, slug = owner["api_key"], owner["slug"]
+    _signed_in(web_client, slug, "grace")
+    challenge = api.create_challenge(key)
+    assert api.submit(key, challenge["id"], "hello", "heidi").status_code == 202
+    verifications: list[str] = []
+    hasher = auth._hasher
+
+    class CountingHasher:
+        def verify(self, password_hash: str | bytes, password: str | bytes) -> bool:
+            verifications.append(str(password_hash)[:12])
+            return hasher.verify(password_hash, password)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(hasher, name)
+
+    monkeypatch.setattr(auth, "_hasher", CountingHasher())
+    for handle in ("grace", "heidi", "nobody-here", ""):
+        verifications.clear()
+        auth.limits.reset()
+        response = web_client().sign_in(slug, handle, "wrong password 123")
+        assert response.status_code in (401, 422), (handle, response.status_code)
+        assert len(verifications) == 1, (handle, verifications)
+
+
 # What pages show --------------------------------------------------------------------------------
 
 

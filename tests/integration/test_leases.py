@@ -50,9 +50,8 @@ def _queued_attempt(tenant: dict[str, Any], challenge: dict[str, Any], **values:
             status="queued",
             created_at=now,
             created_at_ms=int(now.timestamp() * 1000),
-            enqueued_at=now,
             run_count=0,
-            **values,
+            **{"enqueued_at": now, **values},
         )
         session.add(attempt)
     return attempt.id

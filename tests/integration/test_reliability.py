@@ -6,13 +6,17 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
-from tests.conftest import Api, Worker
+from app.db import utcnow
+from tests.conftest import Api, Stack, Worker
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
+from tests.integration.test_leases import _queued_attempt
 
 pytestmark = pytest.mark.integration
 
@@ -121,15 +125,19 @@ def test_worker_killed_mid_attempt_is_finished_by_another(
     assert board["total"] == 1
 
 
-def _send_run_attempt(attempt_id: uuid.UUID) -> str:
-    """Sends the attempt's task once more (a redelivery); returns the task's id."""
+def _send_run_attempt(attempt_id: uuid.UUID, queue: str | None = None) -> str:
+    """Sends the attempt's task once more (a redelivery), to this run's queue unless another
+    is named; returns the task's id."""
     from app.attempt.dispatch import RUN_ATTEMPT_TASK
     from app.config import get_settings
     from workers.celery_app import celery_app
 
     task_id = str(uuid.uuid4())
     celery_app.send_task(
-        RUN_ATTEMPT_TASK, args=[str(attempt_id)], queue=get_settings().queue, task_id=task_id
+        RUN_ATTEMPT_TASK,
+        args=[str(attempt_id)],
+        queue=queue or get_settings().queue,
+        task_id=task_id,
     )
     return task_id
 
@@ -232,3 +240,42 @@ def test_cost_comes_from_litellms_price_map(
     assert result["trials"][0]["actor"]["cost_usd"] == pytest.approx(one_call)
     assert result["metrics"]["cost_usd"] == pytest.approx(2 * one_call)
     assert result["metrics"]["tokens_total"] == 2 * 1500
+
+
+def test_a_busy_worker_holds_no_message_it_has_not_started(
+    stack: Stack, api: Api, tenant: dict[str, Any], provider: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """A worker takes a message only when a process is free to run it: while its only process
+    is busy, the next attempt goes to another worker, instead of waiting in the busy one (as a
+    prefetched message would, and, if the busy worker died, until the broker gave it back)."""
+    key = tenant["api_key"]
+    quick = api.create_challenge(key, target=_fake_target(provider))
+    # Queued rows whose tasks only this test sends, to a queue of its own; enqueued in the
+    # future, so no sweep of the suite's workers sends them anywhere else.
+    later = utcnow() + timedelta(hours=1)
+    next_one = _queued_attempt(tenant, quick, enqueued_at=later)
+    env = {**stack.env(), "GAUNTLET_QUEUE": f"test-private-{uuid.uuid4().hex[:8]}"}
+    busy = Worker(env, tmp_path / "busy.log", concurrency=1, beat=False)
+    free = Worker(env, tmp_path / "free.log", concurrency=1, beat=False)
+    # Every call to this server outlasts the model timeout: its attempt keeps its worker busy
+    # for minutes, however slowly the other worker starts.
+    with FakeOpenAIServer(default=Behaviour.slow(60, "PWNED")) as stalling:
+        stalled = api.create_challenge(key, target=_fake_target(stalling))
+        slow = _queued_attempt(tenant, stalled, enqueued_at=later)
+        busy.start()
+        try:
+            _send_run_attempt(slow, env["GAUNTLET_QUEUE"])
+            deadline = time.monotonic() + 60
+            while stalling.request_count < 1:
+                assert time.monotonic() < deadline, "the busy worker never started its attempt"
+                time.sleep(0.02)
+            _send_run_attempt(next_one, env["GAUNTLET_QUEUE"])
+            time.sleep(1)  # time enough for a prefetching worker to take it
+            free.start()
+            finished = api.wait_finished(key, str(next_one), timeout=60)
+            assert finished["status"] == "completed", finished
+            slow_state = api.request("GET", f"/v1/attempts/{slow}", key).json()
+            assert slow_state["status"] == "running"  # the busy worker still on its first
+        finally:
+            free.stop()
+            busy.kill()

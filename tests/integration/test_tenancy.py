@@ -128,3 +128,26 @@ def test_tenant_creation_shows_key_once_and_refuses_duplicates(api: Api) -> None
     assert listed["items"] and all("api_key" not in t for t in listed["items"])
     keys = api.request("GET", "/v1/api-keys", created.json()["api_key"]).json()["items"]
     assert len(keys) == 1 and all("key" not in k and "key_hash" not in k for k in keys)
+
+
+def test_answers_with_keys_or_private_texts_are_never_kept_by_caches(api: Api) -> None:
+    """Every answer under /v1 but the public reads says `Cache-Control: no-store`: new keys,
+    attempts with their prompts and outputs, errors; public boards may be kept a second."""
+    created = api.request(
+        "POST", "/v1/tenants", ADMIN_TOKEN, json={"slug": f"t-{uuid.uuid4().hex[:8]}", "name": "t"}
+    )
+    assert created.status_code == 201 and created.headers["cache-control"] == "no-store"
+    key = created.json()["api_key"]
+    member = api.request("POST", "/v1/api-keys", key, json={"name": "m", "role": "member"})
+    assert member.status_code == 201 and member.headers["cache-control"] == "no-store"
+    challenge = api.create_challenge(key, visibility="public")
+    attempt = api.submit(key, challenge["id"], "PWNED", "alice")
+    assert attempt.headers["cache-control"] == "no-store"
+    read = api.request("GET", f"/v1/attempts/{attempt.json()['id']}", key)
+    assert read.headers["cache-control"] == "no-store"
+    refused = api.request("GET", "/v1/challenges", "gk_not-a-key")
+    assert refused.status_code == 401 and refused.headers["cache-control"] == "no-store"
+    public = api.http.get(
+        f"/v1/public/{created.json()['slug']}/challenges/{challenge['slug']}/leaderboard"
+    )
+    assert public.status_code == 200 and public.headers["cache-control"] == "public, max-age=1"

@@ -4,9 +4,12 @@ contracts in pyproject.toml) and SQL only in repository modules."""
 from __future__ import annotations
 
 import ast
+import inspect
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app"
@@ -133,3 +136,30 @@ def test_the_import_contracts_hold() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 kept, 0 broken" in result.stdout, result.stdout
+
+
+def test_every_route_gives_its_database_connection_back_within_its_thread_trip() -> None:
+    """Every blocking route of the app is an `ApiRoute` (docs/capacity.md): it runs in one trip
+    to the thread pool that closes the request's session before it ends. A router created
+    without `route_class=ApiRoute` would bring back the deadlock under a crowd."""
+    from fastapi.routing import APIRoute
+
+    from app.main import create_app
+    from app.routing import ApiRoute
+
+    def endpoints(routes: list[Any]) -> Iterator[APIRoute]:
+        for route in routes:
+            if isinstance(route, APIRoute):
+                yield route
+            included = getattr(route, "original_router", None)  # an included router
+            if included is not None:
+                yield from endpoints(included.routes)
+
+    routes = list(endpoints(create_app().routes))
+    assert len(routes) > 50
+    blocking = [
+        route.path
+        for route in routes
+        if not isinstance(route, ApiRoute) and not inspect.iscoroutinefunction(route.endpoint)
+    ]
+    assert blocking == []

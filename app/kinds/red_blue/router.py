@@ -20,9 +20,10 @@ from app.kinds.red_blue.schemas import (
     MatchRead,
     Standings,
 )
+from app.routing import ApiRoute
 from app.schemas import Limit, Offset
 
-router = APIRouter(prefix="/v1", tags=["red-blue"])
+router = APIRouter(prefix="/v1", tags=["red-blue"], route_class=ApiRoute)
 
 IdempotencyKey = Annotated[
     str | None,

@@ -69,7 +69,10 @@ def sign_in(
     _refuse_if_limited(auth.limits.check_sign_in(tenant_id, handle, address))
     participant = tenants.participant_by_handle(session, tenant_id, handle) if handle else None
     password_hash = participant.password_hash if participant is not None else None
-    if participant is None or not auth.verify_password(password_hash, password):
+    # One verification whatever the handle (a missing hash verifies a dummy one), so the time
+    # an answer takes does not tell which handles exist.
+    verified = auth.verify_password(password_hash, password)
+    if participant is None or not verified:
         auth.limits.sign_in_failed(tenant_id, handle, address)
         raise FormError("Wrong handle or password.", status_code=401)
     auth.limits.sign_in_succeeded(tenant_id, handle, address)

@@ -1,0 +1,180 @@
+"""Admission and caching of API requests, against a scripted ASGI app: places are counted per
+process and per client and always given back; public reads are computed once per URL and
+interval; nothing private is kept."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from app.middleware import AdmissionControl, ApiCaching
+
+Message = dict[str, Any]
+
+
+def _scope(
+    path: str = "/v1/public/t/challenges/c/leaderboard",
+    *,
+    method: str = "GET",
+    client: str = "10.0.0.1",
+    headers: list[tuple[bytes, bytes]] | None = None,
+    query: bytes = b"",
+) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "query_string": query,
+        "headers": headers or [],
+        "client": (client, 5000),
+    }
+
+
+async def _call(app: Any, scope: dict[str, Any]) -> tuple[int, dict[bytes, bytes], bytes]:
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], dict(start.get("headers", [])), body
+
+
+class Scripted:
+    """An app answering 200 with a counter, after `gate` opens (when given)."""
+
+    def __init__(self, status: int = 200, gate: asyncio.Event | None = None) -> None:
+        self.status, self.gate, self.calls = status, gate, 0
+
+    async def __call__(
+        self, scope: dict[str, Any], receive: Any, send: Callable[[Message], Awaitable[None]]
+    ) -> None:
+        self.calls += 1
+        number = self.calls
+        if self.gate is not None:
+            await self.gate.wait()
+        body = json.dumps({"call": number}).encode()
+        await send({"type": "http.response.start", "status": self.status, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+
+def test_admission_refuses_past_the_process_and_client_limits_and_gives_places_back() -> None:
+    async def scenario() -> None:
+        gate = asyncio.Event()
+        admission = AdmissionControl(Scripted(gate=gate), max_in_flight=3, per_client=2)
+        held = [
+            asyncio.create_task(_call(admission, _scope(client=client)))
+            for client in ("a", "a", "b")
+        ]
+        await asyncio.sleep(0.01)
+        status, headers, body = await _call(admission, _scope(client="a"))
+        assert status == 429 and headers[b"retry-after"] == b"1"
+        assert json.loads(body)["error"]["code"] == "rate_limited"
+        status, headers, body = await _call(admission, _scope(client="c"))
+        assert status == 503 and headers[b"retry-after"] == b"1"
+        assert json.loads(body)["error"]["code"] == "unavailable"
+        exempt = AdmissionControl(Scripted(), max_in_flight=0, per_client=0, exempt=("/healthz",))
+        assert (await _call(exempt, _scope("/healthz")))[0] == 200
+        gate.set()
+        assert [answer[0] for answer in await asyncio.gather(*held)] == [200, 200, 200]
+        assert admission.in_flight == 0 and admission.by_client == {}
+
+    asyncio.run(scenario())
+
+
+def test_admission_gives_the_place_back_when_the_app_raises() -> None:
+    async def failing(scope: Any, receive: Any, send: Any) -> None:
+        raise RuntimeError("boom")
+
+    async def scenario() -> None:
+        admission = AdmissionControl(failing, max_in_flight=1, per_client=1)
+        for _ in range(3):
+            with pytest.raises(RuntimeError):
+                await _call(admission, _scope())
+        assert admission.in_flight == 0 and admission.by_client == {}
+
+    asyncio.run(scenario())
+
+
+def test_concurrent_anonymous_public_reads_are_computed_once_per_url_and_interval() -> None:
+    now = [100.0]
+
+    async def scenario() -> None:
+        gate = asyncio.Event()
+        app = Scripted(gate=gate)
+        caching = ApiCaching(app, public_seconds=1.0, clock=lambda: now[0])
+        crowd = [asyncio.create_task(_call(caching, _scope())) for _ in range(50)]
+        await asyncio.sleep(0.01)
+        gate.set()
+        answers = await asyncio.gather(*crowd)
+        assert app.calls == 1
+        assert {body for _, _, body in answers} == {b'{"call": 1}'}
+        assert all(headers[b"cache-control"] == b"public, max-age=1" for _, headers, _ in answers)
+        # Another URL is another computation; the same one is kept until the interval ends.
+        await _call(caching, _scope(query=b"offset=50"))
+        assert app.calls == 2
+        now[0] += 0.9
+        assert (await _call(caching, _scope()))[2] == b'{"call": 1}'
+        now[0] += 0.2
+        assert (await _call(caching, _scope()))[2] == b'{"call": 3}'
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        _scope(headers=[(b"authorization", b"Bearer gk_x")]),
+        _scope(headers=[(b"cookie", b"gauntlet_session=x")]),
+        _scope(method="POST"),
+        _scope(method="HEAD"),
+    ],
+    ids=["credential", "cookie", "post", "head"],
+)
+def test_reads_with_a_credential_or_a_cookie_and_writes_are_never_served_from_the_copy(
+    scope: dict[str, Any],
+) -> None:
+    async def scenario() -> None:
+        app = Scripted()
+        caching = ApiCaching(app, public_seconds=5.0)
+        await _call(caching, scope)
+        await _call(caching, scope)
+        assert app.calls == 2
+
+    asyncio.run(scenario())
+
+
+def test_errors_are_not_kept_and_private_answers_say_no_store() -> None:
+    async def scenario() -> None:
+        failing = Scripted(status=500)
+        caching = ApiCaching(failing, public_seconds=5.0)
+        await _call(caching, _scope())
+        await _call(caching, _scope())
+        assert failing.calls == 2
+        private = ApiCaching(Scripted(), public_seconds=5.0)
+        _, headers, _ = await _call(private, _scope("/v1/attempts/x"))
+        assert headers[b"cache-control"] == b"no-store"
+        _, headers, _ = await _call(private, _scope("/t/demo/"))
+        assert b"cache-control" not in headers  # pages set their own
+
+    asyncio.run(scenario())
+
+
+def test_a_copy_larger_than_the_bound_is_not_kept() -> None:
+    async def scenario() -> None:
+        app = Scripted()
+        caching = ApiCaching(app, public_seconds=5.0, max_body_bytes=5)
+        await _call(caching, _scope())
+        await _call(caching, _scope())
+        assert app.calls == 2
+
+    asyncio.run(scenario())
