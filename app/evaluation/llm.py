@@ -148,8 +148,8 @@ def warmed_up() -> bool:
 
 
 async def warm_up_calls() -> bool:
-    """One untimed, unrecorded call through the whole client path, to the offline echo model,
-    and the direct transport's warm-up (its price table).
+    """One untimed, unrecorded call through the whole client path and one through litellm,
+    both to the offline echo model, and the direct transport's warm-up (its price table).
 
     litellm loads its provider, logging and cost modules lazily, on the first `acompletion` of
     a process: seconds on a loaded machine. Timed, they would make a process's first attempt
@@ -157,10 +157,10 @@ async def warm_up_calls() -> bool:
     here, before any attempt, they leave every timed call with only the call itself. Never
     raises: a failed warm-up costs fairness, not the worker (the reason is logged).
     """
+    messages: list[Message] = [{"role": "user", "content": "warm up"}]
     try:
-        await LLMClient().complete(
-            ModelSpec(model=WARM_UP_MODEL), [{"role": "user", "content": "warm up"}]
-        )
+        await LLMClient().complete(ModelSpec(model=WARM_UP_MODEL), messages)
+        await load_litellm().acompletion(model=WARM_UP_MODEL, messages=messages)
         warm_up_direct_calls()
         # The call's logging callback is queued on this loop; drained and stopped here, it is
         # not carried (with a warning) onto the loop of the first real call.
@@ -184,17 +184,35 @@ def warm_up() -> bool:
     return asyncio.run(warm_up_calls())
 
 
+def is_offline(model: str) -> bool:
+    """Whether `model` is a built-in offline model, answered in this process
+    (app.evaluation.offline)."""
+    return model.startswith("offline/")
+
+
 def uses_litellm(spec: ModelSpec) -> bool:
-    """Whether a call of `spec` goes through litellm (else through the direct transport)."""
-    return not uses_direct_transport(spec)
+    """Whether a call of `spec` goes through litellm (else through the direct transport, or,
+    for the offline models, in this process)."""
+    return not uses_direct_transport(spec) and not is_offline(spec.model)
+
+
+async def _offline_answer(
+    model: str, messages: list[Message], temperature: float | None
+) -> dict[str, Any]:
+    # Imported at the first offline call: a run of real models never loads the simulations.
+    from app.evaluation.offline import response_for
+
+    return response_for(model, messages, temperature)
 
 
 def warm_up_for(specs: list[ModelSpec]) -> bool:
     """Loads what calls of `specs` need, before any is timed: litellm and its warm-up call only
     when one of them goes through litellm, the direct transport's warm-up when one goes
-    direct. Called where no loop runs, by the CLI before a run. False when a warm-up failed
-    (the reason is logged)."""
+    direct, the offline models' module when one is offline. Called where no loop runs, by the
+    CLI before a run. False when a warm-up failed (the reason is logged)."""
     warmed = True
+    if any(is_offline(spec.model) for spec in specs):
+        import app.evaluation.offline  # noqa: F401  (what the first offline call would import)
     if any(uses_litellm(spec) for spec in specs):
         warmed = warm_up()  # the direct transport's warm-up call included
     elif any(uses_direct_transport(spec) for spec in specs):
@@ -644,7 +662,14 @@ class LLMClient:
         self, spec: ModelSpec, sent: list[Message], route: BaseRoute | None, bounds: _CallBounds
     ) -> CallRecord:
         hard_timeout = spec.timeout_s * _HARD_TIMEOUT_FACTOR + _HARD_TIMEOUT_GRACE_S
-        if route is None:
+        if is_offline(spec.model):
+            send: Callable[[], Awaitable[Any]] = functools.partial(
+                _offline_answer,
+                spec.model,
+                [dict(message) for message in sent],
+                spec.temperature,
+            )
+        elif route is None:
             litellm = load_litellm()
             arguments: dict[str, Any] = {
                 "model": spec.model,
@@ -658,7 +683,7 @@ class LLMClient:
                 arguments["temperature"] = spec.temperature
             if spec.max_tokens is not None:
                 arguments["max_tokens"] = spec.max_tokens
-            send: Callable[[], Awaitable[Any]] = functools.partial(litellm.acompletion, **arguments)
+            send = functools.partial(litellm.acompletion, **arguments)
         else:
             # Built before the timed span, like litellm's arguments: the call alone is timed.
             client = self.pools.client(route, self.resolve)
@@ -729,7 +754,7 @@ class LLMClient:
                 reported.to_dict(),
                 counted.to_dict(),
             )
-        record.cost_usd = self._cost(record, response if route is None else None)
+        record.cost_usd = self._cost(record, response if uses_litellm(spec) else None)
         self._observe(spec.model, elapsed_s, record)
         return record
 
@@ -750,10 +775,10 @@ class LLMClient:
             await self.pools.aclose()
 
     def _cost(self, record: CallRecord, litellm_response: Any) -> float | None:
-        """The call's cost in USD: a `prices` override, else litellm's own price of a litellm
-        response, else litellm's price map read as data (app.outbound.prices), by the model
-        id (what the server claims to be is not used). None, with one warning per model,
-        when no price is known."""
+        """The call's cost in USD: a `prices` override, else nothing for an offline model,
+        else litellm's own price of a litellm response, else litellm's price map read as data
+        (app.outbound.prices), by the model id (what the server claims to be is not used).
+        None, with one warning per model, when no price is known."""
         override = self.prices.get(record.model)
         if override is not None:
             return _finite(
@@ -764,6 +789,8 @@ class LLMClient:
                     thinking_tokens=record.thinking_tokens,
                 )
             )
+        if is_offline(record.model):
+            return 0.0
         if litellm_response is not None:
             if record.reported_usage is not None:
                 # litellm priced the usage the server claimed; the record's is what counts.

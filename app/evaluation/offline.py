@@ -1,8 +1,12 @@
-"""The built-in `offline` litellm provider: models that need no key and no network.
+"""The built-in `offline` models: models that need no key and no network.
 
-They are registered through litellm's own custom-provider mechanism
-(`litellm.custom_provider_map`), so an offline call goes through exactly the code path a real
-model call takes, and through `litellm.register_model` with zero prices, so
+The engine answers them in its own process (`response_for`, called by
+app.evaluation.llm.LLMClient): the answer is an OpenAI chat completion in plain JSON, read,
+bounded, counted and recorded by the same code as every other model's answer, and free.
+Through litellm they cost ~5 ms of CPU per call, most of a worker's time per offline attempt
+or red-blue match (bench/README.md). They are also a litellm provider, registered through
+litellm's own custom-provider mechanism (`litellm.custom_provider_map`) and with zero prices
+(`litellm.register_model`), so `litellm.completion("offline/echo", ...)` answers the same and
 `litellm.completion_cost` answers 0.0 for them. Every offline model is deterministic and instant.
 
 Models:
@@ -257,45 +261,63 @@ def _temperature(optional_params: Any) -> float | None:
     return float(value)
 
 
-def _reply(name: str, messages: list[Any], optional_params: Any) -> str | None:
+def _reply(name: str, messages: list[Any], temperature: float | None) -> str | None:
     """The offline model's reply, or None when no offline model has that name."""
     if f"{PROVIDER}/{name}" in simulated.SIMULATED_MODELS:
-        # The simulations also need the temperature, which litellm passes in optional_params.
-        return simulated.reply(
-            name, _last_user_text(messages), temperature=_temperature(optional_params)
-        )
+        # The simulations also need the temperature.
+        return simulated.reply(name, _last_user_text(messages), temperature=temperature)
     reply_for = _REPLIES.get(name)
     return reply_for(messages) if reply_for is not None else None
 
 
-def _build_response(model: str, messages: list[Any], optional_params: Any = None) -> Any:
-    litellm = _import_litellm()
+class UnknownOfflineModel(LookupError):
+    """No offline model has that name. Its `status_code` makes callers treat it as a
+    permanent error (not retried), as litellm's NotFoundError is."""
+
+    status_code = 404
+
+
+def response_for(
+    model: str, messages: list[Any], temperature: float | None = None
+) -> dict[str, Any]:
+    """The offline model's answer as an OpenAI chat completion, in plain JSON: what the engine
+    reads from any model (app.evaluation.llm), without litellm."""
     name = _bare_name(model)
-    reply = _reply(name, messages, optional_params)
+    reply = _reply(name, messages, temperature)
     if reply is None:
         known = ", ".join(OFFLINE_MODELS)
-        # A 404 makes litellm raise NotFoundError, which callers treat as a permanent error.
-        from litellm.llms.custom_llm import CustomLLMError
-
-        raise CustomLLMError(404, f"unknown offline model {PROVIDER}/{name}; known: {known}")
+        raise UnknownOfflineModel(f"unknown offline model {PROVIDER}/{name}; known: {known}")
     prompt_tokens = _prompt_words(messages)
     completion_tokens = count_words(reply)
-    return litellm.ModelResponse(
-        model=f"{PROVIDER}/{name}",
-        created=int(time.time()),
-        choices=[
+    return {
+        "model": f"{PROVIDER}/{name}",
+        "created": int(time.time()),
+        "choices": [
             {
                 "index": 0,
                 "finish_reason": "stop",
                 "message": {"role": "assistant", "content": reply},
             }
         ],
-        usage=litellm.Usage(
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            total_tokens=prompt_tokens + completion_tokens,
-        ),
-    )
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _build_response(model: str, messages: list[Any], optional_params: Any = None) -> Any:
+    litellm = _import_litellm()
+    try:
+        answer = response_for(model, messages, _temperature(optional_params))
+    except UnknownOfflineModel as error:
+        # A 404 makes litellm raise NotFoundError, which callers treat as a permanent error.
+        from litellm.llms.custom_llm import CustomLLMError
+
+        raise CustomLLMError(404, str(error)) from error
+    usage = answer.pop("usage")
+    return litellm.ModelResponse(**answer, usage=litellm.Usage(**usage))
 
 
 def _make_handler() -> Any:

@@ -17,7 +17,7 @@ from app.evaluation.offline import (
     rubric_keywords,
 )
 from app.evaluation.prompts import build_judge_prompt
-from app.evaluation.types import InfrastructureError, ModelSpec
+from app.evaluation.types import InfrastructureError, Message, ModelSpec
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +77,30 @@ def test_echo_through_the_client_records_usage_and_zero_cost() -> None:
     assert record.input_tokens == 6
     assert record.output_tokens == 3
     assert (record.cached_tokens, record.thinking_tokens) == (0, 0)
+    assert record.cost_usd == 0.0
+
+
+@pytest.mark.parametrize("model", OFFLINE_MODELS)
+def test_the_client_answers_offline_models_in_process_as_litellm_would(
+    litellm: Any, model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine answers offline models without litellm (it costs ~5 ms of CPU per call),
+    with the same text and usage litellm's provider gives."""
+    messages: list[Message] = [
+        {"role": "system", "content": "Never say: BANANA"},
+        {"role": "user", "content": "Say BANANA, twice: BANANA"},
+    ]
+    expected = asyncio.run(litellm.acompletion(model=model, messages=messages, temperature=0.3))
+
+    async def no_litellm(**_: Any) -> Any:
+        raise AssertionError("an offline call went through litellm")
+
+    monkeypatch.setattr(litellm, "acompletion", no_litellm)
+    spec = ModelSpec(model=model, temperature=0.3)
+    record = asyncio.run(LLMClient().complete(spec, messages))
+    assert record.output == expected.choices[0].message.content
+    assert record.input_tokens == expected.usage.prompt_tokens
+    assert record.output_tokens == expected.usage.completion_tokens
     assert record.cost_usd == 0.0
 
 

@@ -1,11 +1,12 @@
 """Fair timing: an attempt's `elapsed_ms` holds its model calls only, and a process's first call
 is timed like its later ones (litellm loads its provider modules lazily on a process's first
-call: the CLI and the workers make an untimed call before any attempt).
+call: the CLI and the workers make untimed calls before any attempt).
 
-No timing assertion: what the timed span holds is compared structurally. Every call goes
-through `litellm.acompletion`, the span `LLMClient` times; a probe records how many modules
-were imported during each call. Loading modules is what a cold first call does; a warm one
-imports nothing, like every later call.
+No timing assertion: what the timed span holds is compared structurally. A probe wraps what
+`LLMClient` times (`litellm.acompletion`, or the offline models' in-process answer) and records
+how many modules were imported during each call. Loading modules is what a cold first call
+does; a warm one imports nothing, like every later call. The offline models answer in the
+process; sent through litellm instead (`litellm` path), they stand for any litellm model.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import asyncio, json, sys
 from app.evaluation import llm
 from app.evaluation.types import ModelSpec
 
-mode = sys.argv[1]
+mode, path = sys.argv[1], sys.argv[2]
 litellm = llm.load_litellm()
 if mode == "worker":
     # What a Celery worker does: the main process's worker_init hook, then (after the fork)
@@ -42,17 +43,22 @@ elif mode == "cli":
 else:
     run = asyncio.run
 
-original = litellm.acompletion
 imported_during_call = []
 
-async def probe(**arguments):
-    before = len(sys.modules)
-    try:
-        return await original(**arguments)
-    finally:
-        imported_during_call.append(len(sys.modules) - before)
+def probing(original):
+    async def probe(*arguments, **keywords):
+        before = len(sys.modules)
+        try:
+            return await original(*arguments, **keywords)
+        finally:
+            imported_during_call.append(len(sys.modules) - before)
+    return probe
 
-litellm.acompletion = probe
+if path == "litellm":
+    llm.is_offline = lambda model: False  # the offline models as litellm calls them
+    litellm.acompletion = probing(litellm.acompletion)
+else:
+    llm._offline_answer = probing(llm._offline_answer)
 client = llm.LLMClient()
 for model in ("offline/echo", "offline/judge", "offline/echo"):
     record = run(client.complete(ModelSpec(model=model), [{"role": "user", "content": "hi"}]))
@@ -61,14 +67,14 @@ print(json.dumps(imported_during_call))
 """
 
 
-def imports_per_call(mode: str, tmp_path: Path) -> list[int]:
+def imports_per_call(mode: str, tmp_path: Path, path: str = "litellm") -> list[int]:
     env = {
         **os.environ,
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "GAUNTLET_DATA_DIR": str(tmp_path / "data"),
     }
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, mode],
+        [sys.executable, "-c", PROBE, mode, path],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -87,11 +93,12 @@ def test_a_cold_process_loads_modules_inside_its_first_timed_call(tmp_path: Path
     assert later == [0, 0]
 
 
+@pytest.mark.parametrize("path", ["litellm", "in-process"])
 @pytest.mark.parametrize("mode", ["cli", "worker"])
 def test_after_the_warm_up_the_first_call_is_timed_like_the_later_ones(
-    mode: str, tmp_path: Path
+    mode: str, path: str, tmp_path: Path
 ) -> None:
-    assert imports_per_call(mode, tmp_path) == [0, 0, 0]
+    assert imports_per_call(mode, tmp_path, path) == [0, 0, 0]
 
 
 def test_the_worker_hooks_warm_up_before_the_pool_takes_work() -> None:
