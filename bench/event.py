@@ -36,6 +36,7 @@ from typing import Any  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gevent  # noqa: E402
+import gevent.event  # noqa: E402
 from locust.env import Environment  # noqa: E402
 from locust.user.wait_time import poisson  # noqa: E402
 from sqlalchemy import Engine, create_engine, text  # noqa: E402
@@ -52,6 +53,7 @@ from bench.event_checks import (  # noqa: E402
     judge_requests,
     summarize_counts,
     wait_drained,
+    within,
 )
 from bench.event_crowd import (  # noqa: E402
     DEFAULT_MIX,
@@ -193,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help="20 s at 4 requests/s, 2 tenants, 40 participants, no kills",
+        help="20 s at 4 requests/s, 2 tenants, 40 participants, no kills (options given "
+        "explicitly still apply)",
     )
     parser.add_argument(
         "--report", type=Path, help="also write the figures and invariants as JSON here"
@@ -223,30 +226,33 @@ def sample_forever(meter: CpuMeter, engine: Engine, layout: Layout, samples: Sam
         gevent.sleep(2)
 
 
-def kill_in_turn(layout: Layout, every: float, order: list[str], samples: Samples) -> None:
+def kill_in_turn(
+    layout: Layout, every: float, order: list[str], samples: Samples, stopping: gevent.event.Event
+) -> None:
+    """SIGKILLs the roles in turn every `every` seconds until `stopping` is set (a kill under
+    way is seen through: its role is back when this returns)."""
     turn = 0
-    while True:
-        gevent.sleep(every)
+    while not stopping.wait(timeout=every):
         role = order[turn % len(order)]
         turn += 1
         print(f"   {time.strftime('%H:%M:%S')} SIGKILL {role}", flush=True)
-        kill = layout.kill(role)
+        kill = Kill(role, time.time())
         samples.kills.append(kill)
+        layout.kill(kill)
         back = "never" if kill.back_at is None else f"after {kill.back_at - kill.killed_at:.1f} s"
         print(
             f"   {time.strftime('%H:%M:%S')} {role} back {back} ({kill.restarted_by})", flush=True
         )
 
 
-def api_down_windows(kills: Sequence[Kill], layout: Layout) -> list[tuple[float, float]]:
-    """When a killed API was down: from the kill until it answered again. Embedded, a worker
-    that did not come back made the bench restart the whole `gauntlet run`."""
-    windows = []
-    for kill in kills:
-        api_down = kill.role == "api" or kill.restarted_by == "bench restarted gauntlet run"
-        if api_down:
-            windows.append((kill.killed_at, kill.back_at or math.inf))
-    return windows
+def api_down_windows(kills: Sequence[Kill]) -> list[tuple[float, float]]:
+    """When a killed API was down: from its kill (or, embedded, from the restart of a whole
+    `gauntlet run` whose worker did not come back) until it answered again."""
+    return [
+        (kill.api_down_from, kill.back_at or math.inf)
+        for kill in kills
+        if kill.api_down_from is not None
+    ]
 
 
 # Figures --------------------------------------------------------------------------------------
@@ -257,12 +263,21 @@ def ms(values: Sequence[float], p: float) -> str:
 
 
 def request_table(
-    crowd: Crowd, requests: Sequence[Request], seconds: float
+    crowd: Crowd,
+    requests: Sequence[Request],
+    seconds: float,
+    api_down: Sequence[tuple[float, float]],
 ) -> list[dict[str, Any]]:
+    """Per kind of request; latencies of first sends answered outside a killed API's down
+    time (a request that waited for the restart measures the restart, printed apart)."""
     rows = []
     for kind in (*KINDS, "all"):
         chosen = [r for r in requests if kind in ("all", r.kind)]
-        answered = [r.ended - r.started for r in chosen if not r.retry and r.status]
+        answered = [
+            r.ended - r.started
+            for r in chosen
+            if not r.retry and r.status and not within(api_down, r, 1.0)
+        ]
         arrivals = sum(crowd.arrivals.values()) if kind == "all" else crowd.arrivals[kind]
         achieved = sum(crowd.achieved.values()) if kind == "all" else crowd.achieved[kind]
         rows.append(
@@ -393,7 +408,7 @@ def find_rate(
         step = {
             "rate": rate,
             "users": users,
-            "offered_per_s": len([r for r in window if not r.retry]) / (ended - started),
+            "offered_per_s": round(len([r for r in window if not r.retry]) / (ended - started), 1),
             "p99_ms": round(p99, 1),
             "failures": failures,
             "attempts_accepted": accepted,
@@ -403,7 +418,7 @@ def find_rate(
             "held": holds,
         }
         steps.append(step)
-        print(f"   step {json.dumps(step)}", flush=True)
+        print(f"   {time.strftime('%H:%M:%S')} step {json.dumps(step)}", flush=True)
         if not holds:
             break
         held = rate
@@ -426,9 +441,8 @@ def _work(engine: Engine) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.smoke:
-        args.rate, args.duration, args.tenants, args.participants = 4.0, 20.0, 2, 40
-        args.kill_every, args.mix, args.drain_timeout = 0.0, dict(SMOKE_MIX), 120.0
+    if args.find_rate and args.kill_every:
+        raise SystemExit("--find-rate steps the rate on a layout left alone: no --kill-every")
     common.print_machine_info("event bench")
     folder = Path(tempfile.mkdtemp(prefix="gauntlet-event-"))
     layout = make_layout(args, folder)
@@ -460,9 +474,10 @@ def run(args: argparse.Namespace) -> int:
         gevent.sleep(0.5)
         load_started = time.time()
         killer = None
+        stopping = gevent.event.Event()
         if args.kill_every > 0:
             order = [role for role in args.kill_order.split(",") if role in layout.killable]
-            killer = gevent.spawn(kill_in_turn, layout, args.kill_every, order, samples)
+            killer = gevent.spawn(kill_in_turn, layout, args.kill_every, order, samples, stopping)
         steps: list[dict[str, Any]] = []
         held: float | None = None
         if args.find_rate:
@@ -476,9 +491,10 @@ def run(args: argparse.Namespace) -> int:
             )
             gevent.sleep(args.duration)
         load_ended = time.time()
-        if killer is not None:
-            killer.kill(block=True)
         runner.stop()
+        stopping.set()
+        if killer is not None:
+            killer.join()
         crowd.group.join(timeout=args.drain_timeout)
         runner.quit()
         print(
@@ -539,7 +555,7 @@ def check(
     engine: Engine,
     drained: bool,
 ) -> list[Invariant]:
-    windows = api_down_windows(samples.kills, layout)
+    windows = api_down_windows(samples.kills)
     found = [Invariant("the backlog drained", drained, f"within {args.drain_timeout:g} s")]
     found += http_invariants(judge_requests(crowd.requests, windows))
     found.append(
@@ -579,7 +595,7 @@ def figures(
         f"\n== requests during the load ({seconds:.0f} s; offered = arrivals, "
         "achieved = arrivals answered as expected)"
     )
-    table = request_table(crowd, load_requests, seconds)
+    table = request_table(crowd, load_requests, seconds, api_down_windows(samples.kills))
     print_table(
         table,
         [
@@ -657,7 +673,7 @@ def figures(
                 "attempts done": finished.get(minute, (0, 0))[0],
                 "matches done": finished.get(minute, (0, 0))[1],
                 "worker CPU s": round(worker_cpu[minute], 1),
-                "task s": round(all_tasks, 1),
+                "task s": round(float(all_tasks), 1),
                 "recomputes": recompute[0],
                 "recompute s": round(recompute[1], 2),
                 "longest": round(recompute[2], 2),
@@ -694,10 +710,12 @@ def figures(
         "\n== CPU seconds from the start of the load to the end of the drain "
         f"({drain_ended - load_started:.0f} s)"
     )
+    waited = meter.waited_between(load_started, drain_ended)
     for role, used in sorted(cpu.items(), key=lambda item: -item[1]):
         print(
             f"   {role}: {used:.1f} s "
-            f"({100 * used / (drain_ended - load_started):.0f}% of one core)"
+            f"({100 * used / (drain_ended - load_started):.0f}% of one core); "
+            f"{waited.get(role, 0.0):.1f} s more runnable, waiting for a CPU"
         )
     print(
         "   worker task time by task: "
@@ -707,10 +725,13 @@ def figures(
     )
     per_attempt = attempt_cpu / completed * 1000 if completed else math.nan
     per_match = match_cpu / matches * 1000 if matches else math.nan
-    print(
-        f"   worker CPU per finished attempt: {per_attempt:.1f} ms; per finished match: "
-        f"{per_match:.1f} ms (worker CPU shared out by task time)"
-    )
+    if total_task:
+        print(
+            f"   worker CPU per finished attempt: {per_attempt:.1f} ms; per finished match: "
+            f"{per_match:.1f} ms (worker CPU shared out by task time)"
+        )
+    else:
+        print("   worker CPU per attempt and per match: n/a (no task runtimes in the log)")
     api_requests = len([r for r in crowd.requests if load_started <= r.started < drain_ended])
     if api_requests:
         print(f"   API CPU per request: {cpu.get('api', 0.0) / api_requests * 1000:.1f} ms")
@@ -719,6 +740,9 @@ def figures(
     print(
         f"\n== offered {offered:.1f} requests/s (target {args.rate:g}), achieved {achieved:.1f}/s"
     )
+    if steps:
+        print("\n== steps")
+        print_table(steps, list(steps[0]))
     if args.find_rate:
         print(
             f"== sustainable rate: {held if held is not None else 'none held'} requests/s "
@@ -736,6 +760,7 @@ def figures(
         "backlog": backlog_rows,
         "minutes": minute_rows,
         "cpu_seconds": cpu,
+        "cpu_wait_seconds": waited,
         "worker_cpu_ms_per_attempt": per_attempt,
         "worker_cpu_ms_per_match": per_match,
         "drained": drained,
@@ -745,9 +770,23 @@ def figures(
     }
 
 
+# What --smoke changes (options given explicitly still win).
+SMOKE = {
+    "rate": 4.0,
+    "duration": 20.0,
+    "tenants": 2,
+    "participants": 40,
+    "mix": SMOKE_MIX,
+    "drain_timeout": 120.0,
+}
+
+
 def main() -> None:
     common.exit_on_sigterm()
-    sys.exit(run(build_parser().parse_args()))
+    parser = build_parser()
+    if "--smoke" in sys.argv[1:]:
+        parser.set_defaults(**SMOKE)
+    sys.exit(run(parser.parse_args()))
 
 
 if __name__ == "__main__":

@@ -48,6 +48,8 @@ class Kill:
     role: str
     killed_at: float  # time.time()
     back_at: float | None = None
+    # When the API stopped answering because of this kill (None: it did not).
+    api_down_from: float | None = None
     # Who brought it back: "restart" (the bench, as Compose's `restart: unless-stopped`), "itself"
     # (the layout's own supervision), or "bench restarted gauntlet run" (it did not come back).
     restarted_by: str = "restart"
@@ -113,8 +115,9 @@ class Layout:
     def stop(self) -> None:
         raise NotImplementedError
 
-    def kill(self, role: str) -> Kill:
-        """SIGKILL to the role's processes; back as the layout brings it back."""
+    def kill(self, kill: Kill) -> None:
+        """SIGKILL to the role's processes; back as the layout brings it back (`kill` records
+        when, and how)."""
         raise NotImplementedError
 
     def pids(self) -> dict[str, list[int]]:
@@ -273,13 +276,14 @@ class ProductionLayout(Layout):
                 service.log_path,
             )
 
-    def kill(self, role: str) -> Kill:
-        record = Kill(role, time.time())
-        self.services[role].kill()
-        self.services[role].start()
-        self._wait_ready(role)
-        record.back_at = time.time()
-        return record
+    def kill(self, kill: Kill) -> None:
+        # Compose's `restart: unless-stopped`: the container is started again at once.
+        if kill.role == "api":
+            kill.api_down_from = time.time()
+        self.services[kill.role].kill()
+        self.services[kill.role].start()
+        self._wait_ready(kill.role)
+        kill.back_at = time.time()
 
     def pids(self) -> dict[str, list[int]]:
         found = {}
@@ -439,15 +443,13 @@ class EmbeddedLayout(Layout):
         worker = self._worker_pids()
         return {"api": [pid for pid in everything if pid not in worker], "worker": worker}
 
-    def kill(self, role: str) -> Kill:
-        record = Kill(role, time.time())
-        if role == "api":
+    def kill(self, kill: Kill) -> None:
+        if kill.role == "api":
             # The whole `gauntlet run` (what a user sees die), started again as they would.
-            self.run.kill()
-            self.run.start()
-            self._wait_healthy()
-            record.back_at = time.time()
-            return record
+            kill.api_down_from = time.time()
+            self._restart_run()
+            kill.back_at = time.time()
+            return
         killed = set(self._worker_pids())
         for pid in killed:
             with contextlib.suppress(ProcessLookupError):
@@ -456,16 +458,20 @@ class EmbeddedLayout(Layout):
         deadline = time.monotonic() + self.worker_back_within
         while time.monotonic() < deadline:
             if set(self._worker_pids()) - killed:
-                record.back_at = time.time()
-                record.restarted_by = "itself"
-                return record
+                kill.back_at = time.time()
+                kill.restarted_by = "itself"
+                return
             time.sleep(0.2)
-        record.restarted_by = "bench restarted gauntlet run"
+        kill.restarted_by = "bench restarted gauntlet run"
+        # The API is down from here until the new `gauntlet run` answers.
+        kill.api_down_from = time.time()
+        self._restart_run()
+        kill.back_at = time.time()
+
+    def _restart_run(self) -> None:
         self.run.kill()
         self.run.start()
         self._wait_healthy()
-        record.back_at = time.time()
-        return record
 
     def stop(self) -> None:
         if self.run.running():
@@ -477,13 +483,15 @@ class EmbeddedLayout(Layout):
 # CPU per role ---------------------------------------------------------------------------------
 
 
-def _cpu_of(pid: int) -> tuple[int, float] | None:
-    """(start time, user + system CPU seconds) of a live process, from /proc/<pid>/stat."""
+def _cpu_of(pid: int) -> tuple[int, float, float] | None:
+    """(start time, user + system CPU seconds, seconds spent runnable but waiting for a CPU)
+    of a live process, from /proc/<pid>/stat and /proc/<pid>/schedstat."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+        waited = int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
         return None
-    return int(fields[19]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return int(fields[19]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS, waited
 
 
 def _redis_server_pids() -> list[int]:
@@ -505,11 +513,12 @@ class CpuMeter:
     its CPU up to its last sample (at most one interval of it is missed)."""
 
     layout: Layout
-    last: dict[tuple[str, int, int], float] = field(default_factory=dict)
-    # (time.time(), {role: cumulative CPU seconds})
-    series: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    last: dict[tuple[str, int, int], tuple[float, float]] = field(default_factory=dict)
+    # (time.time(), {role: cumulative CPU seconds}) and (…, {role: cumulative seconds waited})
+    used: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    waited: list[tuple[float, dict[str, float]]] = field(default_factory=list)
 
-    def sample(self) -> dict[str, float]:
+    def sample(self) -> None:
         roles = self.layout.pids()
         roles["redis-server (whole, shared)"] = _redis_server_pids()
         roles["bench (locust, this process)"] = [os.getpid()]
@@ -517,18 +526,32 @@ class CpuMeter:
             for pid in pids:
                 measured = _cpu_of(pid)
                 if measured is not None:
-                    started, seconds = measured
-                    self.last[(role, pid, started)] = seconds
-        totals: dict[str, float] = {}
-        for (role, _pid, _started), seconds in self.last.items():
-            totals[role] = totals.get(role, 0.0) + seconds
-        self.series.append((time.time(), totals))
-        return totals
+                    started, seconds, waited = measured
+                    self.last[(role, pid, started)] = (seconds, waited)
+        used: dict[str, float] = {}
+        waited_for: dict[str, float] = {}
+        for (role, _pid, _started), (seconds, waited) in self.last.items():
+            used[role] = used.get(role, 0.0) + seconds
+            waited_for[role] = waited_for.get(role, 0.0) + waited
+        now = time.time()
+        self.used.append((now, used))
+        self.waited.append((now, waited_for))
 
     def used_between(self, start: float, end: float) -> dict[str, float]:
         """CPU seconds each role used between two moments (the samples nearest them)."""
-        if not self.series:
-            return {}
-        before = min(self.series, key=lambda sample: abs(sample[0] - start))[1]
-        after = min(self.series, key=lambda sample: abs(sample[0] - end))[1]
-        return {role: after.get(role, 0.0) - before.get(role, 0.0) for role in after}
+        return _difference(self.used, start, end)
+
+    def waited_between(self, start: float, end: float) -> dict[str, float]:
+        """Seconds each role's processes were runnable but waited for a CPU (the machine's
+        other work, or the layout's own processes, had them)."""
+        return _difference(self.waited, start, end)
+
+
+def _difference(
+    series: list[tuple[float, dict[str, float]]], start: float, end: float
+) -> dict[str, float]:
+    if not series:
+        return {}
+    before = min(series, key=lambda sample: abs(sample[0] - start))[1]
+    after = min(series, key=lambda sample: abs(sample[0] - end))[1]
+    return {role: after.get(role, 0.0) - before.get(role, 0.0) for role in after}

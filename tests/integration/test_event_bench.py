@@ -49,6 +49,8 @@ def test_a_smoke_event_holds_every_invariant(stack: Stack, tmp_path: Path) -> No
             stack.broker_url,
             "--report",
             str(report_path),
+            "--keep-logs",
+            str(tmp_path / "logs"),
         ],
         cwd=ROOT,
         env=env,
@@ -56,6 +58,8 @@ def test_a_smoke_event_holds_every_invariant(stack: Stack, tmp_path: Path) -> No
         text=True,
         timeout=280,
     )
+    # On failure: the bench's own report (which invariant broke, and how), then its errors;
+    # the services' logs are in tmp_path/logs.
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     report = json.loads(report_path.read_text())
     invariants = {entry["name"]: entry for entry in report["invariants"]}
