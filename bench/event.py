@@ -737,9 +737,8 @@ def figures(
         print(f"   API CPU per request: {cpu.get('api', 0.0) / api_requests * 1000:.1f} ms")
     offered = sum(crowd.arrivals.values()) / seconds
     achieved = sum(crowd.achieved.values()) / seconds
-    print(
-        f"\n== offered {offered:.1f} requests/s (target {args.rate:g}), achieved {achieved:.1f}/s"
-    )
+    target = "steps" if args.find_rate else f"{args.rate:g}"
+    print(f"\n== offered {offered:.1f} requests/s (target {target}), achieved {achieved:.1f}/s")
     if steps:
         print("\n== steps")
         print_table(steps, list(steps[0]))
