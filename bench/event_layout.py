@@ -11,6 +11,7 @@ and Redis key prefix (only keys with that prefix are deleted), its own data fold
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import json
 import os
@@ -99,7 +100,7 @@ def gauntlet_of(checkout: Path) -> Path:
     return binary
 
 
-class Layout:
+class Layout(abc.ABC):
     """What the bench needs of a running layout."""
 
     kind = ""
@@ -109,20 +110,20 @@ class Layout:
     admin_token = ""
     database_url = ""  # SQLAlchemy URL, read by the checks
 
-    def start(self) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def start(self) -> None: ...
 
-    def stop(self) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def stop(self) -> None: ...
 
+    @abc.abstractmethod
     def kill(self, kill: Kill) -> None:
         """SIGKILL to the role's processes; back as the layout brings it back (`kill` records
         when, and how)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def pids(self) -> dict[str, list[int]]:
         """The live processes of each role."""
-        raise NotImplementedError
 
     def task_log(self) -> Iterator[tuple[datetime, str, float]]:
         """(when, task name, seconds) of every task the workers logged as finished."""
@@ -131,8 +132,8 @@ class Layout:
     def broker_depth(self) -> int | None:
         return None
 
-    def describe(self) -> str:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def describe(self) -> str: ...
 
 
 # The production layout ------------------------------------------------------------------------
