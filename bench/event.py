@@ -468,6 +468,10 @@ def run(args: argparse.Namespace) -> int:
         environment = Environment(user_classes=[Participant])
         runner = environment.create_local_runner()
         opening(Participant(environment))
+        if not args.smoke:
+            # A steady state from the first second (a smoke run overlaps the worker's start
+            # with its load: its figures do not matter, its invariants do).
+            layout.wait_ready()
         meter = CpuMeter(layout)
         samples = Samples()
         sampler = gevent.spawn(sample_forever, meter, engine, layout, samples)
@@ -495,6 +499,7 @@ def run(args: argparse.Namespace) -> int:
         stopping.set()
         if killer is not None:
             killer.join()
+        layout.wait_ready()
         crowd.group.join(timeout=args.drain_timeout)
         runner.quit()
         print(

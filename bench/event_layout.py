@@ -111,7 +111,13 @@ class Layout(abc.ABC):
     database_url = ""  # SQLAlchemy URL, read by the checks
 
     @abc.abstractmethod
-    def start(self) -> None: ...
+    def start(self) -> None:
+        """Starts every role; returns once the API answers (the others may still be
+        starting: `wait_ready`)."""
+
+    @abc.abstractmethod
+    def wait_ready(self) -> None:
+        """Waits until every role is ready."""
 
     @abc.abstractmethod
     def stop(self) -> None: ...
@@ -246,6 +252,9 @@ class ProductionLayout(Layout):
             raise RuntimeError(f"gauntlet migrate failed:\n{migrate.log()[-3000:]}")
         for name in self.roles:
             self.services[name].start()
+        self._wait_ready("api")
+
+    def wait_ready(self) -> None:
         for name in self.roles:
             self._wait_ready(name)
 
@@ -413,6 +422,10 @@ class EmbeddedLayout(Layout):
 
     def start(self) -> None:
         self.run.start()
+        self._wait_healthy()
+
+    def wait_ready(self) -> None:
+        # The worker is `gauntlet run`'s own child: ready when `gauntlet run` is up.
         self._wait_healthy()
 
     def _wait_healthy(self) -> None:
