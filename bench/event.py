@@ -141,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=common.admin_dsn(),
         help="PostgreSQL (libpq URL) allowed to create databases",
     )
-    layout.add_argument("--redis-url", default="redis://127.0.0.1:6379/10")
+    # Not db 10: the other benchmarks flush it.
+    layout.add_argument("--redis-url", default="redis://127.0.0.1:6379/11")
     load = parser.add_argument_group("the crowd")
     load.add_argument("--rate", type=float, default=20.0, help="offered requests per second")
     load.add_argument("--duration", type=float, default=300.0, help="seconds of load")
