@@ -209,6 +209,18 @@ def build_parser() -> argparse.ArgumentParser:
 # Sampling during the run ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Timeline:
+    """When the load started and ended (time.time()), and how the drain went."""
+
+    load_started: float
+    load_ended: float
+    drain_ended: float
+    drained: bool
+    drain_seconds: float
+    left: dict[str, int] | None
+
+
 @dataclass
 class Samples:
     backlog: list[tuple[float, dict[str, int], int | None]] = field(default_factory=list)
@@ -270,7 +282,8 @@ def request_table(
     api_down: Sequence[tuple[float, float]],
 ) -> list[dict[str, Any]]:
     """Per kind of request; latencies of first sends answered outside a killed API's down
-    time (a request that waited for the restart measures the restart, printed apart)."""
+    time (one that waited for a restart measures the restart: the kills are listed apart,
+    with how long each role was gone)."""
     rows = []
     for kind in (*KINDS, "all"):
         chosen = [r for r in requests if kind in ("all", r.kind)]
@@ -508,28 +521,11 @@ def run(args: argparse.Namespace) -> int:
             flush=True,
         )
         drained, waited, left = wait_drained(engine, args.drain_timeout)
-        drain_ended = time.time()
+        timeline = Timeline(load_started, load_ended, time.time(), drained, waited, left)
         gevent.sleep(2.5)  # one more CPU sample after the last work
         sampler.kill(block=True)
         meter.sample()
-        report.update(
-            figures(
-                args,
-                layout,
-                crowd,
-                meter,
-                samples,
-                engine,
-                load_started,
-                load_ended,
-                drain_ended,
-                drained,
-                waited,
-                left,
-                steps,
-                held,
-            )
-        )
+        report.update(figures(args, layout, crowd, meter, samples, engine, timeline, steps, held))
         invariants = check(args, layout, crowd, samples, engine, drained)
         report["invariants"] = [vars(invariant) for invariant in invariants]
         print("\n== invariants")
@@ -586,15 +582,17 @@ def figures(
     meter: CpuMeter,
     samples: Samples,
     engine: Engine,
-    load_started: float,
-    load_ended: float,
-    drain_ended: float,
-    drained: bool,
-    waited: float,
-    left: dict[str, int] | None,
+    timeline: Timeline,
     steps: list[dict[str, Any]],
     held: float | None,
 ) -> dict[str, Any]:
+    load_started, load_ended = timeline.load_started, timeline.load_ended
+    drain_ended, drained, waited, left = (
+        timeline.drain_ended,
+        timeline.drained,
+        timeline.drain_seconds,
+        timeline.left,
+    )
     seconds = load_ended - load_started
     load_requests = [r for r in crowd.requests if load_started <= r.started < load_ended]
     print(
@@ -716,12 +714,12 @@ def figures(
         "\n== CPU seconds from the start of the load to the end of the drain "
         f"({drain_ended - load_started:.0f} s)"
     )
-    waited = meter.waited_between(load_started, drain_ended)
+    cpu_waits = meter.waited_between(load_started, drain_ended)
     for role, used in sorted(cpu.items(), key=lambda item: -item[1]):
         print(
             f"   {role}: {used:.1f} s "
             f"({100 * used / (drain_ended - load_started):.0f}% of one core); "
-            f"{waited.get(role, 0.0):.1f} s more runnable, waiting for a CPU"
+            f"{cpu_waits.get(role, 0.0):.1f} s more runnable, waiting for a CPU"
         )
     print(
         "   worker task time by task: "
@@ -765,7 +763,7 @@ def figures(
         "backlog": backlog_rows,
         "minutes": minute_rows,
         "cpu_seconds": cpu,
-        "cpu_wait_seconds": waited,
+        "cpu_wait_seconds": cpu_waits,
         "worker_cpu_ms_per_attempt": per_attempt,
         "worker_cpu_ms_per_match": per_match,
         "drained": drained,
