@@ -11,6 +11,9 @@ would run them, against these processes.
 
 The API reaches PostgreSQL and Redis through proxies the tests can break (tests/fixtures/
 tcp_proxy.py); the worker and beat reach them directly.
+
+The module has no import-time effects (it does not load tests/conftest.py), so the event
+bench (bench/event_layout.py) starts the same services with it, from any checkout.
 """
 
 from __future__ import annotations
@@ -32,9 +35,9 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.conftest import ROOT
 from tests.fixtures.tcp_proxy import TcpProxy
 
+ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 GAUNTLET_SERVICES = ("migrate", "api", "worker", "beat")
 # What a `.env` next to docker-compose.yml gives (see .env.example).
@@ -58,8 +61,8 @@ NATIVE_VALUES = (
 )
 
 
-def compose_file() -> dict[str, Any]:
-    return dict(yaml.safe_load(COMPOSE_FILE.read_text()))
+def compose_file(path: Path = COMPOSE_FILE) -> dict[str, Any]:
+    return dict(yaml.safe_load(path.read_text()))
 
 
 def interpolate(value: str, variables: Mapping[str, str]) -> str:
@@ -97,14 +100,51 @@ def seconds(duration: str) -> float:
     return sum(float(number) * units[unit] for number, unit in parts)
 
 
+def service_environment(
+    definition: Mapping[str, Any],
+    dotenv: Mapping[str, str],
+    native: Mapping[str, str],
+    settings: Mapping[str, str],
+    bin_folder: str,
+) -> dict[str, str]:
+    """What a Compose service's container sees, for a native process: the service's declared
+    environment (interpolated from the `.env` values), with the values that name other
+    containers or the container's files replaced by `native` ones, plus `settings` the Compose
+    file leaves at their defaults (a setting it names must not be overridden)."""
+    declared = {
+        key: interpolate(str(value), dotenv)
+        for key, value in (definition.get("environment") or {}).items()
+    }
+    replaced = {key: native[key] for key in declared if key in native}
+    assert not set(settings) & set(declared), set(settings) & set(declared)
+    return {
+        # What a container has besides its declared environment: a PATH that finds the
+        # image's programs (here, a virtualenv's) and a host name.
+        "PATH": bin_folder + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOSTNAME": socket.gethostname(),
+        "LANG": "C.UTF-8",
+        **declared,
+        **replaced,
+        **settings,
+    }
+
+
 class Service:
     """One Compose service as a process group: started, killed and restarted like a container."""
 
     def __init__(
-        self, name: str, definition: dict[str, Any], env: dict[str, str], log_path: Path
+        self,
+        name: str,
+        definition: dict[str, Any],
+        env: dict[str, str],
+        log_path: Path,
+        *,
+        cwd: Path = ROOT,
+        command: list[str] | None = None,
     ) -> None:
         self.name, self.definition, self.env, self.log_path = name, definition, env, log_path
-        self.command: list[str] = [str(part) for part in definition["command"]]
+        self.cwd = cwd
+        self.command: list[str] = command or [str(part) for part in definition["command"]]
         self.process: subprocess.Popen[bytes] | None = None
         self.log_offset = 0
 
@@ -114,7 +154,7 @@ class Service:
             self.process = subprocess.Popen(
                 self.command,
                 env=self.env,
-                cwd=ROOT,
+                cwd=self.cwd,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -146,7 +186,7 @@ class Service:
         self.process.wait(timeout=10)
         # A container's processes all die with it; here, wait until the group is gone.
         deadline = time.monotonic() + 10
-        while _group_alive(self.process.pid):
+        while group_members(self.process.pid):
             assert time.monotonic() < deadline, f"{self.name}'s processes outlived SIGKILL"
             time.sleep(0.05)
 
@@ -158,7 +198,7 @@ class Service:
             return subprocess.run(
                 argv,
                 env=self.env,
-                cwd=ROOT,
+                cwd=self.cwd,
                 capture_output=True,
                 text=True,
                 timeout=seconds(check.get("timeout", "30s")) + 10,
@@ -167,7 +207,7 @@ class Service:
             return subprocess.CompletedProcess(argv, -1, str(expired.stdout), "timed out")
 
 
-def _group_members(group: int) -> list[int]:
+def group_members(group: int) -> list[int]:
     """The processes of a process group, zombies (dead, not yet reaped) left out."""
     members = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -178,10 +218,6 @@ def _group_members(group: int) -> list[int]:
         if int(fields[2]) == group and fields[0] != "Z":
             members.append(int(stat.parent.name))
     return members
-
-
-def _group_alive(group: int) -> bool:
-    return bool(_group_members(group))
 
 
 class ProductionLayout:
@@ -230,10 +266,6 @@ class ProductionLayout:
         return self.services[name]
 
     def environment(self, name: str) -> dict[str, str]:
-        declared = {
-            key: interpolate(str(value), DOTENV)
-            for key, value in (self.compose["services"][name].get("environment") or {}).items()
-        }
         through_proxies = name == "api"
         database = self.database_url
         broker = self.redis_url
@@ -247,20 +279,13 @@ class ProductionLayout:
             "PORT": str(self.port),
             "GAUNTLET_WORKER_HTTP_PORT": str(self.worker_http_port),
         }
-        replaced = {key: native[key] for key in declared if key in NATIVE_VALUES}
-        # A setting the Compose file names must not be overridden for the test's convenience.
-        assert not set(self.test_settings) & set(declared), set(self.test_settings) & set(declared)
-        bin_folder = str(Path(sys.executable).parent)
-        return {
-            # What a container has besides its declared environment: a PATH that finds the
-            # image's programs (here, this virtualenv's) and a host name.
-            "PATH": bin_folder + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOSTNAME": socket.gethostname(),
-            "LANG": "C.UTF-8",
-            **declared,
-            **replaced,
-            **self.test_settings,
-        }
+        return service_environment(
+            self.compose["services"][name],
+            DOTENV,
+            {key: native[key] for key in NATIVE_VALUES},
+            self.test_settings,
+            str(Path(sys.executable).parent),
+        )
 
     def migrate(self) -> None:
         """Runs `migrate` to completion, as Compose does before it starts the others."""
@@ -290,7 +315,7 @@ class ProductionLayout:
     def processes(self, name: str) -> dict[int, str]:
         """The live processes of a service (its process group), with their command lines."""
         process = self.services[name].process
-        members = [] if process is None else _group_members(process.pid)
+        members = [] if process is None else group_members(process.pid)
         command_lines = {}
         for pid in members:
             with contextlib.suppress(OSError):
