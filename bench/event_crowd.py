@@ -191,6 +191,10 @@ class Crowd:
 OVERSIZED = b'{"prompt": "' + b"x" * 1_100_000 + b'", "participant": "big"}'
 
 
+# How many client addresses the simulated crowd comes from (see `Participant.send`).
+CLIENT_ADDRESSES = 5_000
+
+
 class Participant(FastHttpUser):
     """A stream of arrivals: each picks a tenant, a participant and a request by the mix."""
 
@@ -248,6 +252,13 @@ class Participant(FastHttpUser):
         expect: Callable[[int], bool] = lambda status: 200 <= status < 300,
     ) -> tuple[int, Any]:
         sent_headers = dict(headers or {})
+        # A crowd comes from many addresses, not from the bench's one: each request names one
+        # of CLIENT_ADDRESSES, as a reverse proxy would (the layouts trust 127.0.0.1's
+        # X-Forwarded-For), so per-client limits see many clients, as in a real event.
+        number = random.randrange(CLIENT_ADDRESSES)
+        sent_headers["X-Forwarded-For"] = (
+            f"10.{number // 62500}.{number // 250 % 250}.{1 + number % 250}"
+        )
         if token is not None:
             sent_headers["Authorization"] = f"Bearer {token}"
         if method == "POST":

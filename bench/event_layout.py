@@ -192,6 +192,8 @@ class ProductionLayout(Layout):
             # consumed or touched.
             "GAUNTLET_QUEUE": self.queue,
             "GAUNTLET_REDIS_KEY_PREFIX": self.key_prefix,
+            # The crowd's requests name their client addresses, as a reverse proxy would.
+            "GAUNTLET_TRUSTED_PROXIES": "127.0.0.1",
             **settings,
         }
         binary = gauntlet_of(checkout)
@@ -408,6 +410,8 @@ class EmbeddedLayout(Layout):
             GAUNTLET_DATA_DIR=str(self.data_dir),
             GAUNTLET_ADMIN_TOKEN=self.admin_token,
             LITELLM_LOCAL_MODEL_COST_MAP="True",
+            # The crowd's requests name their client addresses, as a reverse proxy would.
+            GAUNTLET_TRUSTED_PROXIES="127.0.0.1",
             **settings,
         )
         if worker_concurrency is not None:
