@@ -1,10 +1,10 @@
-"""Issue 15, finding 7 (sessions and accounts), replayed as attacks over HTTP: a real API server
+"""Attacks on sessions and accounts, over HTTP: a real API server
 (and a second API process where limits must be shared), PostgreSQL and Redis, through the web
 UI's forms with their CSRF tokens.
 
 Every client speaks from an address of its own in 127.0.0.0/8: a real peer address (not a
-header), so the per-address limits of one test never meet another's; where the finding's
-attacker came from 127.0.0.1 (which uvicorn trusted by default), so does the replay.
+header), so the per-address limits of one test never meet another's; where an attacker would
+come from 127.0.0.1 (which uvicorn once trusted by default), so does the test.
 """
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ def clients(api_url: str) -> Iterator[Clients]:
 
 @pytest.fixture
 def from_localhost() -> Iterator[str]:
-    """127.0.0.1, the address uvicorn believed proxy headers from by default, as the finding's
-    attacker used it; the e2e tests count sign-ins from it too, so its counts start and end
+    """127.0.0.1, the address uvicorn believed proxy headers from by default, as an attacker
+    would use it; the e2e tests count sign-ins from it too, so its counts start and end
     empty (this run's keys only)."""
     from app.web import auth
 

@@ -1,6 +1,6 @@
-"""Issue 15, finding 8: the OpenAPI document declared no error responses, and /docs loaded
-Swagger UI from a CDN. Now every operation lists its errors with the one error schema, and the
-documentation pages load only the app's own files."""
+"""The API's documentation: every operation in the OpenAPI document lists its errors with the one
+error schema (it once declared none), and the documentation pages load only the app's own files
+(/docs once loaded Swagger UI from a CDN)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,13 @@
-"""Issue 15, findings 4, 5, 6 and the NaN case of 8, replayed as attacks through HTTP against
-PostgreSQL, Redis and a real worker.
+"""Hostile input replayed as attacks through HTTP against PostgreSQL, Redis and a real worker.
 
-4. A tenant's catastrophic regex held a worker for minutes (and its lease heartbeat, so the
+- A tenant's catastrophic regex held a worker for minutes (and its lease heartbeat, so the
    sweep re-sent it); now it runs on RE2 and finishes at once, run once.
-5. NUL (and lone surrogates) failed writes: in requests they answered 500, from a model or a
+- NUL (and lone surrogates) failed writes: in requests they answered 500, from a model or a
    scorer they ended the attempt in `DataError`. Now requests get a 422 naming the field, and
    what models and plugins produce is stored escaped.
-6. Huge offsets and indexes, Infinity, 1e400 and dates at the ends of the calendar answered
+- Huge offsets and indexes, Infinity, 1e400 and dates at the ends of the calendar answered
    500. Now 422, naming the parameter.
-8. NaN in `scoring.config` was stored as null. Now 422.
+- NaN in `scoring.config` was stored as null. Now 422.
 """
 
 from __future__ import annotations
@@ -67,10 +66,10 @@ def _raw_json(api: Api, method: str, path: str, token: str, text: str) -> httpx.
     )
 
 
-# Finding 4: regexes ------------------------------------------------------------------------------
+# Regexes ------------------------------------------------------------------------------------
 
 CATASTROPHIC = {
-    r"^(a+)+$": "a" * 31 + "!",  # the finding's own pattern and input
+    r"^(a+)+$": "a" * 31 + "!",  # the pattern and input that once held a worker for minutes
     r"^(a|aa)*$": "a" * 40 + "!",
     r"^(\w+\s?)*$": "an input that ends in a bang " * 4 + "!",
     r"(x+x+)+y": "x" * 5000,
@@ -152,7 +151,7 @@ def test_regex_keeps_its_meaning_on_re2(api: Api, worker: Worker, tenant: dict[s
         assert result["metrics"]["succeeded"] is succeeds, (pattern, prompt)
 
 
-# Finding 5: text the database cannot store --------------------------------------------------------
+# Text the database cannot store --------------------------------------------------------------
 
 
 def test_nul_and_lone_surrogates_in_bodies_answer_422_naming_the_field(
@@ -374,7 +373,7 @@ def test_scorer_details_and_reasons_with_nul_are_stored_escaped(
     assert "broken\\u0000scorer" in failed["score_details"]["error"]
 
 
-# Finding 6 and the NaN case of 8: numbers and dates --------------------------------------------
+# Numbers and dates --------------------------------------------------------------
 
 
 def test_out_of_range_parameters_answer_422_naming_them(api: Api, tenant: dict[str, Any]) -> None:

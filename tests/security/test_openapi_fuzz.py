@@ -1,6 +1,5 @@
-"""Issue 15, finding 6: requests generated from the OpenAPI document found 500s. This run does
-it again on every operation, with valid (positive) and invalid (negative) inputs, against the
-real app on PostgreSQL, and expects no 5xx.
+"""Requests generated from the OpenAPI document (which once found 500s): every operation, with
+valid (positive) and invalid (negative) inputs, against the real app on PostgreSQL; no 5xx.
 
 Requests carry the platform admin token or a tenant admin key as the operation needs, and path
 parameters are every other time real ids of this test's objects, so generation reaches the

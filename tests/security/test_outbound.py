@@ -1,6 +1,6 @@
-"""Issue 15, findings 1, 2 and 8 (`jsonl` `options.path`), replayed as attacks through HTTP
-against real PostgreSQL, Redis and a worker. The fake OpenAI-compatible server records where
-every request went and which credential it carried.
+"""Attacks on where workers send requests, what they spend and which files a benchmark reads,
+replayed through HTTP against real PostgreSQL, Redis and a worker. The fake OpenAI-compatible
+server records where every request went and which credential it carried.
 
 The test settings (tests/conftest.py) allow `http://127.0.0.1:*/v1` (no key),
 `http://127.0.0.1:*/keyed/v1` (key from TEST_KEYED_BASE_API_KEY) and
@@ -75,9 +75,9 @@ def error_message(response: Any) -> str:
     return str(response.json()["error"]["message"])
 
 
-# Finding 1: the allow-list matched text prefixes, and the operator's key went along.
+# Base URLs: an allow-list once matched text prefixes, and the operator's key went along.
 
-FINDING_1_CANDIDATES = [
+LOOKALIKE_BASE_URLS = [
     "http://127.0.0.1:18961/v1/../../internal",
     "http://127.0.0.1:18961/v10",
     "http://allowed.example.com.evil.example/v1",
@@ -101,8 +101,8 @@ FINDING_1_CANDIDATES = [
 ]
 
 
-@pytest.mark.parametrize("candidate", FINDING_1_CANDIDATES)
-def test_finding_1_every_base_url_candidate_is_refused(
+@pytest.mark.parametrize("candidate", LOOKALIKE_BASE_URLS)
+def test_every_base_url_candidate_is_refused(
     api: Api, tenant: dict[str, Any], candidate: str
 ) -> None:
     key = tenant["api_key"]
@@ -126,7 +126,7 @@ def test_finding_1_every_base_url_candidate_is_refused(
     assert "benchmark.actor_api_base" in error_message(response)
 
 
-def test_finding_1_the_provider_key_never_reaches_a_base_url(
+def test_the_provider_key_never_reaches_a_base_url(
     api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
 ) -> None:
     key = tenant["api_key"]
@@ -143,7 +143,7 @@ def test_finding_1_the_provider_key_never_reaches_a_base_url(
         assert not any(PROVIDER_KEY in value for value in request.headers.values())
 
 
-def test_finding_1_a_keyed_base_gets_its_own_key_and_nothing_else(
+def test_a_keyed_base_gets_its_own_key_and_nothing_else(
     api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
 ) -> None:
     key = tenant["api_key"]
@@ -161,13 +161,13 @@ def test_finding_1_a_keyed_base_gets_its_own_key_and_nothing_else(
     assert seen["benchmark"]["name"] == "jsonl"
 
 
-# Finding 2: participants chose where workers connect and what they spend.
+# Models: participants must not choose where workers connect, nor what they spend.
 
 LOCAL_PROVIDER_MODELS = ["ollama/x", "ollama_chat/x", "lemonade/x", "llamafile/x", "vllm/x"]
 
 
 @pytest.mark.parametrize("model", LOCAL_PROVIDER_MODELS)
-def test_finding_2_participants_cannot_name_local_providers(
+def test_participants_cannot_name_local_providers(
     api: Api, tenant: dict[str, Any], model: str
 ) -> None:
     challenge = benchmark_challenge(api, tenant["api_key"])
@@ -193,7 +193,7 @@ def test_finding_2_participants_cannot_name_local_providers(
         ),
     ],
 )
-def test_finding_2_tenant_admins_cannot_name_local_providers_either(
+def test_tenant_admins_cannot_name_local_providers_either(
     api: Api, tenant: dict[str, Any], changes: dict[str, Any], field: str
 ) -> None:
     body: dict[str, Any] = {
@@ -211,7 +211,7 @@ def test_finding_2_tenant_admins_cannot_name_local_providers_either(
 @pytest.mark.parametrize(
     ("role", "model"), [("judge_model", "llamafile/x"), ("critic_model", "ollama/x")]
 )
-def test_finding_2_benchmark_judges_and_critics_are_held_to_the_policy(
+def test_benchmark_judges_and_critics_are_held_to_the_policy(
     api: Api, tenant: dict[str, Any], role: str, model: str
 ) -> None:
     body = {
@@ -225,7 +225,7 @@ def test_finding_2_benchmark_judges_and_critics_are_held_to_the_policy(
     assert f"benchmark.{role}" in error_message(response)
 
 
-def test_finding_2_a_challenge_narrows_the_models_participants_submit(
+def test_a_challenge_narrows_the_models_participants_submit(
     api: Api, tenant: dict[str, Any]
 ) -> None:
     key = tenant["api_key"]
@@ -238,7 +238,7 @@ def test_finding_2_a_challenge_narrows_the_models_participants_submit(
     assert accepted.status_code == 202, accepted.text
 
 
-def test_finding_2_connection_errors_show_participants_no_address(
+def test_connection_errors_show_participants_no_address(
     api: Api, worker: Worker, tenant: dict[str, Any]
 ) -> None:
     key = tenant["api_key"]
@@ -257,7 +257,7 @@ def test_finding_2_connection_errors_show_participants_no_address(
     assert "APIConnectionError" in admin_view["error_detail"]
 
 
-def test_finding_2_an_attempt_stops_at_its_cost_budget(
+def test_an_attempt_stops_at_its_cost_budget(
     api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
 ) -> None:
     # openai/fake-model has no price: each call is charged the fallback rate ($10 per million
@@ -281,7 +281,7 @@ def test_finding_2_an_attempt_stops_at_its_cost_budget(
     assert usage["history"][0]["calls"] == 3
 
 
-def test_finding_2_a_spent_tenant_budget_starts_no_call_and_costs_no_attempt(
+def test_a_spent_tenant_budget_starts_no_call_and_costs_no_attempt(
     api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
 ) -> None:
     from app.db import session_scope, utcnow
@@ -311,7 +311,7 @@ def test_finding_2_a_spent_tenant_budget_starts_no_call_and_costs_no_attempt(
     assert member.status_code == 403
 
 
-# Finding 8: `options.path` told a tenant admin which files exist in the API's directory.
+# Files: `options.path` must not tell a tenant admin which files exist on the server.
 
 PATH_PROBES = [
     "pyproject.toml",  # exists in the API's working directory
@@ -327,7 +327,7 @@ PATH_PROBES = [
 ]
 
 
-def test_finding_8_a_path_outside_and_a_missing_file_get_the_same_answer(
+def test_a_path_outside_and_a_missing_file_get_the_same_answer(
     api: Api, tenant: dict[str, Any]
 ) -> None:
     answers = set()
@@ -346,7 +346,7 @@ def test_finding_8_a_path_outside_and_a_missing_file_get_the_same_answer(
     }
 
 
-def test_finding_8_files_in_the_operator_data_folder_are_usable(
+def test_files_in_the_operator_data_folder_are_usable(
     api: Api, worker: Worker, tenant: dict[str, Any]
 ) -> None:
     folder = Path(TEST_SETTINGS["GAUNTLET_BENCHMARK_DATA_DIR"])

@@ -1,4 +1,5 @@
-"""Issue 15, finding 3 ("the scorer sandbox leaks every secret"), replayed through the API.
+"""Hostile scorer plugins against the scorer sandbox (which once leaked every secret), through the
+API.
 
 Each hostile scorer of tests/fixtures/hostile_scorers is registered by the platform admin,
 attached to a challenge, and run by a real attempt on a real worker against PostgreSQL and Redis.

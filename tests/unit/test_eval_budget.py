@@ -266,9 +266,22 @@ def test_a_failed_call_frees_its_place() -> None:
 
 
 def test_offline_models_are_free_and_never_checked() -> None:
+    """A spent budget stops no offline call, and an offline call charges nothing, whatever
+    its record says it cost."""
     budget = MemoryAttemptBudget(budget_usd=0.001)
     budget.attempt_spent = 5.0
-    asyncio.run(budget.before_call(ModelSpec("offline/echo")))
+    spec = ModelSpec("offline/echo")
+    record = CallRecord(model=spec.model, prompt=[], output="", cost_usd=0.5, input_tokens=9)
+
+    async def calls() -> None:
+        for _ in range(3):
+            await budget.before_call(spec)
+            await budget.after_call(spec, record)
+
+    asyncio.run(calls())
+    assert (budget.attempt_spent, budget.tenant_spent) == (5.0, 0.0)
+    with pytest.raises(CostBudgetExhausted):
+        asyncio.run(budget.before_call(ModelSpec("openai/gpt-4o")))
 
 
 def test_unpriced_calls_are_charged_at_the_fallback_rate() -> None:

@@ -1,4 +1,4 @@
-"""Base URLs are parsed and matched on their parts (finding 1 of issue 15 replayed, and more)."""
+"""Base URLs are parsed and matched on their parts, never as text: every lookalike is refused."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from app.outbound.urls import (
     parse_url,
 )
 
-# The allow-list of the finding: a loopback test server and a public host name.
+# An allow-list of a loopback test server and a public host name.
 FINDING_BASES = ["http://127.0.0.1:18961/v1", "http://allowed.example.com"]
 PUBLIC = ipaddress.ip_address("93.184.216.34")
 
@@ -26,11 +26,12 @@ def public_dns(host: str, port: int) -> list[IPAddress]:
     return [PUBLIC]
 
 
-def finding_policy() -> OutboundPolicy:
+def lookalike_policy() -> OutboundPolicy:
     return OutboundPolicy(bases=parse_allowed_bases(FINDING_BASES), providers=ProviderPolicy())
 
 
-# Every candidate the finding tried (10 of 16 were accepted) and more of the same kind.
+# Base URLs that only look like allowed ones (an earlier text-prefix check accepted 10 of the
+# first 16), and more of the same kind.
 REFUSED = [
     "http://127.0.0.1:18961/v1/../../internal",
     "http://127.0.0.1:18961/v10",
@@ -76,9 +77,9 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("candidate", REFUSED)
-def test_every_candidate_of_finding_1_is_refused(candidate: str) -> None:
+def test_base_urls_that_only_look_allowed_are_refused(candidate: str) -> None:
     with pytest.raises(OutboundRefused):
-        finding_policy().checked_base(candidate, resolve=public_dns)
+        lookalike_policy().checked_base(candidate, resolve=public_dns)
 
 
 @pytest.mark.parametrize(
@@ -93,7 +94,7 @@ def test_every_candidate_of_finding_1_is_refused(candidate: str) -> None:
     ],
 )
 def test_allowed_bases_are_accepted_in_their_normalised_form(given: str, stored: str) -> None:
-    assert finding_policy().checked_base(given, resolve=public_dns) == stored
+    assert lookalike_policy().checked_base(given, resolve=public_dns) == stored
 
 
 @pytest.mark.parametrize(

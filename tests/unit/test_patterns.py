@@ -161,7 +161,7 @@ def test_catastrophic_patterns_answer_at_once(pattern: str, text: str, matches: 
     assert result.success is matches
 
 
-def test_the_findings_pattern_does_not_match() -> None:
+def test_a_catastrophic_pattern_answers_at_once_without_a_match() -> None:
     result = asyncio.run(RegexVerifier(RegexConfig(pattern=r"^(a+)+$")).verify("a" * 31 + "!"))
     assert result.success is False and result.details["match"] is None
 

@@ -160,9 +160,16 @@ def test_scorer_receives_metrics_config_and_context(sandbox: ScorerSandbox) -> N
     assert received["ctx"] == {**CTX, "timeout_ms": 1234}
 
 
-def test_check_accepts_a_real_scorer(sandbox: ScorerSandbox) -> None:
+def test_check_accepts_scorers_that_load_even_when_their_score_raises(
+    sandbox: ScorerSandbox,
+) -> None:
+    """The check loads the class and finds `score`; what `score` does is the call's affair: a
+    scorer accepted at registration whose score raises is scored as an error, not refused."""
     sandbox.check(WEIGHTED)
     sandbox.check("scorers.testing:RaisingScorer")
+    raised = sandbox.score("scorers.testing:RaisingScorer", GOOD_METRICS, {}, CTX, 5000)
+    assert raised.score is None and raised.error
+    assert sandbox.score(WEIGHTED, GOOD_METRICS, {}, CTX, 5000).score is not None
 
 
 @pytest.mark.parametrize(
