@@ -49,6 +49,8 @@ test: install lint typecheck
 	./scripts/ensure-chromium.sh
 	GAUNTLET_TEST_STRICT=1 $(BIN)/pytest
 
+# Pure logic, in seconds. Tests that start the project's processes (tests/process) and need
+# services (tests/integration) are `make integration`'s; `make test` runs them all.
 unit: install
 	./scripts/ensure-bubblewrap.sh
 	$(BIN)/pytest tests/unit
@@ -56,7 +58,7 @@ unit: install
 integration: install
 	./scripts/ensure-test-services.sh
 	./scripts/ensure-bubblewrap.sh
-	$(BIN)/pytest tests/integration
+	$(BIN)/pytest tests/integration tests/process
 
 screenshots: install
 	./scripts/ensure-test-services.sh
