@@ -26,6 +26,7 @@ import random
 import sys
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -109,23 +110,34 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
                 )
             )
     with session_scope() as session:
-        repository.mark_board_dirty(session, tenant_id, challenge_id, now)
+        repository.land_matches(session, tenant_id, challenge_id, [], now)
     with session_scope() as session:
-        generation = repository.claim_board(session, challenge_id)
-    assert generation is not None
+        claim = repository.claim_board(
+            session, challenge_id, now, lambda _seconds: timedelta(minutes=1)
+        )
+    assert claim is not None
     with session_scope() as session:
         written = repository.write_board(
             session,
             tenant_id,
             challenge_id,
-            generation,
-            rows,
-            red_points=sum(r.points for r in rows if r.side is Side.RED),
-            blue_points=sum(r.points for r in rows if r.side is Side.BLUE),
-            matches=sum(r.matches for r in rows if r.side is Side.RED),
-            now=utcnow(),
+            claim.generation,
+            repository.BoardWrite(
+                rows=rows,
+                red_points=sum(r.points for r in rows if r.side is Side.RED),
+                blue_points=sum(r.points for r in rows if r.side is Side.BLUE),
+                matches=sum(r.matches for r in rows if r.side is Side.RED),
+                rated_seq=claim.landed_seq,
+                intervals_seq=claim.landed_seq,
+                intervals_computed_at=now,
+                recompute_seconds=0.0,
+                recompute_due_at=now,
+                intervals_seconds=0.0,
+                intervals_due_at=now,
+            ),
+            utcnow(),
         )
-    assert written
+    assert written is not None
     print(
         f"   {participants} participants, {len(rows)} ratings rows written by write_board in "
         f"{time.perf_counter() - t0:.2f} s",

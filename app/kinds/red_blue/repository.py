@@ -8,12 +8,12 @@ a match with the run token of its lease, as attempts do (app/attempt/repository.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Table, and_, case, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.challenge.config import LimitsConfig
@@ -55,15 +55,6 @@ class Entry:
     id: uuid.UUID
     participant_id: uuid.UUID
     created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    red: uuid.UUID
-    blue: uuid.UUID
-    attack_won: bool
-    red_points: int
-    blue_points: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -595,56 +586,157 @@ def lock_defense(session: Session, defense_id: uuid.UUID) -> Defense | None:
     return session.scalar(select(Defense).where(Defense.id == defense_id).with_for_update())
 
 
-# The board: debounced recompute and standings
+# The board: matches landing, the recompute and the standings
 
 
-def mark_board_dirty(
-    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, now: datetime
-) -> bool:
-    """Marks the challenge's board dirty; True when it was clean (the caller then sends one
-    recompute), False when a recompute is already due. One statement either way."""
+@dataclass(frozen=True, slots=True)
+class Landing:
+    """What a transaction that completed matches learnt of their board."""
+
+    seq: int
+    turned_dirty: bool
+    recompute_due_at: datetime | None
+
+
+def land_matches(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    match_ids: Sequence[uuid.UUID],
+    now: datetime,
+) -> Landing:
+    """Numbers the matches this transaction completed with their board's next landing number
+    and marks the board dirty. The board's row stays locked until the transaction ends, so
+    landing numbers are committed in order. `turned_dirty`: the board was clean (the caller
+    then sends one recompute, not before `recompute_due_at`)."""
     build = insert_for(session)
-    values = build(Board).values(
-        challenge_id=challenge_id,
-        tenant_id=tenant_id,
-        dirty=True,
-        dirty_since=now,
-        generation=0,
-        written_generation=0,
-        red_points=0,
-        blue_points=0,
-        matches=0,
+    upsert = (
+        build(Board)
+        .values(
+            challenge_id=challenge_id,
+            tenant_id=tenant_id,
+            dirty=False,
+            generation=0,
+            written_generation=0,
+            red_points=0,
+            blue_points=0,
+            matches=0,
+            landed_seq=1,
+            rated_seq=0,
+            intervals_seq=0,
+        )
+        .on_conflict_do_update(
+            index_elements=["challenge_id"], set_={"landed_seq": Board.landed_seq + 1}
+        )
+        .returning(Board.landed_seq, Board.dirty, Board.recompute_due_at)
     )
-    statement = values.on_conflict_do_update(
-        index_elements=["challenge_id"],
-        set_={"dirty": True, "dirty_since": now},
-        where=Board.dirty.is_(False),
-    ).returning(Board.challenge_id)
-    return session.execute(statement).first() is not None
+    seq, dirty, due = session.execute(upsert).one()
+    session.execute(update(_MATCHES).where(_MATCHES.c.id.in_(match_ids)).values(board_seq=seq))
+    if not dirty:
+        session.execute(
+            update(Board)
+            .where(Board.challenge_id == challenge_id)
+            .values(dirty=True, dirty_since=now)
+        )
+    return Landing(seq, not dirty, due)
 
 
-def claim_board(session: Session, challenge_id: uuid.UUID) -> int | None:
-    """Takes a dirty board's recompute: clears the flag, returns the claim's generation."""
-    result = session.execute(
-        update(Board)
-        .where(Board.challenge_id == challenge_id, Board.dirty.is_(True))
-        .values(dirty=False, dirty_since=None, generation=Board.generation + 1)
-        .returning(Board.generation)
-    )
-    return result.scalar_one_or_none()
+@dataclass(frozen=True, slots=True)
+class BoardClaim:
+    """A recompute's claim: its generation, the landing number it rates up to, whether it
+    also bootstraps the intervals, and what the board held when it was claimed."""
+
+    generation: int
+    landed_seq: int
+    refresh_intervals: bool
+    rated_seq: int
+    intervals_seq: int
+    intervals_seconds: float | None
 
 
-def outcomes(session: Session, challenge_id: uuid.UUID) -> list[Outcome]:
+def claim_board(
+    session: Session,
+    challenge_id: uuid.UUID,
+    now: datetime,
+    refresh_hold: Callable[[float | None], timedelta],
+) -> BoardClaim | None:
+    """Takes the board's recompute when it is dirty, or when its intervals are older than its
+    matches and due: clears the flag, returns the claim (None: nothing to do). A claim that
+    takes the interval refresh holds it (`intervals_due_at` moved on by `refresh_hold` of the
+    last refresh's seconds), so a second recompute meanwhile does not bootstrap too; the
+    write sets the next due time."""
+    if _dialect(session) == "sqlite":
+        take_write_lock(session)
+    board = session.execute(
+        select(
+            Board.dirty,
+            Board.generation,
+            Board.landed_seq,
+            Board.rated_seq,
+            Board.intervals_seq,
+            Board.intervals_due_at,
+            Board.intervals_seconds,
+        )
+        .where(Board.challenge_id == challenge_id)
+        .with_for_update()
+    ).first()
+    if board is None:
+        return None
+    dirty, generation, landed, rated, intervals, due, seconds = board
+    refresh = intervals < landed and (due is None or due <= now)
+    if not dirty and not refresh:
+        return None
+    values: dict[str, Any] = {"dirty": False, "dirty_since": None, "generation": generation + 1}
+    if refresh:
+        values["intervals_due_at"] = now + refresh_hold(seconds)
+    session.execute(update(Board).where(Board.challenge_id == challenge_id).values(values))
+    return BoardClaim(generation + 1, landed, refresh, rated, intervals, seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class PairTotals:
+    """The completed matches between one red and one blue participant (of some landings)."""
+
+    red: uuid.UUID
+    blue: uuid.UUID
+    matches: int
+    red_wins: int
+    red_points: int
+    blue_points: int
+
+
+def pair_totals(
+    session: Session, challenge_id: uuid.UUID, after_seq: int | None, up_to_seq: int
+) -> list[PairTotals]:
+    """The completed matches that landed after `after_seq` (None: from the first) up to
+    `up_to_seq`, summed per (red, blue) pair by the database: one row per pair, never one per
+    match (ix_redblue_matches_challenge_board_seq)."""
+    m = _MATCHES.c
+    conditions = [
+        m.challenge_id == challenge_id,
+        m.status == MatchStatus.COMPLETED,
+        m.board_seq <= up_to_seq,
+    ]
+    if after_seq is not None:
+        conditions.append(m.board_seq > after_seq)
     rows = session.execute(
         select(
-            Match.red_participant_id,
-            Match.blue_participant_id,
-            Match.attack_won,
-            Match.red_points,
-            Match.blue_points,
-        ).where(Match.challenge_id == challenge_id, Match.status == MatchStatus.COMPLETED)
+            m.red_participant_id,
+            m.blue_participant_id,
+            func.count(),
+            func.sum(case((m.attack_won.is_(True), 1), else_=0)),
+            func.sum(func.coalesce(m.red_points, 0)),
+            func.sum(func.coalesce(m.blue_points, 0)),
+        )
+        .where(*conditions)
+        .group_by(m.red_participant_id, m.blue_participant_id)
     ).tuples()
-    return [Outcome(r, b, bool(w), int(rp or 0), int(bp or 0)) for r, b, w, rp, bp in rows]
+    return [
+        PairTotals(
+            red, blue, int(count), int(wins or 0), int(red_points or 0), int(blue_points or 0)
+        )
+        for red, blue, count, wins, red_points, blue_points in rows
+    ]
 
 
 def handles_of(session: Session, participant_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
@@ -656,36 +748,105 @@ def handles_of(session: Session, participant_ids: Sequence[uuid.UUID]) -> dict[u
     return {key: value for key, value in rows}
 
 
+def stored_ratings(session: Session, challenge_id: uuid.UUID) -> list[RatingRow]:
+    """The board's rows as written (a recompute's start, and what a write compares with)."""
+    r = _RATINGS.c
+    rows = session.execute(
+        select(
+            r.participant_id,
+            r.side,
+            r.position,
+            r.rank,
+            r.rating,
+            r.rating_low,
+            r.rating_high,
+            r.points,
+            r.matches,
+            r.wins,
+        ).where(r.challenge_id == challenge_id)
+    ).tuples()
+    return [RatingRow(pid, Side(side), *rest) for pid, side, *rest in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class BoardWrite:
+    """What one recompute writes: both sides' rows and the standings, the landing numbers they
+    come from, and when the next recompute and interval refresh may run."""
+
+    rows: Sequence[RatingRow]
+    red_points: int
+    blue_points: int
+    matches: int
+    rated_seq: int
+    intervals_seq: int
+    intervals_computed_at: datetime | None
+    recompute_seconds: float
+    recompute_due_at: datetime
+    intervals_seconds: float | None
+    intervals_due_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A write that took: how many rows it changed, and the board's marker of what it wrote."""
+
+    changed: int
+    marker: tuple[int, int]
+
+
 def write_board(
     session: Session,
     tenant_id: uuid.UUID,
     challenge_id: uuid.UUID,
     generation: int,
-    rows: Sequence[RatingRow],
-    *,
-    red_points: int,
-    blue_points: int,
-    matches: int,
+    board: BoardWrite,
     now: datetime,
-) -> bool:
-    """Replaces the challenge's ratings and standings, unless a later claim already wrote
-    them; False then. Each side's rows come with positions 1..n, no gap, as the leaderboard
-    page reads them (`RedBlueRepository.ratings_page`). The board's row is locked first, so
-    two recomputes write one after the
-    other and the later claim's result stays."""
+    known: tuple[tuple[int, int], Sequence[RatingRow]] | None = None,
+) -> Written | None:
+    """Writes the challenge's ratings and standings if they are newer than the board's: rated
+    from later landings, or from the same ones with intervals from later ones (None
+    otherwise: a board never goes back, whatever order recomputes finish in). The board's row
+    is locked first, so two recomputes write one after the other. Only the rows that differ
+    from those stored are rewritten; `known` is what the caller knows to be stored under a
+    board marker ((rated_seq, intervals_seq)), which saves reading them when it is still so.
+    Each side's rows come with positions 1..n, no gap, as the leaderboard page reads them
+    (`RedBlueRepository.ratings_page`)."""
+    rows = board.rows
     for side in Side:
         positions = sorted(row.position for row in rows if row.side is side)
         if positions != list(range(1, len(positions) + 1)):
             raise ValueError(f"the {side.value} board's positions are not 1..{len(positions)}")
     if _dialect(session) == "sqlite":
         take_write_lock(session)
-    written = session.scalar(
-        select(Board.written_generation).where(Board.challenge_id == challenge_id).with_for_update()
-    )
-    if written is None or written >= generation:
-        return False
-    session.execute(delete(Rating).where(Rating.challenge_id == challenge_id))
-    if rows:
+    current = session.execute(
+        select(Board.rated_seq, Board.intervals_seq)
+        .where(Board.challenge_id == challenge_id)
+        .with_for_update()
+    ).first()
+    marker = (board.rated_seq, board.intervals_seq)
+    if current is None or tuple(current) >= marker:
+        return None
+    stored = known[1] if known is not None and known[0] == tuple(current) else None
+    if stored is None:
+        stored = stored_ratings(session, challenge_id)
+    before = {(row.side, row.participant_id): row for row in stored}
+    after = {(row.side, row.participant_id): row for row in rows}
+    gone = [key for key in before if key not in after]
+    changed = [row for key, row in after.items() if before.get(key) != row]
+    replaced = gone + [
+        key for key in ((row.side, row.participant_id) for row in changed) if key in before
+    ]
+    for side in Side:
+        ids = [participant for row_side, participant in replaced if row_side is side]
+        for start in range(0, len(ids), 1000):
+            session.execute(
+                delete(Rating).where(
+                    Rating.challenge_id == challenge_id,
+                    Rating.side == side,
+                    Rating.participant_id.in_(ids[start : start + 1000]),
+                )
+            )
+    if changed:
         session.execute(
             insert(_RATINGS),
             [
@@ -703,27 +864,61 @@ def write_board(
                     "matches": row.matches,
                     "wins": row.wins,
                 }
-                for row in rows
+                for row in changed
             ],
         )
+    values: dict[str, Any] = {
+        "written_generation": generation,
+        "rated_seq": board.rated_seq,
+        "intervals_seq": board.intervals_seq,
+        "red_points": board.red_points,
+        "blue_points": board.blue_points,
+        "matches": board.matches,
+        "computed_at": now,
+        "recompute_seconds": board.recompute_seconds,
+        "recompute_due_at": board.recompute_due_at,
+    }
+    if board.intervals_computed_at is not None:
+        values["intervals_computed_at"] = board.intervals_computed_at
+        values["intervals_seconds"] = board.intervals_seconds
+        values["intervals_due_at"] = board.intervals_due_at
+    session.execute(update(Board).where(Board.challenge_id == challenge_id).values(values))
+    return Written(len(changed) + len(gone), marker)
+
+
+def board_after_write(
+    session: Session, challenge_id: uuid.UUID
+) -> tuple[bool, bool, datetime | None]:
+    """(dirty, intervals older than the ratings, when they are due) of the board now."""
+    row = session.execute(
+        select(Board.dirty, Board.intervals_seq < Board.rated_seq, Board.intervals_due_at).where(
+            Board.challenge_id == challenge_id
+        )
+    ).first()
+    if row is None:
+        return False, False, None
+    return bool(row[0]), bool(row[1]), row[2]
+
+
+def release_interval_refresh(
+    session: Session, challenge_id: uuid.UUID, intervals_seq: int, now: datetime
+) -> None:
+    """An interval refresh that was not written (a later recompute wrote first) lets the next
+    recompute bootstrap at once, if the board's intervals are older than the refresh's."""
     session.execute(
         update(Board)
-        .where(Board.challenge_id == challenge_id)
-        .values(
-            written_generation=generation,
-            red_points=red_points,
-            blue_points=blue_points,
-            matches=matches,
-            computed_at=now,
-        )
+        .where(Board.challenge_id == challenge_id, Board.intervals_seq < intervals_seq)
+        .values(intervals_due_at=now)
     )
-    return True
 
 
 def mark_board_dirty_again(session: Session, challenge_id: uuid.UUID, now: datetime) -> None:
-    """A recompute that failed leaves the board dirty, for the sweep to try again."""
+    """A recompute that failed leaves the board dirty (and its interval refresh due), for the
+    sweep to try again."""
     session.execute(
-        update(Board).where(Board.challenge_id == challenge_id).values(dirty=True, dirty_since=now)
+        update(Board)
+        .where(Board.challenge_id == challenge_id)
+        .values(dirty=True, dirty_since=now, intervals_due_at=now)
     )
 
 
@@ -777,12 +972,18 @@ def stuck_attacks(session: Session, resent_before: datetime, limit: int) -> list
     )
 
 
-def stuck_boards(session: Session, dirty_before: datetime, limit: int) -> list[uuid.UUID]:
+def stuck_boards(session: Session, before: datetime, limit: int) -> list[uuid.UUID]:
+    """Boards dirty since before `before` (their recompute was lost or failed), and boards
+    whose interval refresh was due before then and never came (its message was lost)."""
     return lock_some_ids(
         session,
         Board.challenge_id,
-        Board.dirty.is_(True),
-        Board.dirty_since < dirty_before,
+        or_(
+            Board.dirty.is_(True) & (Board.dirty_since < before),
+            Board.dirty.is_(False)
+            & (Board.intervals_seq < Board.rated_seq)
+            & (Board.intervals_due_at < before),
+        ),
         limit=limit,
     )
 
@@ -794,4 +995,11 @@ def mark_resent(session: Session, model: Any, ids: Sequence[uuid.UUID], now: dat
 
 def mark_boards_resent(session: Session, ids: Sequence[uuid.UUID], now: datetime) -> None:
     if ids:
-        session.execute(update(Board).where(Board.challenge_id.in_(ids)).values(dirty_since=now))
+        session.execute(
+            update(Board)
+            .where(Board.challenge_id.in_(ids))
+            .values(
+                dirty_since=case((Board.dirty.is_(True), now), else_=Board.dirty_since),
+                intervals_due_at=case((Board.dirty.is_(False), now), else_=Board.intervals_due_at),
+            )
+        )
