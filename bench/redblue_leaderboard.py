@@ -26,7 +26,6 @@ import random
 import sys
 import time
 import uuid
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +54,9 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
 
     from app.challenge.schemas import ChallengeCreate
     from app.challenge.service import create_challenge
+    from app.config import get_settings
     from app.db import session_scope, utcnow
-    from app.kinds.red_blue import repository
+    from app.kinds.red_blue import repository, worker
     from app.kinds.red_blue.models import Side
     from app.kinds.red_blue.repository import RatingRow
     from app.seed import DEMO_RED_BLUE
@@ -112,9 +112,7 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
     with session_scope() as session:
         repository.land_matches(session, tenant_id, challenge_id, [], now)
     with session_scope() as session:
-        claim = repository.claim_board(
-            session, challenge_id, now, lambda _seconds: timedelta(minutes=1)
-        )
+        claim = repository.claim_board(session, challenge_id, now, worker.pacing(get_settings()))
     assert claim is not None
     with session_scope() as session:
         written = repository.write_board(
@@ -130,8 +128,6 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
                 rated_seq=claim.landed_seq,
                 intervals_seq=claim.landed_seq,
                 intervals_computed_at=now,
-                recompute_seconds=0.0,
-                recompute_due_at=now,
                 intervals_seconds=0.0,
                 intervals_due_at=now,
             ),

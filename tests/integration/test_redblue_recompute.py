@@ -384,7 +384,7 @@ def test_a_board_left_with_older_intervals_gets_its_refresh_when_due(
     more recompute for when they are; a lost one is sent again by the sweep."""
     from app.db import session_scope, utcnow
     from app.kinds.red_blue import worker
-    from app.kinds.red_blue.dispatch import RECOMPUTE_TASK
+    from app.kinds.red_blue.dispatch import INTERVALS_ONLY, RECOMPUTE_TASK
     from app.kinds.red_blue.models import Board
 
     sent: list[tuple[str, tuple[str, ...], float | None]] = []
@@ -407,10 +407,16 @@ def test_a_board_left_with_older_intervals_gets_its_refresh_when_due(
     game.land(10, draw)
     sent.clear()
     worker.recompute(cid)
-    # Clean, intervals older than the ratings: one follow-up, with a countdown to when due.
+    # Clean, intervals older than the ratings: one follow-up, for the intervals only, with a
+    # countdown to when they are due.
     ((name, args, countdown),) = sent
-    assert (name, args) == (RECOMPUTE_TASK, (str(cid),))
+    assert (name, args) == (RECOMPUTE_TASK, (str(cid), INTERVALS_ONLY))
     assert countdown is not None and countdown > 3000
+    # Such a follow-up leaves matches landed meanwhile to the recompute their landing sent.
+    game.land(5, draw)
+    assert worker.recompute(cid, intervals_only=True) == "skipped: up to date"
+    assert board(cid).dirty
+    worker.recompute(cid)
     # The follow-up lost: once it is overdue, the sweep sends it again.
     with session_scope() as session:
         overdue = utcnow() - timedelta(minutes=5)
@@ -427,12 +433,17 @@ def test_a_board_left_with_older_intervals_gets_its_refresh_when_due(
 def test_a_landing_on_a_paced_board_sends_its_recompute_for_when_it_is_due(
     own_database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A recompute that took t seconds sets the next no sooner than t · (1 - share) / share:
-    the landing that turns the board dirty sends it with that countdown."""
-    from app.db import session_scope, utcnow
+    """After a recompute that took t seconds, the next starts no sooner than t / share after
+    it started (GAUNTLET_REDBLUE_RECOMPUTE_SHARE, 0.1 here): a landing that turns the board
+    dirty sends its recompute with the countdown to then, a landing during a recompute
+    included (the claim sets the next start from the last cost)."""
+    from app.config import get_settings
+    from app.db import session_scope
     from app.kinds.red_blue import worker
     from app.kinds.red_blue.models import Board
 
+    assert get_settings().redblue_recompute_share == 0.1
+    assert worker.pause_after(2.0, 0.1) == timedelta(seconds=18)
     sent: list[float | None] = []
 
     def capture(messages: list[Any]) -> int:
@@ -446,20 +457,21 @@ def test_a_landing_on_a_paced_board_sends_its_recompute_for_when_it_is_due(
     game.land(5, draw)
     worker.recompute(cid)
     state = board(cid)
-    assert state.recompute_seconds is not None and state.recompute_due_at is not None
-    share = 0.1
-    assert worker.pause_after(2.0, share) == timedelta(seconds=18)
-    # As if the last recompute had taken 20 s.
+    assert state.recompute_seconds is not None and state.computed_at is not None
+    # Its whole cost (the write included, so measured once written) sets the next start.
+    assert state.recompute_due_at >= state.computed_at + worker.pause_after(
+        state.recompute_seconds, 0.1
+    )
+    # As if that recompute had taken 20 s: the next one claimed may be followed 200 s after.
     with session_scope() as session:
-        session.execute(
-            update(Board)
-            .where(Board.challenge_id == cid)
-            .values(recompute_due_at=utcnow() + timedelta(seconds=180))
-        )
+        session.execute(update(Board).where(Board.challenge_id == cid).values(recompute_seconds=20))
+    game.land(5, draw)
+    running = claim(cid)
     sent.clear()
     game.land(5, draw)
     (countdown,) = sent
-    assert countdown is not None and 170 < countdown <= 180
+    assert countdown is not None and 190 < countdown <= 200
+    assert worker._recompute(cid, running, get_settings()).startswith("rated 10 matches")
 
 
 @contextmanager
@@ -476,11 +488,13 @@ def process(states: OrderedDict[uuid.UUID, Any]) -> Iterator[None]:
 
 
 def claim(challenge_id: uuid.UUID) -> Any:
+    from app.config import get_settings
     from app.db import session_scope, utcnow
     from app.kinds.red_blue import repository, worker
 
     with session_scope() as session:
-        found = repository.claim_board(session, challenge_id, utcnow(), worker._refresh_hold)
+        pacing = worker.pacing(get_settings())
+        found = repository.claim_board(session, challenge_id, utcnow(), pacing)
     assert found is not None
     return found
 

@@ -299,7 +299,8 @@ def test_a_fit_from_the_previous_solution_reaches_the_optimum_of_a_fit_from_zero
     previous = fit_strengths(tally)
     reds = tally.reds
     # 500 more matches, one new participant on each side among them.
-    more = matches[2500:] + [
+    more = [
+        *matches[2500:],
         MatchOutcome("newcomer", "b1", True),
         MatchOutcome("r2", "fresh", False),
     ]

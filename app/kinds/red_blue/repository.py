@@ -644,27 +644,45 @@ def land_matches(
 @dataclass(frozen=True, slots=True)
 class BoardClaim:
     """A recompute's claim: its generation, the landing number it rates up to, whether it
-    also bootstraps the intervals, and what the board held when it was claimed."""
+    also bootstraps the intervals, and the landing the board's intervals were from then."""
 
     generation: int
     landed_seq: int
     refresh_intervals: bool
-    rated_seq: int
     intervals_seq: int
-    intervals_seconds: float | None
+    claimed_at: datetime
+    # Whether it took the dirty flag (a recompute of the landings, paced), or only the
+    # interval refresh (leaving the flag to the recompute the landings sent).
+    took_landings: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Pacing:
+    """How claims space a board's recomputes: from the seconds the last one took, how long
+    after this claim the next may start (landings meanwhile send theirs for then), and how
+    long a claimed interval refresh keeps other recomputes from starting one."""
+
+    next_recompute: Callable[[float | None], timedelta]
+    refresh_hold: Callable[[float | None], timedelta]
 
 
 def claim_board(
     session: Session,
     challenge_id: uuid.UUID,
     now: datetime,
-    refresh_hold: Callable[[float | None], timedelta],
+    pacing: Pacing,
+    *,
+    intervals_only: bool = False,
 ) -> BoardClaim | None:
     """Takes the board's recompute when it is dirty, or when its intervals are older than its
-    matches and due: clears the flag, returns the claim (None: nothing to do). A claim that
-    takes the interval refresh holds it (`intervals_due_at` moved on by `refresh_hold` of the
-    last refresh's seconds), so a second recompute meanwhile does not bootstrap too; the
-    write sets the next due time."""
+    matches and due: clears the flag, returns the claim (None: nothing to do). The claim sets
+    when the next recompute may start, from the last one's cost (the write corrects it with
+    this one's), and a claim that takes the interval refresh holds it, so a second recompute
+    meanwhile does not bootstrap too.
+
+    `intervals_only` (a follow-up sent for the refresh): only a due refresh is taken, and the
+    dirty flag and the pacing are left as they are, so the recompute that the landings sent
+    still comes, when it was due."""
     if _dialect(session) == "sqlite":
         take_write_lock(session)
     board = session.execute(
@@ -676,21 +694,34 @@ def claim_board(
             Board.intervals_seq,
             Board.intervals_due_at,
             Board.intervals_seconds,
+            Board.recompute_seconds,
         )
         .where(Board.challenge_id == challenge_id)
         .with_for_update()
     ).first()
     if board is None:
         return None
-    dirty, generation, landed, rated, intervals, due, seconds = board
+    dirty, generation, landed, rated, intervals, due, refresh_seconds, recompute_seconds = board
     refresh = intervals < landed and (due is None or due <= now)
-    if not dirty and not refresh:
+    if not refresh and (intervals_only or not dirty):
         return None
-    values: dict[str, Any] = {"dirty": False, "dirty_since": None, "generation": generation + 1}
+    if not refresh and rated == landed:
+        # Dirty, but an interval refresh has rated every landing since: nothing to do.
+        session.execute(
+            update(Board)
+            .where(Board.challenge_id == challenge_id)
+            .values(dirty=False, dirty_since=None)
+        )
+        return None
+    values: dict[str, Any] = {"generation": generation + 1}
+    if not intervals_only:
+        values["dirty"] = False
+        values["dirty_since"] = None
+        values["recompute_due_at"] = now + pacing.next_recompute(recompute_seconds)
     if refresh:
-        values["intervals_due_at"] = now + refresh_hold(seconds)
+        values["intervals_due_at"] = now + pacing.refresh_hold(refresh_seconds)
     session.execute(update(Board).where(Board.challenge_id == challenge_id).values(values))
-    return BoardClaim(generation + 1, landed, refresh, rated, intervals, seconds)
+    return BoardClaim(generation + 1, landed, refresh, intervals, now, not intervals_only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -771,7 +802,7 @@ def stored_ratings(session: Session, challenge_id: uuid.UUID) -> list[RatingRow]
 @dataclass(frozen=True, slots=True)
 class BoardWrite:
     """What one recompute writes: both sides' rows and the standings, the landing numbers they
-    come from, and when the next recompute and interval refresh may run."""
+    come from, and, with a refresh of the intervals, what it took and when the next may run."""
 
     rows: Sequence[RatingRow]
     red_points: int
@@ -780,8 +811,6 @@ class BoardWrite:
     rated_seq: int
     intervals_seq: int
     intervals_computed_at: datetime | None
-    recompute_seconds: float
-    recompute_due_at: datetime
     intervals_seconds: float | None
     intervals_due_at: datetime | None
 
@@ -847,26 +876,7 @@ def write_board(
                 )
             )
     if changed:
-        session.execute(
-            insert(_RATINGS),
-            [
-                {
-                    "challenge_id": challenge_id,
-                    "tenant_id": tenant_id,
-                    "participant_id": row.participant_id,
-                    "side": row.side.value,
-                    "position": row.position,
-                    "rank": row.rank,
-                    "rating": row.rating,
-                    "rating_low": row.rating_low,
-                    "rating_high": row.rating_high,
-                    "points": row.points,
-                    "matches": row.matches,
-                    "wins": row.wins,
-                }
-                for row in changed
-            ],
-        )
+        _insert_ratings(session, tenant_id, challenge_id, changed)
     values: dict[str, Any] = {
         "written_generation": generation,
         "rated_seq": board.rated_seq,
@@ -875,8 +885,6 @@ def write_board(
         "blue_points": board.blue_points,
         "matches": board.matches,
         "computed_at": now,
-        "recompute_seconds": board.recompute_seconds,
-        "recompute_due_at": board.recompute_due_at,
     }
     if board.intervals_computed_at is not None:
         values["intervals_computed_at"] = board.intervals_computed_at
@@ -884,6 +892,74 @@ def write_board(
         values["intervals_due_at"] = board.intervals_due_at
     session.execute(update(Board).where(Board.challenge_id == challenge_id).values(values))
     return Written(len(changed) + len(gone), marker)
+
+
+_RATING_COLUMNS = (
+    "challenge_id",
+    "tenant_id",
+    "participant_id",
+    "side",
+    "position",
+    "rank",
+    "rating",
+    "rating_low",
+    "rating_high",
+    "points",
+    "matches",
+    "wins",
+)
+
+
+def _insert_ratings(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, rows: Sequence[RatingRow]
+) -> None:
+    """Inserts board rows; on PostgreSQL by COPY, in this transaction (a recompute may write
+    thousands: COPY took 30-40 % less time than a multi-row INSERT, bench/README.md)."""
+    values = [
+        (
+            challenge_id,
+            tenant_id,
+            row.participant_id,
+            row.side.value,
+            row.position,
+            row.rank,
+            row.rating,
+            row.rating_low,
+            row.rating_high,
+            row.points,
+            row.matches,
+            row.wins,
+        )
+        for row in rows
+    ]
+    if _dialect(session) != "postgresql":
+        session.execute(
+            insert(_RATINGS), [dict(zip(_RATING_COLUMNS, v, strict=True)) for v in values]
+        )
+        return
+    driver = session.connection().connection.driver_connection
+    assert driver is not None
+    with driver.cursor() as cursor:
+        statement = f"COPY {_RATINGS.name} ({', '.join(_RATING_COLUMNS)}) FROM STDIN"
+        with cursor.copy(statement) as copy:
+            for value in values:
+                copy.write_row(value)
+
+
+def pace_board(
+    session: Session,
+    challenge_id: uuid.UUID,
+    generation: int,
+    seconds: float,
+    next_at: datetime,
+) -> None:
+    """Records what the recompute that wrote generation `generation` took, its write
+    included, and when the next may start (unless a later one wrote since)."""
+    session.execute(
+        update(Board)
+        .where(Board.challenge_id == challenge_id, Board.written_generation == generation)
+        .values(recompute_seconds=seconds, recompute_due_at=next_at)
+    )
 
 
 def board_after_write(

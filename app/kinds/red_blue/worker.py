@@ -40,7 +40,14 @@ from app.errors import ValidationFailed
 from app.evaluation.types import InfrastructureError, RetryPolicy
 from app.kinds.red_blue import repository
 from app.kinds.red_blue.config import RedBlueSections, sections_of
-from app.kinds.red_blue.dispatch import PAIR_ATTACK, RECOMPUTE, RUN_MATCHES, SELF_TEST, chunks
+from app.kinds.red_blue.dispatch import (
+    INTERVALS_ONLY,
+    PAIR_ATTACK,
+    RECOMPUTE,
+    RUN_MATCHES,
+    SELF_TEST,
+    chunks,
+)
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, MatchStatus, Side
 from app.kinds.red_blue.repository import Entry, RatingRow
 from app.observability import metrics as telemetry
@@ -771,24 +778,37 @@ def pause_after(seconds: float, share: float) -> timedelta:
     return timedelta(seconds=seconds * (1.0 - share) / share)
 
 
-def _refresh_hold(last_seconds: float | None) -> timedelta:
-    """How long a claimed interval refresh keeps other recomputes from starting one: longer
-    than it should take (ten times the last one), and at least a minute. A recompute that
-    dies meanwhile delays the refresh by that much at most."""
-    return max(timedelta(minutes=1), timedelta(seconds=10 * (last_seconds or 0.0)))
+def pacing(settings: Settings) -> repository.Pacing:
+    """A claim's spacing of recomputes: the next starts no sooner than the last one's cost
+    over the share after this one starts (so with this one's own cost, the same as waiting
+    `pause_after` once it ends). A claimed interval refresh holds off others for longer than
+    it should take (ten times the last one), at least a minute: a recompute that dies
+    meanwhile delays the refresh by that much at most."""
+
+    def next_recompute(last_seconds: float | None) -> timedelta:
+        return timedelta(seconds=(last_seconds or 0.0) / settings.redblue_recompute_share)
+
+    def refresh_hold(last_seconds: float | None) -> timedelta:
+        return max(timedelta(minutes=1), timedelta(seconds=10 * (last_seconds or 0.0)))
+
+    return repository.Pacing(next_recompute, refresh_hold)
 
 
-def recompute(challenge_id: uuid.UUID) -> str:
+def recompute(challenge_id: uuid.UUID, *, intervals_only: bool = False) -> str:
     """Rates the judged matches of the challenge (those landed since this process last did,
     added to what it kept) and writes both boards and the standings in one transaction;
-    nothing to do when the board is clean and its intervals are not due. A failure leaves it
-    dirty."""
+    nothing to do when the board is clean and its intervals are not due (`intervals_only`:
+    a follow-up for the intervals, which leaves landings to the recompute they sent). A
+    failure leaves the board dirty."""
+    settings = get_settings()
     with session_scope() as session:
-        claim = repository.claim_board(session, challenge_id, utcnow(), _refresh_hold)
+        claim = repository.claim_board(
+            session, challenge_id, utcnow(), pacing(settings), intervals_only=intervals_only
+        )
     if claim is None:
         return "skipped: up to date"
     try:
-        return _recompute(challenge_id, claim, get_settings())
+        return _recompute(challenge_id, claim, settings)
     except Exception:
         with session_scope() as session:
             repository.mark_board_dirty_again(session, challenge_id, utcnow())
@@ -825,7 +845,6 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
         )
     rows = _rows(state, low, high)
     refresh_seconds = recount_seconds + bootstrap_seconds if claim.refresh_intervals else 0.0
-    ratings_seconds = time.perf_counter() - started - refresh_seconds
     now = utcnow()
     board = repository.BoardWrite(
         rows=rows,
@@ -835,8 +854,6 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
         rated_seq=claim.landed_seq,
         intervals_seq=state.intervals_seq,
         intervals_computed_at=now if claim.refresh_intervals else None,
-        recompute_seconds=ratings_seconds,
-        recompute_due_at=now + pause_after(ratings_seconds, settings.redblue_recompute_share),
         intervals_seconds=refresh_seconds if claim.refresh_intervals else None,
         intervals_due_at=(
             now + pause_after(refresh_seconds, settings.redblue_intervals_share)
@@ -858,6 +875,18 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
             )
         _follow_up(work, challenge_id, now)
     _keep_state(challenge_id, state)
+    # The recompute's whole cost, its write included (the interval refresh's part aside),
+    # paces the next one: no sooner than its cost * (1 - share) / share from now.
+    ratings_seconds = time.perf_counter() - started - refresh_seconds
+    if written is not None and claim.took_landings:
+        with session_scope() as session:
+            repository.pace_board(
+                session,
+                challenge_id,
+                claim.generation,
+                ratings_seconds,
+                utcnow() + pause_after(ratings_seconds, settings.redblue_recompute_share),
+            )
     telemetry.redblue_recomputed("ratings", ratings_seconds)
     if claim.refresh_intervals:
         telemetry.redblue_recomputed("intervals", refresh_seconds)
@@ -954,12 +983,12 @@ def _rows(state: _BoardState, low: FloatArray, high: FloatArray) -> list[RatingR
 
 
 def _follow_up(work: UnitOfWork, challenge_id: uuid.UUID, now: Any) -> None:
-    """A board left clean with intervals older than its ratings gets one more recompute when
-    its interval refresh is due (a landing meanwhile sends its own)."""
+    """A board left clean with intervals older than its ratings gets one more recompute, of
+    the intervals only, when their refresh is due (a landing meanwhile sends its own)."""
     dirty, stale, due = repository.board_after_write(work.session, challenge_id)
     if not dirty and stale:
         wait = 0.0 if due is None else (due - now).total_seconds()
-        work.send_after_commit(_recompute_in(wait), str(challenge_id))
+        work.send_after_commit(_recompute_in(wait), str(challenge_id), INTERVALS_ONLY)
 
 
 # The sweep ------------------------------------------------------------------------------------
