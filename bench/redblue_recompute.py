@@ -95,7 +95,8 @@ class Phases:
             if label == "write" and result is not None:
                 self.notes["rows written"] = result.changed
             if label == "read landings":
-                self.notes["pairs read"] = self.notes.get("pairs read", 0) + len(result)
+                read = self.notes.get("matches read", 0) + int(result.matches.sum())
+                self.notes["matches read"] = read
             return result
 
         setattr(owner, name, timed)
@@ -111,7 +112,7 @@ def instrument() -> Phases:
     from app.kinds.red_blue import repository, worker
 
     phases = Phases()
-    phases.wrap(repository, "pair_totals", "read landings")
+    phases.wrap(repository, "landed_matches", "read landings")
     phases.wrap(repository, "stored_ratings", "read stored rows")
     phases.wrap(ratings, "fit_strengths", "fit")
     phases.wrap(ratings, "bootstrap_bounds", "bootstrap")

@@ -227,27 +227,64 @@ class Tally:
 
     def add(self, results: Iterable[PairResults]) -> None:
         """Adds judged matches; a pair named twice (here or before) is summed."""
-        reds: list[int] = []
-        blues: list[int] = []
+        reds: dict[str, int] = {}
+        blues: dict[str, int] = {}
+        red: list[int] = []
+        blue: list[int] = []
         played: list[int] = []
         won: list[int] = []
-        for red, blue, matches, red_wins in results:
-            if matches < 0 or not 0 <= red_wins <= matches:
-                raise ValueError(
-                    f"impossible results for ({red!r}, {blue!r}): {red_wins}/{matches}"
-                )
-            reds.append(self._number(self._red_index, self.red_names, red))
-            blues.append(self._number(self._blue_index, self.blue_names, blue))
-            played.append(matches)
-            won.append(red_wins)
-        if not reds:
+        for result in results:
+            red.append(reds.setdefault(result.red, len(reds)))
+            blue.append(blues.setdefault(result.blue, len(blues)))
+            played.append(result.matches)
+            won.append(result.red_wins)
+        self.add_columns(
+            list(reds),
+            list(blues),
+            np.asarray(red, np.int64),
+            np.asarray(blue, np.int64),
+            np.asarray(played, np.float64),
+            np.asarray(won, np.float64),
+        )
+
+    def add_columns(
+        self,
+        red_names: list[str],
+        blue_names: list[str],
+        red: IntArray,
+        blue: IntArray,
+        matches: npt.ArrayLike,
+        red_wins: npt.ArrayLike,
+    ) -> None:
+        """Adds judged matches given as columns: per row (a match, or a pair's matches), the
+        index of its red participant in `red_names` and of its blue one in `blue_names`, how
+        many matches and how many red won. A pair named twice (here or before) is summed."""
+        played = np.asarray(matches, np.float64)
+        won = np.asarray(red_wins, np.float64)
+        if not len(played):
             return
-        keys = np.asarray(reds, np.int64) * _KEY_BASE + np.asarray(blues, np.int64)
+        if (played < 0).any() or (won < 0).any() or (won > played).any():
+            bad = int(np.flatnonzero((played < 0) | (won < 0) | (won > played))[0])
+            raise ValueError(
+                f"impossible results for ({red_names[red[bad]]!r}, {blue_names[blue[bad]]!r}): "
+                f"{won[bad]:g}/{played[bad]:g}"
+            )
+        red_numbers = np.fromiter(
+            (self._number(self._red_index, self.red_names, n) for n in red_names),
+            np.int64,
+            len(red_names),
+        )
+        blue_numbers = np.fromiter(
+            (self._number(self._blue_index, self.blue_names, n) for n in blue_names),
+            np.int64,
+            len(blue_names),
+        )
+        keys: IntArray = red_numbers[red] * _KEY_BASE + blue_numbers[blue]
         batch_keys, inverse = np.unique(keys, return_inverse=True)
-        batch_matches = np.bincount(inverse, np.asarray(played, np.float64), len(batch_keys))
-        batch_wins = np.bincount(inverse, np.asarray(won, np.float64), len(batch_keys))
-        at = np.searchsorted(self._sorted_keys, batch_keys)
-        known = at < len(self._sorted_keys)
+        batch_matches = np.bincount(inverse, played, len(batch_keys)).astype(np.float64)
+        batch_wins = np.bincount(inverse, won, len(batch_keys)).astype(np.float64)
+        at: IntArray = np.searchsorted(self._sorted_keys, batch_keys)
+        known: npt.NDArray[np.bool_] = at < len(self._sorted_keys)
         known[known] = self._sorted_keys[at[known]] == batch_keys[known]
         existing = self._sorted_pairs[at[known]]
         self.pair_matches[existing] += batch_matches[known]
@@ -545,8 +582,8 @@ def provisional_bounds(
     return low, high
 
 
-def _ranks(low: FloatArray, high: FloatArray) -> IntArray:
-    """1 + how many intervals lie entirely above each one."""
+def interval_ranks(low: FloatArray, high: FloatArray) -> IntArray:
+    """Each one's rank among these intervals: 1 + how many lie entirely above it."""
     lows = np.sort(low)
     above = len(lows) - np.searchsorted(lows, high, side="right")
     ranks: IntArray = 1 + above
@@ -568,7 +605,7 @@ def ratings_of(
 
     def side(names: list[str], offset: int, label: Side) -> tuple[ParticipantRating, ...]:
         members = slice(offset, offset + len(names))
-        ranks = _ranks(rating_low[members], rating_high[members])
+        ranks = interval_ranks(rating_low[members], rating_high[members])
         rows = [
             ParticipantRating(
                 participant=name,

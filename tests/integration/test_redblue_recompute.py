@@ -304,18 +304,18 @@ def intervals_due(challenge_id: uuid.UUID) -> None:
 
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int | None, int, int]]:
-    """Every read of landed matches a recompute makes: (after, up to, pairs read)."""
+    """Every read of landed matches a recompute makes: (after, up to, matches read)."""
     from app.kinds.red_blue import repository
 
     seen: list[tuple[int | None, int, int]] = []
-    read = repository.pair_totals
+    read = repository.landed_matches
 
     def recording(session: Any, challenge_id: uuid.UUID, after: int | None, upto: int) -> Any:
         found = read(session, challenge_id, after, upto)
-        seen.append((after, upto, len(found)))
+        seen.append((after, upto, int(found.matches.sum())))
         return found
 
-    monkeypatch.setattr(repository, "pair_totals", recording)
+    monkeypatch.setattr(repository, "landed_matches", recording)
     return seen
 
 
@@ -333,7 +333,7 @@ def test_a_recompute_reads_only_what_landed_since_and_writes_what_a_recount_give
     assert first.dirty and first.landed_seq == 2 and first.rated_seq == 0
     # The first recompute recounts every match and bootstraps the intervals.
     assert worker.recompute(cid).startswith("rated 100 matches")
-    assert reads == [(None, 2, reads[0][2])]
+    assert reads == [(None, 2, 100)]
     assert_equals_a_recount(cid, intervals=True)
     assert board(cid).intervals_seq == 2
     assert worker.recompute(cid) == "skipped: up to date"
@@ -350,8 +350,8 @@ def test_a_recompute_reads_only_what_landed_since_and_writes_what_a_recount_give
         game.land(batch, draw)
         game.land(5, draw)
         worker.recompute(cid)
-        assert reads == [(before, before + 2, reads[0][2])], reads
-        assert reads[0][2] <= batch + 5
+        # Exactly the matches of the two landings since, and nothing else.
+        assert reads == [(before, before + 2, batch + 5)], reads
         assert_equals_a_recount(cid, intervals=False)
         state = board(cid)
         assert state.intervals_seq == 2 < state.rated_seq

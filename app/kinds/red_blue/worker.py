@@ -24,7 +24,7 @@ import time
 import uuid
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -663,31 +663,39 @@ class _BoardState:
     blue_points: dict[str, int]
     handles: dict[str, str]
     written: tuple[tuple[int, int], list[RatingRow]] | None = None
+    ids: dict[str, uuid.UUID] = field(default_factory=dict)
 
     @classmethod
-    def recounted(
-        cls, tenant_id: uuid.UUID, seq: int, totals: list[repository.PairTotals]
-    ) -> _BoardState:
+    def recounted(cls, tenant_id: uuid.UUID, seq: int, landed: repository.Landed) -> _BoardState:
         import numpy as np
 
         from app.redblue.ratings import Tally
 
         nothing = np.zeros(0)
         state = cls(tenant_id, 0, Tally(), nothing, nothing, nothing, 0, {}, {}, {})
-        state.add(totals, seq)
+        state.add(landed, seq)
         return state
 
-    def add(self, totals: list[repository.PairTotals], seq: int) -> None:
+    def add(self, landed: repository.Landed, seq: int) -> None:
         """Adds the matches landed after `self.seq` up to `seq`; the per-player arrays grow
         with the participants they bring (strength 0, no interval yet)."""
-        from app.redblue.ratings import PairResults
+        import numpy as np
 
         reds, blues = self.tally.reds, self.tally.blues
-        self.tally.add(PairResults(str(t.red), str(t.blue), t.matches, t.red_wins) for t in totals)
-        for t in totals:
-            red, blue = str(t.red), str(t.blue)
-            self.red_points[red] = self.red_points.get(red, 0) + t.red_points
-            self.blue_points[blue] = self.blue_points.get(blue, 0) + t.blue_points
+        red_names = [str(participant) for participant in landed.reds]
+        blue_names = [str(participant) for participant in landed.blues]
+        self.ids.update(zip(red_names, landed.reds, strict=True))
+        self.ids.update(zip(blue_names, landed.blues, strict=True))
+        self.tally.add_columns(
+            red_names, blue_names, landed.red, landed.blue, landed.matches, landed.red_wins
+        )
+        for names, index, points, total in (
+            (red_names, landed.red, landed.red_points, self.red_points),
+            (blue_names, landed.blue, landed.blue_points, self.blue_points),
+        ):
+            summed = np.bincount(index, points, len(names)).astype(np.int64).tolist()
+            for name, value in zip(names, summed, strict=True):
+                total[name] = total.get(name, 0) + value
         self.strength = self._grown(self.strength, reds, blues, 0.0)
         self.low_offset = self._grown(self.low_offset, reds, blues, math.nan)
         self.high_offset = self._grown(self.high_offset, reds, blues, math.nan)
@@ -702,6 +710,12 @@ class _BoardState:
         return np.concatenate(
             [values[:reds], np.full(more_reds, fill), values[reds:], np.full(more_blues, fill)]
         )
+
+    def participant_id(self, name: str) -> uuid.UUID:
+        found = self.ids.get(name)
+        if found is None:
+            found = self.ids[name] = uuid.UUID(name)
+        return found
 
     def player(self, side: Side, participant: str) -> int | None:
         if side is Side.RED:
@@ -742,6 +756,7 @@ class _BoardState:
                 self.high_offset[player] = kept.high_offset[kept_player]
         self.intervals_seq = kept.intervals_seq
         self.handles = kept.handles
+        self.ids = {**kept.ids, **self.ids}
         self.written = kept.written
 
 
@@ -917,8 +932,8 @@ def _load(
     recounting = time.perf_counter()
     stored: list[RatingRow] | None = None
     if kept is None or claim.refresh_intervals:
-        totals = repository.pair_totals(session, challenge_id, None, claim.landed_seq)
-        state = _BoardState.recounted(tenant_id, claim.landed_seq, totals)
+        landed = repository.landed_matches(session, challenge_id, None, claim.landed_seq)
+        state = _BoardState.recounted(tenant_id, claim.landed_seq, landed)
         if kept is not None:
             state.start_from_kept(kept)
         else:
@@ -930,7 +945,7 @@ def _load(
         state, recount_seconds = kept, 0.0
         if state.seq < claim.landed_seq:
             state.add(
-                repository.pair_totals(session, challenge_id, state.seq, claim.landed_seq),
+                repository.landed_matches(session, challenge_id, state.seq, claim.landed_seq),
                 claim.landed_seq,
             )
     if state.intervals_seq < claim.intervals_seq:
@@ -952,32 +967,52 @@ def _load(
 
 def _rows(state: _BoardState, low: FloatArray, high: FloatArray) -> list[RatingRow]:
     """Both sides' rows in board order (rank, then rating, then handle), figures rounded to
-    what readers see (0.1 points), so a row that did not change is not written again."""
-    from app.redblue.ratings import ratings_of
+    what readers see (0.1 points), so a row that did not change is not written again. With
+    arrays, not a Python object per participant until the rows themselves: a board may have
+    tens of thousands."""
+    import numpy as np
 
-    ratings = ratings_of(state.tally, state.strength, low, high)
+    from app.redblue.ratings import interval_ranks, to_rating
+
+    tally = state.tally
+    rating = to_rating(state.strength)
+    rating_low, rating_high = to_rating(low), to_rating(high)
+    played, wins = tally.played(), tally.wins()
     rows: list[RatingRow] = []
-    for side, rated, points in (
-        (Side.RED, ratings.red, state.red_points),
-        (Side.BLUE, ratings.blue, state.blue_points),
+    for side, names, first, points in (
+        (Side.RED, tally.red_names, 0, state.red_points),
+        (Side.BLUE, tally.blue_names, tally.reds, state.blue_points),
     ):
-        ordered = sorted(
-            rated, key=lambda r: (r.rank, -r.rating, state.handles.get(r.participant, "").lower())
+        members = slice(first, first + len(names))
+        ranks = interval_ranks(rating_low[members], rating_high[members])
+        by_handle = np.argsort(
+            np.array([state.handles.get(name, "").lower() for name in names], dtype=object),
+            kind="stable",
         )
+        handle_order = np.empty(len(names), np.int64)
+        handle_order[by_handle] = np.arange(len(names))
+        # Sorted by rank, then rating (highest first), then handle: lexsort's last key leads.
+        order = np.lexsort((handle_order, -rating[members], ranks))
+        side_rating = np.round(rating[members], 1).tolist()
+        side_low = np.round(rating_low[members], 1).tolist()
+        side_high = np.round(rating_high[members], 1).tolist()
+        side_played = np.rint(played[members]).astype(np.int64).tolist()
+        side_wins = np.rint(wins[members]).astype(np.int64).tolist()
+        side_ranks = ranks.tolist()
         rows.extend(
             RatingRow(
-                participant_id=uuid.UUID(r.participant),
+                participant_id=state.participant_id(names[index]),
                 side=side,
                 position=position,
-                rank=r.rank,
-                rating=round(r.rating, 1),
-                rating_low=round(r.rating_low, 1),
-                rating_high=round(r.rating_high, 1),
-                points=points.get(r.participant, 0),
-                matches=r.matches,
-                wins=r.wins,
+                rank=side_ranks[index],
+                rating=side_rating[index],
+                rating_low=side_low[index],
+                rating_high=side_high[index],
+                points=points.get(names[index], 0),
+                matches=side_played[index],
+                wins=side_wins[index],
             )
-            for position, r in enumerate(ordered, start=1)
+            for position, index in enumerate(order.tolist(), start=1)
         )
     return rows
 
