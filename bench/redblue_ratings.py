@@ -16,7 +16,7 @@ time it takes and how far its intervals are from the one-step ones.
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import copy
 import math
 import os
 import platform
@@ -33,7 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 
 from app.redblue import ratings as rating_module
-from app.redblue.ratings import MatchOutcome, compute_ratings
+from app.redblue.ratings import (
+    MatchOutcome,
+    Tally,
+    bootstrap_bounds,
+    compute_ratings,
+    fit_strengths,
+)
 
 MATCHES = 100_000
 SHAPES = ((5_000, 5_000), (500, 500), (50, 50))
@@ -58,40 +64,43 @@ def _timed(call: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def _phases(outcomes: list[MatchOutcome], resamples: int) -> str:
-    reading, data = _timed(lambda: rating_module._comparisons(outcomes))
-    fitting, strength = _timed(lambda: rating_module._fit(data))
-    bootstrapping, _ = _timed(lambda: rating_module._bootstrap(data, strength, resamples, 0))
+    reading, tally = _timed(lambda: Tally.of(outcomes))
+    fitting, fit = _timed(lambda: fit_strengths(tally))
+    bootstrapping, _ = _timed(
+        lambda: bootstrap_bounds(tally, fit.strength, resamples=resamples, seed=0)
+    )
     return (
-        f"read {reading * 1000:.0f} ms, fit {fitting * 1000:.0f} ms, "
-        f"bootstrap {bootstrapping * 1000:.0f} ms, {len(data.pair_red):,} distinct pairs"
+        f"read {reading * 1000:.0f} ms, fit {fitting * 1000:.0f} ms ({fit.passes} passes), "
+        f"bootstrap {bootstrapping * 1000:.0f} ms, {tally.pairs:,} distinct pairs"
     )
 
 
 def _exact_intervals(
     outcomes: list[MatchOutcome], resamples: int, seed: int
-) -> tuple[float, np.ndarray, np.ndarray]:
-    """Every resample refitted by the full optimisation, with the draws compute_ratings makes."""
+) -> tuple[float, Tally, np.ndarray, np.ndarray]:
+    """Every resample refitted by the full optimisation, with the draws compute_ratings makes
+    (its tally's matches in order: each pair's losses, then its wins)."""
     started = time.perf_counter()
-    data = rating_module._comparisons(outcomes)
-    strength = rating_module._fit(data)
-    players = data.players
-    _, pair_of_match = np.unique(data.red * players + data.blue, return_inverse=True)
-    pairs = len(data.pair_red)
-    count = len(data.red)
+    tally = Tally.of(outcomes)
+    strength = fit_strengths(tally).strength
+    cells = np.stack([tally.pair_matches - tally.pair_wins, tally.pair_wins], axis=1).ravel()
+    cell_of_position = np.repeat(np.arange(len(cells)), np.rint(cells).astype(np.int64))
+    count = tally.matches
     generator = np.random.default_rng(seed)
-    refitted = np.empty((players, resamples))
+    refitted = np.empty((tally.players, resamples))
     for column in range(resamples):
-        drawn = np.bincount(generator.integers(0, count, size=count), minlength=count)
-        resample = dataclasses.replace(
-            data,
-            pair_matches=np.bincount(pair_of_match, drawn, pairs).astype(np.float64),
-            pair_wins=np.bincount(pair_of_match, drawn * data.won, pairs),
-        )
-        refitted[:, column] = rating_module._fit(resample)
+        drawn = np.bincount(
+            cell_of_position[generator.integers(0, count, size=count)], minlength=len(cells)
+        ).reshape(-1, 2)
+        resample = copy.copy(tally)
+        resample.pair_matches = drawn.sum(axis=1).astype(np.float64)
+        resample.pair_wins = drawn[:, 1].astype(np.float64)
+        refitted[:, column] = fit_strengths(resample, strength).strength
     low, high = np.percentile(refitted, rating_module.INTERVAL_PERCENTILES, axis=1)
     low, high = np.minimum(low, strength), np.maximum(high, strength)
     return (
         time.perf_counter() - started,
+        tally,
         rating_module.to_rating(low),
         rating_module.to_rating(high),
     )
@@ -100,13 +109,11 @@ def _exact_intervals(
 def _compare_with_exact_refits(reds: int, blues: int, resamples: int) -> None:
     outcomes = _competition(reds, blues, MATCHES, seed=reds)
     one_step_time, ratings = _timed(lambda: compute_ratings(outcomes, resamples=resamples))
-    exact_time, low, high = _exact_intervals(outcomes, resamples, seed=0)
-    # The fit numbers red participants by sorted name, then blue ones after them.
-    red_names = sorted(row.participant for row in ratings.red)
-    blue_names = sorted(row.participant for row in ratings.blue)
-    position = {("red", name): index for index, name in enumerate(red_names)}
+    exact_time, tally, low, high = _exact_intervals(outcomes, resamples, seed=0)
+    # The tally numbers red participants by name, then blue ones after them.
+    position = {("red", name): index for index, name in enumerate(tally.red_names)}
     position.update(
-        {("blue", name): len(red_names) + index for index, name in enumerate(blue_names)}
+        {("blue", name): tally.reds + index for index, name in enumerate(tally.blue_names)}
     )
     rows = [*ratings.red, *ratings.blue]
     at = [position[(row.side, row.participant)] for row in rows]
