@@ -188,14 +188,23 @@ class Tally:
     @classmethod
     def of(cls, matches: Iterable[MatchOutcome]) -> Tally:
         """The tally of a list of matches, participants numbered in name order."""
-        counts: dict[tuple[str, str], list[int]] = {}
-        for red, blue, red_won in matches:
-            count = counts.setdefault((red, blue), [0, 0])
-            count[0] += 1
-            count[1] += bool(red_won)
+        reds: dict[str, int] = {}
+        blues: dict[str, int] = {}
+        red: list[int] = []
+        blue: list[int] = []
+        won: list[bool] = []
+        for red_name, blue_name, red_won in matches:
+            red.append(reds.setdefault(red_name, len(reds)))
+            blue.append(blues.setdefault(blue_name, len(blues)))
+            won.append(bool(red_won))
         tally = cls()
-        tally.add(
-            PairResults(red, blue, played, won) for (red, blue), (played, won) in counts.items()
+        tally.add_columns(
+            list(reds),
+            list(blues),
+            np.asarray(red, np.int64),
+            np.asarray(blue, np.int64),
+            np.ones(len(red)),
+            np.asarray(won, np.float64),
         )
         return tally.canonical()[0]
 
