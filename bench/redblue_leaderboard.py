@@ -128,8 +128,6 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
                 rated_seq=claim.landed_seq,
                 intervals_seq=claim.landed_seq,
                 intervals_computed_at=now,
-                intervals_seconds=0.0,
-                intervals_due_at=now,
             ),
             utcnow(),
         )

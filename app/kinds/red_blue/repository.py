@@ -893,7 +893,7 @@ def stored_ratings(session: Session, challenge_id: uuid.UUID) -> list[RatingRow]
 @dataclass(frozen=True, slots=True)
 class BoardWrite:
     """What one recompute writes: both sides' rows and the standings, the landing numbers they
-    come from, and, with a refresh of the intervals, what it took and when the next may run."""
+    come from, and when the intervals were computed (a refresh) or None (kept from before)."""
 
     rows: Sequence[RatingRow]
     red_points: int
@@ -902,8 +902,6 @@ class BoardWrite:
     rated_seq: int
     intervals_seq: int
     intervals_computed_at: datetime | None
-    intervals_seconds: float | None
-    intervals_due_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -973,8 +971,6 @@ def write_board(
     }
     if board.intervals_computed_at is not None:
         values["intervals_computed_at"] = board.intervals_computed_at
-        values["intervals_seconds"] = board.intervals_seconds
-        values["intervals_due_at"] = board.intervals_due_at
     session.execute(update(Board).where(Board.challenge_id == challenge_id).values(values))
     return Written(len(changed) + len(gone), marker)
 
@@ -1055,20 +1051,38 @@ def _insert_ratings(
                 copy.write_row(value)
 
 
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """What a recompute (or its interval refresh) took, and when the next may start."""
+
+    seconds: float
+    next_at: datetime
+
+
 def pace_board(
     session: Session,
     challenge_id: uuid.UUID,
     generation: int,
-    seconds: float,
-    next_at: datetime,
+    *,
+    ratings: Pace | None,
+    intervals: Pace | None,
 ) -> None:
     """Records what the recompute that wrote generation `generation` took, its write
-    included, and when the next may start (unless a later one wrote since)."""
-    session.execute(
-        update(Board)
-        .where(Board.challenge_id == challenge_id, Board.written_generation == generation)
-        .values(recompute_seconds=seconds, recompute_due_at=next_at)
-    )
+    included, and when the next recompute and interval refresh may start (unless a later
+    recompute wrote since)."""
+    values: dict[str, Any] = {}
+    if ratings is not None:
+        values["recompute_seconds"] = ratings.seconds
+        values["recompute_due_at"] = ratings.next_at
+    if intervals is not None:
+        values["intervals_seconds"] = intervals.seconds
+        values["intervals_due_at"] = intervals.next_at
+    if values:
+        session.execute(
+            update(Board)
+            .where(Board.challenge_id == challenge_id, Board.written_generation == generation)
+            .values(values)
+        )
 
 
 def board_after_write(

@@ -869,12 +869,6 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
         rated_seq=claim.landed_seq,
         intervals_seq=state.intervals_seq,
         intervals_computed_at=now if claim.refresh_intervals else None,
-        intervals_seconds=refresh_seconds if claim.refresh_intervals else None,
-        intervals_due_at=(
-            now + pause_after(refresh_seconds, settings.redblue_intervals_share)
-            if claim.refresh_intervals
-            else None
-        ),
     )
     with unit_of_work() as work:
         written = repository.write_board(
@@ -888,21 +882,40 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
             repository.release_interval_refresh(
                 work.session, challenge_id, state.intervals_seq, now
             )
-        _follow_up(work, challenge_id, now)
     _keep_state(challenge_id, state)
-    # The recompute's whole cost, its write included (the interval refresh's part aside),
-    # paces the next one: no sooner than its cost * (1 - share) / share from now.
-    ratings_seconds = time.perf_counter() - started - refresh_seconds
-    if written is not None and claim.took_landings:
-        with session_scope() as session:
+    # What this recompute took, its write included, paces the next: the recount and bootstrap
+    # count against the intervals' share, the rest against the ratings' (all of it, for a
+    # recompute of the intervals only, which the landings' pacing does not wait for).
+    elapsed = time.perf_counter() - started
+    ratings_seconds = elapsed - refresh_seconds if claim.took_landings else 0.0
+    refresh_seconds = elapsed - ratings_seconds if claim.refresh_intervals else 0.0
+    with unit_of_work() as work:
+        if written is not None:
+            finished = utcnow()
             repository.pace_board(
-                session,
+                work.session,
                 challenge_id,
                 claim.generation,
-                ratings_seconds,
-                utcnow() + pause_after(ratings_seconds, settings.redblue_recompute_share),
+                ratings=(
+                    repository.Pace(
+                        ratings_seconds,
+                        finished + pause_after(ratings_seconds, settings.redblue_recompute_share),
+                    )
+                    if claim.took_landings
+                    else None
+                ),
+                intervals=(
+                    repository.Pace(
+                        refresh_seconds,
+                        finished + pause_after(refresh_seconds, settings.redblue_intervals_share),
+                    )
+                    if claim.refresh_intervals
+                    else None
+                ),
             )
-    telemetry.redblue_recomputed("ratings", ratings_seconds)
+        _follow_up(work, challenge_id, utcnow())
+    if claim.took_landings:
+        telemetry.redblue_recomputed("ratings", ratings_seconds)
     if claim.refresh_intervals:
         telemetry.redblue_recomputed("intervals", refresh_seconds)
     if written is None:
