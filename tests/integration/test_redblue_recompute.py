@@ -438,7 +438,7 @@ def test_a_landing_on_a_paced_board_sends_its_recompute_for_when_it_is_due(
     dirty sends its recompute with the countdown to then, a landing during a recompute
     included (the claim sets the next start from the last cost)."""
     from app.config import get_settings
-    from app.db import session_scope
+    from app.db import session_scope, utcnow
     from app.kinds.red_blue import worker
     from app.kinds.red_blue.models import Board
 
@@ -471,6 +471,17 @@ def test_a_landing_on_a_paced_board_sends_its_recompute_for_when_it_is_due(
     game.land(5, draw)
     (countdown,) = sent
     assert countdown is not None and 190 < countdown <= 200
+    # Dirty for long but paced to wait: not stuck, the sweep leaves it; once its recompute was
+    # due long ago (its message lost), the sweep sends one.
+    long_ago = utcnow() - timedelta(minutes=5)
+    with session_scope() as session:
+        session.execute(update(Board).where(Board.challenge_id == cid).values(dirty_since=long_ago))
+    assert worker.sweep()["boards"] == 0
+    with session_scope() as session:
+        session.execute(
+            update(Board).where(Board.challenge_id == cid).values(recompute_due_at=long_ago)
+        )
+    assert worker.sweep()["boards"] == 1
     assert worker._recompute(cid, running, get_settings()).startswith("rated 10 matches")
 
 

@@ -1172,13 +1172,16 @@ def stuck_attacks(session: Session, resent_before: datetime, limit: int) -> list
 
 
 def stuck_boards(session: Session, before: datetime, limit: int) -> list[uuid.UUID]:
-    """Boards dirty since before `before` (their recompute was lost or failed), and boards
-    whose interval refresh was due before then and never came (its message was lost)."""
+    """Boards dirty since before `before` whose recompute was due by then (it was lost or
+    failed; a board paced to wait longer is not stuck), and boards whose interval refresh
+    was due before then and never came (its message was lost)."""
     return lock_some_ids(
         session,
         Board.challenge_id,
         or_(
-            Board.dirty.is_(True) & (Board.dirty_since < before),
+            Board.dirty.is_(True)
+            & (Board.dirty_since < before)
+            & or_(Board.recompute_due_at.is_(None), Board.recompute_due_at < before),
             Board.dirty.is_(False)
             & (Board.intervals_seq < Board.rated_seq)
             & (Board.intervals_due_at < before),
