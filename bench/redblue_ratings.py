@@ -8,9 +8,11 @@ fit, which works per distinct pair), 500 x 500, and 50 x 50 (every pair met ~40 
 `compute_ratings` from the list of outcomes (as a recompute reads them) to the ranked rows, the
 best and the median of `--repeat` runs, and its phases. With `--exact` it also refits every
 resample exactly (what the one-step bootstrap stands in for) on the first shape, and prints the
-time it takes and how far its intervals are from the one-step ones.
+time it takes and how far its intervals are from the one-step ones. With `--warm` it fits again
+after 100 more matches from the previous solution, from zero, and with scipy's Newton-CG from
+the previous solution (what a recompute does, and the library alternative).
 
-    .venv/bin/python bench/redblue_ratings.py [--repeat 5] [--resamples 100] [--exact]
+    .venv/bin/python bench/redblue_ratings.py [--repeat 5] [--resamples 100] [--exact] [--warm]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,7 @@ import numpy as np
 from app.redblue import ratings as rating_module
 from app.redblue.ratings import (
     MatchOutcome,
+    PairResults,
     Tally,
     bootstrap_bounds,
     compute_ratings,
@@ -132,11 +136,88 @@ def _compare_with_exact_refits(reds: int, blues: int, resamples: int) -> None:
     )
 
 
+def _scipy_newton_cg(tally: Tally, start: np.ndarray) -> tuple[np.ndarray, int]:
+    """scipy's minimize(method="Newton-CG") from `start` on the same objective (what the fit
+    used before issue 20, from zero), with the passes over every pair it makes."""
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    red, blue = tally.player_pairs()
+    matches, wins, players = tally.pair_matches, tally.pair_wins, tally.players
+    prior = rating_module.PRIOR_PRECISION
+    passes = 0
+
+    def objective(strength: np.ndarray) -> tuple[float, np.ndarray]:
+        nonlocal passes
+        passes += 1
+        difference = strength[red] - strength[blue]
+        value = float(
+            matches @ np.logaddexp(0.0, difference)
+            - wins @ difference
+            + 0.5 * prior * (strength @ strength)
+        )
+        residual = matches * expit(difference) - wins
+        gradient = np.bincount(red, residual, players) - np.bincount(blue, residual, players)
+        return value, gradient + prior * strength
+
+    def hessian_times(strength: np.ndarray, direction: np.ndarray) -> np.ndarray:
+        nonlocal passes
+        passes += 1
+        probability = expit(strength[red] - strength[blue])
+        change = matches * probability * (1 - probability) * (direction[red] - direction[blue])
+        spread = np.bincount(red, change, players) - np.bincount(blue, change, players)
+        return np.asarray(spread + prior * direction)
+
+    result = minimize(
+        objective,
+        start,
+        jac=True,
+        hessp=hessian_times,
+        method="Newton-CG",
+        options={"xtol": rating_module.STRENGTH_TOLERANCE},
+    )
+    return result.x, passes
+
+
+def _warm_starts(landing: int) -> None:
+    """A fit from the previous solution once `landing` more matches landed, against one from
+    zero and against scipy's Newton-CG from the same start."""
+    for reds, blues, count in ((500, 500, 10_000), *((r, b, MATCHES) for r, b in SHAPES[:2])):
+        outcomes = _competition(reds, blues, count + landing, seed=reds + count)
+        tally = Tally()
+        tally.add(_pairs(outcomes[:count]))
+        previous = fit_strengths(tally).strength
+        old_reds = tally.reds
+        tally.add(_pairs(outcomes[count:]))
+        start = np.zeros(tally.players)
+        start[:old_reds] = previous[:old_reds]
+        start[tally.reds : tally.reds + previous.size - old_reds] = previous[old_reds:]
+        warm_time, warm = _timed(partial(fit_strengths, tally, start))
+        cold_time, cold = _timed(partial(fit_strengths, tally))
+        scipy_time, (scipy_strength, scipy_passes) = _timed(partial(_scipy_newton_cg, tally, start))
+        gap = float(np.abs(warm.strength - cold.strength).max())
+        print(
+            f"  {count:,} matches ({reds:,} x {blues:,}), {landing} more: from the previous "
+            f"solution {warm_time * 1000:.0f} ms ({warm.newton_steps} steps, {warm.passes} "
+            f"passes), from zero {cold_time * 1000:.0f} ms ({cold.passes} passes), scipy "
+            f"Newton-CG from the previous {scipy_time * 1000:.0f} ms ({scipy_passes} passes); "
+            f"warm and cold apart by {gap:.1e} logits at most, scipy "
+            f"{float(np.abs(scipy_strength - cold.strength).max()):.1e}"
+        )
+
+
+def _pairs(outcomes: list[MatchOutcome]) -> list[PairResults]:
+    return [PairResults(m.red, m.blue, 1, int(m.red_won)) for m in outcomes]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=rating_module.DEFAULT_RESAMPLES)
     parser.add_argument("--exact", action="store_true", help="compare with exact refits")
+    parser.add_argument(
+        "--warm", action="store_true", help="fits from the previous solution after 100 matches"
+    )
     arguments = parser.parse_args()
 
     print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}")
@@ -157,6 +238,8 @@ def main() -> None:
     if arguments.exact:
         for reds, blues in SHAPES[:2]:
             _compare_with_exact_refits(reds, blues, arguments.resamples)
+    if arguments.warm:
+        _warm_starts(100)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

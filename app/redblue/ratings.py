@@ -25,13 +25,13 @@ one match is rated close to 1000, and the ratings of every connected group of pa
 (connected through matches) average 1000; ratings of participants in two groups that never
 met are compared only through that prior. The objective is strictly convex, so it has one
 optimum whatever the start: `fit_strengths` runs Newton's method from any start (zero, or the
-previous solution after new matches landed: a warm start then needs one or two steps), each
-step solved by scipy's preconditioned conjugate gradient on exact Hessian products, with a
-backtracking line search, until every participant's strength is within about 1e-5 logits of
-the optimum (Newton's step is then that small). A hand-written loop rather than scipy's
-`minimize(method="Newton-CG")`, which also takes a start: that one solves each step to a far
-tighter tolerance than the stopping rule needs and evaluates the objective at every step,
-3-4 times the work of this loop on a warm start (bench/README.md, "Red-blue ratings").
+previous solution after new matches landed: a warm start takes 3-6 steps and a quarter fewer
+passes over the pairs), each step solved by scipy's preconditioned conjugate gradient on exact
+Hessian products, with a backtracking line search, until Newton's step is under 1e-5 logits for
+every participant (then within about that of the optimum). A hand-written loop rather than
+scipy's `minimize(method="Newton-CG")`, which also takes a start: that one stops on the mean
+step (`xtol`), which left participants up to 3e-4 logits from the optimum, and at this loop's
+accuracy it took 1.2 to 2 times the passes (bench/README.md, "Red-blue ratings").
 
 The intervals. Matches are resampled with replacement (`resamples` times, from a seeded
 generator); each resample's ratings are the full fit moved by one Newton step on the

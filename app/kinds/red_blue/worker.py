@@ -7,11 +7,13 @@ worker that died), as attempts' are (app/attempt/runner.py):
   of the current run token finishes it; one short transaction claims, one completes;
 - pairing never makes a pair twice (UNIQUE(attack_id, defense_id), inserts that ignore a
   conflict) and counts the matches a submission already has (`app.redblue.pairing`);
-- a landing match marks its board dirty with one conditional statement, and only the
-  statement that turned it dirty sends the recompute; a recompute writes ratings and
-  standings in one transaction, unless a later recompute already wrote them.
+- a transaction that completes matches numbers them with their board's next landing and
+  marks the board dirty; only the transaction that turned it dirty sends the recompute; a
+  recompute writes ratings and standings in one transaction, only if they are newer than
+  what is written, and reads only what landed since the board this process kept.
 
-The engine's modules (litellm) load only inside the run paths.
+The engine's modules (litellm) and the numeric ones (numpy, scipy) load only inside the run
+paths.
 """
 
 from __future__ import annotations
@@ -632,7 +634,7 @@ def _recompute_in(seconds: float) -> WorkerTask:
 #
 # A worker process keeps what it knows of the boards it recomputed (`_BoardState`), so its next
 # recompute of one reads only the matches landed since (by landing number), refines the
-# previous strengths (a Newton step or two) and rewrites only the rows that changed. The
+# previous strengths (a few Newton steps) and rewrites only the rows that changed. The
 # intervals are bootstrapped again at a bounded rate, from a recount of every match of the
 # board; in between, each participant's interval keeps its width around its moved rating
 # (app.redblue.ratings.provisional_bounds). After a recompute that took t seconds the next
