@@ -85,6 +85,12 @@ class Settings(BaseSettings):
     # How long a process waits for a pooled connection before the request fails with 503.
     database_pool_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     worker_concurrency: int = Field(default=2, ge=1, le=512)
+    # Red-blue boards (docs/redblue.md): the share of one worker process that a board's ratings
+    # recomputes, and its interval refreshes, may each take at most. After one that took t
+    # seconds, the next waits t · (1 - share) / share (and at least a second), so the share
+    # holds however many matches the board has.
+    redblue_recompute_share: float = Field(default=0.1, gt=0, le=1)
+    redblue_intervals_share: float = Field(default=0.05, gt=0, le=1)
 
     # Base URLs (OpenAI-compatible servers) a challenge's `target.api_base` or
     # `benchmark.actor_api_base` may name, matched on parsed parts (docs/outbound.md): a JSON

@@ -54,8 +54,9 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
 
     from app.challenge.schemas import ChallengeCreate
     from app.challenge.service import create_challenge
+    from app.config import get_settings
     from app.db import session_scope, utcnow
-    from app.kinds.red_blue import repository
+    from app.kinds.red_blue import repository, worker
     from app.kinds.red_blue.models import Side
     from app.kinds.red_blue.repository import RatingRow
     from app.seed import DEMO_RED_BLUE
@@ -109,23 +110,28 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
                 )
             )
     with session_scope() as session:
-        repository.mark_board_dirty(session, tenant_id, challenge_id, now)
+        repository.land_matches(session, tenant_id, challenge_id, [], now)
     with session_scope() as session:
-        generation = repository.claim_board(session, challenge_id)
-    assert generation is not None
+        claim = repository.claim_board(session, challenge_id, now, worker.pacing(get_settings()))
+    assert claim is not None
     with session_scope() as session:
         written = repository.write_board(
             session,
             tenant_id,
             challenge_id,
-            generation,
-            rows,
-            red_points=sum(r.points for r in rows if r.side is Side.RED),
-            blue_points=sum(r.points for r in rows if r.side is Side.BLUE),
-            matches=sum(r.matches for r in rows if r.side is Side.RED),
-            now=utcnow(),
+            claim.generation,
+            repository.BoardWrite(
+                rows=rows,
+                red_points=sum(r.points for r in rows if r.side is Side.RED),
+                blue_points=sum(r.points for r in rows if r.side is Side.BLUE),
+                matches=sum(r.matches for r in rows if r.side is Side.RED),
+                rated_seq=claim.landed_seq,
+                intervals_seq=claim.landed_seq,
+                intervals_computed_at=now,
+            ),
+            utcnow(),
         )
-    assert written
+    assert written is not None
     print(
         f"   {participants} participants, {len(rows)} ratings rows written by write_board in "
         f"{time.perf_counter() - t0:.2f} s",

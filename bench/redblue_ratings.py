@@ -8,15 +8,17 @@ fit, which works per distinct pair), 500 x 500, and 50 x 50 (every pair met ~40 
 `compute_ratings` from the list of outcomes (as a recompute reads them) to the ranked rows, the
 best and the median of `--repeat` runs, and its phases. With `--exact` it also refits every
 resample exactly (what the one-step bootstrap stands in for) on the first shape, and prints the
-time it takes and how far its intervals are from the one-step ones.
+time it takes and how far its intervals are from the one-step ones. With `--warm` it fits again
+after 100 more matches from the previous solution, from zero, and with scipy's Newton-CG from
+the previous solution (what a recompute does, and the library alternative).
 
-    .venv/bin/python bench/redblue_ratings.py [--repeat 5] [--resamples 100] [--exact]
+    .venv/bin/python bench/redblue_ratings.py [--repeat 5] [--resamples 100] [--exact] [--warm]
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import copy
 import math
 import os
 import platform
@@ -25,6 +27,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 
 from app.redblue import ratings as rating_module
-from app.redblue.ratings import MatchOutcome, compute_ratings
+from app.redblue.ratings import (
+    MatchOutcome,
+    PairResults,
+    Tally,
+    bootstrap_bounds,
+    compute_ratings,
+    fit_strengths,
+)
 
 MATCHES = 100_000
 SHAPES = ((5_000, 5_000), (500, 500), (50, 50))
@@ -58,40 +68,43 @@ def _timed(call: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def _phases(outcomes: list[MatchOutcome], resamples: int) -> str:
-    reading, data = _timed(lambda: rating_module._comparisons(outcomes))
-    fitting, strength = _timed(lambda: rating_module._fit(data))
-    bootstrapping, _ = _timed(lambda: rating_module._bootstrap(data, strength, resamples, 0))
+    reading, tally = _timed(lambda: Tally.of(outcomes))
+    fitting, fit = _timed(lambda: fit_strengths(tally))
+    bootstrapping, _ = _timed(
+        lambda: bootstrap_bounds(tally, fit.strength, resamples=resamples, seed=0)
+    )
     return (
-        f"read {reading * 1000:.0f} ms, fit {fitting * 1000:.0f} ms, "
-        f"bootstrap {bootstrapping * 1000:.0f} ms, {len(data.pair_red):,} distinct pairs"
+        f"read {reading * 1000:.0f} ms, fit {fitting * 1000:.0f} ms ({fit.passes} passes), "
+        f"bootstrap {bootstrapping * 1000:.0f} ms, {tally.pairs:,} distinct pairs"
     )
 
 
 def _exact_intervals(
     outcomes: list[MatchOutcome], resamples: int, seed: int
-) -> tuple[float, np.ndarray, np.ndarray]:
-    """Every resample refitted by the full optimisation, with the draws compute_ratings makes."""
+) -> tuple[float, Tally, np.ndarray, np.ndarray]:
+    """Every resample refitted by the full optimisation, with the draws compute_ratings makes
+    (its tally's matches in order: each pair's losses, then its wins)."""
     started = time.perf_counter()
-    data = rating_module._comparisons(outcomes)
-    strength = rating_module._fit(data)
-    players = data.players
-    _, pair_of_match = np.unique(data.red * players + data.blue, return_inverse=True)
-    pairs = len(data.pair_red)
-    count = len(data.red)
+    tally = Tally.of(outcomes)
+    strength = fit_strengths(tally).strength
+    cells = np.stack([tally.pair_matches - tally.pair_wins, tally.pair_wins], axis=1).ravel()
+    cell_of_position = np.repeat(np.arange(len(cells)), np.rint(cells).astype(np.int64))
+    count = tally.matches
     generator = np.random.default_rng(seed)
-    refitted = np.empty((players, resamples))
+    refitted = np.empty((tally.players, resamples))
     for column in range(resamples):
-        drawn = np.bincount(generator.integers(0, count, size=count), minlength=count)
-        resample = dataclasses.replace(
-            data,
-            pair_matches=np.bincount(pair_of_match, drawn, pairs).astype(np.float64),
-            pair_wins=np.bincount(pair_of_match, drawn * data.won, pairs),
-        )
-        refitted[:, column] = rating_module._fit(resample)
+        drawn = np.bincount(
+            cell_of_position[generator.integers(0, count, size=count)], minlength=len(cells)
+        ).reshape(-1, 2)
+        resample = copy.copy(tally)
+        resample.pair_matches = drawn.sum(axis=1).astype(np.float64)
+        resample.pair_wins = drawn[:, 1].astype(np.float64)
+        refitted[:, column] = fit_strengths(resample, strength).strength
     low, high = np.percentile(refitted, rating_module.INTERVAL_PERCENTILES, axis=1)
     low, high = np.minimum(low, strength), np.maximum(high, strength)
     return (
         time.perf_counter() - started,
+        tally,
         rating_module.to_rating(low),
         rating_module.to_rating(high),
     )
@@ -100,13 +113,11 @@ def _exact_intervals(
 def _compare_with_exact_refits(reds: int, blues: int, resamples: int) -> None:
     outcomes = _competition(reds, blues, MATCHES, seed=reds)
     one_step_time, ratings = _timed(lambda: compute_ratings(outcomes, resamples=resamples))
-    exact_time, low, high = _exact_intervals(outcomes, resamples, seed=0)
-    # The fit numbers red participants by sorted name, then blue ones after them.
-    red_names = sorted(row.participant for row in ratings.red)
-    blue_names = sorted(row.participant for row in ratings.blue)
-    position = {("red", name): index for index, name in enumerate(red_names)}
+    exact_time, tally, low, high = _exact_intervals(outcomes, resamples, seed=0)
+    # The tally numbers red participants by name, then blue ones after them.
+    position = {("red", name): index for index, name in enumerate(tally.red_names)}
     position.update(
-        {("blue", name): len(red_names) + index for index, name in enumerate(blue_names)}
+        {("blue", name): tally.reds + index for index, name in enumerate(tally.blue_names)}
     )
     rows = [*ratings.red, *ratings.blue]
     at = [position[(row.side, row.participant)] for row in rows]
@@ -125,11 +136,88 @@ def _compare_with_exact_refits(reds: int, blues: int, resamples: int) -> None:
     )
 
 
+def _scipy_newton_cg(tally: Tally, start: np.ndarray) -> tuple[np.ndarray, int]:
+    """scipy's minimize(method="Newton-CG") from `start` on the same objective (what the fit
+    used before issue 20, from zero), with the passes over every pair it makes."""
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    red, blue = tally.player_pairs()
+    matches, wins, players = tally.pair_matches, tally.pair_wins, tally.players
+    prior = rating_module.PRIOR_PRECISION
+    passes = 0
+
+    def objective(strength: np.ndarray) -> tuple[float, np.ndarray]:
+        nonlocal passes
+        passes += 1
+        difference = strength[red] - strength[blue]
+        value = float(
+            matches @ np.logaddexp(0.0, difference)
+            - wins @ difference
+            + 0.5 * prior * (strength @ strength)
+        )
+        residual = matches * expit(difference) - wins
+        gradient = np.bincount(red, residual, players) - np.bincount(blue, residual, players)
+        return value, gradient + prior * strength
+
+    def hessian_times(strength: np.ndarray, direction: np.ndarray) -> np.ndarray:
+        nonlocal passes
+        passes += 1
+        probability = expit(strength[red] - strength[blue])
+        change = matches * probability * (1 - probability) * (direction[red] - direction[blue])
+        spread = np.bincount(red, change, players) - np.bincount(blue, change, players)
+        return np.asarray(spread + prior * direction)
+
+    result = minimize(
+        objective,
+        start,
+        jac=True,
+        hessp=hessian_times,
+        method="Newton-CG",
+        options={"xtol": rating_module.STRENGTH_TOLERANCE},
+    )
+    return result.x, passes
+
+
+def _warm_starts(landing: int) -> None:
+    """A fit from the previous solution once `landing` more matches landed, against one from
+    zero and against scipy's Newton-CG from the same start."""
+    for reds, blues, count in ((500, 500, 10_000), *((r, b, MATCHES) for r, b in SHAPES[:2])):
+        outcomes = _competition(reds, blues, count + landing, seed=reds + count)
+        tally = Tally()
+        tally.add(_pairs(outcomes[:count]))
+        previous = fit_strengths(tally).strength
+        old_reds = tally.reds
+        tally.add(_pairs(outcomes[count:]))
+        start = np.zeros(tally.players)
+        start[:old_reds] = previous[:old_reds]
+        start[tally.reds : tally.reds + previous.size - old_reds] = previous[old_reds:]
+        warm_time, warm = _timed(partial(fit_strengths, tally, start))
+        cold_time, cold = _timed(partial(fit_strengths, tally))
+        scipy_time, (scipy_strength, scipy_passes) = _timed(partial(_scipy_newton_cg, tally, start))
+        gap = float(np.abs(warm.strength - cold.strength).max())
+        print(
+            f"  {count:,} matches ({reds:,} x {blues:,}), {landing} more: from the previous "
+            f"solution {warm_time * 1000:.0f} ms ({warm.newton_steps} steps, {warm.passes} "
+            f"passes), from zero {cold_time * 1000:.0f} ms ({cold.passes} passes), scipy "
+            f"Newton-CG from the previous {scipy_time * 1000:.0f} ms ({scipy_passes} passes); "
+            f"warm and cold apart by {gap:.1e} logits at most, scipy "
+            f"{float(np.abs(scipy_strength - cold.strength).max()):.1e}"
+        )
+
+
+def _pairs(outcomes: list[MatchOutcome]) -> list[PairResults]:
+    return [PairResults(m.red, m.blue, 1, int(m.red_won)) for m in outcomes]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=rating_module.DEFAULT_RESAMPLES)
     parser.add_argument("--exact", action="store_true", help="compare with exact refits")
+    parser.add_argument(
+        "--warm", action="store_true", help="fits from the previous solution after 100 matches"
+    )
     arguments = parser.parse_args()
 
     print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}")
@@ -150,6 +238,8 @@ def main() -> None:
     if arguments.exact:
         for reds, blues in SHAPES[:2]:
             _compare_with_exact_refits(reds, blues, arguments.resamples)
+    if arguments.warm:
+        _warm_starts(100)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -101,6 +101,14 @@ SWEEP_RESENT = Counter(
     "Attempts the sweep sent again, by reason (queued: never started; orphaned: lease expired).",
     ["reason"],
 )
+REDBLUE_RECOMPUTE = Histogram(
+    "gauntlet_redblue_recompute_seconds",
+    "Red-blue board recomputes, by part: ratings (every recompute: new matches read, the fit "
+    "refined, the board written) and intervals (a recount of every match and the bootstrap, "
+    "at a bounded rate). Their sum over time is the share of a worker they take.",
+    ["part"],
+    buckets=_LATENCY_BUCKETS,
+)
 ENQUEUE_FAILURES = Counter(
     "gauntlet_enqueue_failures",
     "Attempts that could not be sent to the broker (the sweep sends them later).",
@@ -234,6 +242,10 @@ def sweep_ran(queued: int, orphaned: int) -> None:
         SWEEP_RESENT.labels("queued").inc(queued)
     if orphaned:
         SWEEP_RESENT.labels("orphaned").inc(orphaned)
+
+
+def redblue_recomputed(part: str, seconds: float) -> None:
+    REDBLUE_RECOMPUTE.labels(part).observe(max(0.0, seconds))
 
 
 def enqueue_failed() -> None:

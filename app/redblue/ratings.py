@@ -11,6 +11,11 @@ that is, rating = 1000 + 400 · log10(e) · θ with θ the Bradley-Terry strengt
 (Elo's scale: 400 points apart, 10 to 1 odds). A participant who plays both sides has a red
 rating and a blue rating, fitted as two players.
 
+The data. Matches between the same red and blue participant are interchangeable, so the fit
+and the bootstrap work on a `Tally`: per distinct (red, blue) pair, how many matches and how
+many red won. A tally grows by batches (`Tally.add`), so a competition that keeps going is
+never read again match by match.
+
 The fit. The strengths maximise the Bradley-Terry log-likelihood minus a ridge penalty
 PRIOR_PRECISION / 2 · Σ θ² (a Gaussian prior, standard deviation 1/√PRIOR_PRECISION ≈ 1.41
 logits ≈ 246 points, around the average participant): without it a participant who always
@@ -18,8 +23,15 @@ wins, or always loses, would have an infinite rating, and participants never com
 each other would have no common scale. With it every rating is finite, a participant with
 one match is rated close to 1000, and the ratings of every connected group of participants
 (connected through matches) average 1000; ratings of participants in two groups that never
-met are compared only through that prior. The optimiser is scipy's Newton-CG on the exact
-objective, gradient and Hessian products, vectorised over the distinct (red, blue) pairs.
+met are compared only through that prior. The objective is strictly convex, so it has one
+optimum whatever the start: `fit_strengths` runs Newton's method from any start (zero, or the
+previous solution after new matches landed: a warm start takes 3-6 steps and a quarter fewer
+passes over the pairs), each step solved by scipy's preconditioned conjugate gradient on exact
+Hessian products, with a backtracking line search, until Newton's step is under 1e-5 logits for
+every participant (then within about that of the optimum). A hand-written loop rather than
+scipy's `minimize(method="Newton-CG")`, which also takes a start: that one stops on the mean
+step (`xtol`), which left participants up to 3e-4 logits from the optimum, and at this loop's
+accuracy it took 1.2 to 2 times the passes (bench/README.md, "Red-blue ratings").
 
 The intervals. Matches are resampled with replacement (`resamples` times, from a seeded
 generator); each resample's ratings are the full fit moved by one Newton step on the
@@ -30,10 +42,16 @@ conjugate gradient. Refitting every resample exactly costs a full optimisation e
 by 4 rating points on average at 200 matches per participant, by 22 points (intervals about
 10 % narrower) at 20 (bench/README.md). The interval is the 2.5th to 97.5th percentile of a
 participant's resampled ratings, widened if need be to hold the rating itself. Matches are
-put in a canonical order first, so the same matches and seed give the same figures in
-whatever order they come. A bootstrap sees no uncertainty that no resample shows: a
+put in a canonical order first (participants by name, then the outcome), so the same matches
+and seed give the same figures in whatever order they come, and a tally draws exactly the
+resamples the list of matches would. A bootstrap sees no uncertainty that no resample shows: a
 participant with very few matches gets an interval narrower than its real uncertainty (with
 one match in the whole competition, none at all).
+
+Between two bootstraps (they cost more than a fit; the service runs them at a bounded rate),
+`provisional_bounds` keeps each participant's last interval around its moved rating, and gives
+a participant the last bootstrap did not know the interval of a Wald test on its own
+curvature (rating ± 1.96 / √curvature, its opponents taken as known).
 
 Ranks, per side: 1 + the number of participants of that side whose interval lies entirely
 above this participant's (their low end above its high end), so participants that cannot be
@@ -50,7 +68,6 @@ from typing import Final, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 from scipy import sparse
-from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit
 
@@ -64,10 +81,18 @@ POINTS_PER_LOGIT: Final = 400.0 / math.log(10.0)
 PRIOR_PRECISION: Final = 0.5
 DEFAULT_RESAMPLES: Final = 100
 INTERVAL_PERCENTILES: Final = (2.5, 97.5)
+# The standard normal's 97.5th percentile: a two-sided 95 % Wald interval.
+WALD_Z: Final = 1.959963984540054
 # Convergence: every participant's strength within about this many logits (0.002 rating
-# points) of the optimum, judged by its gradient over its curvature.
-_STRENGTH_TOLERANCE: Final = 1e-5
+# points) of the optimum, judged by Newton's step.
+STRENGTH_TOLERANCE: Final = 1e-5
 _CG_RELATIVE_TOLERANCE: Final = 1e-8
+_NEWTON_STEPS: Final = 100
+# A Newton step's linear system is solved only as far as the step needs (an inexact Newton
+# method): to this fraction of the gradient's size, or tighter as the optimum nears.
+_NEWTON_FORCING: Final = 0.1
+# Names of participants become indices; a pair's key is red index * _KEY_BASE + blue index.
+_KEY_BASE: Final = 1 << 32
 
 
 class MatchOutcome(NamedTuple):
@@ -76,6 +101,15 @@ class MatchOutcome(NamedTuple):
     red: str
     blue: str
     red_won: bool
+
+
+class PairResults(NamedTuple):
+    """Judged matches between one red and one blue participant: how many, and how many red won."""
+
+    red: str
+    blue: str
+    matches: int
+    red_wins: int
 
 
 @dataclass(frozen=True)
@@ -113,150 +147,347 @@ def to_rating(strength: FloatArray) -> FloatArray:
     return RATING_CENTRE + POINTS_PER_LOGIT * strength
 
 
+def to_strength(rating: FloatArray) -> FloatArray:
+    """Ratings back to logit strengths (a fit's start from stored ratings)."""
+    return (rating - RATING_CENTRE) / POINTS_PER_LOGIT
+
+
 def win_probability(red_rating: float, blue_rating: float) -> float:
     """The chance that red's attack beats blue's defense, by their ratings."""
     return float(1.0 / (1.0 + 10.0 ** ((blue_rating - red_rating) / 400.0)))
 
 
-@dataclass(frozen=True)
-class _Comparisons:
-    """The matches as arrays: red players are 0..n_red-1, blue ones n_red..n_red+n_blue-1."""
+def _sum_by(index: IntArray, weights: FloatArray, size: int) -> FloatArray:
+    """weights summed per index value, 0..size-1."""
+    return np.bincount(index, weights, size).astype(np.float64, copy=False)
 
-    red_names: list[str]
-    blue_names: list[str]
-    red: IntArray  # per match, in canonical order
-    blue: IntArray
-    won: FloatArray
-    pair_red: IntArray  # per distinct (red, blue) pair
-    pair_blue: IntArray
-    pair_matches: FloatArray
-    pair_wins: FloatArray
+
+class Tally:
+    """Every judged match of a competition, summed per distinct (red, blue) pair.
+
+    Participants are numbered in the order they first appear: red ones 0..reds-1, and as
+    players of the fit (`players`), red ones first, then blue ones (reds..players-1). A batch
+    of results adds to the pairs it names and appends the pairs and participants it brings;
+    numbers already given never change, so arrays kept alongside (strengths, intervals) only
+    grow at the end of each side."""
+
+    def __init__(self) -> None:
+        self.red_names: list[str] = []
+        self.blue_names: list[str] = []
+        self._red_index: dict[str, int] = {}
+        self._blue_index: dict[str, int] = {}
+        self.pair_red: IntArray = np.zeros(0, np.int64)
+        self.pair_blue: IntArray = np.zeros(0, np.int64)  # a blue participant's number
+        self.pair_matches: FloatArray = np.zeros(0)
+        self.pair_wins: FloatArray = np.zeros(0)
+        # The pairs' keys in increasing order, and each one's pair: a batch finds its pairs by
+        # binary search.
+        self._sorted_keys: IntArray = np.zeros(0, np.int64)
+        self._sorted_pairs: IntArray = np.zeros(0, np.int64)
+
+    @classmethod
+    def of(cls, matches: Iterable[MatchOutcome]) -> Tally:
+        """The tally of a list of matches, participants numbered in name order."""
+        reds: dict[str, int] = {}
+        blues: dict[str, int] = {}
+        red: list[int] = []
+        blue: list[int] = []
+        won: list[bool] = []
+        for red_name, blue_name, red_won in matches:
+            red.append(reds.setdefault(red_name, len(reds)))
+            blue.append(blues.setdefault(blue_name, len(blues)))
+            won.append(bool(red_won))
+        tally = cls()
+        tally.add_columns(
+            list(reds),
+            list(blues),
+            np.asarray(red, np.int64),
+            np.asarray(blue, np.int64),
+            np.ones(len(red)),
+            np.asarray(won, np.float64),
+        )
+        return tally.canonical()[0]
+
+    @property
+    def reds(self) -> int:
+        return len(self.red_names)
+
+    @property
+    def blues(self) -> int:
+        return len(self.blue_names)
 
     @property
     def players(self) -> int:
-        return len(self.red_names) + len(self.blue_names)
+        return self.reds + self.blues
 
+    @property
+    def pairs(self) -> int:
+        return len(self.pair_red)
 
-def _comparisons(matches: Iterable[MatchOutcome]) -> _Comparisons:
-    red_names_seen: dict[str, None] = {}
-    blue_names_seen: dict[str, None] = {}
-    reds: list[str] = []
-    blues: list[str] = []
-    wins: list[bool] = []
-    for red_name, blue_name, red_won in matches:
-        red_names_seen.setdefault(red_name, None)
-        blue_names_seen.setdefault(blue_name, None)
-        reds.append(red_name)
-        blues.append(blue_name)
-        wins.append(bool(red_won))
-    red_names = sorted(red_names_seen)
-    blue_names = sorted(blue_names_seen)
-    red_index = {name: index for index, name in enumerate(red_names)}
-    blue_index = {name: len(red_names) + index for index, name in enumerate(blue_names)}
-    red = np.fromiter((red_index[name] for name in reds), dtype=np.int64, count=len(reds))
-    blue = np.fromiter((blue_index[name] for name in blues), dtype=np.int64, count=len(blues))
-    won = np.asarray(wins, dtype=np.float64)
-    # A canonical order (matches that compare equal are interchangeable), so resampling gives
-    # the same draws whatever order the matches were read in.
-    order = np.lexsort((won, blue, red))
-    red, blue, won = red[order], blue[order], won[order]
-    pair_key = red * (len(red_names) + len(blue_names)) + blue
-    pairs, pair_of_match = np.unique(pair_key, return_inverse=True)
-    players = len(red_names) + len(blue_names)
-    return _Comparisons(
-        red_names=red_names,
-        blue_names=blue_names,
-        red=red,
-        blue=blue,
-        won=won,
-        pair_red=pairs // players,
-        pair_blue=pairs % players,
-        pair_matches=np.bincount(pair_of_match, minlength=len(pairs)).astype(np.float64),
-        pair_wins=np.bincount(pair_of_match, weights=won, minlength=len(pairs)).astype(np.float64),
-    )
+    @property
+    def matches(self) -> int:
+        return round(float(self.pair_matches.sum()))
+
+    def red_number(self, name: str) -> int | None:
+        return self._red_index.get(name)
+
+    def blue_number(self, name: str) -> int | None:
+        return self._blue_index.get(name)
+
+    def add(self, results: Iterable[PairResults]) -> None:
+        """Adds judged matches; a pair named twice (here or before) is summed."""
+        reds: dict[str, int] = {}
+        blues: dict[str, int] = {}
+        red: list[int] = []
+        blue: list[int] = []
+        played: list[int] = []
+        won: list[int] = []
+        for result in results:
+            red.append(reds.setdefault(result.red, len(reds)))
+            blue.append(blues.setdefault(result.blue, len(blues)))
+            played.append(result.matches)
+            won.append(result.red_wins)
+        self.add_columns(
+            list(reds),
+            list(blues),
+            np.asarray(red, np.int64),
+            np.asarray(blue, np.int64),
+            np.asarray(played, np.float64),
+            np.asarray(won, np.float64),
+        )
+
+    def add_columns(
+        self,
+        red_names: list[str],
+        blue_names: list[str],
+        red: IntArray,
+        blue: IntArray,
+        matches: npt.ArrayLike,
+        red_wins: npt.ArrayLike,
+    ) -> None:
+        """Adds judged matches given as columns: per row (a match, or a pair's matches), the
+        index of its red participant in `red_names` and of its blue one in `blue_names`, how
+        many matches and how many red won. A pair named twice (here or before) is summed."""
+        played = np.asarray(matches, np.float64)
+        won = np.asarray(red_wins, np.float64)
+        if not len(played):
+            return
+        if (played < 0).any() or (won < 0).any() or (won > played).any():
+            bad = int(np.flatnonzero((played < 0) | (won < 0) | (won > played))[0])
+            raise ValueError(
+                f"impossible results for ({red_names[red[bad]]!r}, {blue_names[blue[bad]]!r}): "
+                f"{won[bad]:g}/{played[bad]:g}"
+            )
+        red_numbers = np.fromiter(
+            (self._number(self._red_index, self.red_names, n) for n in red_names),
+            np.int64,
+            len(red_names),
+        )
+        blue_numbers = np.fromiter(
+            (self._number(self._blue_index, self.blue_names, n) for n in blue_names),
+            np.int64,
+            len(blue_names),
+        )
+        keys: IntArray = red_numbers[red] * _KEY_BASE + blue_numbers[blue]
+        batch_keys, inverse = np.unique(keys, return_inverse=True)
+        batch_matches = np.bincount(inverse, played, len(batch_keys)).astype(np.float64)
+        batch_wins = np.bincount(inverse, won, len(batch_keys)).astype(np.float64)
+        at: IntArray = np.searchsorted(self._sorted_keys, batch_keys)
+        known: npt.NDArray[np.bool_] = at < len(self._sorted_keys)
+        known[known] = self._sorted_keys[at[known]] == batch_keys[known]
+        existing = self._sorted_pairs[at[known]]
+        self.pair_matches[existing] += batch_matches[known]
+        self.pair_wins[existing] += batch_wins[known]
+        new_keys = batch_keys[~known]
+        if len(new_keys):
+            first = self.pairs
+            self.pair_red = np.concatenate([self.pair_red, new_keys // _KEY_BASE])
+            self.pair_blue = np.concatenate([self.pair_blue, new_keys % _KEY_BASE])
+            self.pair_matches = np.concatenate([self.pair_matches, batch_matches[~known]])
+            self.pair_wins = np.concatenate([self.pair_wins, batch_wins[~known]])
+            slots = at[~known]
+            self._sorted_keys = np.insert(self._sorted_keys, slots, new_keys)
+            self._sorted_pairs = np.insert(
+                self._sorted_pairs, slots, np.arange(first, first + len(new_keys))
+            )
+
+    @staticmethod
+    def _number(index: dict[str, int], names: list[str], name: str) -> int:
+        number = index.get(name)
+        if number is None:
+            number = index[name] = len(names)
+            names.append(name)
+        return number
+
+    def player_pairs(self) -> tuple[IntArray, IntArray]:
+        """Each pair's red and blue participant as players of the fit."""
+        return self.pair_red, self.pair_blue + self.reds
+
+    def played(self) -> FloatArray:
+        """Matches per player (red ones, then blue ones)."""
+        red, blue = self.player_pairs()
+        players = self.players
+        return _sum_by(red, self.pair_matches, players) + _sum_by(blue, self.pair_matches, players)
+
+    def wins(self) -> FloatArray:
+        """Wins per player: a red participant's breaches, a blue one's holds."""
+        red, blue = self.player_pairs()
+        players = self.players
+        return _sum_by(red, self.pair_wins, players) + _sum_by(
+            blue, self.pair_matches - self.pair_wins, players
+        )
+
+    def canonical(self) -> tuple[Tally, IntArray]:
+        """The same tally with participants numbered in name order and pairs in key order, and
+        for each of its players the number of that player here (values[order] re-orders an
+        array of this tally's players)."""
+        red_order = np.asarray(sorted(range(self.reds), key=self.red_names.__getitem__), np.int64)
+        blue_order = np.asarray(
+            sorted(range(self.blues), key=self.blue_names.__getitem__), np.int64
+        )
+        red_rank = np.empty(self.reds, np.int64)
+        red_rank[red_order] = np.arange(self.reds)
+        blue_rank = np.empty(self.blues, np.int64)
+        blue_rank[blue_order] = np.arange(self.blues)
+        pair_red, pair_blue = red_rank[self.pair_red], blue_rank[self.pair_blue]
+        keys = pair_red * _KEY_BASE + pair_blue
+        pair_order = np.argsort(keys, kind="stable")
+        result = Tally()
+        result.red_names = [self.red_names[i] for i in red_order]
+        result.blue_names = [self.blue_names[i] for i in blue_order]
+        result._red_index = {name: i for i, name in enumerate(result.red_names)}
+        result._blue_index = {name: i for i, name in enumerate(result.blue_names)}
+        result.pair_red = pair_red[pair_order]
+        result.pair_blue = pair_blue[pair_order]
+        result.pair_matches = self.pair_matches[pair_order]
+        result.pair_wins = self.pair_wins[pair_order]
+        result._sorted_keys = keys[pair_order]
+        result._sorted_pairs = np.arange(self.pairs, dtype=np.int64)
+        order = np.concatenate([red_order, self.reds + blue_order])
+        return result, order
 
 
 def _softplus(values: FloatArray) -> FloatArray:
     """log(1 + e^x), without overflow."""
-    result: FloatArray = np.maximum(values, 0.0) + np.log1p(np.exp(-np.abs(values)))
+    result: FloatArray = np.logaddexp(0.0, values)
     return result
 
 
-def _fit(data: _Comparisons) -> FloatArray:
-    """The penalised maximum-likelihood strengths, in logits."""
-    players = data.players
-    red, blue = data.pair_red, data.pair_blue
-    matches, wins = data.pair_matches, data.pair_wins
-    played = np.bincount(red, matches, players) + np.bincount(blue, matches, players)
-    # Optimise over strengths divided by a guess of their standard error, so that a
-    # participant with 5,000 matches and one with 1 are equally easy for the optimiser.
-    scale = 1.0 / np.sqrt(0.25 * played + PRIOR_PRECISION)
+@dataclass(frozen=True)
+class Fit:
+    """The penalised maximum-likelihood strengths (logits, per player) and the objective's
+    curvature per player there (its Hessian's diagonal: the information each one's matches
+    and the prior give); how many Newton steps and passes over every pair it took."""
 
-    def objective(scaled: FloatArray) -> tuple[float, FloatArray]:
-        strength = scaled * scale
-        difference = strength[red] - strength[blue]
+    strength: FloatArray
+    curvature: FloatArray
+    newton_steps: int
+    passes: int
+
+
+class _Objective:
+    """The penalised negative log-likelihood over the pairs, its gradient and its Hessian."""
+
+    def __init__(self, tally: Tally) -> None:
+        self.players = tally.players
+        self.red, self.blue = tally.player_pairs()
+        self.matches, self.wins = tally.pair_matches, tally.pair_wins
+        self.passes = 0
+
+    def at(self, strength: FloatArray) -> tuple[float, FloatArray, FloatArray]:
+        """The value, the gradient and each pair's Hessian weight at `strength`."""
+        self.passes += 1
+        difference = strength[self.red] - strength[self.blue]
+        probability = expit(difference)
         value = float(
-            matches @ _softplus(difference)
-            - wins @ difference
+            self.matches @ _softplus(difference)
+            - self.wins @ difference
             + 0.5 * PRIOR_PRECISION * (strength @ strength)
         )
-        residual = matches * expit(difference) - wins
-        gradient = (
-            np.bincount(red, residual, players)
-            - np.bincount(blue, residual, players)
-            + PRIOR_PRECISION * strength
+        residual = self.matches * probability - self.wins
+        gradient = self._spread(residual) + PRIOR_PRECISION * strength
+        weight = self.matches * probability * (1.0 - probability)
+        return value, gradient, weight
+
+    def _spread(self, per_pair: FloatArray) -> FloatArray:
+        """+value at each pair's red player, -value at its blue one, summed per player."""
+        return _sum_by(self.red, per_pair, self.players) - _sum_by(
+            self.blue, per_pair, self.players
         )
-        return value, gradient * scale
 
-    def hessian_times(scaled: FloatArray, direction: FloatArray) -> FloatArray:
-        strength = scaled * scale
-        probability = expit(strength[red] - strength[blue])
-        step = direction * scale
-        change = matches * probability * (1.0 - probability) * (step[red] - step[blue])
-        product = (
-            np.bincount(red, change, players)
-            - np.bincount(blue, change, players)
-            + PRIOR_PRECISION * step
+    def curvature(self, weight: FloatArray) -> FloatArray:
+        return (
+            _sum_by(self.red, weight, self.players)
+            + _sum_by(self.blue, weight, self.players)
+            + PRIOR_PRECISION
         )
-        result: FloatArray = product * scale
-        return result
 
-    def distance_to_optimum(scaled: FloatArray) -> float:
-        # Per participant, gradient / curvature (scale² is 1 / curvature at the start).
-        _, scaled_gradient = objective(scaled)
-        return float(np.abs(scaled_gradient * scale).max(initial=0.0))
+    def hessian_times(self, weight: FloatArray, direction: FloatArray) -> FloatArray:
+        self.passes += 1
+        change = weight * (direction[self.red] - direction[self.blue])
+        product: FloatArray = self._spread(change) + PRIOR_PRECISION * direction
+        return product
 
-    # Newton's method converges in a few steps on this smooth, strictly convex objective; its
-    # own stopping test may report precision loss once it is there, so ours decides, and a
-    # quasi-Newton polish takes over in the unlikely case Newton stopped short.
-    result = minimize(
-        objective,
-        np.zeros(players),
-        jac=True,
-        hessp=hessian_times,
-        method="Newton-CG",
-        options={"xtol": 1e-5, "maxiter": 1000},
-    )
-    if distance_to_optimum(result.x) > _STRENGTH_TOLERANCE:
-        result = minimize(
-            objective,
-            result.x,
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": 10_000, "ftol": 0.0, "gtol": 1e-10},
+
+def fit_strengths(tally: Tally, start: FloatArray | None = None) -> Fit:
+    """The penalised maximum-likelihood strengths of the tally's players, by Newton's method
+    from `start` (zero for everyone when None): the same optimum from any start, within
+    STRENGTH_TOLERANCE; a start near it (the previous solution) takes fewer steps."""
+    players = tally.players
+    objective = _Objective(tally)
+    if start is None:
+        strength = np.zeros(players)
+    else:
+        if start.shape != (players,):
+            raise ValueError(f"a start has one strength per player ({players})")
+        strength = np.where(np.isfinite(start), start, 0.0)
+    value, gradient, weight = objective.at(strength)
+    for step_number in range(_NEWTON_STEPS):
+        curvature = objective.curvature(weight)
+        # Each participant's gradient over its curvature: how far the step will go, roughly.
+        distance = float(np.abs(gradient / curvature).max(initial=0.0))
+        if distance == 0.0:
+            return Fit(strength, curvature, step_number, objective.passes)
+        hessian = LinearOperator(
+            (players, players),
+            matvec=lambda direction, w=weight: objective.hessian_times(w, direction),
+            dtype=np.float64,
         )
-    strength: FloatArray = result.x * scale
-    if not np.all(np.isfinite(strength)) or distance_to_optimum(result.x) > _STRENGTH_TOLERANCE:
-        raise RatingFitError(f"Bradley-Terry fit did not converge: {result.message}")
-    return strength
+        jacobi = LinearOperator(
+            (players, players), matvec=lambda vector, c=curvature: vector / c, dtype=np.float64
+        )
+        forcing = min(_NEWTON_FORCING, math.sqrt(distance))
+        step, status = cg(hessian, -gradient, M=jacobi, rtol=forcing, atol=0.0, maxiter=10_000)
+        if status != 0:
+            raise RatingFitError(f"a Newton step's linear solve did not converge ({status})")
+        if float(np.abs(step).max()) <= STRENGTH_TOLERANCE:
+            # Newton's step is the distance to the optimum once this near: taken, it lands
+            # within the tolerance (the gradient alone would not say so: along the direction
+            # that moves everyone alike only the weak prior pulls, so a tiny gradient there
+            # can hide a distance hundreds of times larger).
+            return Fit(strength + step, curvature, step_number + 1, objective.passes)
+        slope = float(gradient @ step)
+        # Backtracking (Armijo): a full step near the optimum, shorter ones far from it. The
+        # slack allows for rounding in a sum over every pair once the decrease is that small.
+        length = 1.0
+        while True:
+            trial = strength + length * step
+            trial_value, trial_gradient, trial_weight = objective.at(trial)
+            if trial_value <= value + 1e-4 * length * slope + 1e-12 * abs(value):
+                break
+            length /= 2
+            if length < 1e-12:
+                raise RatingFitError("Bradley-Terry fit: the line search found no decrease")
+        strength, value, gradient, weight = trial, trial_value, trial_gradient, trial_weight
+    raise RatingFitError(f"Bradley-Terry fit did not converge in {_NEWTON_STEPS} Newton steps")
 
 
-def _hessian(data: _Comparisons, strength: FloatArray) -> sparse.csr_array:
+def _hessian(tally: Tally, strength: FloatArray) -> sparse.csr_array:
     """The penalised objective's Hessian at `strength`: a weighted graph Laplacian + prior."""
-    players = data.players
-    red, blue = data.pair_red, data.pair_blue
+    players = tally.players
+    red, blue = tally.player_pairs()
     probability = expit(strength[red] - strength[blue])
-    weight = data.pair_matches * probability * (1.0 - probability)
+    weight = tally.pair_matches * probability * (1.0 - probability)
     diagonal = (
         np.bincount(red, weight, players) + np.bincount(blue, weight, players) + PRIOR_PRECISION
     )
@@ -270,28 +501,57 @@ def _hessian(data: _Comparisons, strength: FloatArray) -> sparse.csr_array:
     )
 
 
-def _bootstrap(data: _Comparisons, strength: FloatArray, resamples: int, seed: int) -> FloatArray:
-    """Resampled strengths, one column per resample (one-step bootstrap)."""
-    players = data.players
-    count = len(data.red)
+def bootstrap_bounds(
+    tally: Tally, strength: FloatArray, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> tuple[FloatArray, FloatArray]:
+    """Each player's 95 % interval in logits (one-step bootstrap percentiles, widened to hold
+    its strength). The same matches and seed give the same figures however the tally grew."""
+    if resamples < 2:
+        raise ValueError("resamples must be at least 2")
+    canonical, order = tally.canonical()
+    resampled = _bootstrap(canonical, strength[order], resamples, seed)
+    low_canonical, high_canonical = np.percentile(resampled, INTERVAL_PERCENTILES, axis=1)
+    low, high = np.empty(tally.players), np.empty(tally.players)
+    low[order], high[order] = low_canonical, high_canonical
+    # Where every resample is alike (a single match) the interval is the strength itself, give
+    # or take rounding; it is always kept around the strength.
+    return np.minimum(low, strength), np.maximum(high, strength)
+
+
+def _bootstrap(tally: Tally, strength: FloatArray, resamples: int, seed: int) -> FloatArray:
+    """Resampled strengths, one column per resample (one-step bootstrap), of a canonical tally:
+    its matches in order are each pair's (in key order) losses, then its wins, exactly the
+    order of the list of matches sorted by red name, blue name and outcome."""
+    players = tally.players
+    red, blue = tally.player_pairs()
+    count = tally.matches
+    # A cell is a pair's losses or its wins: its matches are alike. Resampling draws match
+    # positions; a position's cell is all that matters.
+    cell_counts = np.stack([tally.pair_matches - tally.pair_wins, tally.pair_wins], axis=1)
+    cell_counts = np.rint(cell_counts.ravel()).astype(np.int64)
+    cell_won = np.tile(np.array([0.0, 1.0]), tally.pairs)
+    cell_red, cell_blue = np.repeat(red, 2), np.repeat(blue, 2)
+    occupied = cell_counts > 0
+    cell_counts, cell_won = cell_counts[occupied], cell_won[occupied]
+    cell_red, cell_blue = cell_red[occupied], cell_blue[occupied]
+    cells = len(cell_counts)
+    cell_of_position = np.repeat(np.arange(cells), cell_counts)
     # Each match's gradient of the (unpenalised) objective: +residual for red, -residual for
     # blue. The full data's sum, plus the prior's pull, is zero at the fit.
-    residual = expit(strength[data.red] - strength[data.blue]) - data.won
-    per_match = sparse.csr_array(
-        (
-            np.concatenate([residual, -residual]),
-            (np.tile(np.arange(count), 2), np.concatenate([data.red, data.blue])),
-        ),
-        shape=(count, players),
-    ).T.tocsr()
+    residual = expit(strength[cell_red] - strength[cell_blue]) - cell_won
     generator = np.random.default_rng(seed)
     gradients = np.empty((players, resamples))
     for column in range(resamples):
-        drawn = np.bincount(generator.integers(0, count, size=count), minlength=count)
-        gradients[:, column] = per_match @ drawn.astype(np.float64)
+        drawn = np.bincount(
+            cell_of_position[generator.integers(0, count, size=count)], minlength=cells
+        )
+        weighted = drawn * residual
+        gradients[:, column] = np.bincount(cell_red, weighted, players) - np.bincount(
+            cell_blue, weighted, players
+        )
     gradients += PRIOR_PRECISION * strength[:, None]
 
-    hessian = _hessian(data, strength)
+    hessian = _hessian(tally, strength)
     inverse_diagonal = 1.0 / hessian.diagonal()
     shape = (players, resamples)
     size = players * resamples
@@ -314,43 +574,47 @@ def _bootstrap(data: _Comparisons, strength: FloatArray, resamples: int, seed: i
     return resampled
 
 
-def _ranks(low: FloatArray, high: FloatArray) -> IntArray:
-    """1 + how many intervals lie entirely above each one."""
+def provisional_bounds(
+    strength: FloatArray,
+    curvature: FloatArray,
+    low_offset: FloatArray,
+    high_offset: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Intervals between two bootstraps, in logits: a player's last interval (its ends' offsets
+    from its strength then) around its strength now; a player with no last interval (NaN
+    offsets: it came after the last bootstrap) gets strength ± WALD_Z / √curvature, the Wald
+    interval of its own matches with its opponents' strengths taken as known."""
+    half_width = WALD_Z / np.sqrt(curvature)
+    known = np.isfinite(low_offset) & np.isfinite(high_offset)
+    low = strength + np.where(known, np.minimum(low_offset, 0.0), -half_width)
+    high = strength + np.where(known, np.maximum(high_offset, 0.0), half_width)
+    return low, high
+
+
+def interval_ranks(low: FloatArray, high: FloatArray) -> IntArray:
+    """Each one's rank among these intervals: 1 + how many lie entirely above it."""
     lows = np.sort(low)
     above = len(lows) - np.searchsorted(lows, high, side="right")
     ranks: IntArray = 1 + above
     return ranks
 
 
-def compute_ratings(
-    matches: Iterable[MatchOutcome], *, seed: int = 0, resamples: int = DEFAULT_RESAMPLES
+def ratings_of(
+    tally: Tally,
+    strength: FloatArray,
+    low: FloatArray,
+    high: FloatArray,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
 ) -> Ratings:
-    """Both sides' ratings from every judged match (matches that ended in error excluded)."""
-    if resamples < 2:
-        raise ValueError("resamples must be at least 2")
-    data = _comparisons(matches)
-    count = len(data.red)
-    if count == 0:
-        return Ratings(red=(), blue=(), matches=0, resamples=resamples, seed=seed)
-    strength = _fit(data)
-    resampled = _bootstrap(data, strength, resamples, seed)
-    low, high = np.percentile(resampled, INTERVAL_PERCENTILES, axis=1)
-    # Where every resample is alike (a single match) the interval is the rating itself, give or
-    # take rounding; it is always kept around the rating.
-    low, high = np.minimum(low, strength), np.maximum(high, strength)
+    """Both sides' rows, ranked, from per-player strengths and interval ends (logits)."""
     rating, rating_low, rating_high = to_rating(strength), to_rating(low), to_rating(high)
-    players = data.players
-    played = np.bincount(data.red, minlength=players) + np.bincount(data.blue, minlength=players)
-    attack_won = data.won == 1.0
-    red_wins = np.bincount(data.red[attack_won], minlength=players)
-    blue_wins = np.bincount(data.blue[~attack_won], minlength=players)
-    n_red = len(data.red_names)
+    played, wins = tally.played(), tally.wins()
 
-    def side(
-        names: list[str], offset: int, wins: npt.NDArray[np.intp], label: Side
-    ) -> tuple[ParticipantRating, ...]:
+    def side(names: list[str], offset: int, label: Side) -> tuple[ParticipantRating, ...]:
         members = slice(offset, offset + len(names))
-        ranks = _ranks(rating_low[members], rating_high[members])
+        ranks = interval_ranks(rating_low[members], rating_high[members])
         rows = [
             ParticipantRating(
                 participant=name,
@@ -359,8 +623,8 @@ def compute_ratings(
                 rating_low=float(rating_low[offset + index]),
                 rating_high=float(rating_high[offset + index]),
                 rank=int(ranks[index]),
-                matches=int(played[offset + index]),
-                wins=int(wins[offset + index]),
+                matches=round(float(played[offset + index])),
+                wins=round(float(wins[offset + index])),
             )
             for index, name in enumerate(names)
         ]
@@ -368,9 +632,23 @@ def compute_ratings(
         return tuple(rows)
 
     return Ratings(
-        red=side(data.red_names, 0, red_wins, "red"),
-        blue=side(data.blue_names, n_red, blue_wins, "blue"),
-        matches=count,
+        red=side(tally.red_names, 0, "red"),
+        blue=side(tally.blue_names, tally.reds, "blue"),
+        matches=tally.matches,
         resamples=resamples,
         seed=seed,
     )
+
+
+def compute_ratings(
+    matches: Iterable[MatchOutcome], *, seed: int = 0, resamples: int = DEFAULT_RESAMPLES
+) -> Ratings:
+    """Both sides' ratings from every judged match (matches that ended in error excluded)."""
+    if resamples < 2:
+        raise ValueError("resamples must be at least 2")
+    tally = Tally.of(matches)
+    if tally.matches == 0:
+        return Ratings(red=(), blue=(), matches=0, resamples=resamples, seed=seed)
+    strength = fit_strengths(tally).strength
+    low, high = bootstrap_bounds(tally, strength, resamples=resamples, seed=seed)
+    return ratings_of(tally, strength, low, high, resamples=resamples, seed=seed)

@@ -127,13 +127,13 @@ def test_a_chunk_does_not_write_a_match_whose_lease_was_taken_over(
     taker = uuid.uuid4()
     play = red_blue_worker._play_all
 
-    async def taken_over_meanwhile(jobs: Any, settings: Any) -> Any:
+    async def taken_over_meanwhile(jobs: Any, settings: Any, land: Any) -> None:
         # While the chunk plays, another worker takes the first match over (its lease ran out).
         with session_scope() as session:
             row = session.get(Match, first)
             assert row is not None and row.status is MatchStatus.RUNNING
             row.run_token = taker
-        return await play(jobs, settings)
+        await play(jobs, settings, land)
 
     monkeypatch.setattr(red_blue_worker, "_play_all", taken_over_meanwhile)
     outcomes = red_blue_worker.run_matches([first, second])

@@ -11,10 +11,19 @@ import pytest
 from app.redblue.ratings import (
     POINTS_PER_LOGIT,
     RATING_CENTRE,
+    STRENGTH_TOLERANCE,
+    WALD_Z,
+    Fit,
     MatchOutcome,
+    PairResults,
     ParticipantRating,
     Ratings,
+    Tally,
+    bootstrap_bounds,
     compute_ratings,
+    fit_strengths,
+    provisional_bounds,
+    ratings_of,
     win_probability,
 )
 
@@ -222,3 +231,161 @@ def test_hostile_names_and_many_participants() -> None:
 def test_at_least_two_resamples() -> None:
     with pytest.raises(ValueError, match="resamples"):
         compute_ratings([MatchOutcome("a", "b", True)], resamples=1)
+
+
+# The incremental path: a tally that grows by batches, a fit from the previous solution, the
+# bootstrap on the tally, and the intervals kept between two bootstraps.
+
+
+def _results(matches: list[MatchOutcome]) -> list[PairResults]:
+    return [PairResults(m.red, m.blue, 1, int(m.red_won)) for m in matches]
+
+
+def _strengths(tally: Tally, fit: Fit) -> dict[tuple[str, str], float]:
+    names = [("red", name) for name in tally.red_names] + [
+        ("blue", name) for name in tally.blue_names
+    ]
+    return dict(zip(names, fit.strength.tolist(), strict=True))
+
+
+def test_a_tally_grown_by_batches_holds_what_one_of_every_match_holds() -> None:
+    red = {f"r{index}": 0.3 * index for index in range(6)}
+    blue = {f"b{index}": -0.2 * index for index in range(5)}
+    matches = _synthetic(red, blue, 900, seed=31)
+    grown = Tally()
+    for start in range(0, len(matches), 97):
+        grown.add(_results(matches[start : start + 97]))
+    grown.add([])
+    whole = Tally.of(matches)
+
+    def pairs(tally: Tally) -> dict[tuple[str, str], tuple[float, float]]:
+        return {
+            (tally.red_names[r], tally.blue_names[b]): (n, w)
+            for r, b, n, w in zip(
+                tally.pair_red, tally.pair_blue, tally.pair_matches, tally.pair_wins, strict=True
+            )
+        }
+
+    assert pairs(grown) == pairs(whole)
+    assert grown.matches == whole.matches == 900
+    assert grown.pairs == whole.pairs == len({(m.red, m.blue) for m in matches})
+    # Participants keep the number they were first given: arrays kept beside a tally only
+    # grow at the end of each side.
+    first = Tally()
+    first.add(_results(matches[:10]))
+    reds = list(first.red_names)
+    first.add(_results(matches[10:]))
+    assert first.red_names[: len(reds)] == reds
+
+
+def test_a_tally_refuses_impossible_results() -> None:
+    tally = Tally()
+    for impossible in (
+        PairResults("r", "b", 2, 3),
+        PairResults("r", "b", -1, 0),
+        PairResults("r", "b", 2, -1),
+    ):
+        with pytest.raises(ValueError, match="impossible"):
+            tally.add([impossible])
+    assert tally.matches == 0
+
+
+def test_a_fit_from_the_previous_solution_reaches_the_optimum_of_a_fit_from_zero() -> None:
+    red = {f"r{index}": -1.0 + 0.4 * index for index in range(8)}
+    blue = {f"b{index}": 0.8 - 0.3 * index for index in range(7)}
+    matches = _synthetic(red, blue, 3000, seed=41)
+    tally = Tally()
+    tally.add(_results(matches[:2500]))
+    previous = fit_strengths(tally)
+    reds = tally.reds
+    # 500 more matches, one new participant on each side among them.
+    more = [
+        *matches[2500:],
+        MatchOutcome("newcomer", "b1", True),
+        MatchOutcome("r2", "fresh", False),
+    ]
+    tally.add(_results(more))
+    start = np.concatenate(
+        [
+            previous.strength[:reds],
+            np.zeros(tally.reds - reds),
+            previous.strength[reds:],
+            np.zeros(tally.blues - (previous.strength.size - reds)),
+        ]
+    )
+    warm = fit_strengths(tally, start)
+    cold = fit_strengths(Tally.of(matches + more[-2:]))
+    warm_by_name, cold_by_name = (
+        _strengths(tally, warm),
+        _strengths(Tally.of(matches + more[-2:]), cold),
+    )
+    assert warm_by_name.keys() == cold_by_name.keys()
+    for name, strength in cold_by_name.items():
+        # Both within STRENGTH_TOLERANCE-ish of the one optimum (in logits; 0.002 points).
+        assert warm_by_name[name] == pytest.approx(strength, abs=3 * STRENGTH_TOLERANCE), name
+    assert warm.newton_steps < cold.newton_steps
+    assert warm.passes < cold.passes
+
+
+def test_a_fit_from_a_wild_start_still_reaches_the_optimum() -> None:
+    matches = [
+        *(MatchOutcome("ace", blue, True) for blue in ("b1", "b2") for _ in range(40)),
+        *(MatchOutcome("dud", blue, False) for blue in ("b1", "b2") for _ in range(40)),
+        MatchOutcome("ace", "wall", False),
+    ]
+    tally = Tally.of(matches)
+    cold = fit_strengths(tally)
+    for wild in (np.full(tally.players, 60.0), np.linspace(-80, 80, tally.players)):
+        warm = fit_strengths(tally, wild)
+        assert np.allclose(warm.strength, cold.strength, atol=3 * STRENGTH_TOLERANCE)
+    # A start with gaps (NaN: a participant with no strength yet) starts them at zero.
+    gaps = cold.strength.copy()
+    gaps[0] = np.nan
+    assert np.allclose(fit_strengths(tally, gaps).strength, cold.strength, atol=3e-5)
+    with pytest.raises(ValueError, match="one strength per player"):
+        fit_strengths(tally, np.zeros(tally.players + 1))
+
+
+def test_the_bootstrap_of_a_grown_tally_is_that_of_the_list_of_matches() -> None:
+    red = {f"r{index}": 0.25 * index for index in range(5)}
+    blue = {f"b{index}": -0.25 * index for index in range(6)}
+    matches = _synthetic(red, blue, 1200, seed=51)
+    grown = Tally()
+    shuffled = matches[:]
+    random.Random(5).shuffle(shuffled)
+    for start in range(0, len(shuffled), 150):
+        grown.add(_results(shuffled[start : start + 150]))
+    fit = fit_strengths(grown)
+    low, high = bootstrap_bounds(grown, fit.strength, seed=7)
+    rows = ratings_of(grown, fit.strength, low, high, seed=7)
+    expected = compute_ratings(matches, seed=7)
+    for got, want in zip(
+        sorted((*rows.red, *rows.blue), key=lambda r: (r.side, r.participant)),
+        sorted((*expected.red, *expected.blue), key=lambda r: (r.side, r.participant)),
+        strict=True,
+    ):
+        # The same draws from the same seed: the same figures but for the fit's tolerance.
+        assert (got.participant, got.rank, got.matches, got.wins) == (
+            want.participant,
+            want.rank,
+            want.matches,
+            want.wins,
+        )
+        for field in ("rating", "rating_low", "rating_high"):
+            assert getattr(got, field) == pytest.approx(getattr(want, field), abs=0.01)
+
+
+def test_between_two_bootstraps_an_interval_keeps_its_width_around_the_moved_rating() -> None:
+    strength = np.array([0.5, -0.2, 0.0])
+    curvature = np.array([4.0, 9.0, 25.0])
+    low_offset = np.array([-0.3, -0.1, np.nan])
+    high_offset = np.array([0.2, 0.4, np.nan])
+    low, high = provisional_bounds(strength, curvature, low_offset, high_offset)
+    assert low[:2] == pytest.approx([0.2, -0.3]) and high[:2] == pytest.approx([0.7, 0.2])
+    # Not bootstrapped yet: the Wald interval of its own curvature.
+    assert (low[2], high[2]) == pytest.approx((-WALD_Z / 5, WALD_Z / 5))
+    # Offsets on the wrong side of the rating (rounding) still give an interval around it.
+    low, high = provisional_bounds(
+        np.array([1.0]), np.array([1.0]), np.array([0.01]), np.array([-0.01])
+    )
+    assert low[0] <= 1.0 <= high[0]

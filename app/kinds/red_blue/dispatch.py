@@ -28,6 +28,8 @@ def chunks(ids: list[str]) -> list[list[str]]:
     return [ids[i : i + MATCHES_PER_TASK] for i in range(0, len(ids), MATCHES_PER_TASK)]
 
 
-# Sent when a board turns dirty; it runs a moment later (countdown), so the matches landing
-# meanwhile are rated by the same recompute.
+# Sent when a board turns dirty; it runs a moment later (countdown, longer when the board's
+# last recompute was costly), so the matches landing meanwhile are rated by the same recompute.
 RECOMPUTE = WorkerTask(RECOMPUTE_TASK, _RESENT, countdown=1.0)
+# The second argument of a recompute sent for a board's interval refresh alone.
+INTERVALS_ONLY = "intervals"

@@ -140,6 +140,7 @@ class Match(Base):
         Index("ix_redblue_matches_blue", "challenge_id", "blue_participant_id"),
         Index("ix_redblue_matches_status_enqueued", "status", "enqueued_at"),
         Index("ix_redblue_matches_status_lease", "status", "lease_expires_at"),
+        Index("ix_redblue_matches_challenge_board_seq", "challenge_id", "board_seq"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
@@ -188,6 +189,10 @@ class Match(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     run_token: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
     run_count: Mapped[int] = mapped_column(Integer, default=0)
+    # The board's landing number of the transaction that completed it (`Board.landed_seq`):
+    # a recompute reads the matches landed since the last one it knows by this. Null while the
+    # match is not completed.
+    board_seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
 
 
 class Rating(Base):
@@ -225,10 +230,17 @@ class Rating(Base):
 
 
 class Board(Base):
-    """A challenge's standings and its recompute's state. Landing matches set `dirty` (one
-    conditional update, which sends the recompute task only when it turns dirty); a recompute
-    claims the flag (`generation` + 1) and writes ratings and standings in one transaction
-    unless a later claim wrote first (`written_generation`)."""
+    """A challenge's standings and its recompute's state.
+
+    Each transaction that completes matches numbers them with the next `landed_seq`, under
+    this row's lock, so the numbers come in commit order: whoever reads `landed_seq = n` sees
+    every match numbered up to n. It sets `dirty` (sending the recompute task only when it
+    turns dirty). A recompute claims the flag (`generation` + 1) and the number it rates up to,
+    and writes ratings and standings in one transaction, only if they are newer than what is
+    written: `rated_seq` (the matches rated), then `intervals_seq` (the matches the intervals
+    were bootstrapped from), so a board never goes back. `recompute_due_at` and
+    `intervals_due_at` bound how often the two run (the costs they last took, so each takes a
+    bounded share of a worker's time whatever the size)."""
 
     __tablename__ = "redblue_boards"
 
@@ -244,3 +256,14 @@ class Board(Base):
     blue_points: Mapped[int] = mapped_column(BigInteger, default=0)
     matches: Mapped[int] = mapped_column(Integer, default=0)
     computed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    landed_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    rated_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    intervals_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    intervals_computed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # The earliest the next recompute runs (a landing sends it with a countdown to then), and
+    # the earliest the intervals are bootstrapped again (null: at the next recompute).
+    recompute_due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    intervals_due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # What the last recompute and the last interval refresh took, in seconds.
+    recompute_seconds: Mapped[float | None] = mapped_column(Float, default=None)
+    intervals_seconds: Mapped[float | None] = mapped_column(Float, default=None)

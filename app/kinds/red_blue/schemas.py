@@ -153,6 +153,11 @@ class RedBlueLeaderboard(OutputSchema):
     limit: int
     offset: int
     computed_at: datetime | None = Field(description="When the ratings were last recomputed.")
+    intervals_computed_at: datetime | None = Field(
+        default=None,
+        description="When the intervals were last bootstrapped (at a bounded rate; in "
+        "between, each interval keeps its width around the moved rating).",
+    )
 
 
 class Standings(OutputSchema):

@@ -571,6 +571,7 @@ def read_leaderboard(
         limit=limit,
         offset=offset,
         computed_at=board.computed_at if board is not None else None,
+        intervals_computed_at=board.intervals_computed_at if board is not None else None,
     )
 
 
@@ -594,7 +595,7 @@ def _standings(session: Session, challenge: Challenge) -> Standings:
         red_share=board.red_points / total if total else None,
         matches=board.matches,
         computed_at=board.computed_at,
-        pending=board.dirty or board.written_generation < board.generation,
+        pending=board.dirty or board.rated_seq < board.landed_seq,
     )
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.exc import OperationalError
 from app.config import get_settings
 from app.kinds.red_blue import worker
 from app.kinds.red_blue.dispatch import (
+    INTERVALS_ONLY,
     PAIR_ATTACK_TASK,
     RECOMPUTE_TASK,
     RUN_MATCH_TASK,
@@ -64,8 +65,8 @@ def run_matches(*match_ids: str) -> dict[str, int]:
 
 
 @celery_app.task(name=RECOMPUTE_TASK, time_limit=600, **_RETRIED)
-def recompute(challenge_id: str) -> str:
-    return worker.recompute(uuid.UUID(challenge_id))
+def recompute(challenge_id: str, part: str = "") -> str:
+    return worker.recompute(uuid.UUID(challenge_id), intervals_only=part == INTERVALS_ONLY)
 
 
 @celery_app.task(name=SWEEP_TASK, acks_late=True, time_limit=300)

@@ -87,6 +87,7 @@ class BoardPanel:
     rows: list[BoardRow]
     total: int
     computed_at: Any
+    intervals_computed_at: Any
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,10 @@ def _board(
     rows = [
         BoardRow(item, handle is not None and item.participant == handle) for item in board.items
     ]
-    return BoardPanel(side.value, rows, board.total, board.computed_at), board
+    panel = BoardPanel(
+        side.value, rows, board.total, board.computed_at, board.intervals_computed_at
+    )
+    return panel, board
 
 
 def board_panels(

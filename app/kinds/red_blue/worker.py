@@ -7,23 +7,28 @@ worker that died), as attempts' are (app/attempt/runner.py):
   of the current run token finishes it; one short transaction claims, one completes;
 - pairing never makes a pair twice (UNIQUE(attack_id, defense_id), inserts that ignore a
   conflict) and counts the matches a submission already has (`app.redblue.pairing`);
-- a landing match marks its board dirty with one conditional statement, and only the
-  statement that turned it dirty sends the recompute; a recompute writes ratings and
-  standings in one transaction, unless a later recompute already wrote them.
+- a transaction that completes matches numbers them with their board's next landing and
+  marks the board dirty; only the transaction that turned it dirty sends the recompute; a
+  recompute writes ratings and standings in one transaction, only if they are newer than
+  what is written, and reads only what landed since the board this process kept.
 
-The engine's modules (litellm) load only inside the run paths.
+The engine's modules (litellm) and the numeric ones (numpy, scipy) load only inside the run
+paths.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import threading
+import time
 import uuid
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
@@ -37,12 +42,22 @@ from app.errors import ValidationFailed
 from app.evaluation.types import InfrastructureError, RetryPolicy
 from app.kinds.red_blue import repository
 from app.kinds.red_blue.config import RedBlueSections, sections_of
-from app.kinds.red_blue.dispatch import PAIR_ATTACK, RECOMPUTE, RUN_MATCHES, SELF_TEST, chunks
+from app.kinds.red_blue.dispatch import (
+    INTERVALS_ONLY,
+    PAIR_ATTACK,
+    RECOMPUTE,
+    RUN_MATCHES,
+    SELF_TEST,
+    chunks,
+)
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, MatchStatus, Side
 from app.kinds.red_blue.repository import Entry, RatingRow
 from app.observability import metrics as telemetry
 from app.tenant import repository as tenants
-from app.unit_of_work import UnitOfWork, unit_of_work
+from app.unit_of_work import UnitOfWork, WorkerTask, unit_of_work
+
+if TYPE_CHECKING:
+    from app.redblue.ratings import FloatArray, Tally
 
 log = logging.getLogger(__name__)
 
@@ -414,11 +429,32 @@ async def _play_or_error(job: MatchJob, settings: Settings, gate: asyncio.Semaph
             return _error(f"internal error: {type(exc).__name__}")
 
 
-async def _play_all(jobs: list[MatchJob], settings: Settings) -> list[dict[str, Any]]:
-    """The chunk's matches, concurrently on this process's loop, at most
-    `model_per_model_concurrency` target calls at a time."""
+async def _play_all(
+    jobs: list[MatchJob],
+    settings: Settings,
+    land: Callable[[dict[uuid.UUID, dict[str, Any]]], None],
+) -> None:
+    """Plays the chunk's matches concurrently on this process's loop, at most
+    `model_per_model_concurrency` target calls at a time, and hands them to `land` as they
+    finish: those finished while the previous batch was being written go together, so a
+    match's result waits for no slower match of its chunk. `land` writes in a thread, so the
+    calls still running go on meanwhile."""
     gate = asyncio.Semaphore(settings.model_per_model_concurrency)
-    return list(await asyncio.gather(*(_play_or_error(job, settings, gate) for job in jobs)))
+
+    async def play(job: MatchJob) -> tuple[uuid.UUID, dict[str, Any]]:
+        return job.match_id, await _play_or_error(job, settings, gate)
+
+    pending: set[asyncio.Task[tuple[uuid.UUID, dict[str, Any]]]] = {
+        asyncio.ensure_future(play(job)) for job in jobs
+    }
+    try:
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            # A task's exception (the soft time limit) is raised here and ends the chunk.
+            await asyncio.to_thread(land, dict(task.result() for task in done))
+    finally:
+        for task in pending:
+            task.cancel()
 
 
 # The parsed configuration of the challenges this process ran matches of, by id, while the
@@ -450,14 +486,16 @@ def run_match(match_id: uuid.UUID) -> str:
 def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
     """Runs those of the matches that are this worker's to run (a chunk of one pairing): one
     statement claims them all with one lease, each makes its one target call and has every
-    verdict and its points, then one transaction completes them (or ends them in error,
-    counting for no one) and marks their board dirty once. A match already finished or held
-    by another worker is skipped, so a redelivered chunk runs nothing twice; a match whose
-    lease was taken over meanwhile is not written. Answers each claimed match's outcome."""
+    verdict and its points, and each is written as soon as it is played (with those played
+    meanwhile): completed, or ended in error (counting for no one), its board marked dirty. A
+    match already finished or held by another worker is skipped, so a redelivered chunk runs
+    nothing twice; a match whose lease was taken over meanwhile is not written. Answers each
+    claimed match's outcome."""
     settings = get_settings()
     token = uuid.uuid4()
     outcomes: dict[uuid.UUID, str] = {}
-    ended: dict[uuid.UUID, dict[str, Any]] = {}
+    unplayable: dict[uuid.UUID, dict[str, Any]] = {}
+    labels: dict[uuid.UUID, str] = {}
     jobs: list[MatchJob] = []
     with session_scope() as session:
         claimed = repository.claim_matches(
@@ -466,15 +504,15 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
         rules: dict[uuid.UUID, tuple[RedBlueSections, str] | None] = {}
         for match in claimed:
             if match.run_count > settings.max_attempt_runs:
-                ended[match.id] = _error(f"gave up after {settings.max_attempt_runs} runs")
-                outcomes[match.id] = "error: too many runs"
+                unplayable[match.id] = _error(f"gave up after {settings.max_attempt_runs} runs")
+                labels[match.id] = "error: too many runs"
                 continue
             if match.challenge_id not in rules:
                 rules[match.challenge_id] = _challenge_rules(session, match.challenge_id)
             loaded = rules[match.challenge_id]
             if loaded is None or match.system_prompt is None or match.user_message is None:
-                ended[match.id] = _error("the match's challenge or entries do not load")
-                outcomes[match.id] = "error: not runnable"
+                unplayable[match.id] = _error("the match's challenge or entries do not load")
+                labels[match.id] = "error: not runnable"
                 continue
             sections, goal = loaded
             jobs.append(
@@ -488,23 +526,32 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
                     sections,
                 )
             )
+
+    def land(ended: dict[uuid.UUID, dict[str, Any]]) -> None:
+        written = _end_matches(token, ended)
+        for match_id, values in ended.items():
+            if match_id not in written:
+                outcomes[match_id] = "stopped: lease taken over"
+            elif values["status"] is MatchStatus.COMPLETED:
+                outcomes[match_id] = "completed"
+            else:
+                outcomes[match_id] = labels.get(match_id, "error")
+
+    if unplayable:
+        land(unplayable)
     if jobs:
         held = [job.match_id for job in jobs]
         try:
             with Heartbeat(_matches_renewer(held, token, settings), settings, "a match chunk"):
-                played = run_on_process_loop(_play_all(jobs, settings))
+                run_on_process_loop(_play_all(jobs, settings, land))
         except SoftTimeLimitExceeded:
-            played = [_error("time limit exceeded") for _ in jobs]
-        for job, values in zip(jobs, played, strict=True):
-            ended[job.match_id] = values
-            outcomes[job.match_id] = (
-                "completed" if values["status"] is MatchStatus.COMPLETED else "error"
+            land(
+                {
+                    job.match_id: _error("time limit exceeded")
+                    for job in jobs
+                    if job.match_id not in outcomes
+                }
             )
-    if ended:
-        kept = _end_matches(token, ended)
-        for match_id in ended:
-            if match_id not in kept:
-                outcomes[match_id] = "stopped: lease taken over"
     return outcomes
 
 
@@ -549,12 +596,13 @@ def _error(reason: str, detail: str | None = None) -> dict[str, Any]:
 
 def _end_matches(token: uuid.UUID, ended: dict[uuid.UUID, dict[str, Any]]) -> set[uuid.UUID]:
     """Completes (or ends in error) the matches still held by this token, in one transaction
-    that also marks the board of their challenge dirty when one of them was judged; the
-    recompute is sent after the commit only by the transaction that turned the board dirty.
-    Answers the matches written."""
+    that also numbers the judged ones with their board's next landing and marks the board
+    dirty; the recompute is sent after the commit only by the transaction that turned the
+    board dirty, with a countdown to when the board's pacing allows it. Answers the matches
+    written."""
     now = utcnow()
     written: set[uuid.UUID] = set()
-    judged: dict[uuid.UUID, uuid.UUID] = {}
+    judged: dict[tuple[uuid.UUID, uuid.UUID], list[uuid.UUID]] = defaultdict(list)
     with unit_of_work() as work:
         for match_id, values in ended.items():
             held = repository.finish_match(
@@ -565,82 +613,433 @@ def _end_matches(token: uuid.UUID, ended: dict[uuid.UUID, dict[str, Any]]) -> se
             written.add(match_id)
             if values["status"] is MatchStatus.COMPLETED:
                 tenant_id, challenge_id = held
-                judged[challenge_id] = tenant_id
-        for challenge_id, tenant_id in judged.items():
-            if repository.mark_board_dirty(work.session, tenant_id, challenge_id, now):
-                work.send_after_commit(RECOMPUTE, str(challenge_id))
+                judged[(challenge_id, tenant_id)].append(match_id)
+        # Boards in one order, so two transactions landing on the same two boards never wait
+        # for each other in a cycle.
+        for (challenge_id, tenant_id), landed in sorted(judged.items()):
+            landing = repository.land_matches(work.session, tenant_id, challenge_id, landed, now)
+            if landing.turned_dirty:
+                due = landing.recompute_due_at
+                wait = 0.0 if due is None else (due - now).total_seconds()
+                work.send_after_commit(_recompute_in(wait), str(challenge_id))
     return written
 
 
+def _recompute_in(seconds: float) -> WorkerTask:
+    """The recompute task, run no sooner than `seconds` from now (and never before RECOMPUTE's
+    own countdown, which lets the matches landing meanwhile join it)."""
+    return replace(RECOMPUTE, countdown=max(RECOMPUTE.countdown or 0.0, seconds))
+
+
 # Ratings and standings ------------------------------------------------------------------------
+#
+# A worker process keeps what it knows of the boards it recomputed (`_BoardState`), so its next
+# recompute of one reads only the matches landed since (by landing number), refines the
+# previous strengths (a few Newton steps) and rewrites only the rows that changed. The
+# intervals are bootstrapped again at a bounded rate, from a recount of every match of the
+# board; in between, each participant's interval keeps its width around its moved rating
+# (app.redblue.ratings.provisional_bounds). After a recompute that took t seconds the next
+# waits t · (1 - share) / share (`GAUNTLET_REDBLUE_RECOMPUTE_SHARE`), after an interval refresh
+# likewise (`GAUNTLET_REDBLUE_INTERVALS_SHARE`), so neither takes more than its share of a
+# worker process however large the board grows.
+
+# Boards a process keeps, least recently recomputed dropped first (a board of a million
+# matches takes some 50 MB); a dropped one is recounted at its next recompute.
+_KEPT_BOARDS = 8
 
 
-def recompute(challenge_id: uuid.UUID) -> str:
-    """Rates every judged match of the challenge and writes both boards and the standings in
-    one transaction; nothing to do when the board is clean. A failure leaves it dirty."""
+@dataclass
+class _BoardState:
+    """A board as this process last recomputed it: every match rated (a tally, up to landing
+    `seq`), each player's strength and its interval ends' offsets from it (logits; NaN: not
+    bootstrapped yet), from the bootstrap of landing `intervals_seq`, each participant's points
+    and handle, and the rows it last wrote (under the board marker `written[0]`)."""
+
+    tenant_id: uuid.UUID
+    seq: int
+    tally: Tally
+    strength: FloatArray
+    low_offset: FloatArray
+    high_offset: FloatArray
+    intervals_seq: int
+    red_points: dict[str, int]
+    blue_points: dict[str, int]
+    handles: dict[str, str]
+    written: tuple[tuple[int, int], list[RatingRow]] | None = None
+    ids: dict[str, uuid.UUID] = field(default_factory=dict)
+
+    @classmethod
+    def recounted(cls, tenant_id: uuid.UUID, seq: int, landed: repository.Landed) -> _BoardState:
+        import numpy as np
+
+        from app.redblue.ratings import Tally
+
+        nothing = np.zeros(0)
+        state = cls(tenant_id, 0, Tally(), nothing, nothing, nothing, 0, {}, {}, {})
+        state.add(landed, seq)
+        return state
+
+    def add(self, landed: repository.Landed, seq: int) -> None:
+        """Adds the matches landed after `self.seq` up to `seq`; the per-player arrays grow
+        with the participants they bring (strength 0, no interval yet)."""
+        import numpy as np
+
+        reds, blues = self.tally.reds, self.tally.blues
+        red_names = [str(participant) for participant in landed.reds]
+        blue_names = [str(participant) for participant in landed.blues]
+        self.ids.update(zip(red_names, landed.reds, strict=True))
+        self.ids.update(zip(blue_names, landed.blues, strict=True))
+        self.tally.add_columns(
+            red_names, blue_names, landed.red, landed.blue, landed.matches, landed.red_wins
+        )
+        for names, index, points, total in (
+            (red_names, landed.red, landed.red_points, self.red_points),
+            (blue_names, landed.blue, landed.blue_points, self.blue_points),
+        ):
+            summed = np.bincount(index, points, len(names)).astype(np.int64).tolist()
+            for name, value in zip(names, summed, strict=True):
+                total[name] = total.get(name, 0) + value
+        self.strength = self._grown(self.strength, reds, blues, 0.0)
+        self.low_offset = self._grown(self.low_offset, reds, blues, math.nan)
+        self.high_offset = self._grown(self.high_offset, reds, blues, math.nan)
+        self.seq = seq
+
+    def _grown(self, values: FloatArray, reds: int, blues: int, fill: float) -> FloatArray:
+        import numpy as np
+
+        more_reds, more_blues = self.tally.reds - reds, self.tally.blues - blues
+        if not more_reds and not more_blues:
+            return values
+        return np.concatenate(
+            [values[:reds], np.full(more_reds, fill), values[reds:], np.full(more_blues, fill)]
+        )
+
+    def participant_id(self, name: str) -> uuid.UUID:
+        found = self.ids.get(name)
+        if found is None:
+            found = self.ids[name] = uuid.UUID(name)
+        return found
+
+    def player(self, side: Side, participant: str) -> int | None:
+        if side is Side.RED:
+            return self.tally.red_number(participant)
+        number = self.tally.blue_number(participant)
+        return None if number is None else self.tally.reds + number
+
+    def start_from_stored(self, stored: list[RatingRow], *, strengths: bool) -> None:
+        """Takes the board as stored: its intervals as offsets (the last bootstrap's, whoever
+        wrote it) and, with `strengths`, its ratings as the fit's start."""
+        import numpy as np
+
+        from app.redblue.ratings import to_strength
+
+        for row in stored:
+            player = self.player(row.side, str(row.participant_id))
+            if player is None:
+                continue
+            strength, low, high = to_strength(
+                np.array([row.rating, row.rating_low, row.rating_high])
+            )
+            if strengths:
+                self.strength[player] = strength
+            self.low_offset[player] = low - strength
+            self.high_offset[player] = high - strength
+
+    def start_from_kept(self, kept: _BoardState) -> None:
+        """Takes what this process kept of the board: strengths, interval offsets, handles."""
+        order = [
+            *((Side.RED, name) for name in kept.tally.red_names),
+            *((Side.BLUE, name) for name in kept.tally.blue_names),
+        ]
+        for kept_player, (side, name) in enumerate(order):
+            player = self.player(side, name)
+            if player is not None:
+                self.strength[player] = kept.strength[kept_player]
+                self.low_offset[player] = kept.low_offset[kept_player]
+                self.high_offset[player] = kept.high_offset[kept_player]
+        self.intervals_seq = kept.intervals_seq
+        self.handles = kept.handles
+        self.ids = {**kept.ids, **self.ids}
+        self.written = kept.written
+
+
+_board_states: OrderedDict[uuid.UUID, _BoardState] = OrderedDict()
+_board_states_lock = threading.Lock()
+
+
+def _take_state(challenge_id: uuid.UUID) -> _BoardState | None:
+    """This process's state of the board, taken out while a recompute works on it (another
+    thread recomputing the same board meanwhile recounts instead)."""
+    with _board_states_lock:
+        return _board_states.pop(challenge_id, None)
+
+
+def _keep_state(challenge_id: uuid.UUID, state: _BoardState) -> None:
+    with _board_states_lock:
+        kept = _board_states.get(challenge_id)
+        if kept is None or kept.seq <= state.seq:
+            _board_states[challenge_id] = state
+            _board_states.move_to_end(challenge_id)
+        while len(_board_states) > _KEPT_BOARDS:
+            _board_states.popitem(last=False)
+
+
+def forget_boards() -> None:
+    """Drops every board this process keeps: each one's next recompute recounts it."""
+    with _board_states_lock:
+        _board_states.clear()
+
+
+def pause_after(seconds: float, share: float) -> timedelta:
+    """How long to wait after work that took `seconds` for such work to take at most `share`
+    of the time."""
+    return timedelta(seconds=seconds * (1.0 - share) / share)
+
+
+def pacing(settings: Settings) -> repository.Pacing:
+    """A claim's spacing of recomputes: the next starts no sooner than the last one's cost
+    over the share after this one starts (so with this one's own cost, the same as waiting
+    `pause_after` once it ends). A claimed interval refresh holds off others for longer than
+    it should take (ten times the last one), at least a minute: a recompute that dies
+    meanwhile delays the refresh by that much at most."""
+
+    def next_recompute(last_seconds: float | None) -> timedelta:
+        return timedelta(seconds=(last_seconds or 0.0) / settings.redblue_recompute_share)
+
+    def refresh_hold(last_seconds: float | None) -> timedelta:
+        return max(timedelta(minutes=1), timedelta(seconds=10 * (last_seconds or 0.0)))
+
+    return repository.Pacing(next_recompute, refresh_hold)
+
+
+def recompute(challenge_id: uuid.UUID, *, intervals_only: bool = False) -> str:
+    """Rates the judged matches of the challenge (those landed since this process last did,
+    added to what it kept) and writes both boards and the standings in one transaction;
+    nothing to do when the board is clean and its intervals are not due (`intervals_only`:
+    a follow-up for the intervals, which leaves landings to the recompute they sent). A
+    failure leaves the board dirty."""
+    settings = get_settings()
     with session_scope() as session:
-        generation = repository.claim_board(session, challenge_id)
-    if generation is None:
+        claim = repository.claim_board(
+            session, challenge_id, utcnow(), pacing(settings), intervals_only=intervals_only
+        )
+    if claim is None:
         return "skipped: up to date"
     try:
-        return _recompute(challenge_id, generation)
+        return _recompute(challenge_id, claim, settings)
     except Exception:
         with session_scope() as session:
             repository.mark_board_dirty_again(session, challenge_id, utcnow())
         raise
 
 
-def _recompute(challenge_id: uuid.UUID, generation: int) -> str:
-    from app.redblue.ratings import MatchOutcome, compute_ratings
+def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: Settings) -> str:
+    from app.redblue.ratings import bootstrap_bounds, fit_strengths, provisional_bounds
 
+    started = time.perf_counter()
+    kept = _take_state(challenge_id)
+    if kept is not None and kept.seq > claim.landed_seq:
+        # This process already rated later landings, for a later claim: this claim's result
+        # would not be written.
+        _keep_state(challenge_id, kept)
+        return "skipped: a later recompute is ahead"
     with session_scope() as session:
-        challenge = repository.get_challenge(session, challenge_id)
-        if challenge is None:
+        tenant_id = kept.tenant_id if kept is not None else _tenant_of(session, challenge_id)
+        if tenant_id is None:
             return "skipped: no such challenge"
-        tenant_id = challenge.tenant_id
-        played = repository.outcomes(session, challenge_id)
-    ratings = compute_ratings(MatchOutcome(str(o.red), str(o.blue), o.attack_won) for o in played)
-    points: dict[tuple[Side, str], int] = defaultdict(int)
-    for o in played:
-        points[(Side.RED, str(o.red))] += o.red_points
-        points[(Side.BLUE, str(o.blue))] += o.blue_points
-    ids = {uuid.UUID(r.participant) for r in (*ratings.red, *ratings.blue)}
-    with session_scope() as session:
-        named = repository.handles_of(session, list(ids))
-    rows: list[RatingRow] = []
-    for side, rated in ((Side.RED, ratings.red), (Side.BLUE, ratings.blue)):
-        ordered = sorted(
-            rated,
-            key=lambda r: (r.rank, -r.rating, named.get(uuid.UUID(r.participant), "").lower()),
+        state, recount_seconds = _load(session, challenge_id, claim, kept, tenant_id)
+    fit = fit_strengths(state.tally, state.strength)
+    state.strength = fit.strength
+    bootstrap_seconds = 0.0
+    if claim.refresh_intervals:
+        bootstrapping = time.perf_counter()
+        low, high = bootstrap_bounds(state.tally, fit.strength)
+        state.low_offset, state.high_offset = low - fit.strength, high - fit.strength
+        state.intervals_seq = claim.landed_seq
+        bootstrap_seconds = time.perf_counter() - bootstrapping
+    else:
+        low, high = provisional_bounds(
+            fit.strength, fit.curvature, state.low_offset, state.high_offset
         )
+    rows = _rows(state, low, high)
+    refresh_seconds = recount_seconds + bootstrap_seconds if claim.refresh_intervals else 0.0
+    now = utcnow()
+    board = repository.BoardWrite(
+        rows=rows,
+        red_points=sum(state.red_points.values()),
+        blue_points=sum(state.blue_points.values()),
+        matches=state.tally.matches,
+        rated_seq=claim.landed_seq,
+        intervals_seq=state.intervals_seq,
+        intervals_computed_at=now if claim.refresh_intervals else None,
+    )
+    with unit_of_work() as work:
+        written = repository.write_board(
+            work.session, tenant_id, challenge_id, claim.generation, board, now, state.written
+        )
+        if written is not None:
+            state.written = (written.marker, rows)
+        elif claim.refresh_intervals:
+            # A later recompute wrote first, with older intervals than these: the next one
+            # bootstraps without waiting.
+            repository.release_interval_refresh(
+                work.session, challenge_id, state.intervals_seq, now
+            )
+    _keep_state(challenge_id, state)
+    # What this recompute took, its write included, paces the next: the recount and bootstrap
+    # count against the intervals' share, the rest against the ratings' (all of it, for a
+    # recompute of the intervals only, which the landings' pacing does not wait for).
+    elapsed = time.perf_counter() - started
+    ratings_seconds = elapsed - refresh_seconds if claim.took_landings else 0.0
+    refresh_seconds = elapsed - ratings_seconds if claim.refresh_intervals else 0.0
+    with unit_of_work() as work:
+        if written is not None:
+            finished = utcnow()
+            repository.pace_board(
+                work.session,
+                challenge_id,
+                claim.generation,
+                ratings=(
+                    repository.Pace(
+                        ratings_seconds,
+                        finished + pause_after(ratings_seconds, settings.redblue_recompute_share),
+                    )
+                    if claim.took_landings
+                    else None
+                ),
+                intervals=(
+                    repository.Pace(
+                        refresh_seconds,
+                        finished + pause_after(refresh_seconds, settings.redblue_intervals_share),
+                    )
+                    if claim.refresh_intervals
+                    else None
+                ),
+            )
+        _follow_up(work, challenge_id, utcnow())
+    if claim.took_landings:
+        telemetry.redblue_recomputed("ratings", ratings_seconds)
+    if claim.refresh_intervals:
+        telemetry.redblue_recomputed("intervals", refresh_seconds)
+    if written is None:
+        return "skipped: a later recompute wrote"
+    refreshed = ", intervals bootstrapped" if claim.refresh_intervals else ""
+    return f"rated {state.tally.matches} matches ({written.changed} rows written{refreshed})"
+
+
+def _tenant_of(session: Any, challenge_id: uuid.UUID) -> uuid.UUID | None:
+    challenge = repository.get_challenge(session, challenge_id)
+    return None if challenge is None else challenge.tenant_id
+
+
+def _load(
+    session: Any,
+    challenge_id: uuid.UUID,
+    claim: repository.BoardClaim,
+    kept: _BoardState | None,
+    tenant_id: uuid.UUID,
+) -> tuple[_BoardState, float]:
+    """The board's state at the claim's landing, and the seconds a recount took (0: none).
+
+    An interval refresh, or a process that kept nothing of the board, recounts every match;
+    otherwise only the landings since the kept state are read. The fit starts from the kept
+    strengths (or the stored ratings); intervals come from the kept offsets, or from the stored
+    rows when another process bootstrapped since."""
+    recounting = time.perf_counter()
+    stored: list[RatingRow] | None = None
+    if kept is None or claim.refresh_intervals:
+        landed = repository.landed_matches(session, challenge_id, None, claim.landed_seq)
+        state = _BoardState.recounted(tenant_id, claim.landed_seq, landed)
+        if kept is not None:
+            state.start_from_kept(kept)
+        else:
+            stored = repository.stored_ratings(session, challenge_id)
+            state.start_from_stored(stored, strengths=True)
+            state.intervals_seq = claim.intervals_seq
+        recount_seconds = time.perf_counter() - recounting
+    else:
+        state, recount_seconds = kept, 0.0
+        if state.seq < claim.landed_seq:
+            state.add(
+                repository.landed_matches(session, challenge_id, state.seq, claim.landed_seq),
+                claim.landed_seq,
+            )
+    if state.intervals_seq < claim.intervals_seq:
+        # Another process bootstrapped since: its intervals are the latest.
+        if stored is None:
+            stored = repository.stored_ratings(session, challenge_id)
+        state.start_from_stored(stored, strengths=False)
+        state.intervals_seq = claim.intervals_seq
+    unnamed = [
+        uuid.UUID(name)
+        for name in (*state.tally.red_names, *state.tally.blue_names)
+        if name not in state.handles
+    ]
+    if unnamed:
+        handles = repository.handles_of(session, unnamed)
+        state.handles.update((str(key), handle) for key, handle in handles.items())
+    return state, recount_seconds
+
+
+def _rows(state: _BoardState, low: FloatArray, high: FloatArray) -> list[RatingRow]:
+    """Both sides' rows in board order (rank, then rating, then handle), figures rounded to
+    what readers see (0.1 points), so a row that did not change is not written again. With
+    arrays, not a Python object per participant until the rows themselves: a board may have
+    tens of thousands."""
+    import numpy as np
+
+    from app.redblue.ratings import interval_ranks, to_rating
+
+    tally = state.tally
+    rating = to_rating(state.strength)
+    rating_low, rating_high = to_rating(low), to_rating(high)
+    played, wins = tally.played(), tally.wins()
+    rows: list[RatingRow] = []
+    for side, names, first, points in (
+        (Side.RED, tally.red_names, 0, state.red_points),
+        (Side.BLUE, tally.blue_names, tally.reds, state.blue_points),
+    ):
+        members = slice(first, first + len(names))
+        ranks = interval_ranks(rating_low[members], rating_high[members])
+        by_handle = np.argsort(
+            np.array([state.handles.get(name, "").lower() for name in names], dtype=object),
+            kind="stable",
+        )
+        handle_order = np.empty(len(names), np.int64)
+        handle_order[by_handle] = np.arange(len(names))
+        # Sorted by rank, then rating (highest first), then handle: lexsort's last key leads.
+        order = np.lexsort((handle_order, -rating[members], ranks))
+        side_rating = np.round(rating[members], 1).tolist()
+        side_low = np.round(rating_low[members], 1).tolist()
+        side_high = np.round(rating_high[members], 1).tolist()
+        side_played = np.rint(played[members]).astype(np.int64).tolist()
+        side_wins = np.rint(wins[members]).astype(np.int64).tolist()
+        side_ranks = ranks.tolist()
         rows.extend(
             RatingRow(
-                participant_id=uuid.UUID(r.participant),
+                participant_id=state.participant_id(names[index]),
                 side=side,
                 position=position,
-                rank=r.rank,
-                rating=r.rating,
-                rating_low=r.rating_low,
-                rating_high=r.rating_high,
-                points=points[(side, r.participant)],
-                matches=r.matches,
-                wins=r.wins,
+                rank=side_ranks[index],
+                rating=side_rating[index],
+                rating_low=side_low[index],
+                rating_high=side_high[index],
+                points=points.get(names[index], 0),
+                matches=side_played[index],
+                wins=side_wins[index],
             )
-            for position, r in enumerate(ordered, start=1)
+            for position, index in enumerate(order.tolist(), start=1)
         )
-    with session_scope() as session:
-        written = repository.write_board(
-            session,
-            tenant_id,
-            challenge_id,
-            generation,
-            rows,
-            red_points=sum(o.red_points for o in played),
-            blue_points=sum(o.blue_points for o in played),
-            matches=len(played),
-            now=utcnow(),
-        )
-    return f"rated {len(played)} matches" if written else "skipped: a later recompute wrote"
+    return rows
+
+
+def _follow_up(work: UnitOfWork, challenge_id: uuid.UUID, now: Any) -> None:
+    """A board left clean with intervals older than its ratings gets one more recompute, of
+    the intervals only, when their refresh is due (a landing meanwhile sends its own)."""
+    dirty, stale, due = repository.board_after_write(work.session, challenge_id)
+    if not dirty and stale:
+        wait = 0.0 if due is None else (due - now).total_seconds()
+        work.send_after_commit(_recompute_in(wait), str(challenge_id), INTERVALS_ONLY)
 
 
 # The sweep ------------------------------------------------------------------------------------
