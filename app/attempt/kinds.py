@@ -14,17 +14,17 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.lease import hold
 from app.attempt.metrics import AttemptMetrics
-from app.attempt.repository import SubmissionTarget
+from app.attempt.repository import LandedTrial, SubmissionTarget
 from app.attempt.run_store import DatabaseRunStore
 from app.attempt.schemas import AttemptCreate
+from app.attempt.trial_writer import TrialWriter
 from app.challenge.kinds import KindConfig
 from app.config import Settings, get_settings
 from app.db import session_scope
@@ -54,6 +54,8 @@ class AttemptJob:
     config: KindConfig
     prompt: str | None
     model_spec: dict[str, Any] | None
+    # Never started before this run: no earlier run stored anything of it.
+    first_start: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,11 @@ class RunContext:
     token: uuid.UUID
     settings: Settings
     llm: LLMClient
+    trials: TrialWriter = field(init=False)
+
+    def __post_init__(self) -> None:
+        writer = TrialWriter(self.job.attempt_id, self.job.tenant_id, self.token, self.settings)
+        object.__setattr__(self, "trials", writer)
 
     def _stored_trials(self, task_index: int) -> list[TrialRecord]:
         with session_scope() as session:
@@ -72,31 +79,25 @@ class RunContext:
             return [repository.trial_record(row) for row in rows]
 
     async def stored_trials(self, task_index: int = 0) -> list[TrialRecord]:
-        """The trials earlier runs of this attempt stored (a takeover continues from them)."""
+        """The trials earlier runs of this attempt stored (a takeover continues from them);
+        none, without asking, on an attempt's first start."""
+        if self.job.first_start:
+            return []
         return await asyncio.to_thread(self._stored_trials, task_index)
-
-    def _save_trial(self, trial: TrialRecord, task_index: int, task_id: str | None) -> None:
-        with session_scope() as session:
-            hold(session, self.job.attempt_id, self.token, self.settings)
-            repository.insert_trial(
-                session,
-                tenant_id=self.job.tenant_id,
-                attempt_id=self.job.attempt_id,
-                trial=trial,
-                task_index=task_index,
-                task_id=task_id,
-            )
 
     async def save_trial(
         self, trial: TrialRecord, *, task_index: int = 0, task_id: str | None = None
     ) -> None:
-        """Stores a trial as it lands (unique per task and index: a repeat changes nothing)."""
-        await asyncio.to_thread(self._save_trial, trial, task_index, task_id)
+        """Stores a trial as it lands (unique per task and index: a repeat changes nothing);
+        trials landing together are written together (app.attempt.trial_writer)."""
+        await self.trials.save(LandedTrial(trial, task_index, task_id))
 
     def run_store(self) -> DatabaseRunStore:
         """The evaluation engine's store of a whole run (tasks, trials, summaries) for this
         attempt, for kinds that run the engine's benchmark runner."""
-        return DatabaseRunStore(self.job.attempt_id, self.job.tenant_id, self.token, self.settings)
+        return DatabaseRunStore(
+            self.job.attempt_id, self.job.tenant_id, self.token, self.settings, self.trials
+        )
 
 
 class AttemptKind:
@@ -143,9 +144,9 @@ def stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]:
 
 def refuse_fields(body: AttemptCreate, fields: Sequence[str], reason: str) -> None:
     """A 422 naming the first of these fields the body gives."""
-    for field in fields:
-        if getattr(body, field) is not None:
-            raise ValidationFailed.at([field], reason)
+    for name in fields:
+        if getattr(body, name) is not None:
+            raise ValidationFailed.at([name], reason)
 
 
 def require_field(body: AttemptCreate, field: str, reason: str) -> Any:

@@ -450,14 +450,25 @@ def set_scores(session: Session, scored: Sequence[Attempt]) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Claimed:
+    """An attempt a run just took, as the claim left it."""
+
+    attempt: Attempt
+    # Started for the first time by this claim: no run stored a trial before it.
+    first_start: bool
+
+
 def claim(
     session: Session, attempt_id: uuid.UUID, token: uuid.UUID, now: datetime, lease_until: datetime
-) -> int | None:
-    """Takes the attempt if it is queued, or running under an expired lease (its worker died).
+) -> Claimed | None:
+    """Takes the attempt if it is queued, or running under an expired lease (its worker died),
+    and reads it back in the same statement.
 
-    Returns the run number, or None when someone else holds it or it is finished.
+    None when someone else holds it or it is finished. (An admin's re-run keeps `started_at`,
+    so only an attempt never started before is `first_start`.)
     """
-    result = session.execute(
+    attempt = session.scalars(
         update(Attempt)
         .where(
             Attempt.id == attempt_id,
@@ -473,9 +484,12 @@ def claim(
             started_at=func.coalesce(Attempt.started_at, now),
             run_count=Attempt.run_count + 1,
         )
-        .returning(Attempt.run_count)
-    )
-    return result.scalar_one_or_none()
+        .returning(Attempt),
+        execution_options={"synchronize_session": False},
+    ).one_or_none()
+    if attempt is None:
+        return None
+    return Claimed(attempt, first_start=attempt.started_at == now)
 
 
 def renew_lease(
@@ -506,37 +520,47 @@ def locked_if_held(session: Session, attempt_id: uuid.UUID, token: uuid.UUID) ->
     )
 
 
-def insert_trial(
-    session: Session,
-    *,
-    tenant_id: uuid.UUID,
-    attempt_id: uuid.UUID,
-    trial: TrialRecord,
-    task_index: int = 0,
-    task_id: str | None = None,
-) -> None:
-    """Adds a trial unless one with its index exists: a late worker cannot duplicate it.
+@dataclass(frozen=True)
+class LandedTrial:
+    """A trial to store, with its task (prompt attempts have one task, index 0; benchmark
+    attempts give the task's index and id)."""
 
-    Prompt attempts have one task, index 0; benchmark attempts pass the task's index and id.
-    """
-    data = trial.to_dict()
+    trial: TrialRecord
+    task_index: int = 0
+    task_id: str | None = None
+
+
+def insert_trials(
+    session: Session, *, tenant_id: uuid.UUID, attempt_id: uuid.UUID, landed: Sequence[LandedTrial]
+) -> None:
+    """Adds the trials, in one statement, but any whose index exists: a late worker cannot
+    duplicate one."""
+    if not landed:
+        return
+    now = utcnow()
+    rows = []
+    for item in landed:
+        data = item.trial.to_dict()
+        rows.append(
+            {
+                "id": uuid.uuid4(),
+                "tenant_id": tenant_id,
+                "attempt_id": attempt_id,
+                "task_index": item.task_index,
+                "task_id": item.task_id[:200] if item.task_id is not None else None,
+                "trial_index": item.trial.attempt_index,
+                "success": item.trial.judge.success,
+                "score": item.trial.judge.score,
+                "actor": data["actor"],
+                "judge": data["judge"],
+                "critic": data["critic"],
+                "created_at": now,
+            }
+        )
     insert = insert_for(session)
     session.execute(
         insert(Trial)
-        .values(
-            id=uuid.uuid4(),
-            tenant_id=tenant_id,
-            attempt_id=attempt_id,
-            task_index=task_index,
-            task_id=task_id[:200] if task_id is not None else None,
-            trial_index=trial.attempt_index,
-            success=trial.judge.success,
-            score=trial.judge.score,
-            actor=data["actor"],
-            judge=data["judge"],
-            critic=data["critic"],
-            created_at=utcnow(),
-        )
+        .values(rows)
         .on_conflict_do_nothing(index_elements=["attempt_id", "task_index", "trial_index"])
     )
 

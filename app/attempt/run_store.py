@@ -18,6 +18,8 @@ from sqlalchemy.orm import Session
 
 from app.attempt import repository
 from app.attempt.lease import LeaseLost, hold
+from app.attempt.repository import LandedTrial
+from app.attempt.trial_writer import TrialWriter
 from app.config import Settings
 from app.db import session_scope
 from app.evaluation.benchmark import Task
@@ -26,10 +28,16 @@ from app.evaluation.types import TrialRecord
 
 class DatabaseRunStore:
     def __init__(
-        self, attempt_id: uuid.UUID, tenant_id: uuid.UUID, token: uuid.UUID, settings: Settings
+        self,
+        attempt_id: uuid.UUID,
+        tenant_id: uuid.UUID,
+        token: uuid.UUID,
+        settings: Settings,
+        trials: TrialWriter,
     ) -> None:
         self.attempt_id, self.tenant_id = attempt_id, tenant_id
         self.token, self.settings = token, settings
+        self.trials = trials
 
     def _held(self, session: Session) -> None:
         hold(session, self.attempt_id, self.token, self.settings)
@@ -48,18 +56,6 @@ class DatabaseRunStore:
         with session_scope() as session:
             rows = repository.task_trials(session, self.attempt_id, task.canonical_index)
             return [repository.trial_record(row) for row in rows]
-
-    def _save_trial(self, task: Task, trial: TrialRecord) -> None:
-        with session_scope() as session:
-            self._held(session)
-            repository.insert_trial(
-                session,
-                tenant_id=self.tenant_id,
-                attempt_id=self.attempt_id,
-                trial=trial,
-                task_index=task.canonical_index,
-                task_id=task.task_id,
-            )
 
     def _save_task(self, task: Task, field: str, value: dict[str, Any]) -> None:
         with session_scope() as session:
@@ -86,7 +82,8 @@ class DatabaseRunStore:
         return await asyncio.to_thread(self._load_trials, task)
 
     async def save_trial(self, task: Task, trial: TrialRecord) -> None:
-        await asyncio.to_thread(self._save_trial, task, trial)
+        # Trials of tasks running at once that land together are written together.
+        await self.trials.save(LandedTrial(trial, task.canonical_index, task.task_id))
 
     async def save_task_meta(self, task: Task, meta: dict[str, Any]) -> None:
         await asyncio.to_thread(self._save_task, task, "meta", meta)

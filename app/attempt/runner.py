@@ -50,10 +50,11 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
     settings = get_settings()
     token = uuid.uuid4()
     with session_scope() as session:
-        run_number = repository.claim(session, attempt_id, token, utcnow(), lease_until(settings))
-        if run_number is None:
+        claimed = repository.claim(session, attempt_id, token, utcnow(), lease_until(settings))
+        if claimed is None:
             return "skipped: finished or held by another worker"
-        job = _load_job(session, attempt_id) if run_number <= settings.max_attempt_runs else None
+        run_number = claimed.attempt.run_count
+        job = _load_job(session, claimed) if run_number <= settings.max_attempt_runs else None
     if run_number > settings.max_attempt_runs:
         _finish_with_error(
             attempt_id, token, f"gave up after {settings.max_attempt_runs} runs without finishing"
@@ -117,17 +118,15 @@ def warm_up_process() -> bool:
     return warmed_up() and run_on_process_loop(warm_up_calls())
 
 
-def _load_job(session: Session, attempt_id: uuid.UUID) -> AttemptJob | None:
-    attempt = repository.get(session, attempt_id)
-    if attempt is None:
-        return None
+def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | None:
+    attempt = claimed.attempt
     challenge = find_challenge(session, attempt.tenant_id, attempt.challenge_id)
     if challenge is None:
         return None
     try:
         config = config_of(challenge)
     except ValidationFailed:
-        log.exception("attempt %s: the challenge's configuration does not load", attempt_id)
+        log.exception("attempt %s: the challenge's configuration does not load", attempt.id)
         return None
     return AttemptJob(
         attempt_id=attempt.id,
@@ -139,6 +138,7 @@ def _load_job(session: Session, attempt_id: uuid.UUID) -> AttemptJob | None:
         config=config,
         prompt=attempt.prompt,
         model_spec=attempt.model_spec,
+        first_start=claimed.first_start,
     )
 
 
