@@ -76,6 +76,7 @@ class Request:
     ended: float
     status: int  # 0: no answer (connection refused, reset, timed out)
     retry: bool = False  # a write sent again with its Idempotency-Key
+    error: str = ""  # the client's error, when there was no answer
 
     @property
     def hostile(self) -> bool:
@@ -135,6 +136,7 @@ def _examples(requests: Sequence[Request], count: int = 5) -> str:
     return "; ".join(
         f"{r.kind}/{r.variant} → {r.status or 'no answer'} "
         f"at {time.strftime('%H:%M:%S', time.localtime(r.started))}"
+        + (f" ({r.error})" if r.error else "")
         for r in requests[:count]
     )
 

@@ -280,7 +280,10 @@ class Participant(FastHttpUser):
                         parsed = None
             else:
                 response.failure(f"{variant}: {status}")
-        self.crowd.requests.append(Request(kind, variant, started, time.time(), status, retry))
+            error = "" if status else f"{type(response.error).__name__}: {response.error}"[:200]
+        self.crowd.requests.append(
+            Request(kind, variant, started, time.time(), status, retry, error)
+        )
         return status, parsed
 
     def write(self, kind: str, tenant: Tenant, path: str, body: dict[str, Any]) -> bool:
