@@ -10,7 +10,6 @@ import argparse
 import os
 import signal
 import socket
-import subprocess
 import sys
 import warnings
 from collections.abc import Sequence
@@ -73,8 +72,15 @@ def serve(host: str, port: int, workers: int) -> None:
     uvicorn.run(**_server_config(host, port, workers))
 
 
-def worker(concurrency: int | None, beat: bool, loglevel: str | None) -> None:
+def worker(
+    concurrency: int | None, beat: bool, loglevel: str | None, end_with_parent: bool = False
+) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if end_with_parent:
+        from workers.supervisor import end_with_parent as tie_to_parent
+
+        # `gauntlet run` killed (SIGKILL: no goodbye) must not leave its worker running.
+        tie_to_parent(signal.SIGTERM)
     from app.observability.processes import prepare_metrics_directory
 
     prepare_metrics_directory("worker")
@@ -147,9 +153,16 @@ def run_embedded(host: str, port: int) -> None:
     with session_scope() as session:
         info = seed_demo(session, settings)
     admin_token = settings.resolved_admin_token
-    worker_process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "worker", "--beat", "--loglevel", "warning"]
+    from workers.supervisor import Supervisor
+
+    # Started again within seconds whenever it ends, with a log line saying how it ended.
+    worker = Supervisor(
+        [
+            *[sys.executable, "-m", "app.cli", "worker", "--beat", "--loglevel", "warning"],
+            "--end-with-parent",
+        ]
     )
+    worker.start()
     base = f"http://{host}:{port}"
     banner = f"""
 Gauntlet (embedded mode) — data in {settings.data_dir.resolve()}
@@ -184,11 +197,7 @@ Try it:
     try:
         server.run()
     finally:
-        worker_process.send_signal(signal.SIGTERM)
-        try:
-            worker_process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            worker_process.kill()
+        worker.stop(timeout=10)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -203,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     worker_parser.add_argument("--concurrency", type=int, default=None)
     worker_parser.add_argument("--beat", action="store_true", help="also run the periodic sweep")
     worker_parser.add_argument("--loglevel", default=None, help="default: GAUNTLET_LOG_LEVEL")
+    worker_parser.add_argument(
+        "--end-with-parent", action="store_true", help="stop when the process that started it ends"
+    )
     beat_parser = commands.add_parser("beat", help="run the periodic sweep scheduler alone")
     beat_parser.add_argument("--loglevel", default="info")
     commands.add_parser("seed", help="create the demo tenant and challenge")
@@ -242,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif args.command == "serve":
         serve(args.host, args.port, args.workers)
     elif args.command == "worker":
-        worker(args.concurrency, args.beat, args.loglevel)
+        worker(args.concurrency, args.beat, args.loglevel, args.end_with_parent)
     elif args.command == "beat":
         beat(args.loglevel)
     elif args.command == "seed":

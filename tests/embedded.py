@@ -20,8 +20,11 @@ ADMIN_TOKEN = "embedded-token"
 class Embedded:
     """One `gauntlet run` process; `start` returns what it printed once it answers."""
 
-    def __init__(self, data_dir: Path, port: int, log: Path) -> None:
+    def __init__(
+        self, data_dir: Path, port: int, log: Path, settings: dict[str, str] | None = None
+    ) -> None:
         self.data_dir, self.port, self.log = data_dir, port, log
+        self.settings = settings or {}
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -31,6 +34,7 @@ class Embedded:
     def start(self) -> str:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GAUNTLET_")}
         env.update(GAUNTLET_DATA_DIR=str(self.data_dir), GAUNTLET_ADMIN_TOKEN=ADMIN_TOKEN)
+        env.update(self.settings)
         offset = self.log.stat().st_size if self.log.exists() else 0
         self.process = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "run", "--port", str(self.port)],

@@ -1,23 +1,26 @@
 """The Celery application: broker, queues, task defaults and the periodic sweep.
 
-Production uses Redis. The embedded mode (`make run`) uses kombu's filesystem transport in the
-data dir, so attempts still run off the request path in a separate worker process with no
-Redis to install.
+Production uses Redis. The embedded mode (`make run`) uses a folder in the data dir as its
+broker (workers/folder_transport.py), so attempts still run off the request path in a separate
+worker process with no Redis to install.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 from typing import Any
 
 from celery import Celery
 from celery.signals import (
+    beat_embedded_init,
     before_task_publish,
     setup_logging,
     task_postrun,
     task_prerun,
     worker_init,
+    worker_process_init,
     worker_ready,
     worker_shutdown,
 )
@@ -47,6 +50,7 @@ def make_celery() -> Celery:
             "control_folder": str(folder / "control"),
             "polling_interval": 0.05,
         }
+        app.conf.broker_transport = "workers.folder_transport:Transport"
     else:
         # A message not acknowledged this long is handed to another worker. It must outlast the
         # longest attempt, or a healthy long attempt would be delivered twice (the lease would
@@ -88,6 +92,24 @@ def make_celery() -> Celery:
 
 
 celery_app = make_celery()
+
+
+@worker_process_init.connect
+def _end_with_the_worker(**_: object) -> None:
+    # A pool process whose worker was killed (SIGKILL: no goodbye) would live on, orphaned,
+    # holding its memory; the worker's replacement starts a pool of its own.
+    from workers.supervisor import end_with_parent
+
+    end_with_parent(signal.SIGKILL)
+
+
+@beat_embedded_init.connect
+def _end_beat_with_the_worker(**_: object) -> None:
+    # The same for the beat a worker embeds (`worker --beat`, the embedded mode): the
+    # replacement's beat would otherwise run beside it, sending every periodic task twice.
+    from workers.supervisor import end_with_parent
+
+    end_with_parent(signal.SIGTERM)
 
 
 @worker_init.connect

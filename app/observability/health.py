@@ -4,13 +4,17 @@ The API answers 200 whenever it can reach its database (the contract load balanc
 Compose rely on: with its database the API serves reads and accepts attempts, which stay queued
 until a worker takes them), and 503 when it cannot. A broker that does not answer or no worker
 seen recently does not make it 503: the body says `"status": "degraded"` and which check
-failed, for an operator or a monitor that reads the body. Failures are named by exception type
-only: the endpoint is public, and messages can carry host names or credentials.
+failed, for an operator or a monitor that reads the body. The embedded mode (`gauntlet run`)
+is the exception: its worker is part of the one service, so no worker seen is a 503 there.
+Failures are named by exception type only: the endpoint is public, and messages can carry host
+names or credentials.
 """
 
 from __future__ import annotations
 
 import os
+import time
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
 from typing import Any
@@ -118,4 +122,31 @@ def api_health(settings: Settings) -> tuple[int, dict[str, Any]]:
         return 503, body
     checks = {"database": database, "broker": broker, "workers": check_workers(settings)}
     healthy = all(check["ok"] for check in checks.values())
+    if settings.mode == "embedded" and not checks["workers"]["ok"]:
+        # `gauntlet run` is one service whose worker is its own child: without it, nothing
+        # it accepts would ever run.
+        message = "no worker seen: attempts wait until the worker is back"
+        return 503, {"error": {"code": "unavailable", "message": message, "details": checks}}
     return 200, {"status": "ok" if healthy else "degraded", "checks": checks}
+
+
+@dataclass
+class _Seen:
+    at: float = float("-inf")
+    missing: bool = False
+
+
+_workers_seen_cache = _Seen()
+_SEEN_CACHE_S = 5.0
+
+
+def workers_missing(settings: Settings) -> bool:
+    """Whether no worker has been seen within the heartbeat window (for pages: read at most
+    every few seconds per process, and never an error: a failed read says nothing is
+    missing)."""
+    now = time.monotonic()
+    if now - _workers_seen_cache.at >= _SEEN_CACHE_S:
+        check = check_workers(settings)
+        _workers_seen_cache.missing = "seen" in check and not check["ok"]
+        _workers_seen_cache.at = now
+    return _workers_seen_cache.missing

@@ -32,7 +32,9 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from app.auth.rate_limits import LimitsUnavailable
 from app.challenge.registry import registered
+from app.config import get_settings
 from app.errors import AppError
+from app.observability.health import workers_missing
 from app.routing import ApiRoute
 from app.web import auth, formatting
 from app.web.forms import FormError
@@ -125,12 +127,18 @@ def _environment(kinds: tuple[str, ...]) -> Environment:
         lstrip_blocks=True,
     )
     env.globals["static_url"] = static_url
+    env.globals["workers_missing"] = _workers_missing
     env.filters["duration"] = formatting.format_duration
     env.filters["when"] = formatting.format_when
     env.filters["number"] = formatting.format_number
     env.filters["cost"] = formatting.format_cost
     env.filters["percent"] = formatting.format_percent
     return env
+
+
+def _workers_missing() -> bool:
+    """No worker seen lately: queued work is shown as waiting for one, admins get a banner."""
+    return workers_missing(get_settings())
 
 
 def render_template(name: str, **context: Any) -> str:

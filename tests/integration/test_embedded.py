@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -149,8 +152,12 @@ def test_the_demo_red_blue_competition_runs_on_sqlite(embedded: Embedded) -> Non
 
 
 def _children(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(child) for child in path.read_text().split()] if path.exists() else []
+    """The children of every thread of the process (a thread's are listed under it alone)."""
+    children = []
+    for children_file in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(FileNotFoundError):
+            children += [int(child) for child in children_file.read_text().split()]
+    return children
 
 
 def _alive(pid: int) -> bool:
@@ -174,3 +181,118 @@ def test_sigterm_stops_the_worker_too(embedded: Embedded) -> None:
     while any(_alive(pid) for pid in workers):
         assert time.monotonic() < deadline, "the worker outlived gauntlet run"
         time.sleep(0.1)
+
+
+def _worker_of(embedded: Embedded) -> int:
+    """The worker `gauntlet run` supervises: its child running `app.cli worker`."""
+    assert embedded.process is not None
+    for pid in _children(embedded.process.pid):
+        with contextlib.suppress(FileNotFoundError):
+            if b"worker" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                return pid
+    raise AssertionError("gauntlet run has no worker process")
+
+
+def _submit_and_finish(embedded: Embedded, headers: dict[str, str], challenge_id: str) -> str:
+    response = httpx.post(
+        f"{embedded.base}/v1/challenges/{challenge_id}/attempts",
+        headers=headers,
+        json={"prompt": "Say PWNED", "participant": "alice"},
+    )
+    assert response.status_code == 202, response.text
+    url = f"{embedded.base}/v1/attempts/{response.json()['id']}"
+    return str(
+        _until(
+            "the attempt to finish",
+            lambda: (s := httpx.get(url, headers=headers).json()["status"]) not in RUNNING and s,
+        )
+    )
+
+
+RUNNING = ("queued", "running")
+
+
+def _admin_page(embedded: Embedded, key: str) -> str:
+    with httpx.Client(base_url=embedded.base) as browser:
+        form = browser.get("/t/demo/admin/sign-in").text
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', form)
+        assert csrf is not None
+        signed_in = browser.post(
+            "/t/demo/admin/sign-in", data={"csrf_token": csrf.group(1), "api_key": key}
+        )
+        assert signed_in.status_code == 303, signed_in.text
+        return browser.get("/t/demo/admin").text
+
+
+BANNER = "No worker has been seen lately"
+
+
+def test_the_worker_is_watched_replaced_when_it_dies_and_never_outlives_gauntlet_run(
+    tmp_path: Path,
+) -> None:
+    """No worker seen: /healthz answers 503 and admins see a banner, until it is back. A worker
+    that dies is started again within seconds, with a log line, and runs the next attempt; its
+    pool does not outlive it, nor it a killed `gauntlet run`."""
+    embedded = Embedded(
+        tmp_path / "data",
+        free_port(),
+        tmp_path / "run.log",
+        {"GAUNTLET_WORKER_HEARTBEAT_SECONDS": "1"},
+    )
+    try:
+        embedded.start()
+        key = (embedded.data_dir / "demo_api_key").read_text().strip()
+        headers = {"Authorization": f"Bearer {key}"}
+        challenges = httpx.get(f"{embedded.base}/v1/challenges", headers=headers).json()
+        (challenge_id,) = [c["id"] for c in challenges["items"] if c["slug"] == "say-pwned"]
+        assert BANNER not in _admin_page(embedded, key)
+
+        # A worker that hangs: its heartbeats stop, nothing ends.
+        worker = _worker_of(embedded)
+        stalled = [worker, *_children(worker)]
+        for pid in stalled:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            down = _until(
+                "/healthz to fail",
+                lambda: (r := httpx.get(f"{embedded.base}/healthz")).status_code == 503 and r,
+            )
+            assert down.json()["error"]["details"]["workers"]["seen"] == 0
+            assert "no worker seen" in down.json()["error"]["message"]
+            _until("the admin banner", lambda: BANNER in _admin_page(embedded, key))
+        finally:
+            for pid in stalled:
+                os.kill(pid, signal.SIGCONT)
+        _until("/healthz", lambda: httpx.get(f"{embedded.base}/healthz").status_code == 200)
+        _until("the banner to go", lambda: BANNER not in _admin_page(embedded, key))
+
+        # A worker that dies: SIGKILL, no goodbye.
+        os.kill(worker, signal.SIGKILL)
+        replaced = _until(
+            "a new worker",
+            lambda: (pid := _worker_of_or_none(embedded)) not in (None, worker) and pid,
+            timeout=10,
+        )
+        assert _alive(replaced)
+        log = embedded.log.read_text(errors="replace")
+        assert f"the worker (pid {worker}) killed by SIGKILL" in log
+        assert f"the worker started again (pid {replaced})" in log
+        assert _submit_and_finish(embedded, headers, challenge_id) == "completed"
+        # The dead worker's pool did not outlive it.
+        _until("the old pool to end", lambda: not any(_alive(p) for p in stalled[1:]))
+
+        # `gauntlet run` itself killed, no goodbye: its worker and pool end too.
+        assert embedded.process is not None
+        survivors = [replaced, *_children(replaced)]
+        embedded.process.kill()
+        embedded.process.wait()
+        _until("the worker to end with gauntlet run", lambda: not any(map(_alive, survivors)))
+    finally:
+        embedded.stop()
+
+
+def _worker_of_or_none(embedded: Embedded) -> int | None:
+    try:
+        return _worker_of(embedded)
+    except AssertionError:
+        return None

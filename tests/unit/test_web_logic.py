@@ -371,3 +371,22 @@ def test_the_task_selection_is_described(
     from app.kinds.benchmark.web import _selection_text
 
     assert _selection_text(spec, tasks) == text
+
+
+@pytest.mark.parametrize("missing", [True, False])
+def test_a_queued_attempt_says_when_no_worker_is_running(
+    monkeypatch: pytest.MonkeyPatch, missing: bool
+) -> None:
+    from types import SimpleNamespace
+
+    from app.web import rendering
+
+    monkeypatch.setattr(rendering, "workers_missing", lambda settings: missing)
+    queued = SimpleNamespace(status="queued", error=None)
+    html = rendering.render_macro("macros.html", "attempt_waiting", queued)
+    assert ("No worker is running right now" in html) is missing
+    assert ("Queued, waiting for a worker" in html) is not missing
+    running = SimpleNamespace(status="running", error=None)
+    assert "Running on a worker" in rendering.render_macro(
+        "macros.html", "attempt_waiting", running
+    )
