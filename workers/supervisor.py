@@ -90,7 +90,7 @@ class Supervisor:
             quick = ran < HEALTHY_AFTER_S
             delay = min(delay * 2, MAX_RESTART_DELAY_S) if quick else RESTART_DELAY_S
             log.warning(
-                "the %s (pid %d) %s after %.0f s; starting a new one in %.0f s",
+                "the %s (pid %d) %s after %.0f s; starting a new one in %g s",
                 self.name,
                 process.pid,
                 describe_exit(code),
