@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.api_docs import install_api_docs
 from app.attempt.router import router as attempt_router
 from app.attempt.telemetry import UNFINISHED_ATTEMPTS
+from app.broker.telemetry import QUEUE_DEPTH
 from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
 from app.config import get_settings
@@ -179,7 +180,7 @@ def create_app() -> FastAPI:
     )
     install_error_handlers(app)
     # Deployment-wide gauges /metrics reads when scraped, from the domains that own the rows.
-    app.state.scrape_gauges = [UNFINISHED_ATTEMPTS]
+    app.state.scrape_gauges = [QUEUE_DEPTH, UNFINISHED_ATTEMPTS]
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     # Outside the body limit, inside the caching: a request served from the public cache takes

@@ -1,8 +1,9 @@
 """The Celery application: broker, queues, task defaults and the periodic sweep.
 
-Production uses Redis. The embedded mode (`make run`) uses a folder in the data dir as its
-broker (workers/folder_transport.py), so attempts still run off the request path in a separate
-worker process with no Redis to install.
+The broker's settings are app/broker's (Redis in production; in the embedded mode, `make run`,
+a folder in the data dir, so attempts still run off the request path in a separate worker
+process with no Redis to install). This app knows every task; it is built only by the
+processes that run them (workers, beat); the API sends through app/broker/sender.py.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import Any
 from celery import Celery
 from celery.signals import (
     beat_embedded_init,
-    before_task_publish,
     setup_logging,
     task_postrun,
     task_prerun,
@@ -25,8 +25,11 @@ from celery.signals import (
     worker_shutdown,
 )
 
+from app.broker.config import configure
+from app.broker.sender import REQUEST_ID_HEADER
 from app.config import get_settings
 from app.observability import context
+from workers.supervisor import end_with_parent
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -38,45 +41,16 @@ def make_celery() -> Celery:
 
     kind_tasks = worker_task_modules()
     app = Celery("gauntlet", include=["app.attempt.tasks", "app.rescore.tasks", *kind_tasks])
-    broker_url = settings.resolved_broker_url
-    transport_options: dict[str, object] = {}
-    if broker_url.startswith("filesystem"):
-        folder = settings.broker_folder
-        folder.mkdir(parents=True, exist_ok=True)
-        transport_options = {
-            "data_folder_in": str(folder),
-            "data_folder_out": str(folder),
-            # Exchange bindings; kombu would otherwise write them to ./control.
-            "control_folder": str(folder / "control"),
-            "polling_interval": 0.05,
-        }
-        app.conf.broker_transport = "workers.folder_transport:Transport"
-    else:
-        # A message not acknowledged this long is handed to another worker. It must outlast the
-        # longest attempt, or a healthy long attempt would be delivered twice (the lease would
-        # make the second delivery a no-op, but it would still be wasted work).
-        transport_options = {"visibility_timeout": settings.attempt_time_limit_seconds + 120}
-        if settings.redis_key_prefix:
-            transport_options["global_keyprefix"] = settings.redis_key_prefix
-    if broker_url.startswith("redis://"):
-        app.conf.broker_transport = "workers.redis_transport:Transport"
-    if broker_url.startswith(("redis://", "rediss://")):
+    configure(app, settings)
+    if settings.resolved_broker_url.startswith(("redis://", "rediss://")):
         # A worker takes a message only when a process is free to run it, so a worker that
         # dies holds no message it had not started (those would wait for the visibility
         # timeout), and a backlog goes to whichever worker is free.
         app.conf.worker_disable_prefetch = True
     app.conf.update(
-        broker_url=broker_url,
-        broker_transport_options=transport_options,
-        broker_connection_retry_on_startup=True,
-        task_ignore_result=True,
-        result_backend=None,
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        task_default_queue=settings.queue,
-        task_serializer="json",
-        accept_content=["json"],
         worker_hijack_root_logger=False,
         beat_schedule={
             "sweep-attempts": {
@@ -98,8 +72,6 @@ celery_app = make_celery()
 def _end_with_the_worker(**_: object) -> None:
     # A pool process whose worker was killed (SIGKILL: no goodbye) would live on, orphaned,
     # holding its memory; the worker's replacement starts a pool of its own.
-    from workers.supervisor import end_with_parent
-
     end_with_parent(signal.SIGKILL)
 
 
@@ -107,8 +79,6 @@ def _end_with_the_worker(**_: object) -> None:
 def _end_beat_with_the_worker(**_: object) -> None:
     # The same for the beat a worker embeds (`worker --beat`, the embedded mode): the
     # replacement's beat would otherwise run beside it, sending every periodic task twice.
-    from workers.supervisor import end_with_parent
-
     end_with_parent(signal.SIGTERM)
 
 
@@ -130,7 +100,6 @@ def _log_scorer_sandbox(**_: object) -> None:
 
 # -- observability: logging, ids across API and workers, the worker's health (issue 10) ---------
 
-REQUEST_ID_HEADER = "gauntlet_request_id"
 _ATTEMPT_TASK = "gauntlet.run_attempt"
 
 
@@ -142,14 +111,6 @@ def _configure_logging(loglevel: int | str | None = None, **_: Any) -> None:
 
     level = logging.getLevelName(loglevel) if isinstance(loglevel, int) else loglevel
     configure_logging(get_settings().resolved_log_format, str(level or "INFO"))
-
-
-@before_task_publish.connect
-def _send_request_id(headers: dict[str, Any] | None = None, **_: Any) -> None:
-    """A task sent while serving a request carries the request's id to the worker."""
-    request_id = context.request_id()
-    if request_id is not None and headers is not None:
-        headers[REQUEST_ID_HEADER] = request_id
 
 
 _task_contexts: dict[str, Any] = {}

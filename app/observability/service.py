@@ -5,7 +5,6 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import Any
 
 from app.config import Settings
 from app.db import get_sessionmaker, utcnow
@@ -29,17 +28,6 @@ def metrics_reader_allowed(authorization: str | None, settings: Settings) -> boo
     return any(matches)
 
 
-def queue_depth(settings: Settings) -> Iterable[tuple[list[str], float]]:
-    """Messages waiting in the broker's queue (kombu counts them, for Redis or the folder)."""
-    from workers.celery_app import celery_app
-
-    with celery_app.connection_for_read() as connection:
-        connection.ensure_connection(max_retries=1, timeout=1)
-        channel: Any = connection.default_channel  # a virtual channel (Redis, folder)
-        declared = channel.queue_declare(queue=settings.queue, passive=False)
-        yield [settings.queue], float(declared.message_count)
-
-
 def workers_seen(settings: Settings) -> Iterable[tuple[list[str], float]]:
     since = utcnow() - timedelta(seconds=worker_window_seconds(settings))
     with get_sessionmaker()() as session:
@@ -56,12 +44,6 @@ def api_metrics(settings: Settings, gauges_of_domains: Sequence[ScrapeGauge] = (
     gauges = metrics.GaugesAtScrape(
         [
             *gauges_of_domains,
-            (
-                "gauntlet_queue_depth",
-                "Messages waiting in the broker queue.",
-                ["queue"],
-                lambda: queue_depth(settings),
-            ),
             (
                 "gauntlet_workers_seen",
                 "Worker processes (Celery parents) that sent a heartbeat recently.",

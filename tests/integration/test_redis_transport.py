@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 import redis
+from celery import Celery
 
 from tests.conftest import Stack
 
 
-def test_messages_reach_the_queue_through_one_kept_client(stack: Stack) -> None:
-    from workers.celery_app import make_celery
-    from workers.redis_transport import Transport
+def _sender() -> Celery:
+    """A Celery app configured as the API's sender is, for the stack's broker."""
+    from app.broker.config import configure
+    from app.config import get_settings
 
-    app = make_celery()
+    app = Celery("sender")
+    configure(app, get_settings())
+    return app
+
+
+def test_messages_reach_the_queue_through_one_kept_client(stack: Stack) -> None:
+    from app.broker.redis_transport import Transport
+
+    app = _sender()
     queue = f"transport-{uuid.uuid4().hex[:8]}"
     ids = [str(uuid.uuid4()) for _ in range(5)]
     clients = []
@@ -24,7 +35,8 @@ def test_messages_reach_the_queue_through_one_kept_client(stack: Stack) -> None:
             app.send_task(
                 "gauntlet.run_attempt", args=[attempt_id], queue=queue, connection=connection
             )
-            clients.append(connection.default_channel._command_client)
+            channel: Any = connection.default_channel
+            clients.append(channel._command_client)
     # kombu's own channel builds a client per message; this one keeps the first.
     assert clients[0] is not None
     assert all(client is clients[0] for client in clients)
@@ -45,11 +57,9 @@ def test_messages_reach_the_queue_through_one_kept_client(stack: Stack) -> None:
 
 
 def test_a_channel_whose_pool_is_replaced_builds_a_new_client(stack: Stack) -> None:
-    from workers.celery_app import make_celery
-
-    app = make_celery()
+    app = _sender()
     with app.connection_for_write() as connection:
-        channel = connection.default_channel
+        channel: Any = connection.default_channel  # the Redis transport's own channel
         first = channel._create_client()
         assert channel._create_client() is first
         channel._pool = None  # as kombu does when the channel reconnects

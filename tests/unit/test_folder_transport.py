@@ -12,7 +12,7 @@ import pytest
 from kombu import Connection
 from kombu.transport.virtual import Channel as VirtualChannel
 
-from workers.folder_transport import Transport
+from app.broker.folder_transport import Transport
 
 QUEUE = "gauntlet"
 

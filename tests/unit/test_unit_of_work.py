@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import Any
-
 import pytest
 
+from app.broker import sender
 from app.unit_of_work import UnitOfWork, WorkerTask, unit_of_work
 
 TASK = WorkerTask("gauntlet.test_task", "nothing sends it again")
@@ -31,27 +28,15 @@ class FakeSession:
         self.events.append("close")
 
 
-class FakeCelery:
-    def __init__(self, send: Any) -> None:
-        self.send_task = send
-
-
-def fake_celery(monkeypatch: pytest.MonkeyPatch, send: Any) -> None:
-    """The unit of work's Celery app, replaced: importing workers.celery_app here would build
-    the process's real app before the test stack's settings (its broker) are set."""
-    module = types.ModuleType("workers.celery_app")
-    module.celery_app = FakeCelery(send)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "workers.celery_app", module)
-
-
 @pytest.fixture
 def events(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What the broker's sender was asked to send (nothing leaves the process)."""
     recorded: list[str] = []
 
-    def send_task(name: str, args: list[str], **_: Any) -> None:
-        recorded.append(f"send {name} {','.join(args)}")
+    def send(message: sender.Message) -> None:
+        recorded.append(f"send {message.name} {','.join(message.args)}")
 
-    fake_celery(monkeypatch, send_task)
+    monkeypatch.setattr(sender, "send", send)
     return recorded
 
 
@@ -107,13 +92,13 @@ def test_a_message_the_broker_refuses_is_logged_and_counted_not_raised(
 
     sent: list[str] = []
 
-    def send_task(name: str, args: list[str], **_: Any) -> None:
-        if args == ["lost"]:
+    def send(message: sender.Message) -> None:
+        if list(message.args) == ["lost"]:
             raise ConnectionError("broker down")
-        sent.append(args[0])
+        sent.append(message.args[0])
 
     failures: list[bool] = []
-    fake_celery(monkeypatch, send_task)
+    monkeypatch.setattr(sender, "send", send)
     monkeypatch.setattr(metrics, "enqueue_failed", lambda: failures.append(True))
     work = UnitOfWork(FakeSession([]))  # type: ignore[arg-type]
     for argument in ("first", "lost", "last"):

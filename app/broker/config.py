@@ -1,0 +1,42 @@
+"""This deployment's broker, queue and message settings, for any Celery app."""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from app.config import Settings
+
+
+def configure(app: Celery, settings: Settings) -> None:
+    broker_url = settings.resolved_broker_url
+    transport_options: dict[str, object] = {}
+    if broker_url.startswith("filesystem"):
+        folder = settings.broker_folder
+        folder.mkdir(parents=True, exist_ok=True)
+        transport_options = {
+            "data_folder_in": str(folder),
+            "data_folder_out": str(folder),
+            # Exchange bindings; kombu would otherwise write them to ./control.
+            "control_folder": str(folder / "control"),
+            "polling_interval": 0.05,
+        }
+        app.conf.broker_transport = "app.broker.folder_transport:Transport"
+    else:
+        # A message not acknowledged this long is handed to another worker. It must outlast the
+        # longest attempt, or a healthy long attempt would be delivered twice (the lease would
+        # make the second delivery a no-op, but it would still be wasted work).
+        transport_options = {"visibility_timeout": settings.attempt_time_limit_seconds + 120}
+        if settings.redis_key_prefix:
+            transport_options["global_keyprefix"] = settings.redis_key_prefix
+    if broker_url.startswith("redis://"):
+        app.conf.broker_transport = "app.broker.redis_transport:Transport"
+    app.conf.update(
+        broker_url=broker_url,
+        broker_transport_options=transport_options,
+        broker_connection_retry_on_startup=True,
+        task_ignore_result=True,
+        result_backend=None,
+        task_default_queue=settings.queue,
+        task_serializer="json",
+        accept_content=["json"],
+    )
