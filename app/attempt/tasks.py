@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import uuid
 
+from celery import shared_task
 from celery.signals import worker_init, worker_process_init
 from sqlalchemy.exc import OperationalError
 
 from app.attempt import runner, sweep
 from app.attempt.dispatch import RUN_ATTEMPT_TASK
 from app.config import get_settings
-from workers.celery_app import celery_app
 
 _settings = get_settings()
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ def _warm_up_pool_process(**_: object) -> None:
         log.info("pool process warmed up: its first attempt is timed like the later ones")
 
 
-@celery_app.task(
+@shared_task(
     name=RUN_ATTEMPT_TASK,
     acks_late=True,
     reject_on_worker_lost=True,
@@ -50,6 +50,6 @@ def run_attempt(attempt_id: str) -> str:
     return runner.run_attempt(uuid.UUID(attempt_id))
 
 
-@celery_app.task(name="gauntlet.sweep_attempts", acks_late=True, time_limit=300)
+@shared_task(name="gauntlet.sweep_attempts", acks_late=True, time_limit=300)
 def sweep_attempts() -> dict[str, int]:
     return sweep.sweep()

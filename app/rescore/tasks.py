@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import uuid
 
+from celery import shared_task
 from sqlalchemy.exc import OperationalError
 
 from app.rescore.service import RESCORE_TASK, run_rescore
-from workers.celery_app import celery_app
 
 
-@celery_app.task(
+@shared_task(
     name=RESCORE_TASK,
     acks_late=True,
     reject_on_worker_lost=True,

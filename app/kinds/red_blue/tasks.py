@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from celery import shared_task
 from sqlalchemy.exc import OperationalError
 
 from app.config import get_settings
@@ -20,7 +21,6 @@ from app.kinds.red_blue.dispatch import (
     SELF_TEST_TASK,
     SWEEP_TASK,
 )
-from workers.celery_app import celery_app
 
 _settings = get_settings()
 _SOFT_LIMIT = _settings.attempt_time_limit_seconds
@@ -39,22 +39,22 @@ _RETRIED: dict[str, Any] = {
 _MODEL_CALLS: dict[str, Any] = {"soft_time_limit": _SOFT_LIMIT, "time_limit": _HARD_LIMIT}
 
 
-@celery_app.task(name=SELF_TEST_TASK, **_RETRIED, **_MODEL_CALLS)
+@shared_task(name=SELF_TEST_TASK, **_RETRIED, **_MODEL_CALLS)
 def self_test(defense_id: str) -> str:
     return worker.run_self_test(uuid.UUID(defense_id))
 
 
-@celery_app.task(name=PAIR_ATTACK_TASK, time_limit=300, **_RETRIED)
+@shared_task(name=PAIR_ATTACK_TASK, time_limit=300, **_RETRIED)
 def pair_attack(attack_id: str) -> str:
     return worker.pair_attack(uuid.UUID(attack_id))
 
 
-@celery_app.task(name=RUN_MATCH_TASK, **_RETRIED, **_MODEL_CALLS)
+@shared_task(name=RUN_MATCH_TASK, **_RETRIED, **_MODEL_CALLS)
 def run_match(match_id: str) -> str:
     return worker.run_match(uuid.UUID(match_id))
 
 
-@celery_app.task(name=RUN_MATCHES_TASK, **_RETRIED, **_MODEL_CALLS)
+@shared_task(name=RUN_MATCHES_TASK, **_RETRIED, **_MODEL_CALLS)
 def run_matches(*match_ids: str) -> dict[str, int]:
     """A chunk of matches (of one pairing, or re-sent by the sweep): how many ended how."""
     outcomes = worker.run_matches([uuid.UUID(match_id) for match_id in match_ids])
@@ -64,11 +64,11 @@ def run_matches(*match_ids: str) -> dict[str, int]:
     return counts
 
 
-@celery_app.task(name=RECOMPUTE_TASK, time_limit=600, **_RETRIED)
+@shared_task(name=RECOMPUTE_TASK, time_limit=600, **_RETRIED)
 def recompute(challenge_id: str, part: str = "") -> str:
     return worker.recompute(uuid.UUID(challenge_id), intervals_only=part == INTERVALS_ONLY)
 
 
-@celery_app.task(name=SWEEP_TASK, acks_late=True, time_limit=300)
+@shared_task(name=SWEEP_TASK, acks_late=True, time_limit=300)
 def sweep() -> dict[str, int]:
     return worker.sweep()
