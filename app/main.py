@@ -34,7 +34,7 @@ from app.observability import metrics
 from app.observability.router import router as observability_router
 from app.rescore.router import router as rescore_router
 from app.scoring.router import router as scoring_router
-from app.scoring.sandbox import log_scorer_sandbox
+from app.scoring.sandbox.service import log_scorer_sandbox
 from app.tenant.router import router as tenant_router
 from app.web.rendering import STATIC_DIR, STATIC_URL
 from app.web.router import web_router

@@ -22,11 +22,11 @@ from typing import Any
 # Run as a plain script from anywhere: make the project importable without installing it.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from app.scoring.sandbox.launch import ISOLATION_SETTINGS, choose_launcher
+from app.scoring.sandbox.pool import ScorerSandbox
 from bench import common
 from scorers.protocol import AttemptMetrics, ScoringContext
 from scorers.weighted import WeightedScorer
-from workers.sandbox import ScorerSandbox
-from workers.sandbox_launch import ISOLATION_SETTINGS, choose_launcher
 
 WEIGHTED = "scorers.weighted:WeightedScorer"
 METRICS = {"succeeded": True, "rating": 8, "elapsed_ms": 5000, "tokens_total": 1000}

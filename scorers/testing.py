@@ -1,8 +1,8 @@
 """Deliberately misbehaving scorers, for the sandbox's tests, its benchmark and its docs.
 
 Each class shows one way a plugin can go wrong and what the sandbox makes of it (see
-workers/sandbox.py): the attempt keeps `score = null` and the reason is recorded. They live under
-`scorers.` because the sandbox only loads modules under its allowed prefixes.
+app/scoring/sandbox/pool.py): the attempt keeps `score = null` and the reason is recorded. They
+live under `scorers.` because the sandbox only loads modules under its allowed prefixes.
 
 Never register these for a real challenge.
 """

@@ -85,7 +85,7 @@ def _end_beat_with_the_worker(**_: object) -> None:
 @worker_init.connect
 def _probe_scorer_sandbox(**_: object) -> None:
     # Once per worker, before the pool forks, so every pool process inherits the result.
-    from app.scoring.sandbox import describe_scorer_sandbox
+    from app.scoring.sandbox.service import describe_scorer_sandbox
 
     describe_scorer_sandbox()
 
@@ -93,7 +93,7 @@ def _probe_scorer_sandbox(**_: object) -> None:
 @worker_ready.connect
 def _log_scorer_sandbox(**_: object) -> None:
     # Logging is set up only after worker_init.
-    from app.scoring.sandbox import log_scorer_sandbox
+    from app.scoring.sandbox.service import log_scorer_sandbox
 
     log_scorer_sandbox()
 

@@ -48,8 +48,8 @@ def _check_default_config(schema: dict[str, Any], config: dict[str, Any]) -> Non
 def check_entrypoint(entrypoint: str) -> None:
     """Refuses modules outside the allowed prefixes, then loads the class in the sandbox: in a
     fresh sandboxed process, retired afterwards, never in this one."""
-    from app.scoring.sandbox import scorer_sandbox
-    from workers.sandbox import SandboxRefused, ScorerError
+    from app.scoring.sandbox.pool import SandboxRefused, ScorerError
+    from app.scoring.sandbox.service import scorer_sandbox
 
     allowed = get_settings().scorer_module_prefixes
     module = entrypoint.partition(":")[0]

@@ -57,7 +57,7 @@ class Scoring:
             log.warning("attempt %s not scored: %s", context.get("attempt_id"), self.unavailable)
             telemetry.scorer_call(self.plugin_id, "unavailable", None)
             return ScoreResult(None, {"error": self.unavailable})
-        from app.scoring.sandbox import scorer_sandbox
+        from app.scoring.sandbox.service import scorer_sandbox
 
         started = time.perf_counter()
         outcome = scorer_sandbox().score(
@@ -89,7 +89,7 @@ class Scoring:
 def _outcome_label(error: str | None) -> str:
     if error is None:
         return "ok"
-    # The sandbox's reason for a scorer killed at its deadline (workers/sandbox.py).
+    # The sandbox's reason for a scorer killed at its deadline (app/scoring/sandbox/pool.py).
     return "timeout" if error.startswith("timed out") else "error"
 
 
@@ -101,7 +101,7 @@ def prepare_scoring(session: Session, strategy: Strategy, scoring: ScoringConfig
     if plugin is None or not plugin.enabled:
         reason = f"scorer '{plugin_id}' is not registered or is disabled"
         return Scoring(strategy, plugin_id, unavailable=reason)
-    from workers.sandbox import resolve_timeout_ms
+    from app.scoring.sandbox.pool import resolve_timeout_ms
 
     return Scoring(
         strategy,

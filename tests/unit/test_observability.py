@@ -21,10 +21,10 @@ from app.main import create_app
 from app.observability import context, metrics
 from app.observability.logging import build_formatter
 from app.observability.service import metrics_reader_allowed
+from app.scoring.sandbox import pool as sandbox_module
 from app.scoring.service import Scoring
 from app.web.rendering import STATIC_DIR
 from tests.conftest import ROOT
-from workers import sandbox as sandbox_module
 
 ADMIN = "gadm_" + secrets.token_urlsafe(32)
 STYLESHEET = next(p.name for p in STATIC_DIR.iterdir() if p.suffix == ".css")

@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-import workers.sandbox as sandbox_module
-import workers.sandbox_launch as launch_module
-from tests.fixtures.processes import processes_named, unique_comm
-from workers.sandbox import (
+import app.scoring.sandbox.launch as launch_module
+import app.scoring.sandbox.pool as sandbox_module
+from app.scoring.sandbox.child import HEADER, encode_frame
+from app.scoring.sandbox.launch import SandboxUnavailable
+from app.scoring.sandbox.pool import (
     RefusedSandbox,
     SandboxRefused,
     SandboxSettings,
@@ -31,8 +32,7 @@ from workers.sandbox import (
     get_sandbox,
     resolve_timeout_ms,
 )
-from workers.sandbox_child import HEADER, encode_frame
-from workers.sandbox_launch import SandboxUnavailable
+from tests.fixtures.processes import processes_named, unique_comm
 
 WEIGHTED = "scorers.weighted:WeightedScorer"
 CTX = {"tenant_id": "t1", "challenge_id": "c1", "participant_id": "p1", "timeout_ms": 5000}

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from app.scoring.sandbox.launch import NAMESPACED_UID, PROJECT_ROOT, SANDBOX_UIDS
+from app.scoring.sandbox.pool import ScoreOutcome, ScorerError, ScorerSandbox
 from tests.fixtures.processes import processes_named, unique_comm
-from workers.sandbox import ScoreOutcome, ScorerError, ScorerSandbox
-from workers.sandbox_launch import NAMESPACED_UID, PROJECT_ROOT, SANDBOX_UIDS
 
 HOSTILE = "tests.fixtures.hostile_scorers"
 WEIGHTED = "scorers.weighted:WeightedScorer"

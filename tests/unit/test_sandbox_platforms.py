@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from workers.sandbox_launch import NAMESPACED_UID, PROJECT_ROOT, SANDBOX_UIDS
+from app.scoring.sandbox.launch import NAMESPACED_UID, PROJECT_ROOT, SANDBOX_UIDS
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 SERVICE_UID = 65534
@@ -25,8 +25,8 @@ CANARY = "canary-" + os.urandom(8).hex()
 
 PRELUDE = """
 import json, os, socket, sys
-from workers.sandbox import ScorerSandbox, SandboxSettings, describe_isolation
-import workers.sandbox_launch as launch
+from app.scoring.sandbox.pool import ScorerSandbox, SandboxSettings, describe_isolation
+import app.scoring.sandbox.launch as launch
 
 HOSTILE = "tests.fixtures.hostile_scorers"
 MODULES = ("scorers.", HOSTILE + ".")
@@ -185,7 +185,7 @@ def test_required_bubblewrap_that_cannot_run_refuses_plugin_scoring() -> None:
     result = run_service(
         """
         launch.shutil.which = lambda name: None
-        from workers.sandbox import get_sandbox
+        from app.scoring.sandbox.pool import get_sandbox
         sandbox = get_sandbox(SandboxSettings("bubblewrap", MODULES, 1))
         outcome = sandbox.score("scorers.weighted:WeightedScorer", {}, {}, CTX, 5000)
         print(json.dumps({"kind": type(sandbox).__name__, "error": outcome.error,

@@ -1,4 +1,4 @@
-"""A plugin's `details` reduced to bounded JSON data (workers/scorer_details.py)."""
+"""A plugin's `details` reduced to bounded JSON data (app/scoring/sandbox/details.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from workers.scorer_details import TRUNCATED_KEY, DetailsLimits, bound_details, bound_text
+from app.scoring.sandbox.details import TRUNCATED_KEY, DetailsLimits, bound_details, bound_text
 
 SMALL = DetailsLimits(
     max_bytes=400, max_depth=3, max_keys=4, max_items=3, max_string_chars=10, max_key_chars=5

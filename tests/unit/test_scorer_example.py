@@ -1,8 +1,8 @@
 """The worked example of scorers/README.md, kept true by running it."""
 
+from app.scoring.sandbox.pool import ScorerSandbox
 from scorers.frugal import FrugalScorer
 from scorers.protocol import AttemptMetrics, ScoringContext
-from workers.sandbox import ScorerSandbox
 
 
 def test_frugal() -> None:

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
+from app.scoring.sandbox.child import HEADER, encode_frame
+from app.scoring.sandbox.pool import ScorerSandbox
 from scorers.frugal import FrugalScorer
 from scorers.protocol import AttemptMetrics, ScoringContext
 from scorers.testing import EchoScorer
 from scorers.weighted import WeightedScorer
 from tests.fixtures.original_scorers import OriginalExampleScorer
-from workers.sandbox import ScorerSandbox
-from workers.sandbox_child import HEADER, encode_frame
 
 CTX_DATA = {"tenant_id": "t1", "challenge_id": "c1", "participant_id": "p1", "timeout_ms": 5000}
 CTX = ScoringContext.from_dict(CTX_DATA)

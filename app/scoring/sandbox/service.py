@@ -1,11 +1,11 @@
-"""The scorer sandbox as the service configures it (workers/sandbox.py does the work)."""
+"""The scorer sandbox as the service configures it (app/scoring/sandbox/pool.py does the work)."""
 
 from __future__ import annotations
 
 import logging
 
 from app.config import get_settings
-from workers.sandbox import Sandbox, SandboxSettings, describe_isolation, get_sandbox
+from app.scoring.sandbox.pool import Sandbox, SandboxSettings, describe_isolation, get_sandbox
 
 log = logging.getLogger(__name__)
 

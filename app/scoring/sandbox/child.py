@@ -1,9 +1,9 @@
-"""One scorer sandbox process: loads scorer plugins and answers the parent in workers/sandbox.py.
+"""One scorer sandbox process: loads scorer plugins and answers the parent (./pool.py).
 
-The parent starts this file as a script, not as `-m workers.sandbox_child`, so that
-`workers/__init__.py` (home of the Celery app) is never imported here. Only the standard library
-and `scorers.protocol` may be imported: the test suite checks that no web, database, queue or
-model library ends up in a child's `sys.modules`.
+The parent starts this file as a script, not as `-m app.scoring.sandbox.child`, so that no
+package of the service (`app/__init__.py` and below) is ever imported here. Only the standard
+library and `scorers.protocol` may be imported: the test suite checks that no web, database,
+queue or model library ends up in a child's `sys.modules`.
 
 Protocol: frames of a 4-byte big-endian length followed by that many bytes of UTF-8 JSON. The
 child sends one "ready" frame once its limits are in force, then answers each request with exactly

@@ -9,7 +9,7 @@ starts in the background while the other warm processes keep serving.
 Plugin code is treated as hostile. Each process starts through bubblewrap from a scrubbed
 environment into its own PID, network, IPC and UTS namespaces, sees only read-only Python and
 plugin code and a private /tmp, runs as an unprivileged uid, under resource limits
-(workers/sandbox_launch.py, workers/sandbox_child.py; docs/sandbox.md says what that does and
+(./launch.py, ./child.py; docs/sandbox.md says what that does and
 does not isolate, and what the weaker fallback without bubblewrap gives up). The parent trusts
 nothing a process says beyond a bounded, shape-checked answer:
 
@@ -19,7 +19,7 @@ nothing a process says beyond a bounded, shape-checked answer:
   left running (a daemon thread, a forked or `setsid` child) retires the sandbox, and killing a
   sandbox kills its PID namespace's init, which takes every descendant with it;
 - answers are size-capped frames with an unguessable request id, `details` is reduced to bounded
-  JSON data (workers/scorer_details.py) and reasons are cut to a readable length.
+  JSON data (app/scoring/sandbox/details.py) and reasons are cut to a readable length.
 """
 
 from __future__ import annotations
@@ -39,15 +39,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from workers import sandbox_launch
-from workers.sandbox_child import HEADER, encode_frame, write_all
-from workers.sandbox_launch import (
+from app.scoring.sandbox import launch as sandbox_launch
+from app.scoring.sandbox.child import HEADER, encode_frame, write_all
+from app.scoring.sandbox.details import bound_details, bound_text
+from app.scoring.sandbox.launch import (
     IsolationSetting,
     SandboxUnavailable,
     child_environment,
     choose_launcher,
 )
-from workers.scorer_details import bound_details, bound_text
 
 DEFAULT_TIMEOUT_MS = 5000
 # A child that took this long to start is broken, not slow.

@@ -35,8 +35,8 @@ Isolation = Literal["bubblewrap", "process"]
 IsolationSetting = Literal["auto", "bubblewrap", "process"]
 ISOLATION_SETTINGS: tuple[IsolationSetting, ...] = ("auto", "bubblewrap", "process")
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-CHILD_SCRIPT = Path(__file__).resolve().parent / "sandbox_child.py"
+PROJECT_ROOT = Path(__file__).resolve().parents[3]  # app/scoring/sandbox/launch.py
+CHILD_SCRIPT = Path(__file__).resolve().parent / "child.py"
 
 # systemd's range for dynamic service users: no account owns these uids, and they fit in the
 # 16 bits a user-namespaced container usually maps.
@@ -44,6 +44,9 @@ SANDBOX_UIDS = range(61184, 65520)
 # The uid a scorer sees inside its user namespace when the service is not root.
 NAMESPACED_UID = 65534
 SANDBOX_TMP = "/tmp"
+# Where bubblewrap mounts the child script: alone at the root, so that no folder of the
+# service's code (it lives in app/scoring/sandbox/) is visible inside.
+SANDBOX_CHILD = "/scorer_child.py"
 _PROBE_TIMEOUT_S = 15.0
 # Host directories a program may need besides /usr. On merged-/usr systems they are symlinks.
 _SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -142,12 +145,12 @@ class Launcher:
         of the sandbox's init process."""
         interpreter = [
             sys.executable,
-            # -s: no user site-packages. -P: neither the script's folder (workers/) nor the
+            # -s: no user site-packages. -P: neither the script's folder nor the
             # working directory go on sys.path; PYTHONPATH supplies the project root for
             # `scorers.*`. Not -I: it would also ignore PYTHONPATH and PYTHONHASHSEED.
             "-s",
             "-P",
-            str(self.child_script),
+            SANDBOX_CHILD if self.isolation == "bubblewrap" else str(self.child_script),
             json.dumps(child_config, separators=(",", ":")),
         ]
         if self.running_as_root:
@@ -209,6 +212,7 @@ class Launcher:
             options += ["--perms", "0755", "--dir", folder]
         for path in binds:
             options += ["--ro-bind", path, path]
+        options += ["--ro-bind", str(self.child_script), SANDBOX_CHILD]
         options += ["--chdir", SANDBOX_TMP]
         if info_fd is not None:
             options += ["--info-fd", str(info_fd)]
@@ -218,7 +222,6 @@ class Launcher:
         binds: list[str] = []
         candidates = [
             *_python_roots(),
-            str(self.child_script),
             *_module_paths(self.module_prefixes, PROJECT_ROOT),
         ]
         for path in candidates:
@@ -265,7 +268,7 @@ class Launcher:
 def _probe(launcher: Launcher) -> str | None:
     """Starts one scorer process exactly as the pool will, and waits for its greeting.
     Returns None when it works, else what went wrong (bwrap's own message included)."""
-    from workers.sandbox_child import HEADER
+    from app.scoring.sandbox.child import HEADER
 
     config = {
         "memory_bytes": 512 * 2**20,
