@@ -147,6 +147,9 @@ def run_embedded(host: str, port: int) -> None:
     from app.observability.logging import configure_logging
     from app.seed import seed_demo
 
+    # The worker is part of this one service: /healthz fails without it (unless told not to).
+    os.environ.setdefault("GAUNTLET_HEALTH_REQUIRES_WORKER", "true")
+    get_settings.cache_clear()
     settings = get_settings()
     configure_logging(settings.resolved_log_format, settings.log_level)
     migrate()

@@ -193,6 +193,9 @@ class Settings(BaseSettings):
     # How often a worker records that it is alive; /healthz counts workers seen within three
     # of these.
     worker_heartbeat_seconds: float = Field(default=10.0, gt=0, le=600)
+    # The API's /healthz answers 503 (not 200 "degraded") when no worker was seen: for a
+    # deployment whose API is useless without its workers. `gauntlet run` turns it on.
+    health_requires_worker: bool = False
 
     @field_validator("log_level", mode="before")
     @classmethod

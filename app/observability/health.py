@@ -4,8 +4,8 @@ The API answers 200 whenever it can reach its database (the contract load balanc
 Compose rely on: with its database the API serves reads and accepts attempts, which stay queued
 until a worker takes them), and 503 when it cannot. A broker that does not answer or no worker
 seen recently does not make it 503: the body says `"status": "degraded"` and which check
-failed, for an operator or a monitor that reads the body. The embedded mode (`gauntlet run`)
-is the exception: its worker is part of the one service, so no worker seen is a 503 there.
+failed, for an operator or a monitor that reads the body. `GAUNTLET_HEALTH_REQUIRES_WORKER`
+(on in `gauntlet run`, whose worker is part of the one service) makes no worker seen a 503.
 Failures are named by exception type only: the endpoint is public, and messages can carry host
 names or credentials.
 """
@@ -122,9 +122,9 @@ def api_health(settings: Settings) -> tuple[int, dict[str, Any]]:
         return 503, body
     checks = {"database": database, "broker": broker, "workers": check_workers(settings)}
     healthy = all(check["ok"] for check in checks.values())
-    if settings.mode == "embedded" and not checks["workers"]["ok"]:
-        # `gauntlet run` is one service whose worker is its own child: without it, nothing
-        # it accepts would ever run.
+    if settings.health_requires_worker and not checks["workers"]["ok"]:
+        # As in `gauntlet run`, one service whose worker is its own child: without it,
+        # nothing it accepts would ever run.
         message = "no worker seen: attempts wait until the worker is back"
         return 503, {"error": {"code": "unavailable", "message": message, "details": checks}}
     return 200, {"status": "ok" if healthy else "degraded", "checks": checks}
