@@ -22,7 +22,11 @@ LEADERBOARD = Dataset(
     "the rows of GET /v1/challenges/{id}/leaderboard?side=red and ?side=blue, each with its side.",
     columns=(
         Column("side", "red (attackers) or blue (defenders)."),
-        Column("rank", "1 for the best of the side; equal ratings share a rank."),
+        Column(
+            "rank",
+            "1 + the participants of the side whose interval lies wholly above this "
+            "one's (several can share a rank).",
+        ),
         Column("participant", "The participant's handle."),
         Column("rating", "Bradley-Terry rating (one decimal)."),
         Column("rating_low", "Low end of the bootstrap 95 % interval of the rating."),
