@@ -70,7 +70,7 @@ def open_export(
         raise NotFound(
             f"no export named {name!r} for a {challenge.kind} challenge; it has: {known}"
         )
-    source = ExportSource(reader, challenge.id, challenge.slug)
+    source = ExportSource(reader, challenge.id)
     stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
     return OpenedExport(
         filename=f"{challenge.slug}-{dataset.name}-{stamp}.{format.extension}",

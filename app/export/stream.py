@@ -34,7 +34,6 @@ class ExportSource:
 
     reader: TenantKey
     challenge_id: uuid.UUID
-    challenge_slug: str
 
     @property
     def tenant_id(self) -> uuid.UUID:

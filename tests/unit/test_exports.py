@@ -165,7 +165,7 @@ def _dataset(rows: list[Row], limits: list[int], **options: Any) -> Dataset:
     return Dataset(name="rows", title="Rows", description="", columns=COLUMNS, read=read, **options)
 
 
-SOURCE = ExportSource(TenantAdmin(uuid.uuid4(), uuid.uuid4()), uuid.uuid4(), "c")
+SOURCE = ExportSource(TenantAdmin(uuid.uuid4(), uuid.uuid4()), uuid.uuid4())
 
 
 def _run(dataset: Dataset, output: ExportFormat, sessions: FakeSessions) -> list[bytes]:
