@@ -337,3 +337,110 @@ def test_a_large_export_streams_in_batches_each_read_in_its_own_session(
     assert trials[-1]["actor"]["output"] == f"output {LARGE - 1}"
     trial_reads = [limit for name, limit, _ in batch_reads if name == "trials_in_submission_order"]
     assert len(trial_reads) >= 3 and all(limit <= 500 for limit in trial_reads)
+
+
+def _all_pages(api: Api, key: str, path: str, **params: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    while True:
+        page = api.request(
+            "GET", path, key, params={**params, "limit": "200", "offset": str(len(items))}
+        ).json()
+        items += page["items"]
+        if len(items) >= page["total"]:
+            return items
+
+
+def _seed_boards(tenant_id: str, prompt_challenge: str, duel: str) -> None:
+    """1,234 rows on the prompt challenge's leaderboard; 1,100 red and 345 blue rows on the
+    red-blue challenge's boards (ratings as a recompute writes them)."""
+    from sqlalchemy import insert
+
+    from app.attempt.models import Attempt
+    from app.db import session_scope
+    from app.kinds.red_blue.models import Rating
+    from app.leaderboard.models import LeaderboardEntry
+    from app.tenant.models import Participant
+
+    now = datetime.now(UTC)
+    tenant = uuid.UUID(tenant_id)
+    people = [
+        {"id": uuid.uuid4(), "tenant_id": tenant, "handle": f"p{i:04d}", "created_at": now}
+        for i in range(1_234)
+    ]
+    attempts = [
+        {
+            "id": uuid.uuid4(),
+            "tenant_id": tenant,
+            "challenge_id": uuid.UUID(prompt_challenge),
+            "participant_id": p["id"],
+            "status": "completed",
+            "prompt": "PWNED",
+            "created_at": now,
+            "created_at_ms": int(now.timestamp() * 1000),
+            "enqueued_at": now,
+            "run_count": 1,
+        }
+        for p in people
+    ]
+    entries = [
+        {
+            "challenge_id": a["challenge_id"],
+            "participant_id": a["participant_id"],
+            "tenant_id": tenant,
+            "attempt_id": a["id"],
+            # Ties on the key, broken by the attempt's id: the order's last column.
+            "rank_key": float(i // 3),
+            "rank_tiebreak": 0.0,
+            "attempt_created_at_ms": a["created_at_ms"],
+            "succeeded": True,
+            "tokens_total": i // 3,
+            "updated_at": now,
+        }
+        for i, a in enumerate(attempts)
+    ]
+    ratings = [
+        {
+            "challenge_id": uuid.UUID(duel),
+            "side": side,
+            "participant_id": people[i]["id"],
+            "tenant_id": tenant,
+            "position": i + 1,
+            "rank": 1 + i // 2,
+            "rating": 2000.0 - i,
+            "rating_low": 1900.0 - i,
+            "rating_high": 2100.04 - i,
+            "points": 1000 - i // 2,
+            "matches": 10,
+            "wins": i % 10,
+        }
+        for side, count in (("red", 1_100), ("blue", 345))
+        for i in range(count)
+    ]
+    with session_scope() as session:
+        session.execute(insert(Participant), people)
+        session.execute(insert(Attempt), attempts)
+        session.execute(insert(LeaderboardEntry), entries)
+        session.execute(insert(Rating), ratings)
+
+
+def test_large_boards_export_every_row_once_ranked_as_their_pages(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    prompt = api.create_challenge(key)["id"]
+    duel = create(api, key)["id"]
+    _seed_boards(tenant["id"], prompt, duel)
+
+    board_path = f"/v1/challenges/{prompt}/leaderboard"
+    ranked = _all_pages(api, key, board_path)
+    assert len(ranked) == 1_234 and [r["rank"] for r in ranked] == list(range(1, 1_235))
+    both_formats_equal(api, key, prompt, LEADERBOARD, ranked)
+
+    duel_path = f"/v1/challenges/{duel}/leaderboard"
+    sides = [
+        {**row, "side": side}
+        for side in ("red", "blue")
+        for row in _all_pages(api, key, duel_path, side=side)
+    ]
+    assert len(sides) == 1_445
+    both_formats_equal(api, key, duel, RED_BLUE_LEADERBOARD, sides)
