@@ -166,7 +166,9 @@ def test_a_red_blue_challenges_exports_equal_the_apis_reads(
     both_formats_equal(api, key, cid, RED_BLUE_LEADERBOARD, sides)
 
     # Defenses, attacks and matches as their own reads answer a tenant admin: texts included.
-    read = lambda path: api.request("GET", path, key).json()  # noqa: E731
+    def read(path: str) -> dict[str, Any]:
+        return dict(api.request("GET", path, key).json())
+
     defense_reads = oldest_first([read(f"/v1/defenses/{d['id']}") for d in defenses])
     assert defense_reads[0]["system_prompt"] == WEAK
     both_formats_equal(api, key, cid, DEFENSES, defense_reads)
