@@ -8,7 +8,9 @@ arrives) while a thread samples the server's resident memory (VmRSS of its proce
 20 ms): the peak minus the resident size before the download is what the export held.
 
 Run it at two sizes: an export that holds one batch at a time grows by the same amount at
-10,000 attempts as at 100,000.
+10,000 attempts as at 100,000. Last, a leaderboard page (GET .../leaderboard?limit=50) is
+timed with the server idle and while an export streams: each batch is one trip to the
+thread pool, so other requests are served between them.
 
 Usage: .venv/bin/python bench/export_stream.py [--attempts 100000] [--participants 10000]
 """
@@ -131,6 +133,41 @@ def download(base: str, key: str, path: str, pids: list[int]) -> None:
     )
 
 
+def page_latencies(base: str, key: str, path: str, stop: threading.Event) -> list[float]:
+    """Milliseconds of sequential GETs of `path` until `stop` is set."""
+    import httpx
+
+    timings: list[float] = []
+    with httpx.Client(base_url=base, timeout=60) as client:
+        while not stop.is_set():
+            started = time.perf_counter()
+            client.get(path, headers={"Authorization": f"Bearer {key}"}).raise_for_status()
+            timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def pages_during(base: str, key: str, page: str, export: str | None, idle_s: float) -> str:
+    """Leaderboard page latencies while `export` downloads (or for `idle_s` when None)."""
+    import httpx
+
+    stop = threading.Event()
+    found: list[float] = []
+    reader = threading.Thread(target=lambda: found.extend(page_latencies(base, key, page, stop)))
+    reader.start()
+    if export is None:
+        time.sleep(idle_s)
+    else:
+        with (
+            httpx.Client(base_url=base, timeout=600) as client,
+            client.stream("GET", export, headers={"Authorization": f"Bearer {key}"}) as response,
+        ):
+            for _ in response.iter_raw():
+                pass
+    stop.set()
+    reader.join()
+    return common.summary(found)
+
+
 def main() -> None:
     args = parse_args()
     common.exit_on_sigterm()
@@ -162,6 +199,11 @@ def main() -> None:
                 ("leaderboard", "csv"),
             ):
                 download(base, key, f"{exports}/{name}?format={output}", pids)
+            page = f"/v1/challenges/{challenge_id}/leaderboard?limit=50"
+            print("\n-- GET .../leaderboard?limit=50, sequential, client-side")
+            print(f"   idle:                      {pages_during(base, key, page, None, 5)}")
+            during = pages_during(base, key, page, f"{exports}/trials?format=json", 0)
+            print(f"   while trials?format=json streams: {during}")
         print(
             f"\n   data: {args.participants} participants, {args.attempts} attempts and trials; "
             f"total run time {time.perf_counter() - started:.1f} s"
