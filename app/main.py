@@ -27,6 +27,7 @@ from app.challenge.router import router as challenge_router
 from app.config import get_settings
 from app.db import get_engine
 from app.errors import AppError
+from app.export.router import router as export_router
 from app.input_guard import refuse_unstorable_input
 from app.leaderboard.router import router as leaderboard_router
 from app.middleware import AdmissionControl, ApiCaching, BodySizeLimit, RequestObservability
@@ -63,6 +64,7 @@ OPENAPI_TAG_ORDER = (
     "attempts",
     "leaderboards",
     "red-blue",
+    "exports",
     "scorers",
     "health",
 )
@@ -204,6 +206,7 @@ def create_app() -> FastAPI:
         tenant_router,
         challenge_router,
         leaderboard_router,
+        export_router,
         rescore_router,
         scoring_router,
         observability_router,

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Table, and_, bindparam, func, or_, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from app.attempt.models import Attempt, AttemptStatus, AttemptTask, Trial
 from app.attempt.schemas import FailedAttempt, RunRow
@@ -367,6 +367,51 @@ class AttemptRepository:
             )
         ).first()
         return None if row is None else (row[0], row[1])
+
+    # Exports: a challenge's attempts and trials in submission order, a batch after a cursor.
+    # The tenant's index on (tenant_id, created_at) is read in order from the cursor on (the
+    # `created_at >=` bound is what the index can use), so every batch costs the same.
+
+    def in_submission_order(
+        self, challenge_id: uuid.UUID, after: tuple[datetime, uuid.UUID] | None, limit: int
+    ) -> list[Attempt]:
+        """Up to `limit` of the challenge's attempts after (created_at, id), oldest first;
+        not their run records, which only the worker reads."""
+        query = select(Attempt).where(
+            Attempt.tenant_id == self.tenant_id, Attempt.challenge_id == challenge_id
+        )
+        if after is not None:
+            query = query.where(
+                Attempt.created_at >= after[0],
+                tuple_(Attempt.created_at, Attempt.id) > tuple_(*after),
+            )
+        query = query.options(defer(Attempt.run_config, raiseload=True))
+        return list(
+            self.session.scalars(query.order_by(Attempt.created_at, Attempt.id).limit(limit))
+        )
+
+    def trials_in_submission_order(
+        self,
+        challenge_id: uuid.UUID,
+        after: tuple[datetime, uuid.UUID, int, int] | None,
+        limit: int,
+    ) -> list[tuple[Trial, datetime, uuid.UUID]]:
+        """Up to `limit` trials of the challenge's attempts after (the attempt's created_at,
+        its id, task index, trial index): each with its attempt's created_at and participant."""
+        order = (Attempt.created_at, Attempt.id, Trial.task_index, Trial.trial_index)
+        query = (
+            select(Trial, Attempt.created_at, Attempt.participant_id)
+            .join(Attempt, Attempt.id == Trial.attempt_id)
+            .where(
+                Attempt.tenant_id == self.tenant_id,
+                Attempt.challenge_id == challenge_id,
+                Trial.tenant_id == self.tenant_id,
+            )
+        )
+        if after is not None:
+            query = query.where(Attempt.created_at >= after[0], tuple_(*order) > tuple_(*after))
+        rows = self.session.execute(query.order_by(*order).limit(limit)).tuples()
+        return [(trial, created_at, participant_id) for trial, created_at, participant_id in rows]
 
     def trials(self, attempt_id: uuid.UUID) -> list[Trial]:
         return list(

@@ -52,6 +52,13 @@ class TrialRead(OutputSchema):
     created_at: datetime
 
 
+class AttemptTrialRead(TrialRead):
+    """A trial with the attempt it belongs to (the trials export)."""
+
+    attempt_id: uuid.UUID
+    participant: str
+
+
 class AttemptRead(OutputSchema):
     id: uuid.UUID
     challenge_id: uuid.UUID

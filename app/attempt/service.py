@@ -20,6 +20,7 @@ from app.attempt.schemas import (
     AttemptCreate,
     AttemptList,
     AttemptRead,
+    AttemptTrialRead,
     FailedAttempt,
     RunRow,
     TrialList,
@@ -390,6 +391,58 @@ def list_challenge_attempts(
         limit=limit,
         offset=offset,
     )
+
+
+# A challenge's attempts and trials in submission order, a batch at a time (the exports).
+AttemptsCursor = tuple[datetime, uuid.UUID]
+TrialsCursor = tuple[datetime, uuid.UUID, int, int]
+
+
+def attempts_in_order(
+    session: Session,
+    reader: TenantKey,
+    challenge_id: uuid.UUID,
+    *,
+    after: AttemptsCursor | None,
+    limit: int,
+) -> tuple[list[AttemptRead], AttemptsCursor | None]:
+    """Up to `limit` of the challenge's attempts after the cursor, oldest first, as the
+    reader sees them in lists (no trials), and the cursor of the last."""
+    tenant_id = reader.tenant_id
+    rows = AttemptRepository(session, tenant_id).in_submission_order(challenge_id, after, limit)
+    named = handles(session, tenant_id, list({a.participant_id for a in rows}))
+    items = [to_view(a, named.get(a.participant_id, ""), None, reader.audience) for a in rows]
+    last = (rows[-1].created_at, rows[-1].id) if rows else None
+    return items, last
+
+
+def trials_in_order(
+    session: Session,
+    reader: TenantKey,
+    challenge_id: uuid.UUID,
+    *,
+    after: TrialsCursor | None,
+    limit: int,
+) -> tuple[list[AttemptTrialRead], TrialsCursor | None]:
+    """Up to `limit` trials of the challenge's attempts after the cursor (attempts oldest
+    first, then by task and index), as the reader sees them, and the cursor of the last."""
+    tenant_id = reader.tenant_id
+    rows = AttemptRepository(session, tenant_id).trials_in_submission_order(
+        challenge_id, after, limit
+    )
+    named = handles(session, tenant_id, list({participant for _, _, participant in rows}))
+    items = [
+        AttemptTrialRead(
+            **dict(trial_view(trial, reader.audience)),
+            attempt_id=trial.attempt_id,
+            participant=named.get(participant, ""),
+        )
+        for trial, _, participant in rows
+    ]
+    if not rows:
+        return items, None
+    trial, created_at, _ = rows[-1]
+    return items, (created_at, trial.attempt_id, trial.task_index, trial.trial_index)
 
 
 def retry_view(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> AttemptRead:

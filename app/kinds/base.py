@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from app.attempt.kinds import AttemptKind
 from app.challenge.kinds import ChallengeKind
+from app.export.kinds import ExportKind
 from app.leaderboard.kinds import LeaderboardKind
 from app.web.kinds import WebKind
 
 
-class Kind(ChallengeKind, LeaderboardKind, AttemptKind, WebKind):
+class Kind(ChallengeKind, LeaderboardKind, AttemptKind, WebKind, ExportKind):
     """Configuration and checks (`ChallengeKind`), leaderboard (`LeaderboardKind`),
-    submissions and runs (`AttemptKind`), web fragments (`WebKind`)."""
+    submissions and runs (`AttemptKind`), web fragments (`WebKind`), exports (`ExportKind`)."""

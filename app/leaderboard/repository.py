@@ -102,6 +102,32 @@ def page(
     return [(entry_row, handle) for entry_row, handle in rows], total or 0
 
 
+# A row's place in the leaderboard's order (the index ix_leaderboard_entries_rank).
+EntryPlace = tuple[float, float, int, uuid.UUID]
+
+
+def entries_after(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    after: EntryPlace | None,
+    limit: int,
+) -> list[tuple[LeaderboardEntry, str]]:
+    """Up to `limit` rows after a place in the order, best first, with handles: a range scan
+    of the leaderboard's index from the place on, whatever its depth (the exports)."""
+    entry = LeaderboardEntry
+    order = (entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id)
+    query = (
+        select(entry, Participant.handle)
+        .join(Participant, Participant.id == entry.participant_id)
+        .where(entry.tenant_id == tenant_id, entry.challenge_id == challenge_id)
+    )
+    if after is not None:
+        query = query.where(tuple_(*order) > tuple_(*after))
+    rows = session.execute(query.order_by(*order).limit(limit)).tuples()
+    return [(row, handle) for row, handle in rows]
+
+
 def clear(session: Session, challenge_id: uuid.UUID) -> None:
     session.execute(delete(LeaderboardEntry).where(LeaderboardEntry.challenge_id == challenge_id))
 

@@ -89,6 +89,35 @@ def read_leaderboard(
     )
 
 
+# The rank and place in the order of the last row of a batch: the next batch goes on from it.
+BoardCursor = tuple[int, float, float, int, uuid.UUID]
+
+
+def leaderboard_in_order(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    *,
+    after: BoardCursor | None,
+    limit: int,
+) -> tuple[list[LeaderboardItem], BoardCursor | None]:
+    """Up to `limit` rows of the leaderboard after the cursor, best first, ranked as its
+    pages are (the exports), and the cursor of the last."""
+    rank = 0 if after is None else after[0]
+    rows = repository.entries_after(
+        session, tenant_id, challenge_id, None if after is None else after[1:], limit
+    )
+    items = [
+        item_of(entry, handle, rank=rank + position)
+        for position, (entry, handle) in enumerate(rows, start=1)
+    ]
+    if not rows:
+        return items, None
+    last = rows[-1][0]
+    place = (last.rank_key, last.rank_tiebreak, last.attempt_created_at_ms, last.attempt_id)
+    return items, (rank + len(rows), *place)
+
+
 @dataclass(frozen=True)
 class Standing:
     """A participant's row on a leaderboard and its rank."""

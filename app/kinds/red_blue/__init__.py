@@ -27,6 +27,7 @@ from app.challenge.models import Challenge
 from app.config import get_settings
 from app.errors import ValidationFailed
 from app.evaluation.types import InfrastructureError
+from app.export.stream import Dataset
 from app.kinds.base import Kind
 from app.kinds.outbound import check_served, checked_api_base
 from app.kinds.red_blue.config import RedBlueSections, public_verifier, sections_of
@@ -117,6 +118,14 @@ class RedBlueKind(RedBluePages, Kind):
 
         side = service.board_side(params)
         return service.read_leaderboard(session, challenge, side, limit=limit, offset=offset)
+
+    # Exports ------------------------------------------------------------------------------
+
+    def exports(self) -> Sequence[Dataset]:
+        """Both boards, defenses, attacks and matches (it has no attempts)."""
+        from app.kinds.red_blue.exports import RED_BLUE_DATASETS
+
+        return RED_BLUE_DATASETS
 
     # Attempts: not this kind's ------------------------------------------------------------
 

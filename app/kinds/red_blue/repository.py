@@ -27,6 +27,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    tuple_,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -317,6 +318,41 @@ class RedBlueRepository:
         ).tuples()
         total = self.session.scalar(select(func.max(Rating.position)).where(*side_rows))
         return [BoardLine(*row) for row in rows], total or 0
+
+    # Exports: a challenge's entries and matches oldest first, a batch after a cursor
+    # (created_at, id), from the indexes that lead by (challenge_id, created_at).
+
+    def in_created_order(
+        self,
+        model: type[Defense] | type[Attack] | type[Match],
+        challenge_id: uuid.UUID,
+        after: tuple[datetime, uuid.UUID] | None,
+        limit: int,
+    ) -> list[Any]:
+        query = select(model).where(
+            model.tenant_id == self.tenant_id, model.challenge_id == challenge_id
+        )
+        if after is not None:
+            query = query.where(
+                model.created_at >= after[0], tuple_(model.created_at, model.id) > tuple_(*after)
+            )
+        return list(self.session.scalars(query.order_by(model.created_at, model.id).limit(limit)))
+
+    def match_counts_of(
+        self, column: Any, entry_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, dict[MatchStatus, int]]:
+        """`match_counts` of many defenses (`column` Match.defense_id) or attacks at once."""
+        counts: dict[uuid.UUID, dict[MatchStatus, int]] = {entry: {} for entry in entry_ids}
+        if not entry_ids:
+            return counts
+        rows = self.session.execute(
+            select(column, Match.status, func.count())
+            .where(Match.tenant_id == self.tenant_id, column.in_(entry_ids))
+            .group_by(column, Match.status)
+        ).tuples()
+        for entry, status, count in rows:
+            counts[entry][status] = int(count)
+        return counts
 
     def board(self, challenge_id: uuid.UUID) -> Board | None:
         return self.session.scalar(

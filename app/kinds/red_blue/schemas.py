@@ -145,6 +145,12 @@ class BoardItem(OutputSchema):
     wins: int
 
 
+class SideBoardItem(BoardItem):
+    """A row of either side's board, saying which (the leaderboard export)."""
+
+    side: Side
+
+
 class RedBlueLeaderboard(OutputSchema):
     challenge_id: uuid.UUID
     side: Side

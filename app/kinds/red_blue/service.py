@@ -29,7 +29,7 @@ from app.errors import AppError, Conflict, NotFound, TooManyRequests, Validation
 from app.kinds.red_blue.config import text_limit
 from app.kinds.red_blue.dispatch import PAIR_ATTACK, RUN_MATCH, SELF_TEST
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, Match, MatchStatus, Side
-from app.kinds.red_blue.repository import EntryTarget, RedBlueRepository
+from app.kinds.red_blue.repository import BoardLine, EntryTarget, RedBlueRepository
 from app.kinds.red_blue.schemas import (
     AttackCreate,
     AttackRead,
@@ -41,6 +41,7 @@ from app.kinds.red_blue.schemas import (
     MatchRead,
     MatchSummary,
     RedBlueLeaderboard,
+    SideBoardItem,
     Standings,
     verdict_views,
 )
@@ -544,6 +545,19 @@ def board_side(params: Mapping[str, str]) -> Side:
     return Side(value)
 
 
+def board_item(line: BoardLine) -> BoardItem:
+    return BoardItem(
+        rank=line.rank,
+        participant=line.handle,
+        rating=round(line.rating, 1),
+        rating_low=round(line.rating_low, 1),
+        rating_high=round(line.rating_high, 1),
+        points=line.points,
+        matches=line.matches,
+        wins=line.wins,
+    )
+
+
 def read_leaderboard(
     session: Session, challenge: Challenge, side: Side, *, limit: int, offset: int
 ) -> RedBlueLeaderboard:
@@ -554,19 +568,7 @@ def read_leaderboard(
     return RedBlueLeaderboard(
         challenge_id=challenge.id,
         side=side,
-        items=[
-            BoardItem(
-                rank=r.rank,
-                participant=r.handle,
-                rating=round(r.rating, 1),
-                rating_low=round(r.rating_low, 1),
-                rating_high=round(r.rating_high, 1),
-                points=r.points,
-                matches=r.matches,
-                wins=r.wins,
-            )
-            for r in rows
-        ],
+        items=[board_item(line) for line in rows],
         total=total,
         limit=limit,
         offset=offset,
@@ -661,3 +663,98 @@ def read_public_match(
     if match is None or match.challenge_id != challenge.id:
         raise NotFound("match not found")
     return match_view(match, _named(session, challenge.tenant_id, [match]), PUBLIC_READER)
+
+
+# Exports (tenant keys): a challenge's boards, entries and matches in order, a batch after a
+# cursor, as the reader sees them ------------------------------------------------------------
+
+CreatedCursor = tuple[datetime, uuid.UUID]
+# A side's index in `Side` (red, then blue) and the last position read on it.
+BoardCursor = tuple[int, int]
+SIDES = tuple(Side)
+
+
+def _created_cursor(rows: list[Any]) -> CreatedCursor | None:
+    return (rows[-1].created_at, rows[-1].id) if rows else None
+
+
+def defenses_in_order(
+    session: Session,
+    reader: TenantKey,
+    challenge_id: uuid.UUID,
+    *,
+    after: CreatedCursor | None,
+    limit: int,
+) -> tuple[list[DefenseRead], CreatedCursor | None]:
+    """Up to `limit` defenses after the cursor, oldest first, each as `GET /v1/defenses/{id}`
+    answers it (its match counts included)."""
+    repo = RedBlueRepository(session, reader.tenant_id)
+    rows: list[Defense] = repo.in_created_order(Defense, challenge_id, after, limit)
+    named = handles(session, reader.tenant_id, list({d.participant_id for d in rows}))
+    counts = repo.match_counts_of(Match.defense_id, [d.id for d in rows])
+    view = reader_of(reader)
+    items = [defense_view(d, named.get(d.participant_id, ""), view, counts[d.id]) for d in rows]
+    return items, _created_cursor(rows)
+
+
+def attacks_in_order(
+    session: Session,
+    reader: TenantKey,
+    challenge_id: uuid.UUID,
+    *,
+    after: CreatedCursor | None,
+    limit: int,
+) -> tuple[list[AttackRead], CreatedCursor | None]:
+    """Up to `limit` attacks after the cursor, oldest first, each as `GET /v1/attacks/{id}`
+    answers it."""
+    repo = RedBlueRepository(session, reader.tenant_id)
+    rows: list[Attack] = repo.in_created_order(Attack, challenge_id, after, limit)
+    named = handles(session, reader.tenant_id, list({a.participant_id for a in rows}))
+    counts = repo.match_counts_of(Match.attack_id, [a.id for a in rows])
+    view = reader_of(reader)
+    items = [attack_view(a, named.get(a.participant_id, ""), view, counts[a.id]) for a in rows]
+    return items, _created_cursor(rows)
+
+
+def matches_in_order(
+    session: Session,
+    reader: TenantKey,
+    challenge_id: uuid.UUID,
+    *,
+    after: CreatedCursor | None,
+    limit: int,
+) -> tuple[list[MatchRead], CreatedCursor | None]:
+    """Up to `limit` matches after the cursor, oldest first, each as `GET /v1/matches/{id}`
+    answers the reader (texts and verdicts by `Reader`)."""
+    repo = RedBlueRepository(session, reader.tenant_id)
+    rows: list[Match] = repo.in_created_order(Match, challenge_id, after, limit)
+    named = _named(session, reader.tenant_id, rows)
+    view = reader_of(reader)
+    return [match_view(m, named, view) for m in rows], _created_cursor(rows)
+
+
+def boards_in_order(
+    session: Session,
+    reader: TenantKey,
+    challenge_id: uuid.UUID,
+    *,
+    after: BoardCursor | None,
+    limit: int,
+) -> tuple[list[SideBoardItem], BoardCursor | None]:
+    """Up to `limit` rows of the red board, then of the blue one, after the cursor, as
+    their pages show them; and the cursor of the last."""
+    repo = RedBlueRepository(session, reader.tenant_id)
+    side_index, position = after if after is not None else (0, 0)
+    items: list[SideBoardItem] = []
+    last: BoardCursor | None = None
+    while side_index < len(SIDES) and len(items) < limit:
+        side = SIDES[side_index]
+        lines, _ = repo.ratings_page(challenge_id, side, limit=limit - len(items), offset=position)
+        items.extend(SideBoardItem(**dict(board_item(line)), side=side) for line in lines)
+        if lines:
+            # A side's positions are 1..n with no gap: the k-th row after p is at p + k.
+            position += len(lines)
+            last = (side_index, position)
+        if len(items) < limit:
+            side_index, position = side_index + 1, 0
+    return items, last

@@ -1,7 +1,7 @@
 """The tenant admin's pages: signed in with an admin API key (a server-side admin session
 behind its own cookie, checked on every request), the day's model spend against the budget,
-attempt counts by status, recent errors with a button to re-run a failed attempt, the scorer
-registry."""
+attempt counts by status, each challenge's exports to download, recent errors with a button
+to re-run a failed attempt, the scorer registry."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ from app.challenge.service import challenge_status
 from app.config import get_settings
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import AppError, Unauthorized
+from app.export import service as exports
+from app.export.formats import ExportFormat
+from app.export.responses import export_response
 from app.scoring import registry
 from app.tenant import service as tenants
 from app.tenant.models import Tenant
@@ -90,6 +93,7 @@ def admin(
     newest = challenges.newest_challenges(session, tenant.id, limit=200)
     counts = attempt_service.status_counts(session, tenant.id, [c.id for c in newest])
     rows = [(c, challenge_status(c), strategy_text(c), counts[c.id]) for c in newest]
+    downloads = [(c, exports.datasets_of(c.kind)) for c in newest]
     subject = sessions.admin_subject(key)
     panels = []
     for name in kind_names():
@@ -107,12 +111,32 @@ def admin(
         participant=participant,
         admin_key=key,
         rows=rows,
+        downloads=downloads,
+        export_formats=list(ExportFormat),
         errors=attempt_service.recent_errors(session, tenant.id, limit=20),
         usage=tenants.tenant_usage(session, tenant.id, get_settings()),
         plugins=registry.list_registered(session),
         kind_panels=panels,
         notice=notice_text(notice),
     )
+
+
+@router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/exports/{name}")
+def admin_export(
+    tenant_slug: str,
+    challenge_id: uuid.UUID,
+    name: str,
+    request: Request,
+    session: SessionDep,
+    format: ExportFormat = ExportFormat.CSV,
+) -> Response:
+    """One export of a challenge, streamed as the API streams it to an admin key."""
+    web, tenant, _ = visitor(request, session, tenant_slug)
+    key = admin_key(request, session, tenant)
+    if key is None:
+        return to_admin_sign_in(request, web, tenant)
+    admin = sessions.admin_subject(key)
+    return export_response(exports.open_export(session, admin, challenge_id, name, format))
 
 
 @router.get("/t/{tenant_slug}/admin/sign-in")

@@ -1,0 +1,20 @@
+"""The exports' view of a challenge kind (see `app.challenge.kinds`): which datasets
+`GET /v1/challenges/{id}/exports` offers for the kind's challenges.
+
+Kinds whose challenges rank attempts on the core's leaderboard keep the default (leaderboard,
+attempts, trials). A kind with tables or a leaderboard of its own exports those instead,
+as datasets of `app.export.stream` (red_blue: both boards, defenses, attacks, matches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.export.datasets import CORE_DATASETS
+from app.export.stream import Dataset
+
+
+class ExportKind:
+    def exports(self) -> Sequence[Dataset]:
+        """The challenge's datasets, in the order the admin page offers them."""
+        return CORE_DATASETS

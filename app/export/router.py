@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+from starlette.responses import StreamingResponse
+
+from app.auth.gate import TenantAdminDep
+from app.deps import SessionDep
+from app.export import service
+from app.export.formats import ExportFormat
+from app.export.responses import export_response
+from app.export.schemas import ExportList
+from app.routing import ApiRoute
+
+router = APIRouter(prefix="/v1", tags=["exports"], route_class=ApiRoute)
+
+ExportName = Annotated[str, Path(max_length=64, description="An export's name (see the list).")]
+FormatQuery = Annotated[
+    ExportFormat,
+    Query(description="`csv` (a header row, then one row per record) or `json` (JSON Lines)."),
+]
+
+
+@router.get("/challenges/{challenge_id}/exports")
+def list_exports(
+    challenge_id: uuid.UUID, session: SessionDep, caller: TenantAdminDep
+) -> ExportList:
+    """The challenge's exports (its kind's datasets): their URLs and CSV columns."""
+    return service.list_exports(session, caller, challenge_id)
+
+
+@router.get(
+    "/challenges/{challenge_id}/exports/{name}",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "The export, streamed (docs/exports.md).",
+            "content": {"text/csv": {}, "application/x-ndjson": {}},
+        }
+    },
+)
+def get_export(
+    challenge_id: uuid.UUID,
+    name: ExportName,
+    session: SessionDep,
+    caller: TenantAdminDep,
+    format: FormatQuery = ExportFormat.CSV,
+) -> StreamingResponse:
+    """Download one export of any size, streamed as it is read: CSV, or JSON Lines with one
+    object per line as the API's reads show it. Tenant admins only (it holds private texts)."""
+    return export_response(service.open_export(session, caller, challenge_id, name, format))
