@@ -291,7 +291,10 @@ def _load_object(candidate: str) -> dict[str, Any] | None:
 
 
 def parse_rating(value: Any) -> float | None:
-    """A 0-10 rating from a number or text such as "7", "7.5", "7/10", "4 out of 5"."""
+    """A 0-10 rating from a number or text such as "7", "7.5", "7/10", "4 out of 5".
+
+    None for a rating outside 0-10 (an 85 is a judge on another scale, not a 10): such a reply
+    is unparseable, as one without a rating is."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -311,9 +314,9 @@ def parse_rating(value: Any) -> float | None:
             rating = float(number.group(0))
     else:
         return None
-    if not math.isfinite(rating):
+    if not math.isfinite(rating) or not JUDGE_RATING_MIN <= rating <= JUDGE_RATING_MAX:
         return None
-    return min(JUDGE_RATING_MAX, max(JUDGE_RATING_MIN, rating))
+    return rating
 
 
 def _parse_passed(value: Any) -> bool | None:

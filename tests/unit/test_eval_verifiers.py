@@ -214,8 +214,8 @@ def test_build_verifier_picks_the_class_of_the_config() -> None:
         ("{'passed': True, 'rating': 6, 'feedback': \"doesn't cite\"}", 6.0, "doesn't cite"),
         ("{'passed': true, 'rating': '7/10', 'feedback': 'fine'}", 7.0, "fine"),
         ('{"passed": true, "rating": "4 out of 5", "feedback": ""}', 8.0, ""),
-        ('{"passed": true, "rating": 15, "feedback": "x"}', 10.0, "x"),
-        ('{"passed": false, "rating": -2, "feedback": "x"}', 0.0, "x"),
+        ('{"passed": true, "rating": 10, "feedback": "x"}', 10.0, "x"),
+        ('{"passed": false, "rating": 0, "feedback": "x"}', 0.0, "x"),
         ('{"Passed": false, "Rating": "6.5", "Feedback": "caps"}', 6.5, "caps"),
         ('{"passed": true, "rating": 8, "feedback": "The answer is goo', 8.0, "The answer is goo"),
     ],
@@ -236,9 +236,15 @@ def test_judge_replies_are_parsed_robustly(reply: str, rating: float, feedback: 
         '{"passed": true, "rating": true}',
         '{"rating": "NaN"}',
         '{"rating": "excellent"}',
+        # Another scale is not this one: neither clamped to 10 nor to 0.
+        '{"passed": true, "rating": 85, "feedback": "on a 0-100 scale"}',
+        '{"passed": true, "rating": 15, "feedback": "x"}',
+        '{"passed": false, "rating": -2, "feedback": "x"}',
+        '{"rating": "12/10"}',
+        "rating: 85",
     ],
 )
-def test_judge_replies_without_a_rating_are_unparseable(reply: str) -> None:
+def test_judge_replies_without_a_rating_on_its_scale_are_unparseable(reply: str) -> None:
     assert parse_judge_reply(reply) is None
 
 
