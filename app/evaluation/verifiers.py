@@ -16,6 +16,7 @@ import json
 import math
 import re
 import statistics
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -105,8 +106,12 @@ def _non_blank(values: list[str]) -> list[str]:
 class RubricConfig(_StrictConfig):
     """Correct-first keyword grading.
 
-    The score is the share of `correct_keywords` found in the output (case-insensitive
-    substrings). `incorrect_patterns` (case-insensitive substrings too) are known wrong answers:
+    The score is the share of `correct_keywords` found in the output (case-insensitive, and
+    Unicode-normalised: a decomposed "Café" is "Café"). With `match: substring` (the default) a
+    keyword is found anywhere, inside longer words too; with `match: token` only where it is not
+    part of a longer identifier or number: `PROJ-456` is not found in "PROJ-4567", nor `1.4M` in
+    "$11.4M" (letters, digits and `_` continue a token; a keyword's own edges that are neither
+    need no boundary). `incorrect_patterns` are matched the same way and are known wrong answers:
     they never lower the score of an output that holds a correct keyword (an answer that
     mentions the old figure on its way to the new one is still right); they only mark, in the
     public output, an answer that holds a wrong one and no right one.
@@ -116,6 +121,7 @@ class RubricConfig(_StrictConfig):
     correct_keywords: list[str] = Field(min_length=1)
     incorrect_patterns: list[str] = Field(default_factory=list)
     pass_threshold: float = Field(default=1.0, gt=0.0, le=1.0)
+    match: Literal["substring", "token"] = "substring"
 
     _check_correct = field_validator("correct_keywords")(_non_blank)
     _check_incorrect = field_validator("incorrect_patterns")(_non_blank)
@@ -197,18 +203,45 @@ class RegexVerifier:
         )
 
 
+def _folded(text: str) -> str:
+    """Case-folded and NFC-normalised: how rubric keywords and outputs are compared."""
+    return unicodedata.normalize("NFC", text.casefold())
+
+
+def _continues_token(character: str) -> bool:
+    return character.isalnum() or character == "_"
+
+
+def _has_token(text: str, keyword: str) -> bool:
+    """Whether `keyword` occurs in `text` not as a part of a longer token (both folded)."""
+    need_before, need_after = _continues_token(keyword[0]), _continues_token(keyword[-1])
+    start = text.find(keyword)
+    while start != -1:
+        end = start + len(keyword)
+        if (not need_before or start == 0 or not _continues_token(text[start - 1])) and (
+            not need_after or end == len(text) or not _continues_token(text[end])
+        ):
+            return True
+        start = text.find(keyword, start + 1)
+    return False
+
+
 class RubricVerifier:
     def __init__(self, config: RubricConfig) -> None:
         self.config = config
         self.model: str | None = None
 
+    def _occurs(self, keyword: str, text: str) -> bool:
+        folded = _folded(keyword)
+        return _has_token(text, folded) if self.config.match == "token" else folded in text
+
     async def verify(self, output: str) -> VerifierResult:
-        text = output[:VERIFIED_OUTPUT_MAX_CHARS].casefold()
+        text = _folded(output[:VERIFIED_OUTPUT_MAX_CHARS])
         expected = self.config.correct_keywords
-        found = [keyword for keyword in expected if keyword.casefold() in text]
-        missing = [keyword for keyword in expected if keyword.casefold() not in text]
+        found = [keyword for keyword in expected if self._occurs(keyword, text)]
+        missing = [keyword for keyword in expected if keyword not in found]
         incorrect = [
-            pattern for pattern in self.config.incorrect_patterns if pattern.casefold() in text
+            pattern for pattern in self.config.incorrect_patterns if self._occurs(pattern, text)
         ]
         # Correct-first: the share of expected keywords found is the score, so a wrong answer
         # mentioned next to the right one costs nothing, and a wrong one alone scores 0.

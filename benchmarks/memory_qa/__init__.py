@@ -84,8 +84,10 @@ LLM_CRITIC_MODES: set[str] = set()
 
 RETRIEVAL_MODES = ("standard", "entity_linked")
 DEFAULT_SEED = 7
-# The data's version, in the slice name: a run folder of other data is another folder.
-DATA_VERSION = "v2"
+# The version of the data and of its grading, in the slice name: a run folder of other data,
+# or graded otherwise, is another folder, never resumed into this one. v3: keywords are
+# matched as whole tokens (v2 found PROJ-456 inside PROJ-4567).
+DATA_VERSION = "v3"
 
 _WORD = re.compile(r"[a-z0-9]+")
 # fmt: off
@@ -389,6 +391,8 @@ async def verify(task: Task, attempt: AttemptView, *, judge_model: str | None) -
         RubricConfig(
             correct_keywords=key["correct_keywords"],
             incorrect_patterns=key["incorrect_patterns"],
+            # Its near-miss entities differ from the right ones by a digit or a prefix.
+            match="token",
         )
     ).verify(attempt.output)
     reason = rubric_decides(rubric.details)

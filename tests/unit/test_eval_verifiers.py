@@ -138,6 +138,47 @@ def test_rubric_score_is_the_share_of_keywords_found() -> None:
     assert "Louvre" not in result.raw_eval_output
 
 
+@pytest.mark.parametrize("match", ["substring", "token"])
+def test_rubric_compares_unicode_normalised_text(match: str) -> None:
+    composed, decomposed = "Caf\u00e9", "Cafe\u0301"
+    for keyword, output in ((composed, decomposed), (decomposed, composed)):
+        config = RubricConfig(correct_keywords=[keyword], match=match)
+        assert run(RubricVerifier(config).verify(f"Meet at the {output}.")).success is True
+
+
+@pytest.mark.parametrize(
+    ("keyword", "output", "substring", "token"),
+    [
+        ("PROJ-456", "Ticket PROJ-4567 is open.", True, False),
+        ("PROJ-456", "Ticket PROJ-456 is open.", True, True),
+        ("PROJ-456", "(PROJ-456)", True, True),
+        ("1.4M", "the budget is $11.4M", True, False),
+        ("1.4M", "the budget is $1.4M.", True, True),
+        ("1.4M", "the budget is 1.4Mn", True, False),
+        ("$1.4M", "it was US$1.4M", True, True),
+        ("cat", "concatenate", True, False),
+        ("Cat", "the CAT sat", True, True),
+        ("node_7", "node_71", True, False),
+    ],
+)
+def test_rubric_token_matching_refuses_parts_of_longer_tokens(
+    keyword: str, output: str, substring: bool, token: bool
+) -> None:
+    for match, expected in (("substring", substring), ("token", token)):
+        config = RubricConfig(correct_keywords=[keyword], match=match)
+        assert run(RubricVerifier(config).verify(output)).success is expected, (match, output)
+
+
+def test_rubric_token_matching_applies_to_incorrect_patterns_too() -> None:
+    config = RubricConfig(
+        correct_keywords=["PROJ-456"], incorrect_patterns=["PROJ-45"], match="token"
+    )
+    result = run(RubricVerifier(config).verify("PROJ-456"))
+    assert result.details["incorrect_patterns_found"] == []
+    wrong = run(RubricVerifier(config).verify("It is PROJ-45, I think"))
+    assert wrong.details["incorrect_patterns_found"] == ["PROJ-45"]
+
+
 def test_rubric_default_threshold_needs_every_keyword() -> None:
     config = RubricConfig(correct_keywords=["alpha", "beta"])
     assert run(RubricVerifier(config).verify("alpha only")).success is False
