@@ -270,6 +270,8 @@ def _refusal_in(error: BaseException) -> DestinationRefused | None:
 
 def is_transient(error: BaseException) -> bool:
     """Whether another try of the same call may succeed."""
+    if getattr(error, "transient", None) is False:  # says so itself (an untrusted certificate)
+        return False
     if isinstance(error, MalformedResponseError | TimeoutError | ConnectionError):
         return True
     # Includes openai.APITimeoutError and every litellm timeout / connection error.

@@ -25,9 +25,21 @@ class DestinationRefused(Exception):
 
 
 def non_public_reason(address: IPAddress) -> str | None:
-    """Why `address` is not a public internet address, or None when it is one."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """Why `address` is not a public internet address, or None when it is one.
+
+    An IPv6 address that carries an IPv4 one is judged by it: IPv4-mapped (`::ffff:a.b.c.d`) as
+    that address; 6to4 (`2002::/16`) and Teredo (`2001::/32`, by its client address) by the
+    IPv4 address they embed first, then as themselves (a relay would deliver to the embedded
+    one: `2002:7f00:1::` is loopback)."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        else:
+            embedded = address.sixtofour or (address.teredo[1] if address.teredo else None)
+            if embedded is not None:
+                reason = non_public_reason(embedded)
+                if reason is not None:
+                    return f"{reason} (embedded {embedded})"
     for reason, test in (
         ("unspecified", address.is_unspecified),
         ("loopback", address.is_loopback),

@@ -57,6 +57,13 @@ class APIConnectionError(ConnectionError):
     """The server was not reached, or the connection broke before the answer was complete."""
 
 
+class APICertificateError(APIConnectionError):
+    """The server's TLS certificate is not trusted by the authorities of `tls_context` (the
+    `SSL_CERT_FILE` file or `SSL_CERT_DIR` folder, else certifi's bundle): not retried."""
+
+    transient = False
+
+
 class APITimeoutError(TimeoutError):
     """The call took longer than its timeout."""
 
@@ -121,6 +128,10 @@ class _Connection:
             now - self.idle_since < KEEPALIVE_S
             and not self.reader.at_eof()
             and not self.writer.is_closing()
+            # Bytes that came while it was idle answer no request of ours; read as the next
+            # call's answer they would hand it another's. (StreamReader has no public way to
+            # ask what it holds.)
+            and not getattr(self.reader, "_buffer", None)
         )
 
     def close(self) -> None:
@@ -226,7 +237,10 @@ class GuardedClient:
                 server_hostname=url.host if self._tls is not None else None,
                 limit=_READ_SIZE,
             )
-        except OSError as error:  # refused, unreachable, reset, TLS failures
+        except ssl.SSLCertVerificationError as error:
+            # The same certificate would fail the same way on another try.
+            raise APICertificateError(f"certificate not trusted: {error}") from error
+        except OSError as error:  # refused, unreachable, reset, other TLS failures
             raise APIConnectionError(f"connection failed: {error}") from error
         connection = _Connection(reader, writer)
         self._open.add(connection)
@@ -284,7 +298,12 @@ class GuardedClient:
 
     def _release(self, address: IPAddress, connection: _Connection) -> None:
         protocol = connection.protocol
-        if protocol.our_state is h11.DONE and protocol.their_state is h11.DONE:
+        trailing, closed = protocol.trailing_data
+        if trailing or closed:
+            # The server wrote past the end of its answer (or closed): what follows is no
+            # answer to any request of ours, so the connection is never used again.
+            self._forget(connection)
+        elif protocol.our_state is h11.DONE and protocol.their_state is h11.DONE:
             protocol.start_next_cycle()
             now = asyncio.get_running_loop().time()
             connection.idle_since = now

@@ -16,6 +16,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from app.evaluation.llm import LLMClient
 from app.evaluation.types import InfrastructureError, Message, ModelSpec, RetryPolicy
+from app.outbound import transport
 from app.outbound.addresses import IPAddress, non_public_reason
 from app.outbound.policy import OutboundPolicy, OutboundRefused, parse_allowed_bases
 from app.outbound.providers import ProviderPolicy, bundled_catalog, model_id_problem
@@ -88,6 +89,13 @@ def operator_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         ("fc00::1", "private"),
         ("::ffff:127.0.0.1", "loopback"),
         ("::ffff:10.0.0.1", "private"),
+        # 6to4 and Teredo carry an IPv4 address a relay delivers to: judged by it first.
+        ("2002:7f00:1::", "loopback (embedded 127.0.0.1)"),
+        ("2002:a9fe:a9fe::1", "link-local (embedded 169.254.169.254)"),
+        ("2002:a00:1::", "private (embedded 10.0.0.1)"),
+        ("2002:5db8:d822::1", None),
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback (embedded 127.0.0.1)"),
+        ("2001:0:4136:e378:8000:63bf:f5ff:fff7", "private (embedded 10.0.0.8)"),
         ("93.184.216.34", None),
         ("2606:2800:220:1:248:1893:25c8:1946", None),
     ],
@@ -269,6 +277,33 @@ def test_a_pinned_https_request_verifies_the_host_name(
             )
         assert "CERTIFICATE_VERIFY_FAILED" in caught.value.detail
         assert len(server.received) == 1
+
+
+def test_an_untrusted_certificate_is_not_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same certificate fails the same way on every try: the first failure is final.
+    cert, key = _self_signed("models.test", tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)  # certifi's bundle: not this issuer
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    transport.tls_context.cache_clear()
+    entry = {"url": "https://models.test:*/v1", "allow_private": True}
+    with FakeOpenAIServer(tls=context) as server:
+        client = LLMClient(
+            outbound=policy(entry),
+            resolve=async_resolver([["127.0.0.1"]]),
+            retry=RetryPolicy(max_attempts=4),
+        )
+        with pytest.raises(InfrastructureError) as caught:
+            _call(
+                client,
+                ModelSpec("openai/fake-model", api_base=f"https://models.test:{server.port}/v1"),
+            )
+    assert "(not retried)" in str(caught.value)
+    assert "certificate not trusted" in caught.value.detail
+    assert "CERTIFICATE_VERIFY_FAILED" in caught.value.detail
 
 
 def test_a_rebound_name_is_refused_before_any_connection(server: FakeOpenAIServer) -> None:

@@ -184,6 +184,47 @@ def test_a_kept_alive_connection_the_server_drops_is_replaced_at_once() -> None:
     assert (connections, requests) == (3, 5)
 
 
+def _body(value: str) -> bytes:
+    return json.dumps({**COMPLETION, "id": value}).encode()
+
+
+def test_bytes_written_past_an_answer_are_never_read_as_the_next_one() -> None:
+    # The first connection's server writes a second, unasked-for answer right behind the first.
+    async def extra(connection: int, _r: int, _h: dict[str, str]) -> bytes:
+        if connection == 1:
+            return answer(body=_body("asked")) + answer(body=_body("unasked"))
+        return answer(body=_body(f"fresh {connection}"))
+
+    async def scenario() -> tuple[list[str], int]:
+        async with ScriptedServer(extra) as server:
+            client = client_for(server)
+            ids = [(await client.post_json("/chat/completions", {}, 5))["id"] for _ in range(2)]
+            await client.aclose()
+            return ids, server.connections
+
+    ids, connections = asyncio.run(scenario())
+    assert ids == ["asked", "fresh 2"]
+    assert connections == 2
+
+
+def test_bytes_that_arrive_while_a_connection_is_idle_retire_it() -> None:
+    async def scenario() -> tuple[list[str], int]:
+        async with ScriptedServer(
+            lambda c, _r, _h: asyncio.sleep(0, answer(body=_body(f"on {c}")))
+        ) as server:
+            client = client_for(server)
+            ids = [(await client.post_json("/chat/completions", {}, 5))["id"]]
+            (idle,) = client._open
+            idle.reader.feed_data(answer(body=_body("late")))  # as if the server wrote it now
+            ids.append((await client.post_json("/chat/completions", {}, 5))["id"])
+            await client.aclose()
+            return ids, server.connections
+
+    ids, connections = asyncio.run(scenario())
+    assert ids == ["on 1", "on 2"]
+    assert connections == 2
+
+
 def test_a_fresh_connection_dropped_without_an_answer_is_a_connection_error() -> None:
     async def drop(_c: int, _r: int, _h: dict[str, str]) -> bytes | None:
         return None
