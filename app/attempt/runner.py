@@ -22,9 +22,8 @@ from sqlalchemy.orm import Session
 from app.attempt import repository
 from app.attempt.budget import AttemptBudget
 from app.attempt.kinds import AttemptJob, AttemptKind, RunContext
-from app.attempt.lease import Heartbeat, LeaseLost, hold, lease_until
 from app.attempt.metrics import AttemptMetrics
-from app.attempt.models import Attempt, AttemptStatus
+from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus
 from app.attempt.ranked import as_ranked, record_metrics
 from app.challenge.registry import kind_as
 from app.challenge.service import config_of, find_challenge
@@ -37,6 +36,8 @@ from app.evaluation.types import (
     RetryPolicy,
 )
 from app.leaderboard import service as leaderboard
+from app.lease.heartbeat import Heartbeat
+from app.lease.service import LeaseLost, lease_until, renewer
 from app.observability import metrics as telemetry
 from app.scoring.service import ScoreResult, Scoring, prepare_scoring
 
@@ -65,7 +66,8 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
         return "error: not runnable"
     telemetry.attempt_reached(job.kind, "running")
     try:
-        with Heartbeat(_renewer(attempt_id, token, settings), settings, f"attempt {attempt_id}"):
+        renew = renewer(ATTEMPT_LEASES, [attempt_id], token, settings)
+        with Heartbeat(renew, settings, f"attempt {attempt_id}"):
             outcome = run_on_process_loop(_execute(job, token, settings))
     except LeaseLost:
         return "stopped: lease taken over by another worker"
@@ -142,15 +144,6 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
     )
 
 
-def _renewer(attempt_id: uuid.UUID, token: uuid.UUID, settings: Settings) -> Callable[[], bool]:
-    def renew() -> bool:
-        with session_scope() as session:
-            hold(session, attempt_id, token, settings)
-        return True
-
-    return renew
-
-
 async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> AttemptMetrics | None:
     """Runs the kind's trials, every call by the service's outbound policy and within the
     attempt's and the tenant's cost budgets; returns what the kind's run returns."""
@@ -222,7 +215,7 @@ def _complete(
     """Completes the attempt; returns what records its end in the metrics after the commit."""
     attempt.status = AttemptStatus.COMPLETED
     attempt.finished_at = utcnow()
-    attempt.lease_expires_at = None
+    attempt.end_lease()
     record_metrics(attempt, metrics)
     attempt.score = scored.score
     attempt.score_details = scored.details
@@ -256,7 +249,7 @@ def _finish_with_error(
         attempt.error = reason[:2000]
         attempt.error_detail = detail[:4000] if detail and detail != reason else None
         attempt.finished_at = utcnow()
-        attempt.lease_expires_at = None
+        attempt.end_lease()
         challenge = find_challenge(session, attempt.tenant_id, attempt.challenge_id)
         ended = _end_recorder(attempt, challenge.kind if challenge is not None else "unknown")
     ended()

@@ -36,6 +36,8 @@ from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
 from app.db import count_where, insert_for, lock_some_ids, page_where, take_write_lock
 from app.kinds.red_blue.models import (
+    MATCH_LEASES,
+    SELF_TEST_LEASES,
     Attack,
     Board,
     Defense,
@@ -45,6 +47,7 @@ from app.kinds.red_blue.models import (
     Rating,
     Side,
 )
+from app.lease import repository as leases
 from app.tenant.models import Participant
 
 if TYPE_CHECKING:
@@ -342,9 +345,7 @@ class RedBlueRepository:
         match.error = None
         match.error_detail = None
         match.finished_at = None
-        match.run_token = None
-        match.lease_expires_at = None
-        match.run_count = 0
+        match.forget_runs()
         match.enqueued_at = now
         self.session.flush()
 
@@ -353,9 +354,7 @@ class RedBlueRepository:
         defense.reason = None
         defense.error_detail = None
         defense.finished_at = None
-        defense.run_token = None
-        defense.lease_expires_at = None
-        defense.run_count = 0
+        defense.forget_runs()
         defense.enqueued_at = now
         self.session.flush()
 
@@ -376,34 +375,20 @@ def claim_defense(
 ) -> int | None:
     """Takes a pending defense whose self-test nobody holds (or whose holder's lease ran out);
     returns the run number, or None."""
-    result = session.execute(
-        update(Defense)
-        .where(
-            Defense.id == defense_id,
-            Defense.status == DefenseStatus.PENDING,
-            or_(Defense.lease_expires_at.is_(None), Defense.lease_expires_at < now),
-        )
-        .values(
-            run_token=token,
-            lease_expires_at=lease_until,
-            started_at=func.coalesce(Defense.started_at, now),
-            run_count=Defense.run_count + 1,
-        )
-        .returning(Defense.run_count)
+    claimed = leases.claim(
+        session,
+        SELF_TEST_LEASES,
+        [defense_id],
+        token,
+        now,
+        lease_until,
+        returning=[Defense.run_count],
     )
-    return result.scalar_one_or_none()
+    return claimed.scalar_one_or_none()
 
 
 def defense_if_held(session: Session, defense_id: uuid.UUID, token: uuid.UUID) -> Defense | None:
-    return session.scalar(
-        select(Defense)
-        .where(
-            Defense.id == defense_id,
-            Defense.run_token == token,
-            Defense.status == DefenseStatus.PENDING,
-        )
-        .with_for_update()
-    )
+    return leases.lock_held(session, SELF_TEST_LEASES, defense_id, token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,28 +416,25 @@ def claim_matches(
     message): a re-run calls with the same. Returns the matches taken, with their run number."""
     if not match_ids:
         return []
-    m = _MATCHES.c
-    defense_text = select(Defense.system_prompt).where(Defense.id == m.defense_id)
-    attack_text = select(Attack.prompt).where(Attack.id == m.attack_id)
-    rows = session.execute(
-        update(_MATCHES)
-        .where(
-            m.id.in_(match_ids),
-            or_(
-                m.status == MatchStatus.QUEUED,
-                (m.status == MatchStatus.RUNNING) & (m.lease_expires_at < now),
-            ),
-        )
-        .values(
-            status=MatchStatus.RUNNING,
-            run_token=token,
-            lease_expires_at=lease_until,
-            started_at=func.coalesce(m.started_at, now),
-            run_count=m.run_count + 1,
-            system_prompt=defense_text.scalar_subquery(),
-            user_message=attack_text.scalar_subquery(),
-        )
-        .returning(m.id, m.tenant_id, m.challenge_id, m.run_count, m.system_prompt, m.user_message)
+    defense_text = select(Defense.system_prompt).where(Defense.id == Match.defense_id)
+    attack_text = select(Attack.prompt).where(Attack.id == Match.attack_id)
+    rows = leases.claim(
+        session,
+        MATCH_LEASES,
+        match_ids,
+        token,
+        now,
+        lease_until,
+        returning=[
+            Match.id,
+            Match.tenant_id,
+            Match.challenge_id,
+            Match.run_count,
+            Match.system_prompt,
+            Match.user_message,
+        ],
+        system_prompt=defense_text.scalar_subquery(),
+        user_message=attack_text.scalar_subquery(),
     ).tuples()
     return [ClaimedMatch(*row) for row in rows]
 
@@ -462,12 +444,13 @@ def finish_match(
 ) -> tuple[uuid.UUID, uuid.UUID] | None:
     """Ends a running match held by this token with these values (one UPDATE); the
     (tenant id, challenge id) of the match, or None when the lease was lost."""
-    m = _MATCHES.c
-    result = session.execute(
-        update(_MATCHES)
-        .where(m.id == match_id, m.run_token == token, m.status == MatchStatus.RUNNING)
-        .values(lease_expires_at=None, **values)
-        .returning(m.tenant_id, m.challenge_id)
+    result = leases.release(
+        session,
+        MATCH_LEASES,
+        [match_id],
+        token,
+        returning=[Match.tenant_id, Match.challenge_id],
+        **values,
     ).first()
     return None if result is None else (result[0], result[1])
 
@@ -482,34 +465,7 @@ def renew_match_leases(
     session: Session, match_ids: Sequence[uuid.UUID], token: uuid.UUID, lease_until: datetime
 ) -> int:
     """Extends the lease of those of the matches this token still holds; how many."""
-    result = session.execute(
-        update(Match)
-        .where(
-            Match.id.in_(match_ids),
-            Match.run_token == token,
-            Match.status == MatchStatus.RUNNING,
-        )
-        .values(lease_expires_at=lease_until)
-        .returning(Match.id)
-    )
-    return len(result.all())
-
-
-def renew_defense_lease(
-    session: Session, defense_id: uuid.UUID, token: uuid.UUID, lease_until: datetime
-) -> bool:
-    """Extends the lease of a self-test this token still holds."""
-    result = session.execute(
-        update(Defense)
-        .where(
-            Defense.id == defense_id,
-            Defense.run_token == token,
-            Defense.status == DefenseStatus.PENDING,
-        )
-        .values(lease_expires_at=lease_until)
-        .returning(Defense.id)
-    )
-    return result.scalar_one_or_none() is not None
+    return leases.renew(session, MATCH_LEASES, match_ids, token, lease_until)
 
 
 def add_match_spend(session: Session, match_id: uuid.UUID, amount_usd: float) -> None:
@@ -1129,14 +1085,12 @@ def stuck_matches(
 ) -> list[uuid.UUID]:
     """Queued matches last sent long ago (their message was lost) and running ones whose
     lease ran out (their worker died), not re-sent just now."""
-    return lock_some_ids(
+    return leases.lapsed(
         session,
-        Match.id,
+        MATCH_LEASES,
+        now,
         Match.enqueued_at < resent_before,
-        or_(
-            Match.status == MatchStatus.QUEUED,
-            (Match.status == MatchStatus.RUNNING) & (Match.lease_expires_at < now),
-        ),
+        waiting=True,
         oldest_first=Match.enqueued_at,
         limit=limit,
     )
@@ -1146,15 +1100,13 @@ def stuck_defenses(
     session: Session, now: datetime, resent_before: datetime, limit: int
 ) -> list[uuid.UUID]:
     """Pending defenses whose self-test nobody holds, and active ones never paired."""
-    return lock_some_ids(
+    return leases.lapsed(
         session,
-        Defense.id,
+        SELF_TEST_LEASES,
+        now,
         Defense.enqueued_at < resent_before,
-        or_(
-            (Defense.status == DefenseStatus.PENDING)
-            & or_(Defense.lease_expires_at.is_(None), Defense.lease_expires_at < now),
-            (Defense.status == DefenseStatus.ACTIVE) & Defense.paired_at.is_(None),
-        ),
+        waiting=True,
+        also=(Defense.status == DefenseStatus.ACTIVE) & Defense.paired_at.is_(None),
         oldest_first=Defense.enqueued_at,
         limit=limit,
     )

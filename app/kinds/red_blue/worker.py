@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 from celery.exceptions import SoftTimeLimitExceeded
 
 from app.attempt.budget import AttemptBudget
-from app.attempt.lease import Heartbeat, lease_until
 from app.attempt.runner import run_on_process_loop
 from app.challenge.service import config_of
 from app.config import Settings, get_settings
@@ -50,8 +49,18 @@ from app.kinds.red_blue.dispatch import (
     SELF_TEST,
     chunks,
 )
-from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, MatchStatus, Side
+from app.kinds.red_blue.models import (
+    MATCH_LEASES,
+    SELF_TEST_LEASES,
+    Attack,
+    Defense,
+    DefenseStatus,
+    MatchStatus,
+    Side,
+)
 from app.kinds.red_blue.repository import Entry, RatingRow
+from app.lease.heartbeat import Heartbeat
+from app.lease.service import lease_until, renewer
 from app.observability import metrics as telemetry
 from app.tenant import repository as tenants
 from app.unit_of_work import UnitOfWork, WorkerTask, unit_of_work
@@ -181,7 +190,8 @@ def run_self_test(defense_id: uuid.UUID) -> str:
         _end_self_test_in_error(defense_id, token, "the challenge has no runnable configuration")
         return "error: not runnable"
     try:
-        with Heartbeat(_defense_renewer(defense_id, token, settings), settings, "a self-test"):
+        renew = renewer(SELF_TEST_LEASES, [defense_id], token, settings)
+        with Heartbeat(renew, settings, "a self-test"):
             result = run_on_process_loop(_self_test(job, settings))
     except InfrastructureError as exc:
         _end_self_test_in_error(defense_id, token, str(exc), detail=exc.detail)
@@ -200,7 +210,7 @@ def run_self_test(defense_id: uuid.UUID) -> str:
         defense.self_test_output = result.output
         defense.self_test_verdict = result.verdict
         defense.finished_at = utcnow()
-        defense.lease_expires_at = None
+        defense.end_lease()
         if not result.passed:
             defense.status = DefenseStatus.REJECTED
             defense.reason = (
@@ -239,7 +249,7 @@ def _end_self_test_in_error(
         defense.reason = reason[:2000]
         defense.error_detail = detail[:4000] if detail and detail != reason else None
         defense.finished_at = utcnow()
-        defense.lease_expires_at = None
+        defense.end_lease()
 
 
 # Pairing --------------------------------------------------------------------------------------
@@ -542,7 +552,9 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
     if jobs:
         held = [job.match_id for job in jobs]
         try:
-            with Heartbeat(_matches_renewer(held, token, settings), settings, "a match chunk"):
+            # A call with its retries, or a slow judge, may outlast one lease.
+            renew = renewer(MATCH_LEASES, held, token, settings)
+            with Heartbeat(renew, settings, "a match chunk"):
                 run_on_process_loop(_play_all(jobs, settings, land))
         except SoftTimeLimitExceeded:
             land(
@@ -553,31 +565,6 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
                 }
             )
     return outcomes
-
-
-def _matches_renewer(
-    match_ids: list[uuid.UUID], token: uuid.UUID, settings: Settings
-) -> Callable[[], bool]:
-    """Renews the chunk's leases while its calls run (a call with its retries, or a slow
-    judge, may outlast one lease); False once none is held any more."""
-
-    def renew() -> bool:
-        with session_scope() as session:
-            return (
-                repository.renew_match_leases(session, match_ids, token, lease_until(settings)) > 0
-            )
-
-    return renew
-
-
-def _defense_renewer(
-    defense_id: uuid.UUID, token: uuid.UUID, settings: Settings
-) -> Callable[[], bool]:
-    def renew() -> bool:
-        with session_scope() as session:
-            return repository.renew_defense_lease(session, defense_id, token, lease_until(settings))
-
-    return renew
 
 
 def _error(reason: str, detail: str | None = None) -> dict[str, Any]:
