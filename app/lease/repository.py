@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Unpack
+from typing import Any
 
 from sqlalchemy import ColumnElement, Result, func, or_, select, update
 from sqlalchemy.orm import Session
@@ -34,7 +34,7 @@ def claim(
     *,
     returning: Sequence[Any],
     **values: Any,
-) -> Result[Unpack[tuple[Any, ...]]]:
+) -> Result[*tuple[Any, ...]]:
     """Takes those of the rows that are free (waiting, or held under an expired lease) under
     a new lease of this token, counts the run and sets `values` too, in one statement; reads
     back `returning` of each row taken. Rows finished or held by another worker are left
@@ -64,7 +64,7 @@ def write_held(
     *,
     returning: Sequence[Any] = (),
     **values: Any,
-) -> Result[Unpack[tuple[Any, ...]]]:
+) -> Result[*tuple[Any, ...]]:
     """Sets `values` on those of the rows this token still holds; reads back `returning` of
     each (by default its id)."""
     model = table.model
@@ -96,7 +96,7 @@ def release(
     *,
     returning: Sequence[Any] = (),
     **values: Any,
-) -> Result[Unpack[tuple[Any, ...]]]:
+) -> Result[*tuple[Any, ...]]:
     """Ends the lease of those of the rows this token still holds, setting `values` (the
     outcome: a finished status) in the same statement."""
     return write_held(

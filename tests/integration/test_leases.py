@@ -130,7 +130,7 @@ def test_a_benchmark_attempt_taken_over_mid_run_writes_nothing_more(
     attempt_id = _queued_attempt(tenant, challenge, model_spec={"model": "openai/fake-model"})
     thread, outcome = _run_in_background(attempt_id)
     # The second task's call in flight. (Until a paid call has been priced, an attempt's paid
-    # calls run one at a time (app/attempt/budget.py), so the first task may have finished.)
+    # calls run one at a time (app/lease/budget.py), so the first task may have finished.)
     _wait_for_calls(provider, 2)
     thief = _take_over(attempt_id)
     with session_scope() as session:

@@ -2,7 +2,7 @@
 
 Request-side reads and writes are scoped to a tenant (`RedBlueRepository`). Worker-side
 statements take ids from the queue and guard every state change of a defense's self-test or
-a match with the run token of its lease, as attempts do (app/attempt/repository.py).
+a match with the run token of its lease, through the lease statements (app/lease/).
 """
 
 from __future__ import annotations
@@ -362,19 +362,15 @@ class RedBlueRepository:
 # Worker side ----------------------------------------------------------------------------------
 
 
-def get_defense(session: Session, defense_id: uuid.UUID) -> Defense | None:
-    return session.get(Defense, defense_id)
-
-
 def get_challenge(session: Session, challenge_id: uuid.UUID) -> Challenge | None:
     return session.get(Challenge, challenge_id)
 
 
 def claim_defense(
     session: Session, defense_id: uuid.UUID, token: uuid.UUID, now: datetime, lease_until: datetime
-) -> int | None:
-    """Takes a pending defense whose self-test nobody holds (or whose holder's lease ran out);
-    returns the run number, or None."""
+) -> Defense | None:
+    """Takes a pending defense whose self-test nobody holds (or whose holder's lease ran out)
+    and reads it back; None when it is not pending or another worker holds it."""
     claimed = leases.claim(
         session,
         SELF_TEST_LEASES,
@@ -382,9 +378,9 @@ def claim_defense(
         token,
         now,
         lease_until,
-        returning=[Defense.run_count],
+        returning=[Defense],
     )
-    return claimed.scalar_one_or_none()
+    return claimed.scalars().one_or_none()
 
 
 def defense_if_held(session: Session, defense_id: uuid.UUID, token: uuid.UUID) -> Defense | None:
