@@ -32,7 +32,7 @@ from app.db import (
     new_id,
     utcnow,
 )
-from app.lease.models import Leased, LeasedTable
+from app.lease.models import Leased, LeasedTable, Metered
 
 
 class AttemptStatus(StrEnum):
@@ -46,7 +46,7 @@ class AttemptStatus(StrEnum):
         return self in (AttemptStatus.COMPLETED, AttemptStatus.ERROR)
 
 
-class Attempt(Leased, Base):
+class Attempt(Leased, Metered, Base):
     """One submission. Status moves queued → running → completed | error.
 
     A worker runs it under a lease (`Leased`, `ATTEMPT_LEASES`): only the holder of the current
@@ -91,9 +91,6 @@ class Attempt(Leased, Base):
     # Both are written by workers from what models and plugins produced: escaped, never refused.
     error: Mapped[str | None] = mapped_column(ProducedText, default=None)
     error_detail: Mapped[str | None] = mapped_column(ProducedText, default=None)
-    # Model spend so far (all roles, every run), added to atomically after each call; the
-    # attempt's cost budget is checked against it before each call.
-    spent_usd: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     succeeded: Mapped[bool | None] = mapped_column(Boolean, default=None)
     tokens_total: Mapped[int | None] = mapped_column(BigInteger, default=None)
     elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)

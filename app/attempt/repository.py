@@ -603,17 +603,3 @@ def upsert_attempt_task(session: Session, values: dict[str, Any], update_fields:
             set_={name: getattr(statement.excluded, name) for name in update_fields},
         )
     )
-
-
-def add_attempt_spend(session: Session, attempt_id: uuid.UUID, amount_usd: float) -> None:
-    """Adds one call's charge to the attempt's running total (atomic: one UPDATE)."""
-    session.execute(
-        update(Attempt)
-        .where(Attempt.id == attempt_id)
-        .values(spent_usd=Attempt.spent_usd + amount_usd)
-    )
-
-
-def attempt_spend(session: Session, attempt_id: uuid.UUID) -> float:
-    spent = session.scalar(select(Attempt.spent_usd).where(Attempt.id == attempt_id))
-    return float(spent or 0.0)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -29,7 +28,7 @@ from app.db import session_scope, utcnow
 from app.errors import ValidationFailed
 from app.evaluation.llm import warm_up_calls, warmed_up
 from app.leaderboard import service as leaderboard
-from app.lease.budget import CostBudget
+from app.lease.budget import CostBudget, RowSpend
 from app.lease.model_client import model_client
 from app.lease.run import Failure, LeasedRun, run_leased, run_on_process_loop
 from app.observability import metrics as telemetry
@@ -50,19 +49,6 @@ def warm_up_process() -> bool:
     after the main process's warm-up loaded litellm's modules (inherited by the fork): a pool
     process that took seconds to start would be killed by Celery's start-up timeout."""
     return warmed_up() and run_on_process_loop(warm_up_calls())
-
-
-@dataclass(frozen=True)
-class AttemptSpend:
-    """An attempt's model spend, on its row (every run's, every role's)."""
-
-    attempt_id: uuid.UUID
-
-    def spent(self, session: Session) -> float:
-        return repository.attempt_spend(session, self.attempt_id)
-
-    def add(self, session: Session, amount_usd: float) -> None:
-        repository.add_attempt_spend(session, self.attempt_id, amount_usd)
 
 
 class AttemptRun(LeasedRun[repository.Claimed, AttemptJob, AttemptMetrics | None]):
@@ -135,7 +121,7 @@ async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> Att
     attempt's and the tenant's cost budgets; returns what the kind's run returns."""
     kind = kind_as(job.kind, AttemptKind)
     budget = CostBudget(
-        own=AttemptSpend(job.attempt_id),
+        own=RowSpend(Attempt, job.attempt_id),
         tenant_day=DaySpend(job.tenant_id),
         attempt_budget_usd=kind.cost_budget_usd(job.config, settings),
         tenant_daily_budget_usd=settings.tenant_daily_cost_budget_usd,

@@ -20,6 +20,8 @@ workers, are seen only once charged).
 from __future__ import annotations
 
 import asyncio
+import uuid
+from dataclasses import dataclass
 from datetime import date
 from typing import Protocol
 
@@ -27,6 +29,8 @@ from sqlalchemy.orm import Session
 
 from app.db import session_scope, utcnow
 from app.evaluation.types import CallRecord, CostBudgetExhausted, ModelSpec
+from app.lease import repository
+from app.lease.models import Metered
 
 
 def format_usd(amount: float) -> str:
@@ -48,6 +52,20 @@ class Spend(Protocol):
     def spent(self, session: Session) -> float: ...
 
     def add(self, session: Session, amount_usd: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class RowSpend:
+    """A job's own spend, on its row (`Metered`: an attempt's, a match's)."""
+
+    model: type[Metered]
+    row_id: uuid.UUID
+
+    def spent(self, session: Session) -> float:
+        return repository.spent(session, self.model, self.row_id)
+
+    def add(self, session: Session, amount_usd: float) -> None:
+        repository.add_spend(session, self.model, self.row_id, amount_usd)
 
 
 class CostBudget:

@@ -14,7 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, Integer, Uuid, or_
+from sqlalchemy import ColumnElement, Float, Integer, Uuid, or_
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import UTCDateTime
@@ -46,6 +46,17 @@ class Leased:
         self.run_token = None
         self.lease_expires_at = None
         self.run_count = 0
+
+
+class Metered:
+    """A job's model spend so far (every run's, every role's; a mixin of the mapped class),
+    added to atomically after each call: its cost budget is checked against it before each
+    call (`app.lease.budget`)."""
+
+    if TYPE_CHECKING:
+        id: Mapped[uuid.UUID]
+
+    spent_usd: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
 
 
 L = TypeVar("L", bound=Leased)

@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, Result, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.db import lock_some_ids
-from app.lease.models import L, LeasedTable
+from app.lease.models import L, LeasedTable, Metered
 
 # The rows a statement changes are read back with RETURNING when the caller needs them; the
 # session's objects are not updated in place (every caller works in a fresh session).
@@ -134,4 +134,17 @@ def lapsed(
     model = table.model
     return lock_some_ids(
         session, model.id, *conditions, found, oldest_first=oldest_first, limit=limit
+    )
+
+
+def spent(session: Session, model: type[Metered], row_id: uuid.UUID) -> float:
+    """What the job's calls have spent so far."""
+    return float(session.scalar(select(model.spent_usd).where(model.id == row_id)) or 0.0)
+
+
+def add_spend(session: Session, model: type[Metered], row_id: uuid.UUID, amount_usd: float) -> None:
+    """Adds one call's charge to the job's total (atomic: one UPDATE)."""
+    session.execute(
+        update(model).where(model.id == row_id).values(spent_usd=model.spent_usd + amount_usd),
+        execution_options=_UNSYNCHRONIZED,
     )

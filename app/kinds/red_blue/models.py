@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, JSONType, ProducedJSON, ProducedText, StrEnumColumn, UTCDateTime, new_id
-from app.lease.models import Leased, LeasedTable
+from app.lease.models import Leased, LeasedTable, Metered
 
 
 class DefenseStatus(StrEnum):
@@ -122,7 +122,7 @@ class Attack(Base):
     paired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
-class Match(Leased, Base):
+class Match(Leased, Metered, Base):
     """One target call: the defense as system prompt, the attack as user message, judged by
     every category. Each (attack, defense) pair at most once; never a participant against
     themself. Runs under a lease like an attempt (`MATCH_LEASES`)."""
@@ -175,7 +175,6 @@ class Match(Leased, Base):
     tokens_total: Mapped[int | None] = mapped_column(BigInteger, default=None)
     elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)
     cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
-    spent_usd: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     # `error` is what participants read; `error_detail` the full reason, tenant admins only.
     error: Mapped[str | None] = mapped_column(ProducedText, default=None)
     error_detail: Mapped[str | None] = mapped_column(ProducedText, default=None)

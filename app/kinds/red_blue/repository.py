@@ -457,23 +457,6 @@ def challenge_version(session: Session, challenge_id: uuid.UUID) -> datetime | N
     return session.scalar(select(Challenge.updated_at).where(Challenge.id == challenge_id))
 
 
-def renew_match_leases(
-    session: Session, match_ids: Sequence[uuid.UUID], token: uuid.UUID, lease_until: datetime
-) -> int:
-    """Extends the lease of those of the matches this token still holds; how many."""
-    return leases.renew(session, MATCH_LEASES, match_ids, token, lease_until)
-
-
-def add_match_spend(session: Session, match_id: uuid.UUID, amount_usd: float) -> None:
-    session.execute(
-        update(Match).where(Match.id == match_id).values(spent_usd=Match.spent_usd + amount_usd)
-    )
-
-
-def match_spend(session: Session, match_id: uuid.UUID) -> float:
-    return float(session.scalar(select(Match.spent_usd).where(Match.id == match_id)) or 0.0)
-
-
 # Pairing
 
 

@@ -54,11 +54,12 @@ from app.kinds.red_blue.models import (
     Attack,
     Defense,
     DefenseStatus,
+    Match,
     MatchStatus,
     Side,
 )
 from app.kinds.red_blue.repository import Entry, RatingRow
-from app.lease.budget import CostBudget
+from app.lease.budget import CostBudget, RowSpend
 from app.lease.heartbeat import Heartbeat
 from app.lease.model_client import model_client
 from app.lease.run import Failure, LeasedRun, failure_of, run_leased, run_on_process_loop
@@ -75,24 +76,11 @@ log = logging.getLogger(__name__)
 SWEEP_BATCH = 500
 
 
-@dataclass(frozen=True)
-class MatchSpend:
-    """A match's model spend, on its row."""
-
-    match_id: uuid.UUID
-
-    def spent(self, session: Session) -> float:
-        return repository.match_spend(session, self.match_id)
-
-    def add(self, session: Session, amount_usd: float) -> None:
-        repository.add_match_spend(session, self.match_id, amount_usd)
-
-
 def _budget(match_id: uuid.UUID | None, tenant_id: uuid.UUID, settings: Settings) -> CostBudget:
     """The cost budgets of a match's (or a self-test's) calls: the match's own spend (a
     self-test keeps none) and the tenant's of the day, as an attempt's."""
     return CostBudget(
-        own=MatchSpend(match_id) if match_id is not None else None,
+        own=RowSpend(Match, match_id) if match_id is not None else None,
         tenant_day=DaySpend(tenant_id),
         attempt_budget_usd=settings.attempt_cost_budget_usd,
         tenant_daily_budget_usd=settings.tenant_daily_cost_budget_usd,
@@ -283,7 +271,6 @@ def _make_matches(
 
 def pair_attack(attack_id: uuid.UUID) -> str:
     """Matches a new attack with defenses by the challenge's policy (idempotent)."""
-    from app.kinds.red_blue.models import Match
     from app.redblue.pairing import Submission, choose_opponents
 
     with unit_of_work() as work:
@@ -316,7 +303,6 @@ def pair_attack(attack_id: uuid.UUID) -> str:
 def _pair_defense(work: UnitOfWork, defense: Defense, sections: RedBlueSections) -> int:
     """Pairs a defense that has just become active, if it is its participant's newest active
     defense (an older one finishing its self-test late is not paired); marks it paired."""
-    from app.kinds.red_blue.models import Match
     from app.redblue.pairing import Submission, choose_opponents
 
     session = work.session
@@ -1010,7 +996,6 @@ def sweep() -> dict[str, int]:
     """Re-sends what was lost: queued matches and running ones whose lease ran out, pending
     self-tests nobody holds and active defenses never paired, attacks never paired, and
     boards left dirty (a recompute message lost, or a recompute that failed)."""
-    from app.kinds.red_blue.models import Match
 
     settings = get_settings()
     now = utcnow()
