@@ -1,7 +1,10 @@
-"""Leased background jobs: rows a worker runs under a lease that it renews while it works.
+"""Leased jobs: rows a worker runs under a lease that it renews while it works (attempts,
+red_blue's self-tests and matches).
 
-Attempts, red_blue's self-tests and its matches are such rows. `models` holds their columns
-(the `Leased` mixin) and how a table is leased (`LeasedTable`); `repository` every statement
-on a lease (claim, renew, release, the sweep's lapsed leases); `service` the rules a run
-follows (`hold` before every write, `LeaseLost`); `heartbeat` the thread that renews the lease.
+`models` holds their columns (the `Leased` and `Metered` mixins) and how a table is leased
+(`LeasedTable`); `repository` every statement on a lease (claim, renew, write as the holder,
+release, the sweep's lapsed leases) and on a job's own spend; `service` what a run follows
+(`hold` before every write, `LeaseLost`); `heartbeat` the thread that renews the lease; `run`
+the run's shape (claim → load → execute → complete | fail); `budget` and `model_client` the
+cost budgets and the client of its model calls.
 """
