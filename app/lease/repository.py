@@ -1,5 +1,5 @@
 """Every statement on a lease, for any leased table (`LeasedTable`): claim, renew, write as
-the holder, release, and the rows whose lease ran out.
+the holder, release, and the rows whose lease ran out; and a job's own spend (`Metered`).
 
 Every state change after the claim is guarded by the run token, so a worker that lost its
 lease changes nothing. The statements take many ids as readily as one: a chunk of matches
@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 from app.db import lock_some_ids
 from app.lease.models import L, LeasedTable, Metered
 
-# The rows a statement changes are read back with RETURNING when the caller needs them; the
-# session's objects are not updated in place (every caller works in a fresh session).
+# The session's objects are not updated in place by these statements: a caller that needs
+# the new values reads them back (RETURNING) or loads the row again.
 _UNSYNCHRONIZED = {"synchronize_session": False}
 
 
