@@ -4,9 +4,9 @@ measured.
 
 The runner (`app.attempt.runner`, a leased job of `app.lease`) does what every kind shares:
 the claim and the lease, the model client with the outbound policy and the cost budgets, the
-time limit, the errors, the score and the leaderboard. A kind runs its trials (`run`) and says what they measured
-(`measure`), storing what it produces through the `RunContext` it is given, every write
-checked against the lease.
+time limit, the errors, the score and the leaderboard. A kind runs its trials (`run`) and
+says what they measured (`measure`), storing what it produces through the `RunContext` it is
+given, every write checked against the lease.
 """
 
 from __future__ import annotations
