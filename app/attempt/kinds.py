@@ -2,11 +2,11 @@
 to `POST /v1/challenges/{id}/attempts` must hold, how a worker runs the attempt, and what it
 measured.
 
-The runner (`app.attempt.runner`) does what every kind shares: the claim and the lease, the
-model client with the outbound policy and the cost budgets, the time limit, the errors, the
-score and the leaderboard. A kind runs its trials (`run`) and says what they measured
-(`measure`), storing what it produces through the `RunContext` it is given, every write
-checked against the lease.
+The runner (`app.attempt.runner`, a leased job of `app.lease`) does what every kind shares:
+the claim and the lease, the model client with the outbound policy and the cost budgets, the
+time limit, the errors, the score and the leaderboard. A kind runs its trials (`run`) and
+says what they measured (`measure`), storing what it produces through the `RunContext` it is
+given, every write checked against the lease.
 """
 
 from __future__ import annotations

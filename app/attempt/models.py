@@ -32,6 +32,7 @@ from app.db import (
     new_id,
     utcnow,
 )
+from app.lease.models import Leased, LeasedTable, Metered
 
 
 class AttemptStatus(StrEnum):
@@ -45,12 +46,12 @@ class AttemptStatus(StrEnum):
         return self in (AttemptStatus.COMPLETED, AttemptStatus.ERROR)
 
 
-class Attempt(Base):
+class Attempt(Leased, Metered, Base):
     """One submission. Status moves queued → running → completed | error.
 
-    A worker owns a running attempt through a lease (`run_token`, `lease_expires_at`): it renews
-    the lease while it works, and only the holder of the current token may finish the attempt,
-    so a redelivered task or a worker that came back late never finishes it twice.
+    A worker runs it under a lease (`Leased`, `ATTEMPT_LEASES`): only the holder of the current
+    run token may finish the attempt, so a redelivered task or a worker that came back late
+    never finishes it twice.
     """
 
     __tablename__ = "attempts"
@@ -84,19 +85,12 @@ class Attempt(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     created_at_ms: Mapped[int] = mapped_column(BigInteger)
     enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
-    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
-    run_token: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
-    run_count: Mapped[int] = mapped_column(Integer, default=0)
     # `error` is what participants read ("model ... unreachable"); `error_detail` the full
     # reason (addresses, provider answers), for the tenant admin and the logs only.
     # Both are written by workers from what models and plugins produced: escaped, never refused.
     error: Mapped[str | None] = mapped_column(ProducedText, default=None)
     error_detail: Mapped[str | None] = mapped_column(ProducedText, default=None)
-    # Model spend so far (all roles, every run), added to atomically after each call; the
-    # attempt's cost budget is checked against it before each call.
-    spent_usd: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     succeeded: Mapped[bool | None] = mapped_column(Boolean, default=None)
     tokens_total: Mapped[int | None] = mapped_column(BigInteger, default=None)
     elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)
@@ -111,6 +105,9 @@ class Attempt(Base):
     # summary (tasks done, the curve so far, usage), refreshed as trials land.
     run_config: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     progress: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
+
+
+ATTEMPT_LEASES = LeasedTable(Attempt, waiting=AttemptStatus.QUEUED, running=AttemptStatus.RUNNING)
 
 
 class AttemptTask(Base):

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, and_, bindparam, func, or_, select, tuple_, update
+from sqlalchemy import Table, and_, bindparam, func, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, defer
 
-from app.attempt.models import Attempt, AttemptStatus, AttemptTask, Trial
+from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus, AttemptTask, Trial
 from app.attempt.schemas import FailedAttempt, RunRow
 from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
@@ -30,6 +30,7 @@ from app.db import (
     utcnow,
 )
 from app.evaluation.types import TrialRecord
+from app.lease import repository as leases
 from app.tenant.models import Participant
 
 
@@ -513,56 +514,20 @@ def claim(
     None when someone else holds it or it is finished. (An admin's re-run keeps `started_at`,
     so only an attempt never started before is `first_start`.)
     """
-    attempt = session.scalars(
-        update(Attempt)
-        .where(
-            Attempt.id == attempt_id,
-            or_(
-                Attempt.status == AttemptStatus.QUEUED,
-                (Attempt.status == AttemptStatus.RUNNING) & (Attempt.lease_expires_at < now),
-            ),
+    attempt = (
+        leases.claim(
+            session, ATTEMPT_LEASES, [attempt_id], token, now, lease_until, returning=[Attempt]
         )
-        .values(
-            status=AttemptStatus.RUNNING,
-            run_token=token,
-            lease_expires_at=lease_until,
-            started_at=func.coalesce(Attempt.started_at, now),
-            run_count=Attempt.run_count + 1,
-        )
-        .returning(Attempt),
-        execution_options={"synchronize_session": False},
-    ).one_or_none()
+        .scalars()
+        .one_or_none()
+    )
     if attempt is None:
         return None
     return Claimed(attempt, first_start=attempt.started_at == now)
 
 
-def renew_lease(
-    session: Session, attempt_id: uuid.UUID, token: uuid.UUID, lease_until: datetime
-) -> bool:
-    result = session.execute(
-        update(Attempt)
-        .where(
-            Attempt.id == attempt_id,
-            Attempt.run_token == token,
-            Attempt.status == AttemptStatus.RUNNING,
-        )
-        .values(lease_expires_at=lease_until)
-        .returning(Attempt.id)
-    )
-    return result.scalar_one_or_none() is not None
-
-
 def locked_if_held(session: Session, attempt_id: uuid.UUID, token: uuid.UUID) -> Attempt | None:
-    return session.scalar(
-        select(Attempt)
-        .where(
-            Attempt.id == attempt_id,
-            Attempt.run_token == token,
-            Attempt.status == AttemptStatus.RUNNING,
-        )
-        .with_for_update()
-    )
+    return leases.lock_held(session, ATTEMPT_LEASES, attempt_id, token)
 
 
 @dataclass(frozen=True)
@@ -643,11 +608,10 @@ def stuck_running(
     session: Session, now: datetime, requeued_before: datetime, limit: int
 ) -> list[uuid.UUID]:
     """Running attempts whose lease ran out (their worker is gone) and not re-sent just now."""
-    return lock_some_ids(
+    return leases.lapsed(
         session,
-        Attempt.id,
-        Attempt.status == AttemptStatus.RUNNING,
-        Attempt.lease_expires_at < now,
+        ATTEMPT_LEASES,
+        now,
         Attempt.enqueued_at < requeued_before,
         oldest_first=Attempt.lease_expires_at,
         limit=limit,
@@ -663,17 +627,8 @@ def set_run_record(
     session: Session, attempt_id: uuid.UUID, token: uuid.UUID, **values: Any
 ) -> bool:
     """Writes `run_config` / `progress` of a held attempt; False when the lease is lost."""
-    result = session.execute(
-        update(Attempt)
-        .where(
-            Attempt.id == attempt_id,
-            Attempt.run_token == token,
-            Attempt.status == AttemptStatus.RUNNING,
-        )
-        .values(**values)
-        .returning(Attempt.id)
-    )
-    return result.scalar_one_or_none() is not None
+    written = leases.write_held(session, ATTEMPT_LEASES, [attempt_id], token, **values)
+    return written.first() is not None
 
 
 def task_trials(session: Session, attempt_id: uuid.UUID, task_index: int) -> Sequence[Trial]:
@@ -693,17 +648,3 @@ def upsert_attempt_task(session: Session, values: dict[str, Any], update_fields:
             set_={name: getattr(statement.excluded, name) for name in update_fields},
         )
     )
-
-
-def add_attempt_spend(session: Session, attempt_id: uuid.UUID, amount_usd: float) -> None:
-    """Adds one call's charge to the attempt's running total (atomic: one UPDATE)."""
-    session.execute(
-        update(Attempt)
-        .where(Attempt.id == attempt_id)
-        .values(spent_usd=Attempt.spent_usd + amount_usd)
-    )
-
-
-def attempt_spend(session: Session, attempt_id: uuid.UUID) -> float:
-    spent = session.scalar(select(Attempt.spent_usd).where(Attempt.id == attempt_id))
-    return float(spent or 0.0)

@@ -17,13 +17,14 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.lease import LeaseLost, hold
+from app.attempt.models import ATTEMPT_LEASES
 from app.attempt.repository import LandedTrial
 from app.attempt.trial_writer import TrialWriter
 from app.config import Settings
 from app.db import session_scope
 from app.evaluation.benchmark import Task
 from app.evaluation.types import TrialRecord
+from app.lease.service import LeaseLost, hold
 
 
 class DatabaseRunStore:
@@ -40,7 +41,7 @@ class DatabaseRunStore:
         self.trials = trials
 
     def _held(self, session: Session) -> None:
-        hold(session, self.attempt_id, self.token, self.settings)
+        hold(session, ATTEMPT_LEASES, self.attempt_id, self.token, self.settings)
 
     def _load_config(self) -> dict[str, Any] | None:
         with session_scope() as session:

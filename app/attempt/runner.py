@@ -1,113 +1,46 @@
 """Running one attempt on a worker: claim it, run its trials through the evaluation engine,
 finish it with metrics, score and leaderboard in one transaction.
 
-Every step can be repeated safely. The claim is a conditional update that also takes over an
-attempt whose worker died (lease expired); trials are stored as they land, unique per index, so
-a takeover continues where the dead worker stopped; only the holder of the current run token
-can finish the attempt, so the leaderboard moves once.
+The run has the shape of every leased job (app/lease/run.py). The claim is a conditional
+update that also takes over an attempt whose worker died (lease expired); trials are stored as
+they land, unique per index, so a takeover continues where the dead worker stopped; only the
+holder of the current run token can finish the attempt, so the leaderboard moves once.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable
+from datetime import datetime
 
-from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.budget import AttemptBudget
 from app.attempt.kinds import AttemptJob, AttemptKind, RunContext
-from app.attempt.lease import Heartbeat, LeaseLost, hold, lease_until
 from app.attempt.metrics import AttemptMetrics
-from app.attempt.models import Attempt, AttemptStatus
+from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus
 from app.attempt.ranked import as_ranked, record_metrics
 from app.challenge.registry import kind_as
 from app.challenge.service import config_of, find_challenge
-from app.config import Settings, get_settings
+from app.config import Settings
 from app.db import session_scope, utcnow
 from app.errors import ValidationFailed
-from app.evaluation.llm import LLMClient, warm_up_calls, warmed_up
-from app.evaluation.types import (
-    InfrastructureError,
-    RetryPolicy,
-)
+from app.evaluation.llm import warm_up_calls, warmed_up
 from app.leaderboard import service as leaderboard
+from app.lease.budget import CostBudget, RowSpend
+from app.lease.model_client import model_client
+from app.lease.run import Failure, LeasedRun, run_leased, run_on_process_loop
 from app.observability import metrics as telemetry
 from app.scoring.service import ScoreResult, Scoring, prepare_scoring
+from app.tenant.service import DaySpend
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 
 def run_attempt(attempt_id: uuid.UUID) -> str:
     """Runs the attempt if it is this worker's to run; returns what happened, for the logs."""
-    settings = get_settings()
-    token = uuid.uuid4()
-    with session_scope() as session:
-        claimed = repository.claim(session, attempt_id, token, utcnow(), lease_until(settings))
-        if claimed is None:
-            return "skipped: finished or held by another worker"
-        run_number = claimed.attempt.run_count
-        job = _load_job(session, claimed) if run_number <= settings.max_attempt_runs else None
-    if run_number > settings.max_attempt_runs:
-        _finish_with_error(
-            attempt_id, token, f"gave up after {settings.max_attempt_runs} runs without finishing"
-        )
-        return "error: too many runs"
-    if job is None:
-        _finish_with_error(attempt_id, token, "the challenge has no runnable configuration")
-        return "error: not runnable"
-    telemetry.attempt_reached(job.kind, "running")
-    try:
-        with Heartbeat(_renewer(attempt_id, token, settings), settings, f"attempt {attempt_id}"):
-            outcome = run_on_process_loop(_execute(job, token, settings))
-    except LeaseLost:
-        return "stopped: lease taken over by another worker"
-    except InfrastructureError as exc:
-        if exc.detail != str(exc):
-            log.warning("attempt %s ended in error: %s", attempt_id, exc.detail)
-        _finish_with_error(attempt_id, token, str(exc), detail=exc.detail)
-        return "error"
-    except SoftTimeLimitExceeded:
-        limit = settings.attempt_time_limit_seconds
-        _finish_with_error(attempt_id, token, f"time limit of {limit} s exceeded")
-        return "error: time limit"
-    except Exception as exc:
-        # A bug must not leave the attempt running forever; record it and keep the trace.
-        log.exception("attempt %s failed unexpectedly", attempt_id)
-        _finish_with_error(attempt_id, token, f"internal error: {type(exc).__name__}")
-        return "error: internal"
-    _finish(job, token, outcome)
-    return "completed"
-
-
-_process_loop: asyncio.AbstractEventLoop | None = None
-
-
-def run_on_process_loop(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Runs on one event loop per worker process, kept between attempts: a new loop (and its
-    thread pool) for every attempt is measurable overhead for short offline attempts. A loop
-    that an exception interrupted may hold half-done tasks, so it is discarded."""
-    global _process_loop
-    if _process_loop is None or _process_loop.is_closed():
-        _process_loop = asyncio.new_event_loop()
-    loop = _process_loop
-    try:
-        return loop.run_until_complete(coroutine)
-    except BaseException:
-        _process_loop = None
-        for task in asyncio.all_tasks(loop):
-            task.cancel()
-        with contextlib.suppress(BaseException):
-            loop.run_until_complete(loop.shutdown_default_executor())
-        loop.close()
-        raise
+    return run_leased(ATTEMPT_RUN, attempt_id)
 
 
 def warm_up_process() -> bool:
@@ -116,6 +49,47 @@ def warm_up_process() -> bool:
     after the main process's warm-up loaded litellm's modules (inherited by the fork): a pool
     process that took seconds to start would be killed by Celery's start-up timeout."""
     return warmed_up() and run_on_process_loop(warm_up_calls())
+
+
+class AttemptRun(LeasedRun[repository.Claimed, AttemptJob, AttemptMetrics | None]):
+    table = ATTEMPT_LEASES
+
+    def claim(
+        self,
+        session: Session,
+        row_id: uuid.UUID,
+        token: uuid.UUID,
+        now: datetime,
+        until: datetime,
+    ) -> repository.Claimed | None:
+        return repository.claim(session, row_id, token, now, until)
+
+    def runs(self, claimed: repository.Claimed) -> int:
+        return claimed.attempt.run_count
+
+    def load(self, session: Session, claimed: repository.Claimed) -> AttemptJob | None:
+        return _load_job(session, claimed)
+
+    def started(self, job: AttemptJob) -> None:
+        telemetry.attempt_reached(job.kind, "running")
+
+    def name(self, row_id: uuid.UUID) -> str:
+        return f"attempt {row_id}"
+
+    async def execute(
+        self, job: AttemptJob, token: uuid.UUID, settings: Settings
+    ) -> AttemptMetrics | None:
+        return await _execute(job, token, settings)
+
+    def complete(self, job: AttemptJob, token: uuid.UUID, result: AttemptMetrics | None) -> str:
+        _finish(job, token, result)
+        return "completed"
+
+    def fail(self, row_id: uuid.UUID, token: uuid.UUID, failure: Failure) -> None:
+        _finish_with_error(row_id, token, failure)
+
+
+ATTEMPT_RUN = AttemptRun()
 
 
 def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | None:
@@ -142,37 +116,18 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
     )
 
 
-def _renewer(attempt_id: uuid.UUID, token: uuid.UUID, settings: Settings) -> Callable[[], bool]:
-    def renew() -> bool:
-        with session_scope() as session:
-            hold(session, attempt_id, token, settings)
-        return True
-
-    return renew
-
-
 async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> AttemptMetrics | None:
     """Runs the kind's trials, every call by the service's outbound policy and within the
     attempt's and the tenant's cost budgets; returns what the kind's run returns."""
     kind = kind_as(job.kind, AttemptKind)
-    llm = LLMClient(
-        on_call=telemetry.observe_model_call,
-        global_concurrency=settings.model_global_concurrency,
-        per_model_concurrency=settings.model_per_model_concurrency,
-        retry=RetryPolicy(
-            max_attempts=settings.model_max_tries,
-            base_delay_s=settings.model_retry_base_delay_seconds,
-        ),
-        outbound=settings.outbound_policy(),
-        max_output_chars=settings.max_output_chars,
-        budget=AttemptBudget(
-            attempt_id=job.attempt_id,
-            tenant_id=job.tenant_id,
-            attempt_budget_usd=kind.cost_budget_usd(job.config, settings),
-            tenant_daily_budget_usd=settings.tenant_daily_cost_budget_usd,
-            unpriced_usd_per_million_tokens=settings.unpriced_usd_per_million_tokens,
-        ),
+    budget = CostBudget(
+        own=RowSpend(Attempt, job.attempt_id),
+        tenant_day=DaySpend(job.tenant_id),
+        attempt_budget_usd=kind.cost_budget_usd(job.config, settings),
+        tenant_daily_budget_usd=settings.tenant_daily_cost_budget_usd,
+        unpriced_usd_per_million_tokens=settings.unpriced_usd_per_million_tokens,
     )
+    llm = model_client(settings, budget)
     try:
         return await kind.run(RunContext(job, token, settings, llm))
     finally:
@@ -222,7 +177,7 @@ def _complete(
     """Completes the attempt; returns what records its end in the metrics after the commit."""
     attempt.status = AttemptStatus.COMPLETED
     attempt.finished_at = utcnow()
-    attempt.lease_expires_at = None
+    attempt.end_lease()
     record_metrics(attempt, metrics)
     attempt.score = scored.score
     attempt.score_details = scored.details
@@ -241,22 +196,19 @@ def _end_recorder(attempt: Attempt, kind: str) -> Callable[[], None]:
     return lambda: telemetry.attempt_ended(kind, status, since_submission, run)
 
 
-def _finish_with_error(
-    attempt_id: uuid.UUID, token: uuid.UUID, reason: str, *, detail: str | None = None
-) -> None:
+def _finish_with_error(attempt_id: uuid.UUID, token: uuid.UUID, failure: Failure) -> None:
     """Ends the attempt as an infrastructure error; it does not count against limits.
 
-    `reason` is shown to participants; `detail` (addresses, provider answers) only to tenant
-    admins."""
+    Participants read the failure's `reason`; tenant admins its `detail` too."""
     with session_scope() as session:
         attempt = repository.locked_if_held(session, attempt_id, token)
         if attempt is None:
             return
         attempt.status = AttemptStatus.ERROR
-        attempt.error = reason[:2000]
-        attempt.error_detail = detail[:4000] if detail and detail != reason else None
+        attempt.error = failure.reason
+        attempt.error_detail = failure.detail
         attempt.finished_at = utcnow()
-        attempt.lease_expires_at = None
+        attempt.end_lease()
         challenge = find_challenge(session, attempt.tenant_id, attempt.challenge_id)
         ended = _end_recorder(attempt, challenge.kind if challenge is not None else "unknown")
     ended()

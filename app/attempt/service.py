@@ -230,9 +230,7 @@ def retry_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID)
     attempt.error = None
     attempt.error_detail = None
     attempt.finished_at = None
-    attempt.run_token = None
-    attempt.lease_expires_at = None
-    attempt.run_count = 0
+    attempt.forget_runs()
     attempt.enqueued_at = now
     session.flush()
     work.send_after_commit(RUN_ATTEMPT, str(attempt.id))

@@ -15,10 +15,11 @@ import asyncio
 import uuid
 
 from app.attempt import repository
-from app.attempt.lease import hold
+from app.attempt.models import ATTEMPT_LEASES
 from app.attempt.repository import LandedTrial
 from app.config import Settings
 from app.db import session_scope
+from app.lease.service import hold
 
 
 class TrialWriter:
@@ -59,7 +60,7 @@ class TrialWriter:
 
     def _write(self, batch: list[LandedTrial]) -> None:
         with session_scope() as session:
-            hold(session, self.attempt_id, self.token, self.settings)
+            hold(session, ATTEMPT_LEASES, self.attempt_id, self.token, self.settings)
             repository.insert_trials(
                 session, tenant_id=self.tenant_id, attempt_id=self.attempt_id, landed=batch
             )

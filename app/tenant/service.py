@@ -4,6 +4,7 @@ signs in."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
 from sqlalchemy.orm import Session
@@ -19,6 +20,19 @@ from app.tenant import repository
 from app.tenant.models import Participant, Tenant
 from app.tenant.repository import ParticipantRepository
 from app.tenant.schemas import SpendDay, TenantUsage
+
+
+@dataclass(frozen=True)
+class DaySpend:
+    """A tenant's model spend of the current UTC day (the budgets' `Spend`)."""
+
+    tenant_id: uuid.UUID
+
+    def spent(self, session: Session) -> float:
+        return repository.spend_on(session, self.tenant_id, utcnow().date())
+
+    def add(self, session: Session, amount_usd: float) -> None:
+        repository.add_spend(session, self.tenant_id, utcnow().date(), amount_usd)
 
 
 def create_tenant(session: Session, slug: str, name: str) -> tuple[Tenant, ApiKey, str]:

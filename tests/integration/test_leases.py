@@ -18,11 +18,12 @@ import pytest
 from sqlalchemy import func, select, update
 
 from app.attempt import runner
-from app.attempt.lease import Heartbeat
-from app.attempt.models import Attempt, AttemptTask, Trial
+from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptTask, Trial
 from app.config import get_settings
 from app.db import session_scope, utcnow
 from app.leaderboard.models import LeaderboardEntry
+from app.lease.heartbeat import Heartbeat
+from app.lease.service import renewer
 from app.tenant.repository import ParticipantRepository
 from tests.conftest import Api
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
@@ -129,7 +130,7 @@ def test_a_benchmark_attempt_taken_over_mid_run_writes_nothing_more(
     attempt_id = _queued_attempt(tenant, challenge, model_spec={"model": "openai/fake-model"})
     thread, outcome = _run_in_background(attempt_id)
     # The second task's call in flight. (Until a paid call has been priced, an attempt's paid
-    # calls run one at a time (app/attempt/budget.py), so the first task may have finished.)
+    # calls run one at a time (app/lease/budget.py), so the first task may have finished.)
     _wait_for_calls(provider, 2)
     thief = _take_over(attempt_id)
     with session_scope() as session:
@@ -176,7 +177,7 @@ def test_the_heartbeat_stops_once_the_lease_is_lost(
         )
     settings = get_settings()
     heartbeat = Heartbeat(
-        runner._renewer(attempt_id, uuid.uuid4(), settings), settings, "the attempt"
+        renewer(ATTEMPT_LEASES, [attempt_id], uuid.uuid4(), settings), settings, "the attempt"
     )
     with heartbeat:
         # Its first beat comes a third of a lease in; it finds the lease gone and ends.

@@ -8,7 +8,6 @@ import asyncio
 import os
 import random
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -16,7 +15,6 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.attempt.budget import AttemptBudget, format_usd
 from app.evaluation.llm import LLMClient
 from app.evaluation.runner import MemoryRunStore, RunConfig, run_benchmark
 from app.evaluation.types import (
@@ -27,6 +25,7 @@ from app.evaluation.types import (
     ModelSpec,
     RetryPolicy,
 )
+from app.lease.budget import CostBudget, format_usd
 from app.outbound.policy import OutboundPolicy, parse_allowed_bases
 from tests.fixtures.eval_benchmark import ScriptedClient, make_benchmark
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
@@ -169,13 +168,23 @@ def test_a_tenant_budget_interrupts_the_run() -> None:
     assert store.run_summary is not None and store.run_summary["status"] == "stopped"
 
 
-class MemoryAttemptBudget(AttemptBudget):
+class Unread:
+    """Spend a budget of these tests never reads: they keep it in memory, or only price."""
+
+    def spent(self, session: Any) -> float:
+        raise AssertionError("read from the database")
+
+    def add(self, session: Any, amount_usd: float) -> None:
+        raise AssertionError("written to the database")
+
+
+class MemoryCostBudget(CostBudget):
     """The service's budget logic with the database replaced by two numbers."""
 
     def __init__(self, budget_usd: float) -> None:
         super().__init__(
-            attempt_id=uuid.uuid4(),
-            tenant_id=uuid.uuid4(),
+            own=Unread(),
+            tenant_day=Unread(),
             attempt_budget_usd=budget_usd,
             tenant_daily_budget_usd=1000.0,
             unpriced_usd_per_million_tokens=0.0,
@@ -197,7 +206,7 @@ class MemoryAttemptBudget(AttemptBudget):
 def test_concurrent_calls_cannot_run_past_the_budget_together() -> None:
     # Twenty calls at once, each costing 1.0, against a budget of 3.0: without counting the
     # calls in flight, all twenty would pass the check before the first is charged.
-    budget = MemoryAttemptBudget(budget_usd=3.0)
+    budget = MemoryCostBudget(budget_usd=3.0)
     spec = ModelSpec("openai/gpt-4o")
     started = 0
 
@@ -227,7 +236,7 @@ def test_calls_ending_during_a_check_are_still_counted(seed: int) -> None:
     # another call's check reads the spend must be seen in flight or in the read, or the
     # check lets one call too many through ($0.00018 a call, budget $0.0005: three calls).
     rng = random.Random(seed)
-    budget = MemoryAttemptBudget(budget_usd=0.0005)
+    budget = MemoryCostBudget(budget_usd=0.0005)
     spec = ModelSpec("openai/fake-model")
     record = CallRecord(model=spec.model, prompt=[], output="", cost_usd=0.00018)
     started = 0
@@ -251,7 +260,7 @@ def test_calls_ending_during_a_check_are_still_counted(seed: int) -> None:
 
 
 def test_a_failed_call_frees_its_place() -> None:
-    budget = MemoryAttemptBudget(budget_usd=1.0)
+    budget = MemoryCostBudget(budget_usd=1.0)
     spec = ModelSpec("openai/gpt-4o")
 
     async def scenario() -> None:
@@ -268,7 +277,7 @@ def test_a_failed_call_frees_its_place() -> None:
 def test_offline_models_are_free_and_never_checked() -> None:
     """A spent budget stops no offline call, and an offline call charges nothing, whatever
     its record says it cost."""
-    budget = MemoryAttemptBudget(budget_usd=0.001)
+    budget = MemoryCostBudget(budget_usd=0.001)
     budget.attempt_spent = 5.0
     spec = ModelSpec("offline/echo")
     record = CallRecord(model=spec.model, prompt=[], output="", cost_usd=0.5, input_tokens=9)
@@ -285,9 +294,9 @@ def test_offline_models_are_free_and_never_checked() -> None:
 
 
 def test_unpriced_calls_are_charged_at_the_fallback_rate() -> None:
-    budget = AttemptBudget(
-        attempt_id=uuid.uuid4(),
-        tenant_id=uuid.uuid4(),
+    budget = CostBudget(
+        own=Unread(),
+        tenant_day=Unread(),
         attempt_budget_usd=1.0,
         tenant_daily_budget_usd=10.0,
         unpriced_usd_per_million_tokens=10.0,
@@ -311,9 +320,9 @@ def test_a_lying_usage_is_charged_only_what_the_request_could_cost(
     spec = ModelSpec("openai/fake-model", api_base=server.base_url, max_tokens=16)
     record = asyncio.run(client_for(budget).complete(spec, USER))
     assert budget.charged == [record]
-    charge = AttemptBudget(
-        attempt_id=uuid.uuid4(),
-        tenant_id=uuid.uuid4(),
+    charge = CostBudget(
+        own=Unread(),
+        tenant_day=Unread(),
         attempt_budget_usd=1.0,
         tenant_daily_budget_usd=20.0,
         unpriced_usd_per_million_tokens=10.0,

@@ -9,11 +9,11 @@ import uuid
 
 import pytest
 
-from app.attempt.lease import LeaseLost
 from app.attempt.repository import LandedTrial
 from app.attempt.trial_writer import TrialWriter
 from app.config import Settings
 from app.evaluation.types import CallRecord, JudgeSection, TrialRecord
+from app.lease.service import LeaseLost
 
 
 class RecordingWriter(TrialWriter):

@@ -28,6 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, JSONType, ProducedJSON, ProducedText, StrEnumColumn, UTCDateTime, new_id
+from app.lease.models import Leased, LeasedTable, Metered
 
 
 class DefenseStatus(StrEnum):
@@ -52,9 +53,9 @@ class Side(StrEnum):
     BLUE = "blue"
 
 
-class Defense(Base):
+class Defense(Leased, Base):
     """A blue participant's system prompt. Its self-test runs on a worker under a lease, as an
-    attempt does (`run_token`, `lease_expires_at`, `run_count`)."""
+    attempt does (`SELF_TEST_LEASES`: the defense stays pending while a worker holds it)."""
 
     __tablename__ = "redblue_defenses"
     __table_args__ = (
@@ -88,13 +89,9 @@ class Defense(Base):
     request_fingerprint: Mapped[str | None] = mapped_column(String(64), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # When it was paired (active defenses only); null while its pairing is still to be done.
     paired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
-    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
-    run_token: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
-    run_count: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class Attack(Base):
@@ -125,10 +122,10 @@ class Attack(Base):
     paired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
-class Match(Base):
+class Match(Leased, Metered, Base):
     """One target call: the defense as system prompt, the attack as user message, judged by
     every category. Each (attack, defense) pair at most once; never a participant against
-    themself. Runs under a lease like an attempt."""
+    themself. Runs under a lease like an attempt (`MATCH_LEASES`)."""
 
     __tablename__ = "redblue_matches"
     __table_args__ = (
@@ -178,21 +175,22 @@ class Match(Base):
     tokens_total: Mapped[int | None] = mapped_column(BigInteger, default=None)
     elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)
     cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
-    spent_usd: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     # `error` is what participants read; `error_detail` the full reason, tenant admins only.
     error: Mapped[str | None] = mapped_column(ProducedText, default=None)
     error_detail: Mapped[str | None] = mapped_column(ProducedText, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
-    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
-    run_token: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
-    run_count: Mapped[int] = mapped_column(Integer, default=0)
     # The board's landing number of the transaction that completed it (`Board.landed_seq`):
     # a recompute reads the matches landed since the last one it knows by this. Null while the
     # match is not completed.
     board_seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
+
+
+SELF_TEST_LEASES = LeasedTable(
+    Defense, waiting=DefenseStatus.PENDING, running=DefenseStatus.PENDING
+)
+MATCH_LEASES = LeasedTable(Match, waiting=MatchStatus.QUEUED, running=MatchStatus.RUNNING)
 
 
 class Rating(Base):

@@ -2,7 +2,7 @@
 
 Request-side reads and writes are scoped to a tenant (`RedBlueRepository`). Worker-side
 statements take ids from the queue and guard every state change of a defense's self-test or
-a match with the run token of its lease, as attempts do (app/attempt/repository.py).
+a match with the run token of its lease, through the lease statements (app/lease/).
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
 from app.db import count_where, insert_for, lock_some_ids, page_where, take_write_lock
 from app.kinds.red_blue.models import (
+    MATCH_LEASES,
+    SELF_TEST_LEASES,
     Attack,
     Board,
     Defense,
@@ -46,6 +48,7 @@ from app.kinds.red_blue.models import (
     Rating,
     Side,
 )
+from app.lease import repository as leases
 from app.tenant.models import Participant
 
 if TYPE_CHECKING:
@@ -378,9 +381,7 @@ class RedBlueRepository:
         match.error = None
         match.error_detail = None
         match.finished_at = None
-        match.run_token = None
-        match.lease_expires_at = None
-        match.run_count = 0
+        match.forget_runs()
         match.enqueued_at = now
         self.session.flush()
 
@@ -389,18 +390,12 @@ class RedBlueRepository:
         defense.reason = None
         defense.error_detail = None
         defense.finished_at = None
-        defense.run_token = None
-        defense.lease_expires_at = None
-        defense.run_count = 0
+        defense.forget_runs()
         defense.enqueued_at = now
         self.session.flush()
 
 
 # Worker side ----------------------------------------------------------------------------------
-
-
-def get_defense(session: Session, defense_id: uuid.UUID) -> Defense | None:
-    return session.get(Defense, defense_id)
 
 
 def get_challenge(session: Session, challenge_id: uuid.UUID) -> Challenge | None:
@@ -409,37 +404,23 @@ def get_challenge(session: Session, challenge_id: uuid.UUID) -> Challenge | None
 
 def claim_defense(
     session: Session, defense_id: uuid.UUID, token: uuid.UUID, now: datetime, lease_until: datetime
-) -> int | None:
-    """Takes a pending defense whose self-test nobody holds (or whose holder's lease ran out);
-    returns the run number, or None."""
-    result = session.execute(
-        update(Defense)
-        .where(
-            Defense.id == defense_id,
-            Defense.status == DefenseStatus.PENDING,
-            or_(Defense.lease_expires_at.is_(None), Defense.lease_expires_at < now),
-        )
-        .values(
-            run_token=token,
-            lease_expires_at=lease_until,
-            started_at=func.coalesce(Defense.started_at, now),
-            run_count=Defense.run_count + 1,
-        )
-        .returning(Defense.run_count)
+) -> Defense | None:
+    """Takes a pending defense whose self-test nobody holds (or whose holder's lease ran out)
+    and reads it back; None when it is not pending or another worker holds it."""
+    claimed = leases.claim(
+        session,
+        SELF_TEST_LEASES,
+        [defense_id],
+        token,
+        now,
+        lease_until,
+        returning=[Defense],
     )
-    return result.scalar_one_or_none()
+    return claimed.scalars().one_or_none()
 
 
 def defense_if_held(session: Session, defense_id: uuid.UUID, token: uuid.UUID) -> Defense | None:
-    return session.scalar(
-        select(Defense)
-        .where(
-            Defense.id == defense_id,
-            Defense.run_token == token,
-            Defense.status == DefenseStatus.PENDING,
-        )
-        .with_for_update()
-    )
+    return leases.lock_held(session, SELF_TEST_LEASES, defense_id, token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,28 +448,25 @@ def claim_matches(
     message): a re-run calls with the same. Returns the matches taken, with their run number."""
     if not match_ids:
         return []
-    m = _MATCHES.c
-    defense_text = select(Defense.system_prompt).where(Defense.id == m.defense_id)
-    attack_text = select(Attack.prompt).where(Attack.id == m.attack_id)
-    rows = session.execute(
-        update(_MATCHES)
-        .where(
-            m.id.in_(match_ids),
-            or_(
-                m.status == MatchStatus.QUEUED,
-                (m.status == MatchStatus.RUNNING) & (m.lease_expires_at < now),
-            ),
-        )
-        .values(
-            status=MatchStatus.RUNNING,
-            run_token=token,
-            lease_expires_at=lease_until,
-            started_at=func.coalesce(m.started_at, now),
-            run_count=m.run_count + 1,
-            system_prompt=defense_text.scalar_subquery(),
-            user_message=attack_text.scalar_subquery(),
-        )
-        .returning(m.id, m.tenant_id, m.challenge_id, m.run_count, m.system_prompt, m.user_message)
+    defense_text = select(Defense.system_prompt).where(Defense.id == Match.defense_id)
+    attack_text = select(Attack.prompt).where(Attack.id == Match.attack_id)
+    rows = leases.claim(
+        session,
+        MATCH_LEASES,
+        match_ids,
+        token,
+        now,
+        lease_until,
+        returning=[
+            Match.id,
+            Match.tenant_id,
+            Match.challenge_id,
+            Match.run_count,
+            Match.system_prompt,
+            Match.user_message,
+        ],
+        system_prompt=defense_text.scalar_subquery(),
+        user_message=attack_text.scalar_subquery(),
     ).tuples()
     return [ClaimedMatch(*row) for row in rows]
 
@@ -498,12 +476,13 @@ def finish_match(
 ) -> tuple[uuid.UUID, uuid.UUID] | None:
     """Ends a running match held by this token with these values (one UPDATE); the
     (tenant id, challenge id) of the match, or None when the lease was lost."""
-    m = _MATCHES.c
-    result = session.execute(
-        update(_MATCHES)
-        .where(m.id == match_id, m.run_token == token, m.status == MatchStatus.RUNNING)
-        .values(lease_expires_at=None, **values)
-        .returning(m.tenant_id, m.challenge_id)
+    result = leases.release(
+        session,
+        MATCH_LEASES,
+        [match_id],
+        token,
+        returning=[Match.tenant_id, Match.challenge_id],
+        **values,
     ).first()
     return None if result is None else (result[0], result[1])
 
@@ -512,50 +491,6 @@ def challenge_version(session: Session, challenge_id: uuid.UUID) -> datetime | N
     """When the challenge was last changed (None: it is gone): its parsed configuration can
     be reused while this stays the same."""
     return session.scalar(select(Challenge.updated_at).where(Challenge.id == challenge_id))
-
-
-def renew_match_leases(
-    session: Session, match_ids: Sequence[uuid.UUID], token: uuid.UUID, lease_until: datetime
-) -> int:
-    """Extends the lease of those of the matches this token still holds; how many."""
-    result = session.execute(
-        update(Match)
-        .where(
-            Match.id.in_(match_ids),
-            Match.run_token == token,
-            Match.status == MatchStatus.RUNNING,
-        )
-        .values(lease_expires_at=lease_until)
-        .returning(Match.id)
-    )
-    return len(result.all())
-
-
-def renew_defense_lease(
-    session: Session, defense_id: uuid.UUID, token: uuid.UUID, lease_until: datetime
-) -> bool:
-    """Extends the lease of a self-test this token still holds."""
-    result = session.execute(
-        update(Defense)
-        .where(
-            Defense.id == defense_id,
-            Defense.run_token == token,
-            Defense.status == DefenseStatus.PENDING,
-        )
-        .values(lease_expires_at=lease_until)
-        .returning(Defense.id)
-    )
-    return result.scalar_one_or_none() is not None
-
-
-def add_match_spend(session: Session, match_id: uuid.UUID, amount_usd: float) -> None:
-    session.execute(
-        update(Match).where(Match.id == match_id).values(spent_usd=Match.spent_usd + amount_usd)
-    )
-
-
-def match_spend(session: Session, match_id: uuid.UUID) -> float:
-    return float(session.scalar(select(Match.spent_usd).where(Match.id == match_id)) or 0.0)
 
 
 # Pairing
@@ -1165,14 +1100,12 @@ def stuck_matches(
 ) -> list[uuid.UUID]:
     """Queued matches last sent long ago (their message was lost) and running ones whose
     lease ran out (their worker died), not re-sent just now."""
-    return lock_some_ids(
+    return leases.lapsed(
         session,
-        Match.id,
+        MATCH_LEASES,
+        now,
         Match.enqueued_at < resent_before,
-        or_(
-            Match.status == MatchStatus.QUEUED,
-            (Match.status == MatchStatus.RUNNING) & (Match.lease_expires_at < now),
-        ),
+        waiting=True,
         oldest_first=Match.enqueued_at,
         limit=limit,
     )
@@ -1182,15 +1115,13 @@ def stuck_defenses(
     session: Session, now: datetime, resent_before: datetime, limit: int
 ) -> list[uuid.UUID]:
     """Pending defenses whose self-test nobody holds, and active ones never paired."""
-    return lock_some_ids(
+    return leases.lapsed(
         session,
-        Defense.id,
+        SELF_TEST_LEASES,
+        now,
         Defense.enqueued_at < resent_before,
-        or_(
-            (Defense.status == DefenseStatus.PENDING)
-            & or_(Defense.lease_expires_at.is_(None), Defense.lease_expires_at < now),
-            (Defense.status == DefenseStatus.ACTIVE) & Defense.paired_at.is_(None),
-        ),
+        waiting=True,
+        also=(Defense.status == DefenseStatus.ACTIVE) & Defense.paired_at.is_(None),
         oldest_first=Defense.enqueued_at,
         limit=limit,
     )

@@ -1,10 +1,11 @@
 """The red_blue kind's work on a worker: a defense's self-test, the pairing of a new attack or
 a newly active defense, a match's run, the debounced recompute of ratings and standings, and
 the sweep that re-sends what was lost. Every step is safe to repeat (redelivered tasks, a
-worker that died), as attempts' are (app/attempt/runner.py):
+worker that died), as attempts' are:
 
-- a self-test or a match is claimed by a conditional update taking a lease; only the holder
-  of the current run token finishes it; one short transaction claims, one completes;
+- a self-test or a match is a leased job (app/lease/): claimed by a conditional update taking
+  a lease; only the holder of the current run token finishes it; one short transaction
+  claims, one completes;
 - pairing never makes a pair twice (UNIQUE(attack_id, defense_id), inserts that ignore a
   conflict) and counts the matches a submission already has (`app.redblue.pairing`);
 - a transaction that completes matches numbers them with their board's next landing and
@@ -27,19 +28,16 @@ import uuid
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from celery.exceptions import SoftTimeLimitExceeded
+from sqlalchemy.orm import Session
 
-from app.attempt.budget import AttemptBudget
-from app.attempt.lease import Heartbeat, lease_until
-from app.attempt.runner import run_on_process_loop
 from app.challenge.service import config_of
 from app.config import Settings, get_settings
 from app.db import session_scope, utcnow
 from app.errors import ValidationFailed
-from app.evaluation.types import InfrastructureError, RetryPolicy
 from app.kinds.red_blue import repository
 from app.kinds.red_blue.config import RedBlueSections, sections_of
 from app.kinds.red_blue.dispatch import (
@@ -50,10 +48,24 @@ from app.kinds.red_blue.dispatch import (
     SELF_TEST,
     chunks,
 )
-from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, MatchStatus, Side
+from app.kinds.red_blue.models import (
+    MATCH_LEASES,
+    SELF_TEST_LEASES,
+    Attack,
+    Defense,
+    DefenseStatus,
+    Match,
+    MatchStatus,
+    Side,
+)
 from app.kinds.red_blue.repository import Entry, RatingRow
+from app.lease.budget import CostBudget, RowSpend
+from app.lease.heartbeat import Heartbeat
+from app.lease.model_client import model_client
+from app.lease.run import Failure, LeasedRun, failure_of, run_leased, run_on_process_loop
+from app.lease.service import lease_until, renewer
 from app.observability import metrics as telemetry
-from app.tenant import repository as tenants
+from app.tenant.service import DaySpend
 from app.unit_of_work import UnitOfWork, WorkerTask, unit_of_work
 
 if TYPE_CHECKING:
@@ -64,47 +76,15 @@ log = logging.getLogger(__name__)
 SWEEP_BATCH = 500
 
 
-class MatchBudget(AttemptBudget):
-    """The cost budgets of a match's (or a self-test's) calls: the match's own spend (on its
-    row; a self-test has none) and the tenant's of the day, as an attempt's."""
-
-    def __init__(self, *, match_id: uuid.UUID | None, tenant_id: uuid.UUID, settings: Settings):
-        super().__init__(
-            attempt_id=match_id or uuid.UUID(int=0),
-            tenant_id=tenant_id,
-            attempt_budget_usd=settings.attempt_cost_budget_usd,
-            tenant_daily_budget_usd=settings.tenant_daily_cost_budget_usd,
-            unpriced_usd_per_million_tokens=settings.unpriced_usd_per_million_tokens,
-        )
-        self.match_id = match_id
-
-    def _spent(self) -> tuple[float, float]:
-        today = utcnow().date()
-        with session_scope() as session:
-            own = repository.match_spend(session, self.match_id) if self.match_id else 0.0
-            return own, tenants.spend_on(session, self.tenant_id, today)
-
-    def _charge(self, amount_usd: float) -> None:
-        with session_scope() as session:
-            if self.match_id is not None:
-                repository.add_match_spend(session, self.match_id, amount_usd)
-            tenants.add_spend(session, self.tenant_id, utcnow().date(), amount_usd)
-
-
-def _client(settings: Settings, budget: MatchBudget) -> Any:
-    from app.evaluation.llm import LLMClient
-
-    return LLMClient(
-        on_call=telemetry.observe_model_call,
-        global_concurrency=settings.model_global_concurrency,
-        per_model_concurrency=settings.model_per_model_concurrency,
-        retry=RetryPolicy(
-            max_attempts=settings.model_max_tries,
-            base_delay_s=settings.model_retry_base_delay_seconds,
-        ),
-        outbound=settings.outbound_policy(),
-        budget=budget,
-        max_output_chars=settings.max_output_chars,
+def _budget(match_id: uuid.UUID | None, tenant_id: uuid.UUID, settings: Settings) -> CostBudget:
+    """The cost budgets of a match's (or a self-test's) calls: the match's own spend (a
+    self-test keeps none) and the tenant's of the day, as an attempt's."""
+    return CostBudget(
+        own=RowSpend(Match, match_id) if match_id is not None else None,
+        tenant_day=DaySpend(tenant_id),
+        attempt_budget_usd=settings.attempt_cost_budget_usd,
+        tenant_daily_budget_usd=settings.tenant_daily_cost_budget_usd,
+        unpriced_usd_per_million_tokens=settings.unpriced_usd_per_million_tokens,
     )
 
 
@@ -143,7 +123,7 @@ class SelfTestResult:
 async def _self_test(job: SelfTestJob, settings: Settings) -> SelfTestResult:
     from app.evaluation.verifiers import build_verifier
 
-    llm = _client(settings, MatchBudget(match_id=None, tenant_id=job.tenant_id, settings=settings))
+    llm = model_client(settings, _budget(None, job.tenant_id, settings))
     try:
         test = job.sections.self_test
         spec = job.sections.target.model_spec(job.system_prompt, settings.model_timeout_seconds)
@@ -159,87 +139,87 @@ async def _self_test(job: SelfTestJob, settings: Settings) -> SelfTestResult:
 def run_self_test(defense_id: uuid.UUID) -> str:
     """Runs the defense's self-test if it is this worker's to run; an active defense that was
     never paired (its task was lost after activation) is paired instead."""
-    settings = get_settings()
-    token = uuid.uuid4()
-    with session_scope() as session:
-        run_number = repository.claim_defense(
-            session, defense_id, token, utcnow(), lease_until(settings)
+    return run_leased(SELF_TEST_RUN, defense_id)
+
+
+class SelfTestRun(LeasedRun[Defense, SelfTestJob, SelfTestResult]):
+    table = SELF_TEST_LEASES
+
+    def claim(
+        self,
+        session: Session,
+        row_id: uuid.UUID,
+        token: uuid.UUID,
+        now: datetime,
+        until: datetime,
+    ) -> Defense | None:
+        return repository.claim_defense(session, row_id, token, now, until)
+
+    def runs(self, claimed: Defense) -> int:
+        return claimed.run_count
+
+    def load(self, session: Session, claimed: Defense) -> SelfTestJob | None:
+        loaded = _sections(session, claimed.challenge_id)
+        if loaded is None:
+            return None
+        sections, goal, _ = loaded
+        return SelfTestJob(
+            claimed.id,
+            claimed.tenant_id,
+            claimed.challenge_id,
+            claimed.system_prompt,
+            goal,
+            sections,
         )
-        job = None
-        if run_number is not None and run_number <= settings.max_attempt_runs:
-            job = _self_test_job(session, defense_id)
-    if run_number is None:
+
+    def name(self, row_id: uuid.UUID) -> str:
+        return f"self-test of defense {row_id}"
+
+    def unclaimed(self, row_id: uuid.UUID) -> str:
         with unit_of_work() as work:
-            paired = _pair_active_defense(work, defense_id)
+            paired = _pair_active_defense(work, row_id)
         return "paired" if paired else "skipped: finished or held by another worker"
-    if run_number > settings.max_attempt_runs:
-        _end_self_test_in_error(
-            defense_id, token, f"gave up after {settings.max_attempt_runs} runs without finishing"
-        )
-        return "error: too many runs"
-    if job is None:
-        _end_self_test_in_error(defense_id, token, "the challenge has no runnable configuration")
-        return "error: not runnable"
-    try:
-        with Heartbeat(_defense_renewer(defense_id, token, settings), settings, "a self-test"):
-            result = run_on_process_loop(_self_test(job, settings))
-    except InfrastructureError as exc:
-        _end_self_test_in_error(defense_id, token, str(exc), detail=exc.detail)
-        return "error"
-    except SoftTimeLimitExceeded:
-        _end_self_test_in_error(defense_id, token, "time limit exceeded")
-        return "error: time limit"
-    except Exception as exc:
-        log.exception("self-test of defense %s failed unexpectedly", defense_id)
-        _end_self_test_in_error(defense_id, token, f"internal error: {type(exc).__name__}")
-        return "error: internal"
-    with unit_of_work() as work:
-        defense = repository.defense_if_held(work.session, defense_id, token)
-        if defense is None:
-            return "stopped: lease taken over"
-        defense.self_test_output = result.output
-        defense.self_test_verdict = result.verdict
-        defense.finished_at = utcnow()
-        defense.lease_expires_at = None
-        if not result.passed:
-            defense.status = DefenseStatus.REJECTED
-            defense.reason = (
-                "self-test failed: the target's answer to the self-test prompt, with this "
-                "defense as system prompt, did not pass the self-test's check "
-                f"({result.verdict['raw_eval_output']})"
-            )
-            return "rejected"
-        defense.status = DefenseStatus.ACTIVE
-        work.session.flush()
-        _pair_defense(work, defense, job.sections)
-    return "active"
+
+    async def execute(
+        self, job: SelfTestJob, token: uuid.UUID, settings: Settings
+    ) -> SelfTestResult:
+        return await _self_test(job, settings)
+
+    def complete(self, job: SelfTestJob, token: uuid.UUID, result: SelfTestResult) -> str:
+        with unit_of_work() as work:
+            defense = repository.defense_if_held(work.session, job.defense_id, token)
+            if defense is None:
+                return "stopped: lease taken over"
+            defense.self_test_output = result.output
+            defense.self_test_verdict = result.verdict
+            defense.finished_at = utcnow()
+            defense.end_lease()
+            if not result.passed:
+                defense.status = DefenseStatus.REJECTED
+                defense.reason = (
+                    "self-test failed: the target's answer to the self-test prompt, with this "
+                    "defense as system prompt, did not pass the self-test's check "
+                    f"({result.verdict['raw_eval_output']})"
+                )
+                return "rejected"
+            defense.status = DefenseStatus.ACTIVE
+            work.session.flush()
+            _pair_defense(work, defense, job.sections)
+        return "active"
+
+    def fail(self, row_id: uuid.UUID, token: uuid.UUID, failure: Failure) -> None:
+        with session_scope() as session:
+            defense = repository.defense_if_held(session, row_id, token)
+            if defense is None:
+                return
+            defense.status = DefenseStatus.ERROR
+            defense.reason = failure.reason
+            defense.error_detail = failure.detail
+            defense.finished_at = utcnow()
+            defense.end_lease()
 
 
-def _self_test_job(session: Any, defense_id: uuid.UUID) -> SelfTestJob | None:
-    defense = repository.get_defense(session, defense_id)
-    if defense is None:
-        return None
-    loaded = _sections(session, defense.challenge_id)
-    if loaded is None:
-        return None
-    sections, goal, _ = loaded
-    return SelfTestJob(
-        defense.id, defense.tenant_id, defense.challenge_id, defense.system_prompt, goal, sections
-    )
-
-
-def _end_self_test_in_error(
-    defense_id: uuid.UUID, token: uuid.UUID, reason: str, *, detail: str | None = None
-) -> None:
-    with session_scope() as session:
-        defense = repository.defense_if_held(session, defense_id, token)
-        if defense is None:
-            return
-        defense.status = DefenseStatus.ERROR
-        defense.reason = reason[:2000]
-        defense.error_detail = detail[:4000] if detail and detail != reason else None
-        defense.finished_at = utcnow()
-        defense.lease_expires_at = None
+SELF_TEST_RUN = SelfTestRun()
 
 
 # Pairing --------------------------------------------------------------------------------------
@@ -291,7 +271,6 @@ def _make_matches(
 
 def pair_attack(attack_id: uuid.UUID) -> str:
     """Matches a new attack with defenses by the challenge's policy (idempotent)."""
-    from app.kinds.red_blue.models import Match
     from app.redblue.pairing import Submission, choose_opponents
 
     with unit_of_work() as work:
@@ -324,7 +303,6 @@ def pair_attack(attack_id: uuid.UUID) -> str:
 def _pair_defense(work: UnitOfWork, defense: Defense, sections: RedBlueSections) -> int:
     """Pairs a defense that has just become active, if it is its participant's newest active
     defense (an older one finishing its self-test late is not paired); marks it paired."""
-    from app.kinds.red_blue.models import Match
     from app.redblue.pairing import Submission, choose_opponents
 
     session = work.session
@@ -376,8 +354,7 @@ async def _play(job: MatchJob, settings: Settings) -> dict[str, Any]:
     """The target call and every category's verdict; the values that complete the match."""
     from app.redblue.judging import judge_match, verify_categories
 
-    budget = MatchBudget(match_id=job.match_id, tenant_id=job.tenant_id, settings=settings)
-    llm = _client(settings, budget)
+    llm = model_client(settings, _budget(job.match_id, job.tenant_id, settings))
     try:
         spec = job.sections.target.model_spec(job.system_prompt, settings.model_timeout_seconds)
         record = await llm.complete(spec, [{"role": "user", "content": job.user_message}])
@@ -418,15 +395,10 @@ async def _play_or_error(job: MatchJob, settings: Settings, gate: asyncio.Semaph
     async with gate:
         try:
             return await _play(job, settings)
-        except InfrastructureError as exc:
-            if exc.detail != str(exc):
-                log.warning("match %s ended in error: %s", job.match_id, exc.detail)
-            return _error(str(exc), exc.detail)
         except SoftTimeLimitExceeded:
             raise
         except Exception as exc:
-            log.exception("match %s failed unexpectedly", job.match_id)
-            return _error(f"internal error: {type(exc).__name__}")
+            return _error(failure_of(exc, settings, f"match {job.match_id}"))
 
 
 async def _play_all(
@@ -504,14 +476,17 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
         rules: dict[uuid.UUID, tuple[RedBlueSections, str] | None] = {}
         for match in claimed:
             if match.run_count > settings.max_attempt_runs:
-                unplayable[match.id] = _error(f"gave up after {settings.max_attempt_runs} runs")
+                gave_up = f"gave up after {settings.max_attempt_runs} runs"
+                unplayable[match.id] = _error(Failure.of(gave_up))
                 labels[match.id] = "error: too many runs"
                 continue
             if match.challenge_id not in rules:
                 rules[match.challenge_id] = _challenge_rules(session, match.challenge_id)
             loaded = rules[match.challenge_id]
             if loaded is None or match.system_prompt is None or match.user_message is None:
-                unplayable[match.id] = _error("the match's challenge or entries do not load")
+                unplayable[match.id] = _error(
+                    Failure.of("the match's challenge or entries do not load")
+                )
                 labels[match.id] = "error: not runnable"
                 continue
             sections, goal = loaded
@@ -542,49 +517,21 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
     if jobs:
         held = [job.match_id for job in jobs]
         try:
-            with Heartbeat(_matches_renewer(held, token, settings), settings, "a match chunk"):
+            # A call with its retries, or a slow judge, may outlast one lease.
+            renew = renewer(MATCH_LEASES, held, token, settings)
+            with Heartbeat(renew, settings, "a match chunk"):
                 run_on_process_loop(_play_all(jobs, settings, land))
-        except SoftTimeLimitExceeded:
-            land(
-                {
-                    job.match_id: _error("time limit exceeded")
-                    for job in jobs
-                    if job.match_id not in outcomes
-                }
-            )
+        except SoftTimeLimitExceeded as exc:
+            timed_out = _error(failure_of(exc, settings, "a match chunk"))
+            land({job.match_id: timed_out for job in jobs if job.match_id not in outcomes})
     return outcomes
 
 
-def _matches_renewer(
-    match_ids: list[uuid.UUID], token: uuid.UUID, settings: Settings
-) -> Callable[[], bool]:
-    """Renews the chunk's leases while its calls run (a call with its retries, or a slow
-    judge, may outlast one lease); False once none is held any more."""
-
-    def renew() -> bool:
-        with session_scope() as session:
-            return (
-                repository.renew_match_leases(session, match_ids, token, lease_until(settings)) > 0
-            )
-
-    return renew
-
-
-def _defense_renewer(
-    defense_id: uuid.UUID, token: uuid.UUID, settings: Settings
-) -> Callable[[], bool]:
-    def renew() -> bool:
-        with session_scope() as session:
-            return repository.renew_defense_lease(session, defense_id, token, lease_until(settings))
-
-    return renew
-
-
-def _error(reason: str, detail: str | None = None) -> dict[str, Any]:
+def _error(failure: Failure) -> dict[str, Any]:
     return {
         "status": MatchStatus.ERROR,
-        "error": reason[:2000],
-        "error_detail": detail[:4000] if detail and detail != reason else None,
+        "error": failure.reason,
+        "error_detail": failure.detail,
         # An error counts for no one.
         "red_points": None,
         "blue_points": None,
@@ -1049,7 +996,6 @@ def sweep() -> dict[str, int]:
     """Re-sends what was lost: queued matches and running ones whose lease ran out, pending
     self-tests nobody holds and active defenses never paired, attacks never paired, and
     boards left dirty (a recompute message lost, or a recompute that failed)."""
-    from app.kinds.red_blue.models import Match
 
     settings = get_settings()
     now = utcnow()

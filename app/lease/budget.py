@@ -1,9 +1,10 @@
-"""Cost budgets of model calls on a worker: per attempt, and per tenant per UTC day.
+"""Cost budgets of a leased job's model calls: the job's own (an attempt's, a match's), and
+its tenant's per UTC day.
 
-Before every call (every try), the attempt's spend and the tenant's spend of the day are read
+Before every call (every try), the job's spend and the tenant's spend of the day are read
 from the database; when either has reached its budget, the call does not start. After every
 answered call its charge is added to both in one transaction, atomically, so the budgets hold
-across worker processes and across the runs of one attempt (a takeover, an admin's re-run).
+across worker processes and across the runs of one job (a takeover, an admin's re-run).
 
 The charge is the call's price from litellm's price map; a call litellm cannot price is charged
 `unpriced_usd_per_million_tokens` for its input and output tokens. Offline models are free and
@@ -20,12 +21,16 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import dataclass
 from datetime import date
+from typing import Protocol
 
-from app.attempt import repository
+from sqlalchemy.orm import Session
+
 from app.db import session_scope, utcnow
 from app.evaluation.types import CallRecord, CostBudgetExhausted, ModelSpec
-from app.tenant import repository as tenants
+from app.lease import repository
+from app.lease.models import Metered
 
 
 def format_usd(amount: float) -> str:
@@ -41,20 +46,43 @@ def _today() -> date:
     return utcnow().date()
 
 
-class AttemptBudget:
-    """The service's `CallBudget` for one attempt (used on one event loop)."""
+class Spend(Protocol):
+    """Where spend is kept (a job's row, the tenant's day): read, and added to atomically."""
+
+    def spent(self, session: Session) -> float: ...
+
+    def add(self, session: Session, amount_usd: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class RowSpend:
+    """A job's own spend, on its row (`Metered`: an attempt's, a match's)."""
+
+    model: type[Metered]
+    row_id: uuid.UUID
+
+    def spent(self, session: Session) -> float:
+        return repository.spent(session, self.model, self.row_id)
+
+    def add(self, session: Session, amount_usd: float) -> None:
+        repository.add_spend(session, self.model, self.row_id, amount_usd)
+
+
+class CostBudget:
+    """The service's `CallBudget` for one job (used on one event loop): its own spend, if it
+    keeps one (`own`; a defense's self-test does not), against `attempt_budget_usd`, and its
+    tenant's of the day (`tenant_day`) against `tenant_daily_budget_usd`."""
 
     def __init__(
         self,
         *,
-        attempt_id: uuid.UUID,
-        tenant_id: uuid.UUID,
+        own: Spend | None,
+        tenant_day: Spend,
         attempt_budget_usd: float,
         tenant_daily_budget_usd: float,
         unpriced_usd_per_million_tokens: float,
     ) -> None:
-        self.attempt_id = attempt_id
-        self.tenant_id = tenant_id
+        self.own, self.tenant_day = own, tenant_day
         self.attempt_budget_usd = attempt_budget_usd
         self.tenant_daily_budget_usd = tenant_daily_budget_usd
         self.unpriced_usd_per_million_tokens = unpriced_usd_per_million_tokens
@@ -72,15 +100,14 @@ class AttemptBudget:
 
     def _spent(self) -> tuple[float, float]:
         with session_scope() as session:
-            return (
-                repository.attempt_spend(session, self.attempt_id),
-                tenants.spend_on(session, self.tenant_id, _today()),
-            )
+            own = self.own.spent(session) if self.own is not None else 0.0
+            return own, self.tenant_day.spent(session)
 
     def _charge(self, amount_usd: float) -> None:
         with session_scope() as session:
-            repository.add_attempt_spend(session, self.attempt_id, amount_usd)
-            tenants.add_spend(session, self.tenant_id, _today(), amount_usd)
+            if self.own is not None:
+                self.own.add(session, amount_usd)
+            self.tenant_day.add(session, amount_usd)
 
     def _release_unpriced(self) -> None:
         if self._holding_unpriced:

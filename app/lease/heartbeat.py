@@ -1,35 +1,15 @@
-"""The lease a worker holds on a running attempt."""
+"""The thread that keeps a lease while a run works."""
 
 from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from collections.abc import Callable
-from datetime import datetime, timedelta
 
-from sqlalchemy.orm import Session
-
-from app.attempt import repository
 from app.config import Settings
-from app.db import utcnow
+from app.lease.service import LeaseLost
 
 log = logging.getLogger(__name__)
-
-
-class LeaseLost(Exception):
-    """Another worker took the attempt over; this one must stop without finishing it."""
-
-
-def lease_until(settings: Settings) -> datetime:
-    return utcnow() + timedelta(seconds=settings.attempt_lease_seconds)
-
-
-def hold(session: Session, attempt_id: uuid.UUID, token: uuid.UUID, settings: Settings) -> None:
-    """Renews the lease in this transaction, or raises LeaseLost: every write a run makes
-    goes through here first, so a worker that lost its attempt writes nothing more."""
-    if not repository.renew_lease(session, attempt_id, token, lease_until(settings)):
-        raise LeaseLost()
 
 
 class Heartbeat:
@@ -37,9 +17,10 @@ class Heartbeat:
 
     A thread, not a task on the run's event loop: anything that blocks the loop (a slow
     import, a heavy verifier) must not let the lease lapse while the worker is alive, or the
-    sweep would hand a healthy run to a second worker. `renew` renews the lease in its own
-    transaction and answers False (or raises `LeaseLost`) once another worker holds it; the
-    heartbeat then stops, and the run's final write, guarded by its token, writes nothing.
+    sweep would hand a healthy run to a second worker. `renew` (`service.renewer`) renews the
+    lease in its own transaction and answers False (or raises `LeaseLost`) once another
+    worker holds it; the heartbeat then stops, and the run's final write, guarded by its
+    token, writes nothing.
     """
 
     def __init__(self, renew: Callable[[], bool], settings: Settings, what: str) -> None:

@@ -1,0 +1,150 @@
+"""Every statement on a lease, for any leased table (`LeasedTable`): claim, renew, write as
+the holder, release, and the rows whose lease ran out; and a job's own spend (`Metered`).
+
+Every state change after the claim is guarded by the run token, so a worker that lost its
+lease changes nothing. The statements take many ids as readily as one: a chunk of matches
+runs under one token.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Result, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from app.db import lock_some_ids
+from app.lease.models import L, LeasedTable, Metered
+
+# The session's objects are not updated in place by these statements: a caller that needs
+# the new values reads them back (RETURNING) or loads the row again.
+_UNSYNCHRONIZED = {"synchronize_session": False}
+
+
+def claim(
+    session: Session,
+    table: LeasedTable[L],
+    ids: Sequence[uuid.UUID],
+    token: uuid.UUID,
+    now: datetime,
+    until: datetime,
+    *,
+    returning: Sequence[Any],
+    **values: Any,
+) -> Result[*tuple[Any, ...]]:
+    """Takes those of the rows that are free (waiting, or held under an expired lease) under
+    a new lease of this token, counts the run and sets `values` too, in one statement; reads
+    back `returning` of each row taken. Rows finished or held by another worker are left
+    alone; `started_at` keeps the first run's start."""
+    model = table.model
+    return session.execute(
+        update(model)
+        .where(model.id.in_(ids), table.claimable(now))
+        .values(
+            status=table.running,
+            run_token=token,
+            lease_expires_at=until,
+            started_at=func.coalesce(model.started_at, now),
+            run_count=model.run_count + 1,
+            **values,
+        )
+        .returning(*returning),
+        execution_options=_UNSYNCHRONIZED,
+    )
+
+
+def write_held(
+    session: Session,
+    table: LeasedTable[L],
+    ids: Sequence[uuid.UUID],
+    token: uuid.UUID,
+    *,
+    returning: Sequence[Any] = (),
+    **values: Any,
+) -> Result[*tuple[Any, ...]]:
+    """Sets `values` on those of the rows this token still holds; reads back `returning` of
+    each (by default its id)."""
+    model = table.model
+    return session.execute(
+        update(model)
+        .where(model.id.in_(ids), table.held_by(token))
+        .values(**values)
+        .returning(*(returning or (model.id,))),
+        execution_options=_UNSYNCHRONIZED,
+    )
+
+
+def renew(
+    session: Session,
+    table: LeasedTable[L],
+    ids: Sequence[uuid.UUID],
+    token: uuid.UUID,
+    until: datetime,
+) -> int:
+    """Extends the lease of those of the rows this token still holds; how many."""
+    return len(write_held(session, table, ids, token, lease_expires_at=until).all())
+
+
+def release(
+    session: Session,
+    table: LeasedTable[L],
+    ids: Sequence[uuid.UUID],
+    token: uuid.UUID,
+    *,
+    returning: Sequence[Any] = (),
+    **values: Any,
+) -> Result[*tuple[Any, ...]]:
+    """Ends the lease of those of the rows this token still holds, setting `values` (the
+    outcome: a finished status) in the same statement."""
+    return write_held(
+        session, table, ids, token, returning=returning, lease_expires_at=None, **values
+    )
+
+
+def lock_held(
+    session: Session, table: LeasedTable[L], row_id: uuid.UUID, token: uuid.UUID
+) -> L | None:
+    """The row, locked for this transaction, if this token still holds it: the holder's
+    final write, made on the object (`Leased.end_lease`), cannot race a takeover."""
+    model = table.model
+    return session.scalar(
+        select(model).where(model.id == row_id, table.held_by(token)).with_for_update()
+    )
+
+
+def lapsed(
+    session: Session,
+    table: LeasedTable[L],
+    now: datetime,
+    *conditions: Any,
+    limit: int,
+    oldest_first: Any = None,
+    waiting: bool = False,
+    also: ColumnElement[bool] | None = None,
+) -> list[uuid.UUID]:
+    """For the sweep: ids of the rows whose lease ran out (their worker died), with
+    `waiting` those no worker took either, with `also` any others the caller re-sends, among
+    those matching `conditions`; up to `limit`, locked, skipping rows another sweep holds."""
+    found = table.claimable(now) if waiting else table.expired(now)
+    if also is not None:
+        found = or_(found, also)
+    model = table.model
+    return lock_some_ids(
+        session, model.id, *conditions, found, oldest_first=oldest_first, limit=limit
+    )
+
+
+def spent(session: Session, model: type[Metered], row_id: uuid.UUID) -> float:
+    """What the job's calls have spent so far."""
+    return float(session.scalar(select(model.spent_usd).where(model.id == row_id)) or 0.0)
+
+
+def add_spend(session: Session, model: type[Metered], row_id: uuid.UUID, amount_usd: float) -> None:
+    """Adds one call's charge to the job's total (atomic: one UPDATE)."""
+    session.execute(
+        update(model).where(model.id == row_id).values(spent_usd=model.spent_usd + amount_usd),
+        execution_options=_UNSYNCHRONIZED,
+    )
