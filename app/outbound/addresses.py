@@ -24,6 +24,14 @@ class DestinationRefused(Exception):
     """A destination the policy refuses; the message is for logs and the tenant admin."""
 
 
+class ResolutionFailed(ConnectionError):
+    """The resolver could not answer now (EAI_AGAIN: its server timed out or failed): another
+    try may succeed, unlike a name that does not exist."""
+
+
+_TEMPORARY_RESOLVER_ERRORS = {socket.EAI_AGAIN}
+
+
 def non_public_reason(address: IPAddress) -> str | None:
     """Why `address` is not a public internet address, or None when it is one.
 
@@ -77,9 +85,14 @@ def system_resolve(host: str, port: int) -> list[IPAddress]:
 
 
 async def system_resolve_async(host: str, port: int) -> list[IPAddress]:
-    """`system_resolve` without blocking the event loop."""
+    """`system_resolve` without blocking the event loop; a temporary resolver failure is a
+    ResolutionFailed (retried as a connection error is), any other a DestinationRefused."""
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        if error.errno in _TEMPORARY_RESOLVER_ERRORS:
+            raise ResolutionFailed(f"{host} cannot be resolved now: {error}") from None
+        raise DestinationRefused(f"{host} cannot be resolved: {error}") from None
     except (OSError, UnicodeError) as error:
         raise DestinationRefused(f"{host} cannot be resolved: {error}") from None
     return _addresses(infos)

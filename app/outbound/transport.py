@@ -32,6 +32,7 @@ import functools
 import json
 import os
 import ssl
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,6 +46,10 @@ from app.outbound.urls import IPAddress
 # uvicorn-based servers (vLLM, SGLang) keep one open, so a call never goes out on a
 # connection the server is closing.
 KEEPALIVE_S = 4.0
+# Each address of a host gets this long to accept a connection before the next is tried
+# (within the call's own timeout): `localhost` resolving to ::1 first must reach a server
+# that listens on 127.0.0.1 only.
+CONNECT_EACH_S = 2.0
 # A chat completion is text; an answer this large is a hostile or broken server. Callers pass
 # a smaller cap tied to what the request asked for (app.evaluation.bounds).
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
@@ -187,8 +192,8 @@ class GuardedClient:
         )
         try:
             async with asyncio.timeout(timeout_s):
-                address = await self._address()
-                connection = self._idle_connection(address)
+                addresses = await self._addresses()
+                address, connection = self._idle_connection(addresses)
                 if connection is not None:
                     try:
                         status, headers, body = await self._exchange(
@@ -199,33 +204,60 @@ class GuardedClient:
                         # it never saw the request: once more, on a new connection.
                         connection = None
                 if connection is None:
-                    connection = await self._connect(address)
+                    address, connection = await self._connect_any(addresses)
                     status, headers, body = await self._exchange(connection, request, data, limit)
         except TimeoutError as error:
             raise APITimeoutError(f"no answer within {timeout_s:g} s") from error
         self._release(address, connection)
+        body = _decoded(body, headers, limit)
         if not 200 <= status < 300:
             raise status_error(status, headers, body)
         return json.loads(body)
 
-    async def _address(self) -> IPAddress:
+    async def _addresses(self) -> list[IPAddress]:
+        """The permitted addresses, the families interleaved from the resolver's first."""
         url = self.route.url
         literal = self._literal
         addresses = [literal] if literal is not None else await self.resolve(url.host, url.port)
-        address: IPAddress = self.route.addresses_permitted(addresses)[0]
-        return address
+        permitted: list[IPAddress] = self.route.addresses_permitted(addresses)
+        first = [a for a in permitted if a.version == permitted[0].version]
+        other = [a for a in permitted if a.version != permitted[0].version]
+        interleaved: list[IPAddress] = []
+        for pair in zip(first, other, strict=False):
+            interleaved.extend(pair)
+        longer = first if len(first) > len(other) else other
+        return interleaved + longer[min(len(first), len(other)) :]
 
-    def _idle_connection(self, address: IPAddress) -> _Connection | None:
-        idle = self._idle.get(address)
-        if not idle:
-            return None
+    async def _connect_any(self, addresses: list[IPAddress]) -> tuple[IPAddress, _Connection]:
+        """A new connection to the first address that accepts one, each given CONNECT_EACH_S
+        (the last one the rest of the call's time). A certificate failure is final."""
+        failure: BaseException | None = None
+        for position, address in enumerate(addresses):
+            last = position == len(addresses) - 1
+            try:
+                if last:
+                    return address, await self._connect(address)
+                async with asyncio.timeout(CONNECT_EACH_S):
+                    return address, await self._connect(address)
+            except APICertificateError:
+                raise
+            except (APIConnectionError, TimeoutError) as error:
+                if last:
+                    raise
+                failure = error
+        raise APIConnectionError("no address to connect to") from failure
+
+    def _idle_connection(self, addresses: list[IPAddress]) -> tuple[IPAddress, _Connection | None]:
+        """A kept-alive connection to one of `addresses` (those checked for this call)."""
         now = asyncio.get_running_loop().time()
-        while idle:
-            connection = idle.pop()
-            if connection.reusable(now):
-                return connection
-            self._forget(connection)
-        return None
+        for address in addresses:
+            idle = self._idle.get(address)
+            while idle:
+                connection = idle.pop()
+                if connection.reusable(now):
+                    return address, connection
+                self._forget(connection)
+        return addresses[0], None
 
     async def _connect(self, address: IPAddress) -> _Connection:
         url = self.route.url
@@ -328,6 +360,31 @@ class GuardedClient:
         for connection in list(self._open):
             self._forget(connection)
         self._idle.clear()
+
+
+def _decoded(body: bytes, headers: dict[str, str], limit: int) -> bytes:
+    """The body as sent before its `Content-Encoding` (gzip or deflate, though the request
+    asked for none), never more than `limit` bytes once decoded."""
+    # h11 gives header names in lower case.
+    encoding = headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("identity", ""):
+        return body
+    if encoding in ("gzip", "x-gzip"):
+        decoders = [zlib.decompressobj(16 + zlib.MAX_WBITS)]
+    elif encoding == "deflate":
+        # zlib-wrapped as the standard says, or raw as some servers send it.
+        decoders = [zlib.decompressobj(), zlib.decompressobj(-zlib.MAX_WBITS)]
+    else:
+        raise APIConnectionError(f"an answer encoded as {encoding!r}, which is not decoded here")
+    for decoder in decoders:
+        try:
+            decoded = decoder.decompress(body, limit + 1)
+        except zlib.error:
+            continue
+        if len(decoded) > limit or decoder.unconsumed_tail:
+            raise ResponseTooLarge(limit)
+        return decoded
+    raise APIConnectionError(f"an answer whose {encoding} encoding is broken")
 
 
 class _Stale(Exception):

@@ -9,7 +9,11 @@ on one event loop.
 from __future__ import annotations
 
 import asyncio
+import gzip
+import ipaddress
 import json
+import socket
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +25,7 @@ from app.evaluation.direct import ConnectionPools
 from app.evaluation.llm import LLMClient, is_transient
 from app.evaluation.types import InfrastructureError, ModelSpec, RetryPolicy
 from app.outbound import transport
+from app.outbound.addresses import DestinationRefused, ResolutionFailed, system_resolve_async
 from app.outbound.policy import OutboundPolicy
 from app.outbound.transport import (
     APIConnectionError,
@@ -223,6 +228,101 @@ def test_bytes_that_arrive_while_a_connection_is_idle_retire_it() -> None:
     ids, connections = asyncio.run(scenario())
     assert ids == ["on 1", "on 2"]
     assert connections == 2
+
+
+def _encoded(encoding: str, data: bytes) -> bytes:
+    if encoding == "gzip":
+        return gzip.compress(data)
+    if encoding == "deflate":
+        return zlib.compress(data)
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)  # "deflate" as some servers send it
+    return raw.compress(data) + raw.flush()
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
+def test_an_encoded_answer_is_decoded_though_none_was_asked_for(encoding: str) -> None:
+    name = "deflate" if encoding == "raw-deflate" else encoding
+    body = _encoded(encoding, json.dumps(COMPLETION).encode())
+
+    async def encoded(_c: int, _r: int, _h: dict[str, str]) -> bytes:
+        return answer(body=body, headers=f"Content-Encoding: {name}\r\n")
+
+    async def scenario() -> Any:
+        async with ScriptedServer(encoded) as server:
+            client = client_for(server)
+            result = await client.post_json("/chat/completions", {}, 5)
+            await client.aclose()
+            return result
+
+    assert asyncio.run(scenario()) == COMPLETION
+
+
+def test_an_encoded_answer_is_bounded_once_decoded() -> None:
+    bomb = gzip.compress(b" " * 5_000_000)  # about 5 KB that decode to 5 MB
+
+    async def encoded(_c: int, _r: int, _h: dict[str, str]) -> bytes:
+        return answer(body=bomb, headers="Content-Encoding: gzip\r\n")
+
+    async def scenario() -> None:
+        async with ScriptedServer(encoded) as server:
+            client = client_for(server)
+            try:
+                await client.post_json("/chat/completions", {}, 5, max_response_bytes=100_000)
+            finally:
+                await client.aclose()
+
+    with pytest.raises(ResponseTooLarge):
+        asyncio.run(scenario())
+
+
+def test_an_answer_in_an_unknown_encoding_is_a_connection_error() -> None:
+    async def brotli(_c: int, _r: int, _h: dict[str, str]) -> bytes:
+        return answer(body=b"\x0b\x02\x80{}\x03", headers="Content-Encoding: br\r\n")
+
+    async def scenario() -> None:
+        async with ScriptedServer(brotli) as server:
+            client = client_for(server)
+            try:
+                await client.post_json("/chat/completions", {}, 5)
+            finally:
+                await client.aclose()
+
+    with pytest.raises(APIConnectionError, match="'br'"):
+        asyncio.run(scenario())
+
+
+def test_every_address_of_a_host_is_tried_in_turn() -> None:
+    # The name resolves to ::1 first, where nothing listens; the server is on 127.0.0.1 only.
+    async def scenario() -> Any:
+        async with ScriptedServer(ok) as server:
+            port = server.base_url.split(":")[2].split("/")[0]
+            route = OutboundPolicy.unrestricted().route(f"http://models.test:{port}/v1")
+
+            async def resolve(_host: str, _port: int) -> list[Any]:
+                return [ipaddress.ip_address("::1"), ipaddress.ip_address("127.0.0.1")]
+
+            client = GuardedClient(route, resolve=resolve)
+            result = await client.post_json("/chat/completions", {}, 5)
+            await client.aclose()
+            return result, server.connections
+
+    assert asyncio.run(scenario()) == (COMPLETION, 1)
+
+
+def test_a_resolver_that_cannot_answer_now_is_retried_not_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def unavailable(*_: Any, **__: Any) -> Any:
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    async def scenario() -> None:
+        monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", unavailable)
+        await system_resolve_async("models.test", 443)
+
+    with pytest.raises(ResolutionFailed) as caught:
+        asyncio.run(scenario())
+    assert is_transient(caught.value)
+    assert not isinstance(caught.value, DestinationRefused)
 
 
 def test_a_fresh_connection_dropped_without_an_answer_is_a_connection_error() -> None:
