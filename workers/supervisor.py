@@ -33,7 +33,9 @@ _PR_SET_PDEATHSIG = 1  # prctl(2)
 
 def end_with_parent(signal_number: int) -> None:
     """Asks the kernel to send this process `signal_number` when its parent ends (Linux; a
-    no-op elsewhere). A process whose parent died before this call ends at once."""
+    no-op elsewhere). A parent that ends while this asks is noticed (its pid changes); one
+    gone before this process read it is not (its parent is then init, or a container's
+    first process, which may well be a living `gauntlet run`)."""
     if not sys.platform.startswith("linux"):
         return
     parent = os.getppid()
@@ -41,7 +43,7 @@ def end_with_parent(signal_number: int) -> None:
     if libc.prctl(_PR_SET_PDEATHSIG, signal_number, 0, 0, 0) != 0:
         log.warning("could not tie this process to its parent: errno %d", ctypes.get_errno())
         return
-    if os.getppid() != parent or parent == 1:
+    if os.getppid() != parent:
         os.kill(os.getpid(), signal_number)
 
 
