@@ -144,17 +144,38 @@ def _add_error_schema(document: dict[str, Any]) -> None:
         schemas.pop(unused, None)
 
 
+def operation_id(route: APIRoute) -> str:
+    """An operation's id is its endpoint's name (`post_attempt`), not FastAPI's generated
+    path-and-method one: clients generated from the document get readable method names."""
+    return route.name
+
+
+# The credential every keyed operation takes: `/docs` shows an Authorize button for it.
+BEARER_SCHEME = "bearerAuth"
+_BEARER = {
+    "type": "http",
+    "scheme": "bearer",
+    "description": "The platform admin token or a tenant API key: `Authorization: Bearer <token>`.",
+}
+
+
 def document_errors(app: FastAPI, document: dict[str, Any]) -> dict[str, Any]:
-    """`document` (the generated OpenAPI) with each operation's error responses."""
+    """`document` (the generated OpenAPI) with each operation's error responses, and the
+    bearer credential on every operation that takes one."""
     _add_error_schema(document)
+    components = document.setdefault("components", {})
+    components.setdefault("securitySchemes", {})[BEARER_SCHEME] = _BEARER
     for route in api_routes(app.routes):
         if not route.include_in_schema:
             continue
         path_item = document["paths"].get(route.path_format, {})
+        keyed = get_credential in _calls(route.dependant)
         for method in route.methods or ():
             operation = path_item.get(method.lower())
             if operation is None:
                 continue
+            if keyed:
+                operation["security"] = [{BEARER_SCHEME: []}]
             responses: dict[str, Any] = operation.setdefault("responses", {})
             declared = {int(code) for code in responses if code.isdigit() and int(code) >= 400}
             for status in sorted(error_statuses(route) | declared):

@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api_docs import install_api_docs
+from app.api_docs import install_api_docs, operation_id
 from app.attempt.router import router as attempt_router
 from app.attempt.telemetry import UNFINISHED_ATTEMPTS
 from app.broker.telemetry import QUEUE_DEPTH
@@ -179,6 +179,7 @@ def create_app() -> FastAPI:
         # /docs and /redoc are served from the app's own assets (app/api_docs.py).
         docs_url=None,
         redoc_url=None,
+        generate_unique_id_function=operation_id,
     )
     install_error_handlers(app)
     # Deployment-wide gauges /metrics reads when scraped, from the domains that own the rows.

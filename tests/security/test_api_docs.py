@@ -68,10 +68,12 @@ def test_docs_render_in_a_browser_without_leaving_the_app(api_url: str) -> None:
             page.set_default_timeout(30_000)
             page.route("**/*", only_the_app)
             page.goto("/docs")
-            page.wait_for_selector("#operations-challenges-post_challenge_v1_challenges_post")
+            page.wait_for_selector("#operations-challenges-post_challenge")
             assert page.locator(".opblock").count() >= 30
+            # The bearer credential is declared: Swagger UI offers to enter it.
+            page.wait_for_selector("button.authorize")
             # An operation unfolds with its error responses.
-            page.click("#operations-challenges-post_challenge_v1_challenges_post .opblock-summary")
+            page.click("#operations-challenges-post_challenge .opblock-summary")
             page.wait_for_selector("text=ErrorResponse")
         finally:
             browser.close()
@@ -137,3 +139,25 @@ def test_the_error_schema_describes_real_errors(api: Api, tenant: dict[str, Any]
     assert [response.status_code for response in errors] == [401, 403, 404, 422, 422]
     for response in errors:
         jsonschema.validate(response.json(), schema)
+
+
+def test_keyed_operations_declare_the_bearer_credential_and_readable_ids(api: Api) -> None:
+    """`/docs` has an Authorize button: the document declares the bearer scheme, and every
+    operation that takes a key says so (public reads do not); operation ids are the
+    endpoints' names, one each."""
+    document = _document(api)
+    scheme = document["components"]["securitySchemes"]["bearerAuth"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+    ids = []
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            ids.append(operation["operationId"])
+            public = path == "/healthz" or path.startswith("/v1/public/") or path == "/metrics"
+            if public:
+                assert "security" not in operation, (method, path)
+            else:
+                assert operation["security"] == [{"bearerAuth": []}], (method, path)
+    assert len(ids) == len(set(ids))
+    assert all(re.fullmatch(r"[a-z][a-z0-9_]*", operation_id) for operation_id in ids), ids
+    submit = document["paths"]["/v1/challenges/{challenge_id}/attempts"]["post"]
+    assert submit["operationId"] == "post_attempt"
