@@ -26,6 +26,7 @@ from app.challenge.flat_scoring import (
 )
 from app.challenge.kinds import ChallengeKind, KindConfig, strategy_refusal
 from app.challenge.models import Challenge
+from app.challenge.reachability import refuse_unreachable
 from app.challenge.registry import find_kind, registered
 from app.challenge.repository import ChallengeRepository
 from app.challenge.schemas import ChallengeCreate, ChallengePublic, ChallengeRead, ChallengeUpdate
@@ -115,6 +116,7 @@ def _validated(session: Session, body: ChallengeCreate) -> tuple[KindConfig, Sco
     scoring = _scoring_for(kind, body.scoring)
     kind.check(config, scoring)
     config = kind.prepare(config)
+    refuse_unreachable(kind.named_models(config))
     validate_scoring(session, scoring.model_dump())
     return config, scoring
 
