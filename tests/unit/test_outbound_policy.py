@@ -377,7 +377,7 @@ def test_openai_compatible_model_ids_are_accepted_under_any_provider_policy() ->
 def test_a_provider_key_is_missing_until_one_of_its_alternatives_is_set() -> None:
     catalog = bundled_catalog()
     OutboundPolicy(environ={}).check_key("offline/echo")
-    with pytest.raises(OutboundRefused, match="provider 'openai'.*OPENAI_API_KEY"):
+    with pytest.raises(OutboundRefused, match=r"provider 'openai'.*OPENAI_API_KEY"):
         OutboundPolicy(environ={}).check_key("openai/gpt-4o-mini")
     with pytest.raises(OutboundRefused, match="provider 'openai'"):
         OutboundPolicy(environ={"OPENAI_API_KEY": ""}).check_key("gpt-4o-mini")
