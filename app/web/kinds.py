@@ -21,6 +21,9 @@ and `play_side(play, page)` in place of the attempt form, the participant's atte
 leaderboard panel; `leaderboard_path` sends the full leaderboard's address to a page of the
 kind's own; `admin_panel` adds a section to the tenant admin page (`admin_panel(panel, page)`).
 
+The tenant admin page lists challenges of every kind with the figures each kind counts
+(`dashboard_counts`: attempts by status, or a kind's own entries).
+
 A kind without templates of its own uses `kind_default.html` (what every kind has: status,
 prompt, metrics, trials), whose macros a kind's own template may call. `page` holds what a
 fragment may need of the page (`csrf_token`, `submission_id`, `base_url`, `attempt_url`,
@@ -38,6 +41,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
+from app.attempt import service as attempt_service
+from app.attempt.models import AttemptStatus
 from app.attempt.schemas import AttemptCreate, AttemptRead
 from app.auth.subjects import TenantAdmin
 from app.challenge.kinds import KindConfig
@@ -50,6 +55,16 @@ if TYPE_CHECKING:
     from app.web import charts
 
 DEFAULT_MACROS = "kind_default.html"
+
+
+@dataclass(frozen=True)
+class Count:
+    """One figure of a challenge's row on the tenant admin page."""
+
+    label: str
+    value: int
+    # An error count: marked when it is not zero.
+    problem: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,6 +122,24 @@ class WebKind:
     def admin_panel(self, session: Session, admin: TenantAdmin) -> Any | None:
         """A section of the tenant admin page (its entries in error, say); None: nothing."""
         return None
+
+    def dashboard_counts(
+        self, session: Session, tenant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]
+    ) -> Mapping[uuid.UUID, Sequence[Count]]:
+        """The figures of each challenge's row on the tenant admin page: its attempts by
+        status."""
+        counts = attempt_service.status_counts(session, tenant_id, challenge_ids)
+        return {
+            challenge: [
+                Count(
+                    status.value.capitalize(),
+                    counts[challenge].get(status, 0),
+                    problem=status is AttemptStatus.ERROR,
+                )
+                for status in AttemptStatus
+            ]
+            for challenge in challenge_ids
+        }
 
     def describe_strategy(self, strategy: Strategy, config: KindConfig) -> StrategyText | None:
         """How the kind names a strategy of its own; None: the pages' usual words."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +110,17 @@ class BoardLine:
 
 def _dialect(session: Session) -> str:
     return session.get_bind().dialect.name
+
+
+@dataclass
+class Activity:
+    """A challenge's entries and matches, as its admins' dashboard counts them."""
+
+    defenses: int = 0
+    attacks: int = 0
+    matches: dict[MatchStatus, int] = field(default_factory=dict)
+    # Completed matches the ratings do not count yet (the next recompute will).
+    unrated: int = 0
 
 
 class RedBlueRepository:
@@ -353,6 +364,44 @@ class RedBlueRepository:
         for entry, status, count in rows:
             counts[entry][status] = int(count)
         return counts
+
+    def activity_of(self, challenge_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Activity]:
+        """How many defenses, attacks and matches (by status) each challenge has, and how
+        many completed matches its ratings do not count yet: one grouped query each."""
+        activity = {challenge: Activity() for challenge in challenge_ids}
+        if not challenge_ids:
+            return activity
+        for model in (Defense, Attack):
+            rows = self.session.execute(
+                select(model.challenge_id, func.count())
+                .where(model.tenant_id == self.tenant_id, model.challenge_id.in_(challenge_ids))
+                .group_by(model.challenge_id)
+            ).tuples()
+            for challenge, count in rows:
+                if model is Defense:
+                    activity[challenge].defenses = int(count)
+                else:
+                    activity[challenge].attacks = int(count)
+        matches = self.session.execute(
+            select(Match.challenge_id, Match.status, func.count())
+            .where(Match.tenant_id == self.tenant_id, Match.challenge_id.in_(challenge_ids))
+            .group_by(Match.challenge_id, Match.status)
+        ).tuples()
+        for challenge, status, count in matches:
+            activity[challenge].matches[status] = int(count)
+        unrated = self.session.execute(
+            select(Match.challenge_id, func.count())
+            .join(Board, Board.challenge_id == Match.challenge_id)
+            .where(
+                Match.tenant_id == self.tenant_id,
+                Match.challenge_id.in_(challenge_ids),
+                Match.board_seq > Board.rated_seq,
+            )
+            .group_by(Match.challenge_id)
+        ).tuples()
+        for challenge, count in unrated:
+            activity[challenge].unrated = int(count)
+        return activity
 
     def board(self, challenge_id: uuid.UUID) -> Board | None:
         return self.session.scalar(

@@ -13,6 +13,7 @@ pattern or rubric, the self-test's check or another participant's defense.
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +43,7 @@ from app.scoring.strategies import Strategy
 from app.tenant import service as tenants
 from app.tenant.models import Participant
 from app.web.forms import FormError
-from app.web.kinds import StrategyText, WebKind
+from app.web.kinds import Count, StrategyText, WebKind
 
 KIND_TEMPLATE = "kinds/red_blue/macros.html"
 SIDES = ("blue", "red")
@@ -271,6 +272,20 @@ class RedBluePages(WebKind):
             "interval; rank = 1 + the number of participants whose interval lies entirely "
             "above.",
         )
+
+    def dashboard_counts(
+        self, session: Session, tenant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]
+    ) -> Mapping[uuid.UUID, Sequence[Count]]:
+        counts = {}
+        for challenge, activity in service.activity(session, tenant_id, challenge_ids).items():
+            counts[challenge] = [
+                Count("Defenses", activity.defenses),
+                Count("Attacks", activity.attacks),
+                Count("Matches", sum(activity.matches.values())),
+                Count("Match errors", activity.matches.get(MatchStatus.ERROR, 0), problem=True),
+                Count("Awaiting ratings", activity.unrated),
+            ]
+        return counts
 
     def facts(self, challenge: Challenge, config: KindConfig) -> Any:
         sections = _sections(config)
