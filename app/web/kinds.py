@@ -21,8 +21,9 @@ and `play_side(play, page)` in place of the attempt form, the participant's atte
 leaderboard panel; `leaderboard_path` sends the full leaderboard's address to a page of the
 kind's own; `admin_panel` adds a section to the tenant admin page (`admin_panel(panel, page)`).
 
-The tenant admin page lists challenges of every kind with the figures each kind counts
-(`dashboard_counts`: attempts by status, or a kind's own entries).
+Two pages list challenges of every kind and ask each kind for its figures: the tenant admin
+page (`dashboard_counts`: attempts by status, or a kind's own entries) and the tenant's
+challenge list (`list_standings`: where the signed-in participant stands).
 
 A kind without templates of its own uses `kind_default.html` (what every kind has: status,
 prompt, metrics, trials), whose macros a kind's own template may call. `page` holds what a
@@ -65,6 +66,18 @@ class Count:
     value: int
     # An error count: marked when it is not zero.
     problem: bool = False
+
+
+@dataclass(frozen=True)
+class ListStanding:
+    """What the tenant's challenge list says of the signed-in participant on a challenge:
+    their rank and its value, linked to where it shows (`path`, under the tenant's address),
+    or a note when they played without being ranked yet."""
+
+    rank: int | None = None
+    value: str = ""
+    path: str | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,13 @@ class WebKind:
             ]
             for challenge in challenge_ids
         }
+
+    def list_standings(
+        self, session: Session, participant: Participant, challenges: Sequence[Challenge]
+    ) -> Mapping[uuid.UUID, ListStanding] | None:
+        """What the tenant's challenge list says of the participant on each challenge; None:
+        their best attempt's rank on the leaderboard, or how many attempts they made."""
+        return None
 
     def describe_strategy(self, strategy: Strategy, config: KindConfig) -> StrategyText | None:
         """How the kind names a strategy of its own; None: the pages' usual words."""

@@ -498,6 +498,39 @@ def test_a_double_submitted_form_makes_one_attempt(
     assert api.request("GET", "/v1/attempts", key).json()["total"] == 1
 
 
+def test_the_challenge_list_shows_a_participant_s_rank_or_their_unranked_attempts(
+    api: Api, web_client: Clients, worker: Worker, owner: dict[str, Any]
+) -> None:
+    key, slug = owner["api_key"], owner["slug"]
+    challenge = api.create_challenge(key, title="Say the word")
+    page = f"/t/{slug}/challenges/{challenge['slug']}"
+    winner = _signed_in(web_client, slug)
+    missed = _signed_in(web_client, slug)
+    idle = _signed_in(web_client, slug)
+    attempts = {}
+    for client, prompt in ((winner, "PWNED"), (missed, "hello")):
+        form = {"prompt": prompt, "submission_id": uuid.uuid4().hex}
+        sent = client.post_form(f"{page}/attempts", form, token_from=page)
+        attempts[prompt] = _attempt_id_of(sent)
+        assert _wait_finished(api, key, attempts[prompt])["status"] == "completed"
+
+    def your_best(client: WebClient) -> str:
+        listing = client.get(f"/t/{slug}/")
+        assert listing.status_code == 200
+        card = re.search(rf'href="{re.escape(page)}">Say the word</a>.*?</li>', listing.text, re.S)
+        assert card, listing.text
+        best = re.search(r"<dt>Your best</dt><dd>(.*?)</dd>", card.group(0), re.DOTALL)
+        assert best
+        return " ".join(html.unescape(best.group(1)).split())
+
+    assert re.fullmatch(
+        rf'<a href="/t/{slug}/attempts/{attempts["PWNED"]}"><strong>#1</strong> · \d+ tokens</a>',
+        your_best(winner),
+    )
+    assert your_best(missed) == "1 attempt, not ranked yet"
+    assert "not played yet" in your_best(idle)
+
+
 # Admin view -------------------------------------------------------------------------------------
 
 

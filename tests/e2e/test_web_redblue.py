@@ -642,3 +642,34 @@ def test_the_admin_page_counts_a_red_blue_challenge_s_defenses_attacks_and_match
         "Match errors": 0,
         "Awaiting ratings": 0,
     }
+
+
+def test_the_challenge_list_shows_each_red_blue_player_their_side_s_rank_and_rating(
+    api: Api, web_client: Clients, worker: Worker, owner: dict[str, Any]
+) -> None:
+    base, blue, red = played(api, web_client, owner, "Guard the list")
+    slug = owner["slug"]
+    idle = signed_in(web_client, slug, "idler")
+    # A defense its self-test rejected is never rated: the list says what was played.
+    unrated = signed_in(web_client, slug, "rustle")
+    entry_id(post_entry(unrated, base, "blue", FORBIDS_SELF_TEST), "defense")
+    settled(unrated, base)
+
+    def your_best(client: WebClient) -> str:
+        listing = client.get(f"/t/{slug}/")
+        assert listing.status_code == 200
+        card = re.search(
+            rf'href="{re.escape(base)}">Guard the list</a>.*?</li>', listing.text, re.DOTALL
+        )
+        assert card, listing.text
+        best = re.search(r"<dt>Your best</dt><dd>(.*?)</dd>", card.group(0), re.DOTALL)
+        assert best
+        return " ".join(html.unescape(best.group(1)).split())
+
+    rank = r'<a href="{}"><strong>#1</strong> · {} · rating [\d,]+</a>'
+    red_best = your_best(red)
+    assert re.fullmatch(rank.format(re.escape(f"{base}/boards?side=red"), "red"), red_best)
+    blue_best = your_best(blue)
+    assert re.fullmatch(rank.format(re.escape(f"{base}/boards?side=blue"), "blue"), blue_best)
+    assert your_best(unrated) == "1 defense, not rated yet"
+    assert "not played yet" in your_best(idle)

@@ -123,6 +123,16 @@ class Activity:
     unrated: int = 0
 
 
+@dataclass
+class Places:
+    """Where a participant stands on a challenge: (side, rank, rating) per side they are
+    rated on, best rank first, and the entries they submitted."""
+
+    ratings: list[tuple[Side, int, float]] = field(default_factory=list)
+    defenses: int = 0
+    attacks: int = 0
+
+
 class RedBlueRepository:
     def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
         self.session = session
@@ -402,6 +412,42 @@ class RedBlueRepository:
         for challenge, count in unrated:
             activity[challenge].unrated = int(count)
         return activity
+
+    def places_of(
+        self, participant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, Places]:
+        """Where one participant stands on each challenge: their ratings (side, rank,
+        rating) and how many defenses and attacks they submitted."""
+        places = {challenge: Places() for challenge in challenge_ids}
+        if not challenge_ids:
+            return places
+        ratings = self.session.execute(
+            select(Rating.challenge_id, Rating.side, Rating.rank, Rating.rating)
+            .where(
+                Rating.tenant_id == self.tenant_id,
+                Rating.participant_id == participant_id,
+                Rating.challenge_id.in_(challenge_ids),
+            )
+            .order_by(Rating.rank, Rating.side)
+        ).tuples()
+        for challenge, side, rank, rating in ratings:
+            places[challenge].ratings.append((side, int(rank), float(rating)))
+        for model in (Defense, Attack):
+            rows = self.session.execute(
+                select(model.challenge_id, func.count())
+                .where(
+                    model.tenant_id == self.tenant_id,
+                    model.participant_id == participant_id,
+                    model.challenge_id.in_(challenge_ids),
+                )
+                .group_by(model.challenge_id)
+            ).tuples()
+            for challenge, count in rows:
+                if model is Defense:
+                    places[challenge].defenses = int(count)
+                else:
+                    places[challenge].attacks = int(count)
+        return places
 
     def board(self, challenge_id: uuid.UUID) -> Board | None:
         return self.session.scalar(

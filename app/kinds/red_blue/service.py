@@ -33,6 +33,7 @@ from app.kinds.red_blue.repository import (
     Activity,
     BoardLine,
     EntryTarget,
+    Places,
     RedBlueRepository,
 )
 from app.kinds.red_blue.schemas import (
@@ -524,6 +525,15 @@ def activity(
     """Each challenge's defenses, attacks, matches and matches awaiting the ratings (the
     tenant admin page)."""
     return RedBlueRepository(session, tenant_id).activity_of(challenge_ids)
+
+
+def places(
+    session: Session, viewer: SignedInParticipant, challenge_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, Places]:
+    """Where the signed-in participant stands on each challenge (the tenant's challenge
+    list)."""
+    repo = RedBlueRepository(session, viewer.tenant_id)
+    return repo.places_of(viewer.participant_id, challenge_ids)
 
 
 def rerun_defense(work: UnitOfWork, admin: TenantKey, defense_id: uuid.UUID) -> DefenseRead:
