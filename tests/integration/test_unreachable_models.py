@@ -118,6 +118,28 @@ def test_an_edit_naming_a_keyless_model_is_refused_and_changes_nothing(
     assert stored["target"]["model"] == "offline/echo"
 
 
+def test_a_challenge_whose_key_went_away_can_still_be_edited_but_not_given_a_new_keyless_model(
+    api: Api, tenant: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = tenant["api_key"]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    created = api.request(
+        "POST", "/v1/challenges", key, json=prompt_body(target={"model": KEYLESS})
+    )
+    assert created.status_code == 201, created.text
+    path = f"/v1/challenges/{created.json()['id']}"
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+
+    # Closing it, or fixing its title, does not depend on a model it already had.
+    edited = api.request("PATCH", path, key, json={"title": "Closed for now", "closes_at": None})
+    assert edited.status_code == 200, edited.text
+    assert edited.json()["title"] == "Closed for now"
+    # A model it did not have is asked about.
+    judged = api.request("PATCH", path, key, json={"verifier": JUDGE})
+    assert judged.status_code == 422, judged.text
+    assert judged.json()["error"]["message"].startswith("verifier.model: no API key configured")
+
+
 def test_a_benchmark_refuses_a_submitted_model_whose_provider_has_no_key(
     api: Api, tenant: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
