@@ -34,7 +34,7 @@ fragment may need of the page (`csrf_token`, `submission_id`, `base_url`, `attem
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -48,6 +48,7 @@ from app.attempt.schemas import AttemptCreate, AttemptRead
 from app.auth.subjects import TenantAdmin
 from app.challenge.kinds import KindConfig
 from app.challenge.models import Challenge
+from app.challenge.registry import kind_as
 from app.scoring.strategies import Strategy
 from app.tenant.models import Participant
 from app.web.forms import FormError
@@ -236,3 +237,12 @@ class WebKind:
     ) -> Any:
         """What the attempt page shows below its summary (`card` is the `AttemptCard`)."""
         return None
+
+
+def by_kind(challenges: Iterable[Challenge]) -> list[tuple[WebKind, list[Challenge]]]:
+    """Challenges grouped by their kind, in first-seen order: a page listing challenges of
+    every kind asks each kind once for all of its own."""
+    groups: dict[str, list[Challenge]] = {}
+    for challenge in challenges:
+        groups.setdefault(challenge.kind, []).append(challenge)
+    return [(kind_as(name, WebKind), listed) for name, listed in groups.items()]

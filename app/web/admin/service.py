@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,9 +11,8 @@ from sqlalchemy.orm import Session
 from app.challenge import service as challenges
 from app.challenge.config import ChallengeStatus
 from app.challenge.models import Challenge
-from app.challenge.registry import kind_as
 from app.challenge.service import challenge_status
-from app.web.kinds import Count, StrategyText, WebKind
+from app.web.kinds import Count, StrategyText, by_kind
 from app.web.leaderboards.service import strategy_text
 
 
@@ -29,12 +27,10 @@ class DashboardRow:
 def dashboard_rows(session: Session, tenant_id: uuid.UUID, *, limit: int) -> list[DashboardRow]:
     """The tenant's newest challenges, each with its kind's figures (one read per kind)."""
     newest = challenges.newest_challenges(session, tenant_id, limit=limit)
-    by_kind: dict[str, list[uuid.UUID]] = defaultdict(list)
-    for challenge in newest:
-        by_kind[challenge.kind].append(challenge.id)
     counts: dict[uuid.UUID, Sequence[Count]] = {}
-    for name, ids in by_kind.items():
-        counts.update(kind_as(name, WebKind).dashboard_counts(session, tenant_id, ids))
+    for kind, of_kind in by_kind(newest):
+        ids = [challenge.id for challenge in of_kind]
+        counts.update(kind.dashboard_counts(session, tenant_id, ids))
     return [
         DashboardRow(c, challenge_status(c), strategy_text(c), counts.get(c.id, ())) for c in newest
     ]

@@ -4,7 +4,6 @@ best result on each, and what a challenge page shows of its kind."""
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +21,7 @@ from app.leaderboard import service as leaderboards
 from app.leaderboard.service import item_of
 from app.tenant.models import Participant, Tenant
 from app.web.forms import FormError
-from app.web.kinds import ListStanding, StrategyText, WebKind
+from app.web.kinds import ListStanding, StrategyText, WebKind, by_kind
 from app.web.leaderboards.service import ranked_value, strategy_text
 
 
@@ -61,11 +60,8 @@ def challenge_cards(
     found = challenges.newest_challenges(session, tenant_id, visibilities=visibilities, limit=limit)
     standings: dict[uuid.UUID, ListStanding] = {}
     if participant is not None:
-        by_kind: dict[str, list[Challenge]] = defaultdict(list)
-        for challenge in found:
-            by_kind[challenge.kind].append(challenge)
-        for name, of_kind in by_kind.items():
-            own = kind_as(name, WebKind).list_standings(session, participant, of_kind)
+        for kind, of_kind in by_kind(found):
+            own = kind.list_standings(session, participant, of_kind)
             if own is None:
                 own = _attempt_standings(session, participant, of_kind)
             standings.update(own)
