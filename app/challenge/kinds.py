@@ -18,6 +18,7 @@ asks `if kind == ...`. Adding a kind is a package and a registration line (docs/
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
@@ -38,6 +39,22 @@ class KindConfig(InputSchema):
     Sections named like a column of the challenges table are stored there; any other is kept
     in its `kind_sections` document (`app.challenge.models.SECTION_COLUMNS`). A section a
     participant must not see is left out of `public_sections`."""
+
+
+@dataclass(frozen=True)
+class NamedModel:
+    """A model a challenge's configuration names, and where: each is checked when the
+    challenge is saved (its id, the server's policy, its provider's key), so a model no worker
+    could call is refused with a 422 naming its field rather than at the first attempt."""
+
+    path: tuple[str | int, ...]  # the field holding it (`target.model`)
+    model: str
+    # The base URL it is called at (it then carries that base's key, not a provider's).
+    api_base: str | None = None
+    # The field that may hold such a base URL beside it (`target.api_base`), if any.
+    base_field: str | None = None
+    # A glob of model ids (`openai/gpt-4o-*`): only the provider it names is checked.
+    pattern: bool = False
 
 
 def validation_failed(error: ValidationError) -> ValidationFailed:
@@ -77,6 +94,11 @@ class ChallengeKind:
         """Checks that need the world outside (the outbound policy, a benchmark's data),
         when a challenge is saved; returns the configuration to store (normalised)."""
         return config
+
+    def named_models(self, config: KindConfig) -> Sequence[NamedModel]:
+        """Every model the configuration names (targets, judges, critics, patterns of the
+        models participants may submit), each with its field path."""
+        return ()
 
     def public_sections(self, config: KindConfig) -> dict[str, Any]:
         """The sections as participants and member keys see them: nothing hidden (system

@@ -24,8 +24,9 @@ from app.challenge.flat_scoring import (
     given_flat_scoring,
     scoring_from_flat,
 )
-from app.challenge.kinds import ChallengeKind, KindConfig, strategy_refusal
+from app.challenge.kinds import ChallengeKind, KindConfig, NamedModel, strategy_refusal
 from app.challenge.models import Challenge
+from app.challenge.reachability import refuse_unreachable
 from app.challenge.registry import find_kind, registered
 from app.challenge.repository import ChallengeRepository
 from app.challenge.schemas import ChallengeCreate, ChallengePublic, ChallengeRead, ChallengeUpdate
@@ -104,9 +105,14 @@ def _scoring_for(kind: ChallengeKind, scoring: ScoringConfig) -> ScoringConfig:
     return scoring
 
 
-def _validated(session: Session, body: ChallengeCreate) -> tuple[KindConfig, ScoringConfig]:
+def _validated(
+    session: Session, body: ChallengeCreate, kept: Collection[NamedModel] = ()
+) -> tuple[KindConfig, ScoringConfig]:
     """The kind's sections and the scoring of a body, checked as a whole: the kind's own
-    rules, then what needs the world outside (policy, benchmark data), then the scorer."""
+    rules, then what needs the world outside (policy, benchmark data, whether its models can
+    be called), then the scorer. `kept`: models an edit leaves as they were, whose provider
+    keys are not asked again (the worker says so if one went away; closing or retitling such
+    a challenge must still work)."""
     kind = find_kind(body.kind)
     sections = body.sections
     _refuse_foreign_sections(kind, sections)
@@ -115,6 +121,7 @@ def _validated(session: Session, body: ChallengeCreate) -> tuple[KindConfig, Sco
     scoring = _scoring_for(kind, body.scoring)
     kind.check(config, scoring)
     config = kind.prepare(config)
+    refuse_unreachable(named for named in kind.named_models(config) if named not in kept)
     validate_scoring(session, scoring.model_dump())
     return config, scoring
 
@@ -291,7 +298,8 @@ def update_challenge(
         if flat:
             merged["scoring"] = scoring_from_flat(challenge.scoring.model_dump(mode="json"), flat)
         validated = _validated_as_create(merged)
-        config, scoring = _validated(session, validated)
+        kept = find_kind(challenge.kind).named_models(config_of(challenge))
+        config, scoring = _validated(session, validated, kept)
         check_flat_entrypoint(session, scoring.plugin_id, flat)
     scoring_changed = scoring != challenge.scoring
     challenge.title = validated.title

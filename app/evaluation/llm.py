@@ -612,6 +612,7 @@ class LLMClient:
             if spec.model.startswith("offline/"):
                 return None  # built in: never leaves the process, whatever api_base says
             self._check_provider(spec)
+            self._check_key(spec)
             return None
         self._check_provider(spec)
         if spec.api_base is None:
@@ -638,6 +639,14 @@ class LLMClient:
             raise self._failure(
                 f"model {spec.model} is not allowed on this server", str(error), error
             ) from error
+
+    def _check_key(self, spec: ModelSpec) -> None:
+        """A provider with no key configured fails every try alike: refused before the first
+        (the key may have been removed after the challenge was saved), not retried."""
+        try:
+            self.outbound.check_key(spec.model)
+        except OutboundRefused as error:
+            raise self._failure(f"{error} (not retried)", str(error), error) from error
 
     def _delay_before_retry(self, failed_attempt: int, error: BaseException) -> float:
         requested = retry_after_seconds(error)

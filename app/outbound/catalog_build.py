@@ -20,6 +20,11 @@ What is derived, and how:
   inside the calling process are not visible in that data and are listed by hand below.
 - `bare_models`: model names without a provider prefix in litellm's price map, with the
   provider litellm routes each one to.
+- `provider_keys`: the API key variables a provider cannot be called without, as litellm's
+  `validate_environment` reports them with none set: a list of alternatives, any one of which
+  is enough (`GEMINI_API_KEY` or `GOOGLE_API_KEY`), each a list of names needed together.
+  Only providers whose every credential is an API key are listed: one that can take its
+  credentials from elsewhere (a cloud identity, a base URL it needs besides) is left to itself.
 - prices: the per-token prices (`app.outbound.prices.Price`) of every chat or completion model
   of litellm's price map, kept only when `Price.cost` equals litellm's own `completion_cost`
   on every usage of `_check_usages` (cached and reasoning tokens, each long-prompt tier). The
@@ -140,6 +145,33 @@ def _litellm() -> Any:
     return litellm
 
 
+_API_KEY_NAME = re.compile(r"^[A-Z0-9_]+_API_(?:KEY|TOKEN)$")
+
+
+def _missing_keys(litellm: Any, provider: str, environ: dict[str, str]) -> list[str]:
+    """The variables litellm says `provider` needs, with only `environ` set."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(environ)
+    try:
+        report = litellm.validate_environment(model=f"{provider}/{_PROBE_MODEL}")
+    except Exception:
+        return []
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return sorted({str(name) for name in report.get("missing_keys") or []})
+
+
+def _provider_keys(litellm: Any, provider: str) -> list[list[str]]:
+    """The alternatives of API key variables `provider` needs (empty: none, or not only keys)."""
+    missing = _missing_keys(litellm, provider, {})
+    if not missing or not all(_API_KEY_NAME.match(name) for name in missing):
+        return []
+    alone = [name for name in missing if not _missing_keys(litellm, provider, {name: "probe"})]
+    return [[name] for name in alone] if alone else [missing]
+
+
 def build_catalog(litellm: Any) -> dict[str, Any]:
     providers = sorted({getattr(p, "value", str(p)) for p in litellm.provider_list})
     local: dict[str, str] = {}
@@ -161,11 +193,13 @@ def build_catalog(litellm: Any) -> dict[str, Any]:
             continue
         if isinstance(routed, str) and routed in providers:
             bare[name] = routed
+    keys = {provider: _provider_keys(litellm, provider) for provider in providers}
     return {
         "litellm_version": _litellm_version(),
         "providers": providers,
         "local_providers": dict(sorted(local.items())),
         "bare_models": dict(sorted(bare.items())),
+        "provider_keys": {provider: names for provider, names in keys.items() if names},
     }
 
 

@@ -114,6 +114,17 @@ class OutboundPolicy:
         if refusal is not None:
             raise OutboundRefused(f"model {model}: {refusal}")
 
+    def check_key(self, model: str) -> None:
+        """OutboundRefused when `model`'s provider needs an API key this server does not have
+        (litellm would fail every call). A call at a base URL carries the key of its
+        allow-list entry instead, and is not asked about here."""
+        provider = self.catalog.provider_of(model)
+        if provider is None:
+            return
+        problem = self.catalog.missing_key(provider, self.environ)
+        if problem is not None:
+            raise OutboundRefused(problem)
+
     # Base URLs
 
     def route(self, api_base: str) -> BaseRoute:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,6 +46,8 @@ class ProviderCatalog:
     providers: frozenset[str]
     local_providers: Mapping[str, str]  # provider -> why it is local
     bare_models: Mapping[str, str]  # bare model name -> the provider litellm routes it to
+    # provider -> the API key variables it needs: alternatives, each of names needed together
+    provider_keys: Mapping[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, text: str) -> ProviderCatalog:
@@ -55,6 +57,10 @@ class ProviderCatalog:
             providers=frozenset(data["providers"]),
             local_providers=dict(data["local_providers"]),
             bare_models=dict(data["bare_models"]),
+            provider_keys={
+                provider: tuple(tuple(names) for names in alternatives)
+                for provider, alternatives in data.get("provider_keys", {}).items()
+            },
         )
 
     def provider_of(self, model: str) -> str | None:
@@ -65,6 +71,17 @@ class ProviderCatalog:
                 return prefix
             return None
         return self.bare_models.get(model)
+
+    def missing_key(self, provider: str, environ: Mapping[str, str]) -> str | None:
+        """Why `provider` cannot be called with the keys in `environ` (litellm reads its
+        providers' keys from the environment), or None when it can."""
+        alternatives = self.provider_keys.get(provider)
+        if not alternatives:
+            return None
+        if any(all(environ.get(name) for name in names) for names in alternatives):
+            return None
+        wanted = " or ".join(" and ".join(names) for names in alternatives)
+        return f"no API key configured for provider '{provider}' (the server needs {wanted})"
 
 
 def map_key(model: str, key_providers: Mapping[str, str], catalog: ProviderCatalog) -> str | None:

@@ -21,6 +21,10 @@ and `play_side(play, page)` in place of the attempt form, the participant's atte
 leaderboard panel; `leaderboard_path` sends the full leaderboard's address to a page of the
 kind's own; `admin_panel` adds a section to the tenant admin page (`admin_panel(panel, page)`).
 
+Two pages list challenges of every kind and ask each kind for its figures: the tenant admin
+page (`dashboard_counts`: attempts by status, or a kind's own entries) and the tenant's
+challenge list (`list_standings`: where the signed-in participant stands).
+
 A kind without templates of its own uses `kind_default.html` (what every kind has: status,
 prompt, metrics, trials), whose macros a kind's own template may call. `page` holds what a
 fragment may need of the page (`csrf_token`, `submission_id`, `base_url`, `attempt_url`,
@@ -30,7 +34,7 @@ fragment may need of the page (`csrf_token`, `submission_id`, `base_url`, `attem
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -38,10 +42,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
+from app.attempt import service as attempt_service
+from app.attempt.models import AttemptStatus
 from app.attempt.schemas import AttemptCreate, AttemptRead
 from app.auth.subjects import TenantAdmin
 from app.challenge.kinds import KindConfig
 from app.challenge.models import Challenge
+from app.challenge.registry import kind_as
 from app.scoring.strategies import Strategy
 from app.tenant.models import Participant
 from app.web.forms import FormError
@@ -50,6 +57,28 @@ if TYPE_CHECKING:
     from app.web import charts
 
 DEFAULT_MACROS = "kind_default.html"
+
+
+@dataclass(frozen=True)
+class Count:
+    """One figure of a challenge's row on the tenant admin page."""
+
+    label: str
+    value: int
+    # An error count: marked when it is not zero.
+    problem: bool = False
+
+
+@dataclass(frozen=True)
+class ListStanding:
+    """What the tenant's challenge list says of the signed-in participant on a challenge:
+    their rank and its value, linked to where it shows (`path`, under the tenant's address),
+    or a note when they played without being ranked yet."""
+
+    rank: int | None = None
+    value: str = ""
+    path: str | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +135,31 @@ class WebKind:
 
     def admin_panel(self, session: Session, admin: TenantAdmin) -> Any | None:
         """A section of the tenant admin page (its entries in error, say); None: nothing."""
+        return None
+
+    def dashboard_counts(
+        self, session: Session, tenant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]
+    ) -> Mapping[uuid.UUID, Sequence[Count]]:
+        """The figures of each challenge's row on the tenant admin page: its attempts by
+        status."""
+        counts = attempt_service.status_counts(session, tenant_id, challenge_ids)
+        return {
+            challenge: [
+                Count(
+                    status.value.capitalize(),
+                    counts[challenge].get(status, 0),
+                    problem=status is AttemptStatus.ERROR,
+                )
+                for status in AttemptStatus
+            ]
+            for challenge in challenge_ids
+        }
+
+    def list_standings(
+        self, session: Session, participant: Participant, challenges: Sequence[Challenge]
+    ) -> Mapping[uuid.UUID, ListStanding] | None:
+        """What the tenant's challenge list says of the participant on each challenge; None:
+        their best attempt's rank on the leaderboard, or how many attempts they made."""
         return None
 
     def describe_strategy(self, strategy: Strategy, config: KindConfig) -> StrategyText | None:
@@ -183,3 +237,12 @@ class WebKind:
     ) -> Any:
         """What the attempt page shows below its summary (`card` is the `AttemptCard`)."""
         return None
+
+
+def by_kind(challenges: Iterable[Challenge]) -> list[tuple[WebKind, list[Challenge]]]:
+    """Challenges grouped by their kind, in first-seen order: a page listing challenges of
+    every kind asks each kind once for all of its own."""
+    groups: dict[str, list[Challenge]] = {}
+    for challenge in challenges:
+        groups.setdefault(challenge.kind, []).append(challenge)
+    return [(kind_as(name, WebKind), listed) for name, listed in groups.items()]

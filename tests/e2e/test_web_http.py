@@ -498,6 +498,39 @@ def test_a_double_submitted_form_makes_one_attempt(
     assert api.request("GET", "/v1/attempts", key).json()["total"] == 1
 
 
+def test_the_challenge_list_shows_a_participant_s_rank_or_their_unranked_attempts(
+    api: Api, web_client: Clients, worker: Worker, owner: dict[str, Any]
+) -> None:
+    key, slug = owner["api_key"], owner["slug"]
+    challenge = api.create_challenge(key, title="Say the word")
+    page = f"/t/{slug}/challenges/{challenge['slug']}"
+    winner = _signed_in(web_client, slug)
+    missed = _signed_in(web_client, slug)
+    idle = _signed_in(web_client, slug)
+    attempts = {}
+    for client, prompt in ((winner, "PWNED"), (missed, "hello")):
+        form = {"prompt": prompt, "submission_id": uuid.uuid4().hex}
+        sent = client.post_form(f"{page}/attempts", form, token_from=page)
+        attempts[prompt] = _attempt_id_of(sent)
+        assert _wait_finished(api, key, attempts[prompt])["status"] == "completed"
+
+    def your_best(client: WebClient) -> str:
+        listing = client.get(f"/t/{slug}/")
+        assert listing.status_code == 200
+        card = re.search(rf'href="{re.escape(page)}">Say the word</a>.*?</li>', listing.text, re.S)
+        assert card, listing.text
+        best = re.search(r"<dt>Your best</dt><dd>(.*?)</dd>", card.group(0), re.DOTALL)
+        assert best
+        return " ".join(html.unescape(best.group(1)).split())
+
+    assert re.fullmatch(
+        rf'<a href="/t/{slug}/attempts/{attempts["PWNED"]}"><strong>#1</strong> · \d+ tokens</a>',
+        your_best(winner),
+    )
+    assert your_best(missed) == "1 attempt, not ranked yet"
+    assert "not played yet" in your_best(idle)
+
+
 # Admin view -------------------------------------------------------------------------------------
 
 
@@ -505,6 +538,14 @@ def test_a_double_submitted_form_makes_one_attempt(
 def failing_provider() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer(default=Behaviour.server_error()) as server:
         yield server
+
+
+def dashboard_counts(page: str, title: str) -> dict[str, int]:
+    """The figures of a challenge's row on the tenant admin page, by label."""
+    row = re.search(rf"{re.escape(title)}.*?</tr>", page, re.DOTALL)
+    assert row, f"no row for {title}"
+    found = re.findall(r"<dt>([^<]+)</dt><dd[^>]*>([\d,]+)</dd>", row.group(0))
+    return {label: int(value.replace(",", "")) for label, value in found}
 
 
 def test_admin_view_counts_errors_and_reruns_a_failed_attempt(
@@ -541,13 +582,12 @@ def test_admin_view_counts_errors_and_reruns_a_failed_attempt(
     # The error's full reason is the admin's (participants read "failed: HTTP 500").
     assert "InternalServerError" in page.text
     assert "Today (UTC): <strong>$0.0000</strong>" in page.text  # failed calls cost nothing
-    row = re.search(r"Flaky provider.*?</tr>", page.text, re.DOTALL)
-    assert row and re.findall(r'<td class="num[^"]*">(\d+)</td>', row.group(0)) == [
-        "0",
-        "0",
-        "0",
-        "1",
-    ]
+    assert dashboard_counts(page.text, "Flaky provider") == {
+        "Queued": 0,
+        "Running": 0,
+        "Completed": 0,
+        "Error": 1,
+    }
 
     failing_provider.default = Behaviour.ok("PWNED")
     retried = admin.post_form(

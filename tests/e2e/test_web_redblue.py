@@ -602,3 +602,74 @@ def test_a_match_page_is_not_found_outside_its_challenge_and_its_visitors(
     # The other tenant's admin pages do not know this admin.
     elsewhere = admin.get(f"/t/{other_slug}/admin/red-blue/matches/{other_match}")
     assert elsewhere.status_code == 303
+
+
+def played(
+    api: Api, web_client: Clients, owner: dict[str, Any], title: str
+) -> tuple[str, WebClient, WebClient]:
+    """A red-blue challenge with two defenses (one rejected by its self-test) and two attacks,
+    each played against the active defense, settled: its page, its blue and its red player."""
+    key, slug = owner["api_key"], owner["slug"]
+    challenge = create(api, key, title=title)
+    base = f"/t/{slug}/challenges/{challenge['slug']}"
+    blue = signed_in(web_client, slug, "bluebell")
+    red = signed_in(web_client, slug, "redwood")
+    entry_id(post_entry(blue, base, "blue", WEAK), "defense")
+    entry_id(post_entry(blue, base, "blue", FORBIDS_SELF_TEST), "defense")
+    settled(blue, base)
+    entry_id(post_entry(red, base, "red", OVERRIDE), "attack")
+    entry_id(post_entry(red, base, "red", "Say hello"), "attack")
+    body = settled(red, base)
+    assert len(re.findall(r'<tr id="match-', region(body, "rb-matches"))) == 2
+    return base, blue, red
+
+
+def test_the_admin_page_counts_a_red_blue_challenge_s_defenses_attacks_and_matches(
+    api: Api, web_client: Clients, worker: Worker, owner: dict[str, Any]
+) -> None:
+    from tests.e2e.test_web_http import dashboard_counts
+
+    played(api, web_client, owner, "Guard the counts")
+    admin = web_client()
+    sign_in = admin.post_form(f"/t/{owner['slug']}/admin/sign-in", {"api_key": owner["api_key"]})
+    assert sign_in.status_code == 303
+    page = admin.get(f"/t/{owner['slug']}/admin")
+    assert page.status_code == 200
+    assert dashboard_counts(page.text, "Guard the counts") == {
+        "Defenses": 2,
+        "Attacks": 2,
+        "Matches": 2,
+        "Match errors": 0,
+        "Awaiting ratings": 0,
+    }
+
+
+def test_the_challenge_list_shows_each_red_blue_player_their_side_s_rank_and_rating(
+    api: Api, web_client: Clients, worker: Worker, owner: dict[str, Any]
+) -> None:
+    base, blue, red = played(api, web_client, owner, "Guard the list")
+    slug = owner["slug"]
+    idle = signed_in(web_client, slug, "idler")
+    # A defense its self-test rejected is never rated: the list says what was played.
+    unrated = signed_in(web_client, slug, "rustle")
+    entry_id(post_entry(unrated, base, "blue", FORBIDS_SELF_TEST), "defense")
+    settled(unrated, base)
+
+    def your_best(client: WebClient) -> str:
+        listing = client.get(f"/t/{slug}/")
+        assert listing.status_code == 200
+        card = re.search(
+            rf'href="{re.escape(base)}">Guard the list</a>.*?</li>', listing.text, re.DOTALL
+        )
+        assert card, listing.text
+        best = re.search(r"<dt>Your best</dt><dd>(.*?)</dd>", card.group(0), re.DOTALL)
+        assert best
+        return " ".join(html.unescape(best.group(1)).split())
+
+    rank = r'<a href="{}"><strong>#1</strong> · {} · rating [\d,]+</a>'
+    red_best = your_best(red)
+    assert re.fullmatch(rank.format(re.escape(f"{base}/boards?side=red"), "red"), red_best)
+    blue_best = your_best(blue)
+    assert re.fullmatch(rank.format(re.escape(f"{base}/boards?side=blue"), "blue"), blue_best)
+    assert your_best(unrated) == "1 defense, not rated yet"
+    assert "not played yet" in your_best(idle)

@@ -448,6 +448,27 @@ def test_an_openai_compatible_model_without_a_base_url_is_refused_before_any_cal
     assert client.calls_made == 0 and server.request_count == 0 and sleeps.delays == []
 
 
+def test_a_provider_with_no_key_configured_is_refused_before_any_call_and_not_retried(
+    server: FakeOpenAIServer, sleeps: RecordingSleep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_litellm()
+    monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    client = LLMClient(sleep=sleeps)
+    with pytest.raises(InfrastructureError) as caught:
+        asyncio.run(client.complete(ModelSpec(model="openai/fake-model"), USER))
+    assert str(caught.value) == (
+        "no API key configured for provider 'openai' (the server needs OPENAI_API_KEY) "
+        "(not retried)"
+    )
+    assert client.calls_made == 0 and server.request_count == 0 and sleeps.delays == []
+
+    # The same model at a base URL carries that base's credential, not a provider key.
+    server.enqueue(Behaviour.ok("hello"))
+    at_base = ModelSpec(model="openai/fake-model", api_base=server.base_url)
+    assert asyncio.run(client.complete(at_base, USER)).output == "hello"
+
+
 def test_per_model_cap_bounds_calls_in_flight(transport: Transport) -> None:
     transport.server.default = Behaviour.slow(delay_s=0.2, text="done")
     client = LLMClient(per_model_concurrency=2)

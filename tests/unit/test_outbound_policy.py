@@ -407,3 +407,19 @@ def test_openai_compatible_model_ids_are_accepted_under_any_provider_policy() ->
         assert model_id_problem(model, offline_models=OFFLINE) is not None
     problem = model_id_problem("openai_compatible/x", offline_models=OFFLINE)
     assert problem is not None and "'openai-compatible/'" in problem
+
+
+def test_a_provider_key_is_missing_until_one_of_its_alternatives_is_set() -> None:
+    catalog = bundled_catalog()
+    OutboundPolicy(environ={}).check_key("offline/echo")
+    with pytest.raises(OutboundRefused, match=r"provider 'openai'.*OPENAI_API_KEY"):
+        OutboundPolicy(environ={}).check_key("openai/gpt-4o-mini")
+    with pytest.raises(OutboundRefused, match="provider 'openai'"):
+        OutboundPolicy(environ={"OPENAI_API_KEY": ""}).check_key("gpt-4o-mini")
+    OutboundPolicy(environ={"OPENAI_API_KEY": "sk-x"}).check_key("openai/gpt-4o-mini")
+    # Either of Gemini's variables is enough.
+    message = catalog.missing_key("gemini", {})
+    assert message is not None and "GEMINI_API_KEY or GOOGLE_API_KEY" in message
+    assert catalog.missing_key("gemini", {"GOOGLE_API_KEY": "g"}) is None
+    # A provider that can take credentials from elsewhere (a cloud identity) is not judged.
+    assert catalog.missing_key("bedrock", {}) is None

@@ -3,14 +3,15 @@ benchmark's tasks with pass@k or seq@k, and it ranks by the curve at k."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from app.attempt.kinds import RunContext, Submitted, refuse_fields, require_field
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
 from app.attempt.schemas import AttemptCreate
-from app.challenge.kinds import KindConfig
+from app.challenge.kinds import KindConfig, NamedModel
+from app.challenge.reachability import refuse_unreachable
 from app.config import Settings, get_settings
 from app.errors import ValidationFailed
 from app.evaluation.benchmark import (
@@ -22,7 +23,7 @@ from app.evaluation.benchmark import (
 from app.kinds.base import Kind
 from app.kinds.benchmark import web
 from app.kinds.benchmark.config import BenchmarkConfig
-from app.kinds.outbound import check_served, checked_api_base
+from app.kinds.outbound import checked_api_base
 from app.scoring.strategies import Strategy
 
 
@@ -90,12 +91,24 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
             benchmark.benchmark.actor_api_base, ["benchmark", "actor_api_base"]
         )
         _check_benchmark(benchmark)
-        for role in ("judge_model", "critic_model"):
-            model = getattr(benchmark.benchmark, role)
-            if model is not None:
-                check_served(model, None, ["benchmark", role], None)
         spec = benchmark.benchmark.model_copy(update={"actor_api_base": api_base})
         return benchmark.model_copy(update={"benchmark": spec})
+
+    def named_models(self, config: KindConfig) -> Sequence[NamedModel]:
+        spec = _config(config).benchmark
+        models = [
+            NamedModel(("benchmark", role), model)
+            for role, model in (
+                ("judge_model", spec.judge_model),
+                ("critic_model", spec.critic_model),
+            )
+            if model is not None
+        ]
+        models.extend(
+            NamedModel(("benchmark", "allowed_models", position), pattern, pattern=True)
+            for position, pattern in enumerate(spec.allowed_models or ())
+        )
+        return models
 
     def public_sections(self, config: KindConfig) -> dict[str, Any]:
         # The server the models are called at is the operator's and the admin's business, as
@@ -115,7 +128,10 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
         model: str = require_field(body, "model", "is required: this is a benchmark challenge")
         refuse_fields(body, ("prompt",), "is not used by benchmark challenges; send a model spec")
         spec = _config(config()).benchmark
-        check_served(model, spec.actor_api_base, ["model"], "the challenge's actor_api_base")
+        actor_base = "the challenge's actor_api_base"
+        refuse_unreachable(
+            [NamedModel(("model",), model, api_base=spec.actor_api_base, base_field=actor_base)]
+        )
         if not spec.allows_model(model):
             patterns = ", ".join(spec.allowed_models or [])
             raise ValidationFailed.at(

@@ -4,7 +4,7 @@ verifier judges each answer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from sqlalchemy.orm import Session
@@ -20,11 +20,11 @@ from app.attempt.kinds import (
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
 from app.attempt.schemas import AttemptCreate
-from app.challenge.kinds import KindConfig
+from app.challenge.kinds import KindConfig, NamedModel
 from app.errors import ValidationFailed
 from app.evaluation.feedback import FEEDBACK_MODES
 from app.kinds.base import Kind
-from app.kinds.outbound import check_model_id, check_served, checked_api_base
+from app.kinds.outbound import checked_api_base
 from app.kinds.prompt import web
 from app.kinds.prompt.config import PromptConfig
 from app.scoring.schemas import ScoringConfig
@@ -68,11 +68,22 @@ class PromptKind(web.PromptPages, Kind):
     def prepare(self, config: KindConfig) -> KindConfig:
         prompt = _config(config)
         api_base = checked_api_base(prompt.target.api_base, ["target", "api_base"])
-        check_served(prompt.target.model, api_base, ["target", "model"], "target.api_base")
-        if prompt.verifier.type == "llm_judge":
-            check_model_id(prompt.verifier.model, ["verifier", "model"])
         target = prompt.target.model_copy(update={"api_base": api_base})
         return prompt.model_copy(update={"target": target})
+
+    def named_models(self, config: KindConfig) -> Sequence[NamedModel]:
+        prompt = _config(config)
+        models = [
+            NamedModel(
+                ("target", "model"),
+                prompt.target.model,
+                api_base=prompt.target.api_base,
+                base_field="target.api_base",
+            )
+        ]
+        if prompt.verifier.type == "llm_judge":
+            models.append(NamedModel(("verifier", "model"), prompt.verifier.model))
+        return models
 
     def public_sections(self, config: KindConfig) -> dict[str, Any]:
         """No system prompt, no verifier keys or patterns, no judge rubric, no server."""

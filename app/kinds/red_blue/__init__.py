@@ -22,14 +22,14 @@ from app.attempt.kinds import RunContext, Submitted
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
 from app.attempt.schemas import AttemptCreate
-from app.challenge.kinds import KindConfig
+from app.challenge.kinds import KindConfig, NamedModel
 from app.challenge.models import Challenge
 from app.config import get_settings
 from app.errors import ValidationFailed
 from app.evaluation.types import InfrastructureError
 from app.export.stream import Dataset
 from app.kinds.base import Kind
-from app.kinds.outbound import check_served, checked_api_base
+from app.kinds.outbound import checked_api_base
 from app.kinds.red_blue.config import RedBlueSections, public_verifier, sections_of
 from app.kinds.red_blue.dispatch import SWEEP_TASK
 from app.kinds.red_blue.web import RedBluePages
@@ -62,9 +62,29 @@ class RedBlueKind(RedBluePages, Kind):
     def prepare(self, config: KindConfig) -> KindConfig:
         sections = sections_of(config)
         api_base = checked_api_base(sections.target.api_base, ["target", "api_base"])
-        check_served(sections.target.model, api_base, ["target", "model"], "target.api_base")
         target = sections.target.model_copy(update={"api_base": api_base})
         return sections.model_copy(update={"target": target})
+
+    def named_models(self, config: KindConfig) -> Sequence[NamedModel]:
+        sections = sections_of(config)
+        target = sections.target
+        models = [
+            NamedModel(
+                ("target", "model"),
+                target.model,
+                api_base=target.api_base,
+                base_field="target.api_base",
+            )
+        ]
+        for position, category in enumerate(sections.judge_suite.categories):
+            if category.verifier.type == "llm_judge":
+                judge: tuple[str | int, ...] = ("judge_suite", "categories", position)
+                models.append(NamedModel((*judge, "verifier", "model"), category.verifier.model))
+        if sections.self_test.verifier.type == "llm_judge":
+            models.append(
+                NamedModel(("self_test", "verifier", "model"), sections.self_test.verifier.model)
+            )
+        return models
 
     def public_sections(self, config: KindConfig) -> dict[str, Any]:
         """The target's model and settings, the categories' names and verifier types, the

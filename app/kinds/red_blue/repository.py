@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +113,27 @@ class BoardLine:
 
 def _dialect(session: Session) -> str:
     return session.get_bind().dialect.name
+
+
+@dataclass
+class Activity:
+    """A challenge's entries and matches, as its admins' dashboard counts them."""
+
+    defenses: int = 0
+    attacks: int = 0
+    matches: dict[MatchStatus, int] = field(default_factory=dict)
+    # Completed matches the ratings do not count yet (the next recompute will).
+    unrated: int = 0
+
+
+@dataclass
+class Places:
+    """Where a participant stands on a challenge: (side, rank, rating) per side they are
+    rated on, best rank first, and the entries they submitted."""
+
+    ratings: list[tuple[Side, int, float]] = field(default_factory=list)
+    defenses: int = 0
+    attacks: int = 0
 
 
 class RedBlueRepository:
@@ -356,6 +377,80 @@ class RedBlueRepository:
         for entry, status, count in rows:
             counts[entry][status] = int(count)
         return counts
+
+    def activity_of(self, challenge_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Activity]:
+        """How many defenses, attacks and matches (by status) each challenge has, and how
+        many completed matches its ratings do not count yet: one grouped query each."""
+        activity = {challenge: Activity() for challenge in challenge_ids}
+        if not challenge_ids:
+            return activity
+        for model in (Defense, Attack):
+            rows = self.session.execute(
+                select(model.challenge_id, func.count())
+                .where(model.tenant_id == self.tenant_id, model.challenge_id.in_(challenge_ids))
+                .group_by(model.challenge_id)
+            ).tuples()
+            for challenge, count in rows:
+                if model is Defense:
+                    activity[challenge].defenses = int(count)
+                else:
+                    activity[challenge].attacks = int(count)
+        matches = self.session.execute(
+            select(Match.challenge_id, Match.status, func.count())
+            .where(Match.tenant_id == self.tenant_id, Match.challenge_id.in_(challenge_ids))
+            .group_by(Match.challenge_id, Match.status)
+        ).tuples()
+        for challenge, status, count in matches:
+            activity[challenge].matches[status] = int(count)
+        unrated = self.session.execute(
+            select(Match.challenge_id, func.count())
+            .join(Board, Board.challenge_id == Match.challenge_id)
+            .where(
+                Match.tenant_id == self.tenant_id,
+                Match.challenge_id.in_(challenge_ids),
+                Match.board_seq > Board.rated_seq,
+            )
+            .group_by(Match.challenge_id)
+        ).tuples()
+        for challenge, count in unrated:
+            activity[challenge].unrated = int(count)
+        return activity
+
+    def places_of(
+        self, participant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, Places]:
+        """Where one participant stands on each challenge: their ratings (side, rank,
+        rating) and how many defenses and attacks they submitted."""
+        places = {challenge: Places() for challenge in challenge_ids}
+        if not challenge_ids:
+            return places
+        ratings = self.session.execute(
+            select(Rating.challenge_id, Rating.side, Rating.rank, Rating.rating)
+            .where(
+                Rating.tenant_id == self.tenant_id,
+                Rating.participant_id == participant_id,
+                Rating.challenge_id.in_(challenge_ids),
+            )
+            .order_by(Rating.rank, Rating.side)
+        ).tuples()
+        for challenge, side, rank, rating in ratings:
+            places[challenge].ratings.append((side, int(rank), float(rating)))
+        for model in (Defense, Attack):
+            rows = self.session.execute(
+                select(model.challenge_id, func.count())
+                .where(
+                    model.tenant_id == self.tenant_id,
+                    model.participant_id == participant_id,
+                    model.challenge_id.in_(challenge_ids),
+                )
+                .group_by(model.challenge_id)
+            ).tuples()
+            for challenge, count in rows:
+                if model is Defense:
+                    places[challenge].defenses = int(count)
+                else:
+                    places[challenge].attacks = int(count)
+        return places
 
     def board(self, challenge_id: uuid.UUID) -> Board | None:
         return self.session.scalar(

@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -29,7 +29,13 @@ from app.errors import AppError, Conflict, NotFound, TooManyRequests, Validation
 from app.kinds.red_blue.config import text_limit
 from app.kinds.red_blue.dispatch import PAIR_ATTACK, RUN_MATCH, SELF_TEST
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, Match, MatchStatus, Side
-from app.kinds.red_blue.repository import BoardLine, EntryTarget, RedBlueRepository
+from app.kinds.red_blue.repository import (
+    Activity,
+    BoardLine,
+    EntryTarget,
+    Places,
+    RedBlueRepository,
+)
 from app.kinds.red_blue.schemas import (
     AttackCreate,
     AttackRead,
@@ -511,6 +517,23 @@ def recent_match_errors(
     named = _named(session, admin.tenant_id, [match for match, _ in rows])
     reader = reader_of(admin)
     return [FailedMatch(match_view(match, named, reader), title) for match, title in rows]
+
+
+def activity(
+    session: Session, tenant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, Activity]:
+    """Each challenge's defenses, attacks, matches and matches awaiting the ratings (the
+    tenant admin page)."""
+    return RedBlueRepository(session, tenant_id).activity_of(challenge_ids)
+
+
+def places(
+    session: Session, viewer: SignedInParticipant, challenge_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, Places]:
+    """Where the signed-in participant stands on each challenge (the tenant's challenge
+    list)."""
+    repo = RedBlueRepository(session, viewer.tenant_id)
+    return repo.places_of(viewer.participant_id, challenge_ids)
 
 
 def rerun_defense(work: UnitOfWork, admin: TenantKey, defense_id: uuid.UUID) -> DefenseRead:

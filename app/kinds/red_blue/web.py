@@ -13,6 +13,7 @@ pattern or rubric, the self-test's check or another participant's defense.
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from app.config import get_settings
 from app.kinds.red_blue import service
 from app.kinds.red_blue.config import RedBlueSections, sections_of, text_limit
 from app.kinds.red_blue.models import DefenseStatus, MatchStatus, Side
+from app.kinds.red_blue.repository import Places
 from app.kinds.red_blue.schemas import (
     AttackRead,
     BoardItem,
@@ -42,7 +44,7 @@ from app.scoring.strategies import Strategy
 from app.tenant import service as tenants
 from app.tenant.models import Participant
 from app.web.forms import FormError
-from app.web.kinds import StrategyText, WebKind
+from app.web.kinds import Count, ListStanding, StrategyText, WebKind
 
 KIND_TEMPLATE = "kinds/red_blue/macros.html"
 SIDES = ("blue", "red")
@@ -272,6 +274,40 @@ class RedBluePages(WebKind):
             "above.",
         )
 
+    def dashboard_counts(
+        self, session: Session, tenant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]
+    ) -> Mapping[uuid.UUID, Sequence[Count]]:
+        counts = {}
+        for challenge, activity in service.activity(session, tenant_id, challenge_ids).items():
+            counts[challenge] = [
+                Count("Defenses", activity.defenses),
+                Count("Attacks", activity.attacks),
+                Count("Matches", sum(activity.matches.values())),
+                Count("Match errors", activity.matches.get(MatchStatus.ERROR, 0), problem=True),
+                Count("Awaiting ratings", activity.unrated),
+            ]
+        return counts
+
+    def list_standings(
+        self, session: Session, participant: Participant, challenges: Sequence[Challenge]
+    ) -> Mapping[uuid.UUID, ListStanding] | None:
+        """The participant's best rank over the two sides, with that side's rating; a note
+        for entries not rated yet."""
+        slugs = {challenge.id: challenge.slug for challenge in challenges}
+        viewer = tenants.as_subject(participant)
+        standings = {}
+        for challenge, place in service.places(session, viewer, list(slugs)).items():
+            if place.ratings:
+                side, rank, rating = place.ratings[0]
+                standings[challenge] = ListStanding(
+                    rank=rank,
+                    value=f"{side} · rating {rating:,.0f}",
+                    path=f"challenges/{slugs[challenge]}/boards?side={side}",
+                )
+            elif place.defenses or place.attacks:
+                standings[challenge] = ListStanding(note=f"{_entries(place)}, not rated yet")
+        return standings
+
     def facts(self, challenge: Challenge, config: KindConfig) -> Any:
         sections = _sections(config)
         pairing = sections.pairing
@@ -302,6 +338,15 @@ class RedBluePages(WebKind):
 
     def admin_panel(self, session: Session, admin: TenantAdmin) -> Any | None:
         return AdminMatches(service.recent_match_errors(session, admin, limit=20))
+
+
+def _entries(place: Places) -> str:
+    parts = []
+    if place.defenses:
+        parts.append(f"{place.defenses} defense{'s' if place.defenses != 1 else ''}")
+    if place.attacks:
+        parts.append(f"{place.attacks} attack{'s' if place.attacks != 1 else ''}")
+    return " and ".join(parts)
 
 
 def play_state(

@@ -17,9 +17,7 @@ from app.auth import sessions
 from app.auth.models import ApiKey
 from app.auth.service import authenticate
 from app.auth.subjects import TenantAdmin
-from app.challenge import service as challenges
 from app.challenge.registry import kind_as, kind_names
-from app.challenge.service import challenge_status
 from app.config import get_settings
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import AppError, Unauthorized
@@ -30,8 +28,8 @@ from app.scoring import registry
 from app.tenant import service as tenants
 from app.tenant.models import Tenant
 from app.web import auth
+from app.web.admin import service
 from app.web.kinds import WebKind
-from app.web.leaderboards.service import strategy_text
 from app.web.rendering import HtmlRoute, not_found, page, redirect
 from app.web.visitors import CsrfField, require_csrf, tenant_url, visitor
 from app.web.visitors import notice as notice_text
@@ -90,10 +88,8 @@ def admin(
     key = admin_key(request, session, tenant)
     if key is None:
         return to_admin_sign_in(request, web, tenant)
-    newest = challenges.newest_challenges(session, tenant.id, limit=200)
-    counts = attempt_service.status_counts(session, tenant.id, [c.id for c in newest])
-    rows = [(c, challenge_status(c), strategy_text(c), counts[c.id]) for c in newest]
-    downloads = [(c, exports.datasets_of(c.kind)) for c in newest]
+    rows = service.dashboard_rows(session, tenant.id, limit=200)
+    downloads = [(row.challenge, exports.datasets_of(row.challenge.kind)) for row in rows]
     subject = sessions.admin_subject(key)
     panels = []
     for name in kind_names():

@@ -4,7 +4,7 @@ best result on each, and what a challenge page shows of its kind."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from app.leaderboard import service as leaderboards
 from app.leaderboard.service import item_of
 from app.tenant.models import Participant, Tenant
 from app.web.forms import FormError
-from app.web.kinds import StrategyText, WebKind
+from app.web.kinds import ListStanding, StrategyText, WebKind, by_kind
 from app.web.leaderboards.service import ranked_value, strategy_text
 
 
@@ -40,18 +40,11 @@ def home_rows(
 
 
 @dataclass(frozen=True)
-class BestResult:
-    rank: int
-    value: str
-    attempt_id: uuid.UUID
-
-
-@dataclass(frozen=True)
 class ChallengeCard:
     challenge: ChallengePublic
     strategy: StrategyText
-    best: BestResult | None
-    attempts: int
+    # Where the signed-in participant stands (None: not played yet, or no one signed in).
+    standing: ListStanding | None
 
 
 def challenge_cards(
@@ -62,31 +55,50 @@ def challenge_cards(
     *,
     limit: int = 200,
 ) -> dict[str, list[ChallengeCard]]:
-    """The visible challenges by status (open, upcoming, closed), each with the participant's
-    best result so far."""
+    """The visible challenges by status (open, upcoming, closed), each with where the
+    participant stands on it, as its kind says."""
     found = challenges.newest_challenges(session, tenant_id, visibilities=visibilities, limit=limit)
-    ids = [c.id for c in found]
-    standings: dict[uuid.UUID, leaderboards.Standing] = {}
-    counts: dict[uuid.UUID, int] = {}
+    standings: dict[uuid.UUID, ListStanding] = {}
     if participant is not None:
-        standings = leaderboards.standings(session, tenant_id, participant.id, ids)
-        counts = attempt_service.attempt_counts(session, tenant_id, participant.id, ids)
+        for kind, of_kind in by_kind(found):
+            own = kind.list_standings(session, participant, of_kind)
+            if own is None:
+                own = _attempt_standings(session, participant, of_kind)
+            standings.update(own)
     groups: dict[str, list[ChallengeCard]] = {"open": [], "upcoming": [], "closed": []}
     for challenge in found:
-        strategy = strategy_text(challenge)
-        best = None
-        standing = standings.get(challenge.id)
-        if standing is not None and participant is not None:
-            entry = standing.entry
-            best = BestResult(
-                rank=standing.rank,
-                value=ranked_value(strategy.key, item_of(entry, participant.handle, rank=0)),
-                attempt_id=entry.attempt_id,
-            )
         groups[challenge_status(challenge)].append(
-            ChallengeCard(to_public_view(challenge), strategy, best, counts.get(challenge.id, 0))
+            ChallengeCard(
+                to_public_view(challenge), strategy_text(challenge), standings.get(challenge.id)
+            )
         )
     return groups
+
+
+def _attempt_standings(
+    session: Session, participant: Participant, found: Sequence[Challenge]
+) -> dict[uuid.UUID, ListStanding]:
+    """The participant's best attempt's rank and ranked value on each leaderboard, or how
+    many attempts they made when none is ranked yet."""
+    ids = [c.id for c in found]
+    ranked = leaderboards.standings(session, participant.tenant_id, participant.id, ids)
+    counts = attempt_service.attempt_counts(session, participant.tenant_id, participant.id, ids)
+    result: dict[uuid.UUID, ListStanding] = {}
+    for challenge in found:
+        standing = ranked.get(challenge.id)
+        attempts = counts.get(challenge.id, 0)
+        if standing is not None:
+            key = strategy_text(challenge).key
+            value = ranked_value(key, item_of(standing.entry, participant.handle, rank=0))
+            result[challenge.id] = ListStanding(
+                rank=standing.rank,
+                value=f"{value} tokens" if key == "fewest_tokens" else value,
+                path=f"attempts/{standing.entry.attempt_id}",
+            )
+        elif attempts:
+            plural = "s" if attempts != 1 else ""
+            result[challenge.id] = ListStanding(note=f"{attempts} attempt{plural}, not ranked yet")
+    return result
 
 
 @dataclass(frozen=True)

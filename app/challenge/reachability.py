@@ -1,0 +1,54 @@
+"""Whether the models a challenge names can be called by this server's workers, checked when
+the challenge is saved: a model id the policy refuses, an `openai-compatible/` model with no
+base URL, or a provider whose API key the server does not have is a 422 naming the field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from app.challenge.kinds import NamedModel
+from app.config import get_settings
+from app.errors import ValidationFailed
+from app.evaluation.model_ids import base_url_problem, model_id_problem
+from app.outbound.policy import OutboundRefused
+from app.outbound.providers import BUILTIN_PROVIDERS
+
+# The characters that make a model pattern a glob rather than one id.
+_GLOB = frozenset("*?[]!")
+
+
+def refuse_unreachable(models: Iterable[NamedModel]) -> None:
+    """ValidationFailed, naming the field, at the first model no worker could call."""
+    for named in models:
+        problem = _pattern_problem(named.model) if named.pattern else _model_problem(named)
+        if problem is not None:
+            raise ValidationFailed.at(list(named.path), problem)
+
+
+def _model_problem(named: NamedModel) -> str | None:
+    policy = get_settings().outbound_policy()
+    problem = model_id_problem(named.model, policy.providers) or base_url_problem(
+        named.model, named.api_base, named.base_field
+    )
+    if problem is not None or named.api_base is not None:
+        return problem  # a call at a base URL carries that base's key, not a provider's
+    return _key_problem(named.model)
+
+
+def _pattern_problem(pattern: str) -> str | None:
+    """A pattern's provider, when it names one outright (`openai/gpt-4o-*`), must be callable."""
+    prefix, slash, _ = pattern.partition("/")
+    named = prefix if slash else pattern
+    if _GLOB & set(named):
+        return None
+    return _key_problem(f"{prefix}/probe" if slash else pattern)
+
+
+def _key_problem(model: str) -> str | None:
+    if model.partition("/")[0] in BUILTIN_PROVIDERS:
+        return None
+    try:
+        get_settings().outbound_policy().check_key(model)
+    except OutboundRefused as error:
+        return str(error)
+    return None
