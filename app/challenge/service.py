@@ -319,6 +319,34 @@ def update_challenge(
     return challenge, job_id
 
 
+def open_now(work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> Challenge:
+    """Opens the challenge at once: it opens now, and a close already past is dropped (a
+    close still ahead is kept)."""
+    now = utcnow()
+    challenge = ChallengeRepository(work.session, tenant_id).get(challenge_id)
+    if challenge is None:
+        raise NotFound("challenge not found")
+    closes_at = challenge.closes_at
+    body = ChallengeUpdate(
+        opens_at=now, closes_at=closes_at if closes_at is not None and closes_at > now else None
+    )
+    return update_challenge(work, tenant_id, challenge_id, body)[0]
+
+
+def close_now(work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> Challenge:
+    """Closes the challenge at once: attempts and entries sent from now on are refused (409).
+    One that had not opened yet never will (its opening is dropped)."""
+    now = utcnow()
+    challenge = ChallengeRepository(work.session, tenant_id).get(challenge_id)
+    if challenge is None:
+        raise NotFound("challenge not found")
+    opens_at = challenge.opens_at
+    body = ChallengeUpdate(
+        opens_at=opens_at if opens_at is not None and opens_at < now else None, closes_at=now
+    )
+    return update_challenge(work, tenant_id, challenge_id, body)[0]
+
+
 def delete_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> None:
     """Deletes the challenge with its attempts, trials and leaderboard."""
     repo = ChallengeRepository(session, tenant_id)

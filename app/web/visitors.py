@@ -34,6 +34,8 @@ NOTICES = {
         "update as they are judged."
     ),
     "match-requeued": "The match is queued again.",
+    "challenge-opened": "The challenge is open now.",
+    "challenge-closed": "The challenge is closed now: new attempts and entries are refused.",
     "match-not-rerunnable": "That match cannot be re-run: only matches that ended in error can.",
     "admin-signed-in": "You are signed in as a tenant admin.",
     "admin-signed-out": "You are signed out of the admin view.",

@@ -934,3 +934,43 @@ def test_benchmark_pages_show_the_curves_the_tasks_and_never_an_answer_key(
         for url in (base, f"{base}/leaderboard", f"/t/{slug}/attempts/{attempt_id}"):
             assert ada.get(url).status_code == 200
     assert counts[0] == counts[1] == len(statements)
+
+
+def test_an_admin_opens_and_closes_a_challenge_now_from_the_console(
+    api: Api, web_client: Clients, owner: dict[str, Any]
+) -> None:
+    key, slug = owner["api_key"], owner["slug"]
+    later = (datetime.now(UTC) + timedelta(days=2)).isoformat()
+    challenge = api.create_challenge(key, title="Opens later", opens_at=later)
+    path = f"/t/{slug}/admin/challenges/{challenge['id']}"
+
+    def status() -> str:
+        return str(api.request("GET", f"/v1/challenges/{challenge['id']}", key).json()["status"])
+
+    # Without an admin session the buttons' routes are not there.
+    stranger = web_client()
+    refused = stranger.post_form(f"{path}/open", {}, token_from=f"/t/{slug}/admin/sign-in")
+    assert refused.status_code == 404 and status() == "upcoming"
+
+    admin = web_client()
+    assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
+    dashboard = admin.get(f"/t/{slug}/admin").text
+    assert "Open now<span" in dashboard
+
+    opened = admin.post_form(f"{path}/open", {}, token_from=f"/t/{slug}/admin")
+    assert opened.status_code == 303 and "challenge-opened" in opened.headers["location"]
+    assert status() == "open"
+    assert api.submit(key, challenge["id"], "PWNED", "ada").status_code == 202
+    assert "The challenge is open now." in admin.get(opened.headers["location"]).text
+
+    closed = admin.post_form(f"{path}/close", {}, token_from=f"/t/{slug}/admin")
+    assert closed.status_code == 303 and status() == "closed"
+    late = api.submit(key, challenge["id"], "PWNED", "bob")
+    assert late.status_code == 409 and "closed" in late.json()["error"]["message"]
+    assert "Open now<span" in admin.get(f"/t/{slug}/admin").text
+
+    # Opened again: the close that passed is dropped.
+    admin.post_form(f"{path}/open", {}, token_from=f"/t/{slug}/admin")
+    assert status() == "open"
+    assert api.submit(key, challenge["id"], "PWNED", "bob").status_code == 202
+    assert admin.post_form(f"{path}/archive", {}, token_from=f"/t/{slug}/admin").status_code == 404

@@ -17,10 +17,11 @@ from app.auth import sessions
 from app.auth.models import ApiKey
 from app.auth.service import authenticate
 from app.auth.subjects import TenantAdmin
+from app.challenge import service as challenges
 from app.challenge.registry import kind_as, kind_names
 from app.config import get_settings
 from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import AppError, Unauthorized
+from app.errors import AppError, NotFound, Unauthorized
 from app.export import service as exports
 from app.export.formats import ExportFormat
 from app.export.responses import export_response
@@ -201,6 +202,33 @@ def admin_sign_out(
     response = redirect(request, web, tenant_url(tenant, "admin/sign-in?notice=admin-signed-out"))
     auth.clear_admin_cookie(request, response, tenant.slug)
     return response
+
+
+@router.post("/t/{tenant_slug}/admin/challenges/{challenge_id}/{action}")
+def admin_open_or_close(
+    tenant_slug: str,
+    challenge_id: uuid.UUID,
+    action: str,
+    request: Request,
+    work: UnitOfWorkDep,
+    csrf_token: CsrfField = "",
+) -> Response:
+    """Opens or closes a challenge now (`action`: `open` or `close`)."""
+    session = work.session
+    web, tenant, _ = visitor(request, session, tenant_slug)
+    require_csrf(web, csrf_token)
+    key = admin_key(request, session, tenant)
+    change = {"open": challenges.open_now, "close": challenges.close_now}.get(action)
+    if key is None or change is None:
+        raise not_found()
+    admin = sessions.admin_subject(key)
+    try:
+        change(work, admin.tenant_id, challenge_id)
+    except NotFound:
+        raise not_found() from None
+    work.commit()
+    notice = "challenge-opened" if action == "open" else "challenge-closed"
+    return redirect(request, web, tenant_url(tenant, f"admin?notice={notice}"))
 
 
 @router.post("/t/{tenant_slug}/admin/attempts/{attempt_id}/retry")
