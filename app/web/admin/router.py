@@ -1,7 +1,7 @@
 """The tenant admin's pages: signed in with an admin API key (a server-side admin session
 behind its own cookie, checked on every request), the day's model spend against the budget,
-attempt counts by status, each challenge's exports to download, recent errors with a button
-to re-run a failed attempt, the scorer registry."""
+each challenge's status (opened or closed now from here), its activity and its exports to
+download, recent errors with a button to re-run a failed attempt, the scorer registry."""
 
 from __future__ import annotations
 
