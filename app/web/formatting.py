@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from app.web import charts
@@ -24,6 +24,22 @@ def format_duration(milliseconds: int | float | None) -> str:
 
 def format_when(value: datetime | None) -> str:
     return "—" if value is None else f"{value:%Y-%m-%d %H:%M} UTC"
+
+
+def format_until(value: datetime, now: datetime | None = None) -> str:
+    """How long until `value`, to two units ("in 2 days 3 h", "in 5 min 20 s"); "now" once
+    it has passed. The page's script counts it down from there (app.js, `data-countdown`)."""
+    left = int((value - (now or datetime.now(UTC))).total_seconds())
+    if left <= 0:
+        return "now"
+    parts: list[str] = []
+    for name, size in (("day", 86_400), ("h", 3_600), ("min", 60), ("s", 1)):
+        count, left = divmod(left, size)
+        if count or parts:
+            parts.append(f"{count} {name}{'s' if name == 'day' and count != 1 else ''}")
+        if len(parts) == 2:
+            break
+    return "in " + " ".join(part for part in parts if not part.startswith("0 "))
 
 
 def format_number(value: float | None) -> str:

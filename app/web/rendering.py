@@ -130,6 +130,7 @@ def _environment(kinds: tuple[str, ...]) -> Environment:
     env.globals["workers_missing"] = _workers_missing
     env.filters["duration"] = formatting.format_duration
     env.filters["when"] = formatting.format_when
+    env.filters["until"] = formatting.format_until
     env.filters["number"] = formatting.format_number
     env.filters["cost"] = formatting.format_cost
     env.filters["percent"] = formatting.format_percent

@@ -952,6 +952,13 @@ def test_an_admin_opens_and_closes_a_challenge_now_from_the_console(
     refused = stranger.post_form(f"{path}/open", {}, token_from=f"/t/{slug}/admin/sign-in")
     assert refused.status_code == 404 and status() == "upcoming"
 
+    # Participants see when it opens, counted down (app.js keeps the count current).
+    for page in (f"/t/{slug}/challenges/{challenge['slug']}", f"/t/{slug}/"):
+        shown = stranger.get(page).text
+        assert re.search(
+            r'<time class="countdown" datetime="[^"]+" data-countdown>in 1 day 23 h', shown
+        )
+
     admin = web_client()
     assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
     dashboard = admin.get(f"/t/{slug}/admin").text

@@ -390,3 +390,24 @@ def test_a_queued_attempt_says_when_no_worker_is_running(
     assert "Running on a worker" in rendering.render_macro(
         "macros.html", "attempt_waiting", running
     )
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (2 * 86_400 + 3 * 3_600 + 300, "in 2 days 3 h"),
+        (86_400 + 30, "in 1 day"),
+        (3 * 3_600 + 5 * 60 + 9, "in 3 h 5 min"),
+        (5 * 60 + 20, "in 5 min 20 s"),
+        (40, "in 40 s"),
+        (0, "now"),
+        (-5, "now"),
+    ],
+)
+def test_countdowns_read_in_two_units_and_end_at_now(seconds: int, text: str) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from app.web.formatting import format_until
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    assert format_until(now + timedelta(seconds=seconds), now) == text

@@ -225,7 +225,39 @@
     );
   }
 
+  // "in 2 days 3 h", "in 5 min 20 s", "now": as the server writes it (format_until).
+  function untilText(milliseconds) {
+    var left = Math.floor(milliseconds / 1000);
+    if (left <= 0) return "now";
+    var parts = [];
+    var units = [["day", 86400], ["h", 3600], ["min", 60], ["s", 1]];
+    for (var i = 0; i < units.length && parts.length < 2; i++) {
+      var count = Math.floor(left / units[i][1]);
+      left -= count * units[i][1];
+      if (count || parts.length) {
+        var name = units[i][0] === "day" && count !== 1 ? "days" : units[i][0];
+        parts.push(count ? count + " " + name : "");
+      }
+    }
+    return "in " + parts.filter(Boolean).join(" ");
+  }
+
+  // Countdowns to a challenge's opening or close, kept current once a second.
+  function setUpCountdowns() {
+    var clocks = Array.from(document.querySelectorAll("time[data-countdown]"));
+    if (!clocks.length) return;
+    function tick() {
+      var now = Date.now();
+      clocks.forEach(function (clock) {
+        clock.textContent = untilText(Date.parse(clock.getAttribute("datetime")) - now);
+      });
+    }
+    tick();
+    setInterval(tick, 1000);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    setUpCountdowns();
     var redBlue = document.getElementById("redblue-play");
     if (redBlue && redBlue.dataset.liveUrl) setUpRedBlue(redBlue);
     document.querySelectorAll("textarea[data-limit]").forEach(setUpCounter);
