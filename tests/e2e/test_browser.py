@@ -598,3 +598,23 @@ def test_a_running_benchmark_attempt_shows_its_progress_live(
     # The attempt page reloads once the attempt has finished, showing its final figures.
     expect(page.locator(".metrics")).to_contain_text(re.compile(r"Tasks solved\s*2 of 3"))
     expect(page.get_by_role("heading", name="pass@t curve", exact=True)).to_be_visible()
+
+
+def test_the_countdown_to_an_opening_runs_in_the_page(
+    api: Api, new_context: Contexts, demo: dict[str, Any]
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from playwright.sync_api import expect
+
+    key = demo["tenant"]["api_key"]
+    soon = (datetime.now(UTC) + timedelta(minutes=5)).isoformat()
+    challenge = api.create_challenge(key, title="Opens soon", opens_at=soon)
+    page = new_context().new_page()
+    page.goto(f"/t/demo/challenges/{challenge['slug']}")
+    clock = page.locator("time[data-countdown]")
+    expect(clock).to_have_text(re.compile(r"^in 4 min \d+ s$"))
+    first = clock.inner_text()
+    # The script counts it down (the server's text is only where it starts).
+    expect(clock).not_to_have_text(first, timeout=5_000)
+    expect(clock).to_have_text(re.compile(r"^in 4 min \d+ s$"))
