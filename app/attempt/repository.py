@@ -296,6 +296,22 @@ class AttemptRepository:
             counts[challenge_id][status] = count
         return counts
 
+    def errored_of_challenge(self, challenge_id: uuid.UUID, *, limit: int) -> list[Attempt]:
+        """The challenge's attempts that ended in error, oldest first, locked for the caller."""
+        return list(
+            self.session.scalars(
+                select(Attempt)
+                .where(
+                    Attempt.tenant_id == self.tenant_id,
+                    Attempt.challenge_id == challenge_id,
+                    Attempt.status == AttemptStatus.ERROR,
+                )
+                .order_by(Attempt.created_at, Attempt.id)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            )
+        )
+
     def recent_errors(self, *, limit: int) -> list[FailedAttempt]:
         """The tenant's latest attempts that ended in error, with who and where."""
         rows = self.session.execute(

@@ -9,7 +9,13 @@ from starlette.concurrency import run_in_threadpool
 
 from app.attempt import service
 from app.attempt.models import AttemptStatus
-from app.attempt.schemas import AttemptCreate, AttemptList, AttemptRead, TrialList
+from app.attempt.schemas import (
+    AttemptCreate,
+    AttemptList,
+    AttemptRead,
+    RetriedAttempts,
+    TrialList,
+)
 from app.auth.gate import CredentialDep, TenantAdminDep, TenantKeyDep, check_tenant_key
 from app.auth.service import authenticate
 from app.db import get_autocommit_sessionmaker, get_sessionmaker
@@ -171,6 +177,20 @@ def list_challenge_attempts(
         limit=limit,
         offset=offset,
     )
+
+
+@router.post(
+    "/challenges/{challenge_id}/attempts/retry-failed",
+    status_code=status.HTTP_202_ACCEPTED,
+)
+def post_challenge_retry_failed(
+    challenge_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
+) -> RetriedAttempts:
+    """Re-run every attempt of the challenge that ended in error (tenant admin), up to 1,000
+    a call, oldest first; finished trials are kept."""
+    queued = service.retry_failed(work, caller.tenant_id, challenge_id)
+    work.commit()
+    return RetriedAttempts(queued=queued)
 
 
 @router.post(

@@ -125,3 +125,9 @@ class RunRow:
     model_spec: dict[str, Any] | None
     metrics: AttemptMetrics | None
     cost_usd: float | None
+
+
+class RetriedAttempts(OutputSchema):
+    """How many of the challenge's failed attempts were queued again."""
+
+    queued: int

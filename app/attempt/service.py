@@ -225,6 +225,30 @@ def retry_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID)
         raise Conflict(
             f"only attempts that ended in error can be re-run; this one is {attempt.status}"
         )
+    _requeue(work, attempt)
+    work.session.flush()
+    return attempt
+
+
+# At most this many failed attempts are queued again by one bulk re-run (the rest by the next).
+RETRY_FAILED_BATCH = 1000
+
+
+def retry_failed(work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> int:
+    """Queues again every attempt of the challenge that ended in error, up to
+    RETRY_FAILED_BATCH of them, oldest first; how many (tenant admin)."""
+    repo = AttemptRepository(work.session, tenant_id)
+    if repo.submission_target(challenge_id, None) is None:
+        raise NotFound("challenge not found")
+    failed = repo.errored_of_challenge(challenge_id, limit=RETRY_FAILED_BATCH)
+    for attempt in failed:
+        _requeue(work, attempt)
+    work.session.flush()
+    return len(failed)
+
+
+def _requeue(work: UnitOfWork, attempt: Attempt) -> None:
+    """Queued again, its finished trials kept; sent to a worker once the caller commits."""
     now = utcnow()
     attempt.status = AttemptStatus.QUEUED
     attempt.error = None
@@ -232,9 +256,7 @@ def retry_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID)
     attempt.finished_at = None
     attempt.forget_runs()
     attempt.enqueued_at = now
-    session.flush()
     work.send_after_commit(RUN_ATTEMPT, str(attempt.id))
-    return attempt
 
 
 def _redact_trial(trial: Trial) -> dict[str, Any]:

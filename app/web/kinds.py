@@ -67,6 +67,8 @@ class Count:
     value: int
     # An error count: marked when it is not zero.
     problem: bool = False
+    # Where, under the tenant's admin page, a form re-runs what it counts (a POST).
+    rerun_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,11 @@ class WebKind:
                     status.value.capitalize(),
                     counts[challenge].get(status, 0),
                     problem=status is AttemptStatus.ERROR,
+                    rerun_path=(
+                        f"challenges/{challenge}/retry-failed"
+                        if status is AttemptStatus.ERROR
+                        else None
+                    ),
                 )
                 for status in AttemptStatus
             ]

@@ -35,6 +35,7 @@ NOTICES = {
     ),
     "match-requeued": "The match is queued again.",
     "challenge-opened": "The challenge is open now.",
+    "failed-requeued": "The challenge's failed attempts are queued again.",
     "challenge-closed": "The challenge is closed now: new attempts and entries are refused.",
     "match-not-rerunnable": "That match cannot be re-run: only matches that ended in error can.",
     "admin-signed-in": "You are signed in as a tenant admin.",

@@ -981,3 +981,44 @@ def test_an_admin_opens_and_closes_a_challenge_now_from_the_console(
     assert status() == "open"
     assert api.submit(key, challenge["id"], "PWNED", "bob").status_code == 202
     assert admin.post_form(f"{path}/archive", {}, token_from=f"/t/{slug}/admin").status_code == 404
+
+
+def test_an_admin_reruns_every_failed_attempt_of_a_challenge(
+    api: Api,
+    web_client: Clients,
+    worker: Worker,
+    owner: dict[str, Any],
+    failing_provider: FakeOpenAIServer,
+) -> None:
+    key, slug = owner["api_key"], owner["slug"]
+    flaky = api.create_challenge(
+        key,
+        title="Flaky for two",
+        target={"model": "openai/fake-model", "api_base": failing_provider.base_url},
+        visibility="private",
+    )
+    retry_all = f"/v1/challenges/{flaky['id']}/attempts/retry-failed"
+    ids = [api.submit(key, flaky["id"], "PWNED", who).json()["id"] for who in ("hana", "ivan")]
+    assert [_wait_finished(api, key, i)["status"] for i in ids] == ["error", "error"]
+
+    member = api.request("POST", "/v1/api-keys", key, json={"name": "m", "role": "member"})
+    assert api.request("POST", retry_all, member.json()["key"]).status_code == 403
+    assert api.request("POST", retry_all, create_tenant(api)["api_key"]).status_code == 404
+
+    # Over the API: both queued again (and failing again, the provider unchanged).
+    again = api.request("POST", retry_all, key)
+    assert again.status_code == 202 and again.json() == {"queued": 2}
+    assert [_wait_finished(api, key, i)["status"] for i in ids] == ["error", "error"]
+
+    # From the console, once the provider answers: both complete.
+    admin = web_client()
+    assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
+    assert "Re-run failed (2)" in admin.get(f"/t/{slug}/admin").text
+    failing_provider.default = Behaviour.ok("PWNED")
+    rerun = admin.post_form(
+        f"/t/{slug}/admin/challenges/{flaky['id']}/retry-failed", {}, token_from=f"/t/{slug}/admin"
+    )
+    assert rerun.status_code == 303 and "failed-requeued" in rerun.headers["location"]
+    assert [_wait_finished(api, key, i)["status"] for i in ids] == ["completed", "completed"]
+    assert api.request("POST", retry_all, key).json() == {"queued": 0}
+    assert "Re-run failed" not in admin.get(f"/t/{slug}/admin").text

@@ -204,8 +204,16 @@ def admin_sign_out(
     return response
 
 
+# What the buttons of a challenge's row do: (change, notice).
+_CHALLENGE_ACTIONS = {
+    "open": (challenges.open_now, "challenge-opened"),
+    "close": (challenges.close_now, "challenge-closed"),
+    "retry-failed": (attempt_service.retry_failed, "failed-requeued"),
+}
+
+
 @router.post("/t/{tenant_slug}/admin/challenges/{challenge_id}/{action}")
-def admin_open_or_close(
+def admin_challenge_action(
     tenant_slug: str,
     challenge_id: uuid.UUID,
     action: str,
@@ -213,21 +221,20 @@ def admin_open_or_close(
     work: UnitOfWorkDep,
     csrf_token: CsrfField = "",
 ) -> Response:
-    """Opens or closes a challenge now (`action`: `open` or `close`)."""
+    """Opens or closes a challenge now, or re-runs its failed attempts (`action`)."""
     session = work.session
     web, tenant, _ = visitor(request, session, tenant_slug)
     require_csrf(web, csrf_token)
     key = admin_key(request, session, tenant)
-    change = {"open": challenges.open_now, "close": challenges.close_now}.get(action)
-    if key is None or change is None:
+    if key is None or action not in _CHALLENGE_ACTIONS:
         raise not_found()
+    change, notice = _CHALLENGE_ACTIONS[action]
     admin = sessions.admin_subject(key)
     try:
         change(work, admin.tenant_id, challenge_id)
     except NotFound:
         raise not_found() from None
     work.commit()
-    notice = "challenge-opened" if action == "open" else "challenge-closed"
     return redirect(request, web, tenant_url(tenant, f"admin?notice={notice}"))
 
 
