@@ -35,6 +35,8 @@ NOTICES = {
     ),
     "match-requeued": "The match is queued again.",
     "challenge-opened": "The challenge is open now.",
+    "key-revoked": "The API key is revoked: it stops working at once.",
+    "key-in-use": "This admin session signed in with that key: sign in with another to revoke it.",
     "failed-requeued": "The challenge's failed attempts are queued again.",
     "challenge-closed": "The challenge is closed now: new attempts and entries are refused.",
     "match-not-rerunnable": "That match cannot be re-run: only matches that ended in error can.",

@@ -1022,3 +1022,53 @@ def test_an_admin_reruns_every_failed_attempt_of_a_challenge(
     assert [_wait_finished(api, key, i)["status"] for i in ids] == ["completed", "completed"]
     assert api.request("POST", retry_all, key).json() == {"queued": 0}
     assert "Re-run failed" not in admin.get(f"/t/{slug}/admin").text
+
+
+def test_an_admin_creates_and_revokes_api_keys_from_the_console(
+    api: Api, web_client: Clients, owner: dict[str, Any]
+) -> None:
+    key, slug = owner["api_key"], owner["slug"]
+    admin = web_client()
+    assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
+    assert "in use by this session" in admin.get(f"/t/{slug}/admin").text
+
+    created = admin.post_form(
+        f"/t/{slug}/admin/api-keys",
+        {"name": "ci bot", "role": "member"},
+        token_from=f"/t/{slug}/admin",
+    )
+    assert created.status_code == 200
+    shown = re.search(r'<code class="secret" id="new-key">([^<]+)</code>', created.text)
+    assert shown, created.text[-2000:]
+    secret = html.unescape(shown.group(1))
+    assert api.request("GET", "/v1/challenges", secret).status_code == 200
+    listed = api.request("GET", "/v1/api-keys", key).json()["items"]
+    (bot,) = [k for k in listed if k["name"] == "ci bot"]
+    assert bot["role"] == "member"
+    # Shown once: the page does not hold it afterwards.
+    assert secret not in admin.get(f"/t/{slug}/admin").text
+
+    for bad in ({"name": "", "role": "member"}, {"name": "x", "role": "owner"}):
+        refused = admin.post_form(f"/t/{slug}/admin/api-keys", bad, token_from=f"/t/{slug}/admin")
+        assert refused.status_code == 422 and 'role="alert"' in refused.text
+
+    revoked = admin.post_form(
+        f"/t/{slug}/admin/api-keys/{bot['id']}/revoke", {}, token_from=f"/t/{slug}/admin"
+    )
+    assert revoked.status_code == 303 and "key-revoked" in revoked.headers["location"]
+    assert api.request("GET", "/v1/challenges", secret).status_code == 401
+
+    own = next(k for k in listed if k["key_prefix"] == key[:10])
+    kept = admin.post_form(
+        f"/t/{slug}/admin/api-keys/{own['id']}/revoke", {}, token_from=f"/t/{slug}/admin"
+    )
+    assert "key-in-use" in kept.headers["location"]
+    assert api.request("GET", "/v1/challenges", key).status_code == 200
+    # Another tenant's key is not this console's to revoke.
+    stranger = create_tenant(api)["api_key"]
+    theirs = api.request("GET", "/v1/api-keys", stranger).json()["items"][0]
+    other = admin.post_form(
+        f"/t/{slug}/admin/api-keys/{theirs['id']}/revoke", {}, token_from=f"/t/{slug}/admin"
+    )
+    assert other.status_code == 404
+    assert api.request("GET", "/v1/challenges", stranger).status_code == 200

@@ -1,7 +1,8 @@
 """The tenant admin's pages: signed in with an admin API key (a server-side admin session
 behind its own cookie, checked on every request), the day's model spend against the budget,
 each challenge's status (opened or closed now from here), its activity and its exports to
-download, recent errors with a button to re-run a failed attempt, the scorer registry."""
+download, recent errors with a button to re-run a failed attempt (or all of a challenge's), the
+tenant's API keys (created, shown once, revoked), the scorer registry."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from app.attempt import service as attempt_service
 from app.auth import sessions
 from app.auth.models import ApiKey
-from app.auth.service import authenticate
-from app.auth.subjects import TenantAdmin
+from app.auth.service import authenticate, create_api_key, list_api_keys, revoke_api_key
+from app.auth.subjects import ApiKeyRole, TenantAdmin
 from app.challenge import service as challenges
 from app.challenge.registry import kind_as, kind_names
 from app.config import get_settings
@@ -27,7 +29,8 @@ from app.export.formats import ExportFormat
 from app.export.responses import export_response
 from app.scoring import registry
 from app.tenant import service as tenants
-from app.tenant.models import Tenant
+from app.tenant.models import Participant, Tenant
+from app.tenant.schemas import ApiKeyCreate
 from app.web import auth
 from app.web.admin import service
 from app.web.kinds import WebKind
@@ -89,6 +92,22 @@ def admin(
     key = admin_key(request, session, tenant)
     if key is None:
         return to_admin_sign_in(request, web, tenant)
+    return _dashboard(request, web, session, tenant, key, participant, notice=notice_text(notice))
+
+
+def _dashboard(
+    request: Request,
+    web: auth.WebSession,
+    session: Session,
+    tenant: Tenant,
+    key: ApiKey,
+    participant: Participant | None,
+    *,
+    notice: str | None = None,
+    created_key: tuple[ApiKey, str] | None = None,
+    key_error: str | None = None,
+    status_code: int = 200,
+) -> Response:
     rows = service.dashboard_rows(session, tenant.id, limit=200)
     downloads = [(row.challenge, exports.datasets_of(row.challenge.kind)) for row in rows]
     subject = sessions.admin_subject(key)
@@ -102,11 +121,16 @@ def admin(
         request,
         web,
         "admin.html",
+        status_code=status_code,
         admin_page=True,
         title=f"Admin · {tenant.name}",
         tenant=tenant,
         participant=participant,
         admin_key=key,
+        api_keys=list_api_keys(session, tenant.id),
+        created_key=created_key,
+        key_error=key_error,
+        key_roles=[role.value for role in ApiKeyRole],
         rows=rows,
         downloads=downloads,
         export_formats=list(ExportFormat),
@@ -114,7 +138,7 @@ def admin(
         usage=tenants.tenant_usage(session, tenant.id, get_settings()),
         plugins=registry.list_registered(session),
         kind_panels=panels,
-        notice=notice_text(notice),
+        notice=notice,
     )
 
 
@@ -202,6 +226,60 @@ def admin_sign_out(
     response = redirect(request, web, tenant_url(tenant, "admin/sign-in?notice=admin-signed-out"))
     auth.clear_admin_cookie(request, response, tenant.slug)
     return response
+
+
+@router.post("/t/{tenant_slug}/admin/api-keys")
+def admin_create_key(
+    tenant_slug: str,
+    request: Request,
+    work: UnitOfWorkDep,
+    csrf_token: CsrfField = "",
+    name: Annotated[str, Form()] = "",
+    role: Annotated[str, Form()] = "member",
+) -> Response:
+    """A new API key of the tenant, shown on the page once (it is never retrievable again)."""
+    session = work.session
+    web, tenant, participant = visitor(request, session, tenant_slug)
+    require_csrf(web, csrf_token)
+    key = admin_key(request, session, tenant)
+    if key is None:
+        raise not_found()
+    try:
+        body = ApiKeyCreate.model_validate({"name": name.strip(), "role": role})
+    except ValidationError as error:
+        problem = error.errors()[0]
+        message = f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
+        return _dashboard(
+            request, web, session, tenant, key, participant, key_error=message, status_code=422
+        )
+    created = create_api_key(session, tenant.id, body.name, body.role)
+    work.commit()
+    return _dashboard(request, web, session, tenant, key, participant, created_key=created)
+
+
+@router.post("/t/{tenant_slug}/admin/api-keys/{key_id}/revoke")
+def admin_revoke_key(
+    tenant_slug: str,
+    key_id: uuid.UUID,
+    request: Request,
+    work: UnitOfWorkDep,
+    csrf_token: CsrfField = "",
+) -> Response:
+    """Revokes a key: it stops working at once. Not the key this admin session stands on."""
+    session = work.session
+    web, tenant, _ = visitor(request, session, tenant_slug)
+    require_csrf(web, csrf_token)
+    key = admin_key(request, session, tenant)
+    if key is None:
+        raise not_found()
+    if key_id == key.id:
+        return redirect(request, web, tenant_url(tenant, "admin?notice=key-in-use"))
+    try:
+        revoke_api_key(session, tenant.id, key_id)
+    except NotFound:
+        raise not_found() from None
+    work.commit()
+    return redirect(request, web, tenant_url(tenant, "admin?notice=key-revoked"))
 
 
 # What the buttons of a challenge's row do: (change, notice).
