@@ -101,11 +101,17 @@ class AttemptRead(OutputSchema):
 class AttemptList(OutputSchema):
     items: list[AttemptRead]
     total: int
+    # The page asked for: `limit` items at most, after `offset`.
+    limit: int
+    offset: int
 
 
 class TrialList(OutputSchema):
     items: list[TrialRead]
     total: int
+    # The page asked for: `limit` items at most, after `offset`.
+    limit: int
+    offset: int
 
 
 # What the web UI reads of attempts beside their views.

@@ -356,7 +356,12 @@ def read_trials(
     rows, total = AttemptRepository(session, reader.tenant_id).trials_page(
         attempt.id, task_index=task_index, limit=limit, offset=offset
     )
-    return TrialList(items=[trial_view(t, reader.audience) for t in rows], total=total)
+    return TrialList(
+        items=[trial_view(t, reader.audience) for t in rows],
+        total=total,
+        limit=limit,
+        offset=offset,
+    )
 
 
 def list_attempts(
@@ -376,7 +381,7 @@ def list_attempts(
     if participant is not None:
         found = participant_by_handle(session, tenant_id, participant)
         if found is None:
-            return AttemptList(items=[], total=0)
+            return AttemptList(items=[], total=0, limit=limit, offset=offset)
         participant_id = found.id
     rows, total = AttemptRepository(session, tenant_id).page(
         limit=limit,
@@ -387,7 +392,7 @@ def list_attempts(
     )
     named = handles(session, tenant_id, list({a.participant_id for a in rows}))
     items = [to_view(a, named.get(a.participant_id, ""), None, reader.audience) for a in rows]
-    return AttemptList(items=items, total=total)
+    return AttemptList(items=items, total=total, limit=limit, offset=offset)
 
 
 def list_challenge_attempts(

@@ -60,7 +60,10 @@ def list_challenges(
         session, caller.tenant_id, limit=limit, offset=offset, kind=kind, visibility=visibility
     )
     return ChallengeList(
-        items=[service.challenge_view(c, caller.audience) for c in rows], total=total
+        items=[service.challenge_view(c, caller.audience) for c in rows],
+        total=total,
+        limit=limit,
+        offset=offset,
     )
 
 

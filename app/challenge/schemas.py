@@ -186,3 +186,6 @@ class ChallengeRead(ChallengePublic):
 class ChallengeList(OutputSchema):
     items: list[ChallengeRead | ChallengePublic]
     total: int
+    # The page asked for: `limit` items at most, after `offset`.
+    limit: int
+    offset: int

@@ -49,7 +49,9 @@ def get_tenants(
 ) -> TenantList:
     """List tenants (platform admin)."""
     rows, total = service.list_tenants(session, limit=limit, offset=offset)
-    return TenantList(items=[TenantRead.model_validate(t) for t in rows], total=total)
+    return TenantList(
+        items=[TenantRead.model_validate(t) for t in rows], total=total, limit=limit, offset=offset
+    )
 
 
 @router.get("/tenants/{tenant_id}", tags=["tenants"])
@@ -98,7 +100,12 @@ def get_participants(
     session: SessionDep, caller: TenantKeyDep, limit: Limit = 50, offset: Offset = 0
 ) -> ParticipantList:
     rows, total = service.list_participants(session, caller.tenant_id, limit=limit, offset=offset)
-    return ParticipantList(items=[ParticipantRead.model_validate(p) for p in rows], total=total)
+    return ParticipantList(
+        items=[ParticipantRead.model_validate(p) for p in rows],
+        total=total,
+        limit=limit,
+        offset=offset,
+    )
 
 
 @router.get("/participants/{participant_id}", tags=["participants"])

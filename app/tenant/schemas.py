@@ -28,6 +28,9 @@ class TenantCreated(TenantRead):
 class TenantList(OutputSchema):
     items: list[TenantRead]
     total: int
+    # The page asked for: `limit` items at most, after `offset`.
+    limit: int
+    offset: int
 
 
 class ApiKeyCreate(InputSchema):
@@ -61,6 +64,9 @@ class ParticipantRead(OutputSchema):
 class ParticipantList(OutputSchema):
     items: list[ParticipantRead]
     total: int
+    # The page asked for: `limit` items at most, after `offset`.
+    limit: int
+    offset: int
 
 
 class SpendDay(OutputSchema):

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api
+from tests.conftest import ADMIN_TOKEN, Api
 
 pytestmark = pytest.mark.integration
 
@@ -159,3 +159,26 @@ def test_openapi_documents_the_contract(api: Api) -> None:
         "$ref": "#/components/schemas/AttemptRead"
     }
     assert [p["name"] for p in submit["parameters"]] == ["challenge_id", "Idempotency-Key"]
+
+
+def test_every_list_says_which_page_it_is(api: Api, tenant: dict[str, Any]) -> None:
+    """Lists answer `limit` and `offset` beside `items` and `total`, as leaderboards do."""
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    attempt = api.submit(key, challenge["id"], "PWNED", "pat").json()
+    pages = {
+        "/v1/challenges?limit=3&offset=0": key,
+        f"/v1/challenges/{challenge['id']}/attempts?limit=2&offset=1": key,
+        "/v1/attempts?limit=5": key,
+        f"/v1/attempts/{attempt['id']}/trials?limit=4&offset=2": key,
+        "/v1/participants?limit=7&offset=3": key,
+        "/v1/tenants?limit=1&offset=0": ADMIN_TOKEN,
+    }
+    for path, token in pages.items():
+        body = api.request("GET", path, token).json()
+        query = dict(part.split("=") for part in path.split("?")[1].split("&"))
+        assert body["limit"] == int(query["limit"]), path
+        assert body["offset"] == int(query.get("offset", 0)), path
+        assert isinstance(body["items"], list) and isinstance(body["total"], int), path
+    unknown = api.request("GET", "/v1/attempts?participant=nobody-here&limit=9&offset=4", key)
+    assert unknown.json() == {"items": [], "total": 0, "limit": 9, "offset": 4}

@@ -103,6 +103,7 @@ def all_matches(api: Api, key: str, challenge_id: str, **filters: str) -> list[d
         "GET", f"/v1/challenges/{challenge_id}/matches?limit=200&{query}", key
     ).json()
     assert body["total"] == len(body["items"])
+    assert (body["limit"], body["offset"]) == (200, 0)  # the page it is, as every list says
     return list(body["items"])
 
 

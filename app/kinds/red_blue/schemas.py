@@ -132,6 +132,9 @@ class MatchRead(MatchSummary):
 class MatchList(OutputSchema):
     items: list[MatchSummary]
     total: int
+    # The page asked for: `limit` items at most, after `offset`.
+    limit: int
+    offset: int
 
 
 class BoardItem(OutputSchema):

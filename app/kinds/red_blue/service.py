@@ -397,7 +397,7 @@ def _matches_page(
     if participant is not None:
         found = participant_by_handle(session, tenant_id, participant)
         if found is None:
-            return MatchList(items=[], total=0)
+            return MatchList(items=[], total=0, limit=limit, offset=offset)
         participant_id = found.id
     rows, total = RedBlueRepository(session, tenant_id).matches_page(
         challenge.id,
@@ -408,7 +408,9 @@ def _matches_page(
         offset=offset,
     )
     named = _named(session, tenant_id, rows)
-    return MatchList(items=[match_summary(m, named) for m in rows], total=total)
+    return MatchList(
+        items=[match_summary(m, named) for m in rows], total=total, limit=limit, offset=offset
+    )
 
 
 def list_matches(
