@@ -6,7 +6,8 @@ render them, FastAPI's validation errors and anything unexpected in that one sha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -52,6 +53,25 @@ class ValidationFailed(AppError):
             f"{'.'.join(str(p) for p in path)}: {message}",
             details=[{"loc": ["body", *path], "msg": message, "type": "value_error"}],
         )
+
+
+def telling_first(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Validation errors with the one that says what to fix first: a field that is not
+    allowed beside a missing one is a misspelling (`target.modle` for `target.model`), and
+    "Field required" alone would send the reader looking for what they already wrote.
+    Such an unknown field's message names the field it probably meant."""
+    copied = [dict(error) for error in errors]
+    missing: dict[tuple[Any, ...], list[str]] = {}
+    for error in copied:
+        if error.get("type") == "missing" and error.get("loc"):
+            missing.setdefault(tuple(error["loc"][:-1]), []).append(str(error["loc"][-1]))
+    unknown = [error for error in copied if error.get("type") == "extra_forbidden"]
+    for error in unknown:
+        candidates = missing.get(tuple(error["loc"][:-1]), [])
+        meant = difflib.get_close_matches(str(error["loc"][-1]), candidates, n=1)
+        if meant:
+            error["msg"] = f"unknown field; did you mean '{meant[0]}'?"
+    return unknown + [error for error in copied if error.get("type") != "extra_forbidden"]
 
 
 class TooManyRequests(AppError):

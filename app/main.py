@@ -26,7 +26,7 @@ from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
 from app.config import get_settings
 from app.db import get_engine
-from app.errors import AppError
+from app.errors import AppError, telling_first
 from app.export.router import router as export_router
 from app.input_guard import refuse_unstorable_input
 from app.leaderboard.router import router as leaderboard_router
@@ -94,7 +94,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         details = jsonable_encoder(
-            [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
+            [
+                {k: v for k, v in e.items() if k in ("loc", "msg", "type")}
+                for e in telling_first(exc.errors())
+            ]
         )
         return JSONResponse(
             error_body("validation_error", _validation_message(details), details),

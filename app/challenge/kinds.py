@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ValidationError
 
 from app.db import STORED
-from app.errors import ValidationFailed
+from app.errors import ValidationFailed, telling_first
 from app.schemas import InputSchema
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
@@ -59,7 +59,7 @@ class NamedModel:
 
 def validation_failed(error: ValidationError) -> ValidationFailed:
     """The first error of a kind's configuration as a 422 naming its field path."""
-    first = error.errors()[0]
+    first = telling_first(error.errors())[0]
     return ValidationFailed.at([str(part) for part in first["loc"]], first["msg"])
 
 

@@ -70,6 +70,23 @@ def test_invalid_configs_answer_422_naming_the_field(
     assert field in response.json()["error"]["message"], response.json()
 
 
+def test_a_misspelt_field_is_named_with_the_one_it_probably_meant(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    body = {
+        "slug": "typo",
+        "title": "T",
+        "target": {"modle": "offline/echo"},
+        "verifier": {"type": "contains", "pattern": "PWNED"},
+    }
+    response = api.request("POST", "/v1/challenges", tenant["api_key"], json=body)
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["message"] == "target.modle: unknown field; did you mean 'model'?"
+    top = api.request("POST", "/v1/challenges", tenant["api_key"], json={**body, "titel": "T"})
+    assert top.json()["error"]["message"].startswith("titel: ")
+
+
 def test_crud_round_trip(api: Api, tenant: dict[str, Any]) -> None:
     key = tenant["api_key"]
     created = api.create_challenge(

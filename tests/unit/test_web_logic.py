@@ -411,3 +411,26 @@ def test_countdowns_read_in_two_units_and_end_at_now(seconds: int, text: str) ->
 
     now = datetime(2026, 1, 1, tzinfo=UTC)
     assert format_until(now + timedelta(seconds=seconds), now) == text
+
+
+def test_a_misspelt_field_comes_first_naming_what_it_probably_meant() -> None:
+    from app.errors import telling_first
+
+    errors = [
+        {"loc": ("target", "model"), "msg": "Field required", "type": "missing"},
+        {
+            "loc": ("target", "modle"),
+            "msg": "Extra inputs are not permitted",
+            "type": "extra_forbidden",
+        },
+        {"loc": ("verifier",), "msg": "Field required", "type": "missing"},
+    ]
+    first, *rest = telling_first(errors)
+    assert first["loc"] == ("target", "modle")
+    assert first["msg"] == "unknown field; did you mean 'model'?"
+    assert [e["loc"] for e in rest] == [("target", "model"), ("verifier",)]
+    unrelated = [
+        {"loc": ("x", "zzz"), "msg": "Extra inputs are not permitted", "type": "extra_forbidden"}
+    ]
+    assert telling_first(unrelated)[0]["msg"] == "Extra inputs are not permitted"
+    assert errors[1]["msg"] == "Extra inputs are not permitted"  # the caller's list untouched

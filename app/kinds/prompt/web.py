@@ -13,6 +13,7 @@ from app.attempt.schemas import AttemptCreate
 from app.challenge.kinds import KindConfig
 from app.challenge.models import Challenge
 from app.config import get_settings
+from app.errors import telling_first
 from app.kinds.prompt.config import PromptConfig
 from app.web.forms import FormError
 from app.web.kinds import WebKind
@@ -41,7 +42,7 @@ def _prompt(config: KindConfig) -> PromptConfig:
 
 
 def _refusal_text(error: ValidationError) -> str:
-    first = error.errors()[0]
+    first = telling_first(error.errors())[0]
     message = str(first.get("msg", "is not valid")).removeprefix("Value error, ")
     return f"Your prompt {message[0].lower()}{message[1:]}." if message else "Invalid prompt."
 

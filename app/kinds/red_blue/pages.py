@@ -20,7 +20,7 @@ from app.challenge.config import Visibility
 from app.challenge.models import Challenge
 from app.challenge.service import config_of, get_challenge, to_public_view
 from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import AppError
+from app.errors import AppError, telling_first
 from app.kinds.red_blue import service
 from app.kinds.red_blue.models import Side
 from app.kinds.red_blue.schemas import AttackCreate, DefenseCreate
@@ -70,7 +70,7 @@ def _red_blue(session: SessionDep, visit: Visitor, challenge_slug: str) -> Chall
 
 
 def _refusal(error: ValidationError, what: str) -> str:
-    first = error.errors()[0]
+    first = telling_first(error.errors())[0]
     message = str(first.get("msg", "is not valid")).removeprefix("Value error, ")
     return f"Your {what} {message[0].lower()}{message[1:]}." if message else f"Invalid {what}."
 

@@ -23,7 +23,7 @@ from app.challenge import service as challenges
 from app.challenge.registry import kind_as, kind_names
 from app.config import get_settings
 from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import AppError, NotFound, Unauthorized
+from app.errors import AppError, NotFound, Unauthorized, telling_first
 from app.export import service as exports
 from app.export.formats import ExportFormat
 from app.export.responses import export_response
@@ -247,7 +247,7 @@ def admin_create_key(
     try:
         body = ApiKeyCreate.model_validate({"name": name.strip(), "role": role})
     except ValidationError as error:
-        problem = error.errors()[0]
+        problem = telling_first(error.errors())[0]
         message = f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
         return _dashboard(
             request, web, session, tenant, key, participant, key_error=message, status_code=422
