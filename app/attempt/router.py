@@ -180,28 +180,42 @@ def list_challenge_attempts(
 
 
 @router.post(
-    "/challenges/{challenge_id}/attempts/retry-failed",
+    "/challenges/{challenge_id}/attempts/rerun-failed",
     status_code=status.HTTP_202_ACCEPTED,
 )
-def post_challenge_retry_failed(
+def post_challenge_rerun_failed(
     challenge_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> RetriedAttempts:
     """Re-run every attempt of the challenge that ended in error (tenant admin), up to 1,000
     a call, oldest first; finished trials are kept."""
-    queued = service.retry_failed(work, caller.tenant_id, challenge_id)
+    queued = service.rerun_failed(work, caller.tenant_id, challenge_id)
     work.commit()
     return RetriedAttempts(queued=queued)
+
+
+@router.post(
+    "/attempts/{attempt_id}/rerun",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={409: {"description": "The attempt did not end in error."}},
+)
+def post_attempt_rerun(
+    attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
+) -> AttemptRead:
+    """Re-run an attempt that ended in error (tenant admin); finished trials are kept. (The
+    same word as for matches and defenses.)"""
+    view = service.retry_view(work, caller, attempt_id)
+    work.commit()
+    return view
 
 
 @router.post(
     "/attempts/{attempt_id}/retry",
     status_code=status.HTTP_202_ACCEPTED,
     responses={409: {"description": "The attempt did not end in error."}},
+    deprecated=True,
 )
 def post_attempt_retry(
     attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> AttemptRead:
-    """Re-run an attempt that ended in error (tenant admin); finished trials are kept."""
-    view = service.retry_view(work, caller, attempt_id)
-    work.commit()
-    return view
+    """The former name of `POST /v1/attempts/{attempt_id}/rerun`, kept for existing clients."""
+    return post_attempt_rerun(attempt_id, work, caller)

@@ -231,16 +231,16 @@ def retry_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID)
 
 
 # At most this many failed attempts are queued again by one bulk re-run (the rest by the next).
-RETRY_FAILED_BATCH = 1000
+RERUN_FAILED_BATCH = 1000
 
 
-def retry_failed(work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> int:
+def rerun_failed(work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> int:
     """Queues again every attempt of the challenge that ended in error, up to
-    RETRY_FAILED_BATCH of them, oldest first; how many (tenant admin)."""
+    RERUN_FAILED_BATCH of them, oldest first; how many (tenant admin)."""
     repo = AttemptRepository(work.session, tenant_id)
     if repo.submission_target(challenge_id, None) is None:
         raise NotFound("challenge not found")
-    failed = repo.errored_of_challenge(challenge_id, limit=RETRY_FAILED_BATCH)
+    failed = repo.errored_of_challenge(challenge_id, limit=RERUN_FAILED_BATCH)
     for attempt in failed:
         _requeue(work, attempt)
     work.session.flush()

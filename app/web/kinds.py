@@ -152,7 +152,7 @@ class WebKind:
                     counts[challenge].get(status, 0),
                     problem=status is AttemptStatus.ERROR,
                     rerun_path=(
-                        f"challenges/{challenge}/retry-failed"
+                        f"challenges/{challenge}/rerun-failed"
                         if status is AttemptStatus.ERROR
                         else None
                     ),

@@ -286,7 +286,7 @@ def admin_revoke_key(
 _CHALLENGE_ACTIONS = {
     "open": (challenges.open_now, "challenge-opened"),
     "close": (challenges.close_now, "challenge-closed"),
-    "retry-failed": (attempt_service.retry_failed, "failed-requeued"),
+    "rerun-failed": (attempt_service.rerun_failed, "failed-requeued"),
 }
 
 
