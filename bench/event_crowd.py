@@ -9,9 +9,10 @@ by nature: it waits for its task before its next one.)
 
 Every write carries an `Idempotency-Key` and is sent again with it after a failure (no
 answer, or a 5xx, as when the API was killed), as a well-behaved client does; the retries
-are recorded apart. POSTs ask the server to close the connection afterwards: uvicorn closes
-connections idle for 5 s, and a POST sent on one it has just closed fails without an answer
-(GETs are retried by the client on a fresh connection).
+are recorded apart. Every request asks the server to close its connection afterwards, so
+each arrival has a connection of its own, as a crowd of distinct clients would: uvicorn closes
+connections idle for 5 s, and a request sent on a pooled one it has just closed fails without
+an answer (the client retries GETs, never POSTs).
 
 This module imports locust, which monkey-patches the standard library with gevent: import it
 first (bench/event.py does), and never from a test process.
@@ -261,8 +262,8 @@ class Participant(FastHttpUser):
         )
         if token is not None:
             sent_headers["Authorization"] = f"Bearer {token}"
+        sent_headers["Connection"] = "close"
         if method == "POST":
-            sent_headers["Connection"] = "close"
             sent_headers.setdefault("Content-Type", "application/json")
         data = raw if raw is not None else (None if body is None else json.dumps(body))
         started = time.time()
