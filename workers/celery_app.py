@@ -98,7 +98,7 @@ def _log_scorer_sandbox(**_: object) -> None:
     log_scorer_sandbox()
 
 
-# -- observability: logging, ids across API and workers, the worker's health (issue 10) ---------
+# -- observability: logging, ids across API and workers, the worker's health ------------------
 
 _ATTEMPT_TASK = "gauntlet.run_attempt"
 

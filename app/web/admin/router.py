@@ -228,6 +228,19 @@ def admin_sign_out(
     return response
 
 
+def _admin_form(
+    request: Request, session: Session, tenant_slug: str, csrf_token: str
+) -> tuple[auth.WebSession, Tenant, Participant | None, ApiKey]:
+    """What every admin form POST starts with: the visitor, its CSRF token checked, and the
+    admin session's key (404 without one: the form's route is not there for anyone else)."""
+    web, tenant, participant = visitor(request, session, tenant_slug)
+    require_csrf(web, csrf_token)
+    key = admin_key(request, session, tenant)
+    if key is None:
+        raise not_found()
+    return web, tenant, participant, key
+
+
 @router.post("/t/{tenant_slug}/admin/api-keys")
 def admin_create_key(
     tenant_slug: str,
@@ -239,11 +252,7 @@ def admin_create_key(
 ) -> Response:
     """A new API key of the tenant, shown on the page once (it is never retrievable again)."""
     session = work.session
-    web, tenant, participant = visitor(request, session, tenant_slug)
-    require_csrf(web, csrf_token)
-    key = admin_key(request, session, tenant)
-    if key is None:
-        raise not_found()
+    web, tenant, participant, key = _admin_form(request, session, tenant_slug, csrf_token)
     try:
         body = ApiKeyCreate.model_validate({"name": name.strip(), "role": role})
     except ValidationError as error:
@@ -267,11 +276,7 @@ def admin_revoke_key(
 ) -> Response:
     """Revokes a key: it stops working at once. Not the key this admin session stands on."""
     session = work.session
-    web, tenant, _ = visitor(request, session, tenant_slug)
-    require_csrf(web, csrf_token)
-    key = admin_key(request, session, tenant)
-    if key is None:
-        raise not_found()
+    web, tenant, _, key = _admin_form(request, session, tenant_slug, csrf_token)
     if key_id == key.id:
         return redirect(request, web, tenant_url(tenant, "admin?notice=key-in-use"))
     try:
@@ -301,10 +306,8 @@ def admin_challenge_action(
 ) -> Response:
     """Opens or closes a challenge now, or re-runs its failed attempts (`action`)."""
     session = work.session
-    web, tenant, _ = visitor(request, session, tenant_slug)
-    require_csrf(web, csrf_token)
-    key = admin_key(request, session, tenant)
-    if key is None or action not in _CHALLENGE_ACTIONS:
+    web, tenant, _, key = _admin_form(request, session, tenant_slug, csrf_token)
+    if action not in _CHALLENGE_ACTIONS:
         raise not_found()
     change, notice = _CHALLENGE_ACTIONS[action]
     admin = sessions.admin_subject(key)
@@ -325,11 +328,7 @@ def admin_retry(
     csrf_token: CsrfField = "",
 ) -> Response:
     session = work.session
-    web, tenant, _ = visitor(request, session, tenant_slug)
-    require_csrf(web, csrf_token)
-    key = admin_key(request, session, tenant)
-    if key is None:
-        raise not_found()
+    web, tenant, _, key = _admin_form(request, session, tenant_slug, csrf_token)
     admin = sessions.admin_subject(key)
     try:
         attempt_service.retry_attempt(work, admin.tenant_id, attempt_id)
