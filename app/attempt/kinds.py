@@ -54,6 +54,7 @@ class AttemptJob:
     config: KindConfig
     prompt: str | None
     model_spec: dict[str, Any] | None
+    created_at_ms: int
     # Never started before this run: no earlier run stored anything of it.
     first_start: bool = False
 

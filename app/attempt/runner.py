@@ -20,7 +20,7 @@ from app.attempt import repository
 from app.attempt.kinds import AttemptJob, AttemptKind, RunContext
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus
-from app.attempt.ranked import as_ranked, record_metrics
+from app.attempt.ranked import metric_columns, ranked_of
 from app.challenge.registry import kind_as
 from app.challenge.service import config_of, find_challenge
 from app.config import Settings
@@ -30,6 +30,7 @@ from app.evaluation.llm import warm_up_calls, warmed_up
 from app.leaderboard import service as leaderboard
 from app.lease.budget import CostBudget, RowSpend
 from app.lease.model_client import model_client
+from app.lease.repository import release
 from app.lease.run import Failure, LeasedRun, run_leased, run_on_process_loop
 from app.observability import metrics as telemetry
 from app.scoring.service import ScoreResult, Scoring, prepare_scoring
@@ -112,6 +113,7 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
         config=config,
         prompt=attempt.prompt,
         model_spec=attempt.model_spec,
+        created_at_ms=attempt.created_at_ms,
         first_start=claimed.first_start,
     )
 
@@ -145,54 +147,69 @@ def _finish(job: AttemptJob, token: uuid.UUID, outcome: AttemptMetrics | None) -
         "participant_id": job.participant_id,
     }
     with session_scope() as session:
-        attempt = repository.locked_if_held(session, job.attempt_id, token)
         challenge = find_challenge(session, job.tenant_id, job.challenge_id)
-        if attempt is None or challenge is None:
+        if challenge is None:
             return
         measured = kind_as(job.kind, AttemptKind).measure(session, job, outcome)
-        metrics = measured.model_copy(update={"created_at": attempt.created_at_ms})
+        metrics = measured.model_copy(update={"created_at": job.created_at_ms})
         scoring = prepare_scoring(session, challenge.strategy, challenge.scoring)
-        ended = None
-        if not scoring.calls_plugin:
+        plugin = scoring.calls_plugin
+        if not plugin:
             scored = scoring.score(metrics.as_plugin_input(), context)
-            ended = _complete(session, attempt, metrics, scored, scoring, job.kind)
-    if ended is None:
+            ended = _complete(session, job, token, metrics, scored, scoring)
+        elif repository.locked_if_held(session, job.attempt_id, token) is None:
+            return  # another worker took the attempt over: not worth a plugin's seconds
+    if plugin:
         scored = scoring.score(metrics.as_plugin_input(), context)
         with session_scope() as session:
-            attempt = repository.locked_if_held(session, job.attempt_id, token)
-            if attempt is not None:
-                ended = _complete(session, attempt, metrics, scored, scoring, job.kind)
+            ended = _complete(session, job, token, metrics, scored, scoring)
     if ended is not None:
         ended()  # counted once committed
 
 
 def _complete(
     session: Session,
-    attempt: Attempt,
+    job: AttemptJob,
+    token: uuid.UUID,
     metrics: AttemptMetrics,
     scored: ScoreResult,
     scoring: Scoring,
+) -> Callable[[], None] | None:
+    """Completes the attempt if this token still holds it (one conditional UPDATE, which
+    locks the row before the leaderboard's) and offers it to the leaderboard; returns what
+    records its end in the metrics after the commit, or None when another worker holds it."""
+    finished = utcnow()
+    row = release(
+        session,
+        ATTEMPT_LEASES,
+        [job.attempt_id],
+        token,
+        returning=(Attempt.created_at, Attempt.started_at),
+        status=AttemptStatus.COMPLETED,
+        finished_at=finished,
+        score=scored.score,
+        score_details=scored.details,
+        **metric_columns(metrics),
+    ).one_or_none()
+    if row is None:
+        return None
+    ranked = ranked_of(job.attempt_id, job.tenant_id, job.challenge_id, job.participant_id)
+    leaderboard.offer(session, ranked(metrics, scored.score), scoring.strategy)
+    created_at, started_at = row
+    return _end_recorder(job.kind, AttemptStatus.COMPLETED, finished, created_at, started_at)
+
+
+def _end_recorder(
     kind: str,
+    status: AttemptStatus,
+    finished: datetime,
+    created_at: datetime,
+    started_at: datetime | None,
 ) -> Callable[[], None]:
-    """Completes the attempt; returns what records its end in the metrics after the commit."""
-    attempt.status = AttemptStatus.COMPLETED
-    attempt.finished_at = utcnow()
-    attempt.end_lease()
-    record_metrics(attempt, metrics)
-    attempt.score = scored.score
-    attempt.score_details = scored.details
-    leaderboard.offer(session, as_ranked(attempt), scoring.strategy)
-    return _end_recorder(attempt, kind)
-
-
-def _end_recorder(attempt: Attempt, kind: str) -> Callable[[], None]:
     """The attempt's end for the metrics: its status, kind, time since submission and since
-    its first claim (read now, recorded when called)."""
-    status = attempt.status
-    finished = attempt.finished_at or utcnow()
-    since_submission = (finished - attempt.created_at).total_seconds()
-    started = attempt.started_at
-    run = (finished - started).total_seconds() if started is not None else None
+    its first claim (recorded when called)."""
+    since_submission = (finished - created_at).total_seconds()
+    run = (finished - started_at).total_seconds() if started_at is not None else None
     return lambda: telemetry.attempt_ended(kind, status, since_submission, run)
 
 
@@ -210,5 +227,11 @@ def _finish_with_error(attempt_id: uuid.UUID, token: uuid.UUID, failure: Failure
         attempt.finished_at = utcnow()
         attempt.end_lease()
         challenge = find_challenge(session, attempt.tenant_id, attempt.challenge_id)
-        ended = _end_recorder(attempt, challenge.kind if challenge is not None else "unknown")
+        ended = _end_recorder(
+            challenge.kind if challenge is not None else "unknown",
+            attempt.status,
+            attempt.finished_at,
+            attempt.created_at,
+            attempt.started_at,
+        )
     ended()

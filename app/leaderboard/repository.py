@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, func, select, tuple_
+from sqlalchemy import Table, bindparam, delete, func, select, tuple_
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
-from app.db import insert_for, utcnow
+from app.db import utcnow
 from app.leaderboard.models import LeaderboardEntry
 from app.leaderboard.ranking import RankKey
 from app.tenant.models import Participant
@@ -46,10 +48,31 @@ def offer(session: Session, values: EntryValues) -> None:
     row.update(
         rank_key=values.key.rank_key, rank_tiebreak=values.key.rank_tiebreak, updated_at=utcnow()
     )
-    insert = insert_for(session)
-    statement = insert(LeaderboardEntry).values(**row)
+    session.execute(_offer_statement(session.get_bind().dialect.name), row)
+
+
+# The upsert, built once per database dialect with a parameter for each column: every
+# finished attempt runs it, and building it (the ON CONFLICT clause's comparison of four
+# columns) cost more CPU than running it.
+_OFFER_COLUMNS = (
+    *(field.name for field in fields(EntryValues) if field.name != "key"),
+    "rank_key",
+    "rank_tiebreak",
+    "updated_at",
+)
+_KEEP_ON_REPLACE = ("tenant_id", "challenge_id", "participant_id")
+
+
+@functools.cache
+def _offer_statement(dialect: str) -> Any:
+    # On the table, not the mapped class: a Core statement, not an ORM bulk insert.
+    table = cast(Table, LeaderboardEntry.__table__)
+    current = table.c
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(table).values(
+        {name: bindparam(name, type_=current[name].type) for name in _OFFER_COLUMNS}
+    )
     excluded = statement.excluded
-    current = LeaderboardEntry.__table__.c
     better = tuple_(
         excluded.rank_key,
         excluded.rank_tiebreak,
@@ -58,16 +81,11 @@ def offer(session: Session, values: EntryValues) -> None:
     ) < tuple_(
         current.rank_key, current.rank_tiebreak, current.attempt_created_at_ms, current.attempt_id
     )
-    statement = statement.on_conflict_do_update(
+    return statement.on_conflict_do_update(
         index_elements=["challenge_id", "participant_id"],
-        set_={
-            name: getattr(excluded, name)
-            for name in row
-            if name not in ("tenant_id", "challenge_id", "participant_id")
-        },
+        set_={name: excluded[name] for name in _OFFER_COLUMNS if name not in _KEEP_ON_REPLACE},
         where=better,
     )
-    session.execute(statement)
 
 
 def page(

@@ -7,10 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from sqlalchemy.orm import Session
-
 from app.attempt.kinds import (
-    AttemptJob,
     RunContext,
     Submitted,
     checked_prompt,
@@ -115,15 +112,7 @@ class PromptKind(web.PromptPages, Kind):
     async def run(self, context: RunContext) -> AttemptMetrics | None:
         from app.kinds.prompt import run
 
-        await run.run(context, _config(context.job.config))
-        return None
-
-    def measure(
-        self, session: Session, job: AttemptJob, outcome: AttemptMetrics | None
-    ) -> AttemptMetrics:
-        from app.kinds.prompt import run
-
-        return run.measure(session, job)
+        return await run.run(context, _config(context.job.config))
 
 
 KIND = PromptKind()

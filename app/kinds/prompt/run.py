@@ -3,9 +3,9 @@ or in sequence with feedback (seq@k), each answer judged by the verifier."""
 
 from __future__ import annotations
 
-from sqlalchemy.orm import Session
+from collections.abc import Sequence
 
-from app.attempt.kinds import AttemptJob, RunContext, stored_trials
+from app.attempt.kinds import RunContext
 from app.attempt.metrics import AttemptMetrics
 from app.evaluation.engine import attempt_totals, run_trials
 from app.evaluation.types import TrialRecord
@@ -13,14 +13,16 @@ from app.evaluation.verifiers import build_verifier
 from app.kinds.prompt.config import PromptConfig
 
 
-async def run(context: RunContext, config: PromptConfig) -> None:
+async def run(context: RunContext, config: PromptConfig) -> AttemptMetrics:
+    """Runs the attempt's trials; its metrics count every trial it has, those an earlier run
+    stored included (the same as reading them all back)."""
     job = context.job
     verifier = build_verifier(config.verifier, goal=job.goal, llm=context.llm)
 
     async def on_trial(trial: TrialRecord) -> None:
         await context.save_trial(trial)
 
-    await run_trials(
+    trials = await run_trials(
         task_prompt=config.target.task_prompt(job.prompt or ""),
         actor=config.target.model_spec(context.settings.model_timeout_seconds),
         verifier=verifier,
@@ -32,11 +34,12 @@ async def run(context: RunContext, config: PromptConfig) -> None:
         existing=await context.stored_trials(),
         on_trial=on_trial,
     )
+    return metrics_of(trials)
 
 
-def measure(session: Session, job: AttemptJob) -> AttemptMetrics:
-    """From the stored trials, every run's (a takeover's trials count with the first run's)."""
-    totals = attempt_totals(stored_trials(session, job.attempt_id))
+def metrics_of(trials: Sequence[TrialRecord]) -> AttemptMetrics:
+    """The attempt's metrics from all its trials (a takeover's count with the first run's)."""
+    totals = attempt_totals(trials)
     return AttemptMetrics(
         succeeded=totals.succeeded,
         tokens_total=totals.tokens_total,
