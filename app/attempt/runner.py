@@ -21,8 +21,9 @@ from app.attempt.kinds import AttemptJob, AttemptKind, RunContext
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus
 from app.attempt.ranked import metric_columns, ranked_of
+from app.challenge.models import strategy_of
 from app.challenge.registry import kind_as
-from app.challenge.service import config_of, find_challenge
+from app.challenge.service import config_of, find_challenge, scoring_of
 from app.config import Settings
 from app.db import session_scope, utcnow
 from app.errors import ValidationFailed
@@ -147,12 +148,14 @@ def _finish(job: AttemptJob, token: uuid.UUID, outcome: AttemptMetrics | None) -
         "participant_id": job.participant_id,
     }
     with session_scope() as session:
-        challenge = find_challenge(session, job.tenant_id, job.challenge_id)
-        if challenge is None:
+        # Read now, not when the run began: an attempt that ends while a rescore runs is
+        # scored by the configuration that rescore applies (app.rescore.service).
+        saved = scoring_of(session, job.tenant_id, job.challenge_id)
+        if saved is None:
             return
         measured = kind_as(job.kind, AttemptKind).measure(session, job, outcome)
         metrics = measured.model_copy(update={"created_at": job.created_at_ms})
-        scoring = prepare_scoring(session, challenge.strategy, challenge.scoring)
+        scoring = prepare_scoring(session, strategy_of(saved), saved)
         plugin = scoring.calls_plugin
         if not plugin:
             scored = scoring.score(metrics.as_plugin_input(), context)

@@ -73,5 +73,9 @@ class Challenge(Base):
 
     @property
     def strategy(self) -> Strategy:
-        # Saved challenges always name one: creation fills in the kind's default.
-        return self.scoring.strategy or Strategy.FIRST
+        return strategy_of(self.scoring)
+
+
+def strategy_of(scoring: ScoringConfig) -> Strategy:
+    """The strategy a saved challenge's scoring names (creation fills in the kind's default)."""
+    return scoring.strategy or Strategy.FIRST

@@ -23,6 +23,10 @@ from app.tenant.models import Tenant
 _BY_ID = select(Challenge).where(
     Challenge.tenant_id == bindparam("tenant_id"), Challenge.id == bindparam("challenge_id")
 )
+# Its scoring alone, for a worker finishing an attempt (no other section is loaded or parsed).
+_SCORING_BY_ID = select(Challenge.scoring).where(
+    Challenge.tenant_id == bindparam("tenant_id"), Challenge.id == bindparam("challenge_id")
+)
 _NEWEST_FIRST = (Challenge.created_at.desc(), Challenge.id)
 
 
@@ -35,6 +39,11 @@ class ChallengeRepository:
         query = _BY_ID.with_for_update() if for_update else _BY_ID
         return self.session.scalar(
             query, {"tenant_id": self.tenant_id, "challenge_id": challenge_id}
+        )
+
+    def scoring(self, challenge_id: uuid.UUID) -> ScoringConfig | None:
+        return self.session.scalar(
+            _SCORING_BY_ID, {"tenant_id": self.tenant_id, "challenge_id": challenge_id}
         )
 
     def get_by_slug(self, slug: str) -> Challenge | None:

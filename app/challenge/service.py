@@ -185,6 +185,13 @@ def find_challenge(
     return ChallengeRepository(session, tenant_id).get(challenge_id)
 
 
+def scoring_of(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID
+) -> ScoringConfig | None:
+    """The challenge's scoring as saved now (None: the challenge is gone)."""
+    return ChallengeRepository(session, tenant_id).scoring(challenge_id)
+
+
 def list_challenges(
     session: Session,
     tenant_id: uuid.UUID,

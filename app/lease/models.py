@@ -14,7 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, Float, Integer, Uuid, or_
+from sqlalchemy import BindParameter, ColumnElement, Float, Integer, Uuid, or_
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import UTCDateTime
@@ -86,7 +86,7 @@ class LeasedTable(Generic[L]):
             return (model.status == self.waiting) & unheld
         return or_(model.status == self.waiting, self.expired(now))
 
-    def held_by(self, token: uuid.UUID) -> ColumnElement[bool]:
+    def held_by(self, token: uuid.UUID | BindParameter[uuid.UUID]) -> ColumnElement[bool]:
         """Held under this run token (whether or not its lease ran out: until another worker
         claims the row, a slow holder may still finish it)."""
         model = self.model
