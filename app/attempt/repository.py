@@ -6,12 +6,13 @@ an attempt id from the queue and guard every state change with the run token of 
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Table, and_, bindparam, func, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -583,11 +584,17 @@ def insert_trials(
                 "created_at": now,
             }
         )
-    insert = insert_for(session)
-    session.execute(
-        insert(Trial)
-        .values(rows)
-        .on_conflict_do_nothing(index_elements=["attempt_id", "task_index", "trial_index"])
+    session.execute(_trials_insert(session.get_bind().dialect.name), rows)
+
+
+@functools.cache
+def _trials_insert(dialect: str) -> Any:
+    """The trials' INSERT, built once per database dialect and run with a row of parameters
+    per trial (a statement with the rows' values in it was compiled anew each time)."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    table = cast(Table, Trial.__table__)
+    return insert(table).on_conflict_do_nothing(
+        index_elements=["attempt_id", "task_index", "trial_index"]
     )
 
 

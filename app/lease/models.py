@@ -73,12 +73,12 @@ class LeasedTable(Generic[L]):
     waiting: StrEnum
     running: StrEnum
 
-    def expired(self, now: datetime) -> ColumnElement[bool]:
+    def expired(self, now: datetime | BindParameter[datetime]) -> ColumnElement[bool]:
         """Held by a worker whose lease ran out (it died, or stopped renewing)."""
         model = self.model
         return (model.status == self.running) & (model.lease_expires_at < now)
 
-    def claimable(self, now: datetime) -> ColumnElement[bool]:
+    def claimable(self, now: datetime | BindParameter[datetime]) -> ColumnElement[bool]:
         """Free for a worker to take: waiting and held by nobody, or its lease expired."""
         model = self.model
         if self.waiting == self.running:

@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from app.db import lock_some_ids
+from app.db import UTCDateTime, lock_some_ids
 from app.lease.models import L, LeasedTable, Metered
 
 # The session's objects are not updated in place by these statements: a caller that needs
@@ -51,20 +51,30 @@ def claim(
     a new lease of this token, counts the run and sets `values` too, in one statement; reads
     back `returning` of each row taken. Rows finished or held by another worker are left
     alone; `started_at` keeps the first run's start."""
+    statement = _claim(table, tuple(returning))
+    if values:
+        statement = statement.values(**values)
+    parameters = {"ids": list(ids), "token": token, "now": now, "until": until}
+    return session.execute(statement, parameters, execution_options=_UNSYNCHRONIZED)
+
+
+@functools.cache
+def _claim(table: LeasedTable[L], returning: tuple[Any, ...]) -> Any:
+    """The claim, built once per table and what it returns (every attempt starts with it),
+    with parameters for the ids, the token, the time and the lease's end."""
     model = table.model
-    return session.execute(
+    now = bindparam("now", type_=UTCDateTime())
+    return (
         update(model)
-        .where(model.id.in_(ids), table.claimable(now))
+        .where(model.id.in_(bindparam("ids", expanding=True)), table.claimable(now))
         .values(
             status=table.running,
-            run_token=token,
-            lease_expires_at=until,
+            run_token=bindparam("token", type_=Uuid()),
+            lease_expires_at=bindparam("until", type_=UTCDateTime()),
             started_at=func.coalesce(model.started_at, now),
             run_count=model.run_count + 1,
-            **values,
         )
-        .returning(*returning),
-        execution_options=_UNSYNCHRONIZED,
+        .returning(*returning)
     )
 
 
