@@ -33,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import BaseRoute
 
+from app.attempt.kinds import AttemptKind
 from app.auth.gate import (
     get_credential,
     require_platform_admin,
@@ -188,33 +189,59 @@ def document_errors(app: FastAPI, document: dict[str, Any]) -> dict[str, Any]:
 
 # The bodies that carry a kind's sections as fields of their own (app/challenge/schemas.py).
 KIND_BODIES = ("ChallengeCreate", "ChallengeUpdate")
+# The body that carries a kind's submission fields as fields of its own (app/attempt/schemas.py).
+SUBMISSION_BODY = "AttemptCreate"
+
+
+def _kind_fields(
+    schemas: dict[str, Any], models: Sequence[tuple[str, type[BaseModel]]]
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each field of the kinds' models, as the document shows it: its definition (or each of
+    them, when kinds define it differently), saying which kinds take it. Their own
+    definitions go to the document's components."""
+    owners: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for name, model in models:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        for field, definition in schema.get("properties", {}).items():
+            owners.setdefault(field, []).append((name, definition))
+    fields: dict[str, tuple[str, dict[str, Any]]] = {}
+    for field, given in owners.items():
+        kinds = " and ".join(name for name, _ in given)
+        variants = {repr(definition): definition for _, definition in given}
+        definition = (
+            next(iter(variants.values()))
+            if len(variants) == 1
+            else {"anyOf": list(variants.values())}
+        )
+        fields[field] = (kinds, definition)
+    return fields
+
+
+def _add_fields(
+    schema: dict[str, Any], fields: dict[str, tuple[str, dict[str, Any]]], what: str
+) -> None:
+    properties = schema.setdefault("properties", {})
+    for field, (kinds, definition) in fields.items():
+        properties[field] = {**definition, "description": f"{what} of {kinds} challenges."}
 
 
 def document_kinds(document: dict[str, Any]) -> dict[str, Any]:
-    """The challenge bodies with the sections of every registered kind (`target`,
-    `benchmark`, ...): the service validates them with the kind's model, so FastAPI does not
+    """The bodies with what every registered kind brings to them: the challenge bodies with
+    its sections (`target`, `benchmark`, ...), the submission body with its fields (`prompt`,
+    `model`, ...). The service validates those with the kind's model, so FastAPI does not
     see them; the document shows them, each with the kinds it belongs to."""
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
-    sections: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for name, kind in registered().items():
-        schema = kind.config_model.model_json_schema(ref_template="#/components/schemas/{model}")
-        schemas.update(schema.pop("$defs", {}))
-        for section, definition in schema.get("properties", {}).items():
-            sections.setdefault(section, []).append((name, definition))
+    kinds = registered()
+    sections = _kind_fields(schemas, [(name, kind.config_model) for name, kind in kinds.items()])
     for body in KIND_BODIES:
-        properties = schemas.get(body, {}).setdefault("properties", {})
-        for section, owners in sections.items():
-            kinds = " and ".join(name for name, _ in owners)
-            variants = {repr(definition): definition for _, definition in owners}
-            definition = (
-                next(iter(variants.values()))
-                if len(variants) == 1
-                else {"anyOf": list(variants.values())}
-            )
-            properties[section] = {
-                **definition,
-                "description": f"A section of {kinds} challenges.",
-            }
+        _add_fields(schemas.get(body, {}), sections, "A section")
+    submitted = [
+        (name, kind.submission_model)
+        for name, kind in kinds.items()
+        if kind.accepts.attempts and isinstance(kind, AttemptKind)
+    ]
+    _add_fields(schemas.get(SUBMISSION_BODY, {}), _kind_fields(schemas, submitted), "A field")
     return document
 
 

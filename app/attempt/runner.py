@@ -21,12 +21,13 @@ from app.attempt.kinds import AttemptJob, AttemptKind, RunContext
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus
 from app.attempt.ranked import as_ranked, record_metrics
-from app.challenge.registry import kind_as
+from app.challenge.registry import find_kind, kind_as
 from app.challenge.service import config_of, find_challenge
 from app.config import Settings
 from app.db import session_scope, utcnow
 from app.errors import ValidationFailed
 from app.evaluation.llm import warm_up_calls, warmed_up
+from app.evaluation.types import InfrastructureError
 from app.leaderboard import service as leaderboard
 from app.lease.budget import CostBudget, RowSpend
 from app.lease.model_client import model_client
@@ -112,6 +113,7 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
         config=config,
         prompt=attempt.prompt,
         model_spec=attempt.model_spec,
+        kind_fields=attempt.kind_fields,
         first_start=claimed.first_start,
     )
 
@@ -119,6 +121,10 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
 async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> AttemptMetrics | None:
     """Runs the kind's trials, every call by the service's outbound policy and within the
     attempt's and the tenant's cost budgets; returns what the kind's run returns."""
+    if not find_kind(job.kind).accepts.attempts:
+        # Never queued (submission refuses it); a row written by other means ends in error
+        # saying why, not as an internal failure.
+        raise InfrastructureError(f"a {job.kind} challenge takes no attempts")
     kind = kind_as(job.kind, AttemptKind)
     budget = CostBudget(
         own=RowSpend(Attempt, job.attempt_id),

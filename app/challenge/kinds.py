@@ -17,8 +17,10 @@ asks `if kind == ...`. Adding a kind is a package and a registration line (docs/
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
@@ -39,6 +41,21 @@ class KindConfig(InputSchema):
     Sections named like a column of the challenges table are stored there; any other is kept
     in its `kind_sections` document (`app.challenge.models.SECTION_COLUMNS`). A section a
     participant must not see is left out of `public_sections`."""
+
+
+class Accepts(StrEnum):
+    """What participants submit to a kind's challenges: attempts (`POST
+    /v1/challenges/{id}/attempts`, run by the core's runner), entries of its own at endpoints
+    of its own (red_blue's defenses and attacks), or both. The core refuses attempts to a kind
+    that takes none, so no kind implements a method only to refuse it."""
+
+    ATTEMPTS = "attempts"
+    ENTRIES = "entries"
+    BOTH = "both"
+
+    @property
+    def attempts(self) -> bool:
+        return self is not Accepts.ENTRIES
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,7 @@ class ChallengeKind:
     default_strategy: ClassVar[Strategy]
     # The kind-only fields of `limits` it takes (`app.challenge.config.KIND_LIMIT_FIELDS`).
     limit_fields: ClassVar[frozenset[str]] = frozenset()
+    accepts: ClassVar[Accepts] = Accepts.ATTEMPTS
 
     def parse(self, sections: Mapping[str, Any], *, stored: bool = False) -> KindConfig:
         """The kind's sections, validated (a 422 naming the field when they are not).
@@ -104,6 +122,11 @@ class ChallengeKind:
         """The sections as participants and member keys see them: nothing hidden (system
         prompts, answer keys, judge rubrics, server addresses)."""
         return config.model_dump(mode="json")
+
+    def entries_hint(self, challenge_id: uuid.UUID) -> str:
+        """Where a kind that takes entries of its own takes them: the refusal of an attempt
+        says so ("submit defenses at POST ...")."""
+        return ""
 
     # What a kind brings besides its challenges' configuration.
 

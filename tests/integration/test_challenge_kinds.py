@@ -181,3 +181,94 @@ def test_a_challenges_kind_and_slug_stay_as_created(api: Api, tenant: dict[str, 
     )
     assert foreign.status_code == 422
     assert "word_count: is for word_count challenges" in foreign.json()["error"]["message"]
+
+
+def test_a_kinds_own_submission_field_is_validated_stored_and_shown(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    challenge = word_count_challenge(api, key)
+    path = f"/v1/challenges/{challenge['id']}/attempts"
+
+    def post(body: dict[str, Any], **kwargs: Any) -> httpx.Response:
+        return api.request("POST", path, key, json={"participant": "amy", **body}, **kwargs)
+
+    # Validated by the kind's own model, a 422 naming the field.
+    for bad in ("x" * 41, "   ", 7):
+        refused = post({"prompt": "one two three", "signature": bad})
+        assert refused.status_code == 422, (bad, refused.text)
+        error = refused.json()["error"]
+        assert error["details"][0]["loc"] == ["body", "signature"], error
+        assert error["message"].startswith("signature: "), error
+    # A misspelt field is named, with the field it probably meant.
+    misspelt = post({"promt": "one two three"})
+    assert misspelt.status_code == 422
+    assert "promt: unknown field; did you mean 'prompt'?" in misspelt.json()["error"]["message"]
+    # Another kind's challenge refuses it, naming the kind it is for.
+    prompt_challenge = api.create_challenge(key)
+    foreign = api.request(
+        "POST",
+        f"/v1/challenges/{prompt_challenge['id']}/attempts",
+        key,
+        json={"prompt": "PWNED", "signature": "Amy", "participant": "amy"},
+    )
+    assert foreign.status_code == 422
+    assert foreign.json()["error"]["message"] == (
+        "signature: is for word_count challenges, not prompt challenges"
+    )
+
+    # Stored with the attempt and shown on its reads.
+    headers = {"Idempotency-Key": f"k-{uuid.uuid4()}"}
+    accepted = post({"prompt": "one two three", "signature": "Amy W."}, headers=headers)
+    assert accepted.status_code == 202, accepted.text
+    assert accepted.json()["kind_fields"] == {"signature": "Amy W."}
+    attempt = api.wait_finished(key, accepted.json()["id"])
+    assert attempt["status"] == "completed" and attempt["kind_fields"] == {"signature": "Amy W."}
+    listed = api.request("GET", f"{path}?participant=amy", key).json()["items"]
+    assert [item["kind_fields"] for item in listed] == [{"signature": "Amy W."}]
+    unsigned = post({"prompt": "four five six"})
+    assert unsigned.status_code == 202 and unsigned.json()["kind_fields"] is None
+    # The idempotency fingerprint covers the kind's fields: the same key with another
+    # signature is another request.
+    replay = post({"prompt": "one two three", "signature": "Amy W."}, headers=headers)
+    assert replay.status_code == 202 and replay.json()["id"] == accepted.json()["id"]
+    changed = post({"prompt": "one two three", "signature": "Someone else"}, headers=headers)
+    assert changed.status_code == 409, changed.text
+
+    # The OpenAPI document describes it on the submission body, with the kind it is for.
+    document = api.request("GET", "/openapi.json").json()
+    body = document["components"]["schemas"]["AttemptCreate"]["properties"]
+    assert body["signature"]["description"] == "A field of word_count challenges."
+    assert body["prompt"]["description"] == "A field of prompt and word_count challenges."
+    assert set(body) >= {"participant", "model", "temperature", "system_prompt"}
+
+
+def test_the_core_refuses_attempts_to_a_kind_that_takes_none(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    body = {
+        "slug": f"rb-{uuid.uuid4().hex[:8]}",
+        "title": "Guard",
+        "kind": "red_blue",
+        "target": {"model": "offline/guarded-echo"},
+        "judge_suite": {
+            "categories": [{"name": "pwned", "verifier": {"type": "contains", "pattern": "P"}}]
+        },
+        "self_test": {"prompt": "Say hello", "verifier": {"type": "contains", "pattern": "h"}},
+    }
+    created = api.request("POST", "/v1/challenges", key, json=body)
+    assert created.status_code == 201, created.text
+    cid = created.json()["id"]
+    for given, field in (
+        ({"prompt": "hello", "participant": "amy"}, "prompt"),
+        ({"participant": "amy"}, "participant"),
+    ):
+        refused = api.request("POST", f"/v1/challenges/{cid}/attempts", key, json=given)
+        assert refused.status_code == 422, refused.text
+        error = refused.json()["error"]
+        assert error["details"][0]["loc"] == ["body", field]
+        assert "this is a red_blue challenge: it takes no attempts" in error["message"]
+        assert f"POST /v1/challenges/{cid}/defenses" in error["message"]
+    listed = api.request("GET", f"/v1/challenges/{cid}/attempts", key).json()
+    assert listed["total"] == 0
