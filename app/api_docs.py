@@ -191,6 +191,8 @@ def document_errors(app: FastAPI, document: dict[str, Any]) -> dict[str, Any]:
 KIND_BODIES = ("ChallengeCreate", "ChallengeUpdate")
 # The body that carries a kind's submission fields as fields of its own (app/attempt/schemas.py).
 SUBMISSION_BODY = "AttemptCreate"
+# The challenge's limits, which carry a kind's own limits (app/challenge/config.py).
+LIMITS = "LimitsConfig"
 
 
 def _kind_fields(
@@ -208,14 +210,22 @@ def _kind_fields(
     fields: dict[str, tuple[str, dict[str, Any]]] = {}
     for field, given in owners.items():
         kinds = " and ".join(name for name, _ in given)
-        variants = {repr(definition): definition for _, definition in given}
+        # Kinds that take a field alike may still word it apart: one definition, one wording.
+        variants = {repr(_unworded(definition)): definition for _, definition in given}
         definition = (
             next(iter(variants.values()))
             if len(variants) == 1
-            else {"anyOf": list(variants.values())}
+            else {"anyOf": [_unworded(variant) for variant in variants.values()]}
         )
+        wording = next((d["description"] for _, d in given if d.get("description")), None)
+        if wording is not None:
+            definition = {**definition, "description": wording}
         fields[field] = (kinds, definition)
     return fields
+
+
+def _unworded(definition: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in definition.items() if key not in ("title", "description")}
 
 
 def _add_fields(
@@ -223,19 +233,25 @@ def _add_fields(
 ) -> None:
     properties = schema.setdefault("properties", {})
     for field, (kinds, definition) in fields.items():
-        properties[field] = {**definition, "description": f"{what} of {kinds} challenges."}
+        # The field's own description, when the kinds that take it agree on one, follows.
+        own = definition.get("description")
+        said = f"{what} of {kinds} challenges." + (f" {own}" if own else "")
+        properties[field] = {**definition, "description": said}
 
 
 def document_kinds(document: dict[str, Any]) -> dict[str, Any]:
     """The bodies with what every registered kind brings to them: the challenge bodies with
-    its sections (`target`, `benchmark`, ...), the submission body with its fields (`prompt`,
-    `model`, ...). The service validates those with the kind's model, so FastAPI does not
-    see them; the document shows them, each with the kinds it belongs to."""
+    its sections (`target`, `benchmark`, ...) and its limits (`max_defense_chars`, ...), the
+    submission body with its fields (`prompt`, `model`, ...). The service validates those
+    with the kind's model, so FastAPI does not see them; the document shows them, each with
+    the kinds it belongs to."""
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     kinds = registered()
     sections = _kind_fields(schemas, [(name, kind.config_model) for name, kind in kinds.items()])
     for body in KIND_BODIES:
         _add_fields(schemas.get(body, {}), sections, "A section")
+    limits = _kind_fields(schemas, [(name, kind.limits_model) for name, kind in kinds.items()])
+    _add_fields(schemas.get(LIMITS, {}), limits, "A limit")
     submitted = [
         (name, kind.submission_model)
         for name, kind in kinds.items()

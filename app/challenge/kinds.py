@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
 
+from app.challenge.config import KindLimits
 from app.db import STORED
 from app.errors import ValidationFailed, telling_first
 from app.schemas import InputSchema
@@ -74,10 +75,11 @@ class NamedModel:
     pattern: bool = False
 
 
-def validation_failed(error: ValidationError) -> ValidationFailed:
-    """The first error of a kind's configuration as a 422 naming its field path."""
+def validation_failed(error: ValidationError, within: Sequence[str] = ()) -> ValidationFailed:
+    """The first error of a kind's model as a 422 naming its field path (`within` the body's
+    field that holds the model: `limits`)."""
     first = telling_first(error.errors())[0]
-    return ValidationFailed.at([str(part) for part in first["loc"]], first["msg"])
+    return ValidationFailed.at([*within, *(str(part) for part in first["loc"])], first["msg"])
 
 
 class ChallengeKind:
@@ -90,8 +92,9 @@ class ChallengeKind:
     config_model: ClassVar[type[KindConfig]]
     strategies: ClassVar[tuple[Strategy, ...]]
     default_strategy: ClassVar[Strategy]
-    # The kind-only fields of `limits` it takes (`app.challenge.config.KIND_LIMIT_FIELDS`).
-    limit_fields: ClassVar[frozenset[str]] = frozenset()
+    # Its own limits, beside the core's in the challenge's `limits` document (none by
+    # default); another kind's are refused, naming the kinds they are for.
+    limits_model: ClassVar[type[KindLimits]] = KindLimits
     accepts: ClassVar[Accepts] = Accepts.ATTEMPTS
 
     def parse(self, sections: Mapping[str, Any], *, stored: bool = False) -> KindConfig:

@@ -238,8 +238,9 @@ def test_a_kinds_own_submission_field_is_validated_stored_and_shown(
     # The OpenAPI document describes it on the submission body, with the kind it is for.
     document = api.request("GET", "/openapi.json").json()
     body = document["components"]["schemas"]["AttemptCreate"]["properties"]
-    assert body["signature"]["description"] == "A field of word_count challenges."
-    assert body["prompt"]["description"] == "A field of prompt and word_count challenges."
+    said = body["signature"]["description"]
+    assert said == "A field of word_count challenges. Who the words are signed by."
+    assert body["prompt"]["description"].startswith("A field of prompt and word_count challenges.")
     assert set(body) >= {"participant", "model", "temperature", "system_prompt"}
 
 
@@ -272,3 +273,76 @@ def test_the_core_refuses_attempts_to_a_kind_that_takes_none(
         assert f"POST /v1/challenges/{cid}/defenses" in error["message"]
     listed = api.request("GET", f"/v1/challenges/{cid}/attempts", key).json()
     assert listed["total"] == 0
+
+
+def test_a_kinds_own_limit_is_validated_stored_and_enforced(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+
+    def create(kind_body: dict[str, Any], limits: dict[str, Any]) -> httpx.Response:
+        body = {"slug": f"l-{uuid.uuid4().hex[:8]}", "title": "L", **kind_body, "limits": limits}
+        return api.request("POST", "/v1/challenges", key, json=body)
+
+    words = {"kind": "word_count", "word_count": {"words": 3}}
+    prompt = {
+        "kind": "prompt",
+        "target": {"model": "offline/echo"},
+        "verifier": {"type": "contains", "pattern": "x"},
+    }
+    # The kind validates its own limit, naming the field.
+    for bad in (0, 1001, "many"):
+        refused = create(words, {"max_prompt_words": bad})
+        assert refused.status_code == 422, refused.text
+        error = refused.json()["error"]
+        assert error["message"].startswith("limits.max_prompt_words: "), error
+        assert error["details"][0]["loc"] == ["body", "limits", "max_prompt_words"]
+    # Another kind's limit names the kinds it is for, both ways.
+    foreign = create(prompt, {"max_prompt_words": 3})
+    assert foreign.status_code == 422
+    assert foreign.json()["error"]["message"] == (
+        "limits.max_prompt_words: is for word_count challenges, not prompt challenges"
+    )
+    red_blue_limit = create(words, {"max_defense_chars": 10})
+    assert red_blue_limit.status_code == 422
+    assert red_blue_limit.json()["error"]["message"] == (
+        "limits.max_defense_chars: is for red_blue challenges, not word_count challenges"
+    )
+    unknown = create(words, {"max_words": 3})
+    assert unknown.status_code == 422
+    assert unknown.json()["error"]["message"].startswith("limits.max_words: ")
+
+    # Stored in the one limits document beside the core's, and read back.
+    created = create(words, {"max_prompt_words": 3, "max_attempts_total": 5})
+    assert created.status_code == 201, created.text
+    challenge = created.json()
+    assert challenge["limits"]["max_prompt_words"] == 3
+    assert challenge["limits"]["max_attempts_total"] == 5
+    # Enforced on submission: a 422 naming the field it limits.
+    path = f"/v1/challenges/{challenge['id']}/attempts"
+    too_long = api.submit(key, challenge["id"], "one two three four", "amy")
+    assert too_long.status_code == 422
+    assert too_long.json()["error"]["message"] == (
+        "prompt: has 4 words; this challenge allows at most 3"
+    )
+    assert too_long.json()["error"]["details"][0]["loc"] == ["body", "prompt"]
+    assert api.submit(key, challenge["id"], "one two three", "amy").status_code == 202
+    # An edit keeps it, and may change it; another kind's limit stays refused.
+    edited = api.request(
+        "PATCH", f"/v1/challenges/{challenge['id']}", key, json={"title": "Renamed"}
+    )
+    assert edited.status_code == 200 and edited.json()["limits"]["max_prompt_words"] == 3
+    looser = api.request(
+        "PATCH", f"/v1/challenges/{challenge['id']}", key, json={"limits": {"max_prompt_words": 5}}
+    )
+    assert looser.status_code == 200, looser.text
+    assert api.submit(key, challenge["id"], "one two three four", "bob").status_code == 202
+    assert api.request("GET", path, key).json()["total"] == 2
+
+    # The OpenAPI document describes it among the limits, with the kind it is for.
+    document = api.request("GET", "/openapi.json").json()
+    limits = document["components"]["schemas"]["LimitsConfig"]["properties"]
+    assert limits["max_prompt_words"]["description"] == (
+        "A limit of word_count challenges. The most words a prompt may have."
+    )
+    assert limits["max_defense_chars"]["description"].startswith("A limit of red_blue challenges.")

@@ -9,8 +9,10 @@ from app.schemas import ModelId
 
 
 class BenchmarkSubmission(KindSubmission):
-    model: ModelId = Field(description="Benchmark challenges: a litellm model id.")
-    temperature: float | None = Field(default=None, ge=0, le=2, description="Benchmark only.")
+    model: ModelId = Field(description="A litellm model id.")
+    temperature: float | None = Field(
+        default=None, ge=0, le=2, description="The model's temperature; null: its default."
+    )
     system_prompt: SubmittedText | None = Field(
-        default=None, max_length=20_000, description="Benchmark only."
+        default=None, max_length=20_000, description="A system prompt the model is given."
     )

@@ -8,4 +8,4 @@ from app.attempt.kinds import KindSubmission, SubmittedText
 
 
 class PromptSubmission(KindSubmission):
-    prompt: SubmittedText = Field(description="Prompt challenges: the participant's prompt.")
+    prompt: SubmittedText = Field(description="The participant's prompt.")

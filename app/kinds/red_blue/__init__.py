@@ -19,13 +19,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from app.challenge.config import KindLimits
 from app.challenge.kinds import Accepts, KindConfig, NamedModel
 from app.challenge.models import Challenge
 from app.config import get_settings
 from app.export.stream import Dataset
 from app.kinds.base import Kind
 from app.kinds.outbound import checked_api_base
-from app.kinds.red_blue.config import RedBlueSections, public_verifier, sections_of
+from app.kinds.red_blue.config import (
+    RedBlueLimitFields,
+    RedBlueSections,
+    public_verifier,
+    sections_of,
+)
 from app.kinds.red_blue.dispatch import SWEEP_TASK
 from app.kinds.red_blue.web import RedBluePages
 from app.scoring.strategies import Strategy
@@ -44,7 +50,7 @@ class RedBlueKind(RedBluePages, Kind):
     # Its boards rank by ratings, not by a strategy over attempts; the one strategy is nominal.
     strategies: ClassVar[tuple[Strategy, ...]] = (Strategy.FIRST,)
     default_strategy: ClassVar[Strategy] = Strategy.FIRST
-    limit_fields: ClassVar[frozenset[str]] = frozenset({"max_defense_chars", "max_attack_chars"})
+    limits_model: ClassVar[type[KindLimits]] = RedBlueLimitFields
     # Defenses and attacks, at endpoints of its own; no attempts.
     accepts: ClassVar[Accepts] = Accepts.ENTRIES
     task_modules: ClassVar[tuple[str, ...]] = ("app.kinds.red_blue.tasks",)
