@@ -28,7 +28,7 @@ from pydantic import AfterValidator, StringConstraints
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.metrics import AttemptMetrics
+from app.attempt.metrics import AttemptMetrics, KindMetrics
 from app.attempt.repository import LandedTrial, SubmissionTarget
 from app.attempt.run_store import DatabaseRunStore
 from app.attempt.trial_writer import TrialWriter
@@ -180,6 +180,13 @@ class AttemptKind:
         if outcome is None:
             raise NotImplementedError(f"kind {job.kind!r} returns no metrics and measures none")
         return outcome
+
+    def measure_own(
+        self, session: Session, job: AttemptJob, metrics: AttemptMetrics
+    ) -> KindMetrics | None:
+        """Measures of the kind's own, beside `metrics` (its `measure`), in the same
+        transaction; stored in the attempt's `kind_metrics` document (none by default)."""
+        return None
 
 
 def stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]:

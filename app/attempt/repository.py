@@ -330,9 +330,9 @@ class AttemptRepository:
         return [FailedAttempt(a, handle, title, slug) for a, handle, title, slug in rows]
 
     def runs(self, attempt_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RunRow]:
-        """The submission (model spec, the kind's fields) and metrics of the given attempts
-        (a leaderboard page's), in one query; not their run records or progress, which can be
-        large."""
+        """The submission (model spec, the kind's fields) and metrics (the kind's too) of the
+        given attempts (a leaderboard page's), in one query; not their run records or
+        progress, which can be large."""
         if not attempt_ids:
             return {}
         rows = self.session.execute(
@@ -341,6 +341,7 @@ class AttemptRepository:
                 Attempt.model_spec,
                 Attempt.kind_fields,
                 Attempt.metrics,
+                Attempt.kind_metrics,
                 Attempt.cost_usd,
             ).where(Attempt.tenant_id == self.tenant_id, Attempt.id.in_(attempt_ids))
         ).tuples()

@@ -13,6 +13,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -155,19 +156,24 @@ def _finish(job: AttemptJob, token: uuid.UUID, outcome: AttemptMetrics | None) -
         challenge = find_challenge(session, job.tenant_id, job.challenge_id)
         if attempt is None or challenge is None:
             return
-        measured = kind_as(job.kind, AttemptKind).measure(session, job, outcome)
+        kind = kind_as(job.kind, AttemptKind)
+        measured = kind.measure(session, job, outcome)
         metrics = measured.model_copy(update={"created_at": attempt.created_at_ms})
+        own = kind.measure_own(session, job, metrics)
+        kind_metrics = None if own is None else own.model_dump(mode="json", exclude_none=True)
         scoring = prepare_scoring(session, challenge.strategy, challenge.scoring)
         ended = None
         if not scoring.calls_plugin:
             scored = scoring.score(metrics.as_plugin_input(), context)
-            ended = _complete(session, attempt, metrics, scored, scoring, job.kind)
+            ended = _complete(session, attempt, metrics, kind_metrics, scored, scoring, job.kind)
     if ended is None:
         scored = scoring.score(metrics.as_plugin_input(), context)
         with session_scope() as session:
             attempt = repository.locked_if_held(session, job.attempt_id, token)
             if attempt is not None:
-                ended = _complete(session, attempt, metrics, scored, scoring, job.kind)
+                ended = _complete(
+                    session, attempt, metrics, kind_metrics, scored, scoring, job.kind
+                )
     if ended is not None:
         ended()  # counted once committed
 
@@ -176,6 +182,7 @@ def _complete(
     session: Session,
     attempt: Attempt,
     metrics: AttemptMetrics,
+    kind_metrics: dict[str, Any] | None,
     scored: ScoreResult,
     scoring: Scoring,
     kind: str,
@@ -185,6 +192,7 @@ def _complete(
     attempt.finished_at = utcnow()
     attempt.end_lease()
     record_metrics(attempt, metrics)
+    attempt.kind_metrics = kind_metrics
     attempt.score = scored.score
     attempt.score_details = scored.details
     leaderboard.offer(session, as_ranked(attempt), scoring.strategy)

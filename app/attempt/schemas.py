@@ -98,6 +98,9 @@ class AttemptRead(OutputSchema):
         "calls at the server's fallback rate), checked against its cost budget before each call.",
     )
     metrics: AttemptMetrics | None
+    kind_metrics: dict[str, Any] | None = Field(
+        default=None, description="Measures of its kind's own, beside `metrics`."
+    )
     score: float | None
     score_details: dict[str, Any] | None
     trials: list[TrialRead] | None = Field(
@@ -138,6 +141,7 @@ class RunRow:
     model_spec: dict[str, Any] | None
     kind_fields: dict[str, Any] | None
     metrics: AttemptMetrics | None
+    kind_metrics: dict[str, Any] | None
     cost_usd: float | None
 
 

@@ -383,6 +383,7 @@ def to_view(
         error_detail=attempt.error_detail if full else None,
         spent_usd=attempt.spent_usd if full else None,
         metrics=attempt.metrics,
+        kind_metrics=attempt.kind_metrics,
         score=attempt.score,
         score_details=attempt.score_details,
         trials=trial_views,

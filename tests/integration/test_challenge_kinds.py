@@ -80,6 +80,7 @@ def test_a_registered_kind_runs_through_rest_a_worker_and_the_leaderboard(
     # the kind's own verifier.
     trial = results["bob"]["trials"][0]
     assert trial["actor"]["output"] == "one two three four"
+    assert results["bob"]["kind_metrics"] == {"words_answered": 4}
     assert trial["judge"]["raw_eval_output"] == "4 words, 3 wanted"
     # The leaderboard ranks those that succeeded, fewest tokens first, ties to the earlier.
     board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
@@ -224,6 +225,9 @@ def test_a_kinds_own_submission_field_is_validated_stored_and_shown(
     assert accepted.json()["kind_fields"] == {"signature": "Amy W."}
     attempt = api.wait_finished(key, accepted.json()["id"])
     assert attempt["status"] == "completed" and attempt["kind_fields"] == {"signature": "Amy W."}
+    # Its own metric, measured by the kind beside the core's and stored with the attempt.
+    assert attempt["kind_metrics"] == {"words_answered": 3}
+    assert attempt["metrics"]["succeeded"] is True
     listed = api.request("GET", f"{path}?participant=amy", key).json()["items"]
     assert [item["kind_fields"] for item in listed] == [{"signature": "Amy W."}]
     unsigned = post({"prompt": "four five six"})
