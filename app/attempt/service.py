@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -30,7 +30,7 @@ from app.attempt.schemas import (
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
 from app.challenge.config import ChallengeStatus
 from app.challenge.kinds import ChallengeKind
-from app.challenge.registry import find_kind, kind_as, registered
+from app.challenge.registry import find_kind, kind_as, kinds_taking, not_for
 from app.challenge.service import challenge_status, config_of, get_challenge
 from app.config import get_settings
 from app.db import autocommits, utcnow
@@ -124,6 +124,12 @@ def _refuse_no_attempts(kind: ChallengeKind, target: SubmissionTarget, body: Att
     )
 
 
+def _submission_fields(kind: ChallengeKind) -> Container[str]:
+    if isinstance(kind, AttemptKind) and kind.accepts.attempts:
+        return kind.submission_model.model_fields
+    return ()
+
+
 def _kind_fields(kind: AttemptKind, name: str, body: AttemptCreate) -> KindSubmission:
     """The body's fields beside `participant`, validated by the kind's `submission_model`:
     a 422 naming the field that says most what to fix (a misspelling, with the field it
@@ -133,15 +139,7 @@ def _kind_fields(kind: AttemptKind, name: str, body: AttemptCreate) -> KindSubmi
         return kind.submission_model.model_validate(body.kind_fields)
     except ValidationError as error:
         problems = telling_first(error.errors())
-    owners = {
-        field: [
-            other
-            for other, candidate in registered().items()
-            if isinstance(candidate, AttemptKind)
-            and field in candidate.submission_model.model_fields
-        ]
-        for field in body.kind_fields
-    }
+    owners = {field: kinds_taking(field, _submission_fields) for field in body.kind_fields}
 
     def precedence(problem: dict[str, Any]) -> int:
         if problem["type"] == "missing":
@@ -155,8 +153,7 @@ def _kind_fields(kind: AttemptKind, name: str, body: AttemptCreate) -> KindSubmi
     first = min(problems, key=precedence)
     path = [str(part) for part in first["loc"]]
     if precedence(first) == 2:
-        kinds = " and ".join(owners[path[0]])
-        raise ValidationFailed.at(path, f"is for {kinds} challenges, not {name} challenges")
+        raise not_for(path, owners[path[0]], name)
     raise ValidationFailed.at(path, str(first["msg"]))
 
 

@@ -7,7 +7,7 @@ fields every challenge has, then asks the challenge's kind about its sections.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Container
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
@@ -33,7 +33,7 @@ from app.challenge.kinds import (
 )
 from app.challenge.models import Challenge
 from app.challenge.reachability import refuse_unreachable
-from app.challenge.registry import find_kind, registered
+from app.challenge.registry import find_kind, kinds_taking, not_for, registered
 from app.challenge.repository import ChallengeRepository
 from app.challenge.schemas import ChallengeCreate, ChallengePublic, ChallengeRead, ChallengeUpdate
 from app.db import utcnow
@@ -75,16 +75,22 @@ def config_of(challenge: Challenge) -> KindConfig:
     return kind.parse(sections, stored=True)
 
 
+def _section_names(kind: ChallengeKind) -> Container[str]:
+    return kind.config_model.model_fields
+
+
+def _limit_names(kind: ChallengeKind) -> Container[str]:
+    return kind.limits_model.model_fields
+
+
 def _refuse_foreign_sections(kind: ChallengeKind, sections: dict[str, Any]) -> None:
     """A section of another kind names the kind it belongs to; anything else is unknown."""
     for name in sections:
         if name in kind.config_model.model_fields:
             continue
-        owners = [k.name for k in registered().values() if name in k.config_model.model_fields]
+        owners = kinds_taking(name, _section_names)
         if owners:
-            raise ValidationFailed.at(
-                [name], f"is for {' and '.join(owners)} challenges, not {kind.name} challenges"
-            )
+            raise not_for([name], owners, kind.name)
         raise ValidationFailed.at([name], "is not a field of a challenge (of this kind)")
 
 
@@ -95,12 +101,10 @@ def _limits_for(kind: ChallengeKind, limits: LimitsConfig) -> LimitsConfig:
     for name in given:
         if name in kind.limits_model.model_fields:
             continue
-        owners = [k.name for k in registered().values() if name in k.limits_model.model_fields]
+        owners = kinds_taking(name, _limit_names)
         if owners:
-            raise ValidationFailed.at(
-                ["limits", name],
-                f"is for {' and '.join(owners)} challenges, not {kind.name} challenges",
-            )
+            raise not_for(["limits", name], owners, kind.name)
+        # Any other unknown limit is the kind's model's to refuse (it names the field).
     try:
         own = kind.limits_model.model_validate(given)
     except ValidationError as error:
