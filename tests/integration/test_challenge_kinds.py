@@ -5,6 +5,9 @@ metrics, web fragments, endpoint and worker task; nothing of the service was cha
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import time
 import uuid
 from typing import Any
@@ -230,6 +233,14 @@ def test_a_kinds_own_submission_field_is_validated_stored_and_shown(
     assert attempt["metrics"]["succeeded"] is True
     listed = api.request("GET", f"{path}?participant=amy", key).json()["items"]
     assert [item["kind_fields"] for item in listed] == [{"signature": "Amy W."}]
+    # And exported with it (the attempts export's CSV).
+    exported = api.request(
+        "GET", f"/v1/challenges/{challenge['id']}/exports/attempts", key, params={"format": "csv"}
+    )
+    assert exported.status_code == 200, exported.text
+    [row] = list(csv.DictReader(io.StringIO(exported.text)))
+    assert json.loads(row["kind_fields"]) == {"signature": "Amy W."}
+    assert json.loads(row["kind_metrics"]) == {"words_answered": 3}
     unsigned = post({"prompt": "four five six"})
     assert unsigned.status_code == 202 and unsigned.json()["kind_fields"] is None
     # The idempotency fingerprint covers the kind's fields: the same key with another
