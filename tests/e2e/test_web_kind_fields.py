@@ -1,5 +1,6 @@
 """A kind's own submission field, limit and metric on the web pages, through its own templates
-(tests.fixtures.word_count_kind): the form sends the field, the attempt page and the
+(tests.fixtures.word_count_kind): the challenge page states its limit, the form sends the
+field, the attempt page and the
 leaderboard show it and the metric, and a prompt over the kind's limit is refused on the page
 naming what to fix; no line of the service names any of them."""
 
@@ -46,7 +47,9 @@ def test_a_kinds_own_field_and_metric_are_shown_on_its_pages_and_its_limit_refus
     client: WebClient = web_client()
     assert client.sign_up(slug, "wendy").status_code == 303
     page = f"/t/{slug}/challenges/three-words"
-    assert 'name="signature"' in client.get(page).text
+    challenge_page = client.get(page).text
+    assert 'name="signature"' in challenge_page
+    assert "<dt>Longest prompt</dt><dd>4 words</dd>" in challenge_page
 
     # Over the kind's own limit: refused on the page, saying what to fix.
     refused = client.post_form(
