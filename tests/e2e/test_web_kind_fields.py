@@ -1,8 +1,8 @@
 """A kind's own submission field, limit and metric on the web pages, through its own templates
 (tests.fixtures.word_count_kind): the challenge page states its limit, the form sends the
-field, the attempt page and the
-leaderboard show it and the metric, and a prompt over the kind's limit is refused on the page
-naming what to fix; no line of the service names any of them."""
+field, the attempt page and the leaderboard show it and the metric, and a prompt over the
+kind's limit is refused on the page naming what to fix; no line of the service names any of
+them."""
 
 from __future__ import annotations
 
