@@ -70,8 +70,9 @@ def fields_as(fields: KindSubmission, model: type[Fields]) -> Fields:
 
 @dataclass(frozen=True)
 class Submitted:
-    """What an accepted submission stores on its attempt: the built-in kinds' columns
-    (`prompt`, `model_spec`), and the kind's own fields in the `kind_fields` document."""
+    """What an accepted submission stores on its attempt: the columns the built-in kinds'
+    fields have (`prompt`, which any kind's prompt may use, and `model_spec`), and the kind's
+    own fields in the `kind_fields` document."""
 
     prompt: str | None = None
     model_spec: dict[str, Any] | None = None
