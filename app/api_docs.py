@@ -33,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import BaseRoute
 
+from app.attempt.kinds import AttemptKind
 from app.auth.gate import (
     get_credential,
     require_platform_admin,
@@ -188,33 +189,75 @@ def document_errors(app: FastAPI, document: dict[str, Any]) -> dict[str, Any]:
 
 # The bodies that carry a kind's sections as fields of their own (app/challenge/schemas.py).
 KIND_BODIES = ("ChallengeCreate", "ChallengeUpdate")
+# The body that carries a kind's submission fields as fields of its own (app/attempt/schemas.py).
+SUBMISSION_BODY = "AttemptCreate"
+# The challenge's limits, which carry a kind's own limits (app/challenge/config.py).
+LIMITS = "LimitsConfig"
+
+
+def _kind_fields(
+    schemas: dict[str, Any], models: Sequence[tuple[str, type[BaseModel]]]
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each field of the kinds' models, as the document shows it: its definition (or each of
+    them, when kinds define it differently), saying which kinds take it. Their own
+    definitions go to the document's components."""
+    owners: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for name, model in models:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        for field, definition in schema.get("properties", {}).items():
+            owners.setdefault(field, []).append((name, definition))
+    fields: dict[str, tuple[str, dict[str, Any]]] = {}
+    for field, given in owners.items():
+        kinds = " and ".join(name for name, _ in given)
+        # Kinds that take a field alike may still word it apart: one definition, one wording.
+        variants = {repr(_unworded(definition)): definition for _, definition in given}
+        definition = (
+            next(iter(variants.values()))
+            if len(variants) == 1
+            else {"anyOf": [_unworded(variant) for variant in variants.values()]}
+        )
+        wording = next((d["description"] for _, d in given if d.get("description")), None)
+        if wording is not None:
+            definition = {**definition, "description": wording}
+        fields[field] = (kinds, definition)
+    return fields
+
+
+def _unworded(definition: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in definition.items() if key not in ("title", "description")}
+
+
+def _add_fields(
+    schema: dict[str, Any], fields: dict[str, tuple[str, dict[str, Any]]], what: str
+) -> None:
+    properties = schema.setdefault("properties", {})
+    for field, (kinds, definition) in fields.items():
+        # The field's own description, when the kinds that take it agree on one, follows.
+        own = definition.get("description")
+        said = f"{what} of {kinds} challenges." + (f" {own}" if own else "")
+        properties[field] = {**definition, "description": said}
 
 
 def document_kinds(document: dict[str, Any]) -> dict[str, Any]:
-    """The challenge bodies with the sections of every registered kind (`target`,
-    `benchmark`, ...): the service validates them with the kind's model, so FastAPI does not
-    see them; the document shows them, each with the kinds it belongs to."""
+    """The bodies with what every registered kind brings to them: the challenge bodies with
+    its sections (`target`, `benchmark`, ...) and its limits (`max_defense_chars`, ...), the
+    submission body with its fields (`prompt`, `model`, ...). The service validates those
+    with the kind's model, so FastAPI does not see them; the document shows them, each with
+    the kinds it belongs to."""
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
-    sections: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for name, kind in registered().items():
-        schema = kind.config_model.model_json_schema(ref_template="#/components/schemas/{model}")
-        schemas.update(schema.pop("$defs", {}))
-        for section, definition in schema.get("properties", {}).items():
-            sections.setdefault(section, []).append((name, definition))
+    kinds = registered()
+    sections = _kind_fields(schemas, [(name, kind.config_model) for name, kind in kinds.items()])
     for body in KIND_BODIES:
-        properties = schemas.get(body, {}).setdefault("properties", {})
-        for section, owners in sections.items():
-            kinds = " and ".join(name for name, _ in owners)
-            variants = {repr(definition): definition for _, definition in owners}
-            definition = (
-                next(iter(variants.values()))
-                if len(variants) == 1
-                else {"anyOf": list(variants.values())}
-            )
-            properties[section] = {
-                **definition,
-                "description": f"A section of {kinds} challenges.",
-            }
+        _add_fields(schemas.get(body, {}), sections, "A section")
+    limits = _kind_fields(schemas, [(name, kind.limits_model) for name, kind in kinds.items()])
+    _add_fields(schemas.get(LIMITS, {}), limits, "A limit")
+    submitted = [
+        (name, kind.submission_model)
+        for name, kind in kinds.items()
+        if kind.accepts.attempts and isinstance(kind, AttemptKind)
+    ]
+    _add_fields(schemas.get(SUBMISSION_BODY, {}), _kind_fields(schemas, submitted), "A field")
     return document
 
 

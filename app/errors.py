@@ -55,6 +55,10 @@ class ValidationFailed(AppError):
         )
 
 
+# How `telling_first` words an unknown field it takes for a misspelling.
+MISSPELT = "unknown field; did you mean"
+
+
 def telling_first(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Validation errors with the one that says what to fix first: a field that is not
     allowed beside a missing one is a misspelling (`target.modle` for `target.model`), and
@@ -70,7 +74,7 @@ def telling_first(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         candidates = missing.get(tuple(error["loc"][:-1]), [])
         meant = difflib.get_close_matches(str(error["loc"][-1]), candidates, n=1)
         if meant:
-            error["msg"] = f"unknown field; did you mean '{meant[0]}'?"
+            error["msg"] = f"{MISSPELT} '{meant[0]}'?"
     return unknown + [error for error in copied if error.get("type") != "extra_forbidden"]
 
 

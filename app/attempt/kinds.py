@@ -2,6 +2,13 @@
 to `POST /v1/challenges/{id}/attempts` must hold, how a worker runs the attempt, and what it
 measured.
 
+A kind's submission fields are its own: `submission_model` declares them (beside the
+`participant` every submission has), the service validates the body's other fields with it
+(a 422 naming the field; a field of another kind names the kinds it is for), and what the kind
+does not keep in a column of the attempts table is stored in the attempt's `kind_fields`
+document and shown on its read. Only kinds that take attempts (`ChallengeKind.accepts`) are
+asked; the core refuses attempts to the others.
+
 The runner (`app.attempt.runner`, a leased job of `app.lease`) does what every kind shares:
 the claim and the lease, the model client with the outbound policy and the cost budgets, the
 time limit, the errors, the score and the leaderboard. A kind runs its trials (`run`) and
@@ -13,17 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
+from pydantic import AfterValidator, StringConstraints
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.metrics import AttemptMetrics
+from app.attempt.metrics import AttemptMetrics, KindMetrics
 from app.attempt.repository import LandedTrial, SubmissionTarget
 from app.attempt.run_store import DatabaseRunStore
-from app.attempt.schemas import AttemptCreate
 from app.attempt.trial_writer import TrialWriter
 from app.challenge.kinds import KindConfig
 from app.config import Settings, get_settings
@@ -31,14 +38,45 @@ from app.db import session_scope
 from app.errors import ValidationFailed
 from app.evaluation.llm import LLMClient
 from app.evaluation.types import TrialRecord
+from app.schemas import InputSchema
+
+
+def _storable_text(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+# Text a participant submits: not empty, not blank, storable.
+SubmittedText = Annotated[str, StringConstraints(min_length=1), AfterValidator(_storable_text)]
+
+
+class KindSubmission(InputSchema):
+    """A kind's fields of a submission, beside the `participant` every one has; unknown
+    fields are refused. A kind subclasses it as its `submission_model`."""
+
+
+Fields = TypeVar("Fields", bound=KindSubmission)
+
+
+def fields_as(fields: KindSubmission, model: type[Fields]) -> Fields:
+    """A kind's validated fields as its own model (the service validated them with it)."""
+    if not isinstance(fields, model):
+        raise TypeError(f"a {model.__name__}, not {type(fields).__name__}")
+    return fields
 
 
 @dataclass(frozen=True)
 class Submitted:
-    """What an accepted submission stores on its attempt."""
+    """What an accepted submission stores on its attempt: the columns the built-in kinds'
+    fields have (`prompt`, which any kind's prompt may use, and `model_spec`), and the kind's
+    own fields in the `kind_fields` document."""
 
     prompt: str | None = None
     model_spec: dict[str, Any] | None = None
+    kind_fields: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +93,8 @@ class AttemptJob:
     prompt: str | None
     model_spec: dict[str, Any] | None
     created_at_ms: int
+    # The kind's own fields of the submission (`Submitted.kind_fields`).
+    kind_fields: dict[str, Any] | None = None
     # Never started before this run: no earlier run stored anything of it.
     first_start: bool = False
 
@@ -102,8 +142,12 @@ class RunContext:
 
 
 class AttemptKind:
-    """The attempt layer's interface of a kind; subclasses implement `submission` and `run`."""
+    """The attempt layer's interface of a kind. A kind that takes attempts sets its
+    `submission_model` and implements `run` (and `submission` for checks its model cannot
+    make)."""
 
+    # The fields of a submission beside `participant` (none by default).
+    submission_model: ClassVar[type[KindSubmission]] = KindSubmission
     # Whether `GET /v1/attempts/{id}` lists the attempt's trials (a kind whose attempts have
     # many, tasks times k, pages them at `GET /v1/attempts/{id}/trials` only).
     reads_show_trials: ClassVar[bool] = True
@@ -111,13 +155,15 @@ class AttemptKind:
     def submission(
         self,
         target: SubmissionTarget,
-        body: AttemptCreate,
+        fields: KindSubmission,
         config: Callable[[], KindConfig],
     ) -> Submitted:
-        """Checks that the body fits the kind (a 422 naming the field when it does not);
-        returns what the attempt stores. `config` loads the challenge's configuration, for
-        kinds whose check needs it (it costs a query, so only they call it)."""
-        raise NotImplementedError
+        """Checks of the fields that their model cannot make (the challenge's limits: a 422
+        naming the field); returns what the attempt stores: by default, the fields in its
+        `kind_fields` document. `config` loads the challenge's configuration, for kinds whose
+        check needs it (it costs a query, so only they call it)."""
+        given = fields.model_dump(mode="json", exclude_none=True)
+        return Submitted(kind_fields=given or None)
 
     def cost_budget_usd(self, config: KindConfig, settings: Settings) -> float:
         """What one attempt may spend on model calls (never above the server's budget)."""
@@ -137,32 +183,24 @@ class AttemptKind:
             raise NotImplementedError(f"kind {job.kind!r} returns no metrics and measures none")
         return outcome
 
+    def measure_own(
+        self, session: Session, job: AttemptJob, metrics: AttemptMetrics
+    ) -> KindMetrics | None:
+        """Measures of the kind's own, beside `metrics` (its `measure`), in the same
+        transaction; stored in the attempt's `kind_metrics` document (none by default)."""
+        return None
+
 
 def stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]:
     """An attempt's stored trials (its first task's), for a kind's `measure`."""
     return [repository.trial_record(row) for row in repository.trials_of(session, attempt_id)]
 
 
-def refuse_fields(body: AttemptCreate, fields: Sequence[str], reason: str) -> None:
-    """A 422 naming the first of these fields the body gives."""
-    for name in fields:
-        if getattr(body, name) is not None:
-            raise ValidationFailed.at([name], reason)
-
-
-def require_field(body: AttemptCreate, field: str, reason: str) -> Any:
-    value = getattr(body, field)
-    if value is None:
-        raise ValidationFailed.at([field], reason)
-    return value
-
-
-def checked_prompt(target: SubmissionTarget, body: AttemptCreate) -> str:
-    """The body's prompt: required, and within the challenge's length limit."""
-    prompt: str = require_field(body, "prompt", f"is required: this is a {target.kind} challenge")
+def checked_prompt(target: SubmissionTarget, prompt: str, field: str = "prompt") -> str:
+    """A submitted prompt within the challenge's length limit (a 422 naming `field`)."""
     limit = target.limits.prompt_limit(get_settings().max_prompt_chars)
     if len(prompt) > limit:
         raise ValidationFailed.at(
-            ["prompt"], f"is {len(prompt)} characters; this challenge allows at most {limit}"
+            [field], f"is {len(prompt)} characters; this challenge allows at most {limit}"
         )
     return prompt

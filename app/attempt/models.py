@@ -80,6 +80,9 @@ class Attempt(Leased, Metered, Base):
     )
     prompt: Mapped[str | None] = mapped_column(Text, default=None)
     model_spec: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    # The kind's own fields of the submission, as its `submission_model` validated them (a
+    # kind needs no column, and no migration, for a field of its own).
+    kind_fields: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     idempotency_key: Mapped[str | None] = mapped_column(String(255), default=None)
     request_fingerprint: Mapped[str | None] = mapped_column(String(64), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -99,6 +102,8 @@ class Attempt(Leased, Metered, Base):
     metrics: Mapped[AttemptMetrics | None] = mapped_column(
         ModelColumn(AttemptMetrics, exclude_unset=True), default=None
     )
+    # Measures of the kind's own (`AttemptKind.measure_own`), beside the core's `metrics`.
+    kind_metrics: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     score: Mapped[float | None] = mapped_column(Float, default=None)
     score_details: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     # Benchmark attempts: the engine's run record (fingerprint, settings) and its latest

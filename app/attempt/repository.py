@@ -331,19 +331,22 @@ class AttemptRepository:
         return [FailedAttempt(a, handle, title, slug) for a, handle, title, slug in rows]
 
     def runs(self, attempt_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RunRow]:
-        """The model spec and metrics of the given attempts (a leaderboard page's), in one
-        query; not their run records or progress, which can be large."""
+        """The submission (model spec, the kind's fields) and metrics (the kind's too) of the
+        given attempts (a leaderboard page's), in one query; not their run records or
+        progress, which can be large."""
         if not attempt_ids:
             return {}
         rows = self.session.execute(
-            select(Attempt.id, Attempt.model_spec, Attempt.metrics, Attempt.cost_usd).where(
-                Attempt.tenant_id == self.tenant_id, Attempt.id.in_(attempt_ids)
-            )
+            select(
+                Attempt.id,
+                Attempt.model_spec,
+                Attempt.kind_fields,
+                Attempt.metrics,
+                Attempt.kind_metrics,
+                Attempt.cost_usd,
+            ).where(Attempt.tenant_id == self.tenant_id, Attempt.id.in_(attempt_ids))
         ).tuples()
-        return {
-            attempt_id: RunRow(attempt_id, model_spec, metrics, cost_usd)
-            for attempt_id, model_spec, metrics, cost_usd in rows
-        }
+        return {row[0]: RunRow(*row) for row in rows}
 
     def trials_by_attempt(self, attempt_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Trial]]:
         found: dict[uuid.UUID, list[Trial]] = {attempt_id: [] for attempt_id in attempt_ids}

@@ -13,6 +13,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -22,12 +23,13 @@ from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus
 from app.attempt.ranked import metric_columns, ranked_of
 from app.challenge.models import strategy_of
-from app.challenge.registry import kind_as
+from app.challenge.registry import find_kind, kind_as
 from app.challenge.service import config_of, find_challenge, scoring_of
 from app.config import Settings
 from app.db import session_scope, utcnow
 from app.errors import ValidationFailed
 from app.evaluation.llm import warm_up_calls, warmed_up
+from app.evaluation.types import InfrastructureError
 from app.leaderboard import service as leaderboard
 from app.lease.budget import CostBudget, RowSpend
 from app.lease.model_client import model_client
@@ -115,6 +117,7 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
         prompt=attempt.prompt,
         model_spec=attempt.model_spec,
         created_at_ms=attempt.created_at_ms,
+        kind_fields=attempt.kind_fields,
         first_start=claimed.first_start,
     )
 
@@ -122,6 +125,10 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
 async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> AttemptMetrics | None:
     """Runs the kind's trials, every call by the service's outbound policy and within the
     attempt's and the tenant's cost budgets; returns what the kind's run returns."""
+    if not find_kind(job.kind).accepts.attempts:
+        # Never queued (submission refuses it); a row written by other means ends in error
+        # saying why, not as an internal failure.
+        raise InfrastructureError(f"a {job.kind} challenge takes no attempts")
     kind = kind_as(job.kind, AttemptKind)
     budget = CostBudget(
         own=RowSpend(Attempt, job.attempt_id),
@@ -153,19 +160,22 @@ def _finish(job: AttemptJob, token: uuid.UUID, outcome: AttemptMetrics | None) -
         saved = scoring_of(session, job.tenant_id, job.challenge_id)
         if saved is None:
             return
-        measured = kind_as(job.kind, AttemptKind).measure(session, job, outcome)
+        kind = kind_as(job.kind, AttemptKind)
+        measured = kind.measure(session, job, outcome)
         metrics = measured.model_copy(update={"created_at": job.created_at_ms})
+        own = kind.measure_own(session, job, metrics)
+        kind_metrics = None if own is None else own.model_dump(mode="json", exclude_none=True)
         scoring = prepare_scoring(session, strategy_of(saved), saved)
         plugin = scoring.calls_plugin
         if not plugin:
             scored = scoring.score(metrics.as_plugin_input(), context)
-            ended = _complete(session, job, token, metrics, scored, scoring)
+            ended = _complete(session, job, token, metrics, kind_metrics, scored, scoring)
         elif repository.locked_if_held(session, job.attempt_id, token) is None:
             return  # another worker took the attempt over: not worth a plugin's seconds
     if plugin:
         scored = scoring.score(metrics.as_plugin_input(), context)
         with session_scope() as session:
-            ended = _complete(session, job, token, metrics, scored, scoring)
+            ended = _complete(session, job, token, metrics, kind_metrics, scored, scoring)
     if ended is not None:
         ended()  # counted once committed
 
@@ -175,6 +185,7 @@ def _complete(
     job: AttemptJob,
     token: uuid.UUID,
     metrics: AttemptMetrics,
+    kind_metrics: dict[str, Any] | None,
     scored: ScoreResult,
     scoring: Scoring,
 ) -> Callable[[], None] | None:
@@ -192,6 +203,7 @@ def _complete(
         finished_at=finished,
         score=scored.score,
         score_details=scored.details,
+        kind_metrics=kind_metrics,
         **metric_columns(metrics),
     ).one_or_none()
     if row is None:

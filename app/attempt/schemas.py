@@ -5,39 +5,41 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field
 
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import Attempt, AttemptStatus
-from app.schemas import Handle, InputSchema, ModelId, OutputSchema
+from app.schemas import Handle, InputSchema, OutputSchema
+
+# A kind's fields ride along as extra fields of the body (as a challenge's sections do).
+_WITH_KIND_FIELDS = ConfigDict(extra="allow", allow_inf_nan=False)
 
 
 class AttemptCreate(InputSchema):
-    """A prompt (prompt challenges) or a model spec (benchmark challenges), for a participant."""
+    """A submission: the participant, and the fields of the challenge's kind (`prompt` for
+    prompt challenges; `model`, `temperature`, `system_prompt` for benchmark ones), which ride
+    along as extra fields. The service validates those with the kind's own model
+    (`AttemptKind.submission_model`), naming the field on error, an unknown one included."""
 
-    prompt: str | None = Field(default=None, min_length=1, description="Prompt challenges.")
-    model: ModelId | None = Field(
-        default=None, description="Benchmark challenges: a litellm model id."
-    )
-    temperature: float | None = Field(default=None, ge=0, le=2, description="Benchmark only.")
-    system_prompt: str | None = Field(
-        default=None, max_length=20_000, description="Benchmark only."
-    )
+    model_config = _WITH_KIND_FIELDS
+
     participant: Handle | None = Field(
         default=None,
         description="The participant's handle, created on first use. Required with a tenant key.",
     )
 
-    @field_validator("prompt", "system_prompt")
     @classmethod
-    def _storable(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if "\x00" in value:
-            raise ValueError("must not contain NUL characters")
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
+    def of(cls, participant: str | None, **fields: Any) -> AttemptCreate:
+        """A submission built in code (the web forms), validated as a request body is."""
+        return cls.model_validate({"participant": participant, **fields})
+
+    @property
+    def kind_fields(self) -> dict[str, Any]:
+        """The kind's fields as given (unvalidated: the kind validates them). A null counts as
+        not given, as clients that send every field (the other kinds' too) do."""
+        return {
+            name: value for name, value in (self.model_extra or {}).items() if value is not None
+        }
 
 
 class TrialRead(OutputSchema):
@@ -69,6 +71,11 @@ class AttemptRead(OutputSchema):
     model_spec: dict[str, Any] | None = Field(
         default=None, description="Benchmark attempts: the model, temperature, system prompt."
     )
+    kind_fields: dict[str, Any] | None = Field(
+        default=None,
+        description="The fields of its kind's own that the submission gave (those of a kind "
+        "that keeps no column of its own for them), as its kind validated them.",
+    )
     progress: dict[str, Any] | None = Field(
         default=None,
         description="Benchmark attempts: tasks done, the curve so far, usage and cost.",
@@ -91,6 +98,9 @@ class AttemptRead(OutputSchema):
         "calls at the server's fallback rate), checked against its cost budget before each call.",
     )
     metrics: AttemptMetrics | None
+    kind_metrics: dict[str, Any] | None = Field(
+        default=None, description="Measures of its kind's own, beside `metrics`."
+    )
     score: float | None
     score_details: dict[str, Any] | None
     trials: list[TrialRead] | None = Field(
@@ -129,7 +139,9 @@ class FailedAttempt:
 class RunRow:
     attempt_id: uuid.UUID
     model_spec: dict[str, Any] | None
+    kind_fields: dict[str, Any] | None
     metrics: AttemptMetrics | None
+    kind_metrics: dict[str, Any] | None
     cost_usd: float | None
 
 

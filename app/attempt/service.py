@@ -6,14 +6,15 @@ import hashlib
 import json
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app.attempt.dispatch import RUN_ATTEMPT
-from app.attempt.kinds import AttemptKind
+from app.attempt.kinds import AttemptKind, KindSubmission
 from app.attempt.models import Attempt, AttemptStatus, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
 from app.attempt.schemas import (
@@ -28,11 +29,19 @@ from app.attempt.schemas import (
 )
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
 from app.challenge.config import ChallengeStatus
-from app.challenge.registry import kind_as
+from app.challenge.kinds import ChallengeKind
+from app.challenge.registry import find_kind, kind_as, kinds_taking, not_for
 from app.challenge.service import challenge_status, config_of, get_challenge
 from app.config import get_settings
 from app.db import autocommits, utcnow
-from app.errors import Conflict, NotFound, TooManyRequests, ValidationFailed
+from app.errors import (
+    MISSPELT,
+    Conflict,
+    NotFound,
+    TooManyRequests,
+    ValidationFailed,
+    telling_first,
+)
 from app.storable import SERVED_SECTION_CHARS, bounded_value
 from app.tenant.service import handle_of, handles, participant_by_handle, participant_for_handle
 from app.unit_of_work import UnitOfWork
@@ -56,9 +65,16 @@ class Submission(NamedTuple):
     kind: str
 
 
-def _fingerprint(challenge_id: uuid.UUID, body: AttemptCreate) -> str:
+def _fingerprint(challenge_id: uuid.UUID, participant: str | None, fields: KindSubmission) -> str:
+    """What makes two requests the same submission: the challenge, the participant as sent
+    and the kind's fields as validated."""
     payload = json.dumps(
-        {"challenge_id": str(challenge_id), **body.model_dump()}, sort_keys=True
+        {
+            "challenge_id": str(challenge_id),
+            "participant": participant,
+            **fields.model_dump(mode="json"),
+        },
+        sort_keys=True,
     ).encode()
     return hashlib.sha256(payload).hexdigest()
 
@@ -93,6 +109,52 @@ def _check_open(challenge: SubmissionTarget, now: datetime) -> None:
         raise Conflict(f"this challenge opens at {challenge.opens_at:%Y-%m-%d %H:%M:%S} UTC")
     if state is ChallengeStatus.CLOSED:
         raise Conflict(f"this challenge closed at {challenge.closes_at:%Y-%m-%d %H:%M:%S} UTC")
+
+
+def _refuse_no_attempts(kind: ChallengeKind, target: SubmissionTarget, body: AttemptCreate) -> None:
+    """A kind that takes no attempts (only entries of its own) refuses them here, naming the
+    first field given and where its entries go."""
+    if kind.accepts.attempts:
+        return
+    field = next(iter(body.kind_fields), "participant")
+    where = kind.entries_hint(target.challenge_id)
+    raise ValidationFailed.at(
+        [field],
+        f"this is a {kind.name} challenge: it takes no attempts" + (f"; {where}" if where else ""),
+    )
+
+
+def _submission_fields(kind: ChallengeKind) -> Container[str]:
+    if isinstance(kind, AttemptKind) and kind.accepts.attempts:
+        return kind.submission_model.model_fields
+    return ()
+
+
+def _kind_fields(kind: AttemptKind, name: str, body: AttemptCreate) -> KindSubmission:
+    """The body's fields beside `participant`, validated by the kind's `submission_model`:
+    a 422 naming the field that says most what to fix (a misspelling, with the field it
+    probably meant; a field the kind requires; a field only other kinds take, with the
+    kinds it is for; then the rest)."""
+    try:
+        return kind.submission_model.model_validate(body.kind_fields)
+    except ValidationError as error:
+        problems = telling_first(error.errors())
+    owners = {field: kinds_taking(field, _submission_fields) for field in body.kind_fields}
+
+    def precedence(problem: dict[str, Any]) -> int:
+        if problem["type"] == "missing":
+            return 1
+        if problem["type"] != "extra_forbidden":
+            return 4
+        if str(problem["msg"]).startswith(MISSPELT):
+            return 0
+        return 2 if owners.get(str(problem["loc"][0])) else 3
+
+    first = min(problems, key=precedence)
+    path = [str(part) for part in first["loc"]]
+    if precedence(first) == 2:
+        raise not_for(path, owners[path[0]], name)
+    raise ValidationFailed.at(path, str(first["msg"]))
 
 
 def _check_limits(
@@ -161,7 +223,10 @@ def _submit(
     challenge = repo.submission_target(challenge_id, body.participant)
     if challenge is None:
         raise NotFound("challenge not found")
-    fingerprint = _fingerprint(challenge_id, body)
+    _refuse_no_attempts(find_kind(challenge.kind), challenge, body)
+    kind = kind_as(challenge.kind, AttemptKind)
+    fields = _kind_fields(kind, challenge.kind, body)
+    fingerprint = _fingerprint(challenge_id, body.participant, fields)
     if idempotency_key is not None:
         existing = repo.by_idempotency_key(idempotency_key)
         if existing is not None:
@@ -172,8 +237,8 @@ def _submit(
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
     now = utcnow()
     _check_open(challenge, now)
-    submitted = kind_as(challenge.kind, AttemptKind).submission(
-        challenge, body, lambda: config_of(get_challenge(session, tenant_id, challenge_id))
+    submitted = kind.submission(
+        challenge, fields, lambda: config_of(get_challenge(session, tenant_id, challenge_id))
     )
     limited = challenge.limits.counts_attempts
     if limited and autocommits(session):
@@ -193,6 +258,7 @@ def _submit(
         status=AttemptStatus.QUEUED,
         prompt=submitted.prompt,
         model_spec=submitted.model_spec,
+        kind_fields=submitted.kind_fields,
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint,
         created_at=now,
@@ -305,6 +371,7 @@ def to_view(
         status=attempt.status,
         prompt=attempt.prompt,
         model_spec=attempt.model_spec,
+        kind_fields=attempt.kind_fields,
         progress=attempt.progress,
         created_at=attempt.created_at,
         started_at=attempt.started_at,
@@ -313,6 +380,7 @@ def to_view(
         error_detail=attempt.error_detail if full else None,
         spent_usd=attempt.spent_usd if full else None,
         metrics=attempt.metrics,
+        kind_metrics=attempt.kind_metrics,
         score=attempt.score,
         score_details=attempt.score_details,
         trials=trial_views,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any, Self
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from app.schemas import InputSchema
 
@@ -26,29 +27,23 @@ class ChallengeStatus(StrEnum):
     CLOSED = "closed"
 
 
-# Limits that only some kinds take (a kind lists those it takes in its `limit_fields`); the
-# challenge service refuses them on challenges of other kinds, naming the kinds they are for.
-KIND_LIMIT_FIELDS = ("max_defense_chars", "max_attack_chars")
-
-
 class LimitsConfig(InputSchema):
+    """A challenge's limits, one document: the core's (attempts per participant, prompt
+    length) and the kind's own, which ride along as extra fields and are validated by the
+    kind's `limits_model` (`app.challenge.kinds`; red_blue's defense and attack lengths)."""
+
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+
     max_attempts_per_day: int | None = Field(default=None, ge=1, le=1_000_000)
     max_attempts_total: int | None = Field(default=None, ge=1, le=10_000_000)
     max_prompt_chars: int | None = Field(default=None, ge=1, le=1_000_000)
-    max_defense_chars: int | None = Field(
-        default=None,
-        ge=1,
-        le=1_000_000,
-        description="red_blue challenges: the longest defense (system prompt); null: the "
-        "server's cap (GAUNTLET_MAX_PROMPT_CHARS), which also bounds a larger value.",
-    )
-    max_attack_chars: int | None = Field(
-        default=None,
-        ge=1,
-        le=1_000_000,
-        description="red_blue challenges: the longest attack (user message); null: the "
-        "server's cap (GAUNTLET_MAX_PROMPT_CHARS), which also bounds a larger value.",
-    )
+
+    @property
+    def kind_limits(self) -> dict[str, Any]:
+        """The kind's limits as given (a null counts as not given)."""
+        return {
+            name: value for name, value in (self.model_extra or {}).items() if value is not None
+        }
 
     @property
     def counts_attempts(self) -> bool:
@@ -59,3 +54,13 @@ class LimitsConfig(InputSchema):
         """The longest text a participant may submit: the challenge's limit, never above the
         server's (GAUNTLET_MAX_PROMPT_CHARS)."""
         return min(self.max_prompt_chars or server_cap, server_cap)
+
+
+class KindLimits(InputSchema):
+    """A kind's own limits (its `limits_model`): fields of the challenge's `limits` document
+    beside the core's; unknown ones refused."""
+
+    @classmethod
+    def of(cls, limits: LimitsConfig) -> Self:
+        """The kind's limits of a challenge (validated when it was saved)."""
+        return cls.model_validate(limits.kind_limits)

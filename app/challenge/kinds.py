@@ -17,12 +17,15 @@ asks `if kind == ...`. Adding a kind is a package and a registration line (docs/
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
 
+from app.challenge.config import KindLimits
 from app.db import STORED
 from app.errors import ValidationFailed, telling_first
 from app.schemas import InputSchema
@@ -41,6 +44,21 @@ class KindConfig(InputSchema):
     participant must not see is left out of `public_sections`."""
 
 
+class Accepts(StrEnum):
+    """What participants submit to a kind's challenges: attempts (`POST
+    /v1/challenges/{id}/attempts`, run by the core's runner), entries of its own at endpoints
+    of its own (red_blue's defenses and attacks), or both. The core refuses attempts to a kind
+    that takes none, so no kind implements a method only to refuse it."""
+
+    ATTEMPTS = "attempts"
+    ENTRIES = "entries"
+    BOTH = "both"
+
+    @property
+    def attempts(self) -> bool:
+        return self is not Accepts.ENTRIES
+
+
 @dataclass(frozen=True)
 class NamedModel:
     """A model a challenge's configuration names, and where: each is checked when the
@@ -57,10 +75,11 @@ class NamedModel:
     pattern: bool = False
 
 
-def validation_failed(error: ValidationError) -> ValidationFailed:
-    """The first error of a kind's configuration as a 422 naming its field path."""
+def validation_failed(error: ValidationError, within: Sequence[str] = ()) -> ValidationFailed:
+    """The first error of a kind's model as a 422 naming its field path (`within` the body's
+    field that holds the model: `limits`)."""
     first = telling_first(error.errors())[0]
-    return ValidationFailed.at([str(part) for part in first["loc"]], first["msg"])
+    return ValidationFailed.at([*within, *(str(part) for part in first["loc"])], first["msg"])
 
 
 class ChallengeKind:
@@ -73,8 +92,10 @@ class ChallengeKind:
     config_model: ClassVar[type[KindConfig]]
     strategies: ClassVar[tuple[Strategy, ...]]
     default_strategy: ClassVar[Strategy]
-    # The kind-only fields of `limits` it takes (`app.challenge.config.KIND_LIMIT_FIELDS`).
-    limit_fields: ClassVar[frozenset[str]] = frozenset()
+    # Its own limits, beside the core's in the challenge's `limits` document (none by
+    # default); another kind's are refused, naming the kinds they are for.
+    limits_model: ClassVar[type[KindLimits]] = KindLimits
+    accepts: ClassVar[Accepts] = Accepts.ATTEMPTS
 
     def parse(self, sections: Mapping[str, Any], *, stored: bool = False) -> KindConfig:
         """The kind's sections, validated (a 422 naming the field when they are not).
@@ -104,6 +125,11 @@ class ChallengeKind:
         """The sections as participants and member keys see them: nothing hidden (system
         prompts, answer keys, judge rubrics, server addresses)."""
         return config.model_dump(mode="json")
+
+    def entries_hint(self, challenge_id: uuid.UUID) -> str:
+        """Where a kind that takes entries of its own takes them: the refusal of an attempt
+        says so ("submit defenses at POST ...")."""
+        return ""
 
     # What a kind brings besides its challenges' configuration.
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Callable, Container, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
 
 from app.challenge.kinds import ChallengeKind
 from app.config import get_settings
+from app.errors import ValidationFailed
 
 # The built-in kinds: adding one is a package under app/kinds/ and a line here.
 BUILTIN_KIND_MODULES = (
@@ -66,6 +68,18 @@ def find_kind(name: str) -> ChallengeKind:
     except KeyError:
         known = ", ".join(sorted(registered()))
         raise KindNotFound(f"unknown challenge kind '{name}'; known: {known}") from None
+
+
+def kinds_taking(field: str, fields_of: Callable[[ChallengeKind], Container[str]]) -> list[str]:
+    """The kinds whose `fields_of` (their sections, limits, submission fields) has `field`."""
+    return [kind.name for kind in registered().values() if field in fields_of(kind)]
+
+
+def not_for(path: Sequence[str], owners: Sequence[str], kind: str) -> ValidationFailed:
+    """A 422 for a field only other kinds take, naming the kinds it is for."""
+    return ValidationFailed.at(
+        path, f"is for {' and '.join(owners)} challenges, not {kind} challenges"
+    )
 
 
 def worker_task_modules() -> list[str]:

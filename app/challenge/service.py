@@ -7,16 +7,16 @@ fields every challenge has, then asks the challenge's kind about its sections.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Container
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app.auth.subjects import Audience
 from app.challenge import repository
-from app.challenge.config import KIND_LIMIT_FIELDS, ChallengeStatus, LimitsConfig, Visibility
+from app.challenge.config import ChallengeStatus, LimitsConfig, Visibility
 from app.challenge.events import ScoringChanged
 from app.challenge.flat_scoring import (
     check_flat_entrypoint,
@@ -24,10 +24,16 @@ from app.challenge.flat_scoring import (
     given_flat_scoring,
     scoring_from_flat,
 )
-from app.challenge.kinds import ChallengeKind, KindConfig, NamedModel, strategy_refusal
+from app.challenge.kinds import (
+    ChallengeKind,
+    KindConfig,
+    NamedModel,
+    strategy_refusal,
+    validation_failed,
+)
 from app.challenge.models import Challenge
 from app.challenge.reachability import refuse_unreachable
-from app.challenge.registry import find_kind, registered
+from app.challenge.registry import find_kind, kinds_taking, not_for, registered
 from app.challenge.repository import ChallengeRepository
 from app.challenge.schemas import ChallengeCreate, ChallengePublic, ChallengeRead, ChallengeUpdate
 from app.db import utcnow
@@ -69,29 +75,42 @@ def config_of(challenge: Challenge) -> KindConfig:
     return kind.parse(sections, stored=True)
 
 
+def _section_names(kind: ChallengeKind) -> Container[str]:
+    return kind.config_model.model_fields
+
+
+def _limit_names(kind: ChallengeKind) -> Container[str]:
+    return kind.limits_model.model_fields
+
+
 def _refuse_foreign_sections(kind: ChallengeKind, sections: dict[str, Any]) -> None:
     """A section of another kind names the kind it belongs to; anything else is unknown."""
     for name in sections:
         if name in kind.config_model.model_fields:
             continue
-        owners = [k.name for k in registered().values() if name in k.config_model.model_fields]
+        owners = kinds_taking(name, _section_names)
         if owners:
-            raise ValidationFailed.at(
-                [name], f"is for {' and '.join(owners)} challenges, not {kind.name} challenges"
-            )
+            raise not_for([name], owners, kind.name)
         raise ValidationFailed.at([name], "is not a field of a challenge (of this kind)")
 
 
-def _refuse_foreign_limits(kind: ChallengeKind, limits: LimitsConfig) -> None:
-    """A limit only other kinds take names the kinds it is for."""
-    for name in KIND_LIMIT_FIELDS:
-        if getattr(limits, name) is None or name in kind.limit_fields:
+def _limits_for(kind: ChallengeKind, limits: LimitsConfig) -> LimitsConfig:
+    """The limits with the kind's own validated by its `limits_model` (a 422 naming the
+    field); a limit only other kinds take names the kinds it is for."""
+    given = limits.kind_limits
+    for name in given:
+        if name in kind.limits_model.model_fields:
             continue
-        owners = [k.name for k in registered().values() if name in k.limit_fields]
-        where = " and ".join(owners) if owners else "other"
-        raise ValidationFailed.at(
-            ["limits", name], f"is for {where} challenges, not {kind.name} challenges"
-        )
+        owners = kinds_taking(name, _limit_names)
+        if owners:
+            raise not_for(["limits", name], owners, kind.name)
+        # Any other unknown limit is the kind's model's to refuse (it names the field).
+    try:
+        own = kind.limits_model.model_validate(given)
+    except ValidationError as error:
+        raise validation_failed(error, ["limits"]) from error
+    core = limits.model_dump(mode="json", include=set(LimitsConfig.model_fields))
+    return LimitsConfig.model_validate({**core, **own.model_dump(mode="json")})
 
 
 def _scoring_for(kind: ChallengeKind, scoring: ScoringConfig) -> ScoringConfig:
@@ -105,10 +124,16 @@ def _scoring_for(kind: ChallengeKind, scoring: ScoringConfig) -> ScoringConfig:
     return scoring
 
 
+class Validated(NamedTuple):
+    config: KindConfig
+    scoring: ScoringConfig
+    limits: LimitsConfig
+
+
 def _validated(
     session: Session, body: ChallengeCreate, kept: Collection[NamedModel] = ()
-) -> tuple[KindConfig, ScoringConfig]:
-    """The kind's sections and the scoring of a body, checked as a whole: the kind's own
+) -> Validated:
+    """The kind's sections, limits and the scoring of a body, checked as a whole: the kind's own
     rules, then what needs the world outside (policy, benchmark data, whether its models can
     be called), then the scorer. `kept`: models an edit leaves as they were, whose provider
     keys are not asked again (the worker says so if one went away; closing or retitling such
@@ -116,14 +141,14 @@ def _validated(
     kind = find_kind(body.kind)
     sections = body.sections
     _refuse_foreign_sections(kind, sections)
-    _refuse_foreign_limits(kind, body.limits)
+    limits = _limits_for(kind, body.limits)
     config = kind.parse(sections)
     scoring = _scoring_for(kind, body.scoring)
     kind.check(config, scoring)
     config = kind.prepare(config)
     refuse_unreachable(named for named in kind.named_models(config) if named not in kept)
     validate_scoring(session, scoring.model_dump())
-    return config, scoring
+    return Validated(config, scoring, limits)
 
 
 def _validated_as_create(data: dict[str, Any]) -> ChallengeCreate:
@@ -140,7 +165,7 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         if flat:
             mapped = {**body.model_dump(mode="json"), "scoring": scoring_from_flat(None, flat)}
             body = _validated_as_create(mapped)
-        config, scoring = _validated(session, body)
+        config, scoring, limits = _validated(session, body)
         check_flat_entrypoint(session, scoring.plugin_id, flat)
     repo = ChallengeRepository(session, tenant_id)
     taken = Conflict(f"a challenge with slug '{body.slug}' already exists")
@@ -155,7 +180,7 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         goal=body.goal,
         kind=body.kind,
         scoring=scoring,
-        limits=body.limits,
+        limits=limits,
         visibility=body.visibility,
         opens_at=body.opens_at,
         closes_at=body.closes_at,
@@ -306,14 +331,14 @@ def update_challenge(
             merged["scoring"] = scoring_from_flat(challenge.scoring.model_dump(mode="json"), flat)
         validated = _validated_as_create(merged)
         kept = find_kind(challenge.kind).named_models(config_of(challenge))
-        config, scoring = _validated(session, validated, kept)
+        config, scoring, limits = _validated(session, validated, kept)
         check_flat_entrypoint(session, scoring.plugin_id, flat)
     scoring_changed = scoring != challenge.scoring
     challenge.title = validated.title
     challenge.goal = validated.goal
     challenge.store_sections(config.model_dump(mode="json"))
     challenge.scoring = scoring
-    challenge.limits = validated.limits
+    challenge.limits = limits
     challenge.visibility = validated.visibility
     challenge.opens_at = validated.opens_at
     challenge.closes_at = validated.closes_at

@@ -82,7 +82,7 @@ def test_submission_answers_with_the_attempt_and_checks_the_credential(
     assert api.submit(member_key, challenge["id"], "PWNED", "bob").status_code == 202
     api.request("DELETE", f"/v1/api-keys/{member.json()['id']}", key)
     assert api.submit(member_key, challenge["id"], "PWNED", "bob").status_code == 401
-    # Another tenant's challenge is not found; a bad body is refused before any lookup.
+    # Another tenant's challenge is not found; a bad body is refused.
     other = api.create_tenant()
     assert api.submit(other["api_key"], challenge["id"], "PWNED", "eve").status_code == 404
     assert api.request("POST", path, key, json={"prompt": 3}).status_code == 422

@@ -5,6 +5,9 @@ metrics, web fragments, endpoint and worker task; nothing of the service was cha
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import time
 import uuid
 from typing import Any
@@ -80,6 +83,7 @@ def test_a_registered_kind_runs_through_rest_a_worker_and_the_leaderboard(
     # the kind's own verifier.
     trial = results["bob"]["trials"][0]
     assert trial["actor"]["output"] == "one two three four"
+    assert results["bob"]["kind_metrics"] == {"words_answered": 4}
     assert trial["judge"]["raw_eval_output"] == "4 words, 3 wanted"
     # The leaderboard ranks those that succeeded, fewest tokens first, ties to the earlier.
     board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
@@ -181,3 +185,179 @@ def test_a_challenges_kind_and_slug_stay_as_created(api: Api, tenant: dict[str, 
     )
     assert foreign.status_code == 422
     assert "word_count: is for word_count challenges" in foreign.json()["error"]["message"]
+
+
+def test_a_kinds_own_submission_field_is_validated_stored_and_shown(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    challenge = word_count_challenge(api, key)
+    path = f"/v1/challenges/{challenge['id']}/attempts"
+
+    def post(body: dict[str, Any], **kwargs: Any) -> httpx.Response:
+        return api.request("POST", path, key, json={"participant": "amy", **body}, **kwargs)
+
+    # Validated by the kind's own model, a 422 naming the field.
+    for bad in ("x" * 41, "   ", 7):
+        refused = post({"prompt": "one two three", "signature": bad})
+        assert refused.status_code == 422, (bad, refused.text)
+        error = refused.json()["error"]
+        assert error["details"][0]["loc"] == ["body", "signature"], error
+        assert error["message"].startswith("signature: "), error
+    # A misspelt field is named, with the field it probably meant.
+    misspelt = post({"promt": "one two three"})
+    assert misspelt.status_code == 422
+    assert "promt: unknown field; did you mean 'prompt'?" in misspelt.json()["error"]["message"]
+    # Another kind's challenge refuses it, naming the kind it is for.
+    prompt_challenge = api.create_challenge(key)
+    foreign = api.request(
+        "POST",
+        f"/v1/challenges/{prompt_challenge['id']}/attempts",
+        key,
+        json={"prompt": "PWNED", "signature": "Amy", "participant": "amy"},
+    )
+    assert foreign.status_code == 422
+    assert foreign.json()["error"]["message"] == (
+        "signature: is for word_count challenges, not prompt challenges"
+    )
+
+    # Stored with the attempt and shown on its reads.
+    headers = {"Idempotency-Key": f"k-{uuid.uuid4()}"}
+    accepted = post({"prompt": "one two three", "signature": "Amy W."}, headers=headers)
+    assert accepted.status_code == 202, accepted.text
+    assert accepted.json()["kind_fields"] == {"signature": "Amy W."}
+    attempt = api.wait_finished(key, accepted.json()["id"])
+    assert attempt["status"] == "completed" and attempt["kind_fields"] == {"signature": "Amy W."}
+    # Its own metric, measured by the kind beside the core's and stored with the attempt.
+    assert attempt["kind_metrics"] == {"words_answered": 3}
+    assert attempt["metrics"]["succeeded"] is True
+    listed = api.request("GET", f"{path}?participant=amy", key).json()["items"]
+    assert [item["kind_fields"] for item in listed] == [{"signature": "Amy W."}]
+    # And exported with it (the attempts export's CSV).
+    exported = api.request(
+        "GET", f"/v1/challenges/{challenge['id']}/exports/attempts", key, params={"format": "csv"}
+    )
+    assert exported.status_code == 200, exported.text
+    [row] = list(csv.DictReader(io.StringIO(exported.text)))
+    assert json.loads(row["kind_fields"]) == {"signature": "Amy W."}
+    assert json.loads(row["kind_metrics"]) == {"words_answered": 3}
+    unsigned = post({"prompt": "four five six"})
+    assert unsigned.status_code == 202 and unsigned.json()["kind_fields"] is None
+    # The idempotency fingerprint covers the kind's fields: the same key with another
+    # signature is another request.
+    replay = post({"prompt": "one two three", "signature": "Amy W."}, headers=headers)
+    assert replay.status_code == 202 and replay.json()["id"] == accepted.json()["id"]
+    changed = post({"prompt": "one two three", "signature": "Someone else"}, headers=headers)
+    assert changed.status_code == 409, changed.text
+
+    # The OpenAPI document describes it on the submission body, with the kind it is for.
+    document = api.request("GET", "/openapi.json").json()
+    body = document["components"]["schemas"]["AttemptCreate"]["properties"]
+    said = body["signature"]["description"]
+    assert said == "A field of word_count challenges. Who the words are signed by."
+    assert body["prompt"]["description"].startswith("A field of prompt and word_count challenges.")
+    assert set(body) >= {"participant", "model", "temperature", "system_prompt"}
+
+
+def test_the_core_refuses_attempts_to_a_kind_that_takes_none(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    body = {
+        "slug": f"rb-{uuid.uuid4().hex[:8]}",
+        "title": "Guard",
+        "kind": "red_blue",
+        "target": {"model": "offline/guarded-echo"},
+        "judge_suite": {
+            "categories": [{"name": "pwned", "verifier": {"type": "contains", "pattern": "P"}}]
+        },
+        "self_test": {"prompt": "Say hello", "verifier": {"type": "contains", "pattern": "h"}},
+    }
+    created = api.request("POST", "/v1/challenges", key, json=body)
+    assert created.status_code == 201, created.text
+    cid = created.json()["id"]
+    for given, field in (
+        ({"prompt": "hello", "participant": "amy"}, "prompt"),
+        ({"participant": "amy"}, "participant"),
+    ):
+        refused = api.request("POST", f"/v1/challenges/{cid}/attempts", key, json=given)
+        assert refused.status_code == 422, refused.text
+        error = refused.json()["error"]
+        assert error["details"][0]["loc"] == ["body", field]
+        assert "this is a red_blue challenge: it takes no attempts" in error["message"]
+        assert f"POST /v1/challenges/{cid}/defenses" in error["message"]
+    listed = api.request("GET", f"/v1/challenges/{cid}/attempts", key).json()
+    assert listed["total"] == 0
+
+
+def test_a_kinds_own_limit_is_validated_stored_and_enforced(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+
+    def create(kind_body: dict[str, Any], limits: dict[str, Any]) -> httpx.Response:
+        body = {"slug": f"l-{uuid.uuid4().hex[:8]}", "title": "L", **kind_body, "limits": limits}
+        return api.request("POST", "/v1/challenges", key, json=body)
+
+    words = {"kind": "word_count", "word_count": {"words": 3}}
+    prompt = {
+        "kind": "prompt",
+        "target": {"model": "offline/echo"},
+        "verifier": {"type": "contains", "pattern": "x"},
+    }
+    # The kind validates its own limit, naming the field.
+    for bad in (0, 1001, "many"):
+        refused = create(words, {"max_prompt_words": bad})
+        assert refused.status_code == 422, refused.text
+        error = refused.json()["error"]
+        assert error["message"].startswith("limits.max_prompt_words: "), error
+        assert error["details"][0]["loc"] == ["body", "limits", "max_prompt_words"]
+    # Another kind's limit names the kinds it is for, both ways.
+    foreign = create(prompt, {"max_prompt_words": 3})
+    assert foreign.status_code == 422
+    assert foreign.json()["error"]["message"] == (
+        "limits.max_prompt_words: is for word_count challenges, not prompt challenges"
+    )
+    red_blue_limit = create(words, {"max_defense_chars": 10})
+    assert red_blue_limit.status_code == 422
+    assert red_blue_limit.json()["error"]["message"] == (
+        "limits.max_defense_chars: is for red_blue challenges, not word_count challenges"
+    )
+    unknown = create(words, {"max_words": 3})
+    assert unknown.status_code == 422
+    assert unknown.json()["error"]["message"].startswith("limits.max_words: ")
+
+    # Stored in the one limits document beside the core's, and read back.
+    created = create(words, {"max_prompt_words": 3, "max_attempts_total": 5})
+    assert created.status_code == 201, created.text
+    challenge = created.json()
+    assert challenge["limits"]["max_prompt_words"] == 3
+    assert challenge["limits"]["max_attempts_total"] == 5
+    # Enforced on submission: a 422 naming the field it limits.
+    path = f"/v1/challenges/{challenge['id']}/attempts"
+    too_long = api.submit(key, challenge["id"], "one two three four", "amy")
+    assert too_long.status_code == 422
+    assert too_long.json()["error"]["message"] == (
+        "prompt: has 4 words; this challenge allows at most 3"
+    )
+    assert too_long.json()["error"]["details"][0]["loc"] == ["body", "prompt"]
+    assert api.submit(key, challenge["id"], "one two three", "amy").status_code == 202
+    # An edit keeps it, and may change it; another kind's limit stays refused.
+    edited = api.request(
+        "PATCH", f"/v1/challenges/{challenge['id']}", key, json={"title": "Renamed"}
+    )
+    assert edited.status_code == 200 and edited.json()["limits"]["max_prompt_words"] == 3
+    looser = api.request(
+        "PATCH", f"/v1/challenges/{challenge['id']}", key, json={"limits": {"max_prompt_words": 5}}
+    )
+    assert looser.status_code == 200, looser.text
+    assert api.submit(key, challenge["id"], "one two three four", "bob").status_code == 202
+    assert api.request("GET", path, key).json()["total"] == 2
+
+    # The OpenAPI document describes it among the limits, with the kind it is for.
+    document = api.request("GET", "/openapi.json").json()
+    limits = document["components"]["schemas"]["LimitsConfig"]["properties"]
+    assert limits["max_prompt_words"]["description"] == (
+        "A limit of word_count challenges. The most words a prompt may have."
+    )
+    assert limits["max_defense_chars"]["description"].startswith("A limit of red_blue challenges.")

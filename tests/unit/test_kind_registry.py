@@ -10,7 +10,7 @@ import pytest
 
 from app.attempt.kinds import AttemptKind
 from app.challenge import registry
-from app.challenge.kinds import ChallengeKind
+from app.challenge.kinds import Accepts, ChallengeKind
 from app.leaderboard.kinds import LeaderboardKind
 from app.web.kinds import WebKind
 
@@ -29,6 +29,27 @@ def test_a_setting_adds_a_kind_and_unknown_names_are_refused_with_the_known_ones
     assert list(kinds) == ["prompt", "benchmark", "red_blue", "word_count"]
     with pytest.raises(registry.KindNotFound, match="known: benchmark, prompt, red_blue"):
         registry.find_kind("blue_green")
+
+
+def test_each_kind_declares_what_it_accepts_and_the_fields_of_its_attempts() -> None:
+    kinds = registry._load(("tests.fixtures.word_count_kind",))
+    assert {name: kind.accepts for name, kind in kinds.items()} == {
+        "prompt": Accepts.ATTEMPTS,
+        "benchmark": Accepts.ATTEMPTS,
+        "red_blue": Accepts.ENTRIES,
+        "word_count": Accepts.ATTEMPTS,
+    }
+    fields = {
+        name: set(kind.submission_model.model_fields)
+        for name, kind in kinds.items()
+        if isinstance(kind, AttemptKind) and kind.accepts.attempts
+    }
+    assert fields == {
+        "prompt": {"prompt"},
+        "benchmark": {"model", "temperature", "system_prompt"},
+        # A field of the kind's own beside the prompt, with no line of the core naming it.
+        "word_count": {"prompt", "signature"},
+    }
 
 
 def test_a_kind_module_without_kind_or_with_a_taken_name_is_refused(

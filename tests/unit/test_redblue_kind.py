@@ -4,12 +4,16 @@ public sections, and refusing attempts."""
 from __future__ import annotations
 
 import asyncio
+import types
 import uuid
 from typing import Any
 
 import pytest
 
+from app.attempt import runner
 from app.auth.subjects import SignedInParticipant, TenantAdmin, TenantMember
+from app.challenge.kinds import Accepts
+from app.config import get_settings
 from app.errors import ValidationFailed
 from app.evaluation.types import InfrastructureError
 from app.kinds.red_blue import KIND
@@ -83,8 +87,18 @@ def test_unknown_verifier_and_policy_name_the_field() -> None:
 
 
 def test_an_attempt_that_reaches_a_worker_anyway_ends_in_error_saying_why() -> None:
-    # Submission refuses every attempt of a red_blue challenge; a row written by other means
+    # The core refuses every attempt of a kind that takes none; a row written by other means
     # must end as an error with a reason, not as an internal failure.
-    context: Any = None
-    with pytest.raises(InfrastructureError, match="takes no attempts"):
-        asyncio.run(KIND.run(context))
+    job: Any = types.SimpleNamespace(kind="red_blue")
+    with pytest.raises(InfrastructureError, match="a red_blue challenge takes no attempts"):
+        asyncio.run(runner._execute(job, uuid.uuid4(), get_settings()))
+
+
+def test_red_blue_takes_entries_of_its_own_and_no_attempts() -> None:
+    assert KIND.accepts is Accepts.ENTRIES and not KIND.accepts.attempts
+    challenge_id = uuid.uuid4()
+    hint = KIND.entries_hint(challenge_id)
+    assert f"/v1/challenges/{challenge_id}/defenses" in hint
+    assert f"/v1/challenges/{challenge_id}/attacks" in hint
+    # It implements no attempt method only to refuse it.
+    assert "submission" not in vars(type(KIND)) and "run" not in vars(type(KIND))

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from app.attempt.kinds import RunContext, Submitted, refuse_fields, require_field
+from app.attempt.kinds import KindSubmission, RunContext, Submitted, fields_as
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
-from app.attempt.schemas import AttemptCreate
 from app.challenge.kinds import KindConfig, NamedModel
 from app.challenge.reachability import refuse_unreachable
 from app.config import Settings, get_settings
@@ -23,6 +22,7 @@ from app.evaluation.benchmark import (
 from app.kinds.base import Kind
 from app.kinds.benchmark import web
 from app.kinds.benchmark.config import BenchmarkConfig
+from app.kinds.benchmark.schemas import BenchmarkSubmission
 from app.kinds.outbound import checked_api_base
 from app.scoring.strategies import Strategy
 
@@ -82,6 +82,7 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
     strategies: ClassVar[tuple[Strategy, ...]] = (Strategy.METRIC_AT_K, Strategy.CUSTOM)
     default_strategy: ClassVar[Strategy] = Strategy.METRIC_AT_K
     reads_show_trials: ClassVar[bool] = False
+    submission_model: ClassVar[type[KindSubmission]] = BenchmarkSubmission
 
     # Configuration ------------------------------------------------------------------------
 
@@ -122,11 +123,11 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
     def submission(
         self,
         target: SubmissionTarget,
-        body: AttemptCreate,
+        fields: KindSubmission,
         config: Callable[[], KindConfig],
     ) -> Submitted:
-        model: str = require_field(body, "model", "is required: this is a benchmark challenge")
-        refuse_fields(body, ("prompt",), "is not used by benchmark challenges; send a model spec")
+        submitted = fields_as(fields, BenchmarkSubmission)
+        model = submitted.model
         spec = _config(config()).benchmark
         actor_base = "the challenge's actor_api_base"
         refuse_unreachable(
@@ -140,8 +141,8 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
         return Submitted(
             model_spec={
                 "model": model,
-                "temperature": body.temperature,
-                "system_prompt": body.system_prompt,
+                "temperature": submitted.temperature,
+                "system_prompt": submitted.system_prompt,
             }
         )
 

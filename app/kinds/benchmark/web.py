@@ -24,6 +24,7 @@ from app.challenge.kinds import KindConfig
 from app.challenge.models import Challenge
 from app.evaluation.offline import OFFLINE_MODELS
 from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec
+from app.kinds.benchmark.schemas import BenchmarkSubmission
 from app.scoring.strategies import Strategy
 from app.web import charts
 from app.web.attempts.service import TASKS_PAGE_SIZE, TaskRow, actor_tokens, task_rows
@@ -50,11 +51,11 @@ def _config(config: KindConfig) -> BenchmarkConfig:
 
 
 def _max_length(field_name: str) -> int:
-    for rule in AttemptCreate.model_fields[field_name].metadata:
+    for rule in BenchmarkSubmission.model_fields[field_name].metadata:
         limit = getattr(rule, "max_length", None)
         if isinstance(limit, int):
             return limit
-    raise LookupError(f"AttemptCreate.{field_name} has no length limit")
+    raise LookupError(f"BenchmarkSubmission.{field_name} has no length limit")
 
 
 SYSTEM_PROMPT_LIMIT = _max_length("system_prompt")  # the API's limit, as the counter shows it
@@ -106,11 +107,8 @@ def model_spec_attempt(form: ModelSpecForm, handle: str) -> AttemptCreate:
             field="system_prompt",
         )
     try:
-        return AttemptCreate(
-            model=model,
-            temperature=temperature,
-            system_prompt=system_prompt,
-            participant=handle,
+        fields = BenchmarkSubmission(
+            model=model, temperature=temperature, system_prompt=system_prompt
         )
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -120,6 +118,7 @@ def model_spec_attempt(form: ModelSpecForm, handle: str) -> AttemptCreate:
         raise FormError(
             f"{label}: {message}.", field=name if name in MODEL_SPEC_FIELDS else None
         ) from exc
+    return AttemptCreate.of(handle, **fields.model_dump(exclude_none=True))
 
 
 # An attempt's progress --------------------------------------------------------------------------

@@ -8,15 +8,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from app.attempt.kinds import (
+    KindSubmission,
     RunContext,
     Submitted,
     checked_prompt,
-    refuse_fields,
-    require_field,
+    fields_as,
 )
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
-from app.attempt.schemas import AttemptCreate
 from app.challenge.kinds import KindConfig, NamedModel
 from app.errors import ValidationFailed
 from app.evaluation.feedback import FEEDBACK_MODES
@@ -24,6 +23,7 @@ from app.kinds.base import Kind
 from app.kinds.outbound import checked_api_base
 from app.kinds.prompt import web
 from app.kinds.prompt.config import PromptConfig
+from app.kinds.prompt.schemas import PromptSubmission
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
 
@@ -46,6 +46,7 @@ class PromptKind(web.PromptPages, Kind):
         Strategy.CUSTOM,
     )
     default_strategy: ClassVar[Strategy] = Strategy.FIRST
+    submission_model: ClassVar[type[KindSubmission]] = PromptSubmission
 
     # Configuration ------------------------------------------------------------------------
 
@@ -100,14 +101,11 @@ class PromptKind(web.PromptPages, Kind):
     def submission(
         self,
         target: SubmissionTarget,
-        body: AttemptCreate,
+        fields: KindSubmission,
         config: Callable[[], KindConfig],
     ) -> Submitted:
-        require_field(body, "prompt", "is required: this is a prompt challenge")
-        refuse_fields(
-            body, ("model", "temperature", "system_prompt"), "is only used by benchmark challenges"
-        )
-        return Submitted(prompt=checked_prompt(target, body))
+        prompt = fields_as(fields, PromptSubmission).prompt
+        return Submitted(prompt=checked_prompt(target, prompt))
 
     async def run(self, context: RunContext) -> AttemptMetrics | None:
         from app.kinds.prompt import run

@@ -15,6 +15,7 @@ from app.challenge.models import Challenge
 from app.config import get_settings
 from app.errors import telling_first
 from app.kinds.prompt.config import PromptConfig
+from app.kinds.prompt.schemas import PromptSubmission
 from app.web.forms import FormError
 from app.web.kinds import WebKind
 
@@ -77,6 +78,7 @@ class PromptPages(WebKind):
         if not prompt.strip():
             raise FormError("Write a prompt first: it must not be blank.", field="prompt")
         try:
-            return AttemptCreate(prompt=prompt, participant=handle)
+            submitted = PromptSubmission(prompt=prompt)
         except ValidationError as exc:
             raise FormError(_refusal_text(exc), field="prompt") from exc
+        return AttemptCreate.of(handle, prompt=submitted.prompt)

@@ -6,31 +6,32 @@ Bradley-Terry ratings with bootstrap intervals follow (docs/redblue.md).
 The rules are `app.redblue`'s (pure, no database); this package stores and schedules them:
 its tables (`models.py`), SQL (`repository.py`), request-side rules and views
 (`service.py`), endpoints (`router.py`) and worker tasks (`worker.py`, `tasks.py`).
-Participants do not submit attempts here: `POST /v1/challenges/{id}/attempts` answers 422
-naming the endpoints to use.
+It takes entries of its own, no attempts (`accepts`): the core answers 422 to `POST
+/v1/challenges/{id}/attempts`, naming the endpoints to use (`entries_hint`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from app.attempt.kinds import RunContext, Submitted
-from app.attempt.metrics import AttemptMetrics
-from app.attempt.repository import SubmissionTarget
-from app.attempt.schemas import AttemptCreate
-from app.challenge.kinds import KindConfig, NamedModel
+from app.challenge.config import KindLimits
+from app.challenge.kinds import Accepts, KindConfig, NamedModel
 from app.challenge.models import Challenge
 from app.config import get_settings
-from app.errors import ValidationFailed
-from app.evaluation.types import InfrastructureError
 from app.export.stream import Dataset
 from app.kinds.base import Kind
 from app.kinds.outbound import checked_api_base
-from app.kinds.red_blue.config import RedBlueSections, public_verifier, sections_of
+from app.kinds.red_blue.config import (
+    RedBlueLimitFields,
+    RedBlueSections,
+    public_verifier,
+    sections_of,
+)
 from app.kinds.red_blue.dispatch import SWEEP_TASK
 from app.kinds.red_blue.web import RedBluePages
 from app.scoring.strategies import Strategy
@@ -49,7 +50,9 @@ class RedBlueKind(RedBluePages, Kind):
     # Its boards rank by ratings, not by a strategy over attempts; the one strategy is nominal.
     strategies: ClassVar[tuple[Strategy, ...]] = (Strategy.FIRST,)
     default_strategy: ClassVar[Strategy] = Strategy.FIRST
-    limit_fields: ClassVar[frozenset[str]] = frozenset({"max_defense_chars", "max_attack_chars"})
+    limits_model: ClassVar[type[KindLimits]] = RedBlueLimitFields
+    # Defenses and attacks, at endpoints of its own; no attempts.
+    accepts: ClassVar[Accepts] = Accepts.ENTRIES
     task_modules: ClassVar[tuple[str, ...]] = ("app.kinds.red_blue.tasks",)
     periodic_tasks: ClassVar[Mapping[str, tuple[str, float]]] = {
         "sweep": (SWEEP_TASK, get_settings().sweep_interval_seconds)
@@ -58,6 +61,12 @@ class RedBlueKind(RedBluePages, Kind):
     cards_show_trials: ClassVar[bool] = False
 
     # Configuration ------------------------------------------------------------------------
+
+    def entries_hint(self, challenge_id: uuid.UUID) -> str:
+        return (
+            f"submit defenses at POST /v1/challenges/{challenge_id}/defenses and attacks at "
+            f"POST /v1/challenges/{challenge_id}/attacks"
+        )
 
     def prepare(self, config: KindConfig) -> KindConfig:
         sections = sections_of(config)
@@ -146,29 +155,6 @@ class RedBlueKind(RedBluePages, Kind):
         from app.kinds.red_blue.exports import RED_BLUE_DATASETS
 
         return RED_BLUE_DATASETS
-
-    # Attempts: not this kind's ------------------------------------------------------------
-
-    def submission(
-        self,
-        target: SubmissionTarget,
-        body: AttemptCreate,
-        config: Callable[[], KindConfig],
-    ) -> Submitted:
-        field = "prompt" if body.prompt is not None else "participant"
-        raise ValidationFailed.at(
-            [field],
-            "this is a red_blue challenge: it takes no attempts; submit defenses at "
-            f"POST /v1/challenges/{target.challenge_id}/defenses and attacks at "
-            f"POST /v1/challenges/{target.challenge_id}/attacks",
-        )
-
-    async def run(self, context: RunContext) -> AttemptMetrics | None:
-        # Never queued: `submission` refuses every attempt. One that reached a worker anyway
-        # (a row written by other means) ends in error, saying where the work goes.
-        raise InfrastructureError(
-            "a red_blue challenge takes no attempts: its defenses and attacks run as matches"
-        )
 
 
 KIND = RedBlueKind()

@@ -4,8 +4,9 @@ The rules of the sections are `app.redblue.config`'s; this module only adapts th
 kind registry: `target`, `judge_suite`, `self_test`, `pairing` and `points` are the kind's
 sections (`target` in the challenges table's column of that name, the others in
 `kind_sections`), while `limits` is the `limits` every challenge has (its
-`max_attempts_per_day`, `max_attempts_total`, and the red_blue-only `max_defense_chars` and
-`max_attack_chars`). `rules` puts them together as one `RedBlueConfig`.
+`max_attempts_per_day`, `max_attempts_total`), with the kind's own beside them in the same
+document (`RedBlueLimitFields`: `max_defense_chars`, `max_attack_chars`). `rules` puts them
+together as one `RedBlueConfig`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
-from app.challenge.config import LimitsConfig
+from app.challenge.config import KindLimits, LimitsConfig
 from app.challenge.kinds import KindConfig
 from app.evaluation.types import ModelSpec
 from app.redblue.config import (
@@ -65,11 +66,31 @@ def sections_of(config: KindConfig) -> RedBlueSections:
     return config
 
 
+class RedBlueLimitFields(KindLimits):
+    """red_blue's own limits, in the challenge's `limits` document beside the core's."""
+
+    max_defense_chars: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="The longest defense (system prompt); null: the "
+        "server's cap (GAUNTLET_MAX_PROMPT_CHARS), which also bounds a larger value.",
+    )
+    max_attack_chars: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="The longest attack (user message); null: the "
+        "server's cap (GAUNTLET_MAX_PROMPT_CHARS), which also bounds a larger value.",
+    )
+
+
 def red_blue_limits(limits: LimitsConfig) -> RedBlueLimits:
+    own = RedBlueLimitFields.of(limits)
     return RedBlueLimits(
         max_attempts_per_day=limits.max_attempts_per_day,
-        max_defense_chars=limits.max_defense_chars,
-        max_attack_chars=limits.max_attack_chars,
+        max_defense_chars=own.max_defense_chars,
+        max_attack_chars=own.max_attack_chars,
     )
 
 

@@ -26,7 +26,7 @@ from app.challenge.service import challenge_status, get_challenge, public_challe
 from app.config import get_settings
 from app.db import utcnow
 from app.errors import AppError, Conflict, NotFound, TooManyRequests, ValidationFailed
-from app.kinds.red_blue.config import text_limit
+from app.kinds.red_blue.config import RedBlueLimitFields, text_limit
 from app.kinds.red_blue.dispatch import PAIR_ATTACK, RUN_MATCH, SELF_TEST
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, Match, MatchStatus, Side
 from app.kinds.red_blue.repository import (
@@ -186,7 +186,8 @@ def _submit(
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
     text = body.system_prompt if isinstance(body, DefenseCreate) else body.prompt
     limits = target.limits
-    _checked_text(text, limits.max_defense_chars if is_defense else limits.max_attack_chars, field)
+    own = RedBlueLimitFields.of(limits)
+    _checked_text(text, own.max_defense_chars if is_defense else own.max_attack_chars, field)
     now = utcnow()
     _check_open(target, now)
     participant_id = target.participant_id

@@ -28,7 +28,7 @@ from app.challenge.models import Challenge
 from app.challenge.service import challenge_status, config_of
 from app.config import get_settings
 from app.kinds.red_blue import service
-from app.kinds.red_blue.config import RedBlueSections, sections_of, text_limit
+from app.kinds.red_blue.config import RedBlueLimitFields, RedBlueSections, sections_of, text_limit
 from app.kinds.red_blue.models import DefenseStatus, MatchStatus, Side
 from app.kinds.red_blue.repository import Places
 from app.kinds.red_blue.schemas import (
@@ -142,7 +142,7 @@ def _sections(config: KindConfig) -> RedBlueSections:
 
 def _limits(challenge: Challenge) -> tuple[int, int]:
     cap = get_settings().max_prompt_chars
-    limits = challenge.limits
+    limits = RedBlueLimitFields.of(challenge.limits)
     return text_limit(limits.max_defense_chars, cap), text_limit(limits.max_attack_chars, cap)
 
 

@@ -1,0 +1,18 @@
+"""What a participant submits to a benchmark challenge: a model spec."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from app.attempt.kinds import KindSubmission, SubmittedText
+from app.schemas import ModelId
+
+
+class BenchmarkSubmission(KindSubmission):
+    model: ModelId = Field(description="A litellm model id.")
+    temperature: float | None = Field(
+        default=None, ge=0, le=2, description="The model's temperature; null: its default."
+    )
+    system_prompt: SubmittedText | None = Field(
+        default=None, max_length=20_000, description="A system prompt the model is given."
+    )
