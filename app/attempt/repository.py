@@ -297,6 +297,19 @@ class AttemptRepository:
             counts[challenge_id][status] = count
         return counts
 
+    def activity_of(
+        self, participant_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, tuple[int, datetime]]:
+        """Per participant with attempts: how many, and when the newest was submitted."""
+        if not participant_ids:
+            return {}
+        rows = self.session.execute(
+            select(Attempt.participant_id, func.count(), func.max(Attempt.created_at))
+            .where(Attempt.tenant_id == self.tenant_id, Attempt.participant_id.in_(participant_ids))
+            .group_by(Attempt.participant_id)
+        )
+        return {participant_id: (count, newest) for participant_id, count, newest in rows.tuples()}
+
     def errored_of_challenge(self, challenge_id: uuid.UUID, *, limit: int) -> list[Attempt]:
         """The challenge's attempts that ended in error, oldest first, locked for the caller."""
         return list(

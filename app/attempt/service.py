@@ -630,5 +630,23 @@ def status_counts(
     return AttemptRepository(session, tenant_id).status_counts(challenge_ids)
 
 
+def participant_activity(
+    session: Session, tenant_id: uuid.UUID, participant_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, tuple[int, datetime]]:
+    """How many attempts each of these participants submitted, and when the newest was (those
+    without any are left out)."""
+    return AttemptRepository(session, tenant_id).activity_of(participant_ids)
+
+
+def participant_attempts_everywhere(
+    session: Session, tenant_id: uuid.UUID, participant_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[list[Attempt], int]:
+    """A page of the participant's attempts in every challenge, newest first, and how many
+    there are."""
+    return AttemptRepository(session, tenant_id).page(
+        limit=limit, offset=offset, participant_id=participant_id
+    )
+
+
 def recent_errors(session: Session, tenant_id: uuid.UUID, *, limit: int) -> list[FailedAttempt]:
     return AttemptRepository(session, tenant_id).recent_errors(limit=limit)

@@ -128,8 +128,13 @@ class ParticipantRepository:
             raise RuntimeError(f"participant {handle!r} conflicted on insert, yet is not there")
         return existing.id, existing.handle
 
-    def page(self, limit: int, offset: int) -> tuple[list[Participant], int]:
+    def page(
+        self, limit: int, offset: int, handle_prefix: str | None = None
+    ) -> tuple[list[Participant], int]:
         scoped = [Participant.tenant_id == self.tenant_id]
+        if handle_prefix:
+            lowered = func.lower(Participant.handle)
+            scoped.append(lowered.startswith(handle_prefix.lower(), autoescape=True))
         return page_where(
             self.session, Participant, scoped, (Participant.handle,), limit=limit, offset=offset
         )

@@ -90,9 +90,16 @@ def tenant_usage(session: Session, tenant_id: uuid.UUID, settings: Settings) -> 
 
 
 def list_participants(
-    session: Session, tenant_id: uuid.UUID, *, limit: int, offset: int
+    session: Session,
+    tenant_id: uuid.UUID,
+    *,
+    limit: int,
+    offset: int,
+    handle_prefix: str | None = None,
 ) -> tuple[list[Participant], int]:
-    return ParticipantRepository(session, tenant_id).page(limit, offset)
+    """The tenant's participants by handle, those whose handle starts with `handle_prefix`
+    (ignoring case) when given."""
+    return ParticipantRepository(session, tenant_id).page(limit, offset, handle_prefix)
 
 
 def get_participant(

@@ -4,6 +4,7 @@ addresses, the CSRF check and the notices a redirect carries."""
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, NamedTuple
 
 from fastapi import Form, Query, Request
@@ -54,6 +55,11 @@ CsrfField = Annotated[str, Form(alias="csrf_token")]
 PageNumber = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 # `?page=N` of the pages that list something (home, leaderboard).
 ListPage = Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)]
+
+
+def pages_of(total: int, page_size: int) -> int:
+    """How many pages `total` rows fill (one, empty, when there are none)."""
+    return max(1, math.ceil(total / page_size))
 
 
 def notice(code: str | None) -> str | None:

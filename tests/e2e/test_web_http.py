@@ -1076,3 +1076,56 @@ def test_an_admin_creates_and_revokes_api_keys_from_the_console(
     )
     assert other.status_code == 404
     assert api.request("GET", "/v1/challenges", stranger).status_code == 200
+
+
+def test_an_admin_finds_participants_and_reads_each_ones_attempts_in_every_challenge(
+    api: Api, web_client: Clients, worker: Worker, owner: dict[str, Any]
+) -> None:
+    key, slug = owner["api_key"], owner["slug"]
+    first = api.create_challenge(key, title="Say it")
+    second = api.create_challenge(key, title="Say it again")
+    ids = [
+        api.submit(key, first["id"], "PWNED", "Zora").json()["id"],
+        api.submit(key, second["id"], "hello", "zora").json()["id"],  # the same player
+        api.submit(key, first["id"], "PWNED", "yuri").json()["id"],
+    ]
+    for attempt_id in ids:
+        _wait_finished(api, key, attempt_id)
+
+    # Without an admin session the pages send the visitor to the admin sign-in.
+    stranger = web_client()
+    for path in ("admin/participants", "admin/participants/Zora"):
+        refused = stranger.get(f"/t/{slug}/{path}")
+        assert refused.status_code == 303 and "admin/sign-in" in refused.headers["location"]
+
+    admin = web_client()
+    assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
+    assert f'href="/t/{slug}/admin/participants"' in admin.get(f"/t/{slug}/admin").text
+    listed = admin.get(f"/t/{slug}/admin/participants").text
+    assert "2 participants" in listed
+    zora = re.search(r'<tr data-participant="Zora">(.*?)</tr>', listed, re.S)
+    assert zora is not None and '<td class="num">2</td>' in zora.group(1)
+    assert "through API keys only" in zora.group(1)
+
+    # Found by the start of the handle, ignoring case; none found says so.
+    found = admin.get(f"/t/{slug}/admin/participants", params={"q": "ZO"}).text
+    assert 'data-participant="Zora"' in found and 'data-participant="yuri"' not in found
+    assert "1 participant " in found
+    missing = admin.get(f"/t/{slug}/admin/participants", params={"q": "x%"}).text
+    assert "No participant's handle starts with “x%”" in missing
+
+    # One participant: their attempts in both challenges, newest first, with verdicts.
+    page = admin.get(f"/t/{slug}/admin/participants/zora").text
+    assert "<h1>Zora</h1>" in page and "2 attempts" in page
+    rows = re.findall(r'<tr data-attempt="([^"]+)">(.*?)</tr>', page, re.S)
+    assert [attempt_id for attempt_id, _ in rows] == [ids[1], ids[0]]
+    assert "Say it again" in rows[0][1] and "Failed" in rows[0][1]
+    assert "Passed" in rows[1][1]
+    assert ids[2] not in page
+    assert admin.get(f"/t/{slug}/admin/participants/nobody").status_code == 404
+    # Another tenant's participants are not this console's.
+    other = create_tenant(api)
+    theirs = api.create_challenge(other["api_key"], title="Theirs")
+    api.submit(other["api_key"], theirs["id"], "PWNED", "xena")
+    assert admin.get(f"/t/{slug}/admin/participants/xena").status_code == 404
+    assert 'data-participant="xena"' not in admin.get(f"/t/{slug}/admin/participants").text

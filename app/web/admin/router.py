@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Query, Request
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 from starlette.responses import Response
@@ -35,7 +35,7 @@ from app.web import auth
 from app.web.admin import service
 from app.web.kinds import WebKind
 from app.web.rendering import HtmlRoute, not_found, page, redirect
-from app.web.visitors import CsrfField, require_csrf, tenant_url, visitor
+from app.web.visitors import CsrfField, ListPage, pages_of, require_csrf, tenant_url, visitor
 from app.web.visitors import notice as notice_text
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
@@ -139,6 +139,72 @@ def _dashboard(
         plugins=registry.list_registered(session),
         kind_panels=panels,
         notice=notice,
+    )
+
+
+@router.get("/t/{tenant_slug}/admin/participants")
+def admin_participants(
+    tenant_slug: str,
+    request: Request,
+    session: SessionDep,
+    page_number: ListPage = 1,
+    q: Annotated[str, Query(max_length=64)] = "",
+) -> Response:
+    """The tenant's participants by handle (those starting with `q`), with their activity."""
+    web, tenant, participant = visitor(request, session, tenant_slug)
+    key = admin_key(request, session, tenant)
+    if key is None:
+        return to_admin_sign_in(request, web, tenant)
+    prefix = q.strip()
+    rows, total = service.participant_rows(
+        session, tenant.id, page=page_number, handle_prefix=prefix or None
+    )
+    return page(
+        request,
+        web,
+        "admin_participants.html",
+        admin_page=True,
+        title=f"Participants · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        rows=rows,
+        total=total,
+        query=prefix,
+        page_number=page_number,
+        pages=pages_of(total, service.PARTICIPANTS_PAGE_SIZE),
+    )
+
+
+@router.get("/t/{tenant_slug}/admin/participants/{handle}")
+def admin_participant(
+    tenant_slug: str,
+    handle: str,
+    request: Request,
+    session: SessionDep,
+    page_number: ListPage = 1,
+) -> Response:
+    """One participant's attempts in every challenge, newest first."""
+    web, tenant, participant = visitor(request, session, tenant_slug)
+    key = admin_key(request, session, tenant)
+    if key is None:
+        return to_admin_sign_in(request, web, tenant)
+    shown = tenants.participant_by_handle(session, tenant.id, handle)
+    if shown is None:
+        raise not_found()
+    rows, total = service.participant_attempts(session, tenant.id, shown, page=page_number)
+    return page(
+        request,
+        web,
+        "admin_participant.html",
+        admin_page=True,
+        title=f"{shown.handle} · participants · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        shown=shown,
+        rows=rows,
+        total=total,
+        page_number=page_number,
+        pages=pages_of(total, service.ATTEMPTS_PAGE_SIZE),
     )
 
 

@@ -1,17 +1,23 @@
-"""The tenant admin page: every challenge with the figures its kind counts."""
+"""The tenant admin pages: every challenge with the figures its kind counts; the participants,
+each with their activity, and one participant's attempts."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from app.attempt import service as attempts
+from app.attempt.models import Attempt
 from app.challenge import service as challenges
 from app.challenge.config import ChallengeStatus
 from app.challenge.models import Challenge
 from app.challenge.service import challenge_status
+from app.tenant import service as tenants
+from app.tenant.models import Participant
 from app.web.kinds import Count, StrategyText, by_kind
 from app.web.leaderboards.service import strategy_text
 
@@ -34,3 +40,72 @@ def dashboard_rows(session: Session, tenant_id: uuid.UUID, *, limit: int) -> lis
     return [
         DashboardRow(c, challenge_status(c), strategy_text(c), counts.get(c.id, ())) for c in newest
     ]
+
+
+# Participants ---------------------------------------------------------------------------------
+
+PARTICIPANTS_PAGE_SIZE = 50
+ATTEMPTS_PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class ParticipantRow:
+    participant: Participant
+    attempts: int
+    last_attempt_at: datetime | None
+
+    @property
+    def has_account(self) -> bool:
+        """Signs in on the web (signed up with a password), not only named by API keys."""
+        return self.participant.password_hash is not None
+
+
+def participant_rows(
+    session: Session, tenant_id: uuid.UUID, *, page: int, handle_prefix: str | None
+) -> tuple[list[ParticipantRow], int]:
+    """A page of the tenant's participants by handle, each with how many attempts they
+    submitted and when the newest was; and how many participants match in all."""
+    found, total = tenants.list_participants(
+        session,
+        tenant_id,
+        limit=PARTICIPANTS_PAGE_SIZE,
+        offset=(page - 1) * PARTICIPANTS_PAGE_SIZE,
+        handle_prefix=handle_prefix,
+    )
+    activity = attempts.participant_activity(session, tenant_id, [p.id for p in found])
+    rows = []
+    for participant in found:
+        count, newest = activity.get(participant.id, (0, None))
+        rows.append(ParticipantRow(participant, count, newest))
+    return rows, total
+
+
+@dataclass(frozen=True)
+class ParticipantAttempt:
+    attempt: Attempt
+    challenge_title: str
+    challenge_slug: str
+
+
+def participant_attempts(
+    session: Session, tenant_id: uuid.UUID, participant: Participant, *, page: int
+) -> tuple[list[ParticipantAttempt], int]:
+    """A page of the participant's attempts in every challenge, newest first, with their
+    challenges' titles; and how many there are in all."""
+    found, total = attempts.participant_attempts_everywhere(
+        session,
+        tenant_id,
+        participant.id,
+        limit=ATTEMPTS_PAGE_SIZE,
+        offset=(page - 1) * ATTEMPTS_PAGE_SIZE,
+    )
+    titles: dict[uuid.UUID, tuple[str, str]] = {}
+    for challenge_id in {attempt.challenge_id for attempt in found}:
+        challenge = challenges.find_challenge(session, tenant_id, challenge_id)
+        if challenge is not None:
+            titles[challenge_id] = (challenge.title, challenge.slug)
+    rows = [
+        ParticipantAttempt(attempt, *titles.get(attempt.challenge_id, ("(deleted)", "")))
+        for attempt in found
+    ]
+    return rows, total

@@ -10,7 +10,6 @@ Whatever a visitor may not see answers 404, as the API does.
 from __future__ import annotations
 
 import contextlib
-import math
 import uuid
 from collections.abc import Mapping
 
@@ -51,6 +50,7 @@ from app.web.visitors import (
     PageNumber,
     Visitor,
     challenge_url,
+    pages_of,
     require_csrf,
     tenant_named,
     tenant_url,
@@ -76,7 +76,7 @@ def home(request: Request, session: SessionDep, page_number: ListPage = 1) -> Re
         "home.html",
         rows=rows,
         page_number=page_number,
-        pages=max(1, math.ceil(total / HOME_PAGE_SIZE)),
+        pages=pages_of(total, HOME_PAGE_SIZE),
     )
 
 
@@ -168,7 +168,7 @@ def challenge_page_response(
         cards=cards,
         attempts_total=attempts_total,
         attempts_page=attempts_page,
-        attempts_pages=max(1, math.ceil(attempts_total / ATTEMPTS_PAGE_SIZE)),
+        attempts_pages=pages_of(attempts_total, ATTEMPTS_PAGE_SIZE),
         board=board,
         chart=chart,
         error=error,

@@ -19,7 +19,7 @@ from app.web.leaderboards.service import (
     leaderboard_view,
 )
 from app.web.rendering import HtmlRoute, page, redirect
-from app.web.visitors import ListPage, challenge_url, visible_challenge, visitor
+from app.web.visitors import ListPage, challenge_url, pages_of, visible_challenge, visitor
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
@@ -46,7 +46,7 @@ def leaderboard(
         limit=LEADERBOARD_PAGE_SIZE,
         offset=(page_number - 1) * LEADERBOARD_PAGE_SIZE,
     )
-    pages = max(1, math.ceil(board.total / LEADERBOARD_PAGE_SIZE))
+    pages = pages_of(board.total, LEADERBOARD_PAGE_SIZE)
     your_page = None
     if board.own is not None:
         your_page = math.ceil(board.own.item.rank / LEADERBOARD_PAGE_SIZE)
