@@ -1122,6 +1122,9 @@ def test_an_admin_finds_participants_and_reads_each_ones_attempts_in_every_chall
     assert "Say it again" in rows[0][1] and "Failed" in rows[0][1]
     assert "Passed" in rows[1][1]
     assert ids[2] not in page
+    # Where they stand, as each challenge's kind says (the challenge list's own words).
+    standing = re.search(rf'<tr data-standing="{first["slug"]}">(.*?)</tr>', page, re.S)
+    assert standing is not None and "<strong>#1</strong>" in standing.group(1)
     assert admin.get(f"/t/{slug}/admin/participants/nobody").status_code == 404
     # Another tenant's participants are not this console's.
     other = create_tenant(api)

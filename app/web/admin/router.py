@@ -183,7 +183,8 @@ def admin_participant(
     session: SessionDep,
     page_number: ListPage = 1,
 ) -> Response:
-    """One participant's attempts in every challenge, newest first."""
+    """One participant: where they stand in each challenge (every kind's entries), and their
+    attempts in every challenge, newest first."""
     web, tenant, participant = visitor(request, session, tenant_slug)
     key = admin_key(request, session, tenant)
     if key is None:
@@ -192,6 +193,7 @@ def admin_participant(
     if shown is None:
         raise not_found()
     rows, total = service.participant_attempts(session, tenant.id, shown, page=page_number)
+    standings = service.participant_standings(session, tenant.id, shown)
     return page(
         request,
         web,
@@ -201,6 +203,7 @@ def admin_participant(
         tenant=tenant,
         participant=participant,
         shown=shown,
+        standings=standings,
         rows=rows,
         total=total,
         page_number=page_number,

@@ -13,11 +13,12 @@ from sqlalchemy.orm import Session
 from app.attempt import service as attempts
 from app.attempt.models import Attempt
 from app.challenge import service as challenges
-from app.challenge.config import ChallengeStatus
+from app.challenge.config import ChallengeStatus, Visibility
 from app.challenge.models import Challenge
 from app.challenge.service import challenge_status
 from app.tenant import service as tenants
 from app.tenant.models import Participant
+from app.web.challenges.service import ChallengeCard, challenge_cards
 from app.web.kinds import Count, StrategyText, by_kind
 from app.web.leaderboards.service import strategy_text
 
@@ -109,3 +110,13 @@ def participant_attempts(
         for attempt in found
     ]
     return rows, total
+
+
+def participant_standings(
+    session: Session, tenant_id: uuid.UUID, participant: Participant
+) -> list[ChallengeCard]:
+    """The challenges of every visibility where the participant stands somewhere (ranked,
+    or played without a rank yet), newest first, as their kinds say it."""
+    groups = challenge_cards(session, tenant_id, participant, list(Visibility))
+    cards = [card for group in groups.values() for card in group if card.standing is not None]
+    return sorted(cards, key=lambda card: card.challenge.created_at, reverse=True)
