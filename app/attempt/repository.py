@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, defer
 
 from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus, AttemptTask, Trial
 from app.attempt.schemas import FailedAttempt, RunRow
-from app.challenge.config import LimitsConfig
+from app.challenge.config import ChallengeState, LimitsConfig
 from app.challenge.models import Challenge
 from app.db import (
     count_where,
@@ -42,6 +42,7 @@ class SubmissionTarget:
     challenge_id: uuid.UUID
     kind: str
     limits: LimitsConfig
+    state: ChallengeState
     opens_at: datetime | None
     closes_at: datetime | None
     participant_id: uuid.UUID | None
@@ -60,6 +61,7 @@ _SUBMISSION_TARGET = (
         _CHALLENGES.c.id,
         _CHALLENGES.c.kind,
         _CHALLENGES.c.limits,
+        _CHALLENGES.c.state,
         _CHALLENGES.c.opens_at,
         _CHALLENGES.c.closes_at,
         _PARTICIPANTS.c.id.label("participant_id"),

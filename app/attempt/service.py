@@ -28,10 +28,9 @@ from app.attempt.schemas import (
     TrialRead,
 )
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
-from app.challenge.config import ChallengeStatus
 from app.challenge.kinds import ChallengeKind
 from app.challenge.registry import find_kind, kind_as, kinds_taking, not_for
-from app.challenge.service import challenge_status, config_of, get_challenge
+from app.challenge.service import config_of, get_challenge, refuse_unless_open
 from app.config import get_settings
 from app.db import autocommits, utcnow
 from app.errors import (
@@ -103,12 +102,12 @@ def _replayed(
     return Submission(attempt, False, send, handle, kind)
 
 
-def _check_open(challenge: SubmissionTarget, now: datetime) -> None:
-    state = challenge_status(challenge, now)
-    if state is ChallengeStatus.UPCOMING:
-        raise Conflict(f"this challenge opens at {challenge.opens_at:%Y-%m-%d %H:%M:%S} UTC")
-    if state is ChallengeStatus.CLOSED:
-        raise Conflict(f"this challenge closed at {challenge.closes_at:%Y-%m-%d %H:%M:%S} UTC")
+def submission_target(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, handle: str | None
+) -> SubmissionTarget | None:
+    """What a submission of any kind checks of its challenge (None: not the tenant's), with
+    the handle's participant when it exists: one statement."""
+    return AttemptRepository(session, tenant_id).submission_target(challenge_id, handle)
 
 
 def _refuse_no_attempts(kind: ChallengeKind, target: SubmissionTarget, body: AttemptCreate) -> None:
@@ -236,7 +235,7 @@ def _submit(
     if body.participant is None:
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
     now = utcnow()
-    _check_open(challenge, now)
+    refuse_unless_open(challenge, now)
     submitted = kind.submission(
         challenge, fields, lambda: config_of(get_challenge(session, tenant_id, challenge_id))
     )

@@ -19,12 +19,26 @@ class Visibility(StrEnum):
     PRIVATE = "private"
 
 
-class ChallengeStatus(StrEnum):
-    """Where a challenge is in its schedule (computed from `opens_at` and `closes_at`)."""
+class ChallengeState(StrEnum):
+    """Where a challenge is in its organizer's hands, besides its schedule."""
 
+    # Its tenant's admins only (read, edit, test): never listed, never playable.
+    DRAFT = "draft"
+    # Played by its schedule (`ChallengeStatus`: upcoming, open, closed).
+    LIVE = "live"
+    # Hidden from lists and read-only; its pages, boards and exports are kept.
+    ARCHIVED = "archived"
+
+
+class ChallengeStatus(StrEnum):
+    """What a challenge is now: a draft, archived, or, when live, where it is in its schedule
+    (computed from `opens_at` and `closes_at`)."""
+
+    DRAFT = "draft"
     UPCOMING = "upcoming"
     OPEN = "open"
     CLOSED = "closed"
+    ARCHIVED = "archived"
 
 
 class LimitsConfig(InputSchema):

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.challenge.config import LimitsConfig, Visibility
+from app.challenge.config import ChallengeState, LimitsConfig, Visibility
 from app.db import Base, JSONType, ModelColumn, StrEnumColumn, UTCDateTime, new_id, utcnow
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
@@ -44,6 +44,9 @@ class Challenge(Base):
     limits: Mapped[LimitsConfig] = mapped_column(ModelColumn(LimitsConfig), default=LimitsConfig)
     visibility: Mapped[Visibility] = mapped_column(
         StrEnumColumn(Visibility, 16), default=Visibility.PRIVATE
+    )
+    state: Mapped[ChallengeState] = mapped_column(
+        StrEnumColumn(ChallengeState, 16), default=ChallengeState.LIVE, server_default="live"
     )
     opens_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     closes_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)

@@ -11,7 +11,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.challenge.config import Visibility
+from app.challenge.config import ChallengeState, Visibility
 from app.challenge.models import Challenge
 from app.db import page_where
 from app.scoring.schemas import ScoringConfig
@@ -28,6 +28,10 @@ _SCORING_BY_ID = select(Challenge.scoring).where(
     Challenge.tenant_id == bindparam("tenant_id"), Challenge.id == bindparam("challenge_id")
 )
 _NEWEST_FIRST = (Challenge.created_at.desc(), Challenge.id)
+# On the public lists (the home page, the tenants with public challenges): public and live.
+_LISTED_PUBLICLY = (Challenge.visibility == Visibility.PUBLIC) & (
+    Challenge.state == ChallengeState.LIVE
+)
 
 
 class ChallengeRepository:
@@ -58,8 +62,9 @@ class ChallengeRepository:
         offset: int,
         kind: str | None = None,
         visibility: Visibility | None = None,
+        states: Collection[ChallengeState] = (ChallengeState.LIVE,),
     ) -> tuple[list[Challenge], int]:
-        conditions = [Challenge.tenant_id == self.tenant_id]
+        conditions = [Challenge.tenant_id == self.tenant_id, Challenge.state.in_(states)]
         if kind:
             conditions.append(Challenge.kind == kind)
         if visibility:
@@ -69,10 +74,13 @@ class ChallengeRepository:
         )
 
     def newest(self, *, visibilities: Collection[Visibility] | None, limit: int) -> list[Challenge]:
-        """The newest challenges, of the given visibilities only when given."""
+        """The newest challenges: every one of them for the tenant's admins (no
+        `visibilities`), else the live ones of the given visibilities."""
         query = select(Challenge).where(Challenge.tenant_id == self.tenant_id)
         if visibilities is not None:
-            query = query.where(Challenge.visibility.in_(visibilities))
+            query = query.where(
+                Challenge.visibility.in_(visibilities), Challenge.state == ChallengeState.LIVE
+            )
         return list(self.session.scalars(query.order_by(*_NEWEST_FIRST).limit(limit)))
 
     def add(self, challenge: Challenge) -> bool:
@@ -92,7 +100,8 @@ class ChallengeRepository:
 def get_public_challenge(
     session: Session, tenant_slug: str, challenge_slug: str
 ) -> Challenge | None:
-    """The one unauthenticated lookup: a public challenge by its tenant's and its own slug."""
+    """The one unauthenticated lookup: a public challenge by its tenant's and its own slug
+    (an archived one too: its pages and boards stay; never a draft)."""
     return session.scalar(
         select(Challenge)
         .join(Tenant, Tenant.id == Challenge.tenant_id)
@@ -100,6 +109,7 @@ def get_public_challenge(
             Tenant.slug == tenant_slug,
             Challenge.slug == challenge_slug,
             Challenge.visibility == Visibility.PUBLIC,
+            Challenge.state != ChallengeState.DRAFT,
         )
     )
 
@@ -110,9 +120,7 @@ def tenants_with_public_challenges(
     """Tenants that have at least one public challenge, by name, each with its newest public
     challenges; and how many such tenants there are."""
     has_public = (
-        select(Challenge.id)
-        .where(Challenge.tenant_id == Tenant.id, Challenge.visibility == Visibility.PUBLIC)
-        .exists()
+        select(Challenge.id).where(Challenge.tenant_id == Tenant.id, _LISTED_PUBLICLY).exists()
     )
     tenants = list(
         session.scalars(
@@ -135,7 +143,7 @@ def tenants_with_public_challenges(
         select(Challenge.id, position)
         .where(
             Challenge.tenant_id.in_([t.id for t in tenants]),
-            Challenge.visibility == Visibility.PUBLIC,
+            _LISTED_PUBLICLY,
         )
         .subquery()
     )
@@ -158,7 +166,7 @@ def public_challenge_counts(
         return {}
     rows = session.execute(
         select(Challenge.tenant_id, func.count())
-        .where(Challenge.tenant_id.in_(tenant_ids), Challenge.visibility == Visibility.PUBLIC)
+        .where(Challenge.tenant_id.in_(tenant_ids), _LISTED_PUBLICLY)
         .group_by(Challenge.tenant_id)
     )
     return {tenant_id: count for tenant_id, count in rows.tuples()}

@@ -8,7 +8,7 @@ from pydantic import AfterValidator
 
 from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge import service
-from app.challenge.config import Visibility
+from app.challenge.config import ChallengeState, Visibility
 from app.challenge.schemas import (
     ChallengeCreate,
     ChallengeList,
@@ -54,10 +54,20 @@ def list_challenges(
     offset: Offset = 0,
     kind: KindFilter = None,
     visibility: Visibility | None = None,
+    state: ChallengeState | None = None,
 ) -> ChallengeList:
-    """List the tenant's challenges, newest first. Member keys see the participant view."""
+    """List the tenant's challenges, newest first: the live ones and, for admin keys, the
+    drafts; archived ones with `state=archived`. Member keys see the participant view and
+    never a draft."""
     rows, total = service.list_challenges(
-        session, caller.tenant_id, limit=limit, offset=offset, kind=kind, visibility=visibility
+        session,
+        caller.tenant_id,
+        limit=limit,
+        offset=offset,
+        kind=kind,
+        visibility=visibility,
+        state=state,
+        audience=caller.audience,
     )
     return ChallengeList(
         items=[service.challenge_view(c, caller.audience) for c in rows],
@@ -71,7 +81,7 @@ def list_challenges(
 def get_challenge(
     challenge_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep
 ) -> ChallengeRead | ChallengePublic:
-    challenge = service.get_challenge(session, caller.tenant_id, challenge_id)
+    challenge = service.readable_challenge(session, caller.tenant_id, challenge_id, caller.audience)
     return service.challenge_view(challenge, caller.audience)
 
 

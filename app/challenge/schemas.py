@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
-from app.challenge.config import ChallengeStatus, LimitsConfig, Visibility
+from app.challenge.config import ChallengeState, ChallengeStatus, LimitsConfig, Visibility
 from app.schemas import BoundedDatetime, InputSchema, Name, OutputSchema, Slug
 from app.scoring.schemas import ENTRYPOINT_PATTERN, ScoringConfig
 from app.scoring.strategies import Strategy
@@ -103,6 +103,12 @@ class ChallengeCreate(InputSchema):
     opens_at: BoundedDatetime | None = None
     closes_at: BoundedDatetime | None = None
     visibility: Visibility = Visibility.PRIVATE
+    state: ChallengeState = Field(
+        default=ChallengeState.LIVE,
+        description="`draft`: seen by the tenant's admins only, never listed or playable, "
+        "until set `live`; `archived` (by an update): hidden from lists and read-only, its "
+        "pages, boards and exports kept.",
+    )
     scoring_strategy: FlatScoringStrategy = None
     scoring_plugin_id: FlatScoringPluginId = None
     scoring_entrypoint: FlatScoringEntrypoint = None
@@ -141,6 +147,12 @@ class ChallengeUpdate(InputSchema):
     opens_at: BoundedDatetime | None = None
     closes_at: BoundedDatetime | None = None
     visibility: Visibility | None = None
+    state: ChallengeState | None = Field(
+        default=None,
+        description="`live` publishes a draft or unarchives; `archived` hides the challenge "
+        "from lists and makes it read-only (only `state` may change then); `draft` takes it "
+        "back to its admins.",
+    )
     scoring_strategy: FlatScoringStrategy = None
     scoring_plugin_id: FlatScoringPluginId = None
     scoring_entrypoint: FlatScoringEntrypoint = None
@@ -173,6 +185,7 @@ class ChallengePublic(OutputSchema):
     opens_at: datetime | None
     closes_at: datetime | None
     visibility: Visibility
+    state: ChallengeState
     status: ChallengeStatus
     created_at: datetime
 

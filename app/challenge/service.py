@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.subjects import Audience
 from app.challenge import repository
-from app.challenge.config import ChallengeStatus, LimitsConfig, Visibility
+from app.challenge.config import ChallengeState, ChallengeStatus, LimitsConfig, Visibility
 from app.challenge.events import ScoringChanged
 from app.challenge.flat_scoring import (
     check_flat_entrypoint,
@@ -49,6 +49,9 @@ class Scheduled(Protocol):
     """A challenge, or the part of one that a submission loads."""
 
     @property
+    def state(self) -> ChallengeState: ...
+
+    @property
     def opens_at(self) -> datetime | None: ...
 
     @property
@@ -56,12 +59,29 @@ class Scheduled(Protocol):
 
 
 def challenge_status(challenge: Scheduled, now: datetime | None = None) -> ChallengeStatus:
+    if challenge.state is ChallengeState.DRAFT:
+        return ChallengeStatus.DRAFT
+    if challenge.state is ChallengeState.ARCHIVED:
+        return ChallengeStatus.ARCHIVED
     now = now or utcnow()
     if challenge.opens_at is not None and now < challenge.opens_at:
         return ChallengeStatus.UPCOMING
     if challenge.closes_at is not None and now >= challenge.closes_at:
         return ChallengeStatus.CLOSED
     return ChallengeStatus.OPEN
+
+
+def refuse_unless_open(challenge: Scheduled, now: datetime) -> None:
+    """A 409 saying why the challenge takes no submission now (attempts and entries alike)."""
+    status = challenge_status(challenge, now)
+    if status is ChallengeStatus.DRAFT:
+        raise Conflict("this challenge is a draft: it takes submissions once it is published")
+    if status is ChallengeStatus.ARCHIVED:
+        raise Conflict("this challenge is archived: it takes no more submissions")
+    if status is ChallengeStatus.UPCOMING:
+        raise Conflict(f"this challenge opens at {challenge.opens_at:%Y-%m-%d %H:%M:%S} UTC")
+    if status is ChallengeStatus.CLOSED:
+        raise Conflict(f"this challenge closed at {challenge.closes_at:%Y-%m-%d %H:%M:%S} UTC")
 
 
 def kind_of(challenge: Challenge) -> ChallengeKind:
@@ -167,6 +187,8 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
             body = _validated_as_create(mapped)
         config, scoring, limits = _validated(session, body)
         check_flat_entrypoint(session, scoring.plugin_id, flat)
+    if body.state is ChallengeState.ARCHIVED:
+        raise ValidationFailed.at(["state"], "a new challenge is a draft or live")
     repo = ChallengeRepository(session, tenant_id)
     taken = Conflict(f"a challenge with slug '{body.slug}' already exists")
     if repo.get_by_slug(body.slug) is not None:
@@ -184,6 +206,7 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         visibility=body.visibility,
         opens_at=body.opens_at,
         closes_at=body.closes_at,
+        state=body.state,
         created_at=now,
         updated_at=now,
     )
@@ -196,6 +219,16 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
 def get_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> Challenge:
     challenge = ChallengeRepository(session, tenant_id).get(challenge_id)
     if challenge is None:
+        raise NotFound("challenge not found")
+    return challenge
+
+
+def readable_challenge(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, audience: Audience
+) -> Challenge:
+    """The challenge as a key of this audience may read it: a draft is its admins' only."""
+    challenge = get_challenge(session, tenant_id, challenge_id)
+    if challenge.state is ChallengeState.DRAFT and audience is not Audience.ADMIN:
         raise NotFound("challenge not found")
     return challenge
 
@@ -225,10 +258,17 @@ def list_challenges(
     offset: int,
     kind: str | None = None,
     visibility: Visibility | None = None,
+    state: ChallengeState | None = None,
+    audience: Audience = Audience.ADMIN,
 ) -> tuple[list[Challenge], int]:
-    """A page of the tenant's challenges, newest first, and how many there are."""
+    """A page of the tenant's challenges, newest first, and how many there are: those in
+    `state` when given, else the live ones and, for admins, the drafts (archived ones are
+    listed only when asked for). Drafts are never listed to other audiences."""
+    states = {state} if state is not None else {ChallengeState.LIVE, ChallengeState.DRAFT}
+    if audience is not Audience.ADMIN:
+        states.discard(ChallengeState.DRAFT)
     return ChallengeRepository(session, tenant_id).page(
-        limit=limit, offset=offset, kind=kind, visibility=visibility
+        limit=limit, offset=offset, kind=kind, visibility=visibility, states=states
     )
 
 
@@ -243,9 +283,12 @@ def public_challenge(session: Session, tenant_slug: str, challenge_slug: str) ->
 def visible_challenge(
     session: Session, tenant_id: uuid.UUID, slug: str, visibilities: Collection[Visibility]
 ) -> Challenge | None:
-    """The tenant's challenge with this slug, if it has one of these visibilities."""
+    """The tenant's challenge with this slug, if it has one of these visibilities and is not
+    a draft (an archived one keeps its pages)."""
     challenge = ChallengeRepository(session, tenant_id).get_by_slug(slug)
     if challenge is None or challenge.visibility not in visibilities:
+        return None
+    if challenge.state is ChallengeState.DRAFT:
         return None
     return challenge
 
@@ -302,6 +345,7 @@ def _as_create(challenge: Challenge) -> dict[str, Any]:
         "opens_at": challenge.opens_at,
         "closes_at": challenge.closes_at,
         "visibility": challenge.visibility,
+        "state": challenge.state,
     }
 
 
@@ -323,8 +367,11 @@ def update_challenge(
     challenge = ChallengeRepository(session, tenant_id).get(challenge_id, for_update=True)
     if challenge is None:
         raise NotFound("challenge not found")
+    changes = body.model_dump(exclude_unset=True, mode="json")
+    if challenge.state is ChallengeState.ARCHIVED and set(changes) - {"state"}:
+        raise Conflict("this challenge is archived: set its state to live to change it")
     merged = _as_create(challenge)
-    merged.update(body.model_dump(exclude_unset=True, mode="json"))
+    merged.update(changes)
     flat = given_flat_scoring(body)
     with errors_named_as_given(flat):
         if flat:
@@ -342,6 +389,7 @@ def update_challenge(
     challenge.visibility = validated.visibility
     challenge.opens_at = validated.opens_at
     challenge.closes_at = validated.closes_at
+    challenge.state = validated.state
     challenge.updated_at = utcnow()
     session.flush()
     job_id = None
@@ -379,6 +427,13 @@ def close_now(work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -
     return update_challenge(work, tenant_id, challenge_id, body)[0]
 
 
+def set_state(
+    work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID, state: ChallengeState
+) -> Challenge:
+    """Publishes a draft or unarchives (`live`), archives, or takes back to a draft."""
+    return update_challenge(work, tenant_id, challenge_id, ChallengeUpdate(state=state))[0]
+
+
 def delete_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> None:
     """Deletes the challenge with its attempts, trials and leaderboard."""
     repo = ChallengeRepository(session, tenant_id)
@@ -412,6 +467,7 @@ def _common(challenge: Challenge) -> dict[str, Any]:
         "opens_at": challenge.opens_at,
         "closes_at": challenge.closes_at,
         "visibility": challenge.visibility,
+        "state": challenge.state,
         "status": challenge_status(challenge),
         "created_at": challenge.created_at,
     }

@@ -40,6 +40,14 @@ NOTICES = {
     "key-in-use": "This admin session signed in with that key: sign in with another to revoke it.",
     "failed-requeued": "The challenge's failed attempts are queued again.",
     "challenge-closed": "The challenge is closed now: new attempts and entries are refused.",
+    "challenge-published": (
+        "The challenge is published: its schedule now decides when participants see and play it."
+    ),
+    "challenge-archived": (
+        "The challenge is archived: hidden from lists and read-only; its pages, boards and "
+        "exports stay."
+    ),
+    "challenge-unarchived": "The challenge is live again: listed, and playable when open.",
     "match-not-rerunnable": "That match cannot be re-run: only matches that ended in error can.",
     "admin-signed-in": "You are signed in as a tenant admin.",
     "admin-signed-out": "You are signed out of the admin view.",

@@ -980,7 +980,7 @@ def test_an_admin_opens_and_closes_a_challenge_now_from_the_console(
     admin.post_form(f"{path}/open", {}, token_from=f"/t/{slug}/admin")
     assert status() == "open"
     assert api.submit(key, challenge["id"], "PWNED", "bob").status_code == 202
-    assert admin.post_form(f"{path}/archive", {}, token_from=f"/t/{slug}/admin").status_code == 404
+    assert admin.post_form(f"{path}/explode", {}, token_from=f"/t/{slug}/admin").status_code == 404
 
 
 def test_an_admin_reruns_every_failed_attempt_of_a_challenge(
@@ -1132,3 +1132,38 @@ def test_an_admin_finds_participants_and_reads_each_ones_attempts_in_every_chall
     api.submit(other["api_key"], theirs["id"], "PWNED", "xena")
     assert admin.get(f"/t/{slug}/admin/participants/xena").status_code == 404
     assert 'data-participant="xena"' not in admin.get(f"/t/{slug}/admin/participants").text
+
+
+def test_an_admin_publishes_a_draft_then_archives_and_unarchives_it_from_the_console(
+    api: Api, web_client: Clients, owner: dict[str, Any]
+) -> None:
+    key, slug = owner["api_key"], owner["slug"]
+    draft = api.create_challenge(key, title="Not yet", state="draft", visibility="public")
+    path = f"/t/{slug}/admin/challenges/{draft['id']}"
+    page = f"/t/{slug}/challenges/{draft['slug']}"
+    visitor_ = web_client()
+    assert visitor_.get(page).status_code == 404
+    assert "Not yet" not in visitor_.get(f"/t/{slug}/").text
+
+    admin = web_client()
+    assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
+    dashboard = admin.get(f"/t/{slug}/admin").text
+    assert "Publish<span" in dashboard and "state-draft" in dashboard
+
+    published = admin.post_form(f"{path}/publish", {}, token_from=f"/t/{slug}/admin")
+    assert published.status_code == 303 and "challenge-published" in published.headers["location"]
+    assert visitor_.get(page).status_code == 200
+    assert "Not yet" in visitor_.get(f"/t/{slug}/").text
+
+    archived = admin.post_form(f"{path}/archive", {}, token_from=f"/t/{slug}/admin")
+    assert archived.status_code == 303 and "challenge-archived" in archived.headers["location"]
+    assert "Not yet" not in visitor_.get(f"/t/{slug}/").text
+    kept = visitor_.get(page)
+    assert kept.status_code == 200 and "state-archived" in kept.text
+    assert "Unarchive<span" in admin.get(f"/t/{slug}/admin").text
+    refused = api.submit(key, draft["id"], "PWNED", "ada")
+    assert refused.status_code == 409
+
+    admin.post_form(f"{path}/unarchive", {}, token_from=f"/t/{slug}/admin")
+    assert api.request("GET", f"/v1/challenges/{draft['id']}", key).json()["status"] == "open"
+    assert api.submit(key, draft["id"], "PWNED", "ada").status_code == 202

@@ -199,3 +199,73 @@ def test_every_list_says_which_page_it_is(api: Api, tenant: dict[str, Any]) -> N
         assert isinstance(body["items"], list) and isinstance(body["total"], int), path
     unknown = api.request("GET", "/v1/attempts?participant=nobody-here&limit=9&offset=4", key)
     assert unknown.json() == {"items": [], "total": 0, "limit": 9, "offset": 4}
+
+
+def test_a_draft_is_its_admins_alone_until_published_and_an_archived_challenge_is_read_only(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key, slug = tenant["api_key"], tenant["slug"]
+    member = api.request("POST", "/v1/api-keys", key, json={"name": "m", "role": "member"})
+    member_key = member.json()["key"]
+    draft = api.create_challenge(key, state="draft", visibility="public")
+    path = f"/v1/challenges/{draft['id']}"
+    assert draft["state"] == "draft" and draft["status"] == "draft"
+
+    def listed(caller: str, **params: Any) -> list[str]:
+        found = api.request("GET", "/v1/challenges", caller, params=params).json()["items"]
+        return [c["id"] for c in found]
+
+    def public_list() -> str:  # the home page: tenants with public challenges
+        return api.request("GET", "/").text
+
+    # A draft: its admins read and list it; nobody else sees or plays it.
+    assert draft["id"] in listed(key)
+    assert draft["id"] not in listed(member_key)
+    assert api.request("GET", path, member_key).status_code == 404
+    assert api.request("GET", path, key).json()["status"] == "draft"
+    # (The public API's answers are cached for seconds: its first read comes once published.)
+    web_page = f"/t/{slug}/challenges/{draft['slug']}"
+    public_board = f"/v1/public/{slug}/challenges/{draft['slug']}/leaderboard"
+    assert api.request("GET", web_page).status_code == 404
+    refused = api.submit(key, draft["id"], "PWNED", "ada")
+    assert refused.status_code == 409 and "draft" in refused.json()["error"]["message"]
+
+    # Published: live, listed, playable.
+    published = api.request("PATCH", path, key, json={"state": "live"})
+    assert published.status_code == 200 and published.json()["status"] == "open"
+    assert draft["id"] in listed(member_key)
+    assert api.request("GET", web_page).status_code == 200
+    assert api.request("GET", public_board).status_code == 200
+    assert api.submit(key, draft["id"], "PWNED", "ada").status_code == 202
+
+    # Archived: hidden from lists (unless asked for), read-only, its pages and board kept.
+    archived = api.request("PATCH", path, key, json={"state": "archived"})
+    assert archived.status_code == 200 and archived.json()["status"] == "archived"
+    assert draft["id"] not in listed(key) and draft["id"] not in listed(member_key)
+    assert listed(key, state="archived") == [draft["id"]]
+    assert draft["slug"] not in public_list()
+    assert "archived" in api.request("GET", web_page).text.lower()
+    assert api.request("GET", f"{path}/leaderboard", key).status_code == 200
+    late = api.submit(key, draft["id"], "PWNED", "bob")
+    assert late.status_code == 409 and "archived" in late.json()["error"]["message"]
+    edit = api.request("PATCH", path, key, json={"title": "Renamed"})
+    assert edit.status_code == 409 and "archived" in edit.json()["error"]["message"]
+    assert api.request("PATCH", path, key, json={"state": "live"}).json()["status"] == "open"
+    assert api.request("PATCH", path, key, json={"title": "Renamed"}).status_code == 200
+
+    # A new challenge is a draft or live, never archived; members change no state.
+    born_archived = api.request(
+        "POST",
+        "/v1/challenges",
+        key,
+        json={
+            "slug": "born-archived",
+            "title": "x",
+            "target": {"model": "offline/echo"},
+            "verifier": {"type": "contains", "pattern": "x"},
+            "state": "archived",
+        },
+    )
+    assert born_archived.status_code == 422
+    assert born_archived.json()["error"]["details"][0]["loc"][-1] == "state"
+    assert api.request("PATCH", path, member_key, json={"state": "draft"}).status_code == 403

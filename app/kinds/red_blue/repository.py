@@ -17,7 +17,6 @@ from sqlalchemy import (
     Integer,
     Table,
     Uuid,
-    and_,
     any_,
     bindparam,
     case,
@@ -33,7 +32,6 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
-from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
 from app.db import count_where, insert_for, lock_some_ids, page_where, take_write_lock
 from app.kinds.red_blue.models import (
@@ -59,19 +57,6 @@ if TYPE_CHECKING:
 
 _MATCHES: Table = Match.__table__  # type: ignore[assignment]
 _RATINGS: Table = Rating.__table__  # type: ignore[assignment]
-
-
-@dataclass(frozen=True, slots=True)
-class EntryTarget:
-    """What a submission checks of its challenge, and its participant if the handle exists."""
-
-    challenge_id: uuid.UUID
-    kind: str
-    limits: LimitsConfig
-    opens_at: datetime | None
-    closes_at: datetime | None
-    participant_id: uuid.UUID | None
-    participant_handle: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,27 +127,6 @@ class RedBlueRepository:
         self.tenant_id = tenant_id
 
     # Submissions -------------------------------------------------------------------------
-
-    def entry_target(self, challenge_id: uuid.UUID, handle: str | None) -> EntryTarget | None:
-        participant = and_(
-            Participant.tenant_id == Challenge.tenant_id,
-            func.lower(Participant.handle) == (handle.lower() if handle is not None else None),
-        )
-        row = self.session.execute(
-            select(
-                Challenge.id,
-                Challenge.kind,
-                Challenge.limits,
-                Challenge.opens_at,
-                Challenge.closes_at,
-                Participant.id,
-                Participant.handle,
-            )
-            .select_from(Challenge)
-            .outerjoin(Participant, participant)
-            .where(Challenge.tenant_id == self.tenant_id, Challenge.id == challenge_id)
-        ).first()
-        return None if row is None else EntryTarget(*row)
 
     def lock_participant(self, participant_id: uuid.UUID) -> None:
         """Serialises one participant's limit checks until the transaction ends (SQLite: the

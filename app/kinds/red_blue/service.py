@@ -19,10 +19,11 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from app.attempt.repository import SubmissionTarget
+from app.attempt.service import submission_target
 from app.auth.subjects import Audience, SignedInParticipant, TenantKey
-from app.challenge.config import ChallengeStatus
 from app.challenge.models import Challenge
-from app.challenge.service import challenge_status, get_challenge, public_challenge
+from app.challenge.service import get_challenge, public_challenge, refuse_unless_open
 from app.config import get_settings
 from app.db import utcnow
 from app.errors import AppError, Conflict, NotFound, TooManyRequests, ValidationFailed
@@ -32,7 +33,6 @@ from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, Match, Mat
 from app.kinds.red_blue.repository import (
     Activity,
     BoardLine,
-    EntryTarget,
     Places,
     RedBlueRepository,
 )
@@ -118,16 +118,8 @@ def _fingerprint(challenge_id: uuid.UUID, body: BaseModel) -> str:
     return hashlib.sha256(payload).hexdigest()
 
 
-def _check_open(target: EntryTarget, now: datetime) -> None:
-    state = challenge_status(target, now)
-    if state is ChallengeStatus.UPCOMING:
-        raise Conflict(f"this challenge opens at {target.opens_at:%Y-%m-%d %H:%M:%S} UTC")
-    if state is ChallengeStatus.CLOSED:
-        raise Conflict(f"this challenge closed at {target.closes_at:%Y-%m-%d %H:%M:%S} UTC")
-
-
 def _check_limits(
-    count: Callable[[datetime | None], int], target: EntryTarget, what: str, now: datetime
+    count: Callable[[datetime | None], int], target: SubmissionTarget, what: str, now: datetime
 ) -> None:
     """The challenge's limits, per participant and side (defenses and attacks apart)."""
     limits = target.limits
@@ -171,7 +163,7 @@ def _submit(
         submitter.handle if isinstance(submitter, SignedInParticipant) else body.participant
     )
     repo = RedBlueRepository(session, tenant_id)
-    target = repo.entry_target(challenge_id, handle_given)
+    target = submission_target(session, tenant_id, challenge_id, handle_given)
     if target is None:
         raise NotFound("challenge not found")
     if target.kind != KIND_NAME:
@@ -189,7 +181,7 @@ def _submit(
     own = RedBlueLimitFields.of(limits)
     _checked_text(text, own.max_defense_chars if is_defense else own.max_attack_chars, field)
     now = utcnow()
-    _check_open(target, now)
+    refuse_unless_open(target, now)
     participant_id = target.participant_id
     handle = target.participant_handle or handle_given
     if participant_id is None:
@@ -230,7 +222,7 @@ def _replay(
     existing: Defense | Attack,
     challenge_id: uuid.UUID,
     fingerprint: str,
-    target: EntryTarget,
+    target: SubmissionTarget,
     handle_given: str | None,
 ) -> EntrySubmission:
     if existing.challenge_id != challenge_id or existing.request_fingerprint != fingerprint:

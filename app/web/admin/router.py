@@ -7,6 +7,8 @@ tenant's API keys (created, shown once, revoked), the scorer registry."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Query, Request
@@ -20,6 +22,7 @@ from app.auth.models import ApiKey
 from app.auth.service import authenticate, create_api_key, list_api_keys, revoke_api_key
 from app.auth.subjects import ApiKeyRole, TenantAdmin
 from app.challenge import service as challenges
+from app.challenge.config import ChallengeState
 from app.challenge.registry import kind_as, kind_names
 from app.config import get_settings
 from app.deps import SessionDep, UnitOfWorkDep
@@ -31,6 +34,7 @@ from app.scoring import registry
 from app.tenant import service as tenants
 from app.tenant.models import Participant, Tenant
 from app.tenant.schemas import ApiKeyCreate
+from app.unit_of_work import UnitOfWork
 from app.web import auth
 from app.web.admin import service
 from app.web.kinds import WebKind
@@ -357,9 +361,19 @@ def admin_revoke_key(
 
 
 # What the buttons of a challenge's row do: (change, notice).
-_CHALLENGE_ACTIONS = {
+ChallengeChange = Callable[[UnitOfWork, uuid.UUID, uuid.UUID], object]
+_CHALLENGE_ACTIONS: dict[str, tuple[ChallengeChange, str]] = {
     "open": (challenges.open_now, "challenge-opened"),
     "close": (challenges.close_now, "challenge-closed"),
+    "publish": (partial(challenges.set_state, state=ChallengeState.LIVE), "challenge-published"),
+    "archive": (
+        partial(challenges.set_state, state=ChallengeState.ARCHIVED),
+        "challenge-archived",
+    ),
+    "unarchive": (
+        partial(challenges.set_state, state=ChallengeState.LIVE),
+        "challenge-unarchived",
+    ),
     "rerun-failed": (attempt_service.rerun_failed, "failed-requeued"),
 }
 
@@ -373,7 +387,8 @@ def admin_challenge_action(
     work: UnitOfWorkDep,
     csrf_token: CsrfField = "",
 ) -> Response:
-    """Opens or closes a challenge now, or re-runs its failed attempts (`action`)."""
+    """Opens or closes a challenge now, publishes a draft, archives or unarchives it, or
+    re-runs its failed attempts (`action`)."""
     session = work.session
     web, tenant, _, key = _admin_form(request, session, tenant_slug, csrf_token)
     if action not in _CHALLENGE_ACTIONS:
