@@ -39,7 +39,8 @@ class PlatformAdmin:
 @dataclass(frozen=True, slots=True)
 class TenantAdmin:
     tenant_id: uuid.UUID
-    api_key_id: uuid.UUID
+    # None for a participant account with the admin role, signed in on the web.
+    api_key_id: uuid.UUID | None
 
     @property
     def audience(self) -> Audience:

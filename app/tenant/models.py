@@ -3,7 +3,19 @@ from __future__ import annotations
 import uuid
 from datetime import date, datetime
 
-from sqlalchemy import Date, Float, ForeignKey, Index, Integer, String, UniqueConstraint, Uuid, func
+from sqlalchemy import (
+    Boolean,
+    Date,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+    Uuid,
+    false,
+    func,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UTCDateTime, new_id, utcnow
@@ -37,6 +49,9 @@ class Participant(Base):
     )
     handle: Mapped[str] = mapped_column(String(64))
     password_hash: Mapped[str | None] = mapped_column(String(255), default=None)
+    # The admin role, given by a tenant admin to an account (one with a password): it signs in
+    # to the tenant's admin pages with its handle and password.
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

@@ -111,6 +111,20 @@ def get_participant(
     return participant
 
 
+def set_admin_role(
+    session: Session, tenant_id: uuid.UUID, participant: Participant, is_admin: bool
+) -> None:
+    """Gives the participant the admin role, or takes it back. Only an account (signed up
+    with a password) can have it: a handle that API keys name has no way to sign in."""
+    if is_admin and participant.password_hash is None:
+        raise Conflict(
+            f"{participant.handle} has no account to sign in with: only a participant who "
+            "signed up on the web can have the admin role"
+        )
+    participant.is_admin = is_admin
+    session.flush()
+
+
 def participant_by_handle(
     session: Session, tenant_id: uuid.UUID, handle: str
 ) -> Participant | None:

@@ -48,6 +48,15 @@ NOTICES = {
         "exports stay."
     ),
     "challenge-unarchived": "The challenge is live again: listed, and playable when open.",
+    "role-given": (
+        "The account has the admin role: signed in with its handle and password, it uses the "
+        "admin pages."
+    ),
+    "role-taken": "The account no longer has the admin role: its admin pages are closed at once.",
+    "role-in-use": "You are signed in with this account: another admin takes its role back.",
+    "role-needs-account": (
+        "Only a participant who signed up on the web (with a password) can have the admin role."
+    ),
     "match-not-rerunnable": "That match cannot be re-run: only matches that ended in error can.",
     "admin-signed-in": "You are signed in as a tenant admin.",
     "admin-signed-out": "You are signed out of the admin view.",

@@ -1167,3 +1167,56 @@ def test_an_admin_publishes_a_draft_then_archives_and_unarchives_it_from_the_con
     admin.post_form(f"{path}/unarchive", {}, token_from=f"/t/{slug}/admin")
     assert api.request("GET", f"/v1/challenges/{draft['id']}", key).json()["status"] == "open"
     assert api.submit(key, draft["id"], "PWNED", "ada").status_code == 202
+
+
+def test_an_account_given_the_admin_role_uses_the_admin_pages_until_the_role_is_taken_back(
+    api: Api, web_client: Clients, owner: dict[str, Any]
+) -> None:
+    key, slug = owner["api_key"], owner["slug"]
+    challenge = api.create_challenge(key, title="Run by Rosa")
+    api.submit(key, challenge["id"], "PWNED", "bot-7")  # a handle API keys name, no account
+    rosa = web_client()
+    assert rosa.sign_up(slug, "rosa").status_code == 303
+    # A participant account: the admin pages are not theirs.
+    assert "admin/sign-in" in rosa.get(f"/t/{slug}/admin").headers["location"]
+
+    keyed = web_client()
+    assert keyed.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
+    role = f"/t/{slug}/admin/participants/rosa/role"
+    given = keyed.post_form(role, {"admin": "yes"}, token_from=f"/t/{slug}/admin/participants/rosa")
+    assert given.status_code == 303 and "role-given" in given.headers["location"]
+    assert "<strong>admin</strong>" in keyed.get(f"/t/{slug}/admin/participants").text
+    # A handle without an account cannot have the role.
+    refused = keyed.post_form(
+        f"/t/{slug}/admin/participants/bot-7/role",
+        {"admin": "yes"},
+        token_from=f"/t/{slug}/admin",
+    )
+    assert "role-needs-account" in refused.headers["location"]
+
+    # Rosa, signed in with her handle and password, is an admin: pages and forms.
+    dashboard = rosa.get(f"/t/{slug}/admin")
+    assert dashboard.status_code == 200
+    assert "Signed in as <strong>rosa</strong>" in dashboard.text
+    closed = rosa.post_form(
+        f"/t/{slug}/admin/challenges/{challenge['id']}/close", {}, token_from=f"/t/{slug}/admin"
+    )
+    assert closed.status_code == 303
+    assert api.request("GET", f"/v1/challenges/{challenge['id']}", key).json()["status"] == (
+        "closed"
+    )
+    # She cannot take her own role back (another admin does), nor sign another browser in.
+    own = rosa.post_form(role, {"admin": "no"}, token_from=f"/t/{slug}/admin/participants/rosa")
+    assert "role-in-use" in own.headers["location"]
+    assert web_client().get(f"/t/{slug}/admin").status_code == 303
+
+    taken = keyed.post_form(role, {"admin": "no"}, token_from=f"/t/{slug}/admin/participants/rosa")
+    assert "role-taken" in taken.headers["location"]
+    # Withdrawn at once: her next request finds the admin pages closed.
+    assert "admin/sign-in" in rosa.get(f"/t/{slug}/admin").headers["location"]
+    late = rosa.post_form(
+        f"/t/{slug}/admin/challenges/{challenge['id']}/open",
+        {},
+        token_from=f"/t/{slug}/challenges/{challenge['slug']}",
+    )
+    assert late.status_code == 404

@@ -15,7 +15,6 @@ from fastapi import APIRouter, Depends, Form, Request
 from pydantic import ValidationError
 from starlette.responses import Response
 
-from app.auth import sessions
 from app.challenge.config import Visibility
 from app.challenge.models import Challenge
 from app.challenge.service import config_of, get_challenge, to_public_view
@@ -33,7 +32,7 @@ from app.kinds.red_blue.web import (
     version_of,
 )
 from app.tenant import service as tenants
-from app.web.admin.router import admin_key, to_admin_sign_in
+from app.web.admin.router import admin_access, to_admin_sign_in
 from app.web.challenges.router import challenge_page_response, form_fields
 from app.web.forms import FormError, error_field
 from app.web.rendering import (
@@ -289,11 +288,11 @@ def admin_match_page(
     button for a match in error), of any challenge of the tenant. Under the admin pages
     because the admin cookie is sent there only; signed out, the admin signs in first."""
     web, tenant, participant = visitor(request, session, tenant_slug)
-    key = admin_key(request, session, tenant)
-    if key is None:
+    access = admin_access(request, session, tenant, participant)
+    if access is None:
         return to_admin_sign_in(request, web, tenant)
     try:
-        match = service.read_match(session, sessions.admin_subject(key), match_id)
+        match = service.read_match(session, access.subject, match_id)
         challenge = get_challenge(session, tenant.id, match.challenge_id)
     except AppError:
         raise not_found() from None
@@ -327,14 +326,14 @@ def admin_rerun_match(
     """Queues a match in error again; back on the admin page, or on the match's admin page
     when the button was there (`back=match`)."""
     session = work.session
-    web, tenant, _ = visitor(request, session, tenant_slug)
+    web, tenant, participant = visitor(request, session, tenant_slug)
     require_csrf(web, csrf_token)
-    key = admin_key(request, session, tenant)
-    if key is None:
+    access = admin_access(request, session, tenant, participant)
+    if access is None:
         raise not_found()
     where = f"admin/red-blue/matches/{match_id}" if back == "match" else "admin"
     try:
-        service.rerun_match(work, sessions.admin_subject(key), match_id)
+        service.rerun_match(work, access.subject, match_id)
     except AppError:
         work.rollback()
         return redirect(request, web, tenant_url(tenant, f"{where}?notice=match-not-rerunnable"))

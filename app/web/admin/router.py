@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Query, Request
 from pydantic import ValidationError
@@ -26,7 +28,7 @@ from app.challenge.config import ChallengeState
 from app.challenge.registry import kind_as, kind_names
 from app.config import get_settings
 from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import AppError, NotFound, Unauthorized, telling_first
+from app.errors import AppError, Conflict, NotFound, Unauthorized, telling_first
 from app.export import service as exports
 from app.export.formats import ExportFormat
 from app.export.responses import export_response
@@ -45,11 +47,29 @@ from app.web.visitors import notice as notice_text
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
 
-def admin_key(request: Request, session: Session, tenant: Tenant) -> ApiKey | None:
-    """The admin's key, through its live admin session, checked against the database on
-    every request (sign-out, expiry and revocation are immediate)."""
+@dataclass(frozen=True)
+class AdminAccess:
+    """Who uses the admin pages: a browser signed in to them with an admin API key (`key`),
+    or a participant account with the admin role (`account`)."""
+
+    subject: TenantAdmin
+    key: ApiKey | None = None
+    account: Participant | None = None
+
+
+def admin_access(
+    request: Request, session: Session, tenant: Tenant, participant: Participant | None
+) -> AdminAccess | None:
+    """The visitor's admin access, checked against the database on every request (sign-out,
+    expiry, a revoked key and a withdrawn role take effect at once): the admin session's key
+    first, else the signed-in participant's account if it has the admin role."""
     token = auth.admin_session_token(request)
-    return sessions.admin_key_of(session, tenant.id, token) if token else None
+    key = sessions.admin_key_of(session, tenant.id, token) if token else None
+    if key is not None:
+        return AdminAccess(sessions.admin_subject(key), key=key)
+    if participant is not None and participant.is_admin and participant.password_hash:
+        return AdminAccess(TenantAdmin(tenant.id, None), account=participant)
+    return None
 
 
 def to_admin_sign_in(request: Request, web: auth.WebSession, tenant: Tenant) -> Response:
@@ -93,10 +113,12 @@ def admin(
     tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
 ) -> Response:
     web, tenant, participant = visitor(request, session, tenant_slug)
-    key = admin_key(request, session, tenant)
-    if key is None:
+    access = admin_access(request, session, tenant, participant)
+    if access is None:
         return to_admin_sign_in(request, web, tenant)
-    return _dashboard(request, web, session, tenant, key, participant, notice=notice_text(notice))
+    return _dashboard(
+        request, web, session, tenant, access, participant, notice=notice_text(notice)
+    )
 
 
 def _dashboard(
@@ -104,7 +126,7 @@ def _dashboard(
     web: auth.WebSession,
     session: Session,
     tenant: Tenant,
-    key: ApiKey,
+    access: AdminAccess,
     participant: Participant | None,
     *,
     notice: str | None = None,
@@ -114,7 +136,7 @@ def _dashboard(
 ) -> Response:
     rows = service.dashboard_rows(session, tenant.id, limit=200)
     downloads = [(row.challenge, exports.datasets_of(row.challenge.kind)) for row in rows]
-    subject = sessions.admin_subject(key)
+    subject = access.subject
     panels = []
     for name in kind_names():
         kind = kind_as(name, WebKind)
@@ -130,7 +152,7 @@ def _dashboard(
         title=f"Admin · {tenant.name}",
         tenant=tenant,
         participant=participant,
-        admin_key=key,
+        access=access,
         api_keys=list_api_keys(session, tenant.id),
         created_key=created_key,
         key_error=key_error,
@@ -156,8 +178,8 @@ def admin_participants(
 ) -> Response:
     """The tenant's participants by handle (those starting with `q`), with their activity."""
     web, tenant, participant = visitor(request, session, tenant_slug)
-    key = admin_key(request, session, tenant)
-    if key is None:
+    access = admin_access(request, session, tenant, participant)
+    if access is None:
         return to_admin_sign_in(request, web, tenant)
     prefix = q.strip()
     rows, total = service.participant_rows(
@@ -186,12 +208,13 @@ def admin_participant(
     request: Request,
     session: SessionDep,
     page_number: ListPage = 1,
+    notice: str | None = None,
 ) -> Response:
     """One participant: where they stand in each challenge (every kind's entries), and their
     attempts in every challenge, newest first."""
     web, tenant, participant = visitor(request, session, tenant_slug)
-    key = admin_key(request, session, tenant)
-    if key is None:
+    access = admin_access(request, session, tenant, participant)
+    if access is None:
         return to_admin_sign_in(request, web, tenant)
     shown = tenants.participant_by_handle(session, tenant.id, handle)
     if shown is None:
@@ -207,12 +230,43 @@ def admin_participant(
         tenant=tenant,
         participant=participant,
         shown=shown,
+        access=access,
+        notice=notice_text(notice),
         standings=standings,
         rows=rows,
         total=total,
         page_number=page_number,
         pages=pages_of(total, service.ATTEMPTS_PAGE_SIZE),
     )
+
+
+@router.post("/t/{tenant_slug}/admin/participants/{handle}/role")
+def admin_participant_role(
+    tenant_slug: str,
+    handle: str,
+    request: Request,
+    work: UnitOfWorkDep,
+    csrf_token: CsrfField = "",
+    admin: Annotated[str, Form()] = "",
+) -> Response:
+    """Gives a participant account the admin role (`admin=yes`) or takes it back. Not from
+    the account this admin is signed in with: another admin takes it back."""
+    session = work.session
+    web, tenant, _, access = _admin_form(request, session, tenant_slug, csrf_token)
+    shown = tenants.participant_by_handle(session, tenant.id, handle)
+    if shown is None:
+        raise not_found()
+    back = f"admin/participants/{quote(shown.handle)}"
+    if access.account is not None and access.account.id == shown.id:
+        return redirect(request, web, tenant_url(tenant, f"{back}?notice=role-in-use"))
+    try:
+        tenants.set_admin_role(session, tenant.id, shown, admin == "yes")
+    except Conflict:
+        work.rollback()
+        return redirect(request, web, tenant_url(tenant, f"{back}?notice=role-needs-account"))
+    work.commit()
+    notice = "role-given" if admin == "yes" else "role-taken"
+    return redirect(request, web, tenant_url(tenant, f"{back}?notice={notice}"))
 
 
 @router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/exports/{name}")
@@ -225,12 +279,11 @@ def admin_export(
     format: ExportFormat = ExportFormat.CSV,
 ) -> Response:
     """One export of a challenge, streamed as the API streams it to an admin key."""
-    web, tenant, _ = visitor(request, session, tenant_slug)
-    key = admin_key(request, session, tenant)
-    if key is None:
+    web, tenant, participant = visitor(request, session, tenant_slug)
+    access = admin_access(request, session, tenant, participant)
+    if access is None:
         return to_admin_sign_in(request, web, tenant)
-    admin = sessions.admin_subject(key)
-    return export_response(exports.open_export(session, admin, challenge_id, name, format))
+    return export_response(exports.open_export(session, access.subject, challenge_id, name, format))
 
 
 @router.get("/t/{tenant_slug}/admin/sign-in")
@@ -267,7 +320,11 @@ def admin_sign_in(
         caller = authenticate(session, api_key.strip())
     except Unauthorized:
         caller = None
-    if not isinstance(caller, TenantAdmin) or caller.tenant_id != tenant.id:
+    if (
+        not isinstance(caller, TenantAdmin)
+        or caller.tenant_id != tenant.id
+        or caller.api_key_id is None
+    ):
         auth.limits.sign_in_failed(None, None, address)
         return _admin_sign_in_page(
             request,
@@ -303,15 +360,15 @@ def admin_sign_out(
 
 def _admin_form(
     request: Request, session: Session, tenant_slug: str, csrf_token: str
-) -> tuple[auth.WebSession, Tenant, Participant | None, ApiKey]:
-    """What every admin form POST starts with: the visitor, its CSRF token checked, and the
-    admin session's key (404 without one: the form's route is not there for anyone else)."""
+) -> tuple[auth.WebSession, Tenant, Participant | None, AdminAccess]:
+    """What every admin form POST starts with: the visitor, its CSRF token checked, and its
+    admin access (404 without: the form's route is not there for anyone else)."""
     web, tenant, participant = visitor(request, session, tenant_slug)
     require_csrf(web, csrf_token)
-    key = admin_key(request, session, tenant)
-    if key is None:
+    access = admin_access(request, session, tenant, participant)
+    if access is None:
         raise not_found()
-    return web, tenant, participant, key
+    return web, tenant, participant, access
 
 
 @router.post("/t/{tenant_slug}/admin/api-keys")
@@ -325,18 +382,18 @@ def admin_create_key(
 ) -> Response:
     """A new API key of the tenant, shown on the page once (it is never retrievable again)."""
     session = work.session
-    web, tenant, participant, key = _admin_form(request, session, tenant_slug, csrf_token)
+    web, tenant, participant, access = _admin_form(request, session, tenant_slug, csrf_token)
     try:
         body = ApiKeyCreate.model_validate({"name": name.strip(), "role": role})
     except ValidationError as error:
         problem = telling_first(error.errors())[0]
         message = f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
         return _dashboard(
-            request, web, session, tenant, key, participant, key_error=message, status_code=422
+            request, web, session, tenant, access, participant, key_error=message, status_code=422
         )
     created = create_api_key(session, tenant.id, body.name, body.role)
     work.commit()
-    return _dashboard(request, web, session, tenant, key, participant, created_key=created)
+    return _dashboard(request, web, session, tenant, access, participant, created_key=created)
 
 
 @router.post("/t/{tenant_slug}/admin/api-keys/{key_id}/revoke")
@@ -349,8 +406,8 @@ def admin_revoke_key(
 ) -> Response:
     """Revokes a key: it stops working at once. Not the key this admin session stands on."""
     session = work.session
-    web, tenant, _, key = _admin_form(request, session, tenant_slug, csrf_token)
-    if key_id == key.id:
+    web, tenant, _, access = _admin_form(request, session, tenant_slug, csrf_token)
+    if access.key is not None and key_id == access.key.id:
         return redirect(request, web, tenant_url(tenant, "admin?notice=key-in-use"))
     try:
         revoke_api_key(session, tenant.id, key_id)
@@ -390,13 +447,12 @@ def admin_challenge_action(
     """Opens or closes a challenge now, publishes a draft, archives or unarchives it, or
     re-runs its failed attempts (`action`)."""
     session = work.session
-    web, tenant, _, key = _admin_form(request, session, tenant_slug, csrf_token)
+    web, tenant, _, access = _admin_form(request, session, tenant_slug, csrf_token)
     if action not in _CHALLENGE_ACTIONS:
         raise not_found()
     change, notice = _CHALLENGE_ACTIONS[action]
-    admin = sessions.admin_subject(key)
     try:
-        change(work, admin.tenant_id, challenge_id)
+        change(work, access.subject.tenant_id, challenge_id)
     except NotFound:
         raise not_found() from None
     work.commit()
@@ -412,10 +468,9 @@ def admin_retry(
     csrf_token: CsrfField = "",
 ) -> Response:
     session = work.session
-    web, tenant, _, key = _admin_form(request, session, tenant_slug, csrf_token)
-    admin = sessions.admin_subject(key)
+    web, tenant, _, access = _admin_form(request, session, tenant_slug, csrf_token)
     try:
-        attempt_service.retry_attempt(work, admin.tenant_id, attempt_id)
+        attempt_service.retry_attempt(work, access.subject.tenant_id, attempt_id)
     except AppError:
         work.rollback()
         return redirect(request, web, tenant_url(tenant, "admin?notice=not-retryable"))
