@@ -7,6 +7,7 @@ import json
 import math
 import uuid
 from collections.abc import Container, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -28,6 +29,7 @@ from app.attempt.schemas import (
     TrialRead,
 )
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
+from app.challenge.config import LimitsConfig
 from app.challenge.kinds import ChallengeKind
 from app.challenge.registry import find_kind, kind_as, kinds_taking, not_for
 from app.challenge.service import config_of, get_challenge, refuse_unless_open
@@ -156,32 +158,67 @@ def _kind_fields(kind: AttemptKind, name: str, body: AttemptCreate) -> KindSubmi
     raise ValidationFailed.at(path, str(first["msg"]))
 
 
+@dataclass(frozen=True)
+class AttemptsLeft:
+    """What a participant may still submit to a challenge with limits: in all and today (None:
+    no such limit), and when the day's count starts again (00:00 UTC)."""
+
+    total: int | None
+    today: int | None
+    resets_at: datetime
+
+
+def attempts_left(
+    repo: AttemptRepository,
+    limits: LimitsConfig,
+    challenge_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    now: datetime,
+) -> AttemptsLeft:
+    """Counted as the limits count (every attempt but those an infrastructure error ended)."""
+    day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    total = today = None
+    if limits.max_attempts_total is not None:
+        used = repo.count_counting(challenge_id, participant_id)
+        total = max(0, limits.max_attempts_total - used)
+    if limits.max_attempts_per_day is not None:
+        used_today = repo.count_counting(challenge_id, participant_id, since=day_start)
+        today = max(0, limits.max_attempts_per_day - used_today)
+    return AttemptsLeft(total, today, day_start + timedelta(days=1))
+
+
+def participant_attempts_left(
+    session: Session,
+    tenant_id: uuid.UUID,
+    limits: LimitsConfig,
+    challenge_id: uuid.UUID,
+    participant_id: uuid.UUID,
+) -> AttemptsLeft | None:
+    """What the participant may still submit; None when the challenge sets no limit."""
+    if not limits.counts_attempts:
+        return None
+    repo = AttemptRepository(session, tenant_id)
+    return attempts_left(repo, limits, challenge_id, participant_id, utcnow())
+
+
 def _check_limits(
     repo: AttemptRepository, challenge: SubmissionTarget, participant_id: uuid.UUID, now: datetime
 ) -> None:
     limits = challenge.limits
-    total_limit = limits.max_attempts_total
-    if (
-        total_limit is not None
-        and repo.count_counting(challenge.challenge_id, participant_id) >= total_limit
-    ):
+    left = attempts_left(repo, limits, challenge.challenge_id, participant_id, now)
+    if left.total == 0:
         raise Conflict(
-            f"attempt limit reached: this challenge allows {total_limit} attempts per participant"
+            f"attempt limit reached: this challenge allows {limits.max_attempts_total} attempts "
+            "per participant"
         )
-    day_limit = limits.max_attempts_per_day
-    if day_limit is not None:
-        day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        if (
-            repo.count_counting(challenge.challenge_id, participant_id, since=day_start)
-            >= day_limit
-        ):
-            reset = day_start + timedelta(days=1)
-            raise TooManyRequests(
-                f"daily attempt limit reached: {day_limit} per participant per day; "
-                f"it resets at {reset:%Y-%m-%d %H:%M} UTC",
-                # Whole seconds, rounded up: a client that waits this long is past midnight.
-                headers={"Retry-After": str(math.ceil((reset - now).total_seconds()))},
-            )
+    if left.today == 0:
+        reset = left.resets_at
+        raise TooManyRequests(
+            f"daily attempt limit reached: {limits.max_attempts_per_day} per participant per "
+            f"day; it resets at {reset:%Y-%m-%d %H:%M} UTC",
+            # Whole seconds, rounded up: a client that waits this long is past midnight.
+            headers={"Retry-After": str(math.ceil((reset - now).total_seconds()))},
+        )
 
 
 def submit_attempt(

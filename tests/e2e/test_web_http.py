@@ -1220,3 +1220,33 @@ def test_an_account_given_the_admin_role_uses_the_admin_pages_until_the_role_is_
         token_from=f"/t/{slug}/challenges/{challenge['slug']}",
     )
     assert late.status_code == 404
+
+
+def test_a_participant_sees_how_many_attempts_are_left_to_them_and_when_the_day_resets(
+    api: Api, web_client: Clients, owner: dict[str, Any]
+) -> None:
+    key, slug = owner["api_key"], owner["slug"]
+    limited = api.create_challenge(
+        key,
+        title="Three tries",
+        visibility="public",
+        limits={"max_attempts_total": 3, "max_attempts_per_day": 2},
+    )
+    page = f"/t/{slug}/challenges/{limited['slug']}"
+    lena = web_client()
+    assert lena.sign_up(slug, "lena").status_code == 303
+
+    def left() -> dict[str, str]:
+        shown = lena.get(page).text
+        return dict(re.findall(r'<strong data-left="(\w+)">([^<]+)</strong>', shown))
+
+    assert left() == {"total": "3 left", "today": "2 left today"}
+    assert lena.submit(slug, limited["slug"], "PWNED").status_code == 303
+    assert left() == {"total": "2 left", "today": "1 left today"}
+    shown = lena.get(page).text
+    midnight = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d 00:00 UTC")
+    assert f"counted again from {midnight}" in shown
+    assert lena.submit(slug, limited["slug"], "PWNED").status_code == 303
+    assert left() == {"total": "1 left", "today": "0 left today"}
+    # Visitors who are not signed in see the limits, not a count of theirs.
+    assert "data-left" not in web_client().get(page).text

@@ -133,6 +133,7 @@ def challenge_page_response(
     )
     cards: list[AttemptCard] = []
     attempts_total = 0
+    left = None
     board = None
     chart = None
     if participant is not None and parts.play is None:
@@ -145,6 +146,9 @@ def challenge_page_response(
             offset=(attempts_page - 1) * ATTEMPTS_PAGE_SIZE,
         )
         cards = attempt_cards(session, tenant.id, challenge, attempts, participant.handle)
+        left = attempt_service.participant_attempts_left(
+            session, tenant.id, challenge.limits, challenge.id, participant.id
+        )
     if parts.play is None:
         board = leaderboard_view(
             session, challenge, participant, limit=LEADERBOARD_PANEL_SIZE, offset=0
@@ -167,6 +171,7 @@ def challenge_page_response(
         kind=parts,
         cards=cards,
         attempts_total=attempts_total,
+        attempts_left=left,
         attempts_page=attempts_page,
         attempts_pages=pages_of(attempts_total, ATTEMPTS_PAGE_SIZE),
         board=board,
