@@ -222,6 +222,10 @@ def test_the_guarded_echo_competition_end_to_end(
     assert by_blue["dana"]["rating"] > by_blue["bob"]["rating"]
     assert by_blue["dana"]["rank"] <= by_blue["bob"]["rank"]
     assert names_blue.index("dana") < names_blue.index("bob")
+    for side_board in (reds, blues):
+        # A row is tied exactly when another of its side has the same rank.
+        ranks = [i["rank"] for i in side_board["items"]]
+        assert [i["tied"] for i in side_board["items"]] == [ranks.count(r) > 1 for r in ranks]
     for item in (*reds["items"], *blues["items"]):
         assert item["rating_low"] <= item["rating"] <= item["rating_high"]
 

@@ -27,6 +27,7 @@ LEADERBOARD = Dataset(
             "1 + the participants of the side whose interval lies wholly above this "
             "one's (several can share a rank).",
         ),
+        Column("tied", "true when another participant of the side shares this rank."),
         Column("participant", "The participant's handle."),
         Column("rating", "Bradley-Terry rating (one decimal)."),
         Column("rating_low", "Low end of the bootstrap 95 % interval of the rating."),

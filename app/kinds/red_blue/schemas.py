@@ -139,6 +139,10 @@ class MatchList(OutputSchema):
 
 class BoardItem(OutputSchema):
     rank: int
+    tied: bool = Field(
+        description="Another participant shares this rank: their 95 % intervals overlap, so "
+        "neither is told apart from the other (a rank counts the participants entirely above)."
+    )
     participant: str
     rating: float
     rating_low: float

@@ -563,9 +563,10 @@ def board_side(params: Mapping[str, str]) -> Side:
     return Side(value)
 
 
-def board_item(line: BoardLine) -> BoardItem:
+def board_item(line: BoardLine, tied: bool) -> BoardItem:
     return BoardItem(
         rank=line.rank,
+        tied=tied,
         participant=line.handle,
         rating=round(line.rating, 1),
         rating_low=round(line.rating_low, 1),
@@ -581,18 +582,39 @@ def read_leaderboard(
 ) -> RedBlueLeaderboard:
     """A page of one side's board, as the last recompute stored it."""
     repo = RedBlueRepository(session, challenge.tenant_id)
-    rows, total = repo.ratings_page(challenge.id, side, limit=limit, offset=offset)
+    rows, total = board_page_with_ties(repo, challenge.id, side, limit=limit, offset=offset)
     board = repo.board(challenge.id)
     return RedBlueLeaderboard(
         challenge_id=challenge.id,
         side=side,
-        items=[board_item(line) for line in rows],
+        items=[board_item(line, tied) for line, tied in rows],
         total=total,
         limit=limit,
         offset=offset,
         computed_at=board.computed_at if board is not None else None,
         intervals_computed_at=board.intervals_computed_at if board is not None else None,
     )
+
+
+def board_page_with_ties(
+    repo: RedBlueRepository, challenge_id: uuid.UUID, side: Side, *, limit: int, offset: int
+) -> tuple[list[tuple[BoardLine, bool]], int]:
+    """A page of one side's board, each row with whether another row shares its rank (their
+    intervals overlap: ranks count only the rows entirely above). A shared rank's rows are
+    neighbours in the board's order, so the rows just before and after the page tell."""
+    start = max(offset - 1, 0)
+    lines, total = repo.ratings_page(
+        challenge_id, side, limit=limit + 1 + offset - start, offset=start
+    )
+    ranks = [line.rank for line in lines]
+    first = offset - start
+    rows = []
+    for index in range(first, min(first + limit, len(lines))):
+        rank = ranks[index]
+        before = index > 0 and ranks[index - 1] == rank
+        after = index + 1 < len(ranks) and ranks[index + 1] == rank
+        rows.append((lines[index], before or after))
+    return rows, total
 
 
 def _standings(session: Session, challenge: Challenge) -> Standings:
@@ -767,8 +789,12 @@ def boards_in_order(
     last: BoardCursor | None = None
     while side_index < len(SIDES) and len(items) < limit:
         side = SIDES[side_index]
-        lines, _ = repo.ratings_page(challenge_id, side, limit=limit - len(items), offset=position)
-        items.extend(SideBoardItem(**dict(board_item(line)), side=side) for line in lines)
+        lines, _ = board_page_with_ties(
+            repo, challenge_id, side, limit=limit - len(items), offset=position
+        )
+        items.extend(
+            SideBoardItem(**dict(board_item(line, tied)), side=side) for line, tied in lines
+        )
         if lines:
             # A side's positions are 1..n with no gap: the k-th row after p is at p + k.
             position += len(lines)
