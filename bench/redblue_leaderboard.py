@@ -92,7 +92,7 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
         rated.sort(key=lambda r: -r[1])
         rank = 0
         for position, (pid, rating, spread, matches, wins) in enumerate(rated, start=1):
-            # Ties share a rank (as app.redblue.ratings ranks overlapping intervals, roughly).
+            # Ties share a rank (as the red_blue ratings rank overlapping intervals, roughly).
             if position == 1 or rng.random() < 0.7:
                 rank = position
             rows.append(

@@ -108,7 +108,7 @@ class Phases:
 
 
 def instrument() -> Phases:
-    import app.redblue.ratings as ratings
+    import app.kinds.red_blue.rules.ratings as ratings
     from app.kinds.red_blue import repository, worker
 
     phases = Phases()
@@ -474,7 +474,7 @@ def before(game: Competition) -> None:
 
     from app.db import session_scope
     from app.kinds.red_blue.models import Match, MatchStatus, Rating
-    from app.redblue.ratings import MatchOutcome, compute_ratings
+    from app.kinds.red_blue.rules.ratings import MatchOutcome, compute_ratings
 
     def old() -> int:
         with session_scope() as session:

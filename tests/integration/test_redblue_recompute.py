@@ -218,7 +218,7 @@ def recounted(challenge_id: uuid.UUID) -> dict[tuple[str, str], Any]:
     """The ratings of every completed match, computed from scratch (the pure rules)."""
     from app.db import session_scope
     from app.kinds.red_blue.models import Match, MatchStatus
-    from app.redblue.ratings import MatchOutcome, compute_ratings
+    from app.kinds.red_blue.rules.ratings import MatchOutcome, compute_ratings
 
     with session_scope() as session:
         rows = session.execute(

@@ -3,8 +3,8 @@
 target call judged by each category of the judge suite; points, team standings and
 Bradley-Terry ratings with bootstrap intervals follow (docs/redblue.md).
 
-The rules are `app.redblue`'s (pure, no database); this package stores and schedules them:
-its tables (`models.py`), SQL (`repository.py`), request-side rules and views
+The rules are `rules/`'s (pure: no database, web or tasks); the rest of this package stores
+and schedules them: its tables (`models.py`), SQL (`repository.py`), request-side rules and views
 (`service.py`), endpoints (`router.py`) and worker tasks (`worker.py`, `tasks.py`).
 It takes entries of its own, no attempts (`accepts`): the core answers 422 to `POST
 /v1/challenges/{id}/attempts`, naming the endpoints to use (`entries_hint`).

@@ -7,7 +7,7 @@ worker that died), as attempts' are:
   a lease; only the holder of the current run token finishes it; one short transaction
   claims, one completes;
 - pairing never makes a pair twice (UNIQUE(attack_id, defense_id), inserts that ignore a
-  conflict) and counts the matches a submission already has (`app.redblue.pairing`);
+  conflict) and counts the matches a submission already has (`app.kinds.red_blue.rules.pairing`);
 - a transaction that completes matches numbers them with their board's next landing and
   marks the board dirty; only the transaction that turned it dirty sends the recompute; a
   recompute writes ratings and standings in one transaction, only if they are newer than
@@ -69,7 +69,7 @@ from app.tenant.service import DaySpend
 from app.unit_of_work import UnitOfWork, WorkerTask, unit_of_work
 
 if TYPE_CHECKING:
-    from app.redblue.ratings import FloatArray, Tally
+    from app.kinds.red_blue.rules.ratings import FloatArray, Tally
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ SELF_TEST_RUN = SelfTestRun()
 
 
 def _opponents(entries: list[Entry], ratings: dict[uuid.UUID, float]) -> list[Any]:
-    from app.redblue.pairing import Opponent
+    from app.kinds.red_blue.rules.pairing import Opponent
 
     return [
         Opponent(e.id, str(e.participant_id), e.created_at, ratings.get(e.participant_id))
@@ -271,7 +271,7 @@ def _make_matches(
 
 def pair_attack(attack_id: uuid.UUID) -> str:
     """Matches a new attack with defenses by the challenge's policy (idempotent)."""
-    from app.redblue.pairing import Submission, choose_opponents
+    from app.kinds.red_blue.rules.pairing import Submission, choose_opponents
 
     with unit_of_work() as work:
         session = work.session
@@ -303,7 +303,7 @@ def pair_attack(attack_id: uuid.UUID) -> str:
 def _pair_defense(work: UnitOfWork, defense: Defense, sections: RedBlueSections) -> int:
     """Pairs a defense that has just become active, if it is its participant's newest active
     defense (an older one finishing its self-test late is not paired); marks it paired."""
-    from app.redblue.pairing import Submission, choose_opponents
+    from app.kinds.red_blue.rules.pairing import Submission, choose_opponents
 
     session = work.session
     defense.paired_at = utcnow()
@@ -352,7 +352,7 @@ class MatchJob:
 
 async def _play(job: MatchJob, settings: Settings) -> dict[str, Any]:
     """The target call and every category's verdict; the values that complete the match."""
-    from app.redblue.judging import judge_match, verify_categories
+    from app.kinds.red_blue.rules.judging import judge_match, verify_categories
 
     llm = model_client(settings, _budget(job.match_id, job.tenant_id, settings))
     try:
@@ -585,10 +585,10 @@ def _recompute_in(seconds: float) -> WorkerTask:
 # previous strengths (a few Newton steps) and rewrites only the rows that changed. The
 # intervals are bootstrapped again at a bounded rate, from a recount of every match of the
 # board; in between, each participant's interval keeps its width around its moved rating
-# (app.redblue.ratings.provisional_bounds). After a recompute that took t seconds the next
-# waits t · (1 - share) / share (`GAUNTLET_REDBLUE_RECOMPUTE_SHARE`), after an interval refresh
-# likewise (`GAUNTLET_REDBLUE_INTERVALS_SHARE`), so neither takes more than its share of a
-# worker process however large the board grows.
+# (app.kinds.red_blue.rules.ratings.provisional_bounds). After a recompute that took t
+# seconds the next waits t · (1 - share) / share (`GAUNTLET_REDBLUE_RECOMPUTE_SHARE`), after
+# an interval refresh likewise (`GAUNTLET_REDBLUE_INTERVALS_SHARE`), so neither takes more than
+# its share of a worker process however large the board grows.
 
 # Boards a process keeps, least recently recomputed dropped first (a board of a million
 # matches takes some 50 MB); a dropped one is recounted at its next recompute.
@@ -619,7 +619,7 @@ class _BoardState:
     def recounted(cls, tenant_id: uuid.UUID, seq: int, landed: repository.Landed) -> _BoardState:
         import numpy as np
 
-        from app.redblue.ratings import Tally
+        from app.kinds.red_blue.rules.ratings import Tally
 
         nothing = np.zeros(0)
         state = cls(tenant_id, 0, Tally(), nothing, nothing, nothing, 0, {}, {}, {})
@@ -678,7 +678,7 @@ class _BoardState:
         wrote it) and, with `strengths`, its ratings as the fit's start."""
         import numpy as np
 
-        from app.redblue.ratings import to_strength
+        from app.kinds.red_blue.rules.ratings import to_strength
 
         for row in stored:
             player = self.player(row.side, str(row.participant_id))
@@ -781,7 +781,7 @@ def recompute(challenge_id: uuid.UUID, *, intervals_only: bool = False) -> str:
 
 
 def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: Settings) -> str:
-    from app.redblue.ratings import bootstrap_bounds, fit_strengths, provisional_bounds
+    from app.kinds.red_blue.rules.ratings import bootstrap_bounds, fit_strengths, provisional_bounds
 
     started = time.perf_counter()
     kept = _take_state(challenge_id)
@@ -935,7 +935,7 @@ def _rows(state: _BoardState, low: FloatArray, high: FloatArray) -> list[RatingR
     tens of thousands."""
     import numpy as np
 
-    from app.redblue.ratings import interval_ranks, to_rating
+    from app.kinds.red_blue.rules.ratings import interval_ranks, to_rating
 
     tally = state.tally
     rating = to_rating(state.strength)
