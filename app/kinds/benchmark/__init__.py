@@ -10,7 +10,7 @@ from app.attempt.kinds import KindSubmission, RunContext, Submitted, fields_as
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
 from app.challenge.kinds import KindConfig, NamedModel
-from app.challenge.reachability import refuse_unreachable
+from app.challenge.reachability import checked_api_base, refuse_unreachable
 from app.config import Settings, get_settings
 from app.errors import ValidationFailed
 from app.evaluation.benchmark import (
@@ -23,7 +23,6 @@ from app.kinds.base import Kind
 from app.kinds.benchmark import web
 from app.kinds.benchmark.config import BenchmarkConfig
 from app.kinds.benchmark.schemas import BenchmarkSubmission
-from app.kinds.outbound import checked_api_base
 from app.scoring.strategies import Strategy
 
 

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import Field, StringConstraints
 
 from app.challenge.kinds import KindConfig
+from app.challenge.sections import EvaluationConfig
 from app.config import Settings
 from app.evaluation.types import ModelSpec
-from app.kinds.evaluation import EvaluationConfig
 from app.schemas import InputSchema, ModelId
 
 if TYPE_CHECKING:

@@ -17,10 +17,10 @@ from app.attempt.kinds import (
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
 from app.challenge.kinds import KindConfig, NamedModel
+from app.challenge.reachability import checked_api_base
 from app.errors import ValidationFailed
 from app.evaluation.feedback import FEEDBACK_MODES
 from app.kinds.base import Kind
-from app.kinds.outbound import checked_api_base
 from app.kinds.prompt import web
 from app.kinds.prompt.config import PromptConfig
 from app.kinds.prompt.schemas import PromptSubmission

@@ -22,10 +22,10 @@ from sqlalchemy.orm import Session
 from app.challenge.config import KindLimits
 from app.challenge.kinds import Accepts, KindConfig, NamedModel
 from app.challenge.models import Challenge
+from app.challenge.reachability import checked_api_base
 from app.config import get_settings
 from app.export.stream import Dataset
 from app.kinds.base import Kind
-from app.kinds.outbound import checked_api_base
 from app.kinds.red_blue.config import (
     RedBlueLimitFields,
     RedBlueSections,
