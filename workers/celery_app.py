@@ -36,7 +36,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 def make_celery() -> Celery:
     settings = get_settings()
-    # The core's tasks, and those of the challenge kinds (app/challenge/kinds.py).
+    # The core's tasks, and those of the challenge kinds (app/challenge/challenge_kind.py).
     from app.challenge.registry import periodic_tasks, worker_task_modules
 
     kind_tasks = worker_task_modules()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from app.challenge.kinds import NamedModel
+from app.challenge.challenge_kind import NamedModel
 from app.config import get_settings
 from app.errors import ValidationFailed
 from app.evaluation.model_ids import base_url_problem, model_id_problem

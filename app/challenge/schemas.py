@@ -2,8 +2,8 @@
 
 A body has the fields every challenge has, and the sections of its kind (`target`,
 `verifier`, `benchmark`, ...), which ride along as extra fields: the service validates them
-with the kind's own model (`app.challenge.kinds`), naming the field on error, an unknown one
-included. Two read shapes exist: `ChallengeRead` (tenant admins: everything) and
+with the kind's own model (`app.challenge.challenge_kind`), naming the field on error, an
+unknown one included. Two read shapes exist: `ChallengeRead` (tenant admins: everything) and
 `ChallengePublic` (participants and member keys: what the kind hides removed).
 """
 

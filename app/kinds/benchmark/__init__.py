@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from app.attempt.kinds import KindSubmission, RunContext, Submitted, fields_as
+from app.attempt.attempt_kind import KindSubmission, RunContext, Submitted, fields_as
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
-from app.challenge.kinds import KindConfig, NamedModel
+from app.challenge.challenge_kind import KindConfig, NamedModel
 from app.challenge.reachability import checked_api_base, refuse_unreachable
 from app.config import Settings, get_settings
 from app.errors import ValidationFailed

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from app.challenge.kinds import KindConfig
+from app.challenge.challenge_kind import KindConfig
 from app.challenge.sections import EvaluationConfig
 from app.config import Settings
 from app.evaluation.types import ModelSpec

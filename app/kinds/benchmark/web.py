@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from app.attempt import service as attempt_service
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.schemas import AttemptCreate, AttemptRead, RunRow
-from app.challenge.kinds import KindConfig
+from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
 from app.evaluation.offline import OFFLINE_MODELS
 from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec
@@ -36,7 +36,7 @@ from app.web.formatting import (
     int_or_none,
 )
 from app.web.forms import FormError
-from app.web.kinds import StrategyText, WebKind
+from app.web.web_kind import StrategyText, WebKind
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from app.attempt.kinds import (
+from app.attempt.attempt_kind import (
     KindSubmission,
     RunContext,
     Submitted,
@@ -16,7 +16,7 @@ from app.attempt.kinds import (
 )
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
-from app.challenge.kinds import KindConfig, NamedModel
+from app.challenge.challenge_kind import KindConfig, NamedModel
 from app.challenge.reachability import checked_api_base
 from app.errors import ValidationFailed
 from app.evaluation.feedback import FEEDBACK_MODES

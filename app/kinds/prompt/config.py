@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from app.challenge.kinds import KindConfig
+from app.challenge.challenge_kind import KindConfig
 from app.challenge.sections import EvaluationConfig
 from app.evaluation.types import ModelSpec
 from app.evaluation.verifiers import VerifierConfig

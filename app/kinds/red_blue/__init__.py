@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from app.challenge.challenge_kind import Accepts, KindConfig, NamedModel
 from app.challenge.config import KindLimits
-from app.challenge.kinds import Accepts, KindConfig, NamedModel
 from app.challenge.models import Challenge
 from app.challenge.reachability import checked_api_base
 from app.config import get_settings

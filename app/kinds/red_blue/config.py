@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import Field
 
+from app.challenge.challenge_kind import KindConfig
 from app.challenge.config import KindLimits, LimitsConfig
-from app.challenge.kinds import KindConfig
 from app.evaluation.types import ModelSpec
 from app.kinds.red_blue.rules.config import (
     JudgeSuite,

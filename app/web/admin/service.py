@@ -12,8 +12,8 @@ from app.challenge import service as challenges
 from app.challenge.config import ChallengeStatus
 from app.challenge.models import Challenge
 from app.challenge.service import challenge_status
-from app.web.kinds import Count, StrategyText, by_kind
 from app.web.leaderboards.service import strategy_text
+from app.web.web_kind import Count, StrategyText, by_kind
 
 
 @dataclass(frozen=True)
