@@ -17,6 +17,7 @@ from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model
 from pydantic_core import PydanticCustomError
 
 from app.challenge.config import ChallengeStatus, LimitsConfig, Visibility
+from app.challenge.registry import KindNotFound, find_kind
 from app.schemas import BoundedDatetime, InputSchema, Name, OutputSchema, Slug
 from app.scoring.schemas import ENTRYPOINT_PATTERN, ScoringConfig
 from app.scoring.strategies import Strategy
@@ -70,8 +71,6 @@ def refuse_both_scoring_forms(data: Any) -> Any:
 
 
 def registered_kind(name: str) -> str:
-    from app.challenge.registry import KindNotFound, find_kind
-
     try:
         find_kind(name)
     except KindNotFound as error:

@@ -149,6 +149,7 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
         return _config(config).benchmark.cost_budget(settings)
 
     async def run(self, context: RunContext) -> AttemptMetrics | None:
+        # The engine's runner is the worker's: the API loads the kind, never the run.
         from app.kinds.benchmark import run
 
         return await run.run(context, _config(context.job.config))

@@ -85,6 +85,7 @@ class BenchmarkConfig(KindConfig):
     def run_config(self, actor: ModelSubmission, settings: Settings) -> RunConfig:
         """The engine's run of one submitted model: the one place this configuration becomes
         a `RunConfig` (and its roles `ModelSpec`s)."""
+        # The engine's runner is the worker's: the API loads this configuration, never the run.
         from app.evaluation.runner import RunConfig
 
         spec = self.benchmark

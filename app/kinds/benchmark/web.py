@@ -22,6 +22,7 @@ from app.attempt.metrics import AttemptMetrics
 from app.attempt.schemas import AttemptCreate, AttemptRead, RunRow
 from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
+from app.evaluation.benchmark import Benchmark
 from app.evaluation.offline import OFFLINE_MODELS
 from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec
 from app.kinds.benchmark.schemas import BenchmarkSubmission
@@ -183,8 +184,7 @@ class BenchmarkOutline:
 
 @lru_cache(maxsize=256)
 def _outline(spec_json: str) -> BenchmarkOutline:
-    # Imported here: only benchmark pages need the engine's benchmark loader.
-    from app.evaluation.benchmark import Benchmark
+    # The engine's runner is the worker's: the API loads it only to draw a benchmark's page.
     from app.evaluation.runner import select_tasks
 
     spec = json.loads(spec_json)

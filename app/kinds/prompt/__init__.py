@@ -108,6 +108,7 @@ class PromptKind(web.PromptPages, Kind):
         return Submitted(prompt=checked_prompt(target, prompt))
 
     async def run(self, context: RunContext) -> AttemptMetrics | None:
+        # The engine's runner is the worker's: the API loads the kind, never the run.
         from app.kinds.prompt import run
 
         return await run.run(context, _config(context.job.config))

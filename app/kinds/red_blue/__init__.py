@@ -26,6 +26,7 @@ from app.challenge.reachability import checked_api_base
 from app.config import get_settings
 from app.export.stream import Dataset
 from app.kinds.base import Kind
+from app.kinds.red_blue import service
 from app.kinds.red_blue.config import (
     RedBlueLimitFields,
     RedBlueSections,
@@ -33,6 +34,7 @@ from app.kinds.red_blue.config import (
     sections_of,
 )
 from app.kinds.red_blue.dispatch import SWEEP_TASK
+from app.kinds.red_blue.exports import RED_BLUE_DATASETS
 from app.kinds.red_blue.web import RedBluePages
 from app.scoring.strategies import Strategy
 
@@ -122,11 +124,13 @@ class RedBlueKind(RedBluePages, Kind):
         }
 
     def web_routers(self) -> Sequence[APIRouter]:
+        # The kind's pages load with the web UI's routes, not in the worker.
         from app.kinds.red_blue.pages import router
 
         return (router,)
 
     def api_routers(self) -> Sequence[APIRouter]:
+        # The kind's endpoints load with the API's routes, not in the worker.
         from app.kinds.red_blue.router import router
 
         return (router,)
@@ -143,7 +147,6 @@ class RedBlueKind(RedBluePages, Kind):
         params: Mapping[str, str],
     ) -> BaseModel:
         """`?side=red|blue`: one side's board by rating (required)."""
-        from app.kinds.red_blue import service
 
         side = service.board_side(params)
         return service.read_leaderboard(session, challenge, side, limit=limit, offset=offset)
@@ -152,7 +155,6 @@ class RedBlueKind(RedBluePages, Kind):
 
     def exports(self) -> Sequence[Dataset]:
         """Both boards, defenses, attacks and matches (it has no attempts)."""
-        from app.kinds.red_blue.exports import RED_BLUE_DATASETS
 
         return RED_BLUE_DATASETS
 

@@ -38,6 +38,7 @@ from app.challenge.service import config_of
 from app.config import Settings, get_settings
 from app.db import session_scope, utcnow
 from app.errors import ValidationFailed
+from app.evaluation.verifiers import build_verifier
 from app.kinds.red_blue import repository
 from app.kinds.red_blue.config import RedBlueSections, sections_of
 from app.kinds.red_blue.dispatch import (
@@ -59,6 +60,8 @@ from app.kinds.red_blue.models import (
     Side,
 )
 from app.kinds.red_blue.repository import Entry, RatingRow
+from app.kinds.red_blue.rules.judging import judge_match, verify_categories
+from app.kinds.red_blue.rules.pairing import Opponent, Submission, choose_opponents
 from app.lease.budget import CostBudget, RowSpend
 from app.lease.heartbeat import Heartbeat
 from app.lease.model_client import model_client
@@ -121,8 +124,6 @@ class SelfTestResult:
 
 
 async def _self_test(job: SelfTestJob, settings: Settings) -> SelfTestResult:
-    from app.evaluation.verifiers import build_verifier
-
     llm = model_client(settings, _budget(None, job.tenant_id, settings))
     try:
         test = job.sections.self_test
@@ -226,8 +227,6 @@ SELF_TEST_RUN = SelfTestRun()
 
 
 def _opponents(entries: list[Entry], ratings: dict[uuid.UUID, float]) -> list[Any]:
-    from app.kinds.red_blue.rules.pairing import Opponent
-
     return [
         Opponent(e.id, str(e.participant_id), e.created_at, ratings.get(e.participant_id))
         for e in entries
@@ -271,7 +270,6 @@ def _make_matches(
 
 def pair_attack(attack_id: uuid.UUID) -> str:
     """Matches a new attack with defenses by the challenge's policy (idempotent)."""
-    from app.kinds.red_blue.rules.pairing import Submission, choose_opponents
 
     with unit_of_work() as work:
         session = work.session
@@ -303,7 +301,6 @@ def pair_attack(attack_id: uuid.UUID) -> str:
 def _pair_defense(work: UnitOfWork, defense: Defense, sections: RedBlueSections) -> int:
     """Pairs a defense that has just become active, if it is its participant's newest active
     defense (an older one finishing its self-test late is not paired); marks it paired."""
-    from app.kinds.red_blue.rules.pairing import Submission, choose_opponents
 
     session = work.session
     defense.paired_at = utcnow()
@@ -352,7 +349,6 @@ class MatchJob:
 
 async def _play(job: MatchJob, settings: Settings) -> dict[str, Any]:
     """The target call and every category's verdict; the values that complete the match."""
-    from app.kinds.red_blue.rules.judging import judge_match, verify_categories
 
     llm = model_client(settings, _budget(job.match_id, job.tenant_id, settings))
     try:
@@ -617,6 +613,7 @@ class _BoardState:
 
     @classmethod
     def recounted(cls, tenant_id: uuid.UUID, seq: int, landed: repository.Landed) -> _BoardState:
+        # numpy and scipy (~0.6 s) load with the first ratings recompute, not with every worker.
         import numpy as np
 
         from app.kinds.red_blue.rules.ratings import Tally
@@ -629,6 +626,7 @@ class _BoardState:
     def add(self, landed: repository.Landed, seq: int) -> None:
         """Adds the matches landed after `self.seq` up to `seq`; the per-player arrays grow
         with the participants they bring (strength 0, no interval yet)."""
+        # numpy (~0.15 s) loads with the first ratings recompute, not with every worker.
         import numpy as np
 
         reds, blues = self.tally.reds, self.tally.blues
@@ -652,6 +650,7 @@ class _BoardState:
         self.seq = seq
 
     def _grown(self, values: FloatArray, reds: int, blues: int, fill: float) -> FloatArray:
+        # numpy (~0.15 s) loads with the first ratings recompute, not with every worker.
         import numpy as np
 
         more_reds, more_blues = self.tally.reds - reds, self.tally.blues - blues
@@ -676,6 +675,7 @@ class _BoardState:
     def start_from_stored(self, stored: list[RatingRow], *, strengths: bool) -> None:
         """Takes the board as stored: its intervals as offsets (the last bootstrap's, whoever
         wrote it) and, with `strengths`, its ratings as the fit's start."""
+        # numpy and scipy (~0.6 s) load with the first ratings recompute, not with every worker.
         import numpy as np
 
         from app.kinds.red_blue.rules.ratings import to_strength
@@ -781,6 +781,7 @@ def recompute(challenge_id: uuid.UUID, *, intervals_only: bool = False) -> str:
 
 
 def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: Settings) -> str:
+    # scipy (~0.5 s) loads with the first ratings recompute, not with every worker.
     from app.kinds.red_blue.rules.ratings import bootstrap_bounds, fit_strengths, provisional_bounds
 
     started = time.perf_counter()
@@ -933,6 +934,7 @@ def _rows(state: _BoardState, low: FloatArray, high: FloatArray) -> list[RatingR
     what readers see (0.1 points), so a row that did not change is not written again. With
     arrays, not a Python object per participant until the rows themselves: a board may have
     tens of thousands."""
+    # numpy and scipy (~0.6 s) load with the first ratings recompute, not with every worker.
     import numpy as np
 
     from app.kinds.red_blue.rules.ratings import interval_ranks, to_rating
