@@ -83,7 +83,7 @@ def worker(
 ) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     if end_with_parent:
-        # The worker side loads for `worker` alone; no other command imports it.
+        # The worker side loads only for the commands that start or supervise a worker.
         from workers.supervisor import end_with_parent as tie_to_parent
 
         # `gauntlet run` killed (SIGKILL: no goodbye) must not leave its worker running.

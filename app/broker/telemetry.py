@@ -10,7 +10,6 @@ from app.config import get_settings
 
 def queue_depth() -> Iterable[tuple[list[str], float]]:
     """Messages waiting in the broker's queue (kombu counts them, for Redis or the folder)."""
-    # Celery (~0.13 s) loads when /metrics is first read, not with the API.
     from app.broker.sender import sender_app  # Celery (~0.13 s) only once /metrics is read
 
     queue = get_settings().queue
