@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import BaseRoute
 
-from app.attempt.kinds import AttemptKind
+from app.attempt.attempt_kind import AttemptKind
 from app.auth.gate import (
     get_credential,
     require_platform_admin,

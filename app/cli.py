@@ -15,8 +15,11 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from app.evalcli.cli import add_eval_commands, dispatch
+
 
 def migrate() -> None:
+    # Alembic and the settings load for `migrate` alone: `gauntlet eval` starts without them.
     from alembic import command
     from alembic.config import Config
 
@@ -36,6 +39,7 @@ def proxy_options() -> dict[str, Any]:
     """uvicorn's proxy-header options from the settings: X-Forwarded-For and -Proto are
     believed only from `GAUNTLET_TRUSTED_PROXIES` (uvicorn's own default believes them from
     loopback, so that anyone reaching the port there could pick their address)."""
+    # The settings (pydantic) load for the service's commands alone, never for `gauntlet eval`.
     from app.config import get_settings
 
     trusted = get_settings().trusted_proxy_list
@@ -46,6 +50,7 @@ def proxy_options() -> dict[str, Any]:
 
 def _server_config(host: str, port: int, workers: int) -> dict[str, Any]:
     """uvicorn's settings; its worker processes apply the same logging configuration."""
+    # The settings (pydantic) load for the service's commands alone, never for `gauntlet eval`.
     from app.config import get_settings
     from app.observability.logging import logging_config
 
@@ -64,6 +69,7 @@ def _server_config(host: str, port: int, workers: int) -> dict[str, Any]:
 
 
 def serve(host: str, port: int, workers: int) -> None:
+    # The web server loads for `serve` alone.
     import uvicorn
 
     from app.observability.processes import prepare_metrics_directory
@@ -77,13 +83,16 @@ def worker(
 ) -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     if end_with_parent:
+        # The worker side loads only for the commands that start or supervise a worker.
         from workers.supervisor import end_with_parent as tie_to_parent
 
         # `gauntlet run` killed (SIGKILL: no goodbye) must not leave its worker running.
         tie_to_parent(signal.SIGTERM)
+    # The service's modules load for the service's commands alone, never for `gauntlet eval`.
     from app.observability.processes import prepare_metrics_directory
 
     prepare_metrics_directory("worker")
+    # The worker side (Celery, every task) loads for `worker` alone.
     from app.config import get_settings
     from app.observability.logging import configure_logging
     from workers.celery_app import celery_app
@@ -111,6 +120,7 @@ def worker(
 
 def beat(loglevel: str) -> None:
     """The periodic scheduler alone (production runs exactly one; `worker --beat` embeds it)."""
+    # The worker side (Celery, every task) loads for `beat` alone.
     from app.config import get_settings
     from workers.celery_app import celery_app
 
@@ -121,6 +131,7 @@ def beat(loglevel: str) -> None:
 
 
 def seed() -> None:
+    # The database and the domains load for `seed` alone.
     from app.config import get_settings
     from app.db import session_scope
     from app.seed import seed_demo
@@ -136,10 +147,12 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def run_embedded(host: str, port: int) -> None:
     """Everything on one machine, nothing to install: migrate, seed, a worker, the API."""
+    # The service's modules load for `run` alone, never for `gauntlet eval`.
     from app.observability.processes import prepare_metrics_directory
 
     # Shared with the worker below, so the API's /metrics shows the worker's series too.
     prepare_metrics_directory("embedded")
+    # The web server, the database and the domains load for `run` alone.
     import uvicorn
 
     from app.config import get_settings
@@ -156,6 +169,7 @@ def run_embedded(host: str, port: int) -> None:
     with session_scope() as session:
         info = seed_demo(session, settings)
     admin_token = settings.resolved_admin_token
+    # The worker side loads for `run` alone (it supervises the worker).
     from workers.supervisor import Supervisor
 
     # Started again within seconds whenever it ends, with a log line saying how it ended.
@@ -224,9 +238,6 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser = commands.add_parser("run", help="embedded mode: migrate, seed, worker and API")
     run_parser.add_argument("--host", default="127.0.0.1")
     run_parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-    # A light import: the eval commands import their heavy modules only when they run.
-    from app.evalcli.cli import add_eval_commands
-
     eval_parser = commands.add_parser(
         "eval", help="run benchmark variants (pass@k, seq@k) and read their run folders"
     )
@@ -237,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _settings_or_exit() -> None:
     """Unsafe production settings end the command with their reasons, not a traceback (and
     never with the values: they may be secrets)."""
+    # pydantic and the settings load for the service's commands alone, never for `gauntlet eval`.
     from pydantic import ValidationError
 
     from app.config import get_settings
@@ -265,8 +277,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif args.command == "run":
         run_embedded(args.host, args.port)
     elif args.command == "eval":
-        from app.evalcli.cli import dispatch
-
         sys.exit(dispatch(args))
 
 

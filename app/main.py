@@ -216,7 +216,7 @@ def create_app() -> FastAPI:
         observability_router,
     ):
         app.include_router(router)
-    # What the challenge kinds bring of their own (app/challenge/kinds.py): their endpoints.
+    # What the challenge kinds bring of their own (app/challenge/challenge_kind.py): endpoints.
     for kind in registered().values():
         for router in kind.api_routers():
             app.include_router(router)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from app.auth.service import create_api_key
+from app.auth.subjects import ApiKeyRole
 from app.challenge.schemas import ChallengeCreate
 from app.challenge.service import challenge_by_slug, create_challenge
 from app.config import Settings
@@ -62,9 +64,6 @@ def seed_demo(session: Session, settings: Settings) -> DemoInfo:
         if tenant is None:
             tenant, _row, key = create_tenant(session, DEMO_TENANT, "Demo")
         else:
-            from app.auth.service import create_api_key
-            from app.auth.subjects import ApiKeyRole
-
             _row, key = create_api_key(session, tenant.id, "demo key", ApiKeyRole.ADMIN)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         key_file.write_text(key + "\n")

@@ -47,6 +47,7 @@ def _estimate(value: str, user_inputs: list[str]) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _common_passwords() -> frozenset[str]:
+    # zxcvbn (~30 ms) loads with the first check that needs it, as in `_estimate`.
     from zxcvbn.frequency_lists import FREQUENCY_LISTS
 
     return frozenset(FREQUENCY_LISTS["passwords"])

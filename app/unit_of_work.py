@@ -33,6 +33,8 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy.orm import Session
 
+from app import db
+
 R = TypeVar("R")
 E = TypeVar("E", bound="Event[Any]")
 
@@ -131,9 +133,8 @@ def _load_handlers() -> None:
 def unit_of_work() -> Iterator[UnitOfWork]:
     """A unit of work for tasks and scripts: commits (then sends) on success, rolls back on
     error, closes the session either way."""
-    from app.db import get_sessionmaker
 
-    session = get_sessionmaker()()
+    session = db.get_sessionmaker()()
     work = UnitOfWork(session)
     try:
         yield work
@@ -148,7 +149,7 @@ def unit_of_work() -> Iterator[UnitOfWork]:
 def send_tasks(messages: list[TaskMessage]) -> int:
     """Sends each message to this deployment's queue; returns how many left the process."""
     from app.broker import sender  # Celery (~0.13 s to import) only once something is sent
-    from app.observability import metrics as telemetry
+    from app.observability import metrics as telemetry  # prometheus_client: likewise, once sent
 
     sent = 0
     for message in messages:

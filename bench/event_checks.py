@@ -362,7 +362,7 @@ RATING_TOLERANCE = 1.0
 def red_blue_invariants(engine: Engine) -> list[Invariant]:
     """Each red-blue challenge's standings and both boards' points, matches and wins equal
     the sums over its judged matches; its ratings equal a fit from scratch."""
-    from app.redblue.ratings import MatchOutcome, compute_ratings
+    from app.kinds.red_blue.rules.ratings import MatchOutcome, compute_ratings
 
     found = []
     with engine.connect() as connection:

@@ -56,7 +56,7 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
     from app.challenge.service import create_challenge
     from app.config import get_settings
     from app.db import session_scope, utcnow
-    from app.kinds.red_blue import repository, worker
+    from app.kinds.red_blue import board_recompute, repository
     from app.kinds.red_blue.models import Side
     from app.kinds.red_blue.repository import RatingRow
     from app.seed import DEMO_RED_BLUE
@@ -92,7 +92,7 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
         rated.sort(key=lambda r: -r[1])
         rank = 0
         for position, (pid, rating, spread, matches, wins) in enumerate(rated, start=1):
-            # Ties share a rank (as app.redblue.ratings ranks overlapping intervals, roughly).
+            # Ties share a rank (as the red_blue ratings rank overlapping intervals, roughly).
             if position == 1 or rng.random() < 0.7:
                 rank = position
             rows.append(
@@ -112,7 +112,9 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
     with session_scope() as session:
         repository.land_matches(session, tenant_id, challenge_id, [], now)
     with session_scope() as session:
-        claim = repository.claim_board(session, challenge_id, now, worker.pacing(get_settings()))
+        claim = repository.claim_board(
+            session, challenge_id, now, board_recompute.pacing(get_settings())
+        )
     assert claim is not None
     with session_scope() as session:
         written = repository.write_board(

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 
-from app.redblue import ratings as rating_module
-from app.redblue.ratings import (
+from app.kinds.red_blue.rules import ratings as rating_module
+from app.kinds.red_blue.rules.ratings import (
     MatchOutcome,
     PairResults,
     Tally,

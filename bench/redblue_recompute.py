@@ -108,7 +108,7 @@ class Phases:
 
 
 def instrument() -> Phases:
-    import app.redblue.ratings as ratings
+    import app.kinds.red_blue.rules.ratings as ratings
     from app.kinds.red_blue import repository, worker
 
     phases = Phases()
@@ -367,25 +367,25 @@ def timed(call: Callable[[], Any]) -> tuple[float, float, Any]:
 
 
 def first_recompute(game: Competition, phases: Phases) -> None:
-    from app.kinds.red_blue import worker
+    from app.kinds.red_blue import board_recompute
 
-    worker.forget_boards()
+    board_recompute.forget_boards()
     game.set_intervals_due(True)
     phases.reset()
-    wall, cpu, result = timed(lambda: worker.recompute(game.challenge_id))
+    wall, cpu, result = timed(lambda: board_recompute.recompute(game.challenge_id))
     print(f"   (a) first recompute, nothing kept: {wall:.2f} s wall, {cpu:.2f} s CPU ({result})")
     print(f"       {phases.line()}")
 
 
 def incremental(game: Competition, phases: Phases, rounds: int, landing: int) -> None:
-    from app.kinds.red_blue import worker
+    from app.kinds.red_blue import board_recompute
 
     game.set_intervals_due(False)
     walls, cpus, lines = [], [], []
     for _ in range(rounds):
         game.land(landing)
         phases.reset()
-        wall, cpu, _ = timed(lambda: worker.recompute(game.challenge_id))
+        wall, cpu, _ = timed(lambda: board_recompute.recompute(game.challenge_id))
         walls.append(wall)
         cpus.append(cpu)
         lines.append((wall, phases.line()))
@@ -400,11 +400,11 @@ def incremental(game: Competition, phases: Phases, rounds: int, landing: int) ->
 
 
 def refresh(game: Competition, phases: Phases) -> float:
-    from app.kinds.red_blue import worker
+    from app.kinds.red_blue import board_recompute
 
     game.set_intervals_due(True)
     phases.reset()
-    wall, cpu, result = timed(lambda: worker.recompute(game.challenge_id))
+    wall, cpu, result = timed(lambda: board_recompute.recompute(game.challenge_id))
     print(f"   (c) interval refresh, board kept: {wall:.2f} s wall, {cpu:.2f} s CPU ({result})")
     print(f"       {phases.line()}")
     return wall
@@ -414,7 +414,7 @@ def constant_rate(game: Competition, rate: float, seconds: float) -> None:
     """Matches arrive at `rate` a second (a landing every 0.2 s); the recompute tasks the
     landings and recomputes send run when their countdown is up, one at a time, as a worker
     process would run them."""
-    from app.kinds.red_blue import worker
+    from app.kinds.red_blue import board_recompute
     from app.kinds.red_blue.dispatch import INTERVALS_ONLY, RECOMPUTE_TASK
 
     game.sent.clear()
@@ -441,7 +441,7 @@ def constant_rate(game: Competition, rate: float, seconds: float) -> None:
             intervals_only = INTERVALS_ONLY in due[0][2]
             taken = time.perf_counter()
             wall, cpu, result = timed(
-                partial(worker.recompute, game.challenge_id, intervals_only=intervals_only)
+                partial(board_recompute.recompute, game.challenge_id, intervals_only=intervals_only)
             )
             recompute_wall += wall
             recompute_cpu += cpu
@@ -474,7 +474,7 @@ def before(game: Competition) -> None:
 
     from app.db import session_scope
     from app.kinds.red_blue.models import Match, MatchStatus, Rating
-    from app.redblue.ratings import MatchOutcome, compute_ratings
+    from app.kinds.red_blue.rules.ratings import MatchOutcome, compute_ratings
 
     def old() -> int:
         with session_scope() as session:

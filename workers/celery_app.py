@@ -27,8 +27,12 @@ from celery.signals import (
 
 from app.broker.config import configure
 from app.broker.sender import REQUEST_ID_HEADER
+from app.challenge.registry import periodic_tasks, worker_task_modules
 from app.config import get_settings
 from app.observability import context
+from app.observability.logging import configure_logging
+from app.observability.worker import on_worker_init, on_worker_ready, on_worker_shutdown
+from app.scoring.sandbox.service import describe_scorer_sandbox, log_scorer_sandbox
 from workers.supervisor import end_with_parent
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -36,8 +40,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 def make_celery() -> Celery:
     settings = get_settings()
-    # The core's tasks, and those of the challenge kinds (app/challenge/kinds.py).
-    from app.challenge.registry import periodic_tasks, worker_task_modules
+    # The core's tasks, and those of the challenge kinds (app/challenge/challenge_kind.py).
 
     kind_tasks = worker_task_modules()
     app = Celery("gauntlet", include=["app.attempt.tasks", "app.rescore.tasks", *kind_tasks])
@@ -85,7 +88,6 @@ def _end_beat_with_the_worker(**_: object) -> None:
 @worker_init.connect
 def _probe_scorer_sandbox(**_: object) -> None:
     # Once per worker, before the pool forks, so every pool process inherits the result.
-    from app.scoring.sandbox.service import describe_scorer_sandbox
 
     describe_scorer_sandbox()
 
@@ -93,7 +95,6 @@ def _probe_scorer_sandbox(**_: object) -> None:
 @worker_ready.connect
 def _log_scorer_sandbox(**_: object) -> None:
     # Logging is set up only after worker_init.
-    from app.scoring.sandbox.service import log_scorer_sandbox
 
     log_scorer_sandbox()
 
@@ -107,7 +108,6 @@ _ATTEMPT_TASK = "gauntlet.run_attempt"
 def _configure_logging(loglevel: int | str | None = None, **_: Any) -> None:
     """Celery leaves logging alone when this signal has a receiver: the worker and beat log
     in the service's format (JSON in production) instead of Celery's."""
-    from app.observability.logging import configure_logging
 
     level = logging.getLevelName(loglevel) if isinstance(loglevel, int) else loglevel
     configure_logging(get_settings().resolved_log_format, str(level or "INFO"))
@@ -139,20 +139,14 @@ def _unbind_task_ids(task_id: str | None = None, **_: Any) -> None:
 
 @worker_init.connect
 def _start_worker_monitor(sender: Any = None, **_: Any) -> None:
-    from app.observability.worker import on_worker_init
-
     on_worker_init(sender)
 
 
 @worker_ready.connect
 def _worker_consuming(sender: Any = None, **_: Any) -> None:
-    from app.observability.worker import on_worker_ready
-
     on_worker_ready(sender)
 
 
 @worker_shutdown.connect
 def _stop_worker_monitor(**_: Any) -> None:
-    from app.observability.worker import on_worker_shutdown
-
     on_worker_shutdown()

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.kinds import AttemptJob, AttemptKind, RunContext
+from app.attempt.attempt_kind import AttemptJob, AttemptKind, RunContext
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus
 from app.attempt.ranked import metric_columns, ranked_of

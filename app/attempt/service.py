@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
+from app.attempt.attempt_kind import AttemptKind, KindSubmission
 from app.attempt.dispatch import RUN_ATTEMPT
-from app.attempt.kinds import AttemptKind, KindSubmission
 from app.attempt.models import Attempt, AttemptStatus, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
 from app.attempt.schemas import (
@@ -29,8 +29,8 @@ from app.attempt.schemas import (
     TrialRead,
 )
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
+from app.challenge.challenge_kind import ChallengeKind
 from app.challenge.config import LimitsConfig
-from app.challenge.kinds import ChallengeKind
 from app.challenge.registry import find_kind, kind_as, kinds_taking, not_for
 from app.challenge.service import config_of, get_challenge, refuse_unless_open
 from app.config import get_settings

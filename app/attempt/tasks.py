@@ -12,6 +12,7 @@ from sqlalchemy.exc import OperationalError
 from app.attempt import runner, sweep
 from app.attempt.dispatch import RUN_ATTEMPT_TASK
 from app.config import get_settings
+from app.evaluation.llm import warm_up
 
 _settings = get_settings()
 log = logging.getLogger(__name__)
@@ -22,7 +23,6 @@ def _load_litellm_before_forking(**_: object) -> None:
     """Import litellm (seconds) and make its first call (seconds more: it loads its provider
     modules then) once in the worker's main process, before the pool forks, so no attempt pays
     for either and no lease runs out while a child imports it."""
-    from app.evaluation.llm import warm_up
 
     warm_up()
 

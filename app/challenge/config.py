@@ -44,7 +44,8 @@ class ChallengeStatus(StrEnum):
 class LimitsConfig(InputSchema):
     """A challenge's limits, one document: the core's (attempts per participant, prompt
     length) and the kind's own, which ride along as extra fields and are validated by the
-    kind's `limits_model` (`app.challenge.kinds`; red_blue's defense and attack lengths)."""
+    kind's `limits_model` (`app.challenge.challenge_kind`; red_blue's defense and attack
+    lengths)."""
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 

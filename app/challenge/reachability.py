@@ -1,17 +1,30 @@
 """Whether the models a challenge names can be called by this server's workers, checked when
 the challenge is saved: a model id the policy refuses, an `openai-compatible/` model with no
-base URL, or a provider whose API key the server does not have is a 422 naming the field."""
+base URL, or a provider whose API key the server does not have is a 422 naming the field; and
+a kind's base URL, checked against the outbound policy when its `prepare` runs."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from app.challenge.kinds import NamedModel
+from app.challenge.challenge_kind import NamedModel
 from app.config import get_settings
 from app.errors import ValidationFailed
 from app.evaluation.model_ids import base_url_problem, model_id_problem
 from app.outbound.policy import OutboundRefused
 from app.outbound.providers import BUILTIN_PROVIDERS
+
+
+def checked_api_base(api_base: str | None, path: list[str | int]) -> str | None:
+    """The base URL is allowed and resolves to permitted addresses now; it is stored in its
+    normalised form, which the worker checks again before every call."""
+    if api_base is None:
+        return None
+    try:
+        return get_settings().outbound_policy().checked_base(api_base)
+    except OutboundRefused as error:
+        raise ValidationFailed.at(path, str(error)) from error
+
 
 # The characters that make a model pattern a glob rather than one id.
 _GLOB = frozenset("*?[]!")

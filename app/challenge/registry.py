@@ -1,7 +1,7 @@
 """The registry of challenge kinds: which kinds this deployment has, by name.
 
 A kind is a module exposing `KIND` (an instance of its class, which implements the kind
-interfaces of every layer; see `app.challenge.kinds`). The built-in kinds are listed below;
+interfaces of every layer; see `app.challenge.challenge_kind`). The built-in kinds are listed below;
 the platform admin adds others with `GAUNTLET_CHALLENGE_KIND_MODULES` (a comma-separated list
 of module paths, read by every process: the API and the workers). Modules are imported on
 first use, not by this module's import, so no layer below the kinds imports them.
@@ -15,7 +15,7 @@ from collections.abc import Callable, Container, Sequence
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from app.challenge.kinds import ChallengeKind
+from app.challenge.challenge_kind import ChallengeKind
 from app.config import get_settings
 from app.errors import ValidationFailed
 

@@ -2,8 +2,8 @@
 
 A body has the fields every challenge has, and the sections of its kind (`target`,
 `verifier`, `benchmark`, ...), which ride along as extra fields: the service validates them
-with the kind's own model (`app.challenge.kinds`), naming the field on error, an unknown one
-included. Two read shapes exist: `ChallengeRead` (tenant admins: everything) and
+with the kind's own model (`app.challenge.challenge_kind`), naming the field on error, an
+unknown one included. Two read shapes exist: `ChallengeRead` (tenant admins: everything) and
 `ChallengePublic` (participants and member keys: what the kind hides removed).
 """
 
@@ -17,6 +17,7 @@ from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model
 from pydantic_core import PydanticCustomError
 
 from app.challenge.config import ChallengeState, ChallengeStatus, LimitsConfig, Visibility
+from app.challenge.registry import KindNotFound, find_kind
 from app.schemas import BoundedDatetime, InputSchema, Name, OutputSchema, Slug
 from app.scoring.schemas import ENTRYPOINT_PATTERN, ScoringConfig
 from app.scoring.strategies import Strategy
@@ -70,8 +71,6 @@ def refuse_both_scoring_forms(data: Any) -> Any:
 
 
 def registered_kind(name: str) -> str:
-    from app.challenge.registry import KindNotFound, find_kind
-
     try:
         find_kind(name)
     except KindNotFound as error:

@@ -1,7 +1,7 @@
 """Rules of challenges: creation, validated updates, deletion, and what each caller may see.
 
-What differs between kinds is each kind's (`app.challenge.kinds`): the service validates the
-fields every challenge has, then asks the challenge's kind about its sections.
+What differs between kinds is each kind's (`app.challenge.challenge_kind`): the service
+validates the fields every challenge has, then asks the challenge's kind about its sections.
 """
 
 from __future__ import annotations
@@ -16,6 +16,13 @@ from sqlalchemy.orm import Session
 
 from app.auth.subjects import Audience
 from app.challenge import repository
+from app.challenge.challenge_kind import (
+    ChallengeKind,
+    KindConfig,
+    NamedModel,
+    strategy_refusal,
+    validation_failed,
+)
 from app.challenge.config import ChallengeState, ChallengeStatus, LimitsConfig, Visibility
 from app.challenge.events import ScoringChanged
 from app.challenge.flat_scoring import (
@@ -23,13 +30,6 @@ from app.challenge.flat_scoring import (
     errors_named_as_given,
     given_flat_scoring,
     scoring_from_flat,
-)
-from app.challenge.kinds import (
-    ChallengeKind,
-    KindConfig,
-    NamedModel,
-    strategy_refusal,
-    validation_failed,
 )
 from app.challenge.models import Challenge
 from app.challenge.reachability import refuse_unreachable

@@ -17,6 +17,7 @@ start. Only `run` may import litellm, and only when one of its models goes throu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -86,6 +87,7 @@ def allowed_api_bases_setting(
         if name.lower() == wanted:
             found = value
     if found is None and env_file.is_file():
+        # python-dotenv loads only when a key must be read from a .env file.
         from dotenv import dotenv_values
 
         for name, written in dotenv_values(env_file, encoding="utf-8").items():
@@ -103,6 +105,7 @@ def _operator_policy() -> OutboundPolicy:
     """The CLI is the operator's own run: any provider and any base URL; a base URL still gets
     only the key configured for it in GAUNTLET_ALLOWED_API_BASES (`api_key_env`), never a
     provider key from the environment."""
+    # The outbound policy (asyncio, ssl, idna) loads when a run starts, not with the parser.
     from app.outbound.policy import OutboundPolicy, parse_allowed_bases
 
     entries = allowed_api_bases_setting()
@@ -116,6 +119,7 @@ def _operator_policy() -> OutboundPolicy:
 
 def command_run(args: argparse.Namespace) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # The engine loads when a run starts, not with the parser every `gauntlet` command builds.
     import asyncio
 
     from app.evalcli.folder import RunFolderError, RunFolderStore, run_folder_for
@@ -297,6 +301,7 @@ def folder_metrics(
     """The summary of one run folder at `k` (default: the run's k), read from disk. A folder
     without config.json (an S3 copy, a research-harness folder) is read too: its settings are
     inferred, and `inferred` says from what."""
+    # Run folders load when a command reads one, not with every `gauntlet` command's parser.
     from app.evalcli.folder import describe_run_folder, read_all_task_stats
     from app.evaluation.metrics import run_summary
 
@@ -329,6 +334,7 @@ def _local_folder(path_text: str, endpoint_url: str | None, stack: Any) -> Path:
         if not path.exists():
             raise CliError(f"no such folder: {path}")
         return path
+    # tempfile (and random) loads only to copy an s3:// folder, not with the parser.
     import tempfile
 
     target = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gauntlet-s3-")))
@@ -342,8 +348,7 @@ def _local_folder(path_text: str, endpoint_url: str | None, stack: Any) -> Path:
 
 
 def command_metrics(args: argparse.Namespace) -> int:
-    import contextlib
-
+    # Run folders load when a command reads one, not with every `gauntlet` command's parser.
     from app.evalcli.folder import RunFolderError, find_run_folders
 
     prices = load_prices(args.prices)
@@ -416,6 +421,7 @@ def _task_status(summary: Mapping[str, Any]) -> str:
 
 
 def _find_task(folder: Path, task_id: str) -> int:
+    # Run folders load when a command reads one, not with every `gauntlet` command's parser.
     from app.evalcli.folder import TASK_META_FILE, read_attempts, read_json, task_dirs
 
     for index, task_dir in task_dirs(folder):
@@ -430,6 +436,7 @@ def _find_task(folder: Path, task_id: str) -> int:
 
 
 def _inspect_folder(folder: Path, args: argparse.Namespace) -> int:
+    # Run folders load when a command reads one, not with every `gauntlet` command's parser.
     from app.evalcli.folder import (
         SUMMARY_FILE,
         TASK_META_FILE,
@@ -492,8 +499,7 @@ def _inspect_folder(folder: Path, args: argparse.Namespace) -> int:
 
 
 def command_inspect(args: argparse.Namespace) -> int:
-    import contextlib
-
+    # Run folders load when a command reads one, not with every `gauntlet` command's parser.
     from app.evalcli.folder import RunFolderError
 
     with contextlib.ExitStack() as stack:

@@ -79,6 +79,7 @@ def _label_without_record(info: RunFolderInfo) -> str:
 def load_curve(folder: Path, *, k: int | None = None) -> RunCurve:
     """The curve of one run folder at `k` (default: the run's k); a folder without
     config.json is read with its settings inferred (run_folder.describe_run_folder)."""
+    # Run folders load when a command reads one, not with every `gauntlet` command's parser.
     from app.evalcli.folder import describe_run_folder, read_all_task_stats
     from app.evaluation.metrics import run_summary
 
@@ -102,6 +103,7 @@ def load_curve(folder: Path, *, k: int | None = None) -> RunCurve:
 
 def collect_curves(paths: Sequence[Path], *, k: int | None = None) -> list[RunCurve]:
     """One curve per run folder found under `paths` (each folder once, in the order given)."""
+    # Run folders load when a command reads one, not with every `gauntlet` command's parser.
     from app.evalcli.folder import RunFolderError, find_run_folders
 
     folders: list[Path] = []
@@ -132,6 +134,7 @@ def draw_chart(curves: Sequence[RunCurve], out: Path, *, title: str | None = Non
         raise PlotError(f"--out must end in .png or .svg, got {out.name!r}")
     if not curves:
         raise PlotError("no runs to plot")
+    # matplotlib (~0.5 s) loads only when a chart is drawn.
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

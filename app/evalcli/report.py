@@ -271,6 +271,7 @@ def section_lines(title: str, text: str) -> list[str]:
 
 
 def _prompt_lines(actor: Mapping[str, Any]) -> list[str]:
+    # The engine's types load when a prompt is shown, not with every `gauntlet` command's parser.
     from app.evaluation.types import prompt_text, stored_messages
 
     messages = stored_messages(actor.get("prompt"), actor.get("messages"))

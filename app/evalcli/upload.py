@@ -118,6 +118,7 @@ def folder_key_prefix(folder: Path, prefix: str) -> str:
 
 def run_folder_files(folder: Path, prefix: str) -> Iterator[LocalFile]:
     """The files of a run folder to upload, with their keys (sorted, for stable output)."""
+    # Run folders load when a command reads one, not with every `gauntlet` command's parser.
     from app.evalcli.folder import CONFIG_FILE
 
     key_prefix = folder_key_prefix(folder, prefix)
@@ -141,6 +142,7 @@ def run_folder_files(folder: Path, prefix: str) -> Iterator[LocalFile]:
 
 
 def make_client(target: UploadTarget) -> Any:
+    # boto3 (~0.3 s) loads only when something is uploaded or downloaded.
     import boto3
 
     return boto3.client("s3", endpoint_url=target.endpoint_url, region_name=target.region)
@@ -148,6 +150,7 @@ def make_client(target: UploadTarget) -> Any:
 
 def _explain(error: Exception, target: UploadTarget, action: str) -> UploadError:
     """An S3 failure as a message a user can act on."""
+    # botocore loads with boto3, only when something is uploaded or downloaded.
     from botocore.exceptions import (
         BotoCoreError,
         ClientError,
@@ -183,6 +186,7 @@ def _explain(error: Exception, target: UploadTarget, action: str) -> UploadError
 
 
 def _guarded(target: UploadTarget, action: str, call: Callable[[], Any]) -> Any:
+    # botocore loads with boto3, only when something is uploaded or downloaded.
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
@@ -377,6 +381,7 @@ def upload(
         raise UploadError(f"no bucket given: pass --bucket or set {BUCKET_ENV}")
     if not path.exists():
         raise UploadError(f"no such folder: {path}")
+    # Run folders load when a command reads one, not with every `gauntlet` command's parser.
     from app.evalcli.folder import CONFIG_FILE, RunFolderError, find_run_folders
 
     try:

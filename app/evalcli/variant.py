@@ -31,6 +31,7 @@ class CliError(Exception):
 
 
 def load_yaml(path: Path) -> Any:
+    # PyYAML loads when a variant is read, not with every `gauntlet` command's parser.
     import yaml
 
     try:
@@ -44,6 +45,7 @@ def load_yaml(path: Path) -> Any:
 
 def load_prices(source: Any, *, base: Path | None = None) -> dict[str, Price]:
     """Price overrides from a YAML file path or an inline mapping (a variant's `prices`)."""
+    # The engine loads when a variant is read, not with every `gauntlet` command's parser.
     from app.evaluation.metrics import parse_prices
 
     if source is None:
@@ -206,6 +208,7 @@ _MODEL_CHECKS: dict[str, Check] = {
 
 def _model_setting(value: Any) -> ModelSpec:
     """A model given as a mapping (`{model, temperature, max_tokens, ...}`)."""
+    # The engine loads when a variant is read, not with every `gauntlet` command's parser.
     from app.evaluation.types import ModelSpec
 
     return ModelSpec(**_fields(value, _MODEL_CHECKS, {"model"}))
@@ -313,6 +316,7 @@ def parse_variant(data: Any, *, source: str) -> Variant:
 def _model_spec(value: str | ModelSpec, *, key: str, temperature: float | None = None) -> ModelSpec:
     """A variant's model as the engine's `ModelSpec`, with the top-level `temperature` (which
     a mapping's own temperature must not contradict)."""
+    # The engine loads when a variant is read, not with every `gauntlet` command's parser.
     from app.evaluation.types import ModelSpec
 
     if isinstance(value, str):
@@ -343,6 +347,7 @@ def benchmark_name_for(variant_path: Path, declared: str | None) -> str:
 def run_config_from_variant(
     variant: Variant, *, benchmark: str, prices: Mapping[str, Price], allow_continue: bool
 ) -> RunConfig:
+    # The engine loads when a variant is read, not with every `gauntlet` command's parser.
     from app.evaluation.runner import RunConfig
     from app.evaluation.types import ModelSpec
 

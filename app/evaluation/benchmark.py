@@ -63,6 +63,7 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Any
 
+from app.evaluation.feedback import CRITIC_FEEDBACK_MODES, known_feedback_modes
 from app.evaluation.llm import CompletionClient
 from app.evaluation.types import CallRecord, Message, ModelSpec, VerifierResult
 
@@ -374,8 +375,6 @@ class Benchmark:
         return list(self.iter_tasks(options))
 
     def is_llm_critic_mode(self, mode: str) -> bool:
-        from app.evaluation.feedback import CRITIC_FEEDBACK_MODES
-
         return mode in self.llm_critic_modes or mode in CRITIC_FEEDBACK_MODES
 
     def handles_feedback_mode(self, mode: str) -> bool:
@@ -384,7 +383,6 @@ class Benchmark:
 
     def known_feedback_modes(self, *, critic_model: str | None) -> frozenset[str]:
         """Every mode this benchmark can run: generic, critic (with a critic model), its own."""
-        from app.evaluation.feedback import known_feedback_modes
 
         own = self.feedback_modes | (self.llm_critic_modes if critic_model else frozenset())
         return known_feedback_modes(critic_model=critic_model) | own

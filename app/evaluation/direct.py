@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 from app.evaluation.types import Message, ModelSpec
 from app.outbound.addresses import AsyncResolver
+from app.outbound.limits import bundled_limits
 from app.outbound.policy import BaseRoute, OutboundPolicy
+from app.outbound.prices import bundled_prices
 from app.outbound.providers import DIRECT_PROVIDER
 
 if TYPE_CHECKING:
@@ -93,6 +95,7 @@ class ConnectionPools:
         key = (str(route.url), route.api_key, resolve)
         client = clients.get(key)
         if client is None:
+            # The direct transport (h11, TLS) loads with the first direct call.
             from app.outbound.transport import GuardedClient
 
             client = GuardedClient(route, resolve)
@@ -151,9 +154,8 @@ def warm_up_direct_calls() -> None:
     """Loads what a process's first direct call would otherwise load during its run: the HTTP
     client's module, the price table and the token limits. (A base's TLS context is made with
     its client, which each call gets before its timed span.)"""
+    # The warm-up loads on purpose what the first direct call would.
     import app.outbound.transport  # noqa: F401
-    from app.outbound.limits import bundled_limits
-    from app.outbound.prices import bundled_prices
 
     bundled_prices()
     bundled_limits()

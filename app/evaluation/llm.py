@@ -120,8 +120,10 @@ def load_litellm() -> Any:
         if _litellm_module is None:
             # Without this, importing litellm fetches its price map over the network.
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            # litellm costs seconds to import; only calls through it need it.
             import litellm
 
+            # The offline models register with litellm, so they load with it.
             from app.evaluation.offline import register_offline_models
 
             # Its "Give Feedback / Get Help" banner on every exception is noise in worker logs.
@@ -164,6 +166,7 @@ async def warm_up_calls() -> bool:
         warm_up_direct_calls()
         # The call's logging callback is queued on this loop; drained and stopped here, it is
         # not carried (with a warning) onto the loop of the first real call.
+        # litellm's own, so imported with litellm: never at this module's import.
         from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
 
         await asyncio.wait_for(GLOBAL_LOGGING_WORKER.flush(), _WARM_UP_FLUSH_S)

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.evaluation.types import TrialRecord
-from app.outbound.prices import Price
+from app.outbound.prices import Price, bundled_prices, litellm_release_date
 
 
 def _check_counts(n: int, c: int, k: int) -> None:
@@ -335,9 +335,8 @@ def price_map_info() -> dict[str, Any]:
     derived, so a run does not scan litellm's package files for it), else the day its bundled
     map file was installed. With `LITELLM_LOCAL_MODEL_COST_MAP` unset, litellm fetches the
     current map at import instead."""
+    # importlib.metadata (~10 ms: email, zipfile, csv) loads only when a run names its price map.
     from importlib import metadata
-
-    from app.outbound.prices import bundled_prices, litellm_release_date
 
     bundled = os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "").lower() == "true"
     info: dict[str, Any] = {
@@ -362,6 +361,7 @@ def price_map_info() -> dict[str, Any]:
 
 
 def _bundled_map_install_date() -> str | None:
+    # importlib.metadata (~10 ms: email, zipfile, csv) loads only when a run names its price map.
     from importlib import metadata
 
     for entry in metadata.distribution("litellm").files or ():

@@ -12,6 +12,7 @@ from app.outbound.providers import model_id_problem as _model_id_problem
 
 
 def offline_model_names() -> tuple[str, ...]:
+    # The simulations load only where offline models are named, not in a run of real models.
     from app.evaluation.offline import OFFLINE_MODELS
 
     return tuple(OFFLINE_MODELS)

@@ -70,6 +70,7 @@ _registration_lock = threading.Lock()
 def _import_litellm() -> Any:
     # Without this, importing litellm fetches its price map over the network.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # litellm costs seconds to import; only the offline models' registration with it needs it.
     import litellm
 
     return litellm
@@ -313,6 +314,7 @@ def _build_response(model: str, messages: list[Any], optional_params: Any = None
         answer = response_for(model, messages, _temperature(optional_params))
     except UnknownOfflineModel as error:
         # A 404 makes litellm raise NotFoundError, which callers treat as a permanent error.
+        # litellm is loaded by now (it called this handler); the module never imports it itself.
         from litellm.llms.custom_llm import CustomLLMError
 
         raise CustomLLMError(404, str(error)) from error
@@ -322,6 +324,7 @@ def _build_response(model: str, messages: list[Any], optional_params: Any = None
 
 def _make_handler() -> Any:
     _import_litellm()
+    # litellm costs seconds to import; only the offline models' registration with it needs it.
     from litellm.llms.custom_llm import CustomLLM
 
     class OfflineLLM(CustomLLM):  # type: ignore[misc]  # litellm is untyped for mypy

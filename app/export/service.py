@@ -14,8 +14,8 @@ from app.challenge.registry import kind_as
 from app.challenge.service import get_challenge
 from app.db import get_sessionmaker, utcnow
 from app.errors import NotFound
+from app.export.export_kind import ExportKind
 from app.export.formats import ExportFormat
-from app.export.kinds import ExportKind
 from app.export.schemas import ColumnRead, ExportList, ExportRead
 from app.export.stream import Dataset, ExportSource, stream
 

@@ -10,7 +10,7 @@ from app.auth.gate import CredentialDep, check_tenant_key
 from app.auth.service import authenticate
 from app.db import get_sessionmaker
 from app.deps import SessionDep
-from app.leaderboard import kinds
+from app.leaderboard import leaderboard_kind
 from app.leaderboard.schemas import Leaderboard
 from app.routing import ApiRoute
 from app.schemas import Limit, Offset
@@ -59,7 +59,7 @@ def _read(
 ) -> Response:
     with get_sessionmaker()() as session:
         caller = check_tenant_key(authenticate(session, credential))
-        board = kinds.read_tenant_leaderboard(
+        board = leaderboard_kind.read_tenant_leaderboard(
             session, caller.tenant_id, challenge_id, limit=limit, offset=offset, params=params
         )
     return _answer(board)
@@ -77,7 +77,7 @@ def get_public_leaderboard(
     offset: Offset = 0,
 ) -> Response:
     """The leaderboard of a public challenge, without credentials. Others answer 404."""
-    board = kinds.read_public_leaderboard(
+    board = leaderboard_kind.read_public_leaderboard(
         session, tenant_slug, challenge_slug, limit=limit, offset=offset, params=_params(request)
     )
     return _answer(board)

@@ -39,6 +39,7 @@ def _failed(error: BaseException) -> Check:
 
 @lru_cache(maxsize=4)
 def _redis_client(url: str) -> Any:
+    # The Redis client loads only where the broker is Redis.
     import redis
 
     return redis.Redis.from_url(

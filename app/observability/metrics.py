@@ -36,6 +36,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import REGISTRY, Collector
+from sqlalchemy import event
 
 from app.evaluation.types import CallRecord
 
@@ -280,7 +281,6 @@ def _connection_checked_in(*_: object) -> None:
 def instrument_pool(engine: Any) -> None:
     """Counts the engine's pooled connections in use (`gauntlet_database_connections_in_use`);
     once per engine, however often called."""
-    from sqlalchemy import event
 
     if not event.contains(engine, "checkout", _connection_checked_out):
         event.listen(engine, "checkout", _connection_checked_out)

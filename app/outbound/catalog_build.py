@@ -47,6 +47,7 @@ import os
 import re
 import socket
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -95,6 +96,7 @@ def _probe_defaults(litellm: Any, provider: str) -> list[str]:
     except Exception:
         pass
     try:
+        # litellm costs seconds to import; only a rebuild of the catalog reads it.
         from litellm.types.utils import LlmProviders
         from litellm.utils import ProviderConfigManager
 
@@ -137,6 +139,7 @@ def _litellm() -> Any:
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     socket.getaddrinfo = _blocked_network
     socket.create_connection = _blocked_network
+    # litellm loads only once the network is blocked, so its import fetches nothing.
     import litellm
 
     # Probing makes litellm print and log at every unknown combination; none of it matters here.
@@ -204,8 +207,6 @@ def build_catalog(litellm: Any) -> dict[str, Any]:
 
 
 def _litellm_version() -> str:
-    from importlib.metadata import version
-
     return version("litellm")
 
 

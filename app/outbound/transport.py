@@ -401,6 +401,7 @@ def tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
     elif cert_dir and os.path.isdir(cert_dir):
         context = ssl.create_default_context(capath=cert_dir)
     else:
+        # certifi loads only where the system gives no CA file or folder.
         import certifi
 
         context = ssl.create_default_context(cafile=certifi.where())

@@ -14,6 +14,8 @@ from app.errors import Conflict, NotFound, ServiceUnavailable, ValidationFailed
 from app.scoring import repository
 from app.scoring.events import ScorerChanged, ScorerRemoving
 from app.scoring.models import ScorerPlugin
+from app.scoring.sandbox.pool import SandboxRefused, ScorerError
+from app.scoring.sandbox.service import scorer_sandbox
 from app.scoring.schemas import InstalledScorer, ScorerCreate, ScorerUpdate
 from app.unit_of_work import UnitOfWork
 
@@ -48,8 +50,6 @@ def _check_default_config(schema: dict[str, Any], config: dict[str, Any]) -> Non
 def check_entrypoint(entrypoint: str) -> None:
     """Refuses modules outside the allowed prefixes, then loads the class in the sandbox: in a
     fresh sandboxed process, retired afterwards, never in this one."""
-    from app.scoring.sandbox.pool import SandboxRefused, ScorerError
-    from app.scoring.sandbox.service import scorer_sandbox
 
     allowed = get_settings().scorer_module_prefixes
     module = entrypoint.partition(":")[0]

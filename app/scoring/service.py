@@ -19,6 +19,8 @@ from sqlalchemy.orm import Session
 from app.config import get_settings
 from app.observability import metrics as telemetry
 from app.scoring.repository import get_plugin
+from app.scoring.sandbox.pool import resolve_timeout_ms
+from app.scoring.sandbox.service import scorer_sandbox
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
 
@@ -57,7 +59,6 @@ class Scoring:
             log.warning("attempt %s not scored: %s", context.get("attempt_id"), self.unavailable)
             telemetry.scorer_call(self.plugin_id, "unavailable", None)
             return ScoreResult(None, {"error": self.unavailable})
-        from app.scoring.sandbox.service import scorer_sandbox
 
         started = time.perf_counter()
         outcome = scorer_sandbox().score(
@@ -101,7 +102,6 @@ def prepare_scoring(session: Session, strategy: Strategy, scoring: ScoringConfig
     if plugin is None or not plugin.enabled:
         reason = f"scorer '{plugin_id}' is not registered or is disabled"
         return Scoring(strategy, plugin_id, unavailable=reason)
-    from app.scoring.sandbox.pool import resolve_timeout_ms
 
     return Scoring(
         strategy,

@@ -38,7 +38,7 @@ from app.observability.health import workers_missing
 from app.routing import ApiRoute
 from app.web import auth, formatting
 from app.web.forms import FormError
-from app.web.kinds import WebKind
+from app.web.web_kind import WebKind
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ page family (each a package of its own: router and service).
 - `accounts`: `/t/{tenant}/sign-up`, `/sign-in`, `/sign-out`, `/account`.
 - `admin`: `/t/{tenant}/admin`, for tenant admins signed in with an API key.
 
-What differs between challenge kinds is the kind's (`app.web.kinds`).
+What differs between challenge kinds is the kind's (`app.web.web_kind`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from app.web.accounts.router import router as accounts
 from app.web.admin.router import router as admin
 from app.web.attempts.router import router as attempts
 from app.web.challenges.router import router as challenges
-from app.web.kinds import WebKind
 from app.web.leaderboards.router import router as leaderboards
 from app.web.rendering import HtmlRoute, not_found
+from app.web.web_kind import WebKind
 
 FAMILIES = (challenges, leaderboards, attempts, accounts, admin)
 

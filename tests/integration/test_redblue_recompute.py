@@ -1,6 +1,6 @@
-"""A red-blue board's ratings recompute (app/kinds/red_blue/worker.py): it reads only the
-matches landed since the last one and refits from the previous solution, yet writes the board
-a recount of every match gives; its interval refresh comes at a bounded rate, and a board left
+"""A red-blue board's ratings recompute (app/kinds/red_blue/board_recompute.py): it reads only
+the matches landed since the last one and refits from the previous solution, yet writes the
+board a recount of every match gives; its interval refresh comes at a bounded rate, and a board left
 with older intervals gets one; two recomputes running at once never take a board back nor
 count a match twice; a match of a chunk is written as soon as it is played.
 
@@ -37,14 +37,14 @@ def own_database(stack: Stack) -> Iterator[str]:
     """This process's database for the test: a new one, migrated, dropped afterwards."""
     from app.cli import migrate
     from app.db import get_engine
-    from app.kinds.red_blue import worker
+    from app.kinds.red_blue import board_recompute
     from tests.services import scratch_database
 
     previous = os.environ["GAUNTLET_DATABASE_URL"]
     with scratch_database(stack.admin_url) as url:
         os.environ["GAUNTLET_DATABASE_URL"] = url
         _reset_caches()
-        worker.forget_boards()
+        board_recompute.forget_boards()
         try:
             migrate()
             yield url
@@ -52,7 +52,7 @@ def own_database(stack: Stack) -> Iterator[str]:
             get_engine().dispose()
             os.environ["GAUNTLET_DATABASE_URL"] = previous
             _reset_caches()
-            worker.forget_boards()
+            board_recompute.forget_boards()
 
 
 @dataclass
@@ -218,7 +218,7 @@ def recounted(challenge_id: uuid.UUID) -> dict[tuple[str, str], Any]:
     """The ratings of every completed match, computed from scratch (the pure rules)."""
     from app.db import session_scope
     from app.kinds.red_blue.models import Match, MatchStatus
-    from app.redblue.ratings import MatchOutcome, compute_ratings
+    from app.kinds.red_blue.rules.ratings import MatchOutcome, compute_ratings
 
     with session_scope() as session:
         rows = session.execute(
@@ -322,7 +322,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int | None, int, int]]:
 def test_a_recompute_reads_only_what_landed_since_and_writes_what_a_recount_gives(
     own_database: str, reads: list[tuple[int | None, int, int]]
 ) -> None:
-    from app.kinds.red_blue import worker
+    from app.kinds.red_blue import board_recompute
 
     draw = random.Random(3)
     game = competition()
@@ -332,11 +332,11 @@ def test_a_recompute_reads_only_what_landed_since_and_writes_what_a_recount_give
     first = board(cid)
     assert first.dirty and first.landed_seq == 2 and first.rated_seq == 0
     # The first recompute recounts every match and bootstraps the intervals.
-    assert worker.recompute(cid).startswith("rated 100 matches")
+    assert board_recompute.recompute(cid).startswith("rated 100 matches")
     assert reads == [(None, 2, 100)]
     assert_equals_a_recount(cid, intervals=True)
     assert board(cid).intervals_seq == 2
-    assert worker.recompute(cid) == "skipped: up to date"
+    assert board_recompute.recompute(cid) == "skipped: up to date"
 
     # Intervals not due: the next recomputes read the new landings only, refit, and keep
     # each interval's width around its moved rating. A participant new on each side.
@@ -349,7 +349,7 @@ def test_a_recompute_reads_only_what_landed_since_and_writes_what_a_recount_give
         before = board(cid).landed_seq
         game.land(batch, draw)
         game.land(5, draw)
-        worker.recompute(cid)
+        board_recompute.recompute(cid)
         # Exactly the matches of the two landings since, and nothing else.
         assert reads == [(before, before + 2, batch + 5)], reads
         assert_equals_a_recount(cid, intervals=False)
@@ -358,23 +358,23 @@ def test_a_recompute_reads_only_what_landed_since_and_writes_what_a_recount_give
         assert state.intervals_computed_at == computed
 
     # A process that kept nothing of the board (a restarted worker) recounts it.
-    worker.forget_boards()
+    board_recompute.forget_boards()
     reads.clear()
     game.land(10, draw)
-    worker.recompute(cid)
+    board_recompute.recompute(cid)
     assert [after for after, _, _ in reads] == [None]
     assert_equals_a_recount(cid, intervals=False)
 
     # Once due, the intervals are bootstrapped again (a recount) though no match landed.
     intervals_due(cid)
     reads.clear()
-    assert "intervals bootstrapped" in worker.recompute(cid)
+    assert "intervals bootstrapped" in board_recompute.recompute(cid)
     assert [after for after, _, _ in reads] == [None]
     assert_equals_a_recount(cid, intervals=True)
     state = board(cid)
     assert state.intervals_seq == state.rated_seq
     assert state.intervals_computed_at is not None and state.intervals_computed_at > computed
-    assert worker.recompute(cid) == "skipped: up to date"
+    assert board_recompute.recompute(cid) == "skipped: up to date"
 
 
 def test_a_board_left_with_older_intervals_gets_its_refresh_when_due(
@@ -383,7 +383,7 @@ def test_a_board_left_with_older_intervals_gets_its_refresh_when_due(
     """A recompute that leaves the intervals older than the ratings (not due yet) sends one
     more recompute for when they are; a lost one is sent again by the sweep."""
     from app.db import session_scope, utcnow
-    from app.kinds.red_blue import worker
+    from app.kinds.red_blue import board_recompute, worker
     from app.kinds.red_blue.dispatch import INTERVALS_ONLY, RECOMPUTE_TASK
     from app.kinds.red_blue.models import Board
 
@@ -401,12 +401,12 @@ def test_a_board_left_with_older_intervals_gets_its_refresh_when_due(
     # The landing that turned the board dirty sent one recompute (a second landing, none).
     game.land(10, draw)
     assert [(name, args) for name, args, _ in sent] == [(RECOMPUTE_TASK, (str(cid),))]
-    worker.recompute(cid)
+    board_recompute.recompute(cid)
     sent.clear()
     intervals_not_due(cid)
     game.land(10, draw)
     sent.clear()
-    worker.recompute(cid)
+    board_recompute.recompute(cid)
     # Clean, intervals older than the ratings: one follow-up, for the intervals only, with a
     # countdown to when they are due.
     ((name, args, countdown),) = sent
@@ -414,9 +414,9 @@ def test_a_board_left_with_older_intervals_gets_its_refresh_when_due(
     assert countdown is not None and countdown > 3000
     # Such a follow-up leaves matches landed meanwhile to the recompute their landing sent.
     game.land(5, draw)
-    assert worker.recompute(cid, intervals_only=True) == "skipped: up to date"
+    assert board_recompute.recompute(cid, intervals_only=True) == "skipped: up to date"
     assert board(cid).dirty
-    worker.recompute(cid)
+    board_recompute.recompute(cid)
     # The follow-up lost: once it is overdue, the sweep sends it again.
     with session_scope() as session:
         overdue = utcnow() - timedelta(minutes=5)
@@ -426,7 +426,7 @@ def test_a_board_left_with_older_intervals_gets_its_refresh_when_due(
     sent.clear()
     assert worker.sweep()["boards"] == 1
     assert (RECOMPUTE_TASK, (str(cid),)) in [(name, args) for name, args, _ in sent]
-    assert "intervals bootstrapped" in worker.recompute(cid)
+    assert "intervals bootstrapped" in board_recompute.recompute(cid)
     assert_equals_a_recount(cid, intervals=True)
 
 
@@ -439,11 +439,11 @@ def test_a_landing_on_a_paced_board_sends_its_recompute_for_when_it_is_due(
     included (the claim sets the next start from the last cost)."""
     from app.config import get_settings
     from app.db import session_scope, utcnow
-    from app.kinds.red_blue import worker
+    from app.kinds.red_blue import board_recompute, worker
     from app.kinds.red_blue.models import Board
 
     assert get_settings().redblue_recompute_share == 0.1
-    assert worker.pause_after(2.0, 0.1) == timedelta(seconds=18)
+    assert board_recompute.pause_after(2.0, 0.1) == timedelta(seconds=18)
     sent: list[float | None] = []
 
     def capture(messages: list[Any]) -> int:
@@ -455,11 +455,11 @@ def test_a_landing_on_a_paced_board_sends_its_recompute_for_when_it_is_due(
     game = competition(reds=3, blues=3)
     cid = game.challenge_id
     game.land(5, draw)
-    worker.recompute(cid)
+    board_recompute.recompute(cid)
     state = board(cid)
     assert state.recompute_seconds is not None and state.computed_at is not None
     # Its whole cost (the write included, so measured once written) sets the next start.
-    assert state.recompute_due_at >= state.computed_at + worker.pause_after(
+    assert state.recompute_due_at >= state.computed_at + board_recompute.pause_after(
         state.recompute_seconds, 0.1
     )
     # As if that recompute had taken 20 s: the next one claimed may be followed 200 s after.
@@ -482,29 +482,29 @@ def test_a_landing_on_a_paced_board_sends_its_recompute_for_when_it_is_due(
             update(Board).where(Board.challenge_id == cid).values(recompute_due_at=long_ago)
         )
     assert worker.sweep()["boards"] == 1
-    assert worker._recompute(cid, running, get_settings()).startswith("rated 10 matches")
+    assert board_recompute._recompute(cid, running, get_settings()).startswith("rated 10 matches")
 
 
 @contextmanager
 def process(states: OrderedDict[uuid.UUID, Any]) -> Iterator[None]:
     """Runs as one of several worker processes: with the boards that process keeps."""
-    from app.kinds.red_blue import worker
+    from app.kinds.red_blue import board_recompute
 
-    saved = worker._board_states
-    worker._board_states = states
+    saved = board_recompute._board_states
+    board_recompute._board_states = states
     try:
         yield
     finally:
-        worker._board_states = saved
+        board_recompute._board_states = saved
 
 
 def claim(challenge_id: uuid.UUID) -> Any:
     from app.config import get_settings
     from app.db import session_scope, utcnow
-    from app.kinds.red_blue import repository, worker
+    from app.kinds.red_blue import board_recompute, repository
 
     with session_scope() as session:
-        pacing = worker.pacing(get_settings())
+        pacing = board_recompute.pacing(get_settings())
         found = repository.claim_board(session, challenge_id, utcnow(), pacing)
     assert found is not None
     return found
@@ -514,7 +514,7 @@ def test_two_recomputes_at_once_never_take_the_board_back_nor_count_a_match_twic
     own_database: str,
 ) -> None:
     from app.config import get_settings
-    from app.kinds.red_blue import worker
+    from app.kinds.red_blue import board_recompute
 
     settings = get_settings()
     one: OrderedDict[uuid.UUID, Any] = OrderedDict()
@@ -524,7 +524,7 @@ def test_two_recomputes_at_once_never_take_the_board_back_nor_count_a_match_twic
     cid = game.challenge_id
     game.land(50, draw)
     with process(one):
-        worker.recompute(cid)
+        board_recompute.recompute(cid)
     counts = [board(cid).matches]
 
     # The earlier claim finishes last, in another process: it writes nothing.
@@ -534,10 +534,12 @@ def test_two_recomputes_at_once_never_take_the_board_back_nor_count_a_match_twic
     later = claim(cid)
     assert later.landed_seq > earlier.landed_seq and later.generation > earlier.generation
     with process(two):
-        assert worker._recompute(cid, later, settings).startswith("rated 90 matches")
+        assert board_recompute._recompute(cid, later, settings).startswith("rated 90 matches")
     counts.append(board(cid).matches)
     with process(one):
-        assert worker._recompute(cid, earlier, settings) == "skipped: a later recompute wrote"
+        assert (
+            board_recompute._recompute(cid, earlier, settings) == "skipped: a later recompute wrote"
+        )
     assert board(cid).rated_seq == later.landed_seq
     counts.append(board(cid).matches)
     assert_equals_a_recount(cid, intervals=False)
@@ -545,7 +547,7 @@ def test_two_recomputes_at_once_never_take_the_board_back_nor_count_a_match_twic
     # landed after it (the later claim's matches included) once.
     game.land(10, draw)
     with process(one):
-        assert worker.recompute(cid).startswith("rated 100 matches")
+        assert board_recompute.recompute(cid).startswith("rated 100 matches")
     counts.append(board(cid).matches)
     assert_equals_a_recount(cid, intervals=False)
 
@@ -555,10 +557,10 @@ def test_two_recomputes_at_once_never_take_the_board_back_nor_count_a_match_twic
     game.land(15, draw)
     later = claim(cid)
     with process(one):
-        assert worker._recompute(cid, earlier, settings).startswith("rated 115 matches")
+        assert board_recompute._recompute(cid, earlier, settings).startswith("rated 115 matches")
     counts.append(board(cid).matches)
     with process(two):
-        assert worker._recompute(cid, later, settings).startswith("rated 130 matches")
+        assert board_recompute._recompute(cid, later, settings).startswith("rated 130 matches")
     counts.append(board(cid).matches)
     assert_equals_a_recount(cid, intervals=False)
 
@@ -568,8 +570,11 @@ def test_two_recomputes_at_once_never_take_the_board_back_nor_count_a_match_twic
     game.land(5, draw)
     later = claim(cid)
     with process(two):
-        assert worker._recompute(cid, later, settings).startswith("rated 140 matches")
-        assert worker._recompute(cid, earlier, settings) == "skipped: a later recompute is ahead"
+        assert board_recompute._recompute(cid, later, settings).startswith("rated 140 matches")
+        assert (
+            board_recompute._recompute(cid, earlier, settings)
+            == "skipped: a later recompute is ahead"
+        )
     counts.append(board(cid).matches)
     assert_equals_a_recount(cid, intervals=False)
     assert counts == sorted(counts) and counts[-1] == 140
@@ -578,12 +583,12 @@ def test_two_recomputes_at_once_never_take_the_board_back_nor_count_a_match_twic
 def test_recomputes_racing_in_threads_end_on_the_recount(own_database: str) -> None:
     """Two threads land matches and recompute the same board at once, while a reader watches
     it: the standings never go back, and the last board is the recount's."""
-    from app.kinds.red_blue import worker
+    from app.kinds.red_blue import board_recompute
 
     game = competition()
     cid = game.challenge_id
     game.land(30, random.Random(7))
-    worker.recompute(cid)
+    board_recompute.recompute(cid)
     seen: list[int] = []
     failures: list[BaseException] = []
     stop = threading.Event()
@@ -597,7 +602,7 @@ def test_recomputes_racing_in_threads_end_on_the_recount(own_database: str) -> N
                 # thread-safe); the recomputes race each other and the landings.
                 with lock:
                     game.land(8, draw)
-                worker.recompute(cid)
+                board_recompute.recompute(cid)
         except BaseException as exc:
             failures.append(exc)
 
@@ -616,9 +621,9 @@ def test_recomputes_racing_in_threads_end_on_the_recount(own_database: str) -> N
     stop.set()
     watcher.join()
     assert not failures, failures
-    worker.recompute(cid)
+    board_recompute.recompute(cid)
     intervals_due(cid)
-    worker.recompute(cid)
+    board_recompute.recompute(cid)
     assert_equals_a_recount(cid, intervals=True)
     assert board(cid).matches == 30 + 2 * 6 * 8
     assert seen == sorted(seen)

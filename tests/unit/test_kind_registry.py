@@ -8,11 +8,11 @@ import types
 
 import pytest
 
-from app.attempt.kinds import AttemptKind
+from app.attempt.attempt_kind import AttemptKind
 from app.challenge import registry
-from app.challenge.kinds import Accepts, ChallengeKind
-from app.leaderboard.kinds import LeaderboardKind
-from app.web.kinds import WebKind
+from app.challenge.challenge_kind import Accepts, ChallengeKind
+from app.leaderboard.leaderboard_kind import LeaderboardKind
+from app.web.web_kind import WebKind
 
 
 def test_the_built_in_kinds_implement_every_layers_interface() -> None:

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from app.evaluation.verifiers import ContainsConfig, LLMJudgeConfig
-from app.redblue.config import (
+from app.kinds.red_blue.rules.config import (
     DEFAULT_SAMPLED_OPPONENTS,
     MAX_CATEGORIES,
     PairingConfig,

@@ -17,8 +17,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from app.evaluation.llm import LLMClient
 from app.evaluation.types import ModelSpec, VerifierResult
-from app.redblue.config import JudgeSuite, PointsConfig, RedBlueConfig, SelfTest
-from app.redblue.judging import (
+from app.kinds.red_blue.rules.config import JudgeSuite, PointsConfig, RedBlueConfig, SelfTest
+from app.kinds.red_blue.rules.judging import (
     MatchJudgement,
     judge_match,
     rating_bonus,

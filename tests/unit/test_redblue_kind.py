@@ -12,7 +12,7 @@ import pytest
 
 from app.attempt import runner
 from app.auth.subjects import SignedInParticipant, TenantAdmin, TenantMember
-from app.challenge.kinds import Accepts
+from app.challenge.challenge_kind import Accepts
 from app.config import get_settings
 from app.errors import ValidationFailed
 from app.evaluation.types import InfrastructureError

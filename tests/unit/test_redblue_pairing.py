@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.redblue.config import PairingConfig
-from app.redblue.pairing import (
+from app.kinds.red_blue.rules.config import PairingConfig
+from app.kinds.red_blue.rules.pairing import (
     UNRATED_PAIRING_RATING,
     EntryId,
     Opponent,

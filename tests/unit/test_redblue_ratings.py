@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from app.redblue.ratings import (
+from app.kinds.red_blue.rules.ratings import (
     POINTS_PER_LOGIT,
     RATING_CENTRE,
     STRENGTH_TOLERANCE,

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from app.attempt.kinds import KindSubmission, RunContext, Submitted, fields_as
+from app.attempt.attempt_kind import KindSubmission, RunContext, Submitted, fields_as
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
-from app.challenge.kinds import KindConfig, NamedModel
-from app.challenge.reachability import refuse_unreachable
+from app.challenge.challenge_kind import KindConfig, NamedModel
+from app.challenge.reachability import checked_api_base, refuse_unreachable
 from app.config import Settings, get_settings
 from app.errors import ValidationFailed
 from app.evaluation.benchmark import (
@@ -23,7 +23,6 @@ from app.kinds.base import Kind
 from app.kinds.benchmark import web
 from app.kinds.benchmark.config import BenchmarkConfig
 from app.kinds.benchmark.schemas import BenchmarkSubmission
-from app.kinds.outbound import checked_api_base
 from app.scoring.strategies import Strategy
 
 
@@ -150,6 +149,7 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
         return _config(config).benchmark.cost_budget(settings)
 
     async def run(self, context: RunContext) -> AttemptMetrics | None:
+        # The engine's runner is the worker's: the API loads the kind, never the run.
         from app.kinds.benchmark import run
 
         return await run.run(context, _config(context.job.config))

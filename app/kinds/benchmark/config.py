@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from app.challenge.kinds import KindConfig
+from app.challenge.challenge_kind import KindConfig
+from app.challenge.sections import EvaluationConfig
 from app.config import Settings
 from app.evaluation.types import ModelSpec
-from app.kinds.evaluation import EvaluationConfig
 from app.schemas import InputSchema, ModelId
 
 if TYPE_CHECKING:
@@ -85,6 +85,7 @@ class BenchmarkConfig(KindConfig):
     def run_config(self, actor: ModelSubmission, settings: Settings) -> RunConfig:
         """The engine's run of one submitted model: the one place this configuration becomes
         a `RunConfig` (and its roles `ModelSpec`s)."""
+        # The engine's runner is the worker's: the API loads this configuration, never the run.
         from app.evaluation.runner import RunConfig
 
         spec = self.benchmark

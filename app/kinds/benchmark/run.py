@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.attempt.kinds import RunContext
+from app.attempt.attempt_kind import RunContext
 from app.attempt.metrics import AttemptMetrics
 from app.evaluation.benchmark import Benchmark, DataFileNotFound, confined_data_files
 from app.evaluation.runner import (

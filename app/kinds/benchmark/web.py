@@ -20,8 +20,9 @@ from sqlalchemy.orm import Session
 from app.attempt import service as attempt_service
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.schemas import AttemptCreate, AttemptRead, RunRow
-from app.challenge.kinds import KindConfig
+from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
+from app.evaluation.benchmark import Benchmark
 from app.evaluation.offline import OFFLINE_MODELS
 from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec
 from app.kinds.benchmark.schemas import BenchmarkSubmission
@@ -36,7 +37,7 @@ from app.web.formatting import (
     int_or_none,
 )
 from app.web.forms import FormError
-from app.web.kinds import StrategyText, WebKind
+from app.web.web_kind import StrategyText, WebKind
 
 log = logging.getLogger(__name__)
 
@@ -183,8 +184,7 @@ class BenchmarkOutline:
 
 @lru_cache(maxsize=256)
 def _outline(spec_json: str) -> BenchmarkOutline:
-    # Imported here: only benchmark pages need the engine's benchmark loader.
-    from app.evaluation.benchmark import Benchmark
+    # The engine's runner is the worker's: the API loads it only to draw a benchmark's page.
     from app.evaluation.runner import select_tasks
 
     spec = json.loads(spec_json)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from app.attempt.kinds import (
+from app.attempt.attempt_kind import (
     KindSubmission,
     RunContext,
     Submitted,
@@ -16,11 +16,11 @@ from app.attempt.kinds import (
 )
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
-from app.challenge.kinds import KindConfig, NamedModel
+from app.challenge.challenge_kind import KindConfig, NamedModel
+from app.challenge.reachability import checked_api_base
 from app.errors import ValidationFailed
 from app.evaluation.feedback import FEEDBACK_MODES
 from app.kinds.base import Kind
-from app.kinds.outbound import checked_api_base
 from app.kinds.prompt import web
 from app.kinds.prompt.config import PromptConfig
 from app.kinds.prompt.schemas import PromptSubmission
@@ -108,6 +108,7 @@ class PromptKind(web.PromptPages, Kind):
         return Submitted(prompt=checked_prompt(target, prompt))
 
     async def run(self, context: RunContext) -> AttemptMetrics | None:
+        # The engine's runner is the worker's: the API loads the kind, never the run.
         from app.kinds.prompt import run
 
         return await run.run(context, _config(context.job.config))

@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from app.challenge.kinds import KindConfig
+from app.challenge.challenge_kind import KindConfig
+from app.challenge.sections import EvaluationConfig
 from app.evaluation.types import ModelSpec
 from app.evaluation.verifiers import VerifierConfig
-from app.kinds.evaluation import EvaluationConfig
 from app.schemas import InputSchema, ModelId
 
 PROMPT_SLOT = "{prompt}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.attempt.kinds import RunContext
+from app.attempt.attempt_kind import RunContext
 from app.attempt.metrics import AttemptMetrics
 from app.evaluation.engine import attempt_totals, run_trials
 from app.evaluation.types import TrialRecord

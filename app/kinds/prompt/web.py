@@ -10,14 +10,14 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from app.attempt.schemas import AttemptCreate
-from app.challenge.kinds import KindConfig
+from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
 from app.config import get_settings
 from app.errors import telling_first
 from app.kinds.prompt.config import PromptConfig
 from app.kinds.prompt.schemas import PromptSubmission
 from app.web.forms import FormError
-from app.web.kinds import WebKind
+from app.web.web_kind import WebKind
 
 
 @dataclass(frozen=True)

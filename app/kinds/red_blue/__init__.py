@@ -3,8 +3,8 @@
 target call judged by each category of the judge suite; points, team standings and
 Bradley-Terry ratings with bootstrap intervals follow (docs/redblue.md).
 
-The rules are `app.redblue`'s (pure, no database); this package stores and schedules them:
-its tables (`models.py`), SQL (`repository.py`), request-side rules and views
+The rules are `rules/`'s (pure: no database, web or tasks); the rest of this package stores
+and schedules them: its tables (`models.py`), SQL (`repository.py`), request-side rules and views
 (`service.py`), endpoints (`router.py`) and worker tasks (`worker.py`, `tasks.py`).
 It takes entries of its own, no attempts (`accepts`): the core answers 422 to `POST
 /v1/challenges/{id}/attempts`, naming the endpoints to use (`entries_hint`).
@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from app.challenge.challenge_kind import Accepts, KindConfig, NamedModel
 from app.challenge.config import KindLimits
-from app.challenge.kinds import Accepts, KindConfig, NamedModel
 from app.challenge.models import Challenge
+from app.challenge.reachability import checked_api_base
 from app.config import get_settings
 from app.export.stream import Dataset
 from app.kinds.base import Kind
-from app.kinds.outbound import checked_api_base
+from app.kinds.red_blue import service
 from app.kinds.red_blue.config import (
     RedBlueLimitFields,
     RedBlueSections,
@@ -33,6 +34,7 @@ from app.kinds.red_blue.config import (
     sections_of,
 )
 from app.kinds.red_blue.dispatch import SWEEP_TASK
+from app.kinds.red_blue.exports import RED_BLUE_DATASETS
 from app.kinds.red_blue.web import RedBluePages
 from app.scoring.strategies import Strategy
 
@@ -122,11 +124,13 @@ class RedBlueKind(RedBluePages, Kind):
         }
 
     def web_routers(self) -> Sequence[APIRouter]:
+        # The kind's pages load with the web UI's routes, not in the worker.
         from app.kinds.red_blue.pages import router
 
         return (router,)
 
     def api_routers(self) -> Sequence[APIRouter]:
+        # The kind's endpoints load with the API's routes, not in the worker.
         from app.kinds.red_blue.router import router
 
         return (router,)
@@ -143,7 +147,6 @@ class RedBlueKind(RedBluePages, Kind):
         params: Mapping[str, str],
     ) -> BaseModel:
         """`?side=red|blue`: one side's board by rating (required)."""
-        from app.kinds.red_blue import service
 
         side = service.board_side(params)
         return service.read_leaderboard(session, challenge, side, limit=limit, offset=offset)
@@ -152,7 +155,6 @@ class RedBlueKind(RedBluePages, Kind):
 
     def exports(self) -> Sequence[Dataset]:
         """Both boards, defenses, attacks and matches (it has no attempts)."""
-        from app.kinds.red_blue.exports import RED_BLUE_DATASETS
 
         return RED_BLUE_DATASETS
 

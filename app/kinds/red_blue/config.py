@@ -1,8 +1,8 @@
 """A red_blue challenge's sections, as the challenge layer stores them.
 
-The rules of the sections are `app.redblue.config`'s; this module only adapts them to the
-kind registry: `target`, `judge_suite`, `self_test`, `pairing` and `points` are the kind's
-sections (`target` in the challenges table's column of that name, the others in
+The rules of the sections are `app.kinds.red_blue.rules.config`'s; this module only adapts
+them to the kind registry: `target`, `judge_suite`, `self_test`, `pairing` and `points` are the
+kind's sections (`target` in the challenges table's column of that name, the others in
 `kind_sections`), while `limits` is the `limits` every challenge has (its
 `max_attempts_per_day`, `max_attempts_total`), with the kind's own beside them in the same
 document (`RedBlueLimitFields`: `max_defense_chars`, `max_attack_chars`). `rules` puts them
@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import Field
 
+from app.challenge.challenge_kind import KindConfig
 from app.challenge.config import KindLimits, LimitsConfig
-from app.challenge.kinds import KindConfig
 from app.evaluation.types import ModelSpec
-from app.redblue.config import (
+from app.kinds.red_blue.rules.config import (
     JudgeSuite,
     PairingConfig,
     PointsConfig,
@@ -95,7 +95,7 @@ def red_blue_limits(limits: LimitsConfig) -> RedBlueLimits:
 
 
 def rules(config: KindConfig, limits: LimitsConfig) -> RedBlueConfig:
-    """The whole configuration of a red_blue challenge, as `app.redblue` takes it."""
+    """The whole configuration of a red_blue challenge, as the rules (`rules/`) take it."""
     sections = sections_of(config)
     return RedBlueConfig.model_construct(
         target=sections.target,

@@ -4,6 +4,8 @@ queued or dirty, and the kind's periodic sweep sends it again."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from app.unit_of_work import WorkerTask
 
 SELF_TEST_TASK = "gauntlet.redblue.self_test"
@@ -33,3 +35,9 @@ def chunks(ids: list[str]) -> list[list[str]]:
 RECOMPUTE = WorkerTask(RECOMPUTE_TASK, _RESENT, countdown=1.0)
 # The second argument of a recompute sent for a board's interval refresh alone.
 INTERVALS_ONLY = "intervals"
+
+
+def recompute_in(seconds: float) -> WorkerTask:
+    """The recompute task, run no sooner than `seconds` from now (and never before RECOMPUTE's
+    own countdown, which lets the matches landing meanwhile join it)."""
+    return replace(RECOMPUTE, countdown=max(RECOMPUTE.countdown or 0.0, seconds))

@@ -66,7 +66,10 @@ def run_matches(*match_ids: str) -> dict[str, int]:
 
 @shared_task(name=RECOMPUTE_TASK, time_limit=600, **_RETRIED)
 def recompute(challenge_id: str, part: str = "") -> str:
-    return worker.recompute(uuid.UUID(challenge_id), intervals_only=part == INTERVALS_ONLY)
+    # numpy and scipy (~0.6 s) load with the first recompute, not with every worker.
+    from app.kinds.red_blue import board_recompute
+
+    return board_recompute.recompute(uuid.UUID(challenge_id), intervals_only=part == INTERVALS_ONLY)
 
 
 @shared_task(name=SWEEP_TASK, acks_late=True, time_limit=300)

@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 from sqlalchemy.orm import Session
 
 from app.auth.subjects import TenantAdmin
+from app.challenge.challenge_kind import KindConfig
 from app.challenge.config import ChallengeStatus
-from app.challenge.kinds import KindConfig
 from app.challenge.models import Challenge
 from app.challenge.service import challenge_status, config_of
 from app.config import get_settings
@@ -44,7 +44,7 @@ from app.scoring.strategies import Strategy
 from app.tenant import service as tenants
 from app.tenant.models import Participant
 from app.web.forms import FormError
-from app.web.kinds import Count, ListStanding, StrategyText, WebKind
+from app.web.web_kind import Count, ListStanding, StrategyText, WebKind
 
 KIND_TEMPLATE = "kinds/red_blue/macros.html"
 SIDES = ("blue", "red")

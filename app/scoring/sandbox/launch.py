@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from app.scoring.sandbox.child import HEADER
+
 Isolation = Literal["bubblewrap", "process"]
 IsolationSetting = Literal["auto", "bubblewrap", "process"]
 ISOLATION_SETTINGS: tuple[IsolationSetting, ...] = ("auto", "bubblewrap", "process")
@@ -268,7 +270,6 @@ class Launcher:
 def _probe(launcher: Launcher) -> str | None:
     """Starts one scorer process exactly as the pool will, and waits for its greeting.
     Returns None when it works, else what went wrong (bwrap's own message included)."""
-    from app.scoring.sandbox.child import HEADER
 
     config = {
         "memory_bytes": 512 * 2**20,

@@ -39,10 +39,10 @@ from app.tenant.schemas import ApiKeyCreate
 from app.unit_of_work import UnitOfWork
 from app.web import auth
 from app.web.admin import service
-from app.web.kinds import WebKind
 from app.web.rendering import HtmlRoute, not_found, page, redirect
 from app.web.visitors import CsrfField, ListPage, pages_of, require_csrf, tenant_url, visitor
 from app.web.visitors import notice as notice_text
+from app.web.web_kind import WebKind
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 

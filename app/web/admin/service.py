@@ -19,8 +19,8 @@ from app.challenge.service import challenge_status
 from app.tenant import service as tenants
 from app.tenant.models import Participant
 from app.web.challenges.service import ChallengeCard, challenge_cards
-from app.web.kinds import Count, StrategyText, by_kind
 from app.web.leaderboards.service import strategy_text
+from app.web.web_kind import Count, StrategyText, by_kind
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from app.challenge.registry import kind_as
 from app.challenge.service import config_of, to_public_view
 from app.deps import SessionDep
 from app.web.attempts import service
-from app.web.kinds import WebKind
 from app.web.leaderboards.service import strategy_text
 from app.web.rendering import HtmlRoute, json_response, not_found, page, render_macro
 from app.web.visitors import PageNumber, challenge_url, tenant_url, visitor
+from app.web.web_kind import WebKind
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 

@@ -23,8 +23,8 @@ from app.scoring.strategies import Strategy
 from app.storable import encodable
 from app.tenant.models import Participant, Tenant
 from app.web.formatting import detail_text, float_or_none, int_or_none
-from app.web.kinds import WebKind
 from app.web.visitors import visible_visibilities
+from app.web.web_kind import WebKind
 
 ATTEMPTS_PAGE_SIZE = 10
 TASKS_PAGE_SIZE = 25

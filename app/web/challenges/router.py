@@ -1,6 +1,6 @@
 """Challenge pages: the home page, a tenant's challenges, a challenge (goal, facts, attempt
 form, the participant's attempts updating live, the leaderboard beside them), submitting an
-attempt from its form. What differs between kinds is the kind's (`app.web.kinds`).
+attempt from its form. What differs between kinds is the kind's (`app.web.web_kind`).
 
 Visibility: public challenges are readable by anyone (playing needs an account of the
 tenant); unlisted ones by the tenant's signed-in participants; private ones never appear here.
@@ -29,7 +29,6 @@ from app.web import auth
 from app.web.attempts.service import ATTEMPTS_PAGE_SIZE, AttemptCard, attempt_cards
 from app.web.challenges import service
 from app.web.forms import FormError, error_field
-from app.web.kinds import WebKind
 from app.web.leaderboards.service import (
     LEADERBOARD_PANEL_SIZE,
     leaderboard_chart,
@@ -58,6 +57,7 @@ from app.web.visitors import (
     visitor,
 )
 from app.web.visitors import notice as notice_text
+from app.web.web_kind import WebKind
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 

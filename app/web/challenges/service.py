@@ -21,8 +21,8 @@ from app.leaderboard import service as leaderboards
 from app.leaderboard.service import item_of
 from app.tenant.models import Participant, Tenant
 from app.web.forms import FormError
-from app.web.kinds import ListStanding, StrategyText, WebKind, by_kind
 from app.web.leaderboards.service import ranked_value, strategy_text
+from app.web.web_kind import ListStanding, StrategyText, WebKind, by_kind
 
 
 def home_rows(

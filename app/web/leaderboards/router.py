@@ -12,7 +12,6 @@ from starlette.responses import Response
 from app.challenge.registry import kind_as
 from app.challenge.service import to_public_view
 from app.deps import SessionDep
-from app.web.kinds import WebKind
 from app.web.leaderboards.service import (
     LEADERBOARD_PAGE_SIZE,
     leaderboard_chart,
@@ -20,6 +19,7 @@ from app.web.leaderboards.service import (
 )
 from app.web.rendering import HtmlRoute, page, redirect
 from app.web.visitors import ListPage, challenge_url, pages_of, visible_challenge, visitor
+from app.web.web_kind import WebKind
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.challenge.kinds import KindConfig
+from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.challenge.service import config_of
@@ -18,7 +18,7 @@ from app.scoring.strategies import Strategy
 from app.tenant.models import Participant
 from app.web import charts
 from app.web.formatting import format_duration, format_number, format_percent
-from app.web.kinds import DEFAULT_MACROS, StrategyText, WebKind
+from app.web.web_kind import DEFAULT_MACROS, StrategyText, WebKind
 
 LEADERBOARD_PAGE_SIZE = 50
 LEADERBOARD_PANEL_SIZE = 10

@@ -18,7 +18,7 @@ from typing import Protocol
 from app.evaluation.llm import CompletionClient
 from app.evaluation.types import VerifierResult
 from app.evaluation.verifiers import LLMJudgeConfig, build_verifier
-from app.redblue.config import JudgeSuite, PointsConfig
+from app.kinds.red_blue.rules.config import JudgeSuite, PointsConfig
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ A kind (`prompt`, `benchmark`, ...) is one package under `app/kinds/` holding on
 - here, the challenge layer's (`ChallengeKind`): its configuration sections and their
   checks, the scoring strategies it allows, what participants may see of it, and the API
   routers, worker task modules and tables it brings;
-- `app.leaderboard.kinds.LeaderboardKind`: its leaderboard;
-- `app.attempt.kinds.AttemptKind`: what a submission must hold, and its run on a worker;
-- `app.web.kinds.WebKind`: its fragments of the web pages.
+- `app.leaderboard.leaderboard_kind.LeaderboardKind`: its leaderboard;
+- `app.attempt.attempt_kind.AttemptKind`: what a submission must hold, and its run on a worker;
+- `app.web.web_kind.WebKind`: its fragments of the web pages.
 
 Each layer asks the registry (`app.challenge.registry`) for the kind of a challenge and sees
 it through its own interface, so a layer never imports a kind, and no code outside the kinds

@@ -1,6 +1,6 @@
-"""The attempt layer's view of a challenge kind (see `app.challenge.kinds`): what a submission
-to `POST /v1/challenges/{id}/attempts` must hold, how a worker runs the attempt, and what it
-measured.
+"""The attempt layer's view of a challenge kind (see `app.challenge.challenge_kind`): what a
+submission to `POST /v1/challenges/{id}/attempts` must hold, how a worker runs the attempt, and
+what it measured.
 
 A kind's submission fields are its own: `submission_model` declares them (beside the
 `participant` every submission has), the service validates the body's other fields with it
@@ -32,7 +32,7 @@ from app.attempt.metrics import AttemptMetrics, KindMetrics
 from app.attempt.repository import LandedTrial, SubmissionTarget
 from app.attempt.run_store import DatabaseRunStore
 from app.attempt.trial_writer import TrialWriter
-from app.challenge.kinds import KindConfig
+from app.challenge.challenge_kind import KindConfig
 from app.config import Settings, get_settings
 from app.db import session_scope
 from app.errors import ValidationFailed

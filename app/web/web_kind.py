@@ -1,5 +1,5 @@
-"""The web layer's view of a challenge kind (see `app.challenge.kinds`): its fragments of the
-pages every kind shares.
+"""The web layer's view of a challenge kind (see `app.challenge.challenge_kind`): its fragments
+of the pages every kind shares.
 
 The pages (challenge, attempt, leaderboard) are the web's; where they show something only the
 kind knows, they call a macro of the kind's template `kinds/<name>/macros.html` (from the
@@ -46,7 +46,7 @@ from app.attempt import service as attempt_service
 from app.attempt.models import AttemptStatus
 from app.attempt.schemas import AttemptCreate, AttemptRead
 from app.auth.subjects import TenantAdmin
-from app.challenge.kinds import KindConfig
+from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.scoring.strategies import Strategy

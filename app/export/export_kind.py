@@ -1,4 +1,4 @@
-"""The exports' view of a challenge kind (see `app.challenge.kinds`): which datasets
+"""The exports' view of a challenge kind (see `app.challenge.challenge_kind`): which datasets
 `GET /v1/challenges/{id}/exports` offers for the kind's challenges.
 
 Kinds whose challenges rank attempts on the core's leaderboard keep the default (leaderboard,

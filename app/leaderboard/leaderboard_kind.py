@@ -1,4 +1,4 @@
-"""The leaderboard layer's view of a challenge kind (see `app.challenge.kinds`): what
+"""The leaderboard layer's view of a challenge kind (see `app.challenge.challenge_kind`): what
 `GET /v1/challenges/{id}/leaderboard` (and its public twin) answers for the kind's challenges.
 
 Kinds whose attempts rank one row per participant by the scoring strategy keep the default.

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, Literal
 
-from app.redblue.config import PairingConfig
+from app.kinds.red_blue.rules.config import PairingConfig
 
 Side = Literal["attack", "defense"]
 EntryId = Hashable
 # Where an unrated opponent stands for latest_best: the centre of the rating scale, as a new
-# participant is taken to be average until its matches say otherwise (app.redblue.ratings).
+# participant is taken to be average until its matches say otherwise (`ratings`).
 UNRATED_PAIRING_RATING: Final = 1000.0
 
 

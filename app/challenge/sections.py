@@ -1,4 +1,5 @@
-"""The `evaluation` section kinds that run the engine's trials share: pass@k or seq@k."""
+"""Configuration sections several kinds share, each kind naming it in its own `config_model`:
+`evaluation`, pass@k or seq@k, of the kinds that run the engine's trials."""
 
 from __future__ import annotations
 

@@ -1,0 +1,432 @@
+"""A red-blue board's ratings and standings, recomputed on a worker: the matches landed since
+the last recompute rated on top of what this process kept of the board, both boards and the
+standings written in one transaction, the intervals bootstrapped again at a bounded rate.
+
+A module of its own because it is the one part of the kind that needs numpy and scipy
+(~0.6 s to import): the recompute task imports it when it first runs, so a worker that
+never rates a board never loads them.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+
+from app.config import Settings, get_settings
+from app.db import session_scope, utcnow
+from app.kinds.red_blue import repository
+from app.kinds.red_blue.dispatch import INTERVALS_ONLY, recompute_in
+from app.kinds.red_blue.models import Side
+from app.kinds.red_blue.repository import RatingRow
+from app.kinds.red_blue.rules.ratings import (
+    FloatArray,
+    Tally,
+    bootstrap_bounds,
+    fit_strengths,
+    interval_ranks,
+    provisional_bounds,
+    to_rating,
+    to_strength,
+)
+from app.observability import metrics as telemetry
+from app.unit_of_work import UnitOfWork, unit_of_work
+
+# Ratings and standings ------------------------------------------------------------------------
+#
+# A worker process keeps what it knows of the boards it recomputed (`_BoardState`), so its next
+# recompute of one reads only the matches landed since (by landing number), refines the
+# previous strengths (a few Newton steps) and rewrites only the rows that changed. The
+# intervals are bootstrapped again at a bounded rate, from a recount of every match of the
+# board; in between, each participant's interval keeps its width around its moved rating
+# (app.kinds.red_blue.rules.ratings.provisional_bounds). After a recompute that took t
+# seconds the next waits t · (1 - share) / share (`GAUNTLET_REDBLUE_RECOMPUTE_SHARE`), after
+# an interval refresh likewise (`GAUNTLET_REDBLUE_INTERVALS_SHARE`), so neither takes more than
+# its share of a worker process however large the board grows.
+
+# Boards a process keeps, least recently recomputed dropped first (a board of a million
+# matches takes some 50 MB); a dropped one is recounted at its next recompute.
+_KEPT_BOARDS = 8
+
+
+@dataclass
+class _BoardState:
+    """A board as this process last recomputed it: every match rated (a tally, up to landing
+    `seq`), each player's strength and its interval ends' offsets from it (logits; NaN: not
+    bootstrapped yet), from the bootstrap of landing `intervals_seq`, each participant's points
+    and handle, and the rows it last wrote (under the board marker `written[0]`)."""
+
+    tenant_id: uuid.UUID
+    seq: int
+    tally: Tally
+    strength: FloatArray
+    low_offset: FloatArray
+    high_offset: FloatArray
+    intervals_seq: int
+    red_points: dict[str, int]
+    blue_points: dict[str, int]
+    handles: dict[str, str]
+    written: tuple[tuple[int, int], list[RatingRow]] | None = None
+    ids: dict[str, uuid.UUID] = field(default_factory=dict)
+
+    @classmethod
+    def recounted(cls, tenant_id: uuid.UUID, seq: int, landed: repository.Landed) -> _BoardState:
+        nothing = np.zeros(0)
+        state = cls(tenant_id, 0, Tally(), nothing, nothing, nothing, 0, {}, {}, {})
+        state.add(landed, seq)
+        return state
+
+    def add(self, landed: repository.Landed, seq: int) -> None:
+        """Adds the matches landed after `self.seq` up to `seq`; the per-player arrays grow
+        with the participants they bring (strength 0, no interval yet)."""
+        reds, blues = self.tally.reds, self.tally.blues
+        red_names = [str(participant) for participant in landed.reds]
+        blue_names = [str(participant) for participant in landed.blues]
+        self.ids.update(zip(red_names, landed.reds, strict=True))
+        self.ids.update(zip(blue_names, landed.blues, strict=True))
+        self.tally.add_columns(
+            red_names, blue_names, landed.red, landed.blue, landed.matches, landed.red_wins
+        )
+        for names, index, points, total in (
+            (red_names, landed.red, landed.red_points, self.red_points),
+            (blue_names, landed.blue, landed.blue_points, self.blue_points),
+        ):
+            summed = np.bincount(index, points, len(names)).astype(np.int64).tolist()
+            for name, value in zip(names, summed, strict=True):
+                total[name] = total.get(name, 0) + value
+        self.strength = self._grown(self.strength, reds, blues, 0.0)
+        self.low_offset = self._grown(self.low_offset, reds, blues, math.nan)
+        self.high_offset = self._grown(self.high_offset, reds, blues, math.nan)
+        self.seq = seq
+
+    def _grown(self, values: FloatArray, reds: int, blues: int, fill: float) -> FloatArray:
+        more_reds, more_blues = self.tally.reds - reds, self.tally.blues - blues
+        if not more_reds and not more_blues:
+            return values
+        return np.concatenate(
+            [values[:reds], np.full(more_reds, fill), values[reds:], np.full(more_blues, fill)]
+        )
+
+    def participant_id(self, name: str) -> uuid.UUID:
+        found = self.ids.get(name)
+        if found is None:
+            found = self.ids[name] = uuid.UUID(name)
+        return found
+
+    def player(self, side: Side, participant: str) -> int | None:
+        if side is Side.RED:
+            return self.tally.red_number(participant)
+        number = self.tally.blue_number(participant)
+        return None if number is None else self.tally.reds + number
+
+    def start_from_stored(self, stored: list[RatingRow], *, strengths: bool) -> None:
+        """Takes the board as stored: its intervals as offsets (the last bootstrap's, whoever
+        wrote it) and, with `strengths`, its ratings as the fit's start."""
+        for row in stored:
+            player = self.player(row.side, str(row.participant_id))
+            if player is None:
+                continue
+            strength, low, high = to_strength(
+                np.array([row.rating, row.rating_low, row.rating_high])
+            )
+            if strengths:
+                self.strength[player] = strength
+            self.low_offset[player] = low - strength
+            self.high_offset[player] = high - strength
+
+    def start_from_kept(self, kept: _BoardState) -> None:
+        """Takes what this process kept of the board: strengths, interval offsets, handles."""
+        order = [
+            *((Side.RED, name) for name in kept.tally.red_names),
+            *((Side.BLUE, name) for name in kept.tally.blue_names),
+        ]
+        for kept_player, (side, name) in enumerate(order):
+            player = self.player(side, name)
+            if player is not None:
+                self.strength[player] = kept.strength[kept_player]
+                self.low_offset[player] = kept.low_offset[kept_player]
+                self.high_offset[player] = kept.high_offset[kept_player]
+        self.intervals_seq = kept.intervals_seq
+        self.handles = kept.handles
+        self.ids = {**kept.ids, **self.ids}
+        self.written = kept.written
+
+
+_board_states: OrderedDict[uuid.UUID, _BoardState] = OrderedDict()
+_board_states_lock = threading.Lock()
+
+
+def _take_state(challenge_id: uuid.UUID) -> _BoardState | None:
+    """This process's state of the board, taken out while a recompute works on it (another
+    thread recomputing the same board meanwhile recounts instead)."""
+    with _board_states_lock:
+        return _board_states.pop(challenge_id, None)
+
+
+def _keep_state(challenge_id: uuid.UUID, state: _BoardState) -> None:
+    with _board_states_lock:
+        kept = _board_states.get(challenge_id)
+        if kept is None or kept.seq <= state.seq:
+            _board_states[challenge_id] = state
+            _board_states.move_to_end(challenge_id)
+        while len(_board_states) > _KEPT_BOARDS:
+            _board_states.popitem(last=False)
+
+
+def forget_boards() -> None:
+    """Drops every board this process keeps: each one's next recompute recounts it."""
+    with _board_states_lock:
+        _board_states.clear()
+
+
+def pause_after(seconds: float, share: float) -> timedelta:
+    """How long to wait after work that took `seconds` for such work to take at most `share`
+    of the time."""
+    return timedelta(seconds=seconds * (1.0 - share) / share)
+
+
+def pacing(settings: Settings) -> repository.Pacing:
+    """A claim's spacing of recomputes: the next starts no sooner than the last one's cost
+    over the share after this one starts (so with this one's own cost, the same as waiting
+    `pause_after` once it ends). A claimed interval refresh holds off others for longer than
+    it should take (ten times the last one), at least a minute: a recompute that dies
+    meanwhile delays the refresh by that much at most."""
+
+    def next_recompute(last_seconds: float | None) -> timedelta:
+        return timedelta(seconds=(last_seconds or 0.0) / settings.redblue_recompute_share)
+
+    def refresh_hold(last_seconds: float | None) -> timedelta:
+        return max(timedelta(minutes=1), timedelta(seconds=10 * (last_seconds or 0.0)))
+
+    return repository.Pacing(next_recompute, refresh_hold)
+
+
+def recompute(challenge_id: uuid.UUID, *, intervals_only: bool = False) -> str:
+    """Rates the judged matches of the challenge (those landed since this process last did,
+    added to what it kept) and writes both boards and the standings in one transaction;
+    nothing to do when the board is clean and its intervals are not due (`intervals_only`:
+    a follow-up for the intervals, which leaves landings to the recompute they sent). A
+    failure leaves the board dirty."""
+    settings = get_settings()
+    with session_scope() as session:
+        claim = repository.claim_board(
+            session, challenge_id, utcnow(), pacing(settings), intervals_only=intervals_only
+        )
+    if claim is None:
+        return "skipped: up to date"
+    try:
+        return _recompute(challenge_id, claim, settings)
+    except Exception:
+        with session_scope() as session:
+            repository.mark_board_dirty_again(session, challenge_id, utcnow())
+        raise
+
+
+def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: Settings) -> str:
+    started = time.perf_counter()
+    kept = _take_state(challenge_id)
+    if kept is not None and kept.seq > claim.landed_seq:
+        # This process already rated later landings, for a later claim: this claim's result
+        # would not be written.
+        _keep_state(challenge_id, kept)
+        return "skipped: a later recompute is ahead"
+    with session_scope() as session:
+        tenant_id = kept.tenant_id if kept is not None else _tenant_of(session, challenge_id)
+        if tenant_id is None:
+            return "skipped: no such challenge"
+        state, recount_seconds = _load(session, challenge_id, claim, kept, tenant_id)
+    fit = fit_strengths(state.tally, state.strength)
+    state.strength = fit.strength
+    bootstrap_seconds = 0.0
+    if claim.refresh_intervals:
+        bootstrapping = time.perf_counter()
+        low, high = bootstrap_bounds(state.tally, fit.strength)
+        state.low_offset, state.high_offset = low - fit.strength, high - fit.strength
+        state.intervals_seq = claim.landed_seq
+        bootstrap_seconds = time.perf_counter() - bootstrapping
+    else:
+        low, high = provisional_bounds(
+            fit.strength, fit.curvature, state.low_offset, state.high_offset
+        )
+    rows = _rows(state, low, high)
+    refresh_seconds = recount_seconds + bootstrap_seconds if claim.refresh_intervals else 0.0
+    now = utcnow()
+    board = repository.BoardWrite(
+        rows=rows,
+        red_points=sum(state.red_points.values()),
+        blue_points=sum(state.blue_points.values()),
+        matches=state.tally.matches,
+        rated_seq=claim.landed_seq,
+        intervals_seq=state.intervals_seq,
+        intervals_computed_at=now if claim.refresh_intervals else None,
+    )
+    with unit_of_work() as work:
+        written = repository.write_board(
+            work.session, tenant_id, challenge_id, claim.generation, board, now, state.written
+        )
+        if written is not None:
+            state.written = (written.marker, rows)
+        elif claim.refresh_intervals:
+            # A later recompute wrote first, with older intervals than these: the next one
+            # bootstraps without waiting.
+            repository.release_interval_refresh(
+                work.session, challenge_id, state.intervals_seq, now
+            )
+    _keep_state(challenge_id, state)
+    # What this recompute took, its write included, paces the next: the recount and bootstrap
+    # count against the intervals' share, the rest against the ratings' (all of it, for a
+    # recompute of the intervals only, which the landings' pacing does not wait for).
+    elapsed = time.perf_counter() - started
+    ratings_seconds = elapsed - refresh_seconds if claim.took_landings else 0.0
+    refresh_seconds = elapsed - ratings_seconds if claim.refresh_intervals else 0.0
+    with unit_of_work() as work:
+        if written is not None:
+            finished = utcnow()
+            repository.pace_board(
+                work.session,
+                challenge_id,
+                claim.generation,
+                ratings=(
+                    repository.Pace(
+                        ratings_seconds,
+                        finished + pause_after(ratings_seconds, settings.redblue_recompute_share),
+                    )
+                    if claim.took_landings
+                    else None
+                ),
+                intervals=(
+                    repository.Pace(
+                        refresh_seconds,
+                        finished + pause_after(refresh_seconds, settings.redblue_intervals_share),
+                    )
+                    if claim.refresh_intervals
+                    else None
+                ),
+            )
+        _follow_up(work, challenge_id, utcnow())
+    if claim.took_landings:
+        telemetry.redblue_recomputed("ratings", ratings_seconds)
+    if claim.refresh_intervals:
+        telemetry.redblue_recomputed("intervals", refresh_seconds)
+    if written is None:
+        return "skipped: a later recompute wrote"
+    refreshed = ", intervals bootstrapped" if claim.refresh_intervals else ""
+    return f"rated {state.tally.matches} matches ({written.changed} rows written{refreshed})"
+
+
+def _tenant_of(session: Any, challenge_id: uuid.UUID) -> uuid.UUID | None:
+    challenge = repository.get_challenge(session, challenge_id)
+    return None if challenge is None else challenge.tenant_id
+
+
+def _load(
+    session: Any,
+    challenge_id: uuid.UUID,
+    claim: repository.BoardClaim,
+    kept: _BoardState | None,
+    tenant_id: uuid.UUID,
+) -> tuple[_BoardState, float]:
+    """The board's state at the claim's landing, and the seconds a recount took (0: none).
+
+    An interval refresh, or a process that kept nothing of the board, recounts every match;
+    otherwise only the landings since the kept state are read. The fit starts from the kept
+    strengths (or the stored ratings); intervals come from the kept offsets, or from the stored
+    rows when another process bootstrapped since."""
+    recounting = time.perf_counter()
+    stored: list[RatingRow] | None = None
+    if kept is None or claim.refresh_intervals:
+        landed = repository.landed_matches(session, challenge_id, None, claim.landed_seq)
+        state = _BoardState.recounted(tenant_id, claim.landed_seq, landed)
+        if kept is not None:
+            state.start_from_kept(kept)
+        else:
+            stored = repository.stored_ratings(session, challenge_id)
+            state.start_from_stored(stored, strengths=True)
+            state.intervals_seq = claim.intervals_seq
+        recount_seconds = time.perf_counter() - recounting
+    else:
+        state, recount_seconds = kept, 0.0
+        if state.seq < claim.landed_seq:
+            state.add(
+                repository.landed_matches(session, challenge_id, state.seq, claim.landed_seq),
+                claim.landed_seq,
+            )
+    if state.intervals_seq < claim.intervals_seq:
+        # Another process bootstrapped since: its intervals are the latest.
+        if stored is None:
+            stored = repository.stored_ratings(session, challenge_id)
+        state.start_from_stored(stored, strengths=False)
+        state.intervals_seq = claim.intervals_seq
+    unnamed = [
+        uuid.UUID(name)
+        for name in (*state.tally.red_names, *state.tally.blue_names)
+        if name not in state.handles
+    ]
+    if unnamed:
+        handles = repository.handles_of(session, unnamed)
+        state.handles.update((str(key), handle) for key, handle in handles.items())
+    return state, recount_seconds
+
+
+def _rows(state: _BoardState, low: FloatArray, high: FloatArray) -> list[RatingRow]:
+    """Both sides' rows in board order (rank, then rating, then handle), figures rounded to
+    what readers see (0.1 points), so a row that did not change is not written again. With
+    arrays, not a Python object per participant until the rows themselves: a board may have
+    tens of thousands."""
+    tally = state.tally
+    rating = to_rating(state.strength)
+    rating_low, rating_high = to_rating(low), to_rating(high)
+    played, wins = tally.played(), tally.wins()
+    rows: list[RatingRow] = []
+    for side, names, first, points in (
+        (Side.RED, tally.red_names, 0, state.red_points),
+        (Side.BLUE, tally.blue_names, tally.reds, state.blue_points),
+    ):
+        members = slice(first, first + len(names))
+        ranks = interval_ranks(rating_low[members], rating_high[members])
+        by_handle = np.argsort(
+            np.array([state.handles.get(name, "").lower() for name in names], dtype=object),
+            kind="stable",
+        )
+        handle_order = np.empty(len(names), np.int64)
+        handle_order[by_handle] = np.arange(len(names))
+        # Sorted by rank, then rating (highest first), then handle: lexsort's last key leads.
+        order = np.lexsort((handle_order, -rating[members], ranks))
+        side_rating = np.round(rating[members], 1).tolist()
+        side_low = np.round(rating_low[members], 1).tolist()
+        side_high = np.round(rating_high[members], 1).tolist()
+        side_played = np.rint(played[members]).astype(np.int64).tolist()
+        side_wins = np.rint(wins[members]).astype(np.int64).tolist()
+        side_ranks = ranks.tolist()
+        rows.extend(
+            RatingRow(
+                participant_id=state.participant_id(names[index]),
+                side=side,
+                position=position,
+                rank=side_ranks[index],
+                rating=side_rating[index],
+                rating_low=side_low[index],
+                rating_high=side_high[index],
+                points=points.get(names[index], 0),
+                matches=side_played[index],
+                wins=side_wins[index],
+            )
+            for position, index in enumerate(order.tolist(), start=1)
+        )
+    return rows
+
+
+def _follow_up(work: UnitOfWork, challenge_id: uuid.UUID, now: Any) -> None:
+    """A board left clean with intervals older than its ratings gets one more recompute, of
+    the intervals only, when their refresh is due (a landing meanwhile sends its own)."""
+    dirty, stale, due = repository.board_after_write(work.session, challenge_id)
+    if not dirty and stale:
+        wait = 0.0 if due is None else (due - now).total_seconds()
+        work.send_after_commit(recompute_in(wait), str(challenge_id), INTERVALS_ONLY)
