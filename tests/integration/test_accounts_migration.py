@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import insert, select
+from sqlalchemy import String, Uuid, column, insert, select, table
 from sqlalchemy.exc import IntegrityError
 
-from app.db import make_engine
+from app.db import UTCDateTime, make_engine
 from app.tenant.models import Participant, Tenant
 from tests.conftest import Stack
 from tests.integration.test_migrations import _config
@@ -22,6 +22,14 @@ from tests.services import scratch_database
 pytestmark = pytest.mark.integration
 
 BEFORE = "0004"
+# The participants table as it was at BEFORE (the model has columns added since).
+PARTICIPANTS_BEFORE = table(
+    "participants",
+    column("id", Uuid()),
+    column("tenant_id", Uuid()),
+    column("handle", String()),
+    column("created_at", UTCDateTime()),
+)
 
 
 def _check_case_duplicates_are_renamed(url: str) -> None:
@@ -51,7 +59,7 @@ def _check_case_duplicates_are_renamed(url: str) -> None:
             rows.append(
                 {"id": uuid.uuid4(), "tenant_id": tenant, "handle": "bob", "created_at": start}
             )
-            connection.execute(insert(Participant), rows)
+            connection.execute(insert(PARTICIPANTS_BEFORE), rows)
 
         command.upgrade(config, "head")
 
