@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import uuid
-from collections.abc import Container, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -31,6 +29,7 @@ from app.attempt.schemas import (
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
 from app.challenge.challenge_kind import ChallengeKind
 from app.challenge.config import LimitsConfig
+from app.challenge.limits import Left, left_under, refuse_when_none_left
 from app.challenge.registry import find_kind, kind_as, kinds_taking, not_for
 from app.challenge.service import config_of, get_challenge, refuse_unless_open
 from app.config import get_settings
@@ -39,7 +38,6 @@ from app.errors import (
     MISSPELT,
     Conflict,
     NotFound,
-    TooManyRequests,
     ValidationFailed,
     telling_first,
 )
@@ -158,67 +156,34 @@ def _kind_fields(kind: AttemptKind, name: str, body: AttemptCreate) -> KindSubmi
     raise ValidationFailed.at(path, str(first["msg"]))
 
 
-@dataclass(frozen=True)
-class AttemptsLeft:
-    """What a participant may still submit to a challenge with limits: in all and today (None:
-    no such limit), and when the day's count starts again (00:00 UTC)."""
-
-    total: int | None
-    today: int | None
-    resets_at: datetime
-
-
-def attempts_left(
-    repo: AttemptRepository,
-    limits: LimitsConfig,
-    challenge_id: uuid.UUID,
-    participant_id: uuid.UUID,
-    now: datetime,
-) -> AttemptsLeft:
-    """Counted as the limits count (every attempt but those an infrastructure error ended)."""
-    day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    total = today = None
-    if limits.max_attempts_total is not None:
-        used = repo.count_counting(challenge_id, participant_id)
-        total = max(0, limits.max_attempts_total - used)
-    if limits.max_attempts_per_day is not None:
-        used_today = repo.count_counting(challenge_id, participant_id, since=day_start)
-        today = max(0, limits.max_attempts_per_day - used_today)
-    return AttemptsLeft(total, today, day_start + timedelta(days=1))
-
-
 def participant_attempts_left(
     session: Session,
     tenant_id: uuid.UUID,
     limits: LimitsConfig,
     challenge_id: uuid.UUID,
     participant_id: uuid.UUID,
-) -> AttemptsLeft | None:
+) -> Left | None:
     """What the participant may still submit; None when the challenge sets no limit."""
     if not limits.counts_attempts:
         return None
     repo = AttemptRepository(session, tenant_id)
-    return attempts_left(repo, limits, challenge_id, participant_id, utcnow())
+    return left_under(limits, _counter(repo, challenge_id, participant_id), utcnow())
+
+
+def _counter(
+    repo: AttemptRepository, challenge_id: uuid.UUID, participant_id: uuid.UUID
+) -> Callable[[datetime | None], int]:
+    """The participant's attempts that count against limits (all but those an infrastructure
+    error ended), since a time or in all."""
+    return lambda since: repo.count_counting(challenge_id, participant_id, since=since)
 
 
 def _check_limits(
     repo: AttemptRepository, challenge: SubmissionTarget, participant_id: uuid.UUID, now: datetime
 ) -> None:
-    limits = challenge.limits
-    left = attempts_left(repo, limits, challenge.challenge_id, participant_id, now)
-    if left.total == 0:
-        raise Conflict(
-            f"attempt limit reached: this challenge allows {limits.max_attempts_total} attempts "
-            "per participant"
-        )
-    if left.today == 0:
-        reset = left.resets_at
-        raise TooManyRequests(
-            f"daily attempt limit reached: {limits.max_attempts_per_day} per participant per "
-            f"day; it resets at {reset:%Y-%m-%d %H:%M} UTC",
-            # Whole seconds, rounded up: a client that waits this long is past midnight.
-            headers={"Retry-After": str(math.ceil((reset - now).total_seconds()))},
-        )
+    count = _counter(repo, challenge.challenge_id, participant_id)
+    left = left_under(challenge.limits, count, now)
+    refuse_when_none_left(left, challenge.limits, "attempt", "attempts", now)
 
 
 def submit_attempt(

@@ -130,6 +130,11 @@ def test_blue_defends_red_attacks_and_both_see_matches_boards_and_standings(
     assert "Rejected: self-test failed" in html.unescape(refused.group(0))
     # The participant sees their own defense's text.
     assert "Never say: BANANA" in html.unescape(entries)
+    # And what the day's limit (50) leaves them: both defenses count, the rejected one too.
+    assert '<span class="muted small" data-left="defense">48 defenses left today</span>' in (
+        blue.get(f"{base}?side=blue").text
+    )
+    assert 'data-left="attack">50 attacks left today<' in blue.get(f"{base}?side=red").text
 
     attack_id = entry_id(post_entry(red, base, "red", OVERRIDE), "attack")
     body = settled(red, base)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -22,11 +21,12 @@ from sqlalchemy.orm import Session
 from app.attempt.repository import SubmissionTarget
 from app.attempt.service import submission_target
 from app.auth.subjects import Audience, SignedInParticipant, TenantKey
+from app.challenge.limits import Left, left_under, refuse_when_none_left
 from app.challenge.models import Challenge
 from app.challenge.service import get_challenge, public_challenge, refuse_unless_open
 from app.config import get_settings
 from app.db import utcnow
-from app.errors import AppError, Conflict, NotFound, TooManyRequests, ValidationFailed
+from app.errors import AppError, Conflict, NotFound, ValidationFailed
 from app.kinds.red_blue.config import RedBlueLimitFields, text_limit
 from app.kinds.red_blue.dispatch import PAIR_ATTACK, RUN_MATCH, SELF_TEST
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, Match, MatchStatus, Side
@@ -118,28 +118,6 @@ def _fingerprint(challenge_id: uuid.UUID, body: BaseModel) -> str:
     return hashlib.sha256(payload).hexdigest()
 
 
-def _check_limits(
-    count: Callable[[datetime | None], int], target: SubmissionTarget, what: str, now: datetime
-) -> None:
-    """The challenge's limits, per participant and side (defenses and attacks apart)."""
-    limits = target.limits
-    if limits.max_attempts_total is not None and count(None) >= limits.max_attempts_total:
-        raise Conflict(
-            f"limit reached: this challenge allows {limits.max_attempts_total} {what} per "
-            "participant"
-        )
-    day_limit = limits.max_attempts_per_day
-    if day_limit is not None:
-        day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        if count(day_start) >= day_limit:
-            reset = day_start + timedelta(days=1)
-            raise TooManyRequests(
-                f"daily limit reached: {day_limit} {what} per participant per day; "
-                f"it resets at {reset:%Y-%m-%d %H:%M} UTC",
-                headers={"Retry-After": str(math.ceil((reset - now).total_seconds()))},
-            )
-
-
 def _checked_text(text: str, limit: int | None, field: str) -> None:
     allowed = text_limit(limit, get_settings().max_prompt_chars)
     if len(text) > allowed:
@@ -189,7 +167,8 @@ def _submit(
     if limits.counts_attempts:
         repo.lock_participant(participant_id)
         counter = repo.count_defenses if is_defense else repo.count_attacks
-        _check_limits(lambda since: counter(challenge_id, participant_id, since), target, what, now)
+        left = left_under(limits, lambda since: counter(challenge_id, participant_id, since), now)
+        refuse_when_none_left(left, limits, what.removesuffix("s"), what, now)
     common: dict[str, Any] = {
         "id": uuid.uuid4(),
         "tenant_id": tenant_id,
@@ -456,6 +435,26 @@ def read_challenge_match(
         raise NotFound("match not found")
     reader = PUBLIC_READER if viewer is None else reader_of(viewer)
     return match_view(match, _named(session, challenge.tenant_id, [match]), reader)
+
+
+def entries_left(
+    session: Session, challenge: Challenge, participant_id: uuid.UUID
+) -> tuple[Left | None, Left | None]:
+    """What the challenge's limits leave the participant of defenses and of attacks (each side
+    counted apart, as submissions count them); None when it sets no limit."""
+    limits = challenge.limits
+    if not limits.counts_attempts:
+        return None, None
+    repo = RedBlueRepository(session, challenge.tenant_id)
+    now = utcnow()
+    return (
+        left_under(
+            limits, lambda since: repo.count_defenses(challenge.id, participant_id, since), now
+        ),
+        left_under(
+            limits, lambda since: repo.count_attacks(challenge.id, participant_id, since), now
+        ),
+    )
 
 
 def participant_entries(

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from app.auth.subjects import TenantAdmin
 from app.challenge.challenge_kind import KindConfig
 from app.challenge.config import ChallengeStatus
+from app.challenge.limits import Left
 from app.challenge.models import Challenge
 from app.challenge.service import challenge_status, config_of
 from app.config import get_settings
@@ -103,6 +104,9 @@ class RedBluePlay:
     side: str | None
     defense_limit: int
     attack_limit: int
+    # What the limits leave the signed-in participant on each side (None: no limit).
+    defenses_left: Left | None
+    attacks_left: Left | None
     defense_text: str
     attack_text: str
     error: str | None
@@ -370,8 +374,10 @@ def play_state(
     attacks: list[AttackRead] = []
     matches: list[MatchRow] = []
     matches_total = 0
+    defenses_left = attacks_left = None
     if participant is not None:
         subject = tenants.as_subject(participant)
+        defenses_left, attacks_left = service.entries_left(session, challenge, participant.id)
         defenses, attacks = service.participant_entries(
             session, subject, challenge.id, participant.id, limit=ENTRIES_SHOWN
         )
@@ -406,6 +412,8 @@ def play_state(
         side=side,
         defense_limit=defense_limit,
         attack_limit=attack_limit,
+        defenses_left=defenses_left,
+        attacks_left=attacks_left,
         defense_text=fields.get("system_prompt", "") if side == "blue" else "",
         attack_text=fields.get("prompt", "") if side == "red" else "",
         error=error.message if error is not None else None,
