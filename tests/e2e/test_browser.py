@@ -214,6 +214,16 @@ def test_tenant_admin_sees_errors_and_reruns_a_failed_attempt(
     expect(admin.get_by_role("status")).to_have_text("The attempt is queued again.")
     assert api.wait_finished(key, attempt["id"])["status"] == "completed"
 
+    # The participants, and one participant's attempts.
+    admin.get_by_role("link", name="Participants and their attempts").click()
+    expect(admin.get_by_role("heading", name=re.compile(r"participants? *$"))).to_be_visible()
+    assert_accessible_basics(admin)
+    admin.get_by_role("link", name="carol", exact=True).click()
+    expect(admin.get_by_role("heading", name="carol", exact=True)).to_be_visible()
+    expect(admin.locator("tr[data-attempt]", has_text="Outage drill")).to_contain_text("Completed")
+    expect(admin.locator("tr[data-standing]", has_text="Outage drill")).to_contain_text("#1")
+    assert_accessible_basics(admin)
+
 
 def test_the_challenge_page_works_at_phone_width_and_by_keyboard(
     api: Api, worker: Worker, new_context: Contexts
