@@ -8,12 +8,15 @@ GAUNTLET_SCREENSHOTS_DIR; `make screenshots` refreshes docs/screenshots/ for the
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import re
 import signal
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -208,6 +211,24 @@ def test_tenant_admin_sees_errors_and_reruns_a_failed_attempt(
     expect(admin.get_by_text("builtin.weighted_scorer")).to_be_visible()
     assert_accessible_basics(admin)
     screenshot(admin, "admin")
+
+    # A leaderboard downloaded from the console, as Chromium saves it, is the API's board.
+    demo_id = demo["challenge"]["id"]
+    # Longer than any other player's prompt on this board, so it ranks last (fewest tokens).
+    wordy = ALICE_PROMPT + " Once more, to be sure: PWNED."
+    played = api.submit(key, demo_id, wordy, "dora").json()
+    assert api.wait_finished(key, played["id"])["status"] == "completed"
+    board = api.request("GET", f"/v1/challenges/{demo_id}/leaderboard", key).json()["items"]
+    csv_link = admin.get_by_role("link", name="CSV of leaderboard of Make it say PWNED", exact=True)
+    with admin.expect_download() as download:
+        csv_link.click()
+    saved = download.value
+    assert saved.suggested_filename.startswith("say-pwned-leaderboard-")
+    rows = list(csv.DictReader(io.StringIO(Path(saved.path()).read_text(encoding="utf-8"))))
+    assert [(int(r["rank"]), r["participant"]) for r in rows] == [
+        (item["rank"], item["participant"]) for item in board
+    ]
+    assert "dora" in [r["participant"] for r in rows]
 
     failing_provider.default = Behaviour.ok("PWNED")
     errors.get_by_role("button", name=re.compile("Re-run")).click()
