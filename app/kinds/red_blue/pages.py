@@ -32,7 +32,7 @@ from app.kinds.red_blue.web import (
     version_of,
 )
 from app.tenant import service as tenants
-from app.web.admin.router import admin_access, to_admin_sign_in
+from app.web.admin.router import admin_form, admin_page_visit
 from app.web.challenges.router import challenge_page_response, form_fields
 from app.web.forms import FormError, error_field
 from app.web.rendering import (
@@ -287,10 +287,10 @@ def admin_match_page(
     """A match as a tenant admin sees it (every text, the full reason of an error, a re-run
     button for a match in error), of any challenge of the tenant. Under the admin pages
     because the admin cookie is sent there only; signed out, the admin signs in first."""
-    web, tenant, participant = visitor(request, session, tenant_slug)
-    access = admin_access(request, session, tenant, participant)
-    if access is None:
-        return to_admin_sign_in(request, web, tenant)
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        return visit
+    web, tenant, participant, access = visit
     try:
         match = service.read_match(session, access.subject, match_id)
         challenge = get_challenge(session, tenant.id, match.challenge_id)
@@ -326,11 +326,7 @@ def admin_rerun_match(
     """Queues a match in error again; back on the admin page, or on the match's admin page
     when the button was there (`back=match`)."""
     session = work.session
-    web, tenant, participant = visitor(request, session, tenant_slug)
-    require_csrf(web, csrf_token)
-    access = admin_access(request, session, tenant, participant)
-    if access is None:
-        raise not_found()
+    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
     where = f"admin/red-blue/matches/{match_id}" if back == "match" else "admin"
     try:
         service.rerun_match(work, access.subject, match_id)

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Annotated
+from typing import Annotated, NamedTuple
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Query, Request
@@ -72,6 +72,37 @@ def admin_access(
     return None
 
 
+class AdminVisit(NamedTuple):
+    """An admin page's request: the visitor's web session, the tenant, the signed-in
+    participant (if any) and the admin access."""
+
+    web: auth.WebSession
+    tenant: Tenant
+    participant: Participant | None
+    access: AdminAccess
+
+
+def admin_page_visit(request: Request, session: Session, tenant_slug: str) -> AdminVisit | Response:
+    """What every admin page starts with: the visit, or the sign-in page to send the visitor
+    to when it has no admin access."""
+    web, tenant, participant = visitor(request, session, tenant_slug)
+    access = admin_access(request, session, tenant, participant)
+    if access is None:
+        return to_admin_sign_in(request, web, tenant)
+    return AdminVisit(web, tenant, participant, access)
+
+
+def admin_form(request: Request, session: Session, tenant_slug: str, csrf_token: str) -> AdminVisit:
+    """What every admin form POST starts with: the visit, its CSRF token checked (404 without
+    admin access: the form's route is not there for anyone else)."""
+    web, tenant, participant = visitor(request, session, tenant_slug)
+    require_csrf(web, csrf_token)
+    access = admin_access(request, session, tenant, participant)
+    if access is None:
+        raise not_found()
+    return AdminVisit(web, tenant, participant, access)
+
+
 def to_admin_sign_in(request: Request, web: auth.WebSession, tenant: Tenant) -> Response:
     """Where an admin page sends a visitor without a live admin session: the sign-in page,
     saying so (and dropping the cookie) when the session it named is no longer valid."""
@@ -112,10 +143,10 @@ def _admin_sign_in_page(
 def admin(
     tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
 ) -> Response:
-    web, tenant, participant = visitor(request, session, tenant_slug)
-    access = admin_access(request, session, tenant, participant)
-    if access is None:
-        return to_admin_sign_in(request, web, tenant)
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        return visit
+    web, tenant, participant, access = visit
     return _dashboard(
         request, web, session, tenant, access, participant, notice=notice_text(notice)
     )
@@ -177,10 +208,10 @@ def admin_participants(
     q: Annotated[str, Query(max_length=64)] = "",
 ) -> Response:
     """The tenant's participants by handle (those starting with `q`), with their activity."""
-    web, tenant, participant = visitor(request, session, tenant_slug)
-    access = admin_access(request, session, tenant, participant)
-    if access is None:
-        return to_admin_sign_in(request, web, tenant)
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        return visit
+    web, tenant, participant, _ = visit
     prefix = q.strip()
     rows, total = service.participant_rows(
         session, tenant.id, page=page_number, handle_prefix=prefix or None
@@ -212,10 +243,10 @@ def admin_participant(
 ) -> Response:
     """One participant: where they stand in each challenge (every kind's entries), and their
     attempts in every challenge, newest first."""
-    web, tenant, participant = visitor(request, session, tenant_slug)
-    access = admin_access(request, session, tenant, participant)
-    if access is None:
-        return to_admin_sign_in(request, web, tenant)
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        return visit
+    web, tenant, participant, access = visit
     shown = tenants.participant_by_handle(session, tenant.id, handle)
     if shown is None:
         raise not_found()
@@ -252,7 +283,7 @@ def admin_participant_role(
     """Gives a participant account the admin role (`admin=yes`) or takes it back. Not from
     the account this admin is signed in with: another admin takes it back."""
     session = work.session
-    web, tenant, _, access = _admin_form(request, session, tenant_slug, csrf_token)
+    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
     shown = tenants.participant_by_handle(session, tenant.id, handle)
     if shown is None:
         raise not_found()
@@ -279,11 +310,11 @@ def admin_export(
     format: ExportFormat = ExportFormat.CSV,
 ) -> Response:
     """One export of a challenge, streamed as the API streams it to an admin key."""
-    web, tenant, participant = visitor(request, session, tenant_slug)
-    access = admin_access(request, session, tenant, participant)
-    if access is None:
-        return to_admin_sign_in(request, web, tenant)
-    return export_response(exports.open_export(session, access.subject, challenge_id, name, format))
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        return visit
+    subject = visit.access.subject
+    return export_response(exports.open_export(session, subject, challenge_id, name, format))
 
 
 @router.get("/t/{tenant_slug}/admin/sign-in")
@@ -358,19 +389,6 @@ def admin_sign_out(
     return response
 
 
-def _admin_form(
-    request: Request, session: Session, tenant_slug: str, csrf_token: str
-) -> tuple[auth.WebSession, Tenant, Participant | None, AdminAccess]:
-    """What every admin form POST starts with: the visitor, its CSRF token checked, and its
-    admin access (404 without: the form's route is not there for anyone else)."""
-    web, tenant, participant = visitor(request, session, tenant_slug)
-    require_csrf(web, csrf_token)
-    access = admin_access(request, session, tenant, participant)
-    if access is None:
-        raise not_found()
-    return web, tenant, participant, access
-
-
 @router.post("/t/{tenant_slug}/admin/api-keys")
 def admin_create_key(
     tenant_slug: str,
@@ -382,7 +400,7 @@ def admin_create_key(
 ) -> Response:
     """A new API key of the tenant, shown on the page once (it is never retrievable again)."""
     session = work.session
-    web, tenant, participant, access = _admin_form(request, session, tenant_slug, csrf_token)
+    web, tenant, participant, access = admin_form(request, session, tenant_slug, csrf_token)
     try:
         body = ApiKeyCreate.model_validate({"name": name.strip(), "role": role})
     except ValidationError as error:
@@ -406,7 +424,7 @@ def admin_revoke_key(
 ) -> Response:
     """Revokes a key: it stops working at once. Not the key this admin session stands on."""
     session = work.session
-    web, tenant, _, access = _admin_form(request, session, tenant_slug, csrf_token)
+    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
     if access.key is not None and key_id == access.key.id:
         return redirect(request, web, tenant_url(tenant, "admin?notice=key-in-use"))
     try:
@@ -447,7 +465,7 @@ def admin_challenge_action(
     """Opens or closes a challenge now, publishes a draft, archives or unarchives it, or
     re-runs its failed attempts (`action`)."""
     session = work.session
-    web, tenant, _, access = _admin_form(request, session, tenant_slug, csrf_token)
+    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
     if action not in _CHALLENGE_ACTIONS:
         raise not_found()
     change, notice = _CHALLENGE_ACTIONS[action]
@@ -468,7 +486,7 @@ def admin_retry(
     csrf_token: CsrfField = "",
 ) -> Response:
     session = work.session
-    web, tenant, _, access = _admin_form(request, session, tenant_slug, csrf_token)
+    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
     try:
         attempt_service.retry_attempt(work, access.subject.tenant_id, attempt_id)
     except AppError:
