@@ -13,6 +13,7 @@ from app.attempt.schemas import (
     AttemptCreate,
     AttemptList,
     AttemptRead,
+    AttemptsLeft,
     RetriedAttempts,
     TrialList,
 )
@@ -23,7 +24,7 @@ from app.deps import SessionDep, UnitOfWorkDep
 from app.observability import context
 from app.observability import metrics as telemetry
 from app.routing import ApiRoute
-from app.schemas import Limit, Offset, TrialLimit
+from app.schemas import Handle, Limit, Offset, TrialLimit
 from app.unit_of_work import UnitOfWork
 
 router = APIRouter(prefix="/v1", tags=["attempts"], route_class=ApiRoute)
@@ -155,6 +156,18 @@ def list_attempts(
         limit=limit,
         offset=offset,
     )
+
+
+@router.get("/challenges/{challenge_id}/attempts/left")
+def attempts_left(
+    challenge_id: uuid.UUID,
+    session: SessionDep,
+    caller: TenantKeyDep,
+    participant: Annotated[Handle, Query(description="The participant's handle.")],
+) -> AttemptsLeft:
+    """What the challenge's limits leave one participant: attempts left in all and today, and
+    when the day's count starts again (409 for a kind that takes no attempts)."""
+    return service.attempts_left(session, caller, challenge_id, participant)
 
 
 @router.get("/challenges/{challenge_id}/attempts")

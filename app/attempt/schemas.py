@@ -145,6 +145,20 @@ class RunRow:
     cost_usd: float | None
 
 
+class AttemptsLeft(OutputSchema):
+    """What a challenge's limits leave one participant (counted as submissions count: every
+    attempt but those an infrastructure error ended)."""
+
+    participant: str
+    max_attempts_total: int | None = Field(description="The challenge's limit in all; null: none.")
+    max_attempts_per_day: int | None = Field(description="Its limit per UTC day; null: none.")
+    left_total: int | None = Field(description="Attempts left in all; null: no such limit.")
+    left_today: int | None = Field(description="Attempts left today; null: no such limit.")
+    resets_at: datetime | None = Field(
+        description="When the day's count starts again (00:00 UTC); null without a daily limit."
+    )
+
+
 class RetriedAttempts(OutputSchema):
     """How many of the challenge's failed attempts were queued again."""
 

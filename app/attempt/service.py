@@ -20,6 +20,7 @@ from app.attempt.schemas import (
     AttemptCreate,
     AttemptList,
     AttemptRead,
+    AttemptsLeft,
     AttemptTrialRead,
     FailedAttempt,
     RunRow,
@@ -31,7 +32,12 @@ from app.challenge.challenge_kind import ChallengeKind
 from app.challenge.config import LimitsConfig
 from app.challenge.limits import Left, left_under, refuse_when_none_left
 from app.challenge.registry import find_kind, kind_as, kinds_taking, not_for
-from app.challenge.service import config_of, get_challenge, refuse_unless_open
+from app.challenge.service import (
+    config_of,
+    get_challenge,
+    readable_challenge,
+    refuse_unless_open,
+)
 from app.config import get_settings
 from app.db import autocommits, utcnow
 from app.errors import (
@@ -168,6 +174,34 @@ def participant_attempts_left(
         return None
     repo = AttemptRepository(session, tenant_id)
     return left_under(limits, _counter(repo, challenge_id, participant_id), utcnow())
+
+
+def attempts_left(
+    session: Session, reader: TenantKey, challenge_id: uuid.UUID, handle: str
+) -> AttemptsLeft:
+    """What the challenge's limits leave the participant with this handle (all of them for a
+    handle that has not played yet)."""
+    challenge = readable_challenge(session, reader.tenant_id, challenge_id, reader.audience)
+    kind = find_kind(challenge.kind)
+    if not kind.accepts.attempts:
+        where = kind.entries_hint(challenge.id)
+        raise Conflict(
+            f"this is a {kind.name} challenge: it takes no attempts"
+            + (f"; {where}" if where else "")
+        )
+    limits = challenge.limits
+    found = participant_by_handle(session, reader.tenant_id, handle)
+    repo = AttemptRepository(session, reader.tenant_id)
+    count = _counter(repo, challenge.id, found.id) if found is not None else (lambda _: 0)
+    left = left_under(limits, count, utcnow())
+    return AttemptsLeft(
+        participant=found.handle if found is not None else handle,
+        max_attempts_total=limits.max_attempts_total,
+        max_attempts_per_day=limits.max_attempts_per_day,
+        left_total=left.total,
+        left_today=left.today,
+        resets_at=left.resets_at if limits.max_attempts_per_day is not None else None,
+    )
 
 
 def _counter(

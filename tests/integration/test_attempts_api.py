@@ -107,6 +107,50 @@ def test_concurrent_retries_with_one_key_make_one_attempt(api: Api, tenant: dict
     assert listed["total"] == 1
 
 
+def test_a_participant_s_attempts_left_are_read_as_the_limits_count_them(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    limited = api.create_challenge(key, limits={"max_attempts_total": 3, "max_attempts_per_day": 2})
+    path = f"/v1/challenges/{limited['id']}/attempts/left"
+
+    def left(caller: str, handle: str) -> dict[str, Any]:
+        response = api.request("GET", path, caller, params={"participant": handle})
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    fresh = left(key, "ann")
+    assert fresh == {
+        "participant": "ann",
+        "max_attempts_total": 3,
+        "max_attempts_per_day": 2,
+        "left_total": 3,
+        "left_today": 2,
+        "resets_at": (midnight + timedelta(days=1)).isoformat().replace("+00:00", "Z"),
+    }
+    assert api.submit(key, limited["id"], "PWNED", "Ann").status_code == 202
+    member = api.request("POST", "/v1/api-keys", key, json={"name": "m", "role": "member"})
+    after = left(member.json()["key"], "ANN")  # handles ignore case; shown as first spelled
+    assert (after["participant"], after["left_total"], after["left_today"]) == ("Ann", 2, 1)
+    assert api.submit(key, limited["id"], "PWNED", "ann").status_code == 202
+    assert left(key, "ann")["left_today"] == 0
+    assert api.submit(key, limited["id"], "PWNED", "ann").status_code == 429
+
+    free = api.create_challenge(key)
+    unlimited = api.request(
+        "GET", f"/v1/challenges/{free['id']}/attempts/left", key, params={"participant": "ann"}
+    ).json()
+    assert (unlimited["left_total"], unlimited["left_today"], unlimited["resets_at"]) == (
+        None,
+        None,
+        None,
+    )
+    assert api.request("GET", path, key).status_code == 422  # which participant?
+    stranger = api.create_tenant()["api_key"]
+    assert api.request("GET", path, stranger, params={"participant": "ann"}).status_code == 404
+
+
 def test_total_and_daily_limits(api: Api, worker: Worker, tenant: dict[str, Any]) -> None:
     key = tenant["api_key"]
     total = api.create_challenge(key, limits={"max_attempts_total": 2})

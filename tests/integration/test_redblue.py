@@ -272,6 +272,11 @@ def test_bad_input_names_the_field(api: Api, worker: Worker, tenant: dict[str, A
 
     challenge = create(api, key, limits={"max_defense_chars": 20, "max_attack_chars": 10})
     cid = challenge["id"]
+    # It takes no attempts, so it has no attempts left to tell; it says where entries go.
+    left = api.request(
+        "GET", f"/v1/challenges/{cid}/attempts/left", key, params={"participant": "ann"}
+    )
+    assert left.status_code == 409 and "/defenses" in left.json()["error"]["message"]
     long_defense = api.request(
         "POST",
         f"/v1/challenges/{cid}/defenses",
