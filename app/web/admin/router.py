@@ -1,8 +1,10 @@
 """The tenant admin's pages: signed in with an admin API key (a server-side admin session
-behind its own cookie, checked on every request), the day's model spend against the budget,
-each challenge's status (opened or closed now from here), its activity and its exports to
-download, recent errors with a button to re-run a failed attempt (or all of a challenge's), the
-tenant's API keys (created, shown once, revoked), the scorer registry."""
+behind its own cookie) or with a participant account given the admin role, either checked on
+every request; the day's model spend against the budget, each challenge's status (published,
+opened, closed or archived from here), its activity and its exports to download, recent errors
+with a button to re-run a failed attempt (or all of a challenge's), the tenant's API keys
+(created, shown once, revoked), the scorer registry; the participants, one participant's
+standings and attempts, and their admin role."""
 
 from __future__ import annotations
 
