@@ -43,11 +43,15 @@ typecheck: install
 
 # Strict: a test that cannot run (no browser, no service) fails instead of skipping. The order
 # is random: pytest-randomly prints its seed, and `pytest --randomly-seed=N` repeats an order.
+# Two test processes (TEST_PROCESSES), each taking whole files: most integration tests wait on
+# a worker, a browser or a server, so two share the two cores well (README.md, Tests).
+TEST_PROCESSES ?= 2
+PARALLEL := -n $(TEST_PROCESSES) --dist loadfile
 test: install lint typecheck
 	./scripts/ensure-test-services.sh
 	./scripts/ensure-bubblewrap.sh
 	./scripts/ensure-chromium.sh
-	GAUNTLET_TEST_STRICT=1 $(BIN)/pytest
+	GAUNTLET_TEST_STRICT=1 $(BIN)/pytest $(PARALLEL)
 
 # Pure logic, in seconds. Tests that start the project's processes (tests/process) and need
 # services (tests/integration) are `make integration`'s; `make test` runs them all.
@@ -58,7 +62,7 @@ unit: install
 integration: install
 	./scripts/ensure-test-services.sh
 	./scripts/ensure-bubblewrap.sh
-	$(BIN)/pytest tests/integration tests/process
+	$(BIN)/pytest $(PARALLEL) tests/integration tests/process
 
 screenshots: install
 	./scripts/ensure-test-services.sh

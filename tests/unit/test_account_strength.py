@@ -51,8 +51,11 @@ def test_weak_passwords_are_refused_with_their_reason(password: str, expected: s
         "ünïcödé wörds ärë fïnë",
         "パスワードは長い文です",
         "family 👨‍👩‍👧 emoji join",  # zero-width joiners are format characters, allowed
-        secrets.token_urlsafe(12),
-        "".join(secrets.choice(string.printable[:94]) for _ in range(256)),  # judged by a prefix
+        pytest.param(secrets.token_urlsafe(12), id="random-urlsafe-12"),
+        pytest.param(  # judged by a prefix
+            "".join(secrets.choice(string.printable[:94]) for _ in range(256)),
+            id="random-printable-256",
+        ),
     ],
 )
 def test_good_passwords_pass(password: str) -> None:
@@ -70,9 +73,9 @@ def test_good_passwords_pass(password: str) -> None:
         ("abcd" * 10, "too easy to guess"),
         ("0123456789" * 4, "too easy to guess"),
         ("correct horse battery staple and more", "too easy to guess"),
-        (" " + secrets.token_urlsafe(32), "spaces at its ends"),
-        (secrets.token_urlsafe(32) + "\n", "spaces at its ends"),
-        (secrets.token_urlsafe(1000), "at most 1024 characters"),
+        pytest.param(" " + secrets.token_urlsafe(32), "spaces at its ends", id="leading-space"),
+        pytest.param(secrets.token_urlsafe(32) + "\n", "spaces at its ends", id="trailing-newline"),
+        pytest.param(secrets.token_urlsafe(1000), "at most 1024 characters", id="urlsafe-1000"),
     ],
 )
 def test_weak_secrets_are_refused(secret: str | None, expected: str) -> None:
@@ -84,10 +87,11 @@ def test_weak_secrets_are_refused(secret: str | None, expected: str) -> None:
 @pytest.mark.parametrize(
     "secret",
     [
-        secrets.token_urlsafe(32),
-        secrets.token_hex(32),
-        "gadm_" + secrets.token_urlsafe(32),
-        secrets.token_urlsafe(700),
+        # Named by their shape: parallel test processes must collect the same ids.
+        pytest.param(secrets.token_urlsafe(32), id="urlsafe-32"),
+        pytest.param(secrets.token_hex(32), id="hex-32"),
+        pytest.param("gadm_" + secrets.token_urlsafe(32), id="gadm-urlsafe-32"),
+        pytest.param(secrets.token_urlsafe(700), id="urlsafe-700"),
     ],
 )
 def test_random_secrets_pass(secret: str) -> None:
