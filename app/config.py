@@ -87,7 +87,7 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(default=2, ge=1, le=512)
     # Red-blue boards (docs/redblue.md): the share of one worker process that a board's ratings
     # recomputes, and its interval refreshes, may each take at most. After one that took t
-    # seconds, the next waits t · (1 - share) / share (and at least a second), so the share
+    # seconds, the next waits t · (1 - share) / share (and at least 0.25 s), so the share
     # holds however many matches the board has.
     redblue_recompute_share: float = Field(default=0.1, gt=0, le=1)
     redblue_intervals_share: float = Field(default=0.05, gt=0, le=1)

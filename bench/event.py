@@ -63,6 +63,7 @@ from bench.event_crowd import (  # noqa: E402
     Participant,
     opening,
     seed,
+    warm_up,
 )
 from bench.event_layout import (  # noqa: E402
     CpuMeter,
@@ -163,6 +164,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     load.add_argument(
         "--user-rate", type=float, default=0.5, help="arrivals per second of one locust user"
+    )
+    load.add_argument(
+        "--warm-entries",
+        type=int,
+        default=0,
+        help="defenses and attacks per tenant entered (and played) before the load starts, "
+        "so that red-blue work per request is steady from the first minute",
     )
     faults = parser.add_argument_group("faults")
     faults.add_argument(
@@ -482,6 +490,17 @@ def run(args: argparse.Namespace) -> int:
         environment = Environment(user_classes=[Participant])
         runner = environment.create_local_runner()
         opening(Participant(environment))
+        if args.warm_entries:
+            warmed = time.time()
+            warm_up(Participant(environment), args.warm_entries)
+            drained, waited, left = wait_drained(engine, args.drain_timeout)
+            if not drained:
+                raise SystemExit(f"the warm-up's work did not drain in {waited:.0f} s: {left}")
+            print(
+                f"   {time.strftime('%H:%M:%S')} warm-up: {args.warm_entries} defenses and "
+                f"attacks per tenant, played in {time.time() - warmed:.0f} s",
+                flush=True,
+            )
         if not args.smoke:
             # A steady state from the first second (a smoke run overlaps the worker's start
             # with its load: its figures do not matter, its invariants do).

@@ -511,3 +511,17 @@ def opening(user: Participant) -> None:
     for variant in HOSTILE:
         tenant = user.crowd.tenants[0]
         user.hostile(tenant, tenant.participants[0], variant)
+
+
+def warm_up(user: Participant, entries: int) -> None:
+    """An event already under way: in each tenant `entries` defenses, then `entries` attacks,
+    of participants of their own, so that from the load's first second a new defense or
+    attack meets as many opponents as it will an hour in (pairing's cap), and the boards
+    already hold that many players on each side. Without it the red-blue work per request
+    grows over the first minutes while the first entries find their opponents."""
+    for tenant in user.crowd.tenants:
+        handles = tenant.participants
+        for number in range(entries):
+            user.defense(tenant, handles[(2 + number) % len(handles)])
+        for number in range(entries):
+            user.attack(tenant, handles[-3 - number % len(handles)])

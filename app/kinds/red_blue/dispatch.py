@@ -32,7 +32,11 @@ def chunks(ids: list[str]) -> list[list[str]]:
 
 # Sent when a board turns dirty; it runs a moment later (countdown, longer when the board's
 # last recompute was costly), so the matches landing meanwhile are rated by the same recompute.
-RECOMPUTE = WorkerTask(RECOMPUTE_TASK, _RESENT, countdown=1.0)
+# A quarter of a second: short enough that the board's pacing (its share of a worker), not this
+# wait, spaces the recomputes of any board whose recompute takes 30 ms or more, so their share
+# is the same on a young board as on a large one; long enough that a chunk's matches, landing
+# within it, share one recompute.
+RECOMPUTE = WorkerTask(RECOMPUTE_TASK, _RESENT, countdown=0.25)
 # The second argument of a recompute sent for a board's interval refresh alone.
 INTERVALS_ONLY = "intervals"
 
