@@ -123,9 +123,9 @@ class Settings(BaseSettings):
 
     seed_demo: bool = True
 
-    # Challenge kinds beyond the built-in ones: comma-separated module paths, each exposing
-    # `KIND` (docs/architecture.md, "Adding a challenge kind"). Trusted code, like scorer
-    # entrypoints: the platform admin's to name, for the API and every worker alike.
+    # No longer read: kinds beyond the built-in ones are installed packages declaring an entry
+    # point (app.challenge.registry). Kept so that a deployment still setting it is told so at
+    # start-up, instead of losing its kinds without a word.
     extra_challenge_kinds: str = ""
 
     # Reverse proxies (addresses or networks, comma-separated) whose X-Forwarded-For and
@@ -162,6 +162,18 @@ class Settings(BaseSettings):
     @classmethod
     def _parse_api_bases(cls, value: list[str | dict[str, Any]]) -> list[str | dict[str, Any]]:
         parse_allowed_bases(value)  # refuses a malformed entry at start-up, naming it
+        return value
+
+    @field_validator("extra_challenge_kinds")
+    @classmethod
+    def _kinds_are_entry_points(cls, value: str) -> str:
+        if value.strip():
+            raise ValueError(
+                "GAUNTLET_EXTRA_CHALLENGE_KINDS is no longer read: a challenge kind outside the "
+                "service is found through the entry point its package declares in the group "
+                "gauntlet.challenge_kinds (docs/architecture.md, 'Adding a kind'); "
+                "install the package and unset this setting"
+            )
         return value
 
     @field_validator("allowed_providers")
@@ -262,10 +274,6 @@ class Settings(BaseSettings):
     @property
     def scorer_module_prefixes(self) -> tuple[str, ...]:
         return tuple(p.strip() for p in self.scorer_allowed_modules.split(",") if p.strip())
-
-    @property
-    def challenge_kind_modules(self) -> tuple[str, ...]:
-        return tuple(m.strip() for m in self.extra_challenge_kinds.split(",") if m.strip())
 
     @property
     def resolved_database_url(self) -> str:

@@ -78,18 +78,27 @@ TEST_SETTINGS = {
     ),
 }
 # A challenge kind of the tests' own (tests/integration/test_challenge_kinds.py), added the way
-# an operator adds one, for this API and the `worker` fixture (processes started with the
-# tests' folder on their path).
-TEST_KINDS = {"GAUNTLET_EXTRA_CHALLENGE_KINDS": "tests.fixtures.word_count_kind"}
+# an operator adds one: a package installed beside the service, declaring its entry point. The
+# folder holds that package's installed metadata; on the path of this process (for the API
+# server thread) and of the processes the tests start (which run from the project's root, so
+# the kind's module, tests.fixtures.word_count_kind, is importable).
+INSTALLED_KINDS = ROOT / "tests" / "fixtures" / "installed"
+TEST_KINDS = {
+    "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(INSTALLED_KINDS), str(ROOT), os.environ.get("PYTHONPATH")])
+    )
+}
 
 
 def _reset_caches() -> None:
+    from app.challenge.registry import registered
     from app.config import get_settings
     from app.db import get_engine, get_sessionmaker
 
     get_settings.cache_clear()
     get_engine.cache_clear()
     get_sessionmaker.cache_clear()
+    registered.cache_clear()
 
 
 class Stack:
@@ -118,6 +127,8 @@ def stack() -> Iterator[Stack]:
         broker_url = found.redis_url.rsplit("/", 1)[0] + "/9"
         result = Stack(database_url, broker_url, found.admin_url)
         os.environ.update(result.env())
+        if str(INSTALLED_KINDS) not in sys.path:
+            sys.path.append(str(INSTALLED_KINDS))
         _reset_caches()
         from app.cli import migrate
 

@@ -1,30 +1,34 @@
 """The registry of challenge kinds: which kinds this deployment has, by name.
 
-A kind is a module exposing `KIND` (an instance of its class, which implements the kind
-interfaces of every layer; see `app.challenge.challenge_kind`). The built-in kinds are listed below;
-the platform admin adds others with `GAUNTLET_CHALLENGE_KIND_MODULES` (a comma-separated list
-of module paths, read by every process: the API and the workers). Modules are imported on
+A kind is an instance of its class (`KIND` in its module), which implements the kind
+interfaces of every layer (see `app.challenge.challenge_kind`). The built-in kinds are listed
+below; a kind that lives outside the service is found the way scorer plugins are, through an
+entry point its package declares in the group `gauntlet.challenge_kinds`
+(`word_count = "package.module:KIND"`, named as the kind is), so installing the package into
+the service's environment adds it for the API and every worker alike. Kinds are imported on
 first use, not by this module's import, so no layer below the kinds imports them.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Container, Sequence
-from functools import lru_cache
+from functools import cache
+from importlib import import_module
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar
 
 from app.challenge.challenge_kind import ChallengeKind
-from app.config import get_settings
 from app.errors import ValidationFailed
 
 # The built-in kinds: adding one is a package under app/kinds/ and a line here.
-BUILTIN_KIND_MODULES = (
-    "app.kinds.prompt",
-    "app.kinds.benchmark",
-    "app.kinds.red_blue",
+BUILTIN_KINDS = (
+    "app.kinds.prompt:KIND",
+    "app.kinds.benchmark:KIND",
+    "app.kinds.red_blue:KIND",
 )
+# The entry point group of kinds installed from other packages.
+ENTRY_POINT_GROUP = "gauntlet.challenge_kinds"
 
 K = TypeVar("K")
 # Stored in challenges.kind, a VARCHAR(16).
@@ -35,27 +39,43 @@ class KindNotFound(LookupError):
     pass
 
 
-@lru_cache(maxsize=4)
-def _load(extra_modules: tuple[str, ...]) -> dict[str, ChallengeKind]:
+def installed_entry_points() -> tuple[tuple[str, str], ...]:
+    """The kinds installed packages declare: (name, "module:attribute"), by name."""
+    return tuple(
+        sorted((point.name, point.value) for point in entry_points(group=ENTRY_POINT_GROUP))
+    )
+
+
+def _load(installed: tuple[tuple[str, str], ...]) -> dict[str, ChallengeKind]:
+    """The built-in kinds, then the `installed` ones (name, reference); every mistake is
+    refused at once, naming where it is."""
     kinds: dict[str, ChallengeKind] = {}
-    for path in (*BUILTIN_KIND_MODULES, *extra_modules):
-        module = importlib.import_module(path)
-        kind = getattr(module, "KIND", None)
+    for name, reference in (*((None, path) for path in BUILTIN_KINDS), *installed):
+        kind = EntryPoint(name or "", reference, ENTRY_POINT_GROUP).load()
         if not isinstance(kind, ChallengeKind):
-            raise TypeError(f"challenge kind module {path!r} has no KIND (a ChallengeKind)")
+            raise TypeError(f"challenge kind {reference!r} is not a ChallengeKind")
         if not _NAME.fullmatch(kind.name):
-            raise ValueError(f"challenge kind name {kind.name!r} (in {path}): {_NAME.pattern}")
+            raise ValueError(f"challenge kind name {kind.name!r} (in {reference}): {_NAME.pattern}")
+        if name is not None and name != kind.name:
+            raise ValueError(
+                f"the entry point {name!r} of {ENTRY_POINT_GROUP} names a kind called "
+                f"{kind.name!r} ({reference}): an entry point is named as its kind"
+            )
         if kind.name in kinds:
-            raise ValueError(f"two challenge kinds are named {kind.name!r} (the second: {path})")
+            raise ValueError(
+                f"two challenge kinds are named {kind.name!r} (the second: {reference})"
+            )
         kinds[kind.name] = kind
         for models in kind.model_modules:
-            importlib.import_module(models)
+            import_module(models)
     return kinds
 
 
+@cache
 def registered() -> dict[str, ChallengeKind]:
-    """Every kind of this deployment, by name (the built-in ones first)."""
-    return _load(get_settings().challenge_kind_modules)
+    """Every kind of this deployment, by name (the built-in ones first). Read once per
+    process: a kind installed later is seen after a restart."""
+    return _load(installed_entry_points())
 
 
 def kind_names() -> list[str]:

@@ -1,5 +1,5 @@
-"""A challenge kind added as docs/architecture.md says (a package, registered by the platform
-admin's setting `GAUNTLET_EXTRA_CHALLENGE_KINDS`, here tests.fixtures.word_count_kind) goes
+"""A challenge kind added as docs/architecture.md says (a package declaring an entry point in
+gauntlet.challenge_kinds, here tests.fixtures.word_count_kind, installed beside the service) goes
 through REST, a real worker and the leaderboard, with its own section, checks, redaction,
 metrics, web fragments, endpoint and worker task; nothing of the service was changed for it."""
 

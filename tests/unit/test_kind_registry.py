@@ -1,16 +1,19 @@
-"""The registry of challenge kinds: the built-in ones, those a setting adds, and the mistakes
-it refuses at once."""
+"""The registry of challenge kinds: the built-in ones, those installed packages add through
+their entry points, and the mistakes it refuses at once."""
 
 from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from app.attempt.attempt_kind import AttemptKind
 from app.challenge import registry
 from app.challenge.challenge_kind import Accepts, ChallengeKind
+from app.config import Settings
 from app.leaderboard.leaderboard_kind import LeaderboardKind
 from app.web.web_kind import WebKind
 
@@ -24,15 +27,34 @@ def test_the_built_in_kinds_implement_every_layers_interface() -> None:
         assert kind.default_strategy in kind.strategies
 
 
-def test_a_setting_adds_a_kind_and_unknown_names_are_refused_with_the_known_ones() -> None:
-    kinds = registry._load(("tests.fixtures.word_count_kind",))
-    assert list(kinds) == ["prompt", "benchmark", "red_blue", "word_count"]
+WORD_COUNT = ("word_count", "tests.fixtures.word_count_kind:KIND")
+INSTALLED = Path(__file__).resolve().parents[1] / "fixtures" / "installed"
+
+
+def test_an_installed_package_adds_its_kind_through_its_entry_point(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(INSTALLED))
+    assert WORD_COUNT in registry.installed_entry_points()
+    kinds = registry._load(registry.installed_entry_points())
+    assert list(kinds)[:3] == ["prompt", "benchmark", "red_blue"]
+    assert kinds["word_count"].name == "word_count"
+
+
+def test_unknown_names_are_refused_with_the_known_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "registered", lambda: registry._load(()))
     with pytest.raises(registry.KindNotFound, match="known: benchmark, prompt, red_blue"):
         registry.find_kind("blue_green")
 
 
+def test_the_old_module_list_setting_is_refused_at_start_up_saying_what_replaced_it() -> None:
+    with pytest.raises(ValidationError, match=r"gauntlet\.challenge_kinds"):
+        Settings(extra_challenge_kinds="tests.fixtures.word_count_kind")
+    assert Settings(extra_challenge_kinds=" ").extra_challenge_kinds == " "
+
+
 def test_each_kind_declares_what_it_accepts_and_the_fields_of_its_attempts() -> None:
-    kinds = registry._load(("tests.fixtures.word_count_kind",))
+    kinds = registry._load((WORD_COUNT,))
     assert {name: kind.accepts for name, kind in kinds.items()} == {
         "prompt": Accepts.ATTEMPTS,
         "benchmark": Accepts.ATTEMPTS,
@@ -52,18 +74,21 @@ def test_each_kind_declares_what_it_accepts_and_the_fields_of_its_attempts() -> 
     }
 
 
-def test_a_kind_module_without_kind_or_with_a_taken_name_is_refused(
+def test_an_entry_point_that_is_not_a_kind_or_takes_a_taken_name_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     empty = types.ModuleType("tests_kind_without_kind")
+    empty.KIND = object()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, empty.__name__, empty)
-    with pytest.raises(TypeError, match="has no KIND"):
-        registry._load((empty.__name__,))
+    with pytest.raises(TypeError, match="is not a ChallengeKind"):
+        registry._load((("empty", f"{empty.__name__}:KIND"),))
     twin = types.ModuleType("tests_kind_twin")
     twin.KIND = registry._load(())["prompt"]  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, twin.__name__, twin)
     with pytest.raises(ValueError, match="two challenge kinds are named 'prompt'"):
-        registry._load((twin.__name__,))
+        registry._load((("prompt", f"{twin.__name__}:KIND"),))
+    with pytest.raises(ValueError, match="an entry point is named as its kind"):
+        registry._load((("other_name", "tests.fixtures.word_count_kind:KIND"),))
 
 
 def test_seen_through_an_interface_it_lacks_a_kind_is_a_programming_error(
@@ -82,9 +107,7 @@ def test_the_worker_includes_a_kinds_tasks_and_beat_sends_its_periodic_ones(
 ) -> None:
     # What workers/celery_app.py builds its app with (importing it here would build the
     # process's Celery app before the test stack's settings).
-    monkeypatch.setattr(
-        registry, "registered", lambda: registry._load(("tests.fixtures.word_count_kind",))
-    )
+    monkeypatch.setattr(registry, "registered", lambda: registry._load((WORD_COUNT,)))
     assert registry.worker_task_modules() == [
         "app.kinds.red_blue.tasks",
         "tests.fixtures.word_count_kind.tasks",
