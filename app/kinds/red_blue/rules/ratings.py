@@ -34,19 +34,23 @@ step (`xtol`), which left participants up to 3e-4 logits from the optimum, and a
 accuracy it took 1.2 to 2 times the passes (bench/README.md, "Red-blue ratings").
 
 The intervals. Matches are resampled with replacement (`resamples` times, from a seeded
-generator); each resample's ratings are the full fit moved by one Newton step on the
-resample's objective, using the full fit's Hessian (the one-step bootstrap of Moulton and
-Zeger, 1991): the step's linear systems, all resamples at once, are solved by scipy's
-conjugate gradient. Refitting every resample exactly costs a full optimisation each, 20 to
-40 times as long at 100,000 matches; the one-step interval ends differ from the exact ones'
-by 4 rating points on average at 200 matches per participant, by 22 points (intervals about
-10 % narrower) at 20 (bench/README.md). The interval is the 2.5th to 97.5th percentile of a
-participant's resampled ratings, widened if need be to hold the rating itself. Matches are
-put in a canonical order first (participants by name, then the outcome), so the same matches
-and seed give the same figures in whatever order they come, and a tally draws exactly the
-resamples the list of matches would. A bootstrap sees no uncertainty that no resample shows: a
-participant with very few matches gets an interval narrower than its real uncertainty (with
-one match in the whole competition, none at all).
+generator), and each resample's prior is centred on a draw from the prior itself (per
+participant, less the draws' mean: the scale's level is fixed); each resample's ratings are
+the full fit moved by one Newton step on the resample's objective, using the full fit's
+Hessian (the one-step bootstrap of Moulton and Zeger, 1991, with the prior randomised as in
+randomize-then-optimize): the step's linear systems, all resamples at once, are solved by
+scipy's conjugate gradient. The resamples then spread as the posterior under the prior does
+(in its Laplace approximation: H⁻¹ (C + λP) H⁻¹ ≈ H⁻¹, a unit test pins it); matches
+alone spread only as far as the matches say, so a participant whose rating the prior mostly
+makes (few matches) got an interval far narrower than its uncertainty, and 95 % intervals
+held the true strength 69 % of the time at 4 matches a participant (bench/README.md,
+"Red-blue interval coverage": now 93-95 % from 4 to 200 matches a participant). Refitting
+every resample exactly costs a full optimisation each, 20 to 40 times as long at 100,000
+matches. The interval is the 2.5th to 97.5th percentile of a participant's resampled
+ratings, widened if need be to hold the rating itself. Matches are put in a canonical order
+first (participants by name, then the outcome), so the same matches and seed give the same
+figures in whatever order they come, and a tally draws exactly the resamples the list of
+matches would.
 
 Between two bootstraps (they cost more than a fit; the service runs them at a bounded rate),
 `provisional_bounds` keeps each participant's last interval around its moved rating, and gives
@@ -502,14 +506,21 @@ def _hessian(tally: Tally, strength: FloatArray) -> sparse.csr_array:
 
 
 def bootstrap_bounds(
-    tally: Tally, strength: FloatArray, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+    tally: Tally,
+    strength: FloatArray,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    prior_draws: bool = True,
 ) -> tuple[FloatArray, FloatArray]:
     """Each player's 95 % interval in logits (one-step bootstrap percentiles, widened to hold
-    its strength). The same matches and seed give the same figures however the tally grew."""
+    its strength), each resample with its prior's centre drawn from the prior too
+    (`prior_draws`; without, the plain one-step bootstrap, kept for bench/redblue_coverage.py
+    to compare). The same matches and seed give the same figures however the tally grew."""
     if resamples < 2:
         raise ValueError("resamples must be at least 2")
     canonical, order = tally.canonical()
-    resampled = _bootstrap(canonical, strength[order], resamples, seed)
+    resampled = _bootstrap(canonical, strength[order], resamples, seed, prior_draws)
     low_canonical, high_canonical = np.percentile(resampled, INTERVAL_PERCENTILES, axis=1)
     low, high = np.empty(tally.players), np.empty(tally.players)
     low[order], high[order] = low_canonical, high_canonical
@@ -518,7 +529,9 @@ def bootstrap_bounds(
     return np.minimum(low, strength), np.maximum(high, strength)
 
 
-def _bootstrap(tally: Tally, strength: FloatArray, resamples: int, seed: int) -> FloatArray:
+def _bootstrap(
+    tally: Tally, strength: FloatArray, resamples: int, seed: int, prior_draws: bool
+) -> FloatArray:
     """Resampled strengths, one column per resample (one-step bootstrap), of a canonical tally:
     its matches in order are each pair's (in key order) losses, then its wins, exactly the
     order of the list of matches sorted by red name, blue name and outcome."""
@@ -550,6 +563,18 @@ def _bootstrap(tally: Tally, strength: FloatArray, resamples: int, seed: int) ->
             cell_blue, weighted, players
         )
     gradients += PRIOR_PRECISION * strength[:, None]
+    if prior_draws:
+        # The prior is data too: each resample's prior is centred on a draw from the prior
+        # (N(0, 1/PRIOR_PRECISION) per player), which adds √PRIOR_PRECISION · N(0, 1) to its
+        # gradient (randomize-then-optimize). Resampling matches alone varies only what the
+        # matches say, so a participant with few matches, whose rating the prior mostly
+        # makes, got an interval far narrower than its uncertainty; with the prior drawn too,
+        # the resamples spread as the posterior does (bench/README.md, "Red-blue interval
+        # coverage"). Less their mean: the scale's level is fixed (ratings average 1000), so a
+        # shift of everyone alike is no uncertainty of anyone's rating. From a generator of
+        # its own, so the matches drawn stay the same.
+        prior = np.random.default_rng([seed, 1]).standard_normal((players, resamples))
+        gradients += math.sqrt(PRIOR_PRECISION) * (prior - prior.mean(axis=0))
 
     hessian = _hessian(tally, strength)
     inverse_diagonal = 1.0 / hessian.diagonal()
