@@ -298,6 +298,14 @@ def test_an_edit_says_what_patch_says_and_keeps_the_slug(api: Api, web_client: C
     assert (read["title"], read["goal"], read["target"]["max_tokens"]) == ("After", "", 64)
     assert read["target"]["system_prompt"] == "" and read["state"] == challenge["state"]
 
+    # An archived challenge is read-only: the form says why, as PATCH does.
+    url = f"/v1/challenges/{challenge['id']}"
+    assert api.request("PATCH", url, key, json={"state": "archived"}).status_code == 200
+    patch = api.request("PATCH", url, key, json={"title": "Again"})
+    refused = admin.post_form(path, {**fields, "title": "Again"}, token_from=path)
+    assert refused.status_code == 422 and patch.status_code == 409
+    assert shown_errors(refused.text) == [(None, patch.json()["error"]["message"])]
+
 
 def test_authoring_pages_are_their_tenant_admins_only(api: Api, web_client: Clients) -> None:
     tenant, other = create_tenant(api), create_tenant(api)

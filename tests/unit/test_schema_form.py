@@ -57,6 +57,12 @@ class Body(BaseModel):
     hidden: str | None = Field(default=None, exclude=True)
 
 
+class Labels(BaseModel):
+    plugin_id: str
+    cost_budget_usd: float
+    k: int
+
+
 ITEMS = model_items(Body)
 
 
@@ -101,6 +107,7 @@ def test_each_field_gets_the_input_of_its_type() -> None:
     assert model.required and model.element_id == "field-section-model"
     assert isinstance(tags, FormField) and tags.help == "Labels."
     assert default_values(ITEMS)["section.inner"] == '{\n  "depth": 1\n}'
+    assert [item.label for item in model_items(Labels)] == ["Plugin ID", "Cost budget USD", "K"]
 
 
 def test_the_body_is_what_a_client_would_write() -> None:

@@ -218,6 +218,8 @@ def save_challenge(
     web, tenant, participant, access = admin_form(request, session, tenant_slug, csrf_token)
     challenge = _challenge(session, tenant, challenge_id)
     form = _form_of(challenge.kind, editing=True)
+    # The update reads the challenge again under its row lock: it must not see this copy.
+    session.expire(challenge)
     try:
         saved, problems = service.update_from_form(
             work, access.subject.tenant_id, challenge.id, form, values

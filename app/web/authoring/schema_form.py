@@ -80,9 +80,14 @@ class FieldGroup:
 FormItem = FormField | FieldGroup
 
 
+# Words of field names that are written in capitals.
+_ACRONYMS = {"api": "API", "url": "URL", "usd": "USD", "id": "ID"}
+
+
 def _label(name: str) -> str:
-    words = name.replace("_", " ")
-    return words[:1].upper() + words[1:]
+    words = [_ACRONYMS.get(word, word) for word in name.split("_")]
+    text = " ".join(words)
+    return text[:1].upper() + text[1:]
 
 
 def _one_value(annotation: Any) -> tuple[Any, list[Any]]:
