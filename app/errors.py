@@ -78,6 +78,30 @@ def telling_first(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return unknown + [error for error in copied if error.get("type") != "extra_forbidden"]
 
 
+def error_details(
+    errors: Sequence[Mapping[str, Any]], within: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Validation errors as a 422 lists them (`details`): the telling one first, each with its
+    location (`within` the part of the request that held the value: `body`), message and
+    type. The API and the web forms both use it, so a form shows what the API says."""
+    return [
+        {"loc": [*within, *error["loc"]], "msg": error["msg"], "type": error["type"]}
+        for error in telling_first(errors)
+    ]
+
+
+def detail_text(detail: Mapping[str, Any]) -> str:
+    """One error of a 422 in words: its field path (without `body`), then its message."""
+    location = ".".join(str(part) for part in detail.get("loc", ()) if part != "body")
+    message = str(detail.get("msg"))
+    return f"{location}: {message}" if location else message
+
+
+def validation_message(details: Sequence[Mapping[str, Any]]) -> str:
+    """A 422's message: its first five errors in words."""
+    return "; ".join(detail_text(detail) for detail in details[:5])
+
+
 class TooManyRequests(AppError):
     status_code = 429
     code = "rate_limited"

@@ -68,6 +68,14 @@ def _refuse(location: Location, message: str) -> ValidationFailed:
     )
 
 
+def refuse_unstorable_value(value: Any, location: Location) -> None:
+    """The same refusal for a value assembled from a request in other ways (the JSON fields of
+    the web's challenge forms, parsed by the page)."""
+    found = first_problem(value, location)
+    if found is not None:
+        raise _refuse(*found)
+
+
 def _check_pairs(kind: str, pairs: list[tuple[str, Any]]) -> None:
     for name, value in pairs:
         problem = text_problem(name)
@@ -95,9 +103,7 @@ async def _check_body(request: Request, content_type: bytes) -> None:
         value = await request.json()
     except ValueError:
         return  # not JSON: FastAPI's own validation answers it
-    found = first_problem(value, ("body",))
-    if found is not None:
-        raise _refuse(*found)
+    refuse_unstorable_value(value, ("body",))
 
 
 async def refuse_unstorable_input(request: Request) -> None:

@@ -26,7 +26,7 @@ from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
 from app.config import get_settings
 from app.db import get_engine
-from app.errors import AppError, telling_first
+from app.errors import AppError, error_details, validation_message
 from app.export.router import router as export_router
 from app.input_guard import refuse_unstorable_input
 from app.leaderboard.router import router as leaderboard_router
@@ -74,14 +74,6 @@ def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details}}
 
 
-def _validation_message(errors: list[dict[str, Any]]) -> str:
-    parts = []
-    for error in errors[:5]:
-        location = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
-        parts.append(f"{location}: {error.get('msg')}" if location else str(error.get("msg")))
-    return "; ".join(parts)
-
-
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AppError)
     async def app_error(_: Request, exc: AppError) -> JSONResponse:
@@ -93,14 +85,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        details = jsonable_encoder(
-            [
-                {k: v for k, v in e.items() if k in ("loc", "msg", "type")}
-                for e in telling_first(exc.errors())
-            ]
-        )
+        details = jsonable_encoder(error_details(exc.errors()))
         return JSONResponse(
-            error_body("validation_error", _validation_message(details), details),
+            error_body("validation_error", validation_message(details), details),
             status_code=422,
         )
 

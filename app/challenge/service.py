@@ -190,7 +190,9 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
     if body.state is ChallengeState.ARCHIVED:
         raise ValidationFailed.at(["state"], "a new challenge is a draft or live")
     repo = ChallengeRepository(session, tenant_id)
-    taken = Conflict(f"a challenge with slug '{body.slug}' already exists")
+    message = f"a challenge with slug '{body.slug}' already exists"
+    # Its detail names the field, as a 422's do, so a form shows it beside the slug.
+    taken = Conflict(message, details=[{"loc": ["body", "slug"], "msg": message, "type": "taken"}])
     if repo.get_by_slug(body.slug) is not None:
         raise taken
     now = utcnow()

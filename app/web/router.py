@@ -9,6 +9,8 @@ page family (each a package of its own: router and service).
   `.../tasks/{index}`.
 - `accounts`: `/t/{tenant}/sign-up`, `/sign-in`, `/sign-out`, `/account`.
 - `admin`: `/t/{tenant}/admin`, for tenant admins signed in with an API key.
+- `authoring`: `/t/{tenant}/admin/challenges/new`, `.../{id}/edit`, `.../{id}/duplicate`,
+  `.../{id}/delete`: tenant admins' challenge forms, made from each kind's models.
 
 What differs between challenge kinds is the kind's (`app.web.web_kind`).
 """
@@ -22,12 +24,15 @@ from app.challenge.registry import registered
 from app.web.accounts.router import router as accounts
 from app.web.admin.router import router as admin
 from app.web.attempts.router import router as attempts
+from app.web.authoring.router import router as authoring
 from app.web.challenges.router import router as challenges
 from app.web.leaderboards.router import router as leaderboards
 from app.web.rendering import HtmlRoute, not_found
 from app.web.web_kind import WebKind
 
-FAMILIES = (challenges, leaderboards, attempts, accounts, admin)
+# `authoring` before `admin`: its challenge pages' addresses would match the admin page's
+# challenge buttons (`/admin/challenges/{id}/{action}`).
+FAMILIES = (challenges, leaderboards, attempts, accounts, authoring, admin)
 
 unknown = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 

@@ -48,6 +48,11 @@ NOTICES = {
         "exports stay."
     ),
     "challenge-unarchived": "The challenge is live again: listed, and playable when open.",
+    "challenge-created": (
+        "The challenge is saved as a draft: only its admins see it until you publish it."
+    ),
+    "challenge-saved": "The challenge's changes are saved.",
+    "challenge-deleted": "The challenge is deleted, with its attempts, entries and leaderboard.",
     "role-given": (
         "The account has the admin role: signed in with its handle and password, it uses the "
         "admin pages."

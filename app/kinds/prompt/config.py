@@ -64,5 +64,5 @@ class TargetConfig(InputSchema):
 
 class PromptConfig(KindConfig):
     target: TargetConfig
-    verifier: VerifierConfig
+    verifier: VerifierConfig = Field(examples=[{"type": "contains", "pattern": "PWNED"}])
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)

@@ -54,7 +54,15 @@ class Target(RedBlueTarget):
 
 class RedBlueSections(KindConfig):
     target: Target
-    judge_suite: JudgeSuite
+    judge_suite: JudgeSuite = Field(
+        examples=[
+            {
+                "categories": [
+                    {"name": "pwned", "verifier": {"type": "contains", "pattern": "PWNED"}}
+                ]
+            }
+        ]
+    )
     self_test: SelfTest
     pairing: PairingConfig = Field(default_factory=PairingConfig)
     points: PointsConfig = Field(default_factory=PointsConfig)

@@ -99,8 +99,8 @@ class SelfTest(InputSchema):
     """A benign prompt a defense must still answer well: `verifier` must pass on the target's
     answer (with the defense as system prompt) for the defense to become active."""
 
-    prompt: str = Field(min_length=1, max_length=SELF_TEST_PROMPT_MAX_CHARS)
-    verifier: CheckedVerifier
+    prompt: str = Field(min_length=1, max_length=SELF_TEST_PROMPT_MAX_CHARS, examples=["Say hello"])
+    verifier: CheckedVerifier = Field(examples=[{"type": "contains", "pattern": "hello"}])
 
 
 class PairingConfig(InputSchema):

@@ -1,0 +1,288 @@
+"""The tenant admin's challenge authoring pages, beside the admin page's: a new challenge (its
+kind chosen first, then its form; it starts as a draft), a challenge's form to edit it, a copy
+of one (a new slug, a draft), and its deletion after a confirmation. Each form is its kind's
+(`app.web.authoring.service`) and goes to the service functions the REST API calls; a
+refused form comes back with each error beside its field, in the API's words."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from app.challenge import service as challenges
+from app.challenge.config import ChallengeState
+from app.challenge.models import Challenge
+from app.challenge.registry import KindNotFound
+from app.deps import SessionDep, UnitOfWorkDep
+from app.errors import NotFound
+from app.tenant.models import Participant, Tenant
+from app.web import auth
+from app.web.admin.router import admin_form, admin_page_visit
+from app.web.authoring import service
+from app.web.authoring.schema_form import Problem, placed
+from app.web.rendering import HtmlRoute, not_found, page, redirect
+from app.web.visitors import CsrfField, tenant_url
+
+router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
+
+
+async def _form_values(request: Request) -> dict[str, str]:
+    """Every text field the form sent (their names are its fields' paths)."""
+    form = await request.form()
+    return {name: value for name, value in form.items() if isinstance(value, str)}
+
+
+FormValues = Annotated[dict[str, str], Depends(_form_values)]
+
+
+def _form_of(kind: str, *, editing: bool = False) -> service.ChallengeForm:
+    try:
+        return service.challenge_form(kind, editing=editing)
+    except KindNotFound:
+        raise not_found() from None
+
+
+def _challenge(session: Session, tenant: Tenant, challenge_id: uuid.UUID) -> Challenge:
+    try:
+        return challenges.get_challenge(session, tenant.id, challenge_id)
+    except NotFound:
+        raise not_found() from None
+
+
+def _form_page(
+    request: Request,
+    web: auth.WebSession,
+    tenant: Tenant,
+    participant: Participant | None,
+    form: service.ChallengeForm,
+    values: Mapping[str, str],
+    *,
+    heading: str,
+    action: str,
+    submit: str,
+    problems: list[Problem] | None = None,
+    challenge: Challenge | None = None,
+) -> Response:
+    beside, apart = placed(form.items, problems or [])
+    return page(
+        request,
+        web,
+        "admin_challenge_form.html",
+        status_code=422 if problems else 200,
+        admin_page=True,
+        title=f"{heading} · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        form=form,
+        values=values,
+        errors=beside,
+        form_errors=apart,
+        heading=heading,
+        action=action,
+        submit=submit,
+        challenge=challenge,
+    )
+
+
+@router.get("/t/{tenant_slug}/admin/challenges/new")
+def new_challenge(
+    tenant_slug: str, request: Request, session: SessionDep, kind: str | None = None
+) -> Response:
+    """The kinds to choose from, or (`kind`) the form of a new challenge of that kind."""
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        return visit
+    web, tenant, participant, _ = visit
+    if kind is None:
+        return page(
+            request,
+            web,
+            "admin_challenge_kinds.html",
+            admin_page=True,
+            title=f"New challenge · {tenant.name}",
+            tenant=tenant,
+            participant=participant,
+            kinds=service.kind_choices(),
+        )
+    form = _form_of(kind)
+    return _form_page(
+        request,
+        web,
+        tenant,
+        participant,
+        form,
+        service.new_values(form),
+        heading=f"New {form.kind} challenge",
+        action=tenant_url(tenant, f"admin/challenges/new?kind={form.kind}"),
+        submit="Create draft",
+    )
+
+
+@router.post("/t/{tenant_slug}/admin/challenges/new")
+def create_challenge(
+    tenant_slug: str,
+    kind: str,
+    request: Request,
+    work: UnitOfWorkDep,
+    values: FormValues,
+    csrf_token: CsrfField = "",
+) -> Response:
+    """Creates the challenge, as a draft, from its kind's form (new or a copy)."""
+    session = work.session
+    web, tenant, participant, access = admin_form(request, session, tenant_slug, csrf_token)
+    form = _form_of(kind)
+    created, problems = service.create_from_form(work, access.subject.tenant_id, form, values)
+    if created is None:
+        work.rollback()
+        return _form_page(
+            request,
+            web,
+            tenant,
+            participant,
+            form,
+            values,
+            heading=f"New {form.kind} challenge",
+            action=tenant_url(tenant, f"admin/challenges/new?kind={form.kind}"),
+            submit="Create draft",
+            problems=problems,
+        )
+    work.commit()
+    return redirect(request, web, tenant_url(tenant, "admin?notice=challenge-created"))
+
+
+@router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/duplicate")
+def duplicate_challenge(
+    tenant_slug: str, challenge_id: uuid.UUID, request: Request, session: SessionDep
+) -> Response:
+    """A new challenge's form filled with a copy of this one (a new slug); it is created as a
+    draft when sent."""
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        return visit
+    web, tenant, participant, _ = visit
+    original = _challenge(session, tenant, challenge_id)
+    form = _form_of(original.kind)
+    return _form_page(
+        request,
+        web,
+        tenant,
+        participant,
+        form,
+        service.copy_values(form, session, tenant.id, original),
+        heading=f"Copy of {original.title}",
+        action=tenant_url(tenant, f"admin/challenges/new?kind={form.kind}"),
+        submit="Create draft",
+    )
+
+
+@router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/edit")
+def edit_challenge(
+    tenant_slug: str, challenge_id: uuid.UUID, request: Request, session: SessionDep
+) -> Response:
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        return visit
+    web, tenant, participant, _ = visit
+    challenge = _challenge(session, tenant, challenge_id)
+    form = _form_of(challenge.kind, editing=True)
+    return _form_page(
+        request,
+        web,
+        tenant,
+        participant,
+        form,
+        service.stored_values(form, challenge),
+        heading=f"Edit {challenge.title}",
+        action=tenant_url(tenant, f"admin/challenges/{challenge.id}/edit"),
+        submit="Save changes",
+        challenge=challenge,
+    )
+
+
+@router.post("/t/{tenant_slug}/admin/challenges/{challenge_id}/edit")
+def save_challenge(
+    tenant_slug: str,
+    challenge_id: uuid.UUID,
+    request: Request,
+    work: UnitOfWorkDep,
+    values: FormValues,
+    csrf_token: CsrfField = "",
+) -> Response:
+    """Saves the form as the challenge's new configuration (a PATCH of every field it has)."""
+    session = work.session
+    web, tenant, participant, access = admin_form(request, session, tenant_slug, csrf_token)
+    challenge = _challenge(session, tenant, challenge_id)
+    form = _form_of(challenge.kind, editing=True)
+    # The update reads the challenge again under its row lock: it must not see this copy.
+    session.expire(challenge)
+    try:
+        saved, problems = service.update_from_form(
+            work, access.subject.tenant_id, challenge.id, form, values
+        )
+    except NotFound:
+        raise not_found() from None
+    if saved is None:
+        work.rollback()
+        challenge = _challenge(session, tenant, challenge_id)
+        return _form_page(
+            request,
+            web,
+            tenant,
+            participant,
+            form,
+            values,
+            heading=f"Edit {challenge.title}",
+            action=tenant_url(tenant, f"admin/challenges/{challenge.id}/edit"),
+            submit="Save changes",
+            problems=problems,
+            challenge=challenge,
+        )
+    work.commit()
+    return redirect(request, web, tenant_url(tenant, "admin?notice=challenge-saved"))
+
+
+@router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/delete")
+def confirm_delete(
+    tenant_slug: str, challenge_id: uuid.UUID, request: Request, session: SessionDep
+) -> Response:
+    """What deleting the challenge removes, and the button that does it."""
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        return visit
+    web, tenant, participant, _ = visit
+    challenge = _challenge(session, tenant, challenge_id)
+    return page(
+        request,
+        web,
+        "admin_challenge_delete.html",
+        admin_page=True,
+        title=f"Delete {challenge.title} · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        challenge=challenge,
+        draft=challenge.state is ChallengeState.DRAFT,
+    )
+
+
+@router.post("/t/{tenant_slug}/admin/challenges/{challenge_id}/delete")
+def delete_challenge(
+    tenant_slug: str,
+    challenge_id: uuid.UUID,
+    request: Request,
+    work: UnitOfWorkDep,
+    csrf_token: CsrfField = "",
+) -> Response:
+    """Deletes the challenge with its attempts, entries and leaderboard, as the API does."""
+    session = work.session
+    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
+    try:
+        challenges.delete_challenge(session, access.subject.tenant_id, challenge_id)
+    except NotFound:
+        raise not_found() from None
+    work.commit()
+    return redirect(request, web, tenant_url(tenant, "admin?notice=challenge-deleted"))

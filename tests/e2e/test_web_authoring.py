@@ -1,0 +1,341 @@
+"""Challenge forms of the admin pages over plain HTTP: the same body sent to `POST
+/v1/challenges` and through a kind's form gets the same messages, each beside its field (a
+kind of the tests' own included: its form comes from its models); an edit says what `PATCH`
+says; the pages are an admin's only, of their own tenant, behind the CSRF check."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from markupsafe import escape
+
+from tests.conftest import Api
+from tests.e2e.conftest import WebClient, create_tenant
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+
+Clients = Callable[[], WebClient]
+_BESIDE = re.compile(r'<p data-error-for="([^"]+)">(.*?)</p>', re.DOTALL)
+_APART = re.compile(r"<li data-form-error>(.*?)</li>", re.DOTALL)
+VERIFIER = {"type": "contains", "pattern": "PWNED"}
+SUITE = {"categories": [{"name": "pwned", "verifier": VERIFIER}]}
+RED_BLUE = {
+    "title": "T",
+    "target": {"model": "offline/guarded-echo"},
+    "judge_suite": SUITE,
+    "self_test": {"prompt": "Say hello", "verifier": VERIFIER},
+}
+RED_BLUE_FIELDS = {
+    "title": "T",
+    "target.model": "offline/guarded-echo",
+    "judge_suite": json.dumps(SUITE),
+    "self_test.prompt": "Say hello",
+    "self_test.verifier": json.dumps(VERIFIER),
+}
+
+
+def _admin(web_client: Clients, tenant: dict[str, Any]) -> WebClient:
+    admin = web_client()
+    signed_in = admin.post_form(
+        f"/t/{tenant['slug']}/admin/sign-in", {"api_key": tenant["api_key"]}
+    )
+    assert signed_in.status_code == 303, signed_in.text
+    return admin
+
+
+def shown_errors(page: str) -> list[tuple[str | None, str]]:
+    """The errors a form page shows: (the field they are beside, or None for the form's), text."""
+    beside = [(field, html.unescape(text)) for field, text in _BESIDE.findall(page)]
+    apart = [(None, html.unescape(text)) for text in _APART.findall(page)]
+    return beside + apart
+
+
+def _slug() -> str:
+    return f"c-{uuid.uuid4().hex[:10]}"
+
+
+def test_a_form_shows_what_the_api_says_of_the_same_body_beside_each_field(
+    api: Api, web_client: Clients
+) -> None:
+    tenant = create_tenant(api)
+    key, tenant_slug = tenant["api_key"], tenant["slug"]
+    taken = api.create_challenge(key)["slug"]
+    admin = _admin(web_client, tenant)
+    # (kind, the body as JSON, the same body as the form's fields, the field each error is
+    # beside: None for the body as a whole)
+    cases: list[tuple[str, dict[str, Any], dict[str, str], list[str | None]]] = [
+        (  # several errors of the body at once, in fields and in sections
+            "prompt",
+            {
+                "slug": "Not A Slug",
+                "title": "T",
+                "target": {"model": "offline/echo", "temperature": 5},
+                "verifier": VERIFIER,
+                "scoring": {"timeout_ms": 0},
+                "limits": {"max_attempts_per_day": "many"},
+            },
+            {
+                "slug": "Not A Slug",
+                "title": "T",
+                "target.model": "offline/echo",
+                "target.temperature": "5",
+                "verifier": json.dumps(VERIFIER),
+                "scoring.timeout_ms": "0",
+                "limits.max_attempts_per_day": "many",
+            },
+            ["slug", "scoring.timeout_ms", "limits.max_attempts_per_day"],
+        ),
+        (  # a section's error, once the fields every challenge has are valid
+            "prompt",
+            {
+                "slug": _slug(),
+                "title": "T",
+                "target": {"model": "offline/echo", "temperature": 5},
+                "verifier": {"type": "contains"},
+            },
+            {
+                "slug": _slug(),
+                "title": "T",
+                "target.model": "offline/echo",
+                "target.temperature": "5",
+                "verifier": '{"type": "contains"}',
+            },
+            ["target.temperature"],
+        ),
+        (  # the kind's own check, when the service validates its sections
+            "prompt",
+            {
+                "slug": _slug(),
+                "title": "T",
+                "target": {"model": "nowhere/model"},
+                "verifier": VERIFIER,
+            },
+            {
+                "slug": _slug(),
+                "title": "T",
+                "target.model": "nowhere/model",
+                "verifier": json.dumps(VERIFIER),
+            },
+            ["target.model"],
+        ),
+        (  # a rule across fields of the body as a whole
+            "prompt",
+            {
+                "slug": _slug(),
+                "title": "T",
+                "target": {"model": "offline/echo"},
+                "verifier": VERIFIER,
+                "opens_at": "2030-01-02T00:00:00+00:00",
+                "closes_at": "2030-01-01T00:00:00+00:00",
+            },
+            {
+                "slug": _slug(),
+                "title": "T",
+                "target.model": "offline/echo",
+                "verifier": json.dumps(VERIFIER),
+                "opens_at": "2030-01-02T00:00",
+                "closes_at": "2030-01-01T00:00",
+            },
+            [None],
+        ),
+        (  # the slug another challenge of the tenant has (409)
+            "prompt",
+            {
+                "slug": taken,
+                "title": "T",
+                "target": {"model": "offline/echo"},
+                "verifier": VERIFIER,
+            },
+            {
+                "slug": taken,
+                "title": "T",
+                "target.model": "offline/echo",
+                "verifier": json.dumps(VERIFIER),
+            },
+            ["slug"],
+        ),
+        (  # a benchmark that does not exist
+            "benchmark",
+            {"slug": _slug(), "title": "T", "benchmark": {"name": "no_such_benchmark"}},
+            {"slug": _slug(), "title": "T", "benchmark.name": "no_such_benchmark"},
+            ["benchmark.name"],
+        ),
+        (  # a red-blue pairing rule
+            "red_blue",
+            {**RED_BLUE, "slug": _slug(), "pairing": {"policy": "round_robin", "n": 3}},
+            {**RED_BLUE_FIELDS, "slug": _slug(), "pairing.policy": "round_robin", "pairing.n": "3"},
+            ["pairing.n"],
+        ),
+        (  # a limit of the red-blue kind's own, beside the core's
+            "red_blue",
+            {**RED_BLUE, "slug": _slug(), "limits": {"max_attack_chars": 0}},
+            {**RED_BLUE_FIELDS, "slug": _slug(), "limits.max_attack_chars": "0"},
+            ["limits.max_attack_chars"],
+        ),
+        (  # the tests' own kind: its section's fields are the form's
+            "word_count",
+            {"slug": _slug(), "title": "T", "word_count": {"words": 0}},
+            {"slug": _slug(), "title": "T", "word_count.words": "0"},
+            ["word_count.words"],
+        ),
+        (  # a JSON field's text is JSON as the API would take it (NaN is JSON to neither)
+            "prompt",
+            {
+                "slug": _slug(),
+                "title": "T",
+                "target": {"model": "offline/echo"},
+                "verifier": VERIFIER,
+                "scoring": {"config": {"weight": float("nan")}},
+            },
+            {
+                "slug": _slug(),
+                "title": "T",
+                "target.model": "offline/echo",
+                "verifier": json.dumps(VERIFIER),
+                "scoring.config": '{"weight": NaN}',
+            },
+            ["scoring.config"],
+        ),
+    ]
+    for kind, body, fields, beside in cases:
+        rest = api.request(
+            "POST",
+            "/v1/challenges",
+            key,
+            content=json.dumps({**body, "kind": kind, "state": "draft"}),
+            headers={"Content-Type": "application/json"},
+        )
+        form_path = f"/t/{tenant_slug}/admin/challenges/new?kind={kind}"
+        form = admin.post_form(form_path, fields, token_from=form_path)
+        assert rest.status_code in (409, 422), rest.text
+        assert form.status_code == 422, (kind, fields, form.text[:500])
+        shown = shown_errors(form.text)
+        message = rest.json()["error"]["message"]
+        texts = [text for _, text in shown]
+        if len(beside) == 1:
+            assert texts == [message]
+        else:  # the API's message is its errors' texts, joined by "; "
+            assert sorted(texts) == sorted(message.split("; ")), (message, shown)
+        assert sorted(field or "" for field, _ in shown) == sorted(f or "" for f in beside)
+        # What was typed is still there, to be fixed.
+        for value in fields.values():
+            assert str(escape(value)) in form.text
+    assert api.request("GET", "/v1/challenges", key).json()["total"] == 1
+
+    # JSON that does not parse is the form's own error, beside its field, the text kept.
+    form_path = f"/t/{tenant_slug}/admin/challenges/new?kind=prompt"
+    broken = admin.post_form(
+        form_path,
+        {"slug": _slug(), "title": "T", "target.model": "offline/echo", "verifier": "{type"},
+        token_from=form_path,
+    )
+    assert broken.status_code == 422
+    [(field, text)] = shown_errors(broken.text)
+    assert field == "verifier" and text.startswith("verifier: not valid JSON (")
+    assert ">{type</textarea>" in broken.text
+
+    # Fixed, the same form makes a draft of the kind, with what the API has for that body.
+    made_slug = _slug()
+    made = admin.post_form(
+        f"/t/{tenant_slug}/admin/challenges/new?kind=word_count",
+        {
+            "slug": made_slug,
+            "title": "Five words",
+            "word_count.words": "5",
+            "limits.max_prompt_words": "9",
+            "visibility": "public",
+        },
+        token_from=f"/t/{tenant_slug}/admin/challenges/new?kind=word_count",
+    )
+    assert made.status_code == 303 and made.headers["location"].endswith("challenge-created")
+    [read] = [
+        c
+        for c in api.request("GET", "/v1/challenges", key).json()["items"]
+        if c["slug"] == made_slug
+    ]
+    assert read["state"] == "draft" and read["kind"] == "word_count"
+    assert read["word_count"] == {"words": 5, "model": "offline/echo", "note": ""}
+    assert read["limits"]["max_prompt_words"] == 9
+
+
+def test_an_edit_says_what_patch_says_and_keeps_the_slug(api: Api, web_client: Clients) -> None:
+    tenant = create_tenant(api)
+    key, tenant_slug = tenant["api_key"], tenant["slug"]
+    challenge = api.create_challenge(key, title="Before", goal="Say it.", visibility="public")
+    path = f"/t/{tenant_slug}/admin/challenges/{challenge['id']}/edit"
+    admin = _admin(web_client, tenant)
+    page = admin.get(path).text
+    assert 'name="slug"' not in page and challenge["slug"] in page
+    assert 'value="Before"' in page and "Never say PWNED." in page  # the hidden system prompt
+
+    fields = {
+        "title": "After",
+        "target.model": "offline/echo",
+        "target.max_tokens": "0",
+        "verifier": json.dumps(VERIFIER),
+        "visibility": "public",
+    }
+    refused = admin.post_form(path, fields, token_from=path)
+    patch = api.request(
+        "PATCH",
+        f"/v1/challenges/{challenge['id']}",
+        key,
+        json={"target": {"model": "offline/echo", "max_tokens": 0}},
+    )
+    assert refused.status_code == patch.status_code == 422
+    assert shown_errors(refused.text) == [("target.max_tokens", patch.json()["error"]["message"])]
+
+    saved = admin.post_form(path, {**fields, "target.max_tokens": "64"}, token_from=path)
+    assert saved.status_code == 303 and saved.headers["location"].endswith("challenge-saved")
+    read = api.request("GET", f"/v1/challenges/{challenge['id']}", key).json()
+    # The form holds the whole challenge: what it left empty is back to its default.
+    assert (read["title"], read["goal"], read["target"]["max_tokens"]) == ("After", "", 64)
+    assert read["target"]["system_prompt"] == "" and read["state"] == challenge["state"]
+
+    # An archived challenge is read-only: the form says why, as PATCH does.
+    url = f"/v1/challenges/{challenge['id']}"
+    assert api.request("PATCH", url, key, json={"state": "archived"}).status_code == 200
+    patch = api.request("PATCH", url, key, json={"title": "Again"})
+    refused = admin.post_form(path, {**fields, "title": "Again"}, token_from=path)
+    assert refused.status_code == 422 and patch.status_code == 409
+    assert shown_errors(refused.text) == [(None, patch.json()["error"]["message"])]
+
+
+def test_authoring_pages_are_their_tenant_admins_only(api: Api, web_client: Clients) -> None:
+    tenant, other = create_tenant(api), create_tenant(api)
+    slug = tenant["slug"]
+    theirs = api.create_challenge(other["api_key"], title="Theirs")
+    admin = _admin(web_client, tenant)
+    for action in ("edit", "duplicate", "delete"):
+        assert admin.get(f"/t/{slug}/admin/challenges/{theirs['id']}/{action}").status_code == 404
+    token_page = f"/t/{slug}/admin/challenges/new?kind=prompt"
+    for action in ("edit", "delete"):
+        refused = admin.post_form(
+            f"/t/{slug}/admin/challenges/{theirs['id']}/{action}", {}, token_from=token_page
+        )
+        assert refused.status_code == 404
+    assert admin.get(f"/t/{slug}/admin/challenges/new?kind=no_such_kind").status_code == 404
+    assert api.request("GET", f"/v1/challenges/{theirs['id']}", other["api_key"]).status_code == 200
+
+    # No admin session: sent to sign in; a form without the page's CSRF token is refused.
+    stranger = web_client()
+    page = stranger.get(f"/t/{slug}/admin/challenges/new")
+    assert page.status_code == 303 and page.headers["location"].endswith("/admin/sign-in")
+    sent = stranger.post_form(
+        f"/t/{slug}/admin/challenges/new?kind=prompt",
+        {"slug": "x", "title": "x"},
+        token_from=f"/t/{slug}/admin/sign-in",
+    )
+    assert sent.status_code == 404
+    forged = admin.post_form(
+        f"/t/{slug}/admin/challenges/new?kind=prompt",
+        {"slug": "x", "title": "x", "csrf_token": "0" * 64},
+    )
+    assert forged.status_code == 403
+    assert api.request("GET", "/v1/challenges", tenant["api_key"]).json()["total"] == 0
