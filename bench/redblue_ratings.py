@@ -100,7 +100,7 @@ def _exact_intervals(
         resample.pair_matches = drawn.sum(axis=1).astype(np.float64)
         resample.pair_wins = drawn[:, 1].astype(np.float64)
         refitted[:, column] = fit_strengths(resample, strength).strength
-    low, high = np.percentile(refitted, rating_module.INTERVAL_PERCENTILES, axis=1)
+    low, high = np.percentile(refitted, (2.5, 97.5), axis=1)
     low, high = np.minimum(low, strength), np.maximum(high, strength)
     return (
         time.perf_counter() - started,
