@@ -124,10 +124,15 @@ def test_a_run_writes_every_file_with_the_documented_keys(tmp_path: Path) -> Non
     ):
         assert key in attempt["actor"]
     # The exact text the actor saw, its message list beside it.
+    first_prompt = (
+        "Task 2: name the secret.\n\nThis is attempt 1 of 2. If this attempt does not pass, "
+        "you will receive feedback and can revise it on the remaining attempts."
+    )
     assert attempt["actor"]["prompt"] == (
-        "Task 2: name the secret.\n\nThis is attempt 2 of 2.\n\nAttempt 1 output:\n"
-        "Task 2: name the secret.\n\nThis is attempt 1 of 2.\n\n"
-        "Feedback on attempt 1:\nwrong secret"
+        "Task 2: name the secret.\n\nThis is attempt 2 of 2. Review your previous attempt(s) "
+        "and the feedback below, then provide an improved answer.\n\n"
+        f"<PreviousAttempt 1>\n{first_prompt}\n</PreviousAttempt 1>\n\n"
+        "<Feedback 1>\nwrong secret\n</Feedback 1>"
     )
     assert attempt["actor"]["messages"] == [{"role": "user", "content": attempt["actor"]["prompt"]}]
     for key in ("model", "success", "score", "raw_eval_output", "details", "calls"):
