@@ -43,6 +43,7 @@ from app.evaluation.metrics import (
     TaskStats,
     price_map_info,
     run_summary,
+    seq_k_now,
     task_figures,
     trial_calls,
     trial_view,
@@ -422,20 +423,22 @@ class _Run:
         )
         calls_made = getattr(self.llm, "calls_made", None)
         max_in_flight = getattr(self.llm, "max_in_flight", None)
+        # seq_k's fields first, with its names and types (its `save_summary`), then Gauntlet's.
         return {
+            "metric": config.metric,
+            "model": config.actor.model,
+            "feedback_mode": config.feedback_mode,
+            **document,
             **self.pricing,
+            "last_updated": seq_k_now(),
             "benchmark": config.benchmark,
             "slice": self.slice_name,
-            "metric": config.metric,
-            "k": config.k,
-            "feedback_mode": config.feedback_mode,
             "actor": config.actor.model,
             "judge": config.judge.model if config.judge else None,
             "critic": config.critic.model if config.critic else None,
             "fingerprint": self.fingerprint,
             "status": self.status,
             "updated_at": _now(),
-            **document,
             "session": {
                 "started_at": self.started_at,
                 "wall_time_s": round(time.perf_counter() - self.started, 3),
@@ -448,6 +451,14 @@ class _Run:
                 "max_in_flight": max_in_flight if isinstance(max_in_flight, int) else None,
             },
         }
+
+    def task_summary(self, stats: TaskStats) -> dict[str, Any]:
+        return stats.to_summary(
+            self.config.metric,
+            self.config.k,
+            pricing_last_updated=self.pricing.get("pricing_last_updated"),
+            prices=self.config.prices,
+        )
 
     async def write_summary(self, *, force: bool = False) -> dict[str, Any] | None:
         now = time.perf_counter()
@@ -604,7 +615,7 @@ class _Run:
             stats.status = "done"
             self.tasks_skipped += 1
             # Rewritten so a summary one trial behind (a crash between the two writes) heals.
-            await self.store.save_task_summary(task, stats.to_summary(config.metric, config.k))
+            await self.store.save_task_summary(task, self.task_summary(stats))
             self.emit("task_skipped", task, stats)
             return
 
@@ -618,7 +629,7 @@ class _Run:
             trial_data = trial_view(trial)
             stats.add_trial(trial_data)
             self.spent_usd += _trial_cost(trial_data)
-            await self.store.save_task_summary(task, stats.to_summary(config.metric, config.k))
+            await self.store.save_task_summary(task, self.task_summary(stats))
             self.emit("trial", task, stats, trial=trial)
 
         try:
@@ -636,7 +647,7 @@ class _Run:
             # unfinished (unsolved in the metrics) and a rerun continues it.
             self.budget_stop = self.budget_stop or stop
             stats.error = str(stop)
-            await self.store.save_task_summary(task, stats.to_summary(config.metric, config.k))
+            await self.store.save_task_summary(task, self.task_summary(stats))
             return
         except Exception as error:
             # One task's failure (a provider down after retries, a benchmark bug on one row)
@@ -650,7 +661,7 @@ class _Run:
                     f"task {task.canonical_index}: "
                     + (detail if isinstance(detail, str) else stats.error)
                 )
-            await self.store.save_task_summary(task, stats.to_summary(config.metric, config.k))
+            await self.store.save_task_summary(task, self.task_summary(stats))
             self.emit("task_error", task, stats, error=stats.error)
             logger.warning("task %s failed: %s", task.canonical_index, stats.error)
             if self.tasks_errored > config.max_task_errors:
@@ -661,7 +672,7 @@ class _Run:
             return
         stats.status = "done"
         stats.error = None
-        await self.store.save_task_summary(task, stats.to_summary(config.metric, config.k))
+        await self.store.save_task_summary(task, self.task_summary(stats))
         self.emit("task_done", task, stats)
         await self.write_summary()
 

@@ -396,7 +396,7 @@ def test_tasks_stream_with_a_bounded_number_in_flight() -> None:
         store,
         on_event=on_event,
     )
-    assert result.summary["tasks"]["done"] == 10_000
+    assert result.summary["task_status"]["done"] == 10_000
     assert max(lead) <= 16
 
 
