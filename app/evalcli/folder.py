@@ -491,12 +491,11 @@ def read_task_stats(task_index: int, task_dir: Path) -> TaskStats:
     is missing, behind them (a run stopped between the two writes) or not Gauntlet's."""
     on_disk = [index for index, _ in attempt_files(task_dir)]
     summary_path = task_dir / SUMMARY_FILE
-    if summary_path.is_file():
-        summary = read_json(summary_path)
-        if _is_gauntlet_task_summary(summary):
-            stats = TaskStats.from_summary(summary)
-            if [attempt.attempt_index for attempt in stats.outcome.attempts] == on_disk:
-                return stats
+    summary = read_json(summary_path) if summary_path.is_file() else None
+    if isinstance(summary, dict) and _is_gauntlet_task_summary(summary):
+        stats = TaskStats.from_summary(summary)
+        if [attempt.attempt_index for attempt in stats.outcome.attempts] == on_disk:
+            return stats
     attempts = read_attempts(task_dir)
     task_id = str(attempts[0].get("task_id") or "") if attempts else ""
     meta_path = task_dir / TASK_META_FILE
@@ -505,11 +504,9 @@ def read_task_stats(task_index: int, task_dir: Path) -> TaskStats:
         task_id = str(meta.get("task_id", "")) if isinstance(meta, dict) else ""
     stats = TaskStats.from_trials(task_index, task_id, attempts)
     stats.status = "partial" if attempts else "pending"
-    if summary_path.is_file():
-        seq_k_summary = read_json(summary_path)
-        if isinstance(seq_k_summary, dict) and isinstance(seq_k_summary.get("tokens"), dict):
-            # seq_k keeps no cost per call: it prices each model's tokens per task, here.
-            apply_model_costs(stats.usage, seq_k_summary["tokens"])
+    if isinstance(summary, dict) and isinstance(summary.get("tokens"), dict):
+        # seq_k keeps no cost per call: it prices each model's tokens per task, here.
+        apply_model_costs(stats.usage, summary["tokens"])
     return stats
 
 
