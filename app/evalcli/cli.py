@@ -302,14 +302,12 @@ def folder_metrics(
     without config.json (an S3 copy, a research-harness folder) is read too: its settings are
     inferred, and `inferred` says from what."""
     # Run folders load when a command reads one, not with every `gauntlet` command's parser.
-    from app.evalcli.folder import describe_run_folder, read_all_task_stats
+    from app.evalcli.folder import describe_run_folder, read_stats_at
     from app.evaluation.metrics import run_summary
 
     info = describe_run_folder(folder)
-    chosen = info.k if k is None else k
-    if chosen < 1 or (info.k_is_the_runs and chosen > info.k):
-        raise CliError(f"{folder}: --k must be between 1 and the run's k ({info.k}), got {chosen}")
-    summary = run_summary(read_all_task_stats(folder), metric=info.metric, k=chosen, prices=prices)
+    chosen, stats = read_stats_at(info, k)
+    summary = run_summary(stats, metric=info.metric, k=chosen, prices=prices)
     record = info.record or {}
     stored = info.run_summary or {}
     return {

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.evaluation.metrics import TaskStats
+from app.evaluation.metrics import TaskStats, apply_model_costs
 from app.evaluation.types import TrialRecord, prompt_text, stored_messages
 
 if TYPE_CHECKING:
@@ -273,7 +273,9 @@ class RunFolderInfo:
     folder: Path
     metric: str
     k: int
-    k_is_the_runs: bool  # False when k is only the most attempts a task has
+    # False when k is only the most attempts a task has. Without config.json even a stated k
+    # (summary.json, the path) may be behind the run's: see `read_stats_at`.
+    k_is_the_runs: bool
     settings: dict[str, Any]
     source: str  # "config.json", "seq_k config.json" or "inferred"
     record: dict[str, Any] | None = None  # Gauntlet's config.json
@@ -472,13 +474,15 @@ def read_attempts(task_dir: Path) -> list[dict[str, Any]]:
 
 
 def _is_gauntlet_task_summary(summary: Any) -> bool:
-    # The research harness writes task summaries too, with other keys (`attempt`, `tokens`):
-    # those are rebuilt from the attempt files rather than half read.
+    # seq_k writes task summaries too, without Gauntlet's `usage` per role: those are rebuilt
+    # from the attempt files rather than half read. Gauntlet's name each attempt `attempt`, as
+    # seq_k's do (`attempt_index` before).
     if not isinstance(summary, dict) or not isinstance(summary.get("usage"), dict):
         return False
     attempts = summary.get("attempts")
     return isinstance(attempts, list) and all(
-        isinstance(item, dict) and "attempt_index" in item for item in attempts
+        isinstance(item, dict) and ("attempt" in item or "attempt_index" in item)
+        for item in attempts
     )
 
 
@@ -487,12 +491,11 @@ def read_task_stats(task_index: int, task_dir: Path) -> TaskStats:
     is missing, behind them (a run stopped between the two writes) or not Gauntlet's."""
     on_disk = [index for index, _ in attempt_files(task_dir)]
     summary_path = task_dir / SUMMARY_FILE
-    if summary_path.is_file():
-        summary = read_json(summary_path)
-        if _is_gauntlet_task_summary(summary):
-            stats = TaskStats.from_summary(summary)
-            if [attempt.attempt_index for attempt in stats.outcome.attempts] == on_disk:
-                return stats
+    summary = read_json(summary_path) if summary_path.is_file() else None
+    if isinstance(summary, dict) and _is_gauntlet_task_summary(summary):
+        stats = TaskStats.from_summary(summary)
+        if [attempt.attempt_index for attempt in stats.outcome.attempts] == on_disk:
+            return stats
     attempts = read_attempts(task_dir)
     task_id = str(attempts[0].get("task_id") or "") if attempts else ""
     meta_path = task_dir / TASK_META_FILE
@@ -501,12 +504,51 @@ def read_task_stats(task_index: int, task_dir: Path) -> TaskStats:
         task_id = str(meta.get("task_id", "")) if isinstance(meta, dict) else ""
     stats = TaskStats.from_trials(task_index, task_id, attempts)
     stats.status = "partial" if attempts else "pending"
+    if isinstance(summary, dict) and isinstance(summary.get("tokens"), dict):
+        # seq_k keeps no cost per call: it prices each model's tokens per task, here.
+        apply_model_costs(stats.usage, summary["tokens"])
     return stats
 
 
 def read_all_task_stats(folder: Path) -> Iterator[TaskStats]:
     for index, path in task_dirs(folder):
         yield read_task_stats(index, path)
+
+
+def read_stats_at(info: RunFolderInfo, k: int | None) -> tuple[int, list[TaskStats]]:
+    """The k to read a run folder at (default: the run's) and its tasks' stats.
+
+    With Gauntlet's or seq_k's `config.json`, k is at most the run's. Without one, the k that
+    `summary.json` or the path states may be behind the run's: seq_k rewrites its summary only
+    when a task runs, so a seq@k run continued to a larger k whose every task had already
+    stopped on a success keeps the old k there. A larger k is read when every task is
+    complete for it (seq@k: a success within its attempts, or that many attempts; pass@k: that
+    many samples), and refused, naming the tasks, otherwise.
+    """
+    chosen = info.k if k is None else k
+    if chosen < 1 or (info.source != "inferred" and chosen > info.k):
+        raise RunFolderError(
+            f"{info.folder}: --k must be between 1 and the run's k ({info.k}), got {chosen}"
+        )
+    stats = list(read_all_task_stats(info.folder))
+    if info.k_is_the_runs and chosen > info.k:
+        short = [
+            task.outcome.task_index
+            for task in stats
+            if not task.outcome.is_complete(info.metric, chosen)
+        ]
+        if short:
+            shown = ", ".join(str(index) for index in short[:5])
+            more = f" and {len(short) - 5} more" if len(short) > 5 else ""
+            raise RunFolderError(
+                f"{info.folder}: --k must be between 1 and the run's k ({info.k}, inferred), "
+                f"got {chosen}: a larger k needs every task complete for it, and task(s) "
+                f"{shown}{more} are not"
+            )
+        info.inferred.append(
+            f"k={chosen} from --k, above the k={info.k} inferred: every task is complete for it"
+        )
+    return chosen, stats
 
 
 # The store

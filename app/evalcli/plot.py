@@ -80,15 +80,16 @@ def load_curve(folder: Path, *, k: int | None = None) -> RunCurve:
     """The curve of one run folder at `k` (default: the run's k); a folder without
     config.json is read with its settings inferred (run_folder.describe_run_folder)."""
     # Run folders load when a command reads one, not with every `gauntlet` command's parser.
-    from app.evalcli.folder import describe_run_folder, read_all_task_stats
+    from app.evalcli.folder import RunFolderError, describe_run_folder, read_stats_at
     from app.evaluation.metrics import run_summary
 
     info = describe_run_folder(folder)
     metric = info.metric
-    chosen = info.k if k is None else k
-    if chosen < 1 or (info.k_is_the_runs and chosen > info.k):
-        raise PlotError(f"{folder}: --k must be between 1 and the run's k ({info.k}), got {chosen}")
-    curves = run_summary(read_all_task_stats(folder), metric=metric, k=chosen)["curves"]
+    try:
+        chosen, stats = read_stats_at(info, k)
+    except RunFolderError as error:
+        raise PlotError(str(error)) from None
+    curves = run_summary(stats, metric=metric, k=chosen)["curves"]
     name = "pass" if metric == "pass@k" else "seq"
     return RunCurve(
         folder=folder,

@@ -259,6 +259,8 @@ class Variant:
     description: str | None = None
     benchmark: str | None = None
     feedback_mode: str = "binary"
+    # The seq@k prompt's wording (app.evaluation.prompts): seq_k's unless named.
+    prompt_style: str | None = None
     temperature: float | None = None
     judge_model: str | ModelSpec | None = None
     critic_model: str | ModelSpec | None = None
@@ -279,6 +281,7 @@ _VARIANT_CHECKS: dict[str, Check] = {
     "metric": _text(pattern=r"(pass|seq)@k"),
     "k": _integer(low=1, high=10_000),
     "feedback_mode": _text(),
+    "prompt_style": _optional(_text()),
     "model": _model_or_mapping,
     "temperature": _optional(_number(low=0.0, high=2.0)),
     "judge_model": _optional(_model_or_mapping),
@@ -348,6 +351,7 @@ def run_config_from_variant(
     variant: Variant, *, benchmark: str, prices: Mapping[str, Price], allow_continue: bool
 ) -> RunConfig:
     # The engine loads when a variant is read, not with every `gauntlet` command's parser.
+    from app.evaluation.prompts import DEFAULT_PROMPT_STYLE
     from app.evaluation.runner import RunConfig
     from app.evaluation.types import ModelSpec
 
@@ -375,6 +379,7 @@ def run_config_from_variant(
         judge=judge,
         critic=critic,
         options=variant.options,
+        prompt_style=variant.prompt_style or DEFAULT_PROMPT_STYLE,
         task_indices=tuple(variant.task_indices) if variant.task_indices is not None else None,
         max_tasks=variant.max_tasks,
         allow_continue=allow_continue or variant.continue_,

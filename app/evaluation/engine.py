@@ -19,7 +19,7 @@ from app.evaluation.feedback import (
     validate_feedback_mode,
 )
 from app.evaluation.llm import CompletionClient
-from app.evaluation.prompts import build_actor_messages
+from app.evaluation.prompts import DEFAULT_PROMPT_STYLE, build_actor_messages, check_prompt_style
 from app.evaluation.types import (
     ActorSection,
     CriticSection,
@@ -83,9 +83,15 @@ async def _run_trial(
     k: int,
     history: Sequence[TrialRecord],
     steps: TrialSteps,
+    prompt_style: str,
 ) -> tuple[TrialRecord, VerifierResult]:
     messages = build_actor_messages(
-        task_prompt, metric=metric, attempt_index=attempt_index, k=k, history=history
+        task_prompt,
+        metric=metric,
+        attempt_index=attempt_index,
+        k=k,
+        history=history,
+        prompt_style=prompt_style,
     )
     actor = await steps.act(messages, attempt_index)
     judge, result = await steps.verify(actor, attempt_index)
@@ -127,6 +133,7 @@ async def run_trial_loop(
     steps: TrialSteps,
     existing: Sequence[TrialRecord] = (),
     on_trial: TrialCallback | None = None,
+    prompt_style: str = DEFAULT_PROMPT_STYLE,
 ) -> list[TrialRecord]:
     """THE trial loop: all trials of one task, `existing` and new, ordered by attempt index.
 
@@ -137,6 +144,7 @@ async def run_trial_loop(
     reported before them stay reported.
     """
     _check_run_arguments(metric, k)
+    check_prompt_style(prompt_style)
     trials = _check_existing(existing, metric, k)
 
     async def finish(trial: TrialRecord) -> TrialRecord:
@@ -155,6 +163,7 @@ async def run_trial_loop(
                 k=k,
                 history=(),
                 steps=steps,
+                prompt_style=prompt_style,
             )
             return await finish(trial)
 
@@ -182,6 +191,7 @@ async def run_trial_loop(
             k=k,
             history=trials,
             steps=steps,
+            prompt_style=prompt_style,
         )
         if not trial.success:
             trial.critic = await steps.feedback(trial, result)

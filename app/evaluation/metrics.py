@@ -11,7 +11,9 @@ are what its `metrics` command prints for the same folder: the first-t best-scor
 task, the best score among its first t attempts, carried forward past its last attempt, 0
 without one; averaged over every task with an attempt), Δ = curve@K - curve@1, and for seq@k the
 early and late gain shares EGS = (curve@2 - curve@1) / Δ and LGS = (curve@K - curve@K-1) / Δ,
-or "no gain" when Δ is not positive.
+or "no gain" when Δ is not positive. The summaries also carry seq_k's own fields, computed and
+rounded as its writer does (`seq_k_curve_fields`, `tokens_by_model`, `TaskStats.to_summary`), so
+that tools written for seq_k's summary files read Gauntlet's.
 """
 
 from __future__ import annotations
@@ -322,6 +324,51 @@ def harness_view(
     return view
 
 
+# seq_k's summary fields: its `core/results.py:_summary_view`, value for value (the same sums
+# in the same order, the same rounding), so that tools written for seq_k's summary.json read
+# Gauntlet's unchanged.
+
+SEQ_K_TIME_FORMAT = "%Y-%m-%dT%H-%M-%SZ"  # seq_k's `last_updated`: UTC, safe in file names
+
+
+def seq_k_now() -> str:
+    return datetime.now(UTC).strftime(SEQ_K_TIME_FORMAT)
+
+
+def seq_k_curve_fields(
+    score_lists: Iterable[tuple[int, Sequence[float]]], metric: str, k: int
+) -> dict[str, Any]:
+    """`tasks`, `pass@t`/`seq@t` for t = 1..k, `se` and, for seq@k with k >= 2, `delta` and,
+    when it is positive, `EGS` and `LGS`, from each task's (index, scores in attempt order):
+    the mean first-t best-score curve over the tasks with an attempt, rounded as seq_k rounds
+    them (4 places; EGS and LGS 3). Only `tasks` (0) without a task that has an attempt."""
+    ordered = sorted((index, scores) for index, scores in score_lists if len(scores) > 0)
+    curves = [first_t_best_curve(scores, k) for _, scores in ordered]
+    if not curves:
+        return {"tasks": 0}
+    n = len(curves)
+    label = "seq" if metric == "seq@k" else "pass"
+    at = [sum(curve[t] for curve in curves) / n for t in range(k)]
+    fields: dict[str, Any] = {"tasks": n}
+    for t in range(k):
+        fields[f"{label}@{t + 1}"] = round(at[t], 4)
+    errors = []
+    for t in range(k):
+        if n > 1:
+            variance = sum((curve[t] - at[t]) ** 2 for curve in curves) / (n - 1)
+            errors.append((variance / n) ** 0.5)
+        else:
+            errors.append(0.0)
+    fields["se"] = {f"{label}@{t + 1}": round(errors[t], 4) for t in range(k)}
+    if metric == "seq@k" and k >= 2:
+        delta = at[k - 1] - at[0]
+        fields["delta"] = round(delta, 4)
+        if delta > 0:
+            fields["EGS"] = round((at[1] - at[0]) / delta, 3)
+            fields["LGS"] = round((at[k - 1] - at[k - 2]) / delta, 3)
+    return fields
+
+
 # Usage and cost
 
 ROLES: tuple[str, ...] = ("actor", "judge", "critic", "summarizer")
@@ -605,7 +652,8 @@ def total_calls(usage: Usage) -> int:
 
 def tokens_by_model(usage: Usage) -> dict[str, dict[str, Any]]:
     """The usage of each model over every role it played (a model both actor and judge is
-    one entry), with its cost: the task summary's `tokens`, as the research harness keys it."""
+    one entry), with its cost: the summaries' `tokens`, keyed and shaped as seq_k writes them
+    (the calls are counted in `usage`)."""
     merged: dict[str, UsageTotals] = {}
     for models in usage.values():
         for model, totals in models.items():
@@ -616,11 +664,39 @@ def tokens_by_model(usage: Usage) -> dict[str, dict[str, Any]]:
             "cached_tokens": totals.cached_tokens,
             "thinking_tokens": totals.thinking_tokens,
             "output_tokens": totals.output_tokens,
-            "calls": totals.calls,
             "cost_usd": totals.cost_usd,
         }
         for model, totals in sorted(merged.items())
     }
+
+
+def apply_model_costs(usage: Usage, tokens: Mapping[str, Any]) -> None:
+    """Fills in, in place, the costs a seq_k task summary's `tokens` gives per model (seq_k
+    prices a model's tokens over the task, every role merged, and keeps no cost per call).
+
+    A model's cost is taken only where its calls here carry none and its token counts equal
+    the summary's (a summary of other attempts prices nothing). A model that played several
+    roles has its cost shared between them by their tokens: the model's and the run's costs
+    are seq_k's exactly, a role's share is an estimate.
+    """
+    counted = tokens_by_model(usage)
+    for model, entry in tokens.items():
+        if not isinstance(entry, Mapping):
+            continue
+        cost = _known_cost(entry.get("cost_usd"))
+        ours = counted.get(str(model))
+        if cost is None or ours is None:
+            continue
+        if any(_count(entry.get(name)) != ours[name] for name in TOKEN_FIELDS):
+            continue
+        roles = [models[str(model)] for models in usage.values() if str(model) in models]
+        if any(totals.cost_usd is not None and totals.calls for totals in roles):
+            continue
+        weights = [totals.input_tokens + totals.output_tokens for totals in roles]
+        whole = sum(weights)
+        for totals, weight in zip(roles, weights, strict=True):
+            share = weight / whole if whole else 1.0 / len(roles)
+            totals.cost_usd = cost * share
 
 
 def _figures(data: Any) -> dict[str, float]:
@@ -637,10 +713,6 @@ def task_figures(metadata: Mapping[str, Any]) -> dict[str, float]:
     """A task's `figures` (its metadata's numbers other than the grade, e.g. memory_qa's
     retrieval recall), reported beside the curves, never folded into them."""
     return _figures(metadata.get("figures"))
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 # Per task and per run
@@ -684,8 +756,19 @@ class TaskStats:
         if self.status == "pending":
             self.status = "partial"
 
-    def to_summary(self, metric: str, k: int) -> dict[str, Any]:
+    def to_summary(
+        self,
+        metric: str,
+        k: int,
+        *,
+        pricing_last_updated: str | None = None,
+        prices: Mapping[str, Price] | None = None,
+    ) -> dict[str, Any]:
+        """The task's summary.json: seq_k's fields with its names, types and order (its
+        `_refresh_task_summary`), then Gauntlet's own under names seq_k does not use. Price
+        overrides apply as in the run summary."""
         outcome = self.outcome
+        usage = apply_prices(self.usage, prices) if prices else self.usage
         complete = outcome.is_complete(metric, k)
         # A curve is only an estimate once the task has what the estimator needs.
         curve_k = k if complete else None
@@ -693,37 +776,38 @@ class TaskStats:
         return {
             "task_id": outcome.task_id,
             "task_index": outcome.task_index,
-            "metric": metric,
-            "k": k,
-            "status": self.status,
-            "error": self.error,
+            "success": outcome.first_success is not None,
+            "best_score": max(scores) if scores else None,
+            "last_updated": seq_k_now(),
             "attempts": [
                 {
-                    "attempt_index": attempt.attempt_index,
+                    "attempt": attempt.attempt_index,
                     "success": attempt.success,
                     "score": attempt.score,
                 }
                 for attempt in outcome.attempts
             ],
+            "tokens": tokens_by_model(usage),
+            "pricing_last_updated": pricing_last_updated,
+            "metric": metric,
+            "k": k,
+            "status": self.status,
+            "error": self.error,
             "first_success": outcome.first_success,
-            "success": outcome.first_success is not None,
-            "best_score": max(scores) if scores else None,
             "metric_at": outcome.metric_curve(metric, curve_k) if curve_k else None,
             "best_score_at": outcome.best_score_curve(metric, curve_k) if curve_k else None,
             "figures": dict(self.figures),
-            "tokens": tokens_by_model(self.usage),
-            "usage": usage_to_dict(self.usage),
-            "cost_usd": total_cost(self.usage),
-            "calls": total_calls(self.usage),
-            "last_updated": _now(),
+            "usage": usage_to_dict(usage),
+            "cost_usd": total_cost(usage),
+            "calls": total_calls(usage),
         }
 
     @classmethod
     def from_summary(cls, data: Mapping[str, Any]) -> TaskStats:
         attempts = [
             AttemptOutcome(
-                # The research harness names the index `attempt`.
-                attempt_index=int(item.get("attempt_index", item.get("attempt"))),
+                # `attempt`, as seq_k names it; `attempt_index` in summaries written before.
+                attempt_index=int(item.get("attempt", item.get("attempt_index"))),
                 success=bool(item.get("success")),
                 score=float(item.get("score") or 0.0),
             )
@@ -748,7 +832,8 @@ class TaskStats:
 def run_summary(
     stats: Iterable[TaskStats], *, metric: str, k: int, prices: Mapping[str, Price] | None = None
 ) -> dict[str, Any]:
-    """Curves, standard errors, gain, tokens and cost over the tasks, as summary.json holds them."""
+    """Curves, standard errors, gain, tokens and cost over the tasks, as summary.json holds them:
+    seq_k's fields (`seq_k_curve_fields`, `tokens` per model), then Gauntlet's."""
     stats_list = list(stats)
     usage: Usage = {}
     for task in stats_list:
@@ -760,7 +845,20 @@ def run_summary(
     for task in stats_list:
         for name, value in task.figures.items():
             figures.setdefault(name, []).append(value)
+    seq_k_fields = seq_k_curve_fields(
+        (
+            (task.outcome.task_index, [attempt.score for attempt in task.outcome.attempts])
+            for task in stats_list
+        ),
+        metric,
+        k,
+    )
+    tasks_with_an_attempt = seq_k_fields.pop("tasks")
     return {
+        "tasks": tasks_with_an_attempt,
+        "k": k,
+        **seq_k_fields,
+        "tokens": tokens_by_model(usage),
         "curves": curves.to_dict(),
         "harness_view": harness_view(
             ([attempt.score for attempt in task.outcome.attempts] for task in stats_list),
@@ -771,7 +869,7 @@ def run_summary(
             name: {"mean": mean(values), "stderr": standard_error(values), "tasks": len(values)}
             for name, values in sorted(figures.items())
         },
-        "tasks": {
+        "task_status": {
             "total": len(stats_list),
             "done": sum(1 for task in stats_list if task.status == "done"),
             "partial": sum(1 for task in stats_list if task.status == "partial"),

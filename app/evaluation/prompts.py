@@ -1,8 +1,9 @@
 """Every prompt the engine writes, worded once.
 
 The wording is part of what a run measures: changing it changes the numbers, so it lives in
-constants here and `PROMPT_VERSION` changes with it. Run folders and stored trials can record the
-version to tell results made under different wordings apart.
+constants here, and a seq@k wording is a named style with its own version
+(`PROMPT_STYLE_VERSIONS`), which a run's settings record to tell results made under different
+wordings apart.
 """
 
 from __future__ import annotations
@@ -12,23 +13,50 @@ from collections.abc import Sequence
 from app.evaluation.types import Message, Metric, TrialRecord
 from app.storable import truncated
 
-# The bounds on a seq@k prompt's history (below) left the version alone: below them a prompt
-# is word for word what it was, and a run's folder keeps resuming across the upgrade.
-PROMPT_VERSION = "2025-01.1"
+# A seq@k prompt's wording is a named style. The default is the research harness's (seq_k's
+# `core/harness.py:build_prompt`) word for word, so that seq@k results measure what seq_k's do;
+# the wording Gauntlet used before is kept under its own name, so that a run begun with it can
+# be continued with it. Each style has its own version, recorded in a run's settings (and so in
+# its fingerprint): runs and attempts made under different wordings are told apart, and a run
+# folder is never continued under another wording than the one it was begun with.
+SEQ_K_STYLE = "seq_k"
+GAUNTLET_2025_STYLE = "gauntlet-2025"
+PROMPT_STYLE_VERSIONS: dict[str, str] = {
+    SEQ_K_STYLE: "2026-11.seq_k.1",
+    # The bounds on a prompt's history (below) left this version alone: below them a prompt is
+    # word for word what it was before them.
+    GAUNTLET_2025_STYLE: "2025-01.1",
+}
+DEFAULT_PROMPT_STYLE = SEQ_K_STYLE
+PROMPT_VERSION = PROMPT_STYLE_VERSIONS[DEFAULT_PROMPT_STYLE]
 
-# seq@k (docs/engine.md, "The seq@k prompt"): the attempt line appears on attempt 1 too, so
-# seq@1 differs from pass@1 on purpose.
+# Both styles: the attempt line appears on attempt 1 too, so seq@1 differs from pass@1 on purpose.
 ATTEMPT_LINE = "This is attempt {attempt} of {k}."
+SECTION_SEPARATOR = "\n\n"
+# seq_k: the attempt line goes on with one of these notes; each earlier attempt's output is
+# wrapped in numbered tags, followed by its feedback in numbered tags when it has any.
+FIRST_ATTEMPT_NOTE = (
+    " If this attempt does not pass, you will receive feedback and can revise it on the "
+    "remaining attempts."
+)
+LATER_ATTEMPT_NOTE = (
+    " Review your previous attempt(s) and the feedback below, then provide an improved answer."
+)
+PREVIOUS_ATTEMPT_OPEN = "<PreviousAttempt {attempt}>"
+PREVIOUS_ATTEMPT_CLOSE = "</PreviousAttempt {attempt}>"
+FEEDBACK_OPEN = "<Feedback {attempt}>"
+FEEDBACK_CLOSE = "</Feedback {attempt}>"
+# gauntlet-2025: headers, and every earlier attempt's feedback (a placeholder when it had none).
 EARLIER_OUTPUT_HEADER = "Attempt {attempt} output:"
 EARLIER_FEEDBACK_HEADER = "Feedback on attempt {attempt}:"
 NO_FEEDBACK = "(no feedback)"
-SECTION_SEPARATOR = "\n\n"
 # The history a seq@k prompt carries is bounded, so that a model that repeats its prompt (an
 # echo) cannot double it at every attempt. Each earlier output keeps at most
 # EARLIER_OUTPUT_CHARS characters and each feedback EARLIER_FEEDBACK_CHARS; all of them together
 # keep at most HISTORY_CHARS, given to the newest attempts first: the oldest are cut first,
 # down to the mark alone. A cut text ends with the truncation mark ("[… truncated: N more
-# characters]"), so the model knows there was more. Headers and marks are not counted.
+# characters]"), so the model knows there was more. Tags, headers and marks are not counted.
+# Below these bounds a prompt is its style's wording exactly (seq_k's: what seq_k would send).
 EARLIER_OUTPUT_CHARS = 8_000
 EARLIER_FEEDBACK_CHARS = 2_000
 HISTORY_CHARS = 32_000
@@ -56,6 +84,22 @@ _MARKER_OPENING = "<<<"
 _DEFUSED_MARKER_OPENING = "<< <"
 
 
+def check_prompt_style(style: str) -> str:
+    if style not in PROMPT_STYLE_VERSIONS:
+        raise ValueError(
+            f"unknown prompt style {style!r}; known: {', '.join(sorted(PROMPT_STYLE_VERSIONS))}"
+        )
+    return style
+
+
+def prompt_style_of_version(version: object) -> str | None:
+    """The style whose version is `version` (as a run's settings record it), if any."""
+    for style, known in PROMPT_STYLE_VERSIONS.items():
+        if known == version:
+            return style
+    return None
+
+
 def build_actor_messages(
     task_prompt: str,
     *,
@@ -63,32 +107,55 @@ def build_actor_messages(
     attempt_index: int,
     k: int,
     history: Sequence[TrialRecord],
+    prompt_style: str = DEFAULT_PROMPT_STYLE,
 ) -> list[Message]:
     """The user message for attempt `attempt_index` (1-based) of `k`.
 
     pass@k draws independent samples, so it sees the task prompt alone. seq@k sees the task
     prompt, the attempt line and every earlier attempt's output and feedback, numbered, each
-    bounded (`HISTORY_CHARS` above). The verifier's private details are never read here.
+    bounded (`HISTORY_CHARS` above), worded in `prompt_style`. The verifier's private details
+    are never read here.
     """
     if metric == "pass@k":
         return [{"role": "user", "content": task_prompt}]
     if not 1 <= attempt_index <= k:
         raise ValueError(f"attempt_index must be in 1..{k}, got {attempt_index}")
-    sections = [task_prompt, ATTEMPT_LINE.format(attempt=attempt_index, k=k)]
-    for number, output, feedback in bounded_history(history):
-        sections.append(f"{EARLIER_OUTPUT_HEADER.format(attempt=number)}\n{output}")
-        sections.append(f"{EARLIER_FEEDBACK_HEADER.format(attempt=number)}\n{feedback}")
+    check_prompt_style(prompt_style)
+    attempt_line = ATTEMPT_LINE.format(attempt=attempt_index, k=k)
+    kept = bounded_history(history, prompt_style=prompt_style)
+    if prompt_style == GAUNTLET_2025_STYLE:
+        sections = [task_prompt, attempt_line]
+        for number, output, feedback in kept:
+            sections.append(f"{EARLIER_OUTPUT_HEADER.format(attempt=number)}\n{output}")
+            sections.append(f"{EARLIER_FEEDBACK_HEADER.format(attempt=number)}\n{feedback}")
+        return [{"role": "user", "content": SECTION_SEPARATOR.join(sections)}]
+    # seq_k numbers the earlier attempts by their place in the history, which in a seq@k run
+    # (attempts 1..t-1, no gaps) is their attempt index.
+    note = LATER_ATTEMPT_NOTE if kept else FIRST_ATTEMPT_NOTE
+    sections = [task_prompt, attempt_line + note]
+    for number, (_, output, feedback) in enumerate(kept, 1):
+        opening = PREVIOUS_ATTEMPT_OPEN.format(attempt=number)
+        closing = PREVIOUS_ATTEMPT_CLOSE.format(attempt=number)
+        sections.append(f"{opening}\n{output}\n{closing}")
+        if feedback:
+            opening = FEEDBACK_OPEN.format(attempt=number)
+            closing = FEEDBACK_CLOSE.format(attempt=number)
+            sections.append(f"{opening}\n{feedback}\n{closing}")
     return [{"role": "user", "content": SECTION_SEPARATOR.join(sections)}]
 
 
-def bounded_history(history: Sequence[TrialRecord]) -> list[tuple[int, str, str]]:
+def bounded_history(
+    history: Sequence[TrialRecord], *, prompt_style: str = DEFAULT_PROMPT_STYLE
+) -> list[tuple[int, str, str]]:
     """(attempt number, output, feedback) of each earlier attempt, oldest first, as a seq@k
     prompt carries them: each text within its own limit, and all within `HISTORY_CHARS`,
-    spent on the newest attempts first (feedback before output)."""
+    spent on the newest attempts first (feedback before output). An attempt without feedback
+    has "" in seq_k's style (its prompt shows none) and `NO_FEEDBACK` in gauntlet-2025's."""
+    missing = NO_FEEDBACK if prompt_style == GAUNTLET_2025_STYLE else ""
     remaining = HISTORY_CHARS
     kept: list[tuple[int, str, str]] = []
     for trial in sorted(history, key=lambda record: record.attempt_index, reverse=True):
-        feedback = trial.critic.feedback if trial.critic.feedback is not None else NO_FEEDBACK
+        feedback = trial.critic.feedback if trial.critic.feedback is not None else missing
         feedback_limit = min(EARLIER_FEEDBACK_CHARS, remaining)
         remaining -= min(len(feedback), feedback_limit)
         output_limit = min(EARLIER_OUTPUT_CHARS, remaining)

@@ -43,11 +43,16 @@ from app.evaluation.metrics import (
     TaskStats,
     price_map_info,
     run_summary,
+    seq_k_now,
     task_figures,
     trial_calls,
     trial_view,
 )
-from app.evaluation.prompts import PROMPT_VERSION
+from app.evaluation.prompts import (
+    DEFAULT_PROMPT_STYLE,
+    PROMPT_STYLE_VERSIONS,
+    prompt_style_of_version,
+)
 from app.evaluation.types import (
     ActorSection,
     CallRecord,
@@ -84,6 +89,8 @@ class RunConfig:
     judge: ModelSpec | None = None
     critic: ModelSpec | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    # The seq@k prompt's wording (app.evaluation.prompts); fingerprinted as its version.
+    prompt_style: str = DEFAULT_PROMPT_STYLE
     # Not fingerprinted: they choose which tasks run and how, not what a task's result is.
     task_indices: tuple[int, ...] | None = None
     max_tasks: int | None = None
@@ -200,7 +207,7 @@ def result_settings(benchmark: Benchmark, config: RunConfig) -> dict[str, Any]:
         # A benchmark that never calls a judge gets none, so a judge named anyway changes nothing.
         "judge": _model_settings(config.judge) if benchmark.uses_judge_model else None,
         "critic": _model_settings(config.critic) if _uses_critic(benchmark, config) else None,
-        "prompt_version": PROMPT_VERSION,
+        "prompt_version": PROMPT_STYLE_VERSIONS[config.prompt_style],
     }
 
 
@@ -260,11 +267,20 @@ def check_resume(
         {key: value for key, value in settings.items() if key != "k"},
     )
     if differences:
+        stored_style = prompt_style_of_version(previous.get("prompt_version"))
+        hint = (
+            f"\nIts seq@k prompts are worded in the {stored_style!r} prompt style: "
+            f"`prompt_style: {stored_style}` in the variant continues it in that wording."
+            if stored_style is not None
+            and previous.get("prompt_version") != settings.get("prompt_version")
+            else ""
+        )
         raise RunConfigMismatch(
             "this run folder holds a run made with other settings; refusing to mix results. "
             "Differences (stored -> now):\n  "
             + "\n  ".join(differences)
-            + "\nChange them back, or run into another folder (--runs-root).",
+            + "\nChange them back, or run into another folder (--runs-root)."
+            + hint,
             differences,
         )
     old_k, new_k = previous.get("k"), settings.get("k")
@@ -280,6 +296,19 @@ def check_resume(
             "`continue: true` in the variant (or --continue). Its trials are kept and reused.",
             ["k"],
         )
+
+
+def continuing_prompt_style(config: RunConfig, stored: Mapping[str, Any] | None) -> RunConfig:
+    """`config` in the prompt style the stored run was begun with, when that is a known style:
+    for a caller whose run is one measurement that must read the same to its end (a service
+    attempt taken over after an upgrade), not a folder a user chose to continue."""
+    settings = stored.get("settings") if stored is not None else None
+    if not isinstance(settings, Mapping):
+        return config
+    style = prompt_style_of_version(settings.get("prompt_version"))
+    if style is None or style == config.prompt_style:
+        return config
+    return replace(config, prompt_style=style)
 
 
 # Task selection
@@ -394,20 +423,22 @@ class _Run:
         )
         calls_made = getattr(self.llm, "calls_made", None)
         max_in_flight = getattr(self.llm, "max_in_flight", None)
+        # seq_k's fields first, with its names and types (its `save_summary`), then Gauntlet's.
         return {
+            "metric": config.metric,
+            "model": config.actor.model,
+            "feedback_mode": config.feedback_mode,
+            **document,
             **self.pricing,
+            "last_updated": seq_k_now(),
             "benchmark": config.benchmark,
             "slice": self.slice_name,
-            "metric": config.metric,
-            "k": config.k,
-            "feedback_mode": config.feedback_mode,
             "actor": config.actor.model,
             "judge": config.judge.model if config.judge else None,
             "critic": config.critic.model if config.critic else None,
             "fingerprint": self.fingerprint,
             "status": self.status,
             "updated_at": _now(),
-            **document,
             "session": {
                 "started_at": self.started_at,
                 "wall_time_s": round(time.perf_counter() - self.started, 3),
@@ -420,6 +451,14 @@ class _Run:
                 "max_in_flight": max_in_flight if isinstance(max_in_flight, int) else None,
             },
         }
+
+    def task_summary(self, stats: TaskStats) -> dict[str, Any]:
+        return stats.to_summary(
+            self.config.metric,
+            self.config.k,
+            pricing_last_updated=self.pricing.get("pricing_last_updated"),
+            prices=self.config.prices,
+        )
 
     async def write_summary(self, *, force: bool = False) -> dict[str, Any] | None:
         now = time.perf_counter()
@@ -576,7 +615,7 @@ class _Run:
             stats.status = "done"
             self.tasks_skipped += 1
             # Rewritten so a summary one trial behind (a crash between the two writes) heals.
-            await self.store.save_task_summary(task, stats.to_summary(config.metric, config.k))
+            await self.store.save_task_summary(task, self.task_summary(stats))
             self.emit("task_skipped", task, stats)
             return
 
@@ -590,7 +629,7 @@ class _Run:
             trial_data = trial_view(trial)
             stats.add_trial(trial_data)
             self.spent_usd += _trial_cost(trial_data)
-            await self.store.save_task_summary(task, stats.to_summary(config.metric, config.k))
+            await self.store.save_task_summary(task, self.task_summary(stats))
             self.emit("trial", task, stats, trial=trial)
 
         try:
@@ -601,13 +640,14 @@ class _Run:
                 steps=self.steps_for(task),
                 existing=existing,
                 on_trial=on_trial,
+                prompt_style=config.prompt_style,
             )
         except CostBudgetExhausted as stop:
             # Not the task's failure: a budget stops the run. What ran is kept; the task stays
             # unfinished (unsolved in the metrics) and a rerun continues it.
             self.budget_stop = self.budget_stop or stop
             stats.error = str(stop)
-            await self.store.save_task_summary(task, stats.to_summary(config.metric, config.k))
+            await self.store.save_task_summary(task, self.task_summary(stats))
             return
         except Exception as error:
             # One task's failure (a provider down after retries, a benchmark bug on one row)
@@ -621,7 +661,7 @@ class _Run:
                     f"task {task.canonical_index}: "
                     + (detail if isinstance(detail, str) else stats.error)
                 )
-            await self.store.save_task_summary(task, stats.to_summary(config.metric, config.k))
+            await self.store.save_task_summary(task, self.task_summary(stats))
             self.emit("task_error", task, stats, error=stats.error)
             logger.warning("task %s failed: %s", task.canonical_index, stats.error)
             if self.tasks_errored > config.max_task_errors:
@@ -632,7 +672,7 @@ class _Run:
             return
         stats.status = "done"
         stats.error = None
-        await self.store.save_task_summary(task, stats.to_summary(config.metric, config.k))
+        await self.store.save_task_summary(task, self.task_summary(stats))
         self.emit("task_done", task, stats)
         await self.write_summary()
 
@@ -709,6 +749,11 @@ def check_config(benchmark: Benchmark, config: RunConfig) -> None:
         raise ValueError(f"metric must be one of {sorted(METRICS)}, got {config.metric!r}")
     if isinstance(config.k, bool) or not isinstance(config.k, int) or config.k < 1:
         raise ValueError(f"k must be an int of at least 1, got {config.k!r}")
+    if config.prompt_style not in PROMPT_STYLE_VERSIONS:
+        raise ValueError(
+            f"unknown prompt style {config.prompt_style!r}; "
+            f"known: {', '.join(sorted(PROMPT_STYLE_VERSIONS))}"
+        )
     critic_model = config.critic.model if config.critic else None
     known = benchmark.known_feedback_modes(critic_model=critic_model)
     mode = config.feedback_mode

@@ -24,7 +24,9 @@ no registered task gets `UNREGISTERED_REPLY`.
 How a reply is drawn, for the last user message of a call:
 
 - The task is found from the message: the whole message (pass@k sends the task prompt alone),
-  or the part before the seq@k attempt line ("This is attempt t of K.", app.evaluation.prompts).
+  or the part before the seq@k attempt line ("This is attempt t of K.", app.evaluation.prompts);
+  the earlier attempts' feedback is read after it, in either prompt style (seq_k's tags or
+  gauntlet-2025's headers).
 - Success probability of a first look: `skill(model) x (1 - difficulty) x (1 - error(T))`,
   where `error(T) = min(0.9, 0.2 + 0.3 T)` grows with the temperature T (absent: 1.0, the usual
   provider default; clamped to 0..2). `skill` is 1.0 for `solver-sim`, 0.55 for the weak one.
@@ -65,7 +67,13 @@ from app.evaluation.prompts import (
     ATTEMPT_LINE,
     EARLIER_FEEDBACK_HEADER,
     EARLIER_OUTPUT_HEADER,
+    FEEDBACK_CLOSE,
+    FEEDBACK_OPEN,
+    FIRST_ATTEMPT_NOTE,
+    LATER_ATTEMPT_NOTE,
     NO_FEEDBACK,
+    PREVIOUS_ATTEMPT_CLOSE,
+    PREVIOUS_ATTEMPT_OPEN,
     SECTION_SEPARATOR,
 )
 
@@ -253,7 +261,45 @@ class _Sighting:
 
 def _earlier_feedback(history: str, attempt: int) -> tuple[str, ...]:
     """The feedback texts of attempts 1..attempt-1 in the part of a seq@k prompt after the
-    attempt line, read by their headers in order."""
+    attempt line ("" for an attempt that had none), in either prompt style."""
+    if history.startswith((FIRST_ATTEMPT_NOTE, LATER_ATTEMPT_NOTE)):
+        return _tagged_feedback(history, attempt)
+    return _headed_feedback(history, attempt)
+
+
+def _tagged_feedback(history: str, attempt: int) -> tuple[str, ...]:
+    """seq_k's style: `<PreviousAttempt i>` blocks, each followed by its `<Feedback i>` when it
+    had feedback. A block runs to the next attempt's opening tag (or the end)."""
+    texts: list[str] = []
+    position = 0
+    for number in range(1, attempt):
+        opening = SECTION_SEPARATOR + PREVIOUS_ATTEMPT_OPEN.format(attempt=number) + "\n"
+        found = history.find(opening, position)
+        if found < 0:
+            break
+        start = found + len(opening)
+        following = SECTION_SEPARATOR + PREVIOUS_ATTEMPT_OPEN.format(attempt=number + 1) + "\n"
+        end = history.find(following, start)
+        block = history[start : end if end >= 0 else len(history)]
+        feedback_opening = (
+            "\n"
+            + PREVIOUS_ATTEMPT_CLOSE.format(attempt=number)
+            + SECTION_SEPARATOR
+            + FEEDBACK_OPEN.format(attempt=number)
+            + "\n"
+        )
+        feedback_closing = "\n" + FEEDBACK_CLOSE.format(attempt=number)
+        at = block.rfind(feedback_opening)
+        if at >= 0 and block.endswith(feedback_closing):
+            texts.append(block[at + len(feedback_opening) : len(block) - len(feedback_closing)])
+        else:
+            texts.append("")
+        position = start if end < 0 else end
+    return tuple(texts)
+
+
+def _headed_feedback(history: str, attempt: int) -> tuple[str, ...]:
+    """gauntlet-2025's style: "Attempt i output:" and "Feedback on attempt i:" headers."""
     texts: list[str] = []
     position = 0
     for number in range(1, attempt):

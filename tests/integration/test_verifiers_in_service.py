@@ -93,7 +93,7 @@ def test_pass_at_k_draws_k_and_seq_at_k_stops_at_first_success(
     assert all(t["critic"]["feedback"] for t in failing["trials"])
     third_prompt = failing["trials"][2]["actor"]["prompt"][-1]["content"]
     assert "This is attempt 3 of 3." in third_prompt
-    assert "Feedback on attempt 2" in third_prompt
+    assert "<Feedback 2>\n" in third_prompt and "<PreviousAttempt 2>\n" in third_prompt
     # The system prompt went to the model but is not in the user message.
     assert "Never say" not in third_prompt
     passing = api.wait_finished(key, api.submit(key, seq_k["id"], "PWNED", "ben").json()["id"])

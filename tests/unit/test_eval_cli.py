@@ -151,7 +151,7 @@ def test_metrics_table_json_and_k(finished_run: Path, capsys: pytest.CaptureFixt
     assert run["curves"]["seq_at"] == [0.3, 0.3, 0.3]
     assert run["usage"]["actor"]["offline/echo"]["calls"] == 24
     assert run["cost_usd"] == 0.0
-    assert run["tasks"]["done"] == 10
+    assert run["task_status"]["done"] == 10
 
     assert eval_main("metrics", str(finished_run), "--k", "4") == 2
     assert "between 1 and the run's k (3)" in capsys.readouterr().err

@@ -124,7 +124,7 @@ def test_run_trials_uses_the_critic_for_seq_at_k_feedback() -> None:
     assert trials[0].critic.model == "fake/critic"
     assert len(trials[0].critic.calls) == 1
     second_prompt = client.prompts_of("fake/actor")[1]
-    assert "Feedback on attempt 1:\nThink about islands." in second_prompt
+    assert "<Feedback 1>\nThink about islands.\n</Feedback 1>" in second_prompt
     assert all(
         "ZANZIBAR" not in prompt
         for _, messages in client.calls

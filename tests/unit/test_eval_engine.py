@@ -186,13 +186,16 @@ def test_seq_at_k_prompts_are_exact() -> None:
     actor = ScriptedActor(["41", "43", "42"])
     run_engine(actor, metric="seq@k", k=3)
     contents = [prompt[-1]["content"] for prompt in actor.prompts]
+    first = " If this attempt does not pass, you will receive feedback and can revise it on the "
+    later = " Review your previous attempt(s) and the feedback below, then provide an improved "
     assert contents == [
-        "What is 6 x 7?\n\nThis is attempt 1 of 3.",
-        "What is 6 x 7?\n\nThis is attempt 2 of 3.\n\n"
-        "Attempt 1 output:\n41\n\nFeedback on attempt 1:\nIncorrect.",
-        "What is 6 x 7?\n\nThis is attempt 3 of 3.\n\n"
-        "Attempt 1 output:\n41\n\nFeedback on attempt 1:\nIncorrect.\n\n"
-        "Attempt 2 output:\n43\n\nFeedback on attempt 2:\nIncorrect.",
+        f"What is 6 x 7?\n\nThis is attempt 1 of 3.{first}remaining attempts.",
+        f"What is 6 x 7?\n\nThis is attempt 2 of 3.{later}answer.\n\n"
+        "<PreviousAttempt 1>\n41\n</PreviousAttempt 1>\n\n<Feedback 1>\nIncorrect.\n</Feedback 1>",
+        f"What is 6 x 7?\n\nThis is attempt 3 of 3.{later}answer.\n\n"
+        "<PreviousAttempt 1>\n41\n</PreviousAttempt 1>\n\n<Feedback 1>\nIncorrect.\n</Feedback 1>"
+        "\n\n<PreviousAttempt 2>\n43\n</PreviousAttempt 2>\n\n<Feedback 2>\nIncorrect.\n"
+        "</Feedback 2>",
     ]
     assert all(len(prompt) == 1 and prompt[0]["role"] == "user" for prompt in actor.prompts)
 
@@ -229,9 +232,11 @@ def test_seq_at_k_resumes_after_existing_trials() -> None:
     trials = run_engine(actor, metric="seq@k", k=4, existing=existing)
     assert [trial.attempt_index for trial in trials] == [1, 2, 3]
     assert actor.prompts[0][-1]["content"] == (
-        "What is 6 x 7?\n\nThis is attempt 3 of 4.\n\n"
-        "Attempt 1 output:\nfirst try\n\nFeedback on attempt 1:\nToo low.\n\n"
-        "Attempt 2 output:\nsecond try\n\nFeedback on attempt 2:\nToo high."
+        "What is 6 x 7?\n\nThis is attempt 3 of 4. Review your previous attempt(s) and the "
+        "feedback below, then provide an improved answer.\n\n"
+        "<PreviousAttempt 1>\nfirst try\n</PreviousAttempt 1>\n\n<Feedback 1>\nToo low.\n"
+        "</Feedback 1>\n\n<PreviousAttempt 2>\nsecond try\n</PreviousAttempt 2>\n\n"
+        "<Feedback 2>\nToo high.\n</Feedback 2>"
     )
 
 
@@ -282,8 +287,11 @@ def test_seq_at_k_on_the_offline_echo_model() -> None:
     assert len(trials) == 1
     trial = trials[0]
     assert trial.success is True
-    assert trial.actor.output == "What is 6 x 7?\n\nThis is attempt 1 of 3."
-    assert trial.actor.input_tokens == trial.actor.output_tokens == 11
+    assert trial.actor.output == (
+        "What is 6 x 7?\n\nThis is attempt 1 of 3. If this attempt does not pass, you will "
+        "receive feedback and can revise it on the remaining attempts."
+    )
+    assert trial.actor.input_tokens == trial.actor.output_tokens == 29
     assert trial.actor.cost_usd == 0.0
     assert trial.judge.model is None
     assert TrialRecord.from_dict(trial.to_dict()) == trial

@@ -341,6 +341,15 @@ def test_seqk_numbers_on_a_gauntlet_folder_equal_a_recomputation_from_its_attemp
     # The run's own summary.json holds the same view, and retrieval recall beside the curves.
     stored = json.loads((folder / "summary.json").read_text())
     assert stored["harness_view"]["seq_at"] == pytest.approx(expected["at"])
+    # And seq_k's own fields, as its summary writer rounds them.
+    assert [stored[f"seq@{t}"] for t in (1, 2, 3)] == [round(value, 4) for value in expected["at"]]
+    assert stored["delta"] == round(expected["delta"], 4)
+    assert (stored["EGS"], stored["LGS"]) == (round(expected["egs"], 3), round(expected["lgs"], 3))
+    assert stored["tasks"] == len(list(folder.glob("task-*")))
+    assert (
+        stored["model"]
+        == json.loads(next(folder.rglob("attempt-1.json")).read_text())["actor"]["model"]
+    )
     assert stored["figures"]["retrieval_recall"]["mean"] == 1.0
     # At a smaller k too.
     [smaller] = metrics_json(capsys, str(folder), "--k", "2")
@@ -412,7 +421,10 @@ def test_a_folder_written_before_the_change_resumes(
     assert json.loads((folder / "task-2" / "attempt-2.json").read_text()) == old_attempt
     new = json.loads((folder / "task-2" / "attempt-3.json").read_text())
     assert isinstance(new["actor"]["prompt"], str)
-    assert "Attempt 2 output:\n" + old_attempt["actor"]["output"] in new["actor"]["prompt"]
+    assert (
+        "<PreviousAttempt 2>\n" + old_attempt["actor"]["output"] + "\n</PreviousAttempt 2>"
+        in new["actor"]["prompt"]
+    )
     assert new["actor"]["messages"][0]["content"] == new["actor"]["prompt"]
     summary = json.loads((folder / "task-2" / "summary.json").read_text())
     assert "best_score" in summary and "tokens" in summary

@@ -124,10 +124,15 @@ def test_a_run_writes_every_file_with_the_documented_keys(tmp_path: Path) -> Non
     ):
         assert key in attempt["actor"]
     # The exact text the actor saw, its message list beside it.
+    first_prompt = (
+        "Task 2: name the secret.\n\nThis is attempt 1 of 2. If this attempt does not pass, "
+        "you will receive feedback and can revise it on the remaining attempts."
+    )
     assert attempt["actor"]["prompt"] == (
-        "Task 2: name the secret.\n\nThis is attempt 2 of 2.\n\nAttempt 1 output:\n"
-        "Task 2: name the secret.\n\nThis is attempt 1 of 2.\n\n"
-        "Feedback on attempt 1:\nwrong secret"
+        "Task 2: name the secret.\n\nThis is attempt 2 of 2. Review your previous attempt(s) "
+        "and the feedback below, then provide an improved answer.\n\n"
+        f"<PreviousAttempt 1>\n{first_prompt}\n</PreviousAttempt 1>\n\n"
+        "<Feedback 1>\nwrong secret\n</Feedback 1>"
     )
     assert attempt["actor"]["messages"] == [{"role": "user", "content": attempt["actor"]["prompt"]}]
     for key in ("model", "success", "score", "raw_eval_output", "details", "calls"):
@@ -158,14 +163,22 @@ def test_a_run_writes_every_file_with_the_documented_keys(tmp_path: Path) -> Non
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", summary["pricing_last_updated"])
     task_summary = json.loads((tmp_path / "task-1" / "summary.json").read_text())
     assert task_summary["status"] == "done"
-    assert [(a["attempt_index"], a["success"], a["score"]) for a in task_summary["attempts"]] == [
+    assert [(a["attempt"], a["success"], a["score"]) for a in task_summary["attempts"]] == [
         (1, False, 0.0),
         (2, False, 0.0),
     ]
     assert task_summary["best_score"] == 0.0
-    assert task_summary["tokens"]["openai/gpt-4o-mini"]["calls"] == 2
-    assert "cost_usd" in task_summary["tokens"]["openai/gpt-4o-mini"]
-    assert datetime.fromisoformat(task_summary["last_updated"]).tzinfo is not None
+    assert task_summary["usage"]["actor"]["openai/gpt-4o-mini"]["calls"] == 2
+    assert set(task_summary["tokens"]["openai/gpt-4o-mini"]) == {
+        "input_tokens",
+        "cached_tokens",
+        "thinking_tokens",
+        "output_tokens",
+        "cost_usd",
+    }
+    assert task_summary["pricing_last_updated"] == summary["pricing_last_updated"]
+    # seq_k's time stamp: UTC, safe in a file name.
+    assert datetime.strptime(task_summary["last_updated"], "%Y-%m-%dT%H-%M-%SZ")
     assert not list(tmp_path.rglob(".*.tmp"))
 
 

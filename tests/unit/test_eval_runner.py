@@ -31,6 +31,7 @@ from app.evaluation.runner import (
     RunConfigMismatch,
     RunResult,
     check_config,
+    continuing_prompt_style,
     fingerprint,
     result_settings,
     run_benchmark,
@@ -130,10 +131,42 @@ def test_seq_at_k_prompt_holds_the_attempt_line_and_numbered_history() -> None:
     client = ScriptedClient(solver({}))
     run(make_benchmark(count=1), config(k=2), client)
     assert client.prompts_of("fake/actor") == [
-        "Task 1: name the secret.\n\nThis is attempt 1 of 2.",
-        "Task 1: name the secret.\n\nThis is attempt 2 of 2.\n\n"
-        "Attempt 1 output:\nno idea\n\nFeedback on attempt 1:\nwrong secret",
+        "Task 1: name the secret.\n\nThis is attempt 1 of 2. If this attempt does not pass, "
+        "you will receive feedback and can revise it on the remaining attempts.",
+        "Task 1: name the secret.\n\nThis is attempt 2 of 2. Review your previous attempt(s) "
+        "and the feedback below, then provide an improved answer.\n\n"
+        "<PreviousAttempt 1>\nno idea\n</PreviousAttempt 1>\n\n"
+        "<Feedback 1>\nwrong secret\n</Feedback 1>",
     ]
+
+
+def test_a_run_begun_in_another_prompt_style_continues_only_in_that_style() -> None:
+    """The style's version is a run setting: a store holding a run of the earlier wording is
+    not continued in seq_k's (the refusal says how to continue it); named, it continues with
+    its history in its own words, and a caller may adopt the stored style."""
+    benchmark = make_benchmark(count=1)
+    store = MemoryRunStore()
+    old = config(k=2, prompt_style="gauntlet-2025")
+    run(benchmark, old, ScriptedClient(solver({})), store)
+    assert store.config is not None
+    assert store.config["settings"]["prompt_version"] == "2025-01.1"
+
+    with pytest.raises(RunConfigMismatch, match="`prompt_style: gauntlet-2025` in the variant"):
+        run(benchmark, config(k=3, allow_continue=True), ScriptedClient(solver({})), store)
+    with pytest.raises(ValueError, match="unknown prompt style 'seqk'"):
+        run(benchmark, config(prompt_style="seqk"), ScriptedClient(solver({})), store)
+
+    adopted = continuing_prompt_style(config(k=3, allow_continue=True), store.config)
+    assert adopted.prompt_style == "gauntlet-2025"
+    client = ScriptedClient(solver({}))
+    run(benchmark, adopted, client, store)
+    [third] = client.prompts_of("fake/actor")
+    assert third == (
+        "Task 1: name the secret.\n\nThis is attempt 3 of 3.\n\n"
+        "Attempt 1 output:\nno idea\n\nFeedback on attempt 1:\nwrong secret\n\n"
+        "Attempt 2 output:\nno idea\n\nFeedback on attempt 2:\nwrong secret"
+    )
+    assert continuing_prompt_style(config(), None).prompt_style == "seq_k"
 
 
 def test_best_score_curve_uses_graded_scores() -> None:
@@ -238,7 +271,7 @@ def test_a_rerun_after_an_interruption_never_repeats_a_finished_call(
         # History rebuilt from disk: a continued task's prompt shows its stored attempts.
         continued = [p for p in second.prompts_of("fake/actor") if "This is attempt 1 " not in p]
         for prompt in continued:
-            assert "Attempt 1 output:\nno idea" in prompt
+            assert "<PreviousAttempt 1>\nno idea\n</PreviousAttempt 1>" in prompt
     third = ScriptedClient(respond)
     assert run(benchmark, run_config, third, RunFolderStore(tmp_path)).tasks_skipped == 6
     assert third.calls == []
@@ -301,8 +334,8 @@ def test_a_larger_k_needs_continue_and_then_extends_the_run(tmp_path: Path) -> N
     more = ScriptedClient(respond)
     result = run(benchmark, config(k=4, allow_continue=True), more, RunFolderStore(tmp_path))
     # Task 1 was solved; tasks 2 and 3 continue at attempt 3, with attempts 1-2 from disk.
-    assert [p.split("\n\n")[1] for p in more.prompts_of("fake/actor")].count(
-        "This is attempt 3 of 4."
+    assert [p.split("\n\n")[1].split(".")[0] for p in more.prompts_of("fake/actor")].count(
+        "This is attempt 3 of 4"
     ) == 2
     # Task 2's 4th call (its attempt 4) solves it.
     assert result.summary["curves"]["seq_at"] == pytest.approx([1 / 3, 1 / 3, 1 / 3, 2 / 3])
@@ -363,7 +396,7 @@ def test_tasks_stream_with_a_bounded_number_in_flight() -> None:
         store,
         on_event=on_event,
     )
-    assert result.summary["tasks"]["done"] == 10_000
+    assert result.summary["task_status"]["done"] == 10_000
     assert max(lead) <= 16
 
 

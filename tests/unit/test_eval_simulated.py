@@ -17,7 +17,7 @@ from app.evaluation.feedback import BINARY_FEEDBACK
 from app.evaluation.llm import LLMClient
 from app.evaluation.model_ids import model_id_problem
 from app.evaluation.offline import OFFLINE_MODELS
-from app.evaluation.prompts import build_actor_messages
+from app.evaluation.prompts import GAUNTLET_2025_STYLE, SEQ_K_STYLE, build_actor_messages
 from app.evaluation.simulated import (
     SOLVER_SIM_MODEL,
     UNREGISTERED_REPLY,
@@ -51,7 +51,9 @@ def register_many(count: int, *, difficulty: float = 0.0, seed: int = 0) -> list
     return prompts
 
 
-def seq_prompt(task_prompt: str, attempt: int, feedback: str | None) -> str:
+def seq_prompt(
+    task_prompt: str, attempt: int, feedback: str | None, style: str = SEQ_K_STYLE
+) -> str:
     history = [
         TrialRecord(
             attempt_index=index,
@@ -62,7 +64,12 @@ def seq_prompt(task_prompt: str, attempt: int, feedback: str | None) -> str:
         for index in range(1, attempt)
     ]
     messages = build_actor_messages(
-        task_prompt, metric="seq@k", attempt_index=attempt, k=5, history=history
+        task_prompt,
+        metric="seq@k",
+        attempt_index=attempt,
+        k=5,
+        history=history,
+        prompt_style=style,
     )
     return messages[0]["content"]
 
@@ -157,18 +164,35 @@ def test_feedback_raises_the_chance_and_informative_feedback_most() -> None:
     assert 0.0 < weak < base
 
 
-def test_a_seq_k_prompt_with_feedback_solves_a_superset_of_what_it_solves_without() -> None:
+@pytest.mark.parametrize("style", [SEQ_K_STYLE, GAUNTLET_2025_STYLE])
+def test_a_seq_k_prompt_with_feedback_solves_a_superset_of_what_it_solves_without(
+    style: str,
+) -> None:
     prompts = register_many(200, difficulty=0.4)
     solved: dict[str | None, set[int]] = {}
     for feedback in (None, BINARY_FEEDBACK, "Wrong value; the latest note disagrees."):
         solved[feedback] = {
             number
             for number, text in enumerate(prompts)
-            if reply(SOLVER_SIM_MODEL, seq_prompt(text, 3, feedback), temperature=1.0) == CORRECT
+            if reply(SOLVER_SIM_MODEL, seq_prompt(text, 3, feedback, style), temperature=1.0)
+            == CORRECT
         }
     no_feedback, binary, informative = solved.values()
     # The same draw decides each attempt: a better feedback can only add successes.
     assert no_feedback < binary < informative
+
+
+def test_both_prompt_styles_read_the_same_feedback() -> None:
+    """The simulation reads each earlier attempt's feedback from either wording, so a run gets
+    the same draws whichever style it uses."""
+    prompts = register_many(100, difficulty=0.4)
+    for feedback in (None, "", BINARY_FEEDBACK, "Check the units.\n\nAnd the sign."):
+        for text in prompts:
+            replies = {
+                reply(SOLVER_SIM_MODEL, seq_prompt(text, 4, feedback, style), temperature=1.0)
+                for style in (SEQ_K_STYLE, GAUNTLET_2025_STYLE)
+            }
+            assert len(replies) == 1
 
 
 def test_a_seq_k_attempt_shares_its_draw_with_the_matching_pass_k_sample() -> None:

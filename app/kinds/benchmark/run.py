@@ -13,6 +13,7 @@ from app.evaluation.runner import (
     RunAborted,
     RunConfigMismatch,
     RunResult,
+    continuing_prompt_style,
     run_benchmark,
     select_tasks,
 )
@@ -73,7 +74,10 @@ async def run(context: RunContext, config: BenchmarkConfig) -> AttemptMetrics:
                     max_tasks=run_config.max_tasks,
                 )
             )
-            result = await run_benchmark(benchmark, run_config, context.run_store(), context.llm)
+            store = context.run_store()
+            # An attempt begun before the prompt wording changed ends in the wording it began with.
+            run_config = continuing_prompt_style(run_config, await store.load_config())
+            result = await run_benchmark(benchmark, run_config, store, context.llm)
     except DataFileNotFound as exc:
         raise InfrastructureError(f"the benchmark's data is gone: {exc}") from exc
     except RunConfigMismatch as exc:
