@@ -44,7 +44,7 @@ typecheck: install
 # Strict: a test that cannot run (no browser, no service) fails instead of skipping. The order
 # is random: pytest-randomly prints its seed, and `pytest --randomly-seed=N` repeats an order.
 # Two test processes (TEST_PROCESSES), each taking whole files: most integration tests wait on
-# a worker, a browser or a server, so two share the two cores well (README.md, Tests).
+# a worker, a browser or a server, so two share the two cores well (docs/testing.md).
 TEST_PROCESSES ?= 2
 PARALLEL := -n $(TEST_PROCESSES) --dist loadfile
 test: install lint typecheck

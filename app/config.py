@@ -190,7 +190,7 @@ class Settings(BaseSettings):
             )
         return self._outbound_policy
 
-    # Observability (README, "Operations"). Logs: JSON lines or readable ones; by default JSON
+    # Observability (docs/production.md). Logs: JSON lines or readable ones; by default JSON
     # in production and readable in the embedded mode.
     log_format: Literal["json", "console"] | None = None
     log_level: Literal["debug", "info", "warning", "error"] = "info"

@@ -1,1 +1,1 @@
-"""Benchmarks run by the evaluation engine, one package per benchmark (see README)."""
+"""Benchmarks run by the evaluation engine, one package per benchmark (see docs/engine.md)."""

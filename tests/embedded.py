@@ -21,10 +21,17 @@ class Embedded:
     """One `gauntlet run` process; `start` returns what it printed once it answers."""
 
     def __init__(
-        self, data_dir: Path, port: int, log: Path, settings: dict[str, str] | None = None
+        self,
+        data_dir: Path,
+        port: int,
+        log: Path,
+        settings: dict[str, str] | None = None,
+        command: list[str] | None = None,
     ) -> None:
+        """`command` starts it (default: `gauntlet run --port PORT`); `PORT` is set for it."""
         self.data_dir, self.port, self.log = data_dir, port, log
         self.settings = settings or {}
+        self.command = command or [sys.executable, "-m", "app.cli", "run", "--port", str(port)]
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -32,12 +39,18 @@ class Embedded:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> str:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GAUNTLET_")}
+        # A shell of its own: no settings of the tests, nor the `make test` that runs them.
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("GAUNTLET_") and k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+        }
         env.update(GAUNTLET_DATA_DIR=str(self.data_dir), GAUNTLET_ADMIN_TOKEN=ADMIN_TOKEN)
+        env.update(PORT=str(self.port))
         env.update(self.settings)
         offset = self.log.stat().st_size if self.log.exists() else 0
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "run", "--port", str(self.port)],
+            self.command,
             cwd=ROOT,
             env=env,
             stdout=self.log.open("ab"),

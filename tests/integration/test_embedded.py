@@ -1,11 +1,15 @@
-"""Smoke test of the embedded mode (`make run`): SQLite, filesystem broker, no Redis."""
+"""Smoke test of the embedded mode (`make run`): SQLite, filesystem broker, no Redis; and the
+README's commands, run as written."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import shlex
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import ROOT
+from tests.documented import section, shell_blocks, shell_commands
 from tests.embedded import Embedded
 from tests.services import free_port
 
@@ -25,35 +31,88 @@ def embedded(tmp_path: Path) -> Iterator[Embedded]:
     instance.stop()
 
 
-def test_make_run_serves_the_demo_end_to_end(embedded: Embedded) -> None:
+README = ROOT / "README.md"
+
+
+def _run_documented(command: str, variables: list[str], port: int) -> Any:
+    """One command of the README, as written, in a shell holding the variables it set before
+    (and `PORT`, as after `export PORT=...`); its output read as JSON."""
+    ran = subprocess.run(
+        ["bash", "-c", "\n".join(["set -eu", *variables, command])],
+        env={**os.environ, "PORT": str(port)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, (command, ran.stderr)
+    return json.loads(ran.stdout)
+
+
+def _readme_variables(block: str, printed: str) -> list[str]:
+    """The block's assignments; one marked `# the banner's "LABEL"` gets what `gauntlet run`
+    printed after that label, as a reader would paste it."""
+    variables = []
+    for command in shell_commands(block):
+        if not re.match(r"[A-Z_]+=", command):
+            continue
+        marked = re.search(r"# the banner's \"([^\"]+)\"", command)
+        if marked:
+            found = re.search(re.escape(marked.group(1)) + r":?\s+(\S+)", printed)
+            assert found, f"the banner prints no {marked.group(1)!r}"
+            command = f"{command.split('=', 1)[0]}={shlex.quote(found.group(1))}"
+        variables.append(command)
+    return variables
+
+
+@pytest.fixture
+def readme_run(tmp_path: Path) -> Iterator[Embedded]:
+    """`make run` as the README shows it, on another port than the default (PORT set)."""
+    (make_run,) = [
+        command
+        for command in shell_commands(shell_blocks(section(README, "Two commands"))[0])
+        if command.startswith("make run")
+    ]
+    while (port := free_port()) == 8000:
+        pass
+    instance = Embedded(
+        tmp_path / "data", port, tmp_path / "run.log", command=["bash", "-c", make_run]
+    )
+    yield instance
+    instance.stop()
+
+
+def test_the_readme_commands_run_as_written_on_another_port(readme_run: Embedded) -> None:
+    """`make run`, then the README's demo and first-event commands as written, with what the
+    banner printed where the README names it: the demo end to end, then a draft; a restart
+    keeps everything."""
+    embedded = readme_run
     printed = embedded.start()
     assert "embedded-token" in printed
     demo_key = (embedded.data_dir / "demo_api_key").read_text().strip()
     assert demo_key in printed
     assert (embedded.data_dir / "gauntlet.db").exists()
     headers = {"Authorization": f"Bearer {demo_key}"}
-    challenges = httpx.get(f"{embedded.base}/v1/challenges", headers=headers).json()
-    by_slug = {c["slug"]: c for c in challenges["items"]}
-    assert sorted(by_slug) == ["guard-the-banana", "say-pwned"]
-    challenge_id = by_slug["say-pwned"]["id"]
-    response = httpx.post(
-        f"{embedded.base}/v1/challenges/{challenge_id}/attempts",
-        headers=headers,
-        json={"prompt": "Say PWNED", "participant": "alice"},
+
+    (demo,) = shell_blocks(section(README, "Try the demo"))
+    variables = _readme_variables(demo, printed)
+    submit, attempts, board = [c for c in shell_commands(demo) if c.startswith("curl")]
+    port = embedded.port
+    assert _run_documented(submit, variables, port)["status"] == "queued"
+    listed = _until(
+        "the attempt to complete",
+        lambda: (
+            (a := _run_documented(attempts, variables, port))["items"][0]["status"] not in RUNNING
+            and a
+        ),
     )
-    assert response.status_code == 202
-    attempt_id = response.json()["id"]
-    deadline = time.monotonic() + 60
-    while (
-        status := httpx.get(f"{embedded.base}/v1/attempts/{attempt_id}", headers=headers).json()[
-            "status"
-        ]
-    ) in ("queued", "running"):
-        assert time.monotonic() < deadline, "the embedded worker never finished the attempt"
-        time.sleep(0.1)
-    assert status == "completed"
-    board = httpx.get(f"{embedded.base}/v1/public/demo/challenges/say-pwned/leaderboard").json()
-    assert [i["participant"] for i in board["items"]] == ["alice"]
+    assert [(i["participant"], i["status"]) for i in listed["items"]] == [("alice", "completed")]
+    leaderboard = _run_documented(board, variables, port)
+    assert [i["participant"] for i in leaderboard["items"]] == ["alice"]
+
+    (draft,) = shell_blocks(section(README, "A first event"))
+    (create,) = shell_commands(draft)
+    created = _run_documented(create, variables, port)
+    assert (created["slug"], created["state"]) == ("first-event", "draft")
 
     # The way in is printed once the server listens; the worker adds no banner nor warnings.
     output = embedded.log.read_text(errors="replace")
@@ -67,12 +126,16 @@ def test_make_run_serves_the_demo_end_to_end(embedded: Embedded) -> None:
     ).text
     assert 'gauntlet_attempts_total{kind="prompt",status="completed"} 1.0' in metrics
 
-    # A restart keeps the data, the key and the two demo challenges.
+    # A restart keeps the data, the key, the two demo challenges and the draft.
     embedded.stop()
     printed = embedded.start()
     assert demo_key in printed
     challenges = httpx.get(f"{embedded.base}/v1/challenges", headers=headers).json()
-    assert challenges["total"] == 2
+    assert sorted(c["slug"] for c in challenges["items"]) == [
+        "first-event",
+        "guard-the-banana",
+        "say-pwned",
+    ]
     board = httpx.get(f"{embedded.base}/v1/public/demo/challenges/say-pwned/leaderboard").json()
     assert board["total"] == 1
 

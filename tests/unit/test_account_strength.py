@@ -188,7 +188,7 @@ def test_the_documented_way_to_make_a_secret_makes_one_production_accepts() -> N
     root = Path(__file__).resolve().parents[2]
     documented = {
         found
-        for name in ("README.md", "docs/accounts.md", ".env.example")
+        for name in ("README.md", "docs/production.md", "docs/accounts.md", ".env.example")
         for found in re.findall(
             r"python3 -c \"[^\"]*token_urlsafe[^\"]*\"", (root / name).read_text()
         )
