@@ -10,11 +10,13 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
+from app.auth.subjects import Audience
 from app.challenge.models import Challenge
 from app.leaderboard import repository
-from app.leaderboard.models import ENTRY_MEASURES, LeaderboardEntry
+from app.leaderboard.freeze import before_board_write, read_as_seen
+from app.leaderboard.models import ENTRY_MEASURES, BoardFreeze, LeaderboardEntry
 from app.leaderboard.ranking import RankInput, rank_key
-from app.leaderboard.repository import EntryValues
+from app.leaderboard.repository import AnyEntry, EntryValues
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
 from app.scoring.strategies import Strategy
 
@@ -50,18 +52,25 @@ def offer(session: Session, attempt: RankedAttempt, strategy: Strategy) -> None:
     """Puts the attempt on the leaderboard if it ranks and beats its participant's row."""
     entry = entry_for(attempt, strategy)
     if entry is not None:
+        before_board_write(session, attempt.challenge_id, _copy_to_frozen)
         repository.offer(session, entry)
+
+
+def _copy_to_frozen(session: Session, challenge_id: uuid.UUID) -> None:
+    repository.copy_to_frozen(session, challenge_id)
 
 
 def rebuild(session: Session, challenge_id: uuid.UUID, entries: Sequence[EntryValues]) -> None:
     """Replaces the challenge's leaderboard with these rows (in the caller's transaction, so
-    readers see the old leaderboard or the new one, never half of either)."""
+    readers see the old leaderboard or the new one, never half of either). In a freeze, the
+    frozen board stays what it was."""
+    before_board_write(session, challenge_id, _copy_to_frozen)
     repository.clear(session, challenge_id)
     for entry in entries:
         repository.offer(session, entry)
 
 
-def item_of(entry: LeaderboardEntry, handle: str, *, rank: int) -> LeaderboardItem:
+def item_of(entry: AnyEntry, handle: str, *, rank: int) -> LeaderboardItem:
     return LeaderboardItem(
         rank=rank,
         participant=handle,
@@ -72,13 +81,23 @@ def item_of(entry: LeaderboardEntry, handle: str, *, rank: int) -> LeaderboardIt
 
 
 def read_leaderboard(
-    session: Session, challenge: Challenge, *, limit: int, offset: int
+    session: Session, challenge: Challenge, audience: Audience, *, limit: int, offset: int
 ) -> Leaderboard:
-    rows, total = repository.page(session, challenge.id, limit=limit, offset=offset)
-    items = [
-        item_of(entry, handle, rank=offset + position)
-        for position, (entry, handle) in enumerate(rows, start=1)
-    ]
+    """A page of the leaderboard as the audience sees it (frozen for non-admins in a
+    freeze)."""
+
+    def read(snapshot: BoardFreeze | None) -> tuple[list[LeaderboardItem], int]:
+        rows, total = repository.page(
+            session, challenge.id, limit=limit, offset=offset, frozen=snapshot is not None
+        )
+        items = [
+            item_of(entry, handle, rank=offset + position)
+            for position, (entry, handle) in enumerate(rows, start=1)
+        ]
+        return items, total
+
+    seen = read_as_seen(session, challenge, audience, read)
+    items, total = seen.board
     return Leaderboard(
         challenge_id=challenge.id,
         strategy=challenge.strategy,
@@ -86,6 +105,8 @@ def read_leaderboard(
         total=total,
         limit=limit,
         offset=offset,
+        frozen=seen.frozen,
+        frozen_at=seen.frozen_at,
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from app.kinds.red_blue.models import DefenseStatus, MatchStatus, Side
+from app.leaderboard.schemas import FROZEN_AT_DESCRIPTION, FROZEN_DESCRIPTION
 from app.schemas import Handle, InputSchema, OutputSchema
 
 
@@ -171,6 +172,8 @@ class RedBlueLeaderboard(OutputSchema):
         description="When the intervals were last bootstrapped (at a bounded rate; in "
         "between, each interval keeps its width around the moved rating).",
     )
+    frozen: bool = Field(default=False, description=FROZEN_DESCRIPTION)
+    frozen_at: datetime | None = Field(default=None, description=FROZEN_AT_DESCRIPTION)
 
 
 class Standings(OutputSchema):
@@ -181,6 +184,8 @@ class Standings(OutputSchema):
     matches: int = Field(description="Judged matches the standings count.")
     computed_at: datetime | None
     pending: bool = Field(description="Matches landed since; a recompute is due.")
+    frozen: bool = Field(default=False, description=FROZEN_DESCRIPTION)
+    frozen_at: datetime | None = Field(default=None, description=FROZEN_AT_DESCRIPTION)
 
 
 def verdict_views(verdicts: list[dict[str, Any]] | None, *, full: bool) -> list[VerdictRead] | None:

@@ -51,6 +51,8 @@ from app.kinds.red_blue.schemas import (
     Standings,
     verdict_views,
 )
+from app.leaderboard.freeze import read_as_seen
+from app.leaderboard.models import BoardFreeze
 from app.tenant.service import handle_of, handles, participant_by_handle, participant_for_handle
 from app.unit_of_work import UnitOfWork
 
@@ -577,33 +579,59 @@ def board_item(line: BoardLine, tied: bool) -> BoardItem:
 
 
 def read_leaderboard(
-    session: Session, challenge: Challenge, side: Side, *, limit: int, offset: int
+    session: Session,
+    challenge: Challenge,
+    side: Side,
+    audience: Audience,
+    *,
+    limit: int,
+    offset: int,
 ) -> RedBlueLeaderboard:
-    """A page of one side's board, as the last recompute stored it."""
+    """A page of one side's board, as the last recompute stored it (for non-admins in a
+    freeze: as it stood when the freeze began)."""
     repo = RedBlueRepository(session, challenge.tenant_id)
-    rows, total = board_page_with_ties(repo, challenge.id, side, limit=limit, offset=offset)
-    board = repo.board(challenge.id)
-    return RedBlueLeaderboard(
-        challenge_id=challenge.id,
-        side=side,
-        items=[board_item(line, tied) for line, tied in rows],
-        total=total,
-        limit=limit,
-        offset=offset,
-        computed_at=board.computed_at if board is not None else None,
-        intervals_computed_at=board.intervals_computed_at if board is not None else None,
-    )
+
+    def read(snapshot: BoardFreeze | None) -> RedBlueLeaderboard:
+        rows, total = board_page_with_ties(
+            repo, challenge.id, side, limit=limit, offset=offset, frozen=snapshot is not None
+        )
+        if snapshot is not None:
+            computed_at = _frozen_standings(challenge, snapshot).computed_at
+            intervals_computed_at = computed_at
+        else:
+            board = repo.board(challenge.id)
+            computed_at = board.computed_at if board is not None else None
+            intervals_computed_at = board.intervals_computed_at if board is not None else None
+        return RedBlueLeaderboard(
+            challenge_id=challenge.id,
+            side=side,
+            items=[board_item(line, tied) for line, tied in rows],
+            total=total,
+            limit=limit,
+            offset=offset,
+            computed_at=computed_at,
+            intervals_computed_at=intervals_computed_at,
+        )
+
+    seen = read_as_seen(session, challenge, audience, read)
+    return seen.board.model_copy(update={"frozen": seen.frozen, "frozen_at": seen.frozen_at})
 
 
 def board_page_with_ties(
-    repo: RedBlueRepository, challenge_id: uuid.UUID, side: Side, *, limit: int, offset: int
+    repo: RedBlueRepository,
+    challenge_id: uuid.UUID,
+    side: Side,
+    *,
+    limit: int,
+    offset: int,
+    frozen: bool = False,
 ) -> tuple[list[tuple[BoardLine, bool]], int]:
     """A page of one side's board, each row with whether another row shares its rank (their
     intervals overlap: ranks count only the rows entirely above). A shared rank's rows are
     neighbours in the board's order, so the rows just before and after the page tell."""
     start = max(offset - 1, 0)
     lines, total = repo.ratings_page(
-        challenge_id, side, limit=limit + 1 + offset - start, offset=start
+        challenge_id, side, limit=limit + 1 + offset - start, offset=start, frozen=frozen
     )
     ranks = [line.rank for line in lines]
     first = offset - start
@@ -616,7 +644,7 @@ def board_page_with_ties(
     return rows, total
 
 
-def _standings(session: Session, challenge: Challenge) -> Standings:
+def _live_standings(session: Session, challenge: Challenge) -> Standings:
     board = RedBlueRepository(session, challenge.tenant_id).board(challenge.id)
     if board is None:
         return Standings(
@@ -640,17 +668,45 @@ def _standings(session: Session, challenge: Challenge) -> Standings:
     )
 
 
+def _frozen_standings(challenge: Challenge, snapshot: BoardFreeze) -> Standings:
+    """The standings the snapshot kept (`copy_to_frozen`)."""
+    figures = snapshot.figures or {}
+    red, blue = int(figures.get("red_points", 0)), int(figures.get("blue_points", 0))
+    computed_at = figures.get("computed_at")
+    return Standings(
+        challenge_id=challenge.id,
+        red_points=red,
+        blue_points=blue,
+        red_share=red / (red + blue) if red + blue else None,
+        matches=int(figures.get("matches", 0)),
+        computed_at=None if computed_at is None else datetime.fromisoformat(computed_at),
+        pending=False,
+    )
+
+
+def _standings(session: Session, challenge: Challenge, audience: Audience) -> Standings:
+    """The team standings as the audience sees them (frozen for non-admins in a freeze)."""
+
+    def read(snapshot: BoardFreeze | None) -> Standings:
+        if snapshot is None:
+            return _live_standings(session, challenge)
+        return _frozen_standings(challenge, snapshot)
+
+    seen = read_as_seen(session, challenge, audience, read)
+    return seen.board.model_copy(update={"frozen": seen.frozen, "frozen_at": seen.frozen_at})
+
+
 def read_standings(
     session: Session, subject: TenantKey | SignedInParticipant, challenge_id: uuid.UUID
 ) -> Standings:
     challenge = _red_blue_challenge(get_challenge(session, subject.tenant_id, challenge_id))
-    return _standings(session, challenge)
+    return _standings(session, challenge, subject.audience)
 
 
-def challenge_standings(session: Session, challenge: Challenge) -> Standings:
+def challenge_standings(session: Session, challenge: Challenge, audience: Audience) -> Standings:
     """The standings of a challenge its caller may already see (the web pages, which check
     the visitor's access to the challenge first)."""
-    return _standings(session, _red_blue_challenge(challenge))
+    return _standings(session, _red_blue_challenge(challenge), audience)
 
 
 # Public reads (a public challenge, no credential) -------------------------------------------
@@ -665,7 +721,7 @@ def _public(session: Session, tenant_slug: str, challenge_slug: str) -> Challeng
 
 
 def read_public_standings(session: Session, tenant_slug: str, challenge_slug: str) -> Standings:
-    return _standings(session, _public(session, tenant_slug, challenge_slug))
+    return _standings(session, _public(session, tenant_slug, challenge_slug), Audience.PARTICIPANT)
 
 
 def list_public_matches(
