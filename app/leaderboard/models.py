@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Uuid
+from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Uuid, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, JSONType, UTCDateTime, utcnow
@@ -31,6 +31,8 @@ class _EntryColumns:
     tokens_total: Mapped[int | None] = mapped_column(BigInteger, default=None)
     elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)
     rating: Mapped[float | None] = mapped_column(Float, default=None)
+    # The row's attempt is a baseline (app.leaderboard.ranking.participant_ranks).
+    baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
 
@@ -51,6 +53,17 @@ class LeaderboardEntry(_EntryColumns, Base):
             "rank_tiebreak",
             "attempt_created_at_ms",
             "attempt_id",
+        ),
+        # The few baseline rows, in the board's order: how many lie before a page is read here.
+        Index(
+            "ix_leaderboard_entries_baselines",
+            "challenge_id",
+            "rank_key",
+            "rank_tiebreak",
+            "attempt_created_at_ms",
+            "attempt_id",
+            postgresql_where=text("baseline"),
+            sqlite_where=text("baseline"),
         ),
     )
 
@@ -89,6 +102,16 @@ class FrozenLeaderboardEntry(_EntryColumns, Base):
             "rank_tiebreak",
             "attempt_created_at_ms",
             "attempt_id",
+        ),
+        Index(
+            "ix_leaderboard_frozen_entries_baselines",
+            "challenge_id",
+            "rank_key",
+            "rank_tiebreak",
+            "attempt_created_at_ms",
+            "attempt_id",
+            postgresql_where=text("baseline"),
+            sqlite_where=text("baseline"),
         ),
     )
 

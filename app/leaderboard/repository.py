@@ -36,6 +36,7 @@ class EntryValues:
     tokens_total: int | None
     elapsed_ms: int | None
     rating: float | None
+    baseline: bool = False
 
 
 def offer(session: Session, values: EntryValues) -> None:
@@ -135,6 +136,25 @@ def page(
 EntryPlace = tuple[float, float, int, uuid.UUID]
 
 
+def place_of(entry: AnyEntry) -> EntryPlace:
+    return (entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id)
+
+
+def baselines_before(
+    session: Session, challenge_id: uuid.UUID, place: EntryPlace, *, frozen: bool = False
+) -> int:
+    """How many baseline rows come before a place in the order: a scan of the few baseline
+    rows (their partial index), whatever the depth."""
+    entry = entry_table(frozen)
+    order = (entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id)
+    count = session.scalar(
+        select(func.count())
+        .select_from(entry)
+        .where(entry.challenge_id == challenge_id, entry.baseline, tuple_(*order) < tuple_(*place))
+    )
+    return count or 0
+
+
 def entries_after(
     session: Session,
     tenant_id: uuid.UUID,
@@ -183,7 +203,8 @@ def best_entries(
 
 
 def rank_of(session: Session, tenant_id: uuid.UUID, entry: LeaderboardEntry) -> int:
-    """1 + the rows ranked before this one: an index range scan on the leaderboard's order."""
+    """1 + the participants' rows ranked before this one (baselines take no rank): an index
+    range scan on the leaderboard's order."""
     row = LeaderboardEntry
     ahead = session.scalar(
         select(func.count())
@@ -191,6 +212,7 @@ def rank_of(session: Session, tenant_id: uuid.UUID, entry: LeaderboardEntry) -> 
         .where(
             row.tenant_id == tenant_id,
             row.challenge_id == entry.challenge_id,
+            row.baseline.is_(False),
             tuple_(row.rank_key, row.rank_tiebreak, row.attempt_created_at_ms, row.attempt_id)
             < tuple_(
                 entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id

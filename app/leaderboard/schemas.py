@@ -10,8 +10,14 @@ from app.scoring.strategies import Strategy
 
 
 class LeaderboardItem(OutputSchema):
-    rank: int
+    rank: int = Field(
+        description="1 for the best participant. A baseline's is where it would place (the "
+        "rank of the participant after it): it takes no participant's rank."
+    )
     participant: str
+    baseline: bool = Field(
+        default=False, description="An admin's reference entry (a baseline), not a participant's."
+    )
     attempt_id: uuid.UUID
     score: float | None
     succeeded: bool | None

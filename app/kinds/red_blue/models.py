@@ -24,6 +24,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     Uuid,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -92,6 +93,9 @@ class Defense(Leased, Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # When it was paired (active defenses only); null while its pairing is still to be done.
     paired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # An admin's reference entry: shown on boards with a mark, it takes no participant's rank
+    # (and, red-blue, no point of the team standings).
+    baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Attack(Base):
@@ -120,6 +124,9 @@ class Attack(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime)
     paired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # An admin's reference entry: shown on boards with a mark, it takes no participant's rank
+    # (and, red-blue, no point of the team standings).
+    baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Match(Leased, Metered, Base):
@@ -209,6 +216,9 @@ class _RatingColumns:
     points: Mapped[int] = mapped_column(BigInteger)
     matches: Mapped[int] = mapped_column(Integer)
     wins: Mapped[int] = mapped_column(Integer)
+    # The participant's entries on this side are baselines: ranked where they would place,
+    # taking no participant's rank (app.kinds.red_blue.board_recompute).
+    baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Rating(_RatingColumns, Base):

@@ -82,6 +82,7 @@ class RatingRow:
     points: int
     matches: int
     wins: int
+    baseline: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,7 @@ class BoardLine:
     points: int
     matches: int
     wins: int
+    baseline: bool = False
 
 
 def _dialect(session: Session) -> str:
@@ -308,6 +310,7 @@ class RedBlueRepository:
                 rows_of.points,
                 rows_of.matches,
                 rows_of.wins,
+                rows_of.baseline,
             )
             .join(Participant, Participant.id == rows_of.participant_id)
             .where(*side_rows, rows_of.position > offset)
@@ -912,6 +915,20 @@ def handles_of(session: Session, participant_ids: Sequence[uuid.UUID]) -> dict[u
     return {key: value for key, value in rows}
 
 
+def baseline_players(session: Session, challenge_id: uuid.UUID) -> dict[Side, set[uuid.UUID]]:
+    """The participants whose entries of each side are baselines (an admin's reference
+    entries): red by their attacks, blue by their defenses."""
+    found: dict[Side, set[uuid.UUID]] = {Side.RED: set(), Side.BLUE: set()}
+    for side, model in ((Side.RED, Attack), (Side.BLUE, Defense)):
+        rows = session.scalars(
+            select(model.participant_id)
+            .where(model.challenge_id == challenge_id, model.baseline)
+            .distinct()
+        )
+        found[side].update(rows)
+    return found
+
+
 def stored_ratings(session: Session, challenge_id: uuid.UUID) -> list[RatingRow]:
     """The board's rows as written (a recompute's start, and what a write compares with)."""
     r = _RATINGS.c
@@ -927,6 +944,7 @@ def stored_ratings(session: Session, challenge_id: uuid.UUID) -> list[RatingRow]
             r.points,
             r.matches,
             r.wins,
+            r.baseline,
         ).where(r.challenge_id == challenge_id)
     ).tuples()
     return [RatingRow(pid, Side(side), *rest) for pid, side, *rest in rows]
@@ -1060,6 +1078,7 @@ _RATING_COLUMNS = (
     "points",
     "matches",
     "wins",
+    "baseline",
 )
 
 
@@ -1106,6 +1125,7 @@ def _insert_ratings(
             row.points,
             row.matches,
             row.wins,
+            row.baseline,
         )
         for row in rows
     ]

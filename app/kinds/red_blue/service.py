@@ -15,18 +15,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from app.attempt.repository import SubmissionTarget
 from app.attempt.service import submission_target
-from app.auth.subjects import Audience, SignedInParticipant, TenantKey
+from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
 from app.challenge.limits import Left, left_under, refuse_when_none_left
 from app.challenge.models import Challenge
 from app.challenge.service import get_challenge, public_challenge, refuse_unless_open
 from app.config import get_settings
 from app.db import utcnow
-from app.errors import AppError, Conflict, NotFound, ValidationFailed
+from app.errors import AppError, Conflict, Forbidden, NotFound, ValidationFailed
 from app.kinds.red_blue.config import RedBlueLimitFields, text_limit
 from app.kinds.red_blue.dispatch import PAIR_ATTACK, RUN_MATCH, SELF_TEST
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, Match, MatchStatus, Side
@@ -113,10 +112,10 @@ def not_red_blue(challenge_kind: str, field: str, what: str) -> ValidationFailed
     )
 
 
-def _fingerprint(challenge_id: uuid.UUID, body: BaseModel) -> str:
-    payload = json.dumps(
-        {"challenge_id": str(challenge_id), **body.model_dump()}, sort_keys=True
-    ).encode()
+def _fingerprint(challenge_id: uuid.UUID, body: DefenseCreate | AttackCreate) -> str:
+    # `baseline` only when set: what an entry that is not one hashed to stays so.
+    fields = body.model_dump(exclude=None if body.baseline else {"baseline"})
+    payload = json.dumps({"challenge_id": str(challenge_id), **fields}, sort_keys=True).encode()
     return hashlib.sha256(payload).hexdigest()
 
 
@@ -135,6 +134,8 @@ def _submit(
     body: DefenseCreate | AttackCreate,
     idempotency_key: str | None,
 ) -> EntrySubmission:
+    if body.baseline and not isinstance(submitter, TenantAdmin):
+        raise Forbidden("baseline: only a tenant admin key submits baselines")
     session = work.session
     tenant_id = submitter.tenant_id
     is_defense = isinstance(body, DefenseCreate)
@@ -180,6 +181,7 @@ def _submit(
         "request_fingerprint": fingerprint,
         "created_at": now,
         "enqueued_at": now,
+        "baseline": body.baseline,
     }
     entry: Defense | Attack
     if isinstance(body, DefenseCreate):
@@ -261,6 +263,7 @@ def defense_view(
         finished_at=defense.finished_at,
         paired=defense.paired_at is not None,
         matches=None if counts is None else _counts(counts),
+        baseline=defense.baseline,
     )
 
 
@@ -276,6 +279,7 @@ def attack_view(
         created_at=attack.created_at,
         paired=attack.paired_at is not None,
         matches=None if counts is None else _counts(counts),
+        baseline=attack.baseline,
     )
 
 
@@ -569,6 +573,7 @@ def board_item(line: BoardLine, tied: bool) -> BoardItem:
         rank=line.rank,
         tied=tied,
         participant=line.handle,
+        baseline=line.baseline,
         rating=round(line.rating, 1),
         rating_low=round(line.rating_low, 1),
         rating_high=round(line.rating_high, 1),
@@ -626,21 +631,28 @@ def board_page_with_ties(
     offset: int,
     frozen: bool = False,
 ) -> tuple[list[tuple[BoardLine, bool]], int]:
-    """A page of one side's board, each row with whether another row shares its rank (their
-    intervals overlap: ranks count only the rows entirely above). A shared rank's rows are
-    neighbours in the board's order, so the rows just before and after the page tell."""
+    """A page of one side's board, each row with whether another participant's row shares
+    its rank (their intervals overlap: ranks count only the rows entirely above; a baseline
+    shares no one's). A shared rank's rows are neighbours in the board's order, but for the
+    baselines between them, so the participants' rows just before and after tell (those of
+    the page, and the row on either side of it)."""
     start = max(offset - 1, 0)
     lines, total = repo.ratings_page(
         challenge_id, side, limit=limit + 1 + offset - start, offset=start, frozen=frozen
     )
-    ranks = [line.rank for line in lines]
+    # The participants' rows' ranks by index, baselines left out.
+    ranked = [(index, line.rank) for index, line in enumerate(lines) if not line.baseline]
+    place = {index: number for number, (index, _) in enumerate(ranked)}
     first = offset - start
     rows = []
     for index in range(first, min(first + limit, len(lines))):
-        rank = ranks[index]
-        before = index > 0 and ranks[index - 1] == rank
-        after = index + 1 < len(ranks) and ranks[index + 1] == rank
-        rows.append((lines[index], before or after))
+        line = lines[index]
+        number = place.get(index)
+        tied = number is not None and any(
+            0 <= other < len(ranked) and ranked[other][1] == line.rank
+            for other in (number - 1, number + 1)
+        )
+        rows.append((line, tied))
     return rows, total
 
 
