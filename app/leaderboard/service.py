@@ -95,7 +95,8 @@ def read_leaderboard(
             session, challenge.id, limit=limit, offset=offset, frozen=frozen
         )
         before = 0
-        if rows:
+        if rows and offset:
+            # The first page has no row before it to ask about.
             place = repository.place_of(rows[0][0])
             before = repository.baselines_before(session, challenge.id, place, frozen=frozen)
         return ranked_items(rows, offset - before)[0], total

@@ -4,6 +4,7 @@ board and the participant's own results do; at the close everyone sees the live 
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -145,8 +146,16 @@ def test_results_after_the_freeze_change_no_public_leaderboard_until_the_close(
     assert own["status"] == "completed" and own["metrics"]["succeeded"] is True
     html = api.request("GET", page).text
     assert "Frozen" in html and "carol" not in html and "bob" in html
+    # The exports are the admins': the live board, saying the public one is frozen.
+    exports = f"/v1/challenges/{challenge_id}/exports"
+    assert api.request("GET", exports, key).json()["frozen_at"] == frozen_at
+    exported = api.request("GET", f"{exports}/leaderboard?format=json", key)
+    assert exported.headers["gauntlet-frozen-at"] == frozen_at
+    rows = [json.loads(line) for line in exported.text.splitlines()]
+    assert [r["participant"] for r in rows] == ["carol", "alice", "bob"]
 
     _close_now(api, key, challenge_id)
+    assert "gauntlet-frozen-at" not in api.request("GET", f"{exports}/leaderboard", key).headers
     for board in (_public(api, public), api.request("GET", keyed, member).json()):
         assert (board["frozen"], board["frozen_at"]) == (False, None)
         assert _handles(board) == ["carol", "alice", "bob"]
@@ -198,6 +207,9 @@ def test_red_blue_boards_and_standings_freeze_the_same_way(
     assert own["total"] == 1 and own["items"][0]["status"] == "completed"
     boards_page = api.request("GET", f"/t/{slug}/challenges/{challenge['slug']}/boards?side=red")
     assert "Frozen" in boards_page.text and "red2" not in boards_page.text
+    exported = api.request("GET", f"{keyed}/exports/leaderboard?format=csv", key)
+    assert exported.headers["gauntlet-frozen-at"] == frozen_at
+    assert "red2" in exported.text  # the live board
 
     _close_now(api, key, challenge_id)
     board = _public(api, f"{public}/leaderboard?side=red")
