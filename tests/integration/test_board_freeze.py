@@ -198,9 +198,10 @@ def test_red_blue_boards_and_standings_freeze_the_same_way(
         board = api.request("GET", red, token, headers={"Cookie": "fresh=1"}).json()
         assert (board["frozen"], board["frozen_at"]) == (True, frozen_at)
         assert board["items"] == before["red"]["items"]
+        assert board["computed_at"] == before["red"]["computed_at"]
         points = api.request("GET", standings, token, headers={"Cookie": "fresh=1"}).json()
         assert (points["frozen"], points["frozen_at"]) == (True, frozen_at)
-        for figure in ("red_points", "blue_points", "matches", "red_share"):
+        for figure in ("red_points", "blue_points", "matches", "red_share", "computed_at"):
             assert points[figure] == before["standings"][figure], figure
     # Their own matches are the participants' to see meanwhile.
     own = api.request("GET", f"{keyed}/matches?participant=red2", member).json()

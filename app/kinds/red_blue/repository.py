@@ -1050,18 +1050,25 @@ def copy_to_frozen(session: Session, challenge_id: uuid.UUID) -> dict[str, Any]:
         )
     )
     standings = session.execute(
-        select(Board.red_points, Board.blue_points, Board.matches, Board.computed_at).where(
-            Board.challenge_id == challenge_id
-        )
+        select(
+            Board.red_points,
+            Board.blue_points,
+            Board.matches,
+            Board.computed_at,
+            Board.intervals_computed_at,
+        ).where(Board.challenge_id == challenge_id)
     ).first()
     if standings is None:
-        return {"red_points": 0, "blue_points": 0, "matches": 0, "computed_at": None}
-    red_points, blue_points, matches, computed_at = standings
+        return {"red_points": 0, "blue_points": 0, "matches": 0}
+    red_points, blue_points, matches, computed_at, intervals_computed_at = standings
     return {
         "red_points": red_points,
         "blue_points": blue_points,
         "matches": matches,
         "computed_at": None if computed_at is None else computed_at.isoformat(),
+        "intervals_computed_at": (
+            None if intervals_computed_at is None else intervals_computed_at.isoformat()
+        ),
     }
 
 

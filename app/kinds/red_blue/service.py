@@ -601,8 +601,8 @@ def read_leaderboard(
             repo, challenge.id, side, limit=limit, offset=offset, frozen=snapshot is not None
         )
         if snapshot is not None:
-            computed_at = _frozen_standings(challenge, snapshot).computed_at
-            intervals_computed_at = computed_at
+            computed_at = _figure_time(snapshot, "computed_at")
+            intervals_computed_at = _figure_time(snapshot, "intervals_computed_at")
         else:
             board = repo.board(challenge.id)
             computed_at = board.computed_at if board is not None else None
@@ -680,18 +680,23 @@ def _live_standings(session: Session, challenge: Challenge) -> Standings:
     )
 
 
+def _figure_time(snapshot: BoardFreeze, name: str) -> datetime | None:
+    """A time the snapshot kept of the board (`copy_to_frozen`)."""
+    value = (snapshot.figures or {}).get(name)
+    return None if value is None else datetime.fromisoformat(value)
+
+
 def _frozen_standings(challenge: Challenge, snapshot: BoardFreeze) -> Standings:
     """The standings the snapshot kept (`copy_to_frozen`)."""
     figures = snapshot.figures or {}
     red, blue = int(figures.get("red_points", 0)), int(figures.get("blue_points", 0))
-    computed_at = figures.get("computed_at")
     return Standings(
         challenge_id=challenge.id,
         red_points=red,
         blue_points=blue,
         red_share=red / (red + blue) if red + blue else None,
         matches=int(figures.get("matches", 0)),
-        computed_at=None if computed_at is None else datetime.fromisoformat(computed_at),
+        computed_at=_figure_time(snapshot, "computed_at"),
         pending=False,
     )
 
