@@ -89,6 +89,8 @@ class LeaderboardView:
     # When the board froze, if the visitor sees it frozen (their own row is then their live
     # result, shown apart); None: the live board.
     frozen_at: Any = None
+    # When the public board froze, if the visitor (an admin) sees the live board meanwhile.
+    live_in_freeze_since: Any = None
     macros: str = DEFAULT_MACROS  # the kind's fragments: its columns
     kind_info: Any = None  # what the kind's columns say of the whole board
     kind_columns: int = 0
@@ -146,6 +148,7 @@ def leaderboard_view(
         with_extra(own) if own is not None else None,
         own_on_page,
         frozen_at=board.frozen_at if board.frozen else None,
+        live_in_freeze_since=None if board.frozen else board.frozen_at,
         macros=kind.macros,
         kind_info=kind.board_info(challenge, config),
         kind_columns=kind.board_columns,
