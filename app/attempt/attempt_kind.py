@@ -97,6 +97,8 @@ class AttemptJob:
     kind_fields: dict[str, Any] | None = None
     # Never started before this run: no earlier run stored anything of it.
     first_start: bool = False
+    # An admin's reference entry (its leaderboard row is marked, taking no rank).
+    baseline: bool = False
 
 
 @dataclass(frozen=True)

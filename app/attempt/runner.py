@@ -119,6 +119,7 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
         created_at_ms=attempt.created_at_ms,
         kind_fields=attempt.kind_fields,
         first_start=claimed.first_start,
+        baseline=attempt.baseline,
     )
 
 
@@ -208,7 +209,9 @@ def _complete(
     ).one_or_none()
     if row is None:
         return None
-    ranked = ranked_of(job.attempt_id, job.tenant_id, job.challenge_id, job.participant_id)
+    ranked = ranked_of(
+        job.attempt_id, job.tenant_id, job.challenge_id, job.participant_id, baseline=job.baseline
+    )
     leaderboard.offer(session, ranked(metrics, scored.score), scoring.strategy)
     created_at, started_at = row
     return _end_recorder(job.kind, AttemptStatus.COMPLETED, finished, created_at, started_at)

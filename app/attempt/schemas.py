@@ -27,6 +27,12 @@ class AttemptCreate(InputSchema):
         default=None,
         description="The participant's handle, created on first use. Required with a tenant key.",
     )
+    baseline: bool = Field(
+        default=False,
+        description="Tenant admin keys only: an admin's reference entry (a baseline), shown on "
+        "the leaderboard with a mark, ranked where it would place, taking no participant's rank. "
+        "Give baselines handles of their own: a row shows its participant's best attempt.",
+    )
 
     @classmethod
     def of(cls, participant: str | None, **fields: Any) -> AttemptCreate:
@@ -76,6 +82,7 @@ class AttemptRead(OutputSchema):
         description="The fields of its kind's own that the submission gave (those of a kind "
         "that keeps no column of its own for them), as its kind validated them.",
     )
+    baseline: bool = Field(default=False, description="An admin's reference entry.")
     progress: dict[str, Any] | None = Field(
         default=None,
         description="Benchmark attempts: tasks done, the curve so far, usage and cost.",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from app.auth.subjects import Audience
 from app.challenge.challenge_kind import Accepts, KindConfig, NamedModel
 from app.challenge.config import KindLimits
 from app.challenge.models import Challenge
@@ -141,6 +142,7 @@ class RedBlueKind(RedBluePages, Kind):
         self,
         session: Session,
         challenge: Challenge,
+        audience: Audience,
         *,
         limit: int,
         offset: int,
@@ -149,7 +151,9 @@ class RedBlueKind(RedBluePages, Kind):
         """`?side=red|blue`: one side's board by rating (required)."""
 
         side = service.board_side(params)
-        return service.read_leaderboard(session, challenge, side, limit=limit, offset=offset)
+        return service.read_leaderboard(
+            session, challenge, side, audience, limit=limit, offset=offset
+        )
 
     # Exports ------------------------------------------------------------------------------
 
