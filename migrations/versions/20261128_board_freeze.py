@@ -64,6 +64,15 @@ def upgrade() -> None:
     for table in BASELINE_TABLES:
         op.add_column(table, _baseline())
     _baseline_index("leaderboard_entries")
+    # A board's recompute reads its baseline entries (few) by these.
+    for table in ("redblue_defenses", "redblue_attacks"):
+        op.create_index(
+            f"ix_{table}_baselines",
+            table,
+            ["challenge_id", "participant_id"],
+            postgresql_where=sa.text("baseline"),
+            sqlite_where=sa.text("baseline"),
+        )
 
     t = "board_freezes"
     op.create_table(
@@ -147,6 +156,8 @@ def downgrade() -> None:
     op.drop_table("leaderboard_frozen_entries")
     op.drop_table("board_freezes")
     op.drop_index("ix_leaderboard_entries_baselines", table_name="leaderboard_entries")
+    for table in ("redblue_defenses", "redblue_attacks"):
+        op.drop_index(f"ix_{table}_baselines", table_name=table)
     # SQLite 3.35+ drops a column in place; alembic's own drop_column would rebuild the table.
     for table in reversed(BASELINE_TABLES):
         op.execute(f"ALTER TABLE {table} DROP COLUMN baseline")

@@ -22,6 +22,7 @@ from tests.integration.test_redblue import (
     defend,
     rated_board,
     settled_matches,
+    until,
 )
 
 pytestmark = pytest.mark.integration
@@ -122,10 +123,19 @@ def test_baseline_defenses_and_attacks_are_marked_and_earn_no_team_points(
     assert refused.status_code == 403, refused.text
 
     def baseline_entry(path: str, who: str, field: str, text: str) -> None:
+        """Sent, then settled as the participants' entries are (a defense past its self-test,
+        an attack paired), so every match exists before the matches are listed."""
         body = {"participant": who, field: text, "baseline": True}
         sent = api.request("POST", f"/v1/challenges/{challenge_id}/{path}", key, json=body)
         assert sent.status_code == 202, sent.text
         assert sent.json()["baseline"] is True
+        entry = f"/v1/{path}/{sent.json()['id']}"
+
+        def settled() -> bool:
+            read = api.request("GET", entry, key).json()
+            return bool(read["paired"]) if path == "attacks" else read["status"] != "pending"
+
+        until(f"{path} {entry} settles", settled)
 
     defend(api, key, challenge_id, "blue1", WEAK)
     baseline_entry("defenses", "blue-reference", "system_prompt", STRONG)

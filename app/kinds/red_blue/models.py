@@ -25,6 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
     false,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -66,6 +67,14 @@ class Defense(Leased, Base):
         ),
         Index("ix_redblue_defenses_challenge_participant", "challenge_id", "participant_id"),
         Index("ix_redblue_defenses_status_enqueued", "status", "enqueued_at"),
+        # The few baseline entries of a challenge, which every recompute of its board reads.
+        Index(
+            "ix_redblue_defenses_baselines",
+            "challenge_id",
+            "participant_id",
+            postgresql_where=text("baseline"),
+            sqlite_where=text("baseline"),
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
@@ -108,6 +117,14 @@ class Attack(Base):
         Index("ix_redblue_attacks_challenge_created", "challenge_id", "created_at"),
         Index("ix_redblue_attacks_challenge_participant", "challenge_id", "participant_id"),
         Index("ix_redblue_attacks_paired_enqueued", "paired_at", "enqueued_at"),
+        # The few baseline entries of a challenge, which every recompute of its board reads.
+        Index(
+            "ix_redblue_attacks_baselines",
+            "challenge_id",
+            "participant_id",
+            postgresql_where=text("baseline"),
+            sqlite_where=text("baseline"),
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
