@@ -34,6 +34,7 @@ from app.evaluation.types import InfrastructureError, ModelSpec, RetryPolicy
 from app.outbound import transport
 from app.outbound.addresses import DestinationRefused, ResolutionFailed, system_resolve_async
 from app.outbound.policy import OutboundPolicy
+from app.outbound.proxy import ProxySettings
 from app.outbound.transport import (
     APIConnectionError,
     APITimeoutError,
@@ -443,9 +444,15 @@ def _private_authority(folder: Path) -> tuple[Path, ssl.SSLContext]:
         if ca:
             builder = builder.add_extension(
                 x509.KeyUsage(
-                    digital_signature=True, content_commitment=False, key_encipherment=False,
-                    data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                    crl_sign=True, encipher_only=False, decipher_only=False,
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
                 ),
                 critical=True,
             ).add_extension(
@@ -550,3 +557,98 @@ def test_a_resolver_failing_now_is_tried_again_and_a_refusal_is_final() -> None:
     assert (answered, answered_calls) == ("hi", 2)
     assert isinstance(refused, InfrastructureError) and "no such name" in refused.detail
     assert refused_calls == 1
+
+
+@dataclass
+class RecordingProxy:
+    """A forward proxy on loopback: tunnels CONNECT, forwards other requests to the host of
+    their absolute URL, and records each request's head."""
+
+    heads: list[list[str]] = field(default_factory=list)
+    server: asyncio.Server | None = None
+    pipes: set[asyncio.Task[None]] = field(default_factory=set)
+
+    async def __aenter__(self) -> RecordingProxy:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        for pipe in self.pipes:
+            pipe.cancel()
+        await asyncio.gather(*self.pipes, return_exceptions=True)
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://user:secret@127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")[:-2]
+        self.heads.append(lines)
+        method, target, _ = lines[0].split(" ")
+        authority = target if method == "CONNECT" else target.split("/")[2]
+        host, port = authority.rsplit(":", 1)
+        upstream_reader, upstream_writer = await asyncio.open_connection(host, int(port))
+        if method == "CONNECT":
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        else:
+            upstream_writer.write(head)
+        for source, sink in ((reader, upstream_writer), (upstream_reader, writer)):
+            task = asyncio.create_task(self._pipe(source, sink))
+            self.pipes.add(task)
+
+    @staticmethod
+    async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        try:
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+        finally:
+            sink.close()
+
+
+def test_the_operator_s_proxy_carries_the_operator_s_runs_and_never_a_tenant_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ca_file, server_tls = _private_authority(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
+
+    async def call(policy: OutboundPolicy, base_url: str) -> Any:
+        client = LLMClient(outbound=policy, pools=ConnectionPools())
+        spec = ModelSpec("openai-compatible/m", api_base=base_url, timeout_s=5)
+        try:
+            return (await client.complete(spec, [{"role": "user", "content": "x"}])).output
+        finally:
+            await client.aclose()
+
+    async def scenario() -> tuple[list[Any], list[list[str]], str]:
+        async with (
+            RecordingProxy() as proxy,
+            ScriptedServer(ok, tls=server_tls) as tls_server,
+            ScriptedServer(ok) as plain_server,
+        ):
+            environ = {"HTTPS_PROXY": proxy.url, "http_proxy": proxy.url}
+            policy = OutboundPolicy.unrestricted(proxies=ProxySettings.from_environ(environ))
+            bypassing = OutboundPolicy.unrestricted(
+                proxies=ProxySettings.from_environ({**environ, "NO_PROXY": "localhost,127.0.0.1"})
+            )
+            outputs = [
+                await call(policy, tls_server.base_url),  # tunnelled, TLS end to end
+                await call(policy, plain_server.base_url),  # forwarded
+                await call(bypassing, plain_server.base_url),  # directly
+            ]
+            return outputs, proxy.heads, plain_server.base_url
+
+    outputs, heads, plain_base = asyncio.run(scenario())
+    assert outputs == ["hi", "hi", "hi"]
+    (tunnel, forwarded) = heads
+    assert tunnel[0].startswith("CONNECT 127.0.0.1:") and tunnel[0].endswith(" HTTP/1.1")
+    assert "Proxy-Authorization: Basic dXNlcjpzZWNyZXQ=" in tunnel
+    assert forwarded[0] == f"POST {plain_base}/chat/completions HTTP/1.1"
+    assert "Proxy-Authorization: Basic dXNlcjpzZWNyZXQ=" in forwarded
+    # A tenant's call (a restricted policy) can hold no proxy.
+    with pytest.raises(ValueError, match="never for tenants"):
+        OutboundPolicy(proxies=ProxySettings.from_environ({"HTTPS_PROXY": "http://p:3128"}))
