@@ -652,3 +652,38 @@ def test_the_operator_s_proxy_carries_the_operator_s_runs_and_never_a_tenant_s(
     # A tenant's call (a restricted policy) can hold no proxy.
     with pytest.raises(ValueError, match="never for tenants"):
         OutboundPolicy(proxies=ProxySettings.from_environ({"HTTPS_PROXY": "http://p:3128"}))
+
+
+def test_an_address_that_does_not_answer_yields_to_the_next_family_after_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(transport, "CONNECT_EACH_S", 0.05)
+    resolved = [ipaddress.ip_address(a) for a in ("::2", "::1", "127.0.0.2", "127.0.0.1")]
+    tried: list[str] = []
+    open_connection = asyncio.open_connection
+
+    async def silent_but_127_0_0_1(host: str, port: int, **options: Any) -> Any:
+        tried.append(host)
+        if host != "127.0.0.1":
+            await asyncio.sleep(30)  # a SYN nobody answers
+        return await open_connection(host, port, **options)
+
+    monkeypatch.setattr(transport.asyncio, "open_connection", silent_but_127_0_0_1)
+
+    async def scenario() -> Any:
+        async with ScriptedServer(ok) as server:
+            port = server.base_url.split(":")[2].split("/")[0]
+            route = OutboundPolicy.unrestricted().route(f"http://models.test:{port}/v1")
+
+            async def resolve(_host: str, _port: int) -> list[Any]:
+                return resolved
+
+            client = GuardedClient(route, resolve=resolve)
+            try:
+                return await client.post_json("/chat/completions", {}, 5)
+            finally:
+                await client.aclose()
+
+    assert asyncio.run(scenario()) == COMPLETION
+    # The families alternate from the resolver's first answer.
+    assert tried == ["::2", "127.0.0.2", "::1", "127.0.0.1"]
