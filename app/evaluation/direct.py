@@ -16,9 +16,9 @@ sampling fields); the answer is read as plain JSON.
 
 Connections: one `GuardedClient` (app.outbound.transport: the outbound policy enforced on each
 request, HTTP/1.1 with kept-alive connections) per event loop, base URL, credential, proxy
-(the operator's own runs only) and resolver, and so one connection pool, shared by every `LLMClient` of the process (a worker's
-next attempt reuses the connections of the last one). The pool sets no cap on connections: the
-clients' caps bound what is in flight.
+(the operator's own runs only) and resolver, and so one connection pool, shared by every
+`LLMClient` of the process (a worker's next attempt reuses the connections of the last one).
+The pool sets no cap on connections: the clients' caps bound what is in flight.
 
 Cost: from litellm's price map read as data (app.outbound.prices), by the model id, unless a
 `prices:` override names the model; a model no map knows (an `openai-compatible/` one, say) is
