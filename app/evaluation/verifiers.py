@@ -164,7 +164,8 @@ class ContainsVerifier:
 
     async def verify(self, output: str) -> VerifierResult:
         output = output[:VERIFIED_OUTPUT_MAX_CHARS]
-        found = self.config.pattern.casefold() in output.casefold()
+        # Compared as rubric keywords are: case-folded and Unicode-normalised.
+        found = _folded(self.config.pattern) in _folded(output)
         return VerifierResult(
             success=found,
             score=1.0 if found else 0.0,

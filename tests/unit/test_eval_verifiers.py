@@ -60,6 +60,14 @@ def test_contains_folds_unicode_case() -> None:
     assert result.success is True
 
 
+def test_contains_compares_unicode_normalised_text() -> None:
+    for pattern, output in (("Caf\u00e9", "Cafe\u0301 open"), ("Cafe\u0301", "CAF\u00c9 open")):
+        assert run(ContainsVerifier(ContainsConfig(pattern=pattern)).verify(output)).success is True
+    assert (
+        run(ContainsVerifier(ContainsConfig(pattern="Cafe")).verify("Caf\u00e9")).success is False
+    )
+
+
 def test_contains_on_empty_output_fails() -> None:
     assert run(ContainsVerifier(ContainsConfig(pattern="x")).verify("")).success is False
 
