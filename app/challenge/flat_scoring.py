@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.challenge.schemas import FLAT_SCORING_FIELDS, ChallengeCreate, ChallengeUpdate
 from app.errors import ValidationFailed
 from app.scoring.repository import get_plugin
+from app.scoring.sandbox.child import canonical_entrypoint
 
 # Where each flat field lands in `scoring`; errors about those places name the flat field.
 _SCORING_KEY_TO_FLAT = {
@@ -77,7 +78,9 @@ def check_flat_entrypoint(session: Session, plugin_id: str | None, flat: Mapping
     plugin = get_plugin(session, plugin_id) if plugin_id else None
     if plugin is None:
         raise ValidationFailed.at(["scoring_plugin_id"], f"no scorer '{plugin_id}' is registered")
-    if plugin.entrypoint != entrypoint:
+    # The seed's bodies name `services.scorers.weighted:WeightedScorer`, the same code as
+    # `scorers.weighted:WeightedScorer`: the names are compared as what they name.
+    if canonical_entrypoint(plugin.entrypoint) != canonical_entrypoint(entrypoint):
         raise ValidationFailed.at(
             ["scoring_entrypoint"],
             f"'{entrypoint}' is not the entrypoint of scorer '{plugin_id}' ('{plugin.entrypoint}')"

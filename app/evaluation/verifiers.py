@@ -110,8 +110,9 @@ class RubricConfig(_StrictConfig):
     Unicode-normalised: a decomposed "Café" is "Café"). With `match: substring` (the default) a
     keyword is found anywhere, inside longer words too; with `match: token` only where it is not
     part of a longer identifier or number: `PROJ-456` is not found in "PROJ-4567", nor `1.4M` in
-    "$11.4M" (letters, digits and `_` continue a token; a keyword's own edges that are neither
-    need no boundary). `incorrect_patterns` are matched the same way and are known wrong answers:
+    "$11.4M", nor `$1` in "$1.4M" (letters, digits and `_` continue a token, and so do `.` and `,`
+    between digits; a keyword's own edges that are neither letter, digit nor `_` need no
+    boundary). `incorrect_patterns` are matched the same way and are known wrong answers:
     they never lower the score of an output that holds a correct keyword (an answer that
     mentions the old figure on its way to the new one is still right); they only mark, in the
     public output, an answer that holds a wrong one and no right one.
@@ -163,7 +164,8 @@ class ContainsVerifier:
 
     async def verify(self, output: str) -> VerifierResult:
         output = output[:VERIFIED_OUTPUT_MAX_CHARS]
-        found = self.config.pattern.casefold() in output.casefold()
+        # Compared as rubric keywords are: case-folded and Unicode-normalised.
+        found = _folded(self.config.pattern) in _folded(output)
         return VerifierResult(
             success=found,
             score=1.0 if found else 0.0,
@@ -204,23 +206,57 @@ class RegexVerifier:
 
 
 def _folded(text: str) -> str:
-    """Case-folded and NFC-normalised: how rubric keywords and outputs are compared."""
-    return unicodedata.normalize("NFC", text.casefold())
+    """Case-folded and NFC-normalised: how rubric keywords and outputs are compared. Decomposed
+    before folding, as Unicode's canonical caseless match asks, so that canonically equivalent
+    texts fold alike even when folding a combining mark (U+0345) changes the marks' order."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", text).casefold())
 
 
 def _continues_token(character: str) -> bool:
     return character.isalnum() or character == "_"
 
 
+# Between two digits these continue a number ("1.4", "3,500"): "1" is no token of "$1.4M".
+_NUMBER_JOINERS = frozenset(".,")
+
+
+def _extends_before(text: str, start: int, keyword: str) -> bool:
+    """Whether the text just before `start` continues the token `keyword` begins with."""
+    if start == 0 or not _continues_token(keyword[0]):
+        return False
+    before = text[start - 1]
+    if _continues_token(before):
+        return True
+    return (
+        before in _NUMBER_JOINERS
+        and keyword[0].isdigit()
+        and start >= 2
+        and text[start - 2].isdigit()
+    )
+
+
+def _extends_after(text: str, end: int, keyword: str) -> bool:
+    """Whether the text from `end` on continues the token `keyword` ends with."""
+    if end == len(text) or not _continues_token(keyword[-1]):
+        return False
+    after = text[end]
+    if _continues_token(after):
+        return True
+    return (
+        after in _NUMBER_JOINERS
+        and keyword[-1].isdigit()
+        and end + 1 < len(text)
+        and text[end + 1].isdigit()
+    )
+
+
 def _has_token(text: str, keyword: str) -> bool:
-    """Whether `keyword` occurs in `text` not as a part of a longer token (both folded)."""
-    need_before, need_after = _continues_token(keyword[0]), _continues_token(keyword[-1])
+    """Whether `keyword` occurs in `text` not as a part of a longer token (both folded): no
+    letter, digit or `_` continues it, nor a `.` or `,` between digits (a longer number)."""
     start = text.find(keyword)
     while start != -1:
         end = start + len(keyword)
-        if (not need_before or start == 0 or not _continues_token(text[start - 1])) and (
-            not need_after or end == len(text) or not _continues_token(text[end])
-        ):
+        if not _extends_before(text, start, keyword) and not _extends_after(text, end, keyword):
             return True
         start = text.find(keyword, start + 1)
     return False

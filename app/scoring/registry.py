@@ -14,6 +14,7 @@ from app.errors import Conflict, NotFound, ServiceUnavailable, ValidationFailed
 from app.scoring import repository
 from app.scoring.events import ScorerChanged, ScorerRemoving
 from app.scoring.models import ScorerPlugin
+from app.scoring.sandbox.child import canonical_entrypoint
 from app.scoring.sandbox.pool import SandboxRefused, ScorerError
 from app.scoring.sandbox.service import scorer_sandbox
 from app.scoring.schemas import InstalledScorer, ScorerCreate, ScorerUpdate
@@ -52,7 +53,8 @@ def check_entrypoint(entrypoint: str) -> None:
     fresh sandboxed process, retired afterwards, never in this one."""
 
     allowed = get_settings().scorer_module_prefixes
-    module = entrypoint.partition(":")[0]
+    # The seed's `services.scorers.` is another name for `scorers.`: judged as what it names.
+    module = canonical_entrypoint(entrypoint).partition(":")[0]
     if not any(module.startswith(prefix) or module + "." == prefix for prefix in allowed):
         raise ValidationFailed.at(
             ["entrypoint"],

@@ -60,6 +60,14 @@ def test_contains_folds_unicode_case() -> None:
     assert result.success is True
 
 
+def test_contains_compares_unicode_normalised_text() -> None:
+    for pattern, output in (("Caf\u00e9", "Cafe\u0301 open"), ("Cafe\u0301", "CAF\u00c9 open")):
+        assert run(ContainsVerifier(ContainsConfig(pattern=pattern)).verify(output)).success is True
+    assert (
+        run(ContainsVerifier(ContainsConfig(pattern="Cafe")).verify("Caf\u00e9")).success is False
+    )
+
+
 def test_contains_on_empty_output_fails() -> None:
     assert run(ContainsVerifier(ContainsConfig(pattern="x")).verify("")).success is False
 
@@ -159,6 +167,15 @@ def test_rubric_compares_unicode_normalised_text(match: str) -> None:
         ("cat", "concatenate", True, False),
         ("Cat", "the CAT sat", True, True),
         ("node_7", "node_71", True, False),
+        # A `.` or `,` between digits continues a number; elsewhere it ends a token.
+        ("$1", "the budget is $1.4M", True, False),
+        ("4M", "the budget is $1.4M", True, False),
+        ("400", "it cost 3,400 euros", True, False),
+        ("3", "3,400 euros", True, False),
+        ("1.4", "version 1.4.2", True, False),
+        ("1.4M", "$1.4M, up from $1.2M", True, True),
+        ("2021", "in 2021, then 2022.", True, True),
+        ("PROJ-456", "see PROJ-456.", True, True),
     ],
 )
 def test_rubric_token_matching_refuses_parts_of_longer_tokens(
@@ -167,6 +184,16 @@ def test_rubric_token_matching_refuses_parts_of_longer_tokens(
     for match, expected in (("substring", substring), ("token", token)):
         config = RubricConfig(correct_keywords=[keyword], match=match)
         assert run(RubricVerifier(config).verify(output)).success is expected, (match, output)
+
+
+@pytest.mark.parametrize("match", ["substring", "token"])
+def test_rubric_canonically_equivalent_marks_in_either_order_match(match: str) -> None:
+    # U+0345 folds to a letter: folding before decomposing would leave the two orders of the
+    # same marks as different text.
+    in_order, reordered = "\u03b1\u0301\u0345", "\u03b1\u0345\u0301"
+    for keyword, output in ((in_order, reordered), (reordered, in_order), ("\u1fb4", reordered)):
+        config = RubricConfig(correct_keywords=[keyword], match=match)
+        assert run(RubricVerifier(config).verify(f"say {output} now")).success is True
 
 
 def test_rubric_token_matching_applies_to_incorrect_patterns_too() -> None:
@@ -283,6 +310,10 @@ def test_judge_replies_are_parsed_robustly(reply: str, rating: float, feedback: 
         '{"passed": false, "rating": -2, "feedback": "x"}',
         '{"rating": "12/10"}',
         "rating: 85",
+        '{"rating": 85}',
+        '{"rating": -1}',
+        '{"rating": -0.5}',
+        '{"rating": "-3"}',
     ],
 )
 def test_judge_replies_without_a_rating_on_its_scale_are_unparseable(reply: str) -> None:
@@ -375,6 +406,13 @@ def test_a_vote_unparseable_twice_is_dropped_and_the_others_decide() -> None:
     assert result.details["dropped_votes"] == [{"reply_excerpt": "still no idea"}]
     assert "1 unparseable dropped" in result.raw_eval_output
     assert len(result.calls) == 4  # every call made is recorded, the dropped vote's too
+
+
+def test_a_vote_on_another_scale_is_asked_again_then_dropped_never_clamped() -> None:
+    client = ScriptedJudge([vote(8, "a"), '{"rating": 85}', vote(6, "b"), '{"rating": -2}'])
+    result = run(judge_verifier(client).verify("x"))
+    assert result.details["ratings"] == [8.0, 6.0] and result.rating == 7.0
+    assert result.details["dropped_votes"] == [{"reply_excerpt": '{"rating": -2}'}]
 
 
 def test_every_vote_unparseable_is_an_infrastructure_error() -> None:

@@ -16,7 +16,7 @@ import pytest
 
 import app.scoring.sandbox.launch as launch_module
 import app.scoring.sandbox.pool as sandbox_module
-from app.scoring.sandbox.child import HEADER, encode_frame
+from app.scoring.sandbox.child import HEADER, canonical_entrypoint, encode_frame
 from app.scoring.sandbox.launch import SandboxUnavailable
 from app.scoring.sandbox.pool import (
     RefusedSandbox,
@@ -77,6 +77,38 @@ def test_weighted_scorer_through_the_sandbox(sandbox: ScorerSandbox) -> None:
     assert outcome.score == 165.0
     assert outcome.details is not None
     assert outcome.details["token_term"] == 10.0
+
+
+def test_the_seed_names_load_the_same_scorer(sandbox: ScorerSandbox) -> None:
+    """`services.scorers.` is the seed's name for scorers/: same code, same score."""
+    outcome = sandbox.score("services.scorers.weighted:WeightedScorer", GOOD_METRICS, {}, CTX, 5000)
+    assert outcome.error is None and outcome.score == 165.0
+    sandbox.check("services.scorers.weighted:WeightedScorer")
+    for outside in ("services.os:system", "services.scorers_evil:Scorer"):
+        with pytest.raises(ScorerError, match="outside the allowed modules"):
+            sandbox.check(outside)
+
+
+@pytest.mark.parametrize(
+    ("given", "canonical"),
+    [
+        ("services.scorers.custom:MyCustomScorer", "scorers.custom:MyCustomScorer"),
+        ("services.scorers.a.b:C", "scorers.a.b:C"),
+        ("services.scorers:C", "scorers:C"),
+        ("scorers.weighted:WeightedScorer", "scorers.weighted:WeightedScorer"),
+        ("services.scorers_evil:C", "services.scorers_evil:C"),
+        (
+            "services.challenge_scorer_protocol:AttemptMetrics",
+            "services.challenge_scorer_protocol:AttemptMetrics",
+        ),
+        ("acme.services.scorers.x:C", "acme.services.scorers.x:C"),
+        ("", ""),
+    ],
+)
+def test_canonical_entrypoint_renames_only_the_seed_scorer_package(
+    given: str, canonical: str
+) -> None:
+    assert canonical_entrypoint(given) == canonical
 
 
 def test_weighted_scorer_config_error_is_reported(sandbox: ScorerSandbox) -> None:

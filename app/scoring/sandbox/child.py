@@ -25,8 +25,11 @@ import resource
 import struct
 import sys
 import time
+import types
 from typing import Any
 
+import scorers
+import scorers.protocol
 from scorers.protocol import AttemptMetrics, ScoringContext
 
 HEADER = struct.Struct(">I")
@@ -67,6 +70,35 @@ def describe_exception(exc: BaseException) -> str:
     if len(text) > MAX_ERROR_CHARS:
         text = text[: MAX_ERROR_CHARS - 3] + "..."
     return text
+
+
+# The seed's names: its scorers import their types from `services.challenge_scorer_protocol` and
+# are registered as `services.scorers.<module>:<Class>`. Here `services.scorers` is another name
+# for the `scorers` package and that module another name for `scorers.protocol`, so a seed scorer
+# file copied into scorers/ runs unchanged (scorers/README.md, "Scorers written for the seed").
+SEED_SCORERS_PACKAGE = "services.scorers"
+SEED_PROTOCOL_MODULE = "services.challenge_scorer_protocol"
+
+
+def canonical_entrypoint(entrypoint: str) -> str:
+    """The entrypoint under Gauntlet's own name: `services.scorers.x:C` is `scorers.x:C`. Every
+    check (allowed prefixes, which plugin a flat `scoring_entrypoint` names) compares these."""
+    module, colon, class_name = entrypoint.partition(":")
+    if module == SEED_SCORERS_PACKAGE or module.startswith(SEED_SCORERS_PACKAGE + "."):
+        module = "scorers" + module[len(SEED_SCORERS_PACKAGE) :]
+    return module + colon + class_name
+
+
+def install_seed_names() -> None:
+    """Makes the seed's module names importable in this process as aliases, not copies: the
+    seed's `AttemptMetrics` is the very class this child passes to plugins."""
+    package = types.ModuleType("services", "The seed's package names, aliased to Gauntlet's.")
+    package.__path__ = []  # a package with no folder: only the aliases below are in it
+    sys.modules["services"] = package
+    sys.modules[SEED_PROTOCOL_MODULE] = scorers.protocol
+    sys.modules[SEED_SCORERS_PACKAGE] = scorers
+    package.challenge_scorer_protocol = scorers.protocol  # type: ignore[attr-defined]
+    package.scorers = scorers  # type: ignore[attr-defined]
 
 
 class _LoadError(Exception):
@@ -164,7 +196,7 @@ class _Child:
         instance = self.instances.get(entrypoint)
         if instance is not None:
             return instance
-        module_name, _, class_name = entrypoint.partition(":")
+        module_name, _, class_name = canonical_entrypoint(entrypoint).partition(":")
         try:
             module = importlib.import_module(module_name)
         except (Exception, SystemExit) as exc:
@@ -267,6 +299,7 @@ def main(argv: list[str]) -> int:
         int(config["max_open_files"]),
     )
     request_fd, response_fd = take_protocol_pipes()
+    install_seed_names()
     return _Child(request_fd, response_fd, int(config["max_result_bytes"])).serve()
 
 

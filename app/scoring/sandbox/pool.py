@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.scoring.sandbox import launch as sandbox_launch
-from app.scoring.sandbox.child import HEADER, encode_frame, write_all
+from app.scoring.sandbox.child import HEADER, canonical_entrypoint, encode_frame, write_all
 from app.scoring.sandbox.details import bound_details, bound_text
 from app.scoring.sandbox.launch import (
     IsolationSetting,
@@ -553,7 +553,8 @@ class ScorerSandbox:
         )
         if not well_formed:
             return _reason(f"malformed entrypoint {entrypoint!r}: expected 'module.path:ClassName'")
-        if not self._module_allowed(module_name):
+        # The seed's `services.scorers.` names the same files as `scorers.`.
+        if not self._module_allowed(canonical_entrypoint(entrypoint).partition(":")[0]):
             allowed = ", ".join(self._allowed_modules)
             return _reason(f"entrypoint {entrypoint!r} is outside the allowed modules ({allowed})")
         return None
