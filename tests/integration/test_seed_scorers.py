@@ -1,5 +1,5 @@
-"""Scorers written for the seed run unchanged: the seed's example scorer file, as its docs give
-it (importing `services.challenge_scorer_protocol`), placed in scorers/, registered and attached
+"""Scorers written for the seed run unchanged: a scorer file written as the seed's docs teach
+(importing `services.challenge_scorer_protocol`), placed in scorers/, registered and attached
 under the seed's names (`services.scorers.<module>:<Class>`), scores real judged attempts run by a
 worker; and the seed's example challenge body names the built-in scorer the seed's way."""
 
@@ -19,8 +19,8 @@ from tests.integration.test_original_scorer_protocol import flat_body, post_chal
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-# The seed's `MyCustomScorer`, byte for byte as the seed's docs show it (kept as text: it is not
-# formatted to this project's style, and it imports a module only the sandbox provides).
+# A `MyCustomScorer` written to the seed's protocol (rating × multiplier), kept as text: it is
+# not formatted to this project's style, and it imports a module only the sandbox provides.
 SEED_FILE = ROOT / "tests" / "fixtures" / "seed_scorers" / "custom.py.txt"
 PLACED = ROOT / "scorers" / "custom.py"
 SEED_ENTRYPOINT = "services.scorers.custom:MyCustomScorer"
