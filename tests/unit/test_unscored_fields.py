@@ -1,0 +1,40 @@
+"""The fields of each built-in kind's practice and test runs, and the web form made of them."""
+
+from __future__ import annotations
+
+from app.web.runs.service import run_body, run_fields
+
+
+def test_each_kind_names_the_fields_of_its_unscored_runs() -> None:
+    assert [(f.name, f.required, f.input) for f in run_fields("prompt")] == [
+        ("prompt", True, "textarea")
+    ]
+    benchmark = {f.name: f for f in run_fields("benchmark")}
+    assert list(benchmark) == ["model", "temperature", "system_prompt", "task_index"]
+    assert benchmark["model"].required and not benchmark["task_index"].required
+    assert (benchmark["task_index"].input, benchmark["task_index"].step) == ("number", "1")
+    assert (benchmark["temperature"].input, benchmark["temperature"].step) == ("number", "any")
+    # red_blue takes no attempts, yet practice and test runs: an attack, and a defense.
+    red_blue = {f.name: f for f in run_fields("red_blue")}
+    assert list(red_blue) == ["prompt", "system_prompt"]
+    assert red_blue["prompt"].required and not red_blue["system_prompt"].required
+
+
+def test_the_form_becomes_a_body_with_numbers_read_and_blanks_left_out() -> None:
+    sent = {
+        "model": "offline/echo",
+        "temperature": "0.5",
+        "task_index": "3",
+        "system_prompt": "  ",
+        "csrf_token": "x",
+        "unknown": "y",
+    }
+    assert run_body("benchmark", sent) == {
+        "model": "offline/echo",
+        "temperature": 0.5,
+        "task_index": 3,
+    }
+    # A number that does not read is passed on as typed, for the service to name.
+    assert run_body("benchmark", {"model": "m", "task_index": "three"})["task_index"] == "three"
+    assert run_body("prompt", {"prompt": "héllo\nwörld"}) == {"prompt": "héllo\nwörld"}
+    assert run_body("prompt", {}) == {}
