@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Api, Worker
+from tests.integration.test_benchmark_challenges import benchmark_challenge
 from tests.integration.test_redblue import OVERRIDE, WEAK, create, defend
 
 pytestmark = pytest.mark.integration
@@ -198,3 +199,24 @@ def test_practice_has_its_own_quota_and_is_seen_by_no_board_or_limit(
     off = api.create_challenge(key, limits={"max_practice_per_day": 0})
     turned_off = api.request("POST", f"/v1/challenges/{off['id']}/practice-runs", key, json=body)
     assert turned_off.status_code == 409
+
+
+def test_a_benchmark_test_run_runs_the_model_on_one_task_off_the_board(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    challenge = benchmark_challenge(api, key, state="draft")
+    path = f"/v1/challenges/{challenge['id']}/test-runs"
+    missing = api.request("POST", path, key, json={"model": "offline/echo", "task_index": 99})
+    assert missing.status_code == 422
+    assert missing.json()["error"]["details"][0]["loc"][-1] == "task_index"
+    started = api.request("POST", path, key, json={"model": "offline/echo", "task_index": 3})
+    assert started.status_code == 202, started.text
+    run = _finished(api, key, f"/v1/test-runs/{started.json()['id']}", timeout=120)
+    assert run["status"] == "completed", run
+    assert run["metrics"]["tasks_total"] == 1 and len(run["trials"]) == 2  # k = 2
+    assert {trial["task_index"] for trial in run["trials"]} == {3}
+    assert run["reply"] is not None and run["verdict"] is not None
+    assert run["score"] == run["metrics"]["metric_at_k"]
+    _empty(api, key, f"/v1/challenges/{challenge['id']}/leaderboard")
+    _empty(api, key, f"/v1/challenges/{challenge['id']}/attempts")
