@@ -254,9 +254,10 @@ def post_test_run(
     draft's too): a worker runs it as an attempt; poll `GET /v1/test-runs/{id}` for the exact
     messages, the reply, the verdict, the score and the cost. It touches no leaderboard,
     standings, rating or limit."""
-    view = unscored.start_test_run(work, caller, challenge_id, body)
+    started = unscored.start_test_run(work, caller, challenge_id, body)
     work.commit()
-    return view
+    telemetry.attempt_reached(started.kind, "queued")
+    return started.view
 
 
 @router.get("/test-runs/{run_id}")
@@ -291,9 +292,10 @@ def post_practice_run(
     """Practise: an unscored run for a participant (open challenges), under the challenge's
     `limits.max_practice_per_day`. It is on no board and counts against no attempt limit;
     poll `GET /v1/practice-runs/{id}` for the reply and the verdict."""
-    view = unscored.start_practice(work, caller, challenge_id, body)
+    started = unscored.start_practice(work, caller, challenge_id, body)
     work.commit()
-    return view
+    telemetry.attempt_reached(started.kind, "queued")
+    return started.view
 
 
 @router.get("/practice-runs/{run_id}")

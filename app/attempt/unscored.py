@@ -18,6 +18,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -56,6 +57,15 @@ Practiser = TenantKey | SignedInParticipant
 class _Started:
     attempt: Attempt
     handle: str | None
+    kind: str
+
+
+class Started(NamedTuple):
+    """A queued unscored run as its starter sees it, and its challenge's kind (the label of
+    the run in the service's metrics, once committed)."""
+
+    view: UnscoredRunRead
+    kind: str
 
 
 def _start(
@@ -114,7 +124,7 @@ def _start(
     )
     repo.insert_new(attempt)
     work.send_after_commit(RUN_ATTEMPT, str(attempt.id))
-    return _Started(attempt, handle)
+    return _Started(attempt, handle, target.kind)
 
 
 def _practiser(
@@ -240,11 +250,11 @@ def _page(
 
 def start_test_run(
     work: UnitOfWork, admin: TenantAdmin, challenge_id: uuid.UUID, body: TestRunCreate
-) -> UnscoredRunRead:
+) -> Started:
     """Queues a test run of the challenge's configuration on the sample input, whatever the
     challenge's state; read it at `read_test_run`."""
     started = _start(work, admin.tenant_id, challenge_id, body, RunPurpose.TEST, None)
-    return run_view(started.attempt, None, [], admin.audience)
+    return Started(run_view(started.attempt, None, [], admin.audience), started.kind)
 
 
 def read_test_run(session: Session, admin: TenantAdmin, run_id: uuid.UUID) -> UnscoredRunRead:
@@ -281,11 +291,12 @@ def _handle_of(practiser: Practiser, given: str | None) -> str | None:
 
 def start_practice(
     work: UnitOfWork, practiser: Practiser, challenge_id: uuid.UUID, body: PracticeCreate
-) -> UnscoredRunRead:
+) -> Started:
     """Queues a practice run (open challenges, within the day's practice quota)."""
     handle = _handle_of(practiser, body.participant)
     started = _start(work, practiser.tenant_id, challenge_id, body, RunPurpose.PRACTICE, handle)
-    return run_view(started.attempt, started.handle, [], practiser.audience)
+    view = run_view(started.attempt, started.handle, [], practiser.audience)
+    return Started(view, started.kind)
 
 
 def read_practice(session: Session, reader: Practiser, run_id: uuid.UUID) -> UnscoredRunRead:

@@ -36,6 +36,7 @@ from app.errors import AppError, Conflict, NotFound, Unauthorized, telling_first
 from app.export import service as exports
 from app.export.formats import ExportFormat
 from app.export.responses import export_response
+from app.observability import metrics as telemetry
 from app.scoring import registry
 from app.tenant import service as tenants
 from app.tenant.models import Participant, Tenant
@@ -547,7 +548,9 @@ def admin_start_test_run(
         raise not_found()
     body = run_body(challenge.kind, sent)
     try:
-        unscored.start_test_run(work, visit.access.subject, challenge_id, TestRunCreate(**body))
+        started = unscored.start_test_run(
+            work, visit.access.subject, challenge_id, TestRunCreate(**body)
+        )
     except AppError as exc:
         work.rollback()
         field = error_field(exc, [f.name for f in run_fields(challenge.kind)])
@@ -562,6 +565,7 @@ def admin_start_test_run(
             status_code=exc.status_code,
         )
     work.commit()
+    telemetry.attempt_reached(started.kind, "queued")
     path = f"admin/challenges/{challenge_id}/test-runs"
     return redirect(request, visit.web, tenant_url(visit.tenant, path))
 

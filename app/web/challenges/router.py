@@ -440,7 +440,7 @@ def practise(
         raise PageError(401, "Sign in to practise", f"Sign in with an account of {tenant.name}.")
     body = PracticeCreate(**run_body(challenge.kind, fields))
     try:
-        unscored.start_practice(work, tenants.as_subject(participant), challenge.id, body)
+        started = unscored.start_practice(work, tenants.as_subject(participant), challenge.id, body)
     except AppError as exc:
         work.rollback()
         return _practice_page(
@@ -454,4 +454,5 @@ def practise(
             status_code=exc.status_code,
         )
     work.commit()
+    telemetry.attempt_reached(started.kind, "queued")
     return redirect(request, web, challenge_url(tenant, challenge, "/practice"))
