@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.web.runs.service import run_body, run_fields
+from app.web.run_forms import run_body, run_fields
 
 
 def test_each_kind_names_the_fields_of_its_unscored_runs() -> None:

@@ -47,7 +47,7 @@ from app.web.admin import service
 from app.web.challenges.router import form_fields
 from app.web.forms import error_field
 from app.web.rendering import HtmlRoute, not_found, page, redirect
-from app.web.runs.service import run_body, run_fields
+from app.web.run_forms import run_body, run_fields
 from app.web.visitors import CsrfField, ListPage, pages_of, require_csrf, tenant_url, visitor
 from app.web.visitors import notice as notice_text
 from app.web.web_kind import WebKind

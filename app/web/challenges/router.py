@@ -47,7 +47,7 @@ from app.web.rendering import (
     redirect,
     render_macro,
 )
-from app.web.runs.service import run_body, run_fields
+from app.web.run_forms import run_body, run_fields
 from app.web.visitors import (
     ListPage,
     PageNumber,
