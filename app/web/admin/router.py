@@ -553,7 +553,7 @@ def admin_start_test_run(
         )
     except AppError as exc:
         work.rollback()
-        field = error_field(exc, [f.name for f in run_fields(challenge.kind)])
+        field = error_field(exc, [f.path for f in run_fields(challenge.kind)])
         return _test_runs_page(
             request,
             session,

@@ -450,7 +450,7 @@ def practise(
             challenge,
             values=fields,
             error=exc.message,
-            error_in=error_field(exc, [f.name for f in run_fields(challenge.kind)]),
+            error_in=error_field(exc, [f.path for f in run_fields(challenge.kind)]),
             status_code=exc.status_code,
         )
     work.commit()
