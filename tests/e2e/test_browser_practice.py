@@ -13,7 +13,7 @@ import pytest
 
 from app.seed import DEMO_CHALLENGE
 from tests.conftest import Api, Worker
-from tests.e2e.conftest import create_tenant, horizontal_overflow, sign_up_in_browser
+from tests.e2e.conftest import PHONE, create_tenant, horizontal_overflow, sign_up_in_browser
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext
@@ -34,7 +34,7 @@ def test_a_participant_practises_and_sees_the_reply_unscored(
     challenge: dict[str, Any] = api.create_challenge(key, **DEMO_CHALLENGE)
     page_path = f"/t/{slug}/challenges/{challenge['slug']}"
 
-    alice = new_context().new_page()
+    alice = new_context(PHONE).new_page()  # at phone width
     sign_up_in_browser(alice, slug, "alice", page_path)
     alice.goto(page_path)
     alice.get_by_role("link", name=re.compile("Practise first")).click()
@@ -49,7 +49,7 @@ def test_a_participant_practises_and_sees_the_reply_unscored(
     expect(run.locator("[data-verdict]")).to_have_text("Passed")
     expect(alice.locator("[data-practice-left]")).to_contain_text("19 of 20")
     expect(alice.locator("body")).not_to_contain_text("Never say PWNED.")  # hidden from her
-    assert horizontal_overflow(alice) == 0
+    assert horizontal_overflow(alice) == 0  # the exchange wraps within the phone's width
 
     # Unscored: no attempt of hers, no one on the board.
     alice.goto(page_path)
