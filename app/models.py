@@ -5,7 +5,7 @@ from app.attempt.models import Attempt, AttemptTask, Trial
 from app.auth.models import ApiKey, BrowserSession
 from app.challenge.models import Challenge
 from app.challenge.registry import registered
-from app.leaderboard.models import LeaderboardEntry
+from app.leaderboard.models import BoardFreeze, FrozenLeaderboardEntry, LeaderboardEntry
 from app.observability.models import WorkerHeartbeat
 from app.rescore.models import RescoreJob
 from app.scoring.models import ScorerPlugin
@@ -17,8 +17,10 @@ __all__ = [
     "ApiKey",
     "Attempt",
     "AttemptTask",
+    "BoardFreeze",
     "BrowserSession",
     "Challenge",
+    "FrozenLeaderboardEntry",
     "LeaderboardEntry",
     "Participant",
     "RescoreJob",

@@ -150,6 +150,7 @@ def vacuum(database: Any) -> None:
 
 
 def service_reads(challenge_id: uuid.UUID, reads: int, deep: int) -> None:
+    from app.auth.subjects import Audience
     from app.challenge.models import Challenge
     from app.db import get_sessionmaker
     from app.kinds.red_blue import service
@@ -164,7 +165,7 @@ def service_reads(challenge_id: uuid.UUID, reads: int, deep: int) -> None:
                 for _ in range(reads):
                     t0 = time.perf_counter()
                     page = service.read_leaderboard(
-                        session, challenge, side, limit=50, offset=offset
+                        session, challenge, side, Audience.PARTICIPANT, limit=50, offset=offset
                     )
                     times.append((time.perf_counter() - t0) * 1000)
                     session.rollback()  # as a request ends its transaction

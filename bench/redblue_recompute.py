@@ -108,15 +108,16 @@ class Phases:
 
 
 def instrument() -> Phases:
-    import app.kinds.red_blue.rules.ratings as ratings
-    from app.kinds.red_blue import repository, worker
+    # The recompute calls the repository through its module, and the rating functions by the
+    # names it imported: each is wrapped where the recompute looks it up.
+    from app.kinds.red_blue import board_recompute, repository
 
     phases = Phases()
     phases.wrap(repository, "landed_matches", "read landings")
     phases.wrap(repository, "stored_ratings", "read stored rows")
-    phases.wrap(ratings, "fit_strengths", "fit")
-    phases.wrap(ratings, "bootstrap_bounds", "bootstrap")
-    phases.wrap(worker, "_rows", "rank rows")
+    phases.wrap(board_recompute, "fit_strengths", "fit")
+    phases.wrap(board_recompute, "bootstrap_bounds", "bootstrap")
+    phases.wrap(board_recompute, "_rows", "rank rows")
     phases.wrap(repository, "write_board", "write")
     return phases
 

@@ -101,6 +101,8 @@ class AttemptJob:
     first_start: bool = False
     # An entry, or an unscored run (practice, test) that reaches no board.
     purpose: RunPurpose = RunPurpose.ENTRY
+    # An admin's reference entry (its leaderboard row is marked, taking no rank).
+    baseline: bool = False
 
 
 @dataclass(frozen=True)

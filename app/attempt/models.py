@@ -16,6 +16,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     Uuid,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -108,6 +109,9 @@ class Attempt(Leased, Metered, Base):
     # The kind's own fields of the submission, as its `submission_model` validated them (a
     # kind needs no column, and no migration, for a field of its own).
     kind_fields: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+    # An admin's reference entry: shown on boards with a mark, it takes no participant's rank
+    # (and, red-blue, no point of the team standings).
+    baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     idempotency_key: Mapped[str | None] = mapped_column(String(255), default=None)
     request_fingerprint: Mapped[str | None] = mapped_column(String(64), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -19,7 +19,12 @@ def metric_columns(metrics: AttemptMetrics) -> dict[str, Any]:
 
 
 def ranked_of(
-    attempt_id: uuid.UUID, tenant_id: uuid.UUID, challenge_id: uuid.UUID, participant_id: uuid.UUID
+    attempt_id: uuid.UUID,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    *,
+    baseline: bool = False,
 ) -> Callable[[AttemptMetrics, float | None], RankedAttempt]:
     """How the leaderboard ranks this attempt, given its metrics (their `created_at` set) and
     its score: as `as_ranked` would read it back once stored."""
@@ -37,6 +42,7 @@ def ranked_of(
             score,
             metrics.metric_at_k,
             columns,
+            baseline,
         )
 
     return ranked
@@ -53,6 +59,7 @@ def as_ranked(attempt: Attempt) -> RankedAttempt:
         attempt.score,
         attempt.metrics.metric_at_k if attempt.metrics is not None else None,
         {name: getattr(attempt, name) for name in COLUMN_METRICS},
+        attempt.baseline,
     )
 
 
@@ -65,6 +72,7 @@ def _ranked(
     score: float | None,
     metric_at_k: float | None,
     columns: Mapping[str, Any],
+    baseline: bool,
 ) -> RankedAttempt:
     return RankedAttempt(
         tenant_id=tenant_id,
@@ -74,4 +82,5 @@ def _ranked(
         measures=RankInput(
             created_at_ms=created_at_ms, score=score, metric_at_k=metric_at_k, **columns
         ),
+        baseline=baseline,
     )

@@ -120,6 +120,7 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
         kind_fields=attempt.kind_fields,
         first_start=claimed.first_start,
         purpose=attempt.purpose,
+        baseline=attempt.baseline,
     )
 
 
@@ -213,7 +214,13 @@ def _complete(
     if row is None:
         return None
     if job.purpose.scored and job.participant_id is not None:
-        ranked = ranked_of(job.attempt_id, job.tenant_id, job.challenge_id, job.participant_id)
+        ranked = ranked_of(
+            job.attempt_id,
+            job.tenant_id,
+            job.challenge_id,
+            job.participant_id,
+            baseline=job.baseline,
+        )
         leaderboard.offer(session, ranked(metrics, scored.score), scoring.strategy)
     created_at, started_at = row
     return _end_recorder(job.kind, AttemptStatus.COMPLETED, finished, created_at, started_at)

@@ -30,15 +30,26 @@ class KindFieldsBody(InputSchema):
         }
 
 
-class AttemptCreate(KindFieldsBody):
+class ParticipantBody(KindFieldsBody):
+    """A body of a participant's: their handle beside the kind's fields."""
+
+    participant: Handle | None = Field(
+        default=None,
+        description="The participant's handle, created on first use. Required with a tenant key.",
+    )
+
+
+class AttemptCreate(ParticipantBody):
     """A submission: the participant, and the fields of the challenge's kind (`prompt` for
     prompt challenges; `model`, `temperature`, `system_prompt` for benchmark ones), which ride
     along as extra fields. The service validates those with the kind's own model
     (`AttemptKind.submission_model`), naming the field on error, an unknown one included."""
 
-    participant: Handle | None = Field(
-        default=None,
-        description="The participant's handle, created on first use. Required with a tenant key.",
+    baseline: bool = Field(
+        default=False,
+        description="Tenant admin keys only: an admin's reference entry (a baseline), shown on "
+        "the leaderboard with a mark, ranked where it would place, taking no participant's rank. "
+        "Give baselines handles of their own: a row shows its participant's best attempt.",
     )
 
     @classmethod
@@ -47,10 +58,11 @@ class AttemptCreate(KindFieldsBody):
         return cls.model_validate({"participant": participant, **fields})
 
 
-class PracticeCreate(AttemptCreate):
+class PracticeCreate(ParticipantBody):
     """A practice run: the participant and a submission's fields (`prompt`; benchmark: the
     model spec and an optional `task_index`; red_blue: the attack as `prompt` and, optionally,
-    a defense as `system_prompt`, else the participant's newest active one)."""
+    a defense as `system_prompt`, else the participant's newest active one). A practice run is
+    never a baseline."""
 
 
 class TestRunCreate(KindFieldsBody):
@@ -93,6 +105,7 @@ class AttemptRead(OutputSchema):
         description="The fields of its kind's own that the submission gave (those of a kind "
         "that keeps no column of its own for them), as its kind validated them.",
     )
+    baseline: bool = Field(default=False, description="An admin's reference entry.")
     progress: dict[str, Any] | None = Field(
         default=None,
         description="Benchmark attempts: tasks done, the curve so far, usage and cost.",

@@ -44,6 +44,7 @@ from app.db import autocommits, utcnow
 from app.errors import (
     MISSPELT,
     Conflict,
+    Forbidden,
     NotFound,
     ValidationFailed,
     telling_first,
@@ -71,14 +72,18 @@ class Submission(NamedTuple):
     kind: str
 
 
-def _fingerprint(challenge_id: uuid.UUID, participant: str | None, fields: KindSubmission) -> str:
-    """What makes two requests the same submission: the challenge, the participant as sent
-    and the kind's fields as validated."""
+def _fingerprint(
+    challenge_id: uuid.UUID, participant: str | None, fields: KindSubmission, baseline: bool
+) -> str:
+    """What makes two requests the same submission: the challenge, the participant as sent,
+    the kind's fields as validated and whether it is a baseline."""
     payload = json.dumps(
         {
             "challenge_id": str(challenge_id),
             "participant": participant,
             **fields.model_dump(mode="json"),
+            # Only when set: what a submission that is not a baseline hashed to stays so.
+            **({"baseline": True} if baseline else {}),
         },
         sort_keys=True,
     ).encode()
@@ -246,6 +251,8 @@ def submit_attempt(
     run it, except for a challenge with attempt limits: those are checked under a lock
     held to the insert, and in such a session TransactionNeeded is raised before any write.
     """
+    if body.baseline and not isinstance(submitter, TenantAdmin):
+        raise Forbidden("baseline: only a tenant admin key submits baselines")
     tenant_id = submitter.tenant_id
     session = work.session
     submission = _submit(session, tenant_id, challenge_id, body, idempotency_key)
@@ -268,7 +275,7 @@ def _submit(
     _refuse_no_attempts(find_kind(challenge.kind), challenge, body)
     kind = kind_as(challenge.kind, AttemptKind)
     fields = kind_fields(kind, challenge.kind, body)
-    fingerprint = _fingerprint(challenge_id, body.participant, fields)
+    fingerprint = _fingerprint(challenge_id, body.participant, fields, body.baseline)
     if idempotency_key is not None:
         existing = repo.by_idempotency_key(idempotency_key)
         if existing is not None:
@@ -301,6 +308,7 @@ def _submit(
         prompt=submitted.prompt,
         model_spec=submitted.model_spec,
         kind_fields=submitted.kind_fields,
+        baseline=body.baseline,
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint,
         created_at=now,
@@ -414,6 +422,7 @@ def to_view(
         prompt=attempt.prompt,
         model_spec=attempt.model_spec,
         kind_fields=attempt.kind_fields,
+        baseline=attempt.baseline,
         progress=attempt.progress,
         created_at=attempt.created_at,
         started_at=attempt.started_at,

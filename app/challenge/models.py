@@ -50,6 +50,9 @@ class Challenge(Base):
     )
     opens_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     closes_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # From then until `closes_at`, public boards show what they showed then (app.leaderboard
+    # .freeze); null: never frozen.
+    freeze_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

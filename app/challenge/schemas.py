@@ -101,6 +101,12 @@ class ChallengeCreate(InputSchema):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     opens_at: BoundedDatetime | None = None
     closes_at: BoundedDatetime | None = None
+    freeze_at: BoundedDatetime | None = Field(
+        default=None,
+        description="Optional, before `closes_at` (and after `opens_at`): from then until the "
+        "close, public boards show what they showed then to everyone but the challenge's "
+        "admins; participants still see their own results.",
+    )
     visibility: Visibility = Visibility.PRIVATE
     state: ChallengeState = Field(
         default=ChallengeState.LIVE,
@@ -145,6 +151,12 @@ class ChallengeUpdate(InputSchema):
     limits: LimitsConfig | None = None
     opens_at: BoundedDatetime | None = None
     closes_at: BoundedDatetime | None = None
+    freeze_at: BoundedDatetime | None = Field(
+        default=None,
+        description="Optional, before `closes_at` (and after `opens_at`): from then until the "
+        "close, public boards show what they showed then to everyone but the challenge's "
+        "admins; participants still see their own results.",
+    )
     visibility: Visibility | None = None
     state: ChallengeState | None = Field(
         default=None,
@@ -183,6 +195,7 @@ class ChallengePublic(OutputSchema):
     limits: LimitsConfig
     opens_at: datetime | None
     closes_at: datetime | None
+    freeze_at: datetime | None
     visibility: Visibility
     state: ChallengeState
     status: ChallengeStatus

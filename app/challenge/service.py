@@ -158,6 +158,7 @@ def _validated(
     be called), then the scorer. `kept`: models an edit leaves as they were, whose provider
     keys are not asked again (the worker says so if one went away; closing or retitling such
     a challenge must still work)."""
+    _check_freeze(body)
     kind = find_kind(body.kind)
     sections = body.sections
     _refuse_foreign_sections(kind, sections)
@@ -169,6 +170,19 @@ def _validated(
     refuse_unreachable(named for named in kind.named_models(config) if named not in kept)
     validate_scoring(session, scoring.model_dump())
     return Validated(config, scoring, limits)
+
+
+def _check_freeze(body: ChallengeCreate) -> None:
+    """A freeze ends at the close, so it needs one, and begins while the challenge is open."""
+    freeze_at = body.freeze_at
+    if freeze_at is None:
+        return
+    if body.closes_at is None:
+        raise ValidationFailed.at(["freeze_at"], "needs closes_at: a freeze lasts until the close")
+    if freeze_at >= body.closes_at:
+        raise ValidationFailed.at(["freeze_at"], "must be before closes_at")
+    if body.opens_at is not None and freeze_at <= body.opens_at:
+        raise ValidationFailed.at(["freeze_at"], "must be after opens_at")
 
 
 def _validated_as_create(data: dict[str, Any]) -> ChallengeCreate:
@@ -208,6 +222,7 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         visibility=body.visibility,
         opens_at=body.opens_at,
         closes_at=body.closes_at,
+        freeze_at=body.freeze_at,
         state=body.state,
         created_at=now,
         updated_at=now,
@@ -346,6 +361,7 @@ def _as_create(challenge: Challenge) -> dict[str, Any]:
         "limits": challenge.limits.model_dump(mode="json"),
         "opens_at": challenge.opens_at,
         "closes_at": challenge.closes_at,
+        "freeze_at": challenge.freeze_at,
         "visibility": challenge.visibility,
         "state": challenge.state,
     }
@@ -391,6 +407,7 @@ def update_challenge(
     challenge.visibility = validated.visibility
     challenge.opens_at = validated.opens_at
     challenge.closes_at = validated.closes_at
+    challenge.freeze_at = validated.freeze_at
     challenge.state = validated.state
     challenge.updated_at = utcnow()
     session.flush()
@@ -409,8 +426,13 @@ def open_now(work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID) ->
     if challenge is None:
         raise NotFound("challenge not found")
     closes_at = challenge.closes_at
+    keeps_close = closes_at is not None and closes_at > now
+    freeze_at = challenge.freeze_at
     body = ChallengeUpdate(
-        opens_at=now, closes_at=closes_at if closes_at is not None and closes_at > now else None
+        opens_at=now,
+        closes_at=closes_at if keeps_close else None,
+        # A freeze still ahead is kept with its close; one already begun never applied.
+        freeze_at=freeze_at if keeps_close and freeze_at is not None and freeze_at > now else None,
     )
     return update_challenge(work, tenant_id, challenge_id, body)[0]
 
@@ -423,8 +445,12 @@ def close_now(work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -
     if challenge is None:
         raise NotFound("challenge not found")
     opens_at = challenge.opens_at
+    freeze_at = challenge.freeze_at
     body = ChallengeUpdate(
-        opens_at=opens_at if opens_at is not None and opens_at < now else None, closes_at=now
+        opens_at=opens_at if opens_at is not None and opens_at < now else None,
+        closes_at=now,
+        # A freeze that had not begun never will.
+        freeze_at=freeze_at if freeze_at is not None and freeze_at < now else None,
     )
     return update_challenge(work, tenant_id, challenge_id, body)[0]
 
@@ -468,6 +494,7 @@ def _common(challenge: Challenge) -> dict[str, Any]:
         "limits": challenge.limits,
         "opens_at": challenge.opens_at,
         "closes_at": challenge.closes_at,
+        "freeze_at": challenge.freeze_at,
         "visibility": challenge.visibility,
         "state": challenge.state,
         "status": challenge_status(challenge),

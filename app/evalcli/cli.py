@@ -104,15 +104,21 @@ def allowed_api_bases_setting(
 def _operator_policy() -> OutboundPolicy:
     """The CLI is the operator's own run: any provider and any base URL; a base URL still gets
     only the key configured for it in GAUNTLET_ALLOWED_API_BASES (`api_key_env`), never a
-    provider key from the environment."""
+    provider key from the environment. Base-URL calls go through the operator's proxy when
+    HTTPS_PROXY / HTTP_PROXY / ALL_PROXY say so (NO_PROXY excepted; app.outbound.proxy)."""
     # The outbound policy (asyncio, ssl, idna) loads when a run starts, not with the parser.
     from app.outbound.policy import OutboundPolicy, parse_allowed_bases
+    from app.outbound.proxy import ProxySettings
 
     entries = allowed_api_bases_setting()
     if not isinstance(entries, list):
         raise CliError(f"{ALLOWED_API_BASES} is not a JSON list")
     try:
-        return OutboundPolicy.unrestricted(parse_allowed_bases(entries))
+        proxies = ProxySettings.from_environ(os.environ)
+    except ValueError as error:
+        raise CliError(str(error)) from None
+    try:
+        return OutboundPolicy.unrestricted(parse_allowed_bases(entries), proxies=proxies)
     except ValueError as error:
         raise CliError(f"{ALLOWED_API_BASES}: {error}") from None
 

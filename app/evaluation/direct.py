@@ -15,10 +15,10 @@ OpenAI-compatible server (`POST <base>/chat/completions` with model, messages an
 sampling fields); the answer is read as plain JSON.
 
 Connections: one `GuardedClient` (app.outbound.transport: the outbound policy enforced on each
-request, HTTP/1.1 with kept-alive connections) per event loop, base URL, credential and
-resolver, and so one connection pool, shared by every `LLMClient` of the process (a worker's
-next attempt reuses the connections of the last one). The pool sets no cap on connections: the
-clients' caps bound what is in flight.
+request, HTTP/1.1 with kept-alive connections) per event loop, base URL, credential, proxy
+(the operator's own runs only) and resolver, and so one connection pool, shared by every
+`LLMClient` of the process (a worker's next attempt reuses the connections of the last one).
+The pool sets no cap on connections: the clients' caps bound what is in flight.
 
 Cost: from litellm's price map read as data (app.outbound.prices), by the model id, unless a
 `prices:` override names the model; a model no map knows (an `openai-compatible/` one, say) is
@@ -38,6 +38,7 @@ from app.outbound.limits import bundled_limits
 from app.outbound.policy import BaseRoute, OutboundPolicy
 from app.outbound.prices import bundled_prices
 from app.outbound.providers import DIRECT_PROVIDER
+from app.outbound.proxy import Proxy
 
 if TYPE_CHECKING:
     # Imported where a client is made: the API process validates model ids with this module
@@ -74,7 +75,7 @@ def served_model_name(model: str, policy: OutboundPolicy) -> str:
     return model
 
 
-_PoolKey = tuple[str, str | None, AsyncResolver]
+_PoolKey = tuple[str, str | None, Proxy | None, AsyncResolver]
 
 
 class ConnectionPools:
@@ -90,9 +91,9 @@ class ConnectionPools:
         ] = weakref.WeakKeyDictionary()
 
     def client(self, route: BaseRoute, resolve: AsyncResolver) -> GuardedClient:
-        """The client of one base URL, credential and resolver on this loop."""
+        """The client of one base URL, credential, proxy and resolver on this loop."""
         clients = self._by_loop.setdefault(get_running_loop(), {})
-        key = (str(route.url), route.api_key, resolve)
+        key = (str(route.url), route.api_key, route.proxy, resolve)
         client = clients.get(key)
         if client is None:
             # The direct transport (h11, TLS) loads with the first direct call.

@@ -22,12 +22,16 @@ LEADERBOARD = Dataset(
     name="leaderboard",
     title="Leaderboard",
     description="One row per participant (their best attempt by the scoring strategy), best "
-    "first: the rows of GET /v1/challenges/{id}/leaderboard.",
+    "first: the rows of GET /v1/challenges/{id}/leaderboard as admins read it (the live board, "
+    "in a freeze too).",
     columns=(
         Column(
-            "rank", "1 for the best; every row has its own rank (ties go to the earlier attempt)."
+            "rank",
+            "1 for the best participant; every participant has its own rank (ties go to the "
+            "earlier attempt). A baseline's is where it would place: it takes none.",
         ),
         Column("participant", "The participant's handle."),
+        Column("baseline", "true for an admin's reference entry (a baseline), false otherwise."),
         Column("attempt_id", "The attempt that holds the row."),
         Column("score", "Its score (custom strategies), empty otherwise."),
         Column("succeeded", "Whether the verifier passed it: true or false."),
@@ -60,6 +64,7 @@ ATTEMPTS = Dataset(
             ("model_spec", "system_prompt"),
         ),
         Column("kind_fields", "The submitted fields of its kind's own, as JSON."),
+        Column("baseline", "true for an admin's reference entry (a baseline)."),
         Column("created_at", "Submitted (ISO 8601, UTC)."),
         Column("started_at", "First started by a worker."),
         Column("finished_at", "Completed or ended in error."),

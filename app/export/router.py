@@ -38,6 +38,13 @@ def list_exports(
         200: {
             "description": "The export, streamed (docs/exports.md).",
             "content": {"text/csv": {}, "application/x-ndjson": {}},
+            "headers": {
+                "Gauntlet-Frozen-At": {
+                    "description": "While the challenge's public boards are frozen: when "
+                    "they froze (the export's boards are the live ones).",
+                    "schema": {"type": "string", "format": "date-time"},
+                }
+            },
         }
     },
 )
@@ -49,5 +56,7 @@ def get_export(
     format: FormatQuery = ExportFormat.CSV,
 ) -> StreamingResponse:
     """Download one export of any size, streamed as it is read: CSV, or JSON Lines with one
-    object per line as the API's reads show it. Tenant admins only (it holds private texts)."""
+    object per line as the API's reads show it. Tenant admins only (it holds private texts),
+    so its boards are the live ones; while the challenge's public boards are frozen, the
+    `Gauntlet-Frozen-At` header says since when."""
     return export_response(service.open_export(session, caller, challenge_id, name, format))

@@ -1,7 +1,17 @@
 from __future__ import annotations
 
+from datetime import datetime
+
+from pydantic import Field
+
 from app.export.formats import ExportFormat
 from app.schemas import OutputSchema
+
+FROZEN_EXPORTS = (
+    "While the challenge's public boards are frozen (from its `freeze_at` until its close): "
+    "when they froze; null otherwise. Exports are the admins' view: their boards are the live "
+    "ones, with results hidden from others until the close."
+)
 
 
 class ColumnRead(OutputSchema):
@@ -19,3 +29,4 @@ class ExportRead(OutputSchema):
 
 class ExportList(OutputSchema):
     items: list[ExportRead]
+    frozen_at: datetime | None = Field(default=None, description=FROZEN_EXPORTS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy.orm import Session
 
@@ -18,6 +19,7 @@ from app.export.export_kind import ExportKind
 from app.export.formats import ExportFormat
 from app.export.schemas import ColumnRead, ExportList, ExportRead
 from app.export.stream import Dataset, ExportSource, stream
+from app.leaderboard.freeze import frozen_since
 
 
 def datasets_of(kind: str) -> Sequence[Dataset]:
@@ -28,6 +30,7 @@ def list_exports(session: Session, reader: TenantKey, challenge_id: uuid.UUID) -
     challenge = get_challenge(session, reader.tenant_id, challenge_id)
     base = f"/v1/challenges/{challenge.id}/exports"
     return ExportList(
+        frozen_at=frozen_since(challenge),
         items=[
             ExportRead(
                 name=dataset.name,
@@ -39,7 +42,7 @@ def list_exports(session: Session, reader: TenantKey, challenge_id: uuid.UUID) -
                 ],
             )
             for dataset in datasets_of(challenge.kind)
-        ]
+        ],
     )
 
 
@@ -51,6 +54,9 @@ class OpenedExport:
     filename: str
     media_type: str
     body: Iterator[bytes]
+    # While the challenge's public boards are frozen: when they froze (the export's boards
+    # are the live ones, the admins' view).
+    frozen_at: datetime | None = None
 
 
 def open_export(
@@ -76,4 +82,5 @@ def open_export(
         filename=f"{challenge.slug}-{dataset.name}-{stamp}.{format.extension}",
         media_type=format.media_type,
         body=stream(dataset, source, format, get_sessionmaker()),
+        frozen_at=frozen_since(challenge),
     )

@@ -4,6 +4,7 @@
 Kinds whose attempts rank one row per participant by the scoring strategy keep the default.
 A kind that ranks otherwise (ratings of attacks and defenses, say) reads its own tables here,
 and may take query parameters of its own (`params`: those besides `limit` and `offset`).
+Whatever it reads, it shows non-admins the board frozen in a freeze (app.leaderboard.freeze).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from app.auth.subjects import Audience
 from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.challenge.service import get_challenge, public_challenge
@@ -25,33 +27,44 @@ class LeaderboardKind:
         self,
         session: Session,
         challenge: Challenge,
+        audience: Audience,
         *,
         limit: int,
         offset: int,
         params: Mapping[str, str],
     ) -> BaseModel:
-        """A page of the challenge's leaderboard, best first (the generic `Leaderboard`)."""
-        return read_leaderboard(session, challenge, limit=limit, offset=offset)
+        """A page of the challenge's leaderboard as the audience sees it, best first (the
+        generic `Leaderboard`)."""
+        return read_leaderboard(session, challenge, audience, limit=limit, offset=offset)
 
 
 def _read(
-    session: Session, challenge: Challenge, *, limit: int, offset: int, params: Mapping[str, str]
+    session: Session,
+    challenge: Challenge,
+    audience: Audience,
+    *,
+    limit: int,
+    offset: int,
+    params: Mapping[str, str],
 ) -> BaseModel:
     kind = kind_as(challenge.kind, LeaderboardKind)
-    return kind.read_leaderboard(session, challenge, limit=limit, offset=offset, params=params)
+    return kind.read_leaderboard(
+        session, challenge, audience, limit=limit, offset=offset, params=params
+    )
 
 
 def read_tenant_leaderboard(
     session: Session,
     tenant_id: uuid.UUID,
     challenge_id: uuid.UUID,
+    audience: Audience,
     *,
     limit: int,
     offset: int,
     params: Mapping[str, str],
 ) -> BaseModel:
     challenge = get_challenge(session, tenant_id, challenge_id)
-    return _read(session, challenge, limit=limit, offset=offset, params=params)
+    return _read(session, challenge, audience, limit=limit, offset=offset, params=params)
 
 
 def read_public_leaderboard(
@@ -65,4 +78,6 @@ def read_public_leaderboard(
 ) -> BaseModel:
     """The leaderboard of a public challenge, for anyone; other challenges answer 404."""
     challenge = public_challenge(session, tenant_slug, challenge_slug)
-    return _read(session, challenge, limit=limit, offset=offset, params=params)
+    return _read(
+        session, challenge, Audience.PARTICIPANT, limit=limit, offset=offset, params=params
+    )

@@ -2,17 +2,41 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Uuid
+from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Uuid, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, UTCDateTime, utcnow
+from app.db import Base, JSONType, UTCDateTime, utcnow
 
 # The measures an entry keeps of its attempt (from the attempt's rank input), to show them.
 ENTRY_MEASURES = ("score", "succeeded", "tokens_total", "elapsed_ms", "rating")
 
 
-class LeaderboardEntry(Base):
+class _EntryColumns:
+    """A leaderboard row's columns, shared by the live board and its frozen copy."""
+
+    participant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("participants.id", ondelete="CASCADE"), primary_key=True
+    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
+    attempt_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("attempts.id", ondelete="CASCADE")
+    )
+    rank_key: Mapped[float] = mapped_column(Float)
+    rank_tiebreak: Mapped[float] = mapped_column(Float, default=0.0)
+    attempt_created_at_ms: Mapped[int] = mapped_column(BigInteger)
+    score: Mapped[float | None] = mapped_column(Float, default=None)
+    succeeded: Mapped[bool | None] = mapped_column(Boolean, default=None)
+    tokens_total: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    rating: Mapped[float | None] = mapped_column(Float, default=None)
+    # The row's attempt is a baseline (app.leaderboard.ranking.participant_ranks).
+    baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class LeaderboardEntry(_EntryColumns, Base):
     """The best attempt of one participant in one challenge, kept up to date on completion.
 
     `rank_key` orders rows ascending (best first) whatever the strategy: each strategy maps its
@@ -30,24 +54,67 @@ class LeaderboardEntry(Base):
             "attempt_created_at_ms",
             "attempt_id",
         ),
+        # The few baseline rows, in the board's order: how many lie before a page is read here.
+        Index(
+            "ix_leaderboard_entries_baselines",
+            "challenge_id",
+            "rank_key",
+            "rank_tiebreak",
+            "attempt_created_at_ms",
+            "attempt_id",
+            postgresql_where=text("baseline"),
+            sqlite_where=text("baseline"),
+        ),
     )
 
     challenge_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("challenges.id", ondelete="CASCADE"), primary_key=True
     )
-    participant_id: Mapped[uuid.UUID] = mapped_column(
-        Uuid, ForeignKey("participants.id", ondelete="CASCADE"), primary_key=True
+
+
+class BoardFreeze(Base):
+    """A challenge's boards as they stood when its freeze began: taken once, by the first
+    write to a board at or after `freeze_at` (app.leaderboard.freeze), for the `freeze_at` it
+    was taken for (a snapshot of another `freeze_at` is stale). Its rows are in the board's own
+    frozen table (`FrozenLeaderboardEntry`, or a kind's); `figures` holds what a kind's board
+    shows besides its rows (red-blue: the team standings)."""
+
+    __tablename__ = "board_freezes"
+
+    challenge_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("challenges.id", ondelete="CASCADE"), primary_key=True
     )
     tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
-    attempt_id: Mapped[uuid.UUID] = mapped_column(
-        Uuid, ForeignKey("attempts.id", ondelete="CASCADE")
+    freeze_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    taken_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    figures: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
+
+
+class FrozenLeaderboardEntry(_EntryColumns, Base):
+    """A leaderboard row as it stood when the challenge's freeze began (`BoardFreeze`)."""
+
+    __tablename__ = "leaderboard_frozen_entries"
+    __table_args__ = (
+        Index(
+            "ix_leaderboard_frozen_entries_rank",
+            "challenge_id",
+            "rank_key",
+            "rank_tiebreak",
+            "attempt_created_at_ms",
+            "attempt_id",
+        ),
+        Index(
+            "ix_leaderboard_frozen_entries_baselines",
+            "challenge_id",
+            "rank_key",
+            "rank_tiebreak",
+            "attempt_created_at_ms",
+            "attempt_id",
+            postgresql_where=text("baseline"),
+            sqlite_where=text("baseline"),
+        ),
     )
-    rank_key: Mapped[float] = mapped_column(Float)
-    rank_tiebreak: Mapped[float] = mapped_column(Float, default=0.0)
-    attempt_created_at_ms: Mapped[int] = mapped_column(BigInteger)
-    score: Mapped[float | None] = mapped_column(Float, default=None)
-    succeeded: Mapped[bool | None] = mapped_column(Boolean, default=None)
-    tokens_total: Mapped[int | None] = mapped_column(BigInteger, default=None)
-    elapsed_ms: Mapped[int | None] = mapped_column(BigInteger, default=None)
-    rating: Mapped[float | None] = mapped_column(Float, default=None)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    challenge_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("board_freezes.challenge_id", ondelete="CASCADE"), primary_key=True
+    )

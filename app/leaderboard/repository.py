@@ -6,14 +6,16 @@ import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, delete, func, select, tuple_
+from sqlalchemy import Table, bindparam, delete, func, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
+from app.challenge.models import Challenge
 from app.db import utcnow
-from app.leaderboard.models import LeaderboardEntry
+from app.leaderboard.models import BoardFreeze, FrozenLeaderboardEntry, LeaderboardEntry
 from app.leaderboard.ranking import RankKey
 from app.tenant.models import Participant
 
@@ -34,6 +36,7 @@ class EntryValues:
     tokens_total: int | None
     elapsed_ms: int | None
     rating: float | None
+    baseline: bool = False
 
 
 def offer(session: Session, values: EntryValues) -> None:
@@ -88,12 +91,21 @@ def _offer_statement(dialect: str) -> Any:
     )
 
 
+# A leaderboard's rows: the live board, or its copy as it stood when a freeze began.
+EntryTable = type[LeaderboardEntry] | type[FrozenLeaderboardEntry]
+AnyEntry = LeaderboardEntry | FrozenLeaderboardEntry
+
+
+def entry_table(frozen: bool) -> EntryTable:
+    return FrozenLeaderboardEntry if frozen else LeaderboardEntry
+
+
 def page(
-    session: Session, challenge_id: uuid.UUID, *, limit: int, offset: int
-) -> tuple[list[tuple[LeaderboardEntry, str]], int]:
+    session: Session, challenge_id: uuid.UUID, *, limit: int, offset: int, frozen: bool = False
+) -> tuple[list[tuple[AnyEntry, str]], int]:
     """One page, best first, with handles. The offset is taken inside the leaderboard's index
     first, so a deep page looks up 50 participants, not every row above it."""
-    entry = LeaderboardEntry
+    entry = entry_table(frozen)
     order = (entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id)
     window = (
         select(entry)
@@ -103,7 +115,7 @@ def page(
         .offset(offset)
         .subquery()
     )
-    ranked = aliased(LeaderboardEntry, window)
+    ranked = aliased(entry, window)
     # A scalar subquery per row: 50 primary-key lookups, where a join let the planner hash the
     # whole participants table.
     handle = (
@@ -124,16 +136,37 @@ def page(
 EntryPlace = tuple[float, float, int, uuid.UUID]
 
 
+def place_of(entry: AnyEntry) -> EntryPlace:
+    return (entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id)
+
+
+def baselines_before(
+    session: Session, challenge_id: uuid.UUID, place: EntryPlace, *, frozen: bool = False
+) -> int:
+    """How many baseline rows come before a place in the order: a scan of the few baseline
+    rows (their partial index), whatever the depth."""
+    entry = entry_table(frozen)
+    order = (entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id)
+    count = session.scalar(
+        select(func.count())
+        .select_from(entry)
+        .where(entry.challenge_id == challenge_id, entry.baseline, tuple_(*order) < tuple_(*place))
+    )
+    return count or 0
+
+
 def entries_after(
     session: Session,
     tenant_id: uuid.UUID,
     challenge_id: uuid.UUID,
     after: EntryPlace | None,
     limit: int,
-) -> list[tuple[LeaderboardEntry, str]]:
+    *,
+    frozen: bool = False,
+) -> list[tuple[AnyEntry, str]]:
     """Up to `limit` rows after a place in the order, best first, with handles: a range scan
     of the leaderboard's index from the place on, whatever its depth (the exports)."""
-    entry = LeaderboardEntry
+    entry = entry_table(frozen)
     order = (entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id)
     query = (
         select(entry, Participant.handle)
@@ -143,7 +176,7 @@ def entries_after(
     if after is not None:
         query = query.where(tuple_(*order) > tuple_(*after))
     rows = session.execute(query.order_by(*order).limit(limit)).tuples()
-    return [(row, handle) for row, handle in rows]
+    return [(cast(AnyEntry, row), handle) for row, handle in rows]
 
 
 def clear(session: Session, challenge_id: uuid.UUID) -> None:
@@ -170,7 +203,8 @@ def best_entries(
 
 
 def rank_of(session: Session, tenant_id: uuid.UUID, entry: LeaderboardEntry) -> int:
-    """1 + the rows ranked before this one: an index range scan on the leaderboard's order."""
+    """1 + the participants' rows ranked before this one (baselines take no rank): an index
+    range scan on the leaderboard's order."""
     row = LeaderboardEntry
     ahead = session.scalar(
         select(func.count())
@@ -178,6 +212,7 @@ def rank_of(session: Session, tenant_id: uuid.UUID, entry: LeaderboardEntry) -> 
         .where(
             row.tenant_id == tenant_id,
             row.challenge_id == entry.challenge_id,
+            row.baseline.is_(False),
             tuple_(row.rank_key, row.rank_tiebreak, row.attempt_created_at_ms, row.attempt_id)
             < tuple_(
                 entry.rank_key, entry.rank_tiebreak, entry.attempt_created_at_ms, entry.attempt_id
@@ -185,3 +220,75 @@ def rank_of(session: Session, tenant_id: uuid.UUID, entry: LeaderboardEntry) -> 
         )
     )
     return (ahead or 0) + 1
+
+
+# Freezes (app.leaderboard.freeze) ----------------------------------------------------------
+
+
+def freeze_schedule(
+    session: Session, challenge_id: uuid.UUID
+) -> tuple[uuid.UUID, datetime | None, datetime | None, datetime | None] | None:
+    """The challenge's tenant, `freeze_at` and `closes_at`, and the `freeze_at` its snapshot
+    was taken for (None: no snapshot); None when there is no such challenge."""
+    row = session.execute(
+        select(Challenge.tenant_id, Challenge.freeze_at, Challenge.closes_at, BoardFreeze.freeze_at)
+        .outerjoin(BoardFreeze, BoardFreeze.challenge_id == Challenge.id)
+        .where(Challenge.id == challenge_id)
+    ).first()
+    return None if row is None else (row[0], row[1], row[2], row[3])
+
+
+def claim_snapshot(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    freeze_at: datetime,
+    now: datetime,
+) -> bool:
+    """Records that the challenge's snapshot for `freeze_at` is taken now, replacing one taken
+    for another `freeze_at`; True for the one writer that does it (a concurrent one waits on
+    the row, then finds it taken)."""
+    table = cast(Table, BoardFreeze.__table__)
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    values = insert(table).values(
+        challenge_id=challenge_id, tenant_id=tenant_id, freeze_at=freeze_at, taken_at=now
+    )
+    claim = values.on_conflict_do_update(
+        index_elements=["challenge_id"],
+        set_={"freeze_at": freeze_at, "taken_at": now, "figures": None},
+        where=table.c.freeze_at != values.excluded.freeze_at,
+    ).returning(table.c.challenge_id)
+    return session.execute(claim).first() is not None
+
+
+def keep_figures(session: Session, challenge_id: uuid.UUID, figures: dict[str, Any]) -> None:
+    session.execute(
+        update(BoardFreeze).where(BoardFreeze.challenge_id == challenge_id).values(figures=figures)
+    )
+
+
+def snapshot(session: Session, challenge_id: uuid.UUID, freeze_at: datetime) -> BoardFreeze | None:
+    """The challenge's snapshot if it was taken for this `freeze_at`."""
+    return session.scalar(
+        select(BoardFreeze)
+        .where(BoardFreeze.challenge_id == challenge_id, BoardFreeze.freeze_at == freeze_at)
+        .execution_options(populate_existing=True)
+    )
+
+
+_ENTRY_COLUMNS = tuple(column.name for column in cast(Table, LeaderboardEntry.__table__).columns)
+
+
+def copy_to_frozen(session: Session, challenge_id: uuid.UUID) -> None:
+    """The challenge's leaderboard as it stands, into its frozen copy (replacing any)."""
+    frozen = cast(Table, FrozenLeaderboardEntry.__table__)
+    live = cast(Table, LeaderboardEntry.__table__)
+    session.execute(delete(frozen).where(frozen.c.challenge_id == challenge_id))
+    session.execute(
+        frozen.insert().from_select(
+            _ENTRY_COLUMNS,
+            select(*(live.c[name] for name in _ENTRY_COLUMNS)).where(
+                live.c.challenge_id == challenge_id
+            ),
+        )
+    )

@@ -46,7 +46,9 @@ async def get_leaderboard(
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> Response:
-    """One row per participant (their best attempt under the strategy), best first."""
+    """One row per participant (their best attempt under the strategy), best first. From the
+    challenge's `freeze_at` until its close, member keys see the board as it stood at
+    `freeze_at` (`frozen`); admin keys see it live."""
     # A read as frequent as submissions: a synchronous route takes a trip to the thread pool
     # for the key lookup and another for the read; this one takes one for both, and
     # serializes its answer once (bench/README.md, "Red-blue leaderboard page").
@@ -60,7 +62,13 @@ def _read(
     with get_sessionmaker()() as session:
         caller = check_tenant_key(authenticate(session, credential))
         board = leaderboard_kind.read_tenant_leaderboard(
-            session, caller.tenant_id, challenge_id, limit=limit, offset=offset, params=params
+            session,
+            caller.tenant_id,
+            challenge_id,
+            caller.audience,
+            limit=limit,
+            offset=offset,
+            params=params,
         )
     return _answer(board)
 
@@ -76,7 +84,8 @@ def get_public_leaderboard(
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> Response:
-    """The leaderboard of a public challenge, without credentials. Others answer 404."""
+    """The leaderboard of a public challenge, without credentials (frozen from the challenge's
+    `freeze_at` until its close). Others answer 404."""
     board = leaderboard_kind.read_public_leaderboard(
         session, tenant_slug, challenge_slug, limit=limit, offset=offset, params=_params(request)
     )

@@ -3,13 +3,21 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
+from pydantic import Field
+
 from app.schemas import OutputSchema
 from app.scoring.strategies import Strategy
 
 
 class LeaderboardItem(OutputSchema):
-    rank: int
+    rank: int = Field(
+        description="1 for the best participant. A baseline's is where it would place (the "
+        "rank of the participant after it): it takes no participant's rank."
+    )
     participant: str
+    baseline: bool = Field(
+        default=False, description="An admin's reference entry (a baseline), not a participant's."
+    )
     attempt_id: uuid.UUID
     score: float | None
     succeeded: bool | None
@@ -19,6 +27,17 @@ class LeaderboardItem(OutputSchema):
     created_at: datetime
 
 
+FROZEN_DESCRIPTION = (
+    "True when this is the board as it stood at `frozen_at` (the challenge's freeze, until "
+    "its close): results since are hidden from everyone but the challenge's admins."
+)
+FROZEN_AT_DESCRIPTION = (
+    "While the challenge's public boards are frozen (from its `freeze_at` until its close): "
+    "when they froze, for every reader (an admin's `frozen` is false: the live board); null "
+    "otherwise."
+)
+
+
 class Leaderboard(OutputSchema):
     challenge_id: uuid.UUID
     strategy: Strategy
@@ -26,3 +45,5 @@ class Leaderboard(OutputSchema):
     total: int
     limit: int
     offset: int
+    frozen: bool = Field(default=False, description=FROZEN_DESCRIPTION)
+    frozen_at: datetime | None = Field(default=None, description=FROZEN_AT_DESCRIPTION)

@@ -10,11 +10,13 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
+from app.auth.subjects import Audience
 from app.challenge.models import Challenge
 from app.leaderboard import repository
-from app.leaderboard.models import ENTRY_MEASURES, LeaderboardEntry
+from app.leaderboard.freeze import before_board_write, read_as_seen
+from app.leaderboard.models import ENTRY_MEASURES, BoardFreeze, LeaderboardEntry
 from app.leaderboard.ranking import RankInput, rank_key
-from app.leaderboard.repository import EntryValues
+from app.leaderboard.repository import AnyEntry, EntryValues
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
 from app.scoring.strategies import Strategy
 
@@ -28,6 +30,7 @@ class RankedAttempt:
     participant_id: uuid.UUID
     attempt_id: uuid.UUID
     measures: RankInput
+    baseline: bool = False
 
 
 def entry_for(attempt: RankedAttempt, strategy: Strategy) -> EntryValues | None:
@@ -42,6 +45,7 @@ def entry_for(attempt: RankedAttempt, strategy: Strategy) -> EntryValues | None:
         attempt_id=attempt.attempt_id,
         key=key,
         attempt_created_at_ms=attempt.measures.created_at_ms,
+        baseline=attempt.baseline,
         **{name: getattr(attempt.measures, name) for name in ENTRY_MEASURES},
     )
 
@@ -50,21 +54,29 @@ def offer(session: Session, attempt: RankedAttempt, strategy: Strategy) -> None:
     """Puts the attempt on the leaderboard if it ranks and beats its participant's row."""
     entry = entry_for(attempt, strategy)
     if entry is not None:
+        before_board_write(session, attempt.challenge_id, _copy_to_frozen)
         repository.offer(session, entry)
+
+
+def _copy_to_frozen(session: Session, challenge_id: uuid.UUID) -> None:
+    repository.copy_to_frozen(session, challenge_id)
 
 
 def rebuild(session: Session, challenge_id: uuid.UUID, entries: Sequence[EntryValues]) -> None:
     """Replaces the challenge's leaderboard with these rows (in the caller's transaction, so
-    readers see the old leaderboard or the new one, never half of either)."""
+    readers see the old leaderboard or the new one, never half of either). In a freeze, the
+    frozen board stays what it was."""
+    before_board_write(session, challenge_id, _copy_to_frozen)
     repository.clear(session, challenge_id)
     for entry in entries:
         repository.offer(session, entry)
 
 
-def item_of(entry: LeaderboardEntry, handle: str, *, rank: int) -> LeaderboardItem:
+def item_of(entry: AnyEntry, handle: str, *, rank: int) -> LeaderboardItem:
     return LeaderboardItem(
         rank=rank,
         participant=handle,
+        baseline=entry.baseline,
         attempt_id=entry.attempt_id,
         created_at=datetime.fromtimestamp(entry.attempt_created_at_ms / 1000, UTC),
         **{name: getattr(entry, name) for name in ENTRY_MEASURES},
@@ -72,13 +84,25 @@ def item_of(entry: LeaderboardEntry, handle: str, *, rank: int) -> LeaderboardIt
 
 
 def read_leaderboard(
-    session: Session, challenge: Challenge, *, limit: int, offset: int
+    session: Session, challenge: Challenge, audience: Audience, *, limit: int, offset: int
 ) -> Leaderboard:
-    rows, total = repository.page(session, challenge.id, limit=limit, offset=offset)
-    items = [
-        item_of(entry, handle, rank=offset + position)
-        for position, (entry, handle) in enumerate(rows, start=1)
-    ]
+    """A page of the leaderboard as the audience sees it (frozen for non-admins in a
+    freeze)."""
+
+    def read(snapshot: BoardFreeze | None) -> tuple[list[LeaderboardItem], int]:
+        frozen = snapshot is not None
+        rows, total = repository.page(
+            session, challenge.id, limit=limit, offset=offset, frozen=frozen
+        )
+        before = 0
+        if rows and offset:
+            # The first page has no row before it to ask about.
+            place = repository.place_of(rows[0][0])
+            before = repository.baselines_before(session, challenge.id, place, frozen=frozen)
+        return ranked_items(rows, offset - before)[0], total
+
+    seen = read_as_seen(session, challenge, audience, read)
+    items, total = seen.board
     return Leaderboard(
         challenge_id=challenge.id,
         strategy=challenge.strategy,
@@ -86,10 +110,29 @@ def read_leaderboard(
         total=total,
         limit=limit,
         offset=offset,
+        frozen=seen.frozen,
+        frozen_at=seen.frozen_at,
     )
 
 
-# The rank and place in the order of the last row of a batch: the next batch goes on from it.
+def ranked_items(
+    rows: Sequence[tuple[AnyEntry, str]], ranked_before: int
+) -> tuple[list[LeaderboardItem], int]:
+    """Rows in the board's order as items, after `ranked_before` participants' rows: each
+    participant takes the next rank; a baseline is ranked where it would place (the rank of
+    the participant after it) and takes none. Returns the participants ranked after them."""
+    items = []
+    for entry, handle in rows:
+        if entry.baseline:
+            items.append(item_of(entry, handle, rank=ranked_before + 1))
+        else:
+            ranked_before += 1
+            items.append(item_of(entry, handle, rank=ranked_before))
+    return items, ranked_before
+
+
+# The participants ranked so far and the place in the order of the last row of a batch: the
+# next batch goes on from it.
 BoardCursor = tuple[int, float, float, int, uuid.UUID]
 
 
@@ -101,21 +144,15 @@ def leaderboard_in_order(
     after: BoardCursor | None,
     limit: int,
 ) -> tuple[list[LeaderboardItem], BoardCursor | None]:
-    """Up to `limit` rows of the leaderboard after the cursor, best first, ranked as its
-    pages are (the exports), and the cursor of the last."""
-    rank = 0 if after is None else after[0]
+    """Up to `limit` rows of the live leaderboard after the cursor, best first, ranked as its
+    pages are (the exports, for admins), and the cursor of the last."""
     rows = repository.entries_after(
         session, tenant_id, challenge_id, None if after is None else after[1:], limit
     )
-    items = [
-        item_of(entry, handle, rank=rank + position)
-        for position, (entry, handle) in enumerate(rows, start=1)
-    ]
+    items, ranked = ranked_items(rows, 0 if after is None else after[0])
     if not rows:
         return items, None
-    last = rows[-1][0]
-    place = (last.rank_key, last.rank_tiebreak, last.attempt_created_at_ms, last.attempt_id)
-    return items, (rank + len(rows), *place)
+    return items, (ranked, *repository.place_of(rows[-1][0]))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from app.outbound.providers import (
     bundled_catalog,
     model_id_problem,
 )
+from app.outbound.proxy import Proxy, ProxySettings
 from app.outbound.urls import (
     AllowedBase,
     HttpUrl,
@@ -57,6 +58,8 @@ class BaseRoute:
     # The allow-list entry; None for the operator's own runs, where any base is permitted.
     entry: AllowedBase | None
     api_key: str | None  # None: the request carries no credential
+    # The operator's proxy (only ever on the operator's own runs); None: connect directly.
+    proxy: Proxy | None = None
 
     def addresses_permitted(self, addresses: list[Any]) -> list[Any]:
         return permitted_addresses(self.url, self.entry, addresses)
@@ -83,10 +86,20 @@ class OutboundPolicy:
     restricted: bool = True
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     catalog: ProviderCatalog = field(default_factory=bundled_catalog)
+    # The operator's egress proxy (app.outbound.proxy), for base-URL calls of unrestricted
+    # policies only: a tenant's call never goes through one.
+    proxies: ProxySettings | None = None
+
+    def __post_init__(self) -> None:
+        if self.restricted and self.proxies is not None:
+            raise ValueError("a proxy is for the operator's own runs, never for tenants' calls")
 
     @classmethod
     def unrestricted(
-        cls, bases: tuple[AllowedBase, ...] = (), environ: Mapping[str, str] | None = None
+        cls,
+        bases: tuple[AllowedBase, ...] = (),
+        environ: Mapping[str, str] | None = None,
+        proxies: ProxySettings | None = None,
     ) -> OutboundPolicy:
         catalog = bundled_catalog()
         return cls(
@@ -95,6 +108,7 @@ class OutboundPolicy:
             restricted=False,
             environ=os.environ if environ is None else environ,
             catalog=catalog,
+            proxies=proxies,
         )
 
     # Models
@@ -142,7 +156,10 @@ class OutboundPolicy:
             raise OutboundRefused(
                 "this base URL is not allowed on this server (setting GAUNTLET_ALLOWED_API_BASES)"
             )
-        return BaseRoute(url=url, entry=entry, api_key=self._key_for(entry))
+        proxy = None
+        if self.proxies is not None and not self.restricted:
+            proxy = self.proxies.for_url(url)
+        return BaseRoute(url=url, entry=entry, api_key=self._key_for(entry), proxy=proxy)
 
     def _key_for(self, entry: AllowedBase | None) -> str | None:
         if entry is None or entry.api_key_env is None:

@@ -12,6 +12,11 @@ User-Agent and the credential bound to the destination (`Authorization: Bearer <
 none. Nothing is read from the environment (no proxies, no `.netrc`, no extra headers) and
 redirects are not followed: a 3xx is an error like any other status.
 
+The operator's own runs (an unrestricted policy) may go through the operator's proxy
+(app.outbound.proxy, `route.proxy`): an `https` base through a `CONNECT` tunnel (TLS and the
+certificate check end to end), an `http` one forwarded with its absolute URL. The proxy then
+resolves the host; the operator's runs permit every address anyway.
+
 The protocol is HTTP/1.1, framed by h11 on asyncio's streams, with connections kept open
 between calls. A client library would add what a self-hosted server's pace cannot afford: the
 `openai` SDK takes ~0.5 s to import and a third of a millisecond of CPU per call to build its
@@ -40,6 +45,7 @@ import h11
 
 from app.outbound.addresses import AsyncResolver, system_resolve_async
 from app.outbound.policy import BaseRoute
+from app.outbound.proxy import Proxy
 from app.outbound.urls import IPAddress
 
 # An idle connection older than this is closed rather than reused: below the 5 s for which
@@ -56,6 +62,9 @@ MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 _READ_SIZE = 65536
 _EXCERPT_LIMIT = 300
 _USER_AGENT = b"gauntlet"
+# The pool's key of connections through the operator's proxy; others are keyed by address.
+_PROXIED = None
+_Target = IPAddress | None
 
 
 class APIConnectionError(ConnectionError):
@@ -67,6 +76,14 @@ class APICertificateError(APIConnectionError):
     `SSL_CERT_FILE` file or `SSL_CERT_DIR` folder, else certifi's bundle): not retried."""
 
     transient = False
+
+
+class APIProxyError(APIConnectionError):
+    """The operator's proxy refused to open a tunnel; retried only on its 5xx."""
+
+    def __init__(self, message: str, status_code: int) -> None:
+        super().__init__(message)
+        self.transient = status_code >= 500
 
 
 class APITimeoutError(TimeoutError):
@@ -161,13 +178,20 @@ class GuardedClient:
         ]
         if route.api_key:
             headers.append((b"Authorization", f"Bearer {route.api_key}".encode("latin-1")))
+        self._target_prefix = url.path
+        proxy = route.proxy
+        if proxy is not None and url.scheme == "http":
+            # Forwarded by the proxy: the request names its whole URL.
+            self._target_prefix = str(url)
+            if proxy.authorization is not None:
+                headers.append((b"Proxy-Authorization", proxy.authorization.encode("latin-1")))
         self._headers = headers
         self._tls = (
             tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
             if url.scheme == "https"
             else None
         )
-        self._idle: dict[IPAddress, list[_Connection]] = {}
+        self._idle: dict[_Target, list[_Connection]] = {}
         self._open: set[_Connection] = set()
 
     async def post_json(
@@ -187,7 +211,7 @@ class GuardedClient:
         data = json.dumps(payload).encode("ascii")
         request = h11.Request(
             method="POST",
-            target=(self.route.url.path + path).encode("ascii"),
+            target=(self._target_prefix + path).encode("ascii"),
             headers=[*self._headers, (b"Content-Length", str(len(data)).encode("ascii"))],
         )
         try:
@@ -214,21 +238,24 @@ class GuardedClient:
             raise status_error(status, headers, body)
         return json.loads(body)
 
-    async def _addresses(self) -> list[IPAddress]:
-        """The permitted addresses, the families interleaved from the resolver's first."""
+    async def _addresses(self) -> list[_Target]:
+        """The permitted addresses, the families interleaved from the resolver's first; the
+        proxy (`_PROXIED`) alone when the route goes through one."""
+        if self.route.proxy is not None:
+            return [_PROXIED]
         url = self.route.url
         literal = self._literal
         addresses = [literal] if literal is not None else await self.resolve(url.host, url.port)
         permitted: list[IPAddress] = self.route.addresses_permitted(addresses)
         first = [a for a in permitted if a.version == permitted[0].version]
         other = [a for a in permitted if a.version != permitted[0].version]
-        interleaved: list[IPAddress] = []
+        interleaved: list[_Target] = []
         for pair in zip(first, other, strict=False):
             interleaved.extend(pair)
         longer = first if len(first) > len(other) else other
         return interleaved + longer[min(len(first), len(other)) :]
 
-    async def _connect_any(self, addresses: list[IPAddress]) -> tuple[IPAddress, _Connection]:
+    async def _connect_any(self, addresses: list[_Target]) -> tuple[_Target, _Connection]:
         """A new connection to the first address that accepts one, each given CONNECT_EACH_S
         (the last one the rest of the call's time). A certificate failure is final."""
         failure: BaseException | None = None
@@ -247,7 +274,7 @@ class GuardedClient:
                 failure = error
         raise APIConnectionError("no address to connect to") from failure
 
-    def _idle_connection(self, addresses: list[IPAddress]) -> tuple[IPAddress, _Connection | None]:
+    def _idle_connection(self, addresses: list[_Target]) -> tuple[_Target, _Connection | None]:
         """A kept-alive connection to one of `addresses` (those checked for this call)."""
         now = asyncio.get_running_loop().time()
         for address in addresses:
@@ -259,24 +286,66 @@ class GuardedClient:
                 self._forget(connection)
         return addresses[0], None
 
-    async def _connect(self, address: IPAddress) -> _Connection:
+    async def _connect(self, address: _Target) -> _Connection:
         url = self.route.url
+        proxy = self.route.proxy
         try:
-            reader, writer = await asyncio.open_connection(
-                str(address),
-                url.port,
-                ssl=self._tls,
-                server_hostname=url.host if self._tls is not None else None,
-                limit=_READ_SIZE,
-            )
+            if proxy is not None:
+                reader, writer = await self._through(proxy)
+            else:
+                reader, writer = await asyncio.open_connection(
+                    str(address),
+                    url.port,
+                    ssl=self._tls,
+                    server_hostname=url.host if self._tls is not None else None,
+                    limit=_READ_SIZE,
+                )
         except ssl.SSLCertVerificationError as error:
             # The same certificate would fail the same way on another try.
             raise APICertificateError(f"certificate not trusted: {error}") from error
+        except APIConnectionError:
+            raise  # the proxy's answer, already told
         except OSError as error:  # refused, unreachable, reset, other TLS failures
             raise APIConnectionError(f"connection failed: {error}") from error
         connection = _Connection(reader, writer)
         self._open.add(connection)
         return connection
+
+    async def _through(self, proxy: Proxy) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection through `proxy`: to the proxy itself for an `http` base (requests are
+        forwarded), a CONNECT tunnel to the base's host with TLS inside for an `https` one."""
+        url = self.route.url
+        reader, writer = await asyncio.open_connection(proxy.host, proxy.port, limit=_READ_SIZE)
+        if self._tls is None:
+            return reader, writer
+        try:
+            authority = f"[{url.host}]:{url.port}" if ":" in url.host else f"{url.host}:{url.port}"
+            head = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n"
+            if proxy.authorization is not None:
+                head += f"Proxy-Authorization: {proxy.authorization}\r\n"
+            writer.write((head + "\r\n").encode("latin-1"))
+            await writer.drain()
+            try:
+                answer = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError as error:
+                raise APIConnectionError(f"the proxy {proxy} closed the tunnel") from error
+            except asyncio.LimitOverrunError as error:
+                raise APIConnectionError(f"the proxy {proxy} answered garbage") from error
+            status_line = answer.split(b"\r\n", 1)[0].decode("latin-1")
+            version, _, rest = status_line.partition(" ")
+            code = rest[:3]
+            if not version.startswith("HTTP/1.") or not code.isdigit():
+                raise APIConnectionError(f"the proxy {proxy} answered {status_line[:100]!r}")
+            if not 200 <= int(code) < 300:
+                raise APIProxyError(
+                    f"the proxy {proxy} refused a tunnel to {authority}: {status_line[:100]}",
+                    int(code),
+                )
+            await writer.start_tls(self._tls, server_hostname=url.host)
+        except BaseException:
+            writer.transport.abort()
+            raise
+        return reader, writer
 
     async def _exchange(
         self, connection: _Connection, request: h11.Request, data: bytes, limit: int
@@ -328,7 +397,7 @@ class GuardedClient:
                 raise APIConnectionError(f"connection broken: {error}") from error
             raise
 
-    def _release(self, address: IPAddress, connection: _Connection) -> None:
+    def _release(self, address: _Target, connection: _Connection) -> None:
         protocol = connection.protocol
         trailing, closed = protocol.trailing_data
         if trailing or closed:

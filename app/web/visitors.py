@@ -10,6 +10,7 @@ from typing import Annotated, NamedTuple
 from fastapi import Form, Query, Request
 from sqlalchemy.orm import Session
 
+from app.auth.subjects import Audience
 from app.challenge import service as challenges
 from app.challenge.config import Visibility
 from app.challenge.models import Challenge
@@ -97,6 +98,14 @@ class Visitor(NamedTuple):
     @property
     def visibilities(self) -> tuple[Visibility, ...]:
         return visible_visibilities(self.participant)
+
+
+def board_audience(participant: Participant | None) -> Audience:
+    """Whose view of the boards a visitor gets: the live boards for an account with the
+    admin role, in a freeze too; the participant's (frozen in a freeze) for everyone else."""
+    if participant is not None and participant.is_admin:
+        return Audience.ADMIN
+    return Audience.PARTICIPANT
 
 
 def tenant_named(session: Session, slug: str) -> Tenant:

@@ -6,7 +6,7 @@ Every attempt already there is an entry. On SQLite the column's nullability chan
 rebuilding the table (batch mode); PostgreSQL changes it in place.
 
 Revision ID: 20261128_attempt_purpose
-Revises: 20261127_participant_admin_role
+Revises: 20261128_board_freeze
 Create Date: 2026-11-28
 """
 
@@ -20,7 +20,7 @@ from alembic.operations import BatchOperations
 from sqlalchemy.exc import SAWarning
 
 revision: str = "20261128_attempt_purpose"
-down_revision: str | None = "20261127_participant_admin_role"
+down_revision: str | None = "20261128_board_freeze"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

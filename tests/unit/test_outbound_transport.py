@@ -13,13 +13,20 @@ import gzip
 import ipaddress
 import json
 import socket
+import ssl
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import h11
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from app.evaluation.direct import ConnectionPools
 from app.evaluation.llm import LLMClient, is_transient
@@ -27,6 +34,7 @@ from app.evaluation.types import InfrastructureError, ModelSpec, RetryPolicy
 from app.outbound import transport
 from app.outbound.addresses import DestinationRefused, ResolutionFailed, system_resolve_async
 from app.outbound.policy import OutboundPolicy
+from app.outbound.proxy import ProxySettings
 from app.outbound.transport import (
     APIConnectionError,
     APITimeoutError,
@@ -58,9 +66,10 @@ class ScriptedServer:
     requests: list[dict[str, str]] = field(default_factory=list)
     server: asyncio.Server | None = None
     handlers: set[asyncio.Task[None]] = field(default_factory=set)
+    tls: ssl.SSLContext | None = None
 
     async def __aenter__(self) -> ScriptedServer:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
         return self
 
     async def __aexit__(self, *_: object) -> None:
@@ -74,7 +83,8 @@ class ScriptedServer:
     def base_url(self) -> str:
         assert self.server is not None
         port = self.server.sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}/v1"
+        scheme = "http" if self.tls is None else "https"
+        return f"{scheme}://127.0.0.1:{port}/v1"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -411,3 +421,269 @@ def test_status_errors_carry_the_openai_api_s_names_and_headers() -> None:
         assert str(error) == f'HTTP {status}: {{"error": "no"}}'
     assert is_transient(status_error(429, {}, b"")) and is_transient(status_error(503, {}, b""))
     assert not is_transient(status_error(401, {}, b""))
+
+
+def _private_authority(folder: Path) -> tuple[Path, ssl.SSLContext]:
+    """A certificate authority of our own (its PEM file) and a server context whose
+    certificate, for 127.0.0.1, it signed."""
+    now = datetime.now(UTC)
+
+    def certificate(
+        subject: str, key: ec.EllipticCurvePrivateKey, issuer: str, signer: Any, ca: bool
+    ) -> x509.Certificate:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(minutes=5))
+            .not_valid_after(now + timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if ca:
+            builder = builder.add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            ).add_extension(
+                x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False
+            )
+        else:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False,
+            ).add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
+                critical=False,
+            )
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_cert = certificate("Gauntlet test CA", ca_key, "Gauntlet test CA", ca_key, ca=True)
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    server_cert = certificate("127.0.0.1", server_key, "Gauntlet test CA", ca_key, ca=False)
+    ca_file = folder / "ca.pem"
+    ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    chain = folder / "server.pem"
+    chain.write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        + server_cert.public_bytes(serialization.Encoding.PEM)
+    )
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(chain)
+    return ca_file, server
+
+
+def test_a_private_authority_is_trusted_through_ssl_cert_file_and_only_then(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ca_file, server_tls = _private_authority(tmp_path)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+
+    async def call(server: ScriptedServer) -> tuple[Any, int]:
+        client = LLMClient(pools=ConnectionPools(), retry=RetryPolicy(max_attempts=3))
+        spec = ModelSpec("openai-compatible/m", api_base=server.base_url, timeout_s=5)
+        try:
+            record = await client.complete(spec, [{"role": "user", "content": "x"}])
+            return record.output, client.calls_made
+        except InfrastructureError as error:
+            return error, client.calls_made
+        finally:
+            await client.aclose()
+
+    async def scenario() -> tuple[tuple[Any, int], tuple[Any, int]]:
+        async with ScriptedServer(ok, tls=server_tls) as server:
+            monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
+            trusted = await call(server)
+            monkeypatch.delenv("SSL_CERT_FILE")  # certifi's bundle: the authority is unknown
+            untrusted = await call(server)
+            return trusted, untrusted
+
+    (output, trusted_calls), (error, untrusted_calls) = asyncio.run(scenario())
+    assert (output, trusted_calls) == ("hi", 1)
+    assert isinstance(error, InfrastructureError)
+    assert "certificate not trusted" in error.detail
+    assert "(not retried)" in str(error)
+    assert untrusted_calls == 1  # a certificate that fails once fails every time
+
+
+def test_a_resolver_failing_now_is_tried_again_and_a_refusal_is_final() -> None:
+    answers: list[Any] = [
+        ResolutionFailed("models.test cannot be resolved now"),
+        [ipaddress.ip_address("127.0.0.1")],
+    ]
+
+    async def flaky(_host: str, _port: int) -> list[Any]:
+        found = answers.pop(0) if answers else DestinationRefused("models.test: no such name")
+        if isinstance(found, BaseException):
+            raise found
+        return list(found)
+
+    async def call(client: LLMClient, port: str) -> Any:
+        spec = ModelSpec("openai-compatible/m", api_base=f"http://models.test:{port}/v1")
+        try:
+            return (await client.complete(spec, [{"role": "user", "content": "x"}])).output
+        except InfrastructureError as error:
+            return error
+
+    async def scenario() -> tuple[Any, int, Any, int]:
+        async with ScriptedServer(ok) as server:
+            port = server.base_url.split(":")[2].split("/")[0]
+            retry = RetryPolicy(max_attempts=3, base_delay_s=0.0)
+            client = LLMClient(pools=ConnectionPools(), retry=retry, resolve=flaky)
+            answered = await call(client, port)
+            answered_calls = client.calls_made
+            await client.aclose()
+            client = LLMClient(pools=ConnectionPools(), retry=retry, resolve=flaky)
+            refused = await call(client, port)
+            await client.aclose()
+            return answered, answered_calls, refused, client.calls_made
+
+    answered, answered_calls, refused, refused_calls = asyncio.run(scenario())
+    assert (answered, answered_calls) == ("hi", 2)
+    assert isinstance(refused, InfrastructureError) and "no such name" in refused.detail
+    assert refused_calls == 1
+
+
+@dataclass
+class RecordingProxy:
+    """A forward proxy on loopback: tunnels CONNECT, forwards other requests to the host of
+    their absolute URL, and records each request's head."""
+
+    heads: list[list[str]] = field(default_factory=list)
+    server: asyncio.Server | None = None
+    pipes: set[asyncio.Task[None]] = field(default_factory=set)
+
+    async def __aenter__(self) -> RecordingProxy:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        for pipe in self.pipes:
+            pipe.cancel()
+        await asyncio.gather(*self.pipes, return_exceptions=True)
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://user:secret@127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")[:-2]
+        self.heads.append(lines)
+        method, target, _ = lines[0].split(" ")
+        authority = target if method == "CONNECT" else target.split("/")[2]
+        host, port = authority.rsplit(":", 1)
+        upstream_reader, upstream_writer = await asyncio.open_connection(host, int(port))
+        if method == "CONNECT":
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        else:
+            upstream_writer.write(head)
+        for source, sink in ((reader, upstream_writer), (upstream_reader, writer)):
+            task = asyncio.create_task(self._pipe(source, sink))
+            self.pipes.add(task)
+
+    @staticmethod
+    async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        try:
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+        finally:
+            sink.close()
+
+
+def test_the_operator_s_proxy_carries_the_operator_s_runs_and_never_a_tenant_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ca_file, server_tls = _private_authority(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
+
+    async def call(policy: OutboundPolicy, base_url: str) -> Any:
+        client = LLMClient(outbound=policy, pools=ConnectionPools())
+        spec = ModelSpec("openai-compatible/m", api_base=base_url, timeout_s=5)
+        try:
+            return (await client.complete(spec, [{"role": "user", "content": "x"}])).output
+        finally:
+            await client.aclose()
+
+    async def scenario() -> tuple[list[Any], list[list[str]], str]:
+        async with (
+            RecordingProxy() as proxy,
+            ScriptedServer(ok, tls=server_tls) as tls_server,
+            ScriptedServer(ok) as plain_server,
+        ):
+            environ = {"HTTPS_PROXY": proxy.url, "http_proxy": proxy.url}
+            policy = OutboundPolicy.unrestricted(proxies=ProxySettings.from_environ(environ))
+            bypassing = OutboundPolicy.unrestricted(
+                proxies=ProxySettings.from_environ({**environ, "NO_PROXY": "localhost,127.0.0.1"})
+            )
+            outputs = [
+                await call(policy, tls_server.base_url),  # tunnelled, TLS end to end
+                await call(policy, plain_server.base_url),  # forwarded
+                await call(bypassing, plain_server.base_url),  # directly
+            ]
+            return outputs, proxy.heads, plain_server.base_url
+
+    outputs, heads, plain_base = asyncio.run(scenario())
+    assert outputs == ["hi", "hi", "hi"]
+    (tunnel, forwarded) = heads
+    assert tunnel[0].startswith("CONNECT 127.0.0.1:") and tunnel[0].endswith(" HTTP/1.1")
+    assert "Proxy-Authorization: Basic dXNlcjpzZWNyZXQ=" in tunnel
+    assert forwarded[0] == f"POST {plain_base}/chat/completions HTTP/1.1"
+    assert "Proxy-Authorization: Basic dXNlcjpzZWNyZXQ=" in forwarded
+    # A tenant's call (a restricted policy) can hold no proxy.
+    with pytest.raises(ValueError, match="never for tenants"):
+        OutboundPolicy(proxies=ProxySettings.from_environ({"HTTPS_PROXY": "http://p:3128"}))
+
+
+def test_an_address_that_does_not_answer_yields_to_the_next_family_after_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(transport, "CONNECT_EACH_S", 0.05)
+    resolved = [ipaddress.ip_address(a) for a in ("::2", "::1", "127.0.0.2", "127.0.0.1")]
+    tried: list[str] = []
+    open_connection = asyncio.open_connection
+
+    async def silent_but_127_0_0_1(host: str, port: int, **options: Any) -> Any:
+        tried.append(host)
+        if host != "127.0.0.1":
+            await asyncio.sleep(30)  # a SYN nobody answers
+        return await open_connection(host, port, **options)
+
+    monkeypatch.setattr(transport.asyncio, "open_connection", silent_but_127_0_0_1)
+
+    async def scenario() -> Any:
+        async with ScriptedServer(ok) as server:
+            port = server.base_url.split(":")[2].split("/")[0]
+            route = OutboundPolicy.unrestricted().route(f"http://models.test:{port}/v1")
+
+            async def resolve(_host: str, _port: int) -> list[Any]:
+                return resolved
+
+            client = GuardedClient(route, resolve=resolve)
+            try:
+                return await client.post_json("/chat/completions", {}, 5)
+            finally:
+                await client.aclose()
+
+    assert asyncio.run(scenario()) == COMPLETION
+    # The families alternate from the resolver's first answer.
+    assert tried == ["::2", "127.0.0.2", "::1", "127.0.0.1"]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+import uuid
 
 import pytest
 
+from app.leaderboard.models import LeaderboardEntry
 from app.leaderboard.ranking import UNKNOWN_COST, RankInput, RankKey, rank_key, sort_tuple
+from app.leaderboard.service import ranked_items
 
 
 def attempt(**values: object) -> RankInput:
@@ -68,3 +71,37 @@ def test_ties_go_to_the_earlier_attempt_then_the_id() -> None:
 def test_unknown_strategy_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown strategy"):
         rank_key("vibes", attempt())
+
+
+def _entry(baseline: bool) -> LeaderboardEntry:
+    return LeaderboardEntry(
+        challenge_id=uuid.uuid4(),
+        participant_id=uuid.uuid4(),
+        attempt_id=uuid.uuid4(),
+        rank_key=0.0,
+        rank_tiebreak=0.0,
+        attempt_created_at_ms=0,
+        baseline=baseline,
+    )
+
+
+@pytest.mark.parametrize(
+    ("baselines", "ranked_before", "ranks", "after"),
+    [
+        ([], 0, [], 0),
+        ([False, False, False], 0, [1, 2, 3], 3),
+        # A baseline is ranked where it would place: the rank of the participant after it.
+        ([True, False, True, False, True], 0, [1, 1, 2, 2, 3], 2),
+        ([True, True], 0, [1, 1], 0),
+        # A page deeper in the board goes on from the participants ranked before it.
+        ([False, True, False], 40, [41, 42, 42], 42),
+    ],
+)
+def test_baselines_take_no_participants_rank(
+    baselines: list[bool], ranked_before: int, ranks: list[int], after: int
+) -> None:
+    rows = [(_entry(baseline), f"p{index}") for index, baseline in enumerate(baselines)]
+    items, ranked = ranked_items(rows, ranked_before)
+    assert [item.rank for item in items] == ranks
+    assert [item.baseline for item in items] == baselines
+    assert ranked == after

@@ -23,7 +23,7 @@ class Board:
         ]
 
     def ratings_page(
-        self, challenge_id: uuid.UUID, side: Side, *, limit: int, offset: int
+        self, challenge_id: uuid.UUID, side: Side, *, limit: int, offset: int, frozen: bool
     ) -> tuple[list[BoardLine], int]:
         return self.lines[offset : offset + limit], len(self.lines)
 

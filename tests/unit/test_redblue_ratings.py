@@ -24,6 +24,7 @@ from app.kinds.red_blue.rules.ratings import (
     bootstrap_bounds,
     compute_ratings,
     fit_strengths,
+    interval_ranks,
     provisional_bounds,
     ratings_of,
     win_probability,
@@ -269,6 +270,19 @@ def test_rank_counts_the_intervals_entirely_above() -> None:
             assert row.rank == 1 + above
         assert [row.rank for row in side] == sorted(row.rank for row in side)
     assert len({row.rank for row in ratings.red}) > 1
+
+
+def test_baselines_count_in_no_ones_rank_and_rank_where_they_would_place() -> None:
+    low = np.array([1200.0, 1100.0, 900.0, 700.0, 500.0])
+    high = np.array([1300.0, 1250.0, 1000.0, 800.0, 600.0])
+    counted = np.array([False, True, True, False, True])
+    # Without baselines: 1 + every interval wholly above.
+    assert interval_ranks(low, high).tolist() == [1, 1, 3, 4, 5]
+    # The baselines (0 and 3) take no rank: the participants rank 1, 2, 3 among themselves,
+    # and each baseline where it would place among them.
+    assert interval_ranks(low, high, counted).tolist() == [1, 1, 2, 3, 3]
+    assert interval_ranks(low, high, np.zeros(5, dtype=bool)).tolist() == [1] * 5
+    assert interval_ranks(np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)).tolist() == []
 
 
 def test_hostile_names_and_many_participants() -> None:

@@ -436,3 +436,50 @@ def test_a_misspelt_field_comes_first_naming_what_it_probably_meant() -> None:
     ]
     assert telling_first(unrelated)[0]["msg"] == "Extra inputs are not permitted"
     assert errors[1]["msg"] == "Extra inputs are not permitted"  # the caller's list untouched
+
+
+def test_the_leaderboard_panel_marks_a_freeze_the_live_result_and_baselines() -> None:
+    from datetime import UTC, datetime
+
+    from app.leaderboard.schemas import LeaderboardItem
+    from app.web.leaderboards.service import LeaderboardRow, LeaderboardView
+    from app.web.rendering import render_macro
+    from app.web.web_kind import StrategyText
+
+    since = datetime(2030, 1, 1, 12, tzinfo=UTC)
+
+    def row(handle: str, rank: int, *, baseline: bool = False, you: bool = False) -> Any:
+        item = LeaderboardItem(
+            rank=rank,
+            participant=handle,
+            baseline=baseline,
+            attempt_id=uuid.uuid4(),
+            score=None,
+            succeeded=True,
+            tokens_total=3,
+            elapsed_ms=1,
+            rating=None,
+            created_at=since,
+        )
+        return LeaderboardRow(item, "3", you)
+
+    strategy = StrategyText("fewest_tokens", "Fewest tokens", "Tokens", "Fewest first.")
+    rows = [row("reference", 1, baseline=True), row("alice", 1), row("bob", 2)]
+
+    def panel(**freeze: Any) -> str:
+        own = row("carol", 7, you=True)
+        board = LeaderboardView(strategy, rows, 3, own, False, **freeze)
+        return render_macro("macros.html", "leaderboard_panel", board, "/full")
+
+    frozen = panel(frozen_at=since)
+    assert "<strong>Frozen</strong>" in frozen and "frozen</strong>" not in frozen
+    # The participant's own row is their live result, without a rank among hidden ones.
+    assert "live-result" in frozen and 'title="Your live result' in frozen
+    assert frozen.count('class="baseline-tag"') == 1 and "(1)" in frozen
+    admins = panel(live_in_freeze_since=since)
+    assert (
+        "as an admin you see the live board" in admins and "<strong>Frozen</strong>" not in admins
+    )
+    assert "live-result" not in admins
+    live = panel()
+    assert "rozen" not in live and "live-result" not in live

@@ -32,6 +32,7 @@ from app.attempt.attempt_kind import (
 )
 from app.attempt.metrics import AttemptMetrics, KindMetrics
 from app.attempt.models import RunPurpose
+from app.auth.subjects import Audience
 from app.challenge.challenge_kind import Accepts, KindConfig, NamedModel
 from app.challenge.config import KindLimits
 from app.challenge.models import Challenge
@@ -191,6 +192,7 @@ class RedBlueKind(RedBluePages, Kind):
         self,
         session: Session,
         challenge: Challenge,
+        audience: Audience,
         *,
         limit: int,
         offset: int,
@@ -199,7 +201,9 @@ class RedBlueKind(RedBluePages, Kind):
         """`?side=red|blue`: one side's board by rating (required)."""
 
         side = service.board_side(params)
-        return service.read_leaderboard(session, challenge, side, limit=limit, offset=offset)
+        return service.read_leaderboard(
+            session, challenge, side, audience, limit=limit, offset=offset
+        )
 
     # Exports ------------------------------------------------------------------------------
 

@@ -75,6 +75,15 @@ class _BoardState:
     handles: dict[str, str]
     written: tuple[tuple[int, int], list[RatingRow]] | None = None
     ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    # Each side's baseline players (read again by every recompute): marked, ranked where they
+    # would place, counted in no one's rank nor in the team standings.
+    baselines: dict[Side, set[str]] = field(default_factory=dict)
+
+    def team_points(self, side: Side) -> int:
+        """The side's points in the team standings: its participants', no baseline's."""
+        points = self.red_points if side is Side.RED else self.blue_points
+        left_out = self.baselines.get(side, set())
+        return sum(value for name, value in points.items() if name not in left_out)
 
     @classmethod
     def recounted(cls, tenant_id: uuid.UUID, seq: int, landed: repository.Landed) -> _BoardState:
@@ -260,8 +269,8 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
     now = utcnow()
     board = repository.BoardWrite(
         rows=rows,
-        red_points=sum(state.red_points.values()),
-        blue_points=sum(state.blue_points.values()),
+        red_points=state.team_points(Side.RED),
+        blue_points=state.team_points(Side.BLUE),
         matches=state.tally.matches,
         rated_seq=claim.landed_seq,
         intervals_seq=state.intervals_seq,
@@ -364,6 +373,10 @@ def _load(
             stored = repository.stored_ratings(session, challenge_id)
         state.start_from_stored(stored, strengths=False)
         state.intervals_seq = claim.intervals_seq
+    state.baselines = {
+        side: {str(participant) for participant in players}
+        for side, players in repository.baseline_players(session, challenge_id).items()
+    }
     unnamed = [
         uuid.UUID(name)
         for name in (*state.tally.red_names, *state.tally.blue_names)
@@ -390,7 +403,10 @@ def _rows(state: _BoardState, low: FloatArray, high: FloatArray) -> list[RatingR
         (Side.BLUE, tally.blue_names, tally.reds, state.blue_points),
     ):
         members = slice(first, first + len(names))
-        ranks = interval_ranks(rating_low[members], rating_high[members])
+        left_out = state.baselines.get(side, set())
+        baseline = [name in left_out for name in names]
+        counted = ~np.array(baseline, dtype=bool) if left_out else None
+        ranks = interval_ranks(rating_low[members], rating_high[members], counted)
         by_handle = np.argsort(
             np.array([state.handles.get(name, "").lower() for name in names], dtype=object),
             kind="stable",
@@ -417,6 +433,7 @@ def _rows(state: _BoardState, low: FloatArray, high: FloatArray) -> list[RatingR
                 points=points.get(names[index], 0),
                 matches=side_played[index],
                 wins=side_wins[index],
+                baseline=baseline[index],
             )
             for position, index in enumerate(order.tolist(), start=1)
         )

@@ -19,16 +19,19 @@ LEADERBOARD = Dataset(
     name="leaderboard",
     title="Leaderboards (red and blue)",
     description="The red board, then the blue one, as the last ratings recompute stored them: "
-    "the rows of GET /v1/challenges/{id}/leaderboard?side=red and ?side=blue, each with its side.",
+    "the rows of GET /v1/challenges/{id}/leaderboard?side=red and ?side=blue as admins read "
+    "them (live, in a freeze too), each with its side.",
     columns=(
         Column("side", "red (attackers) or blue (defenders)."),
         Column(
             "rank",
             "1 + the participants of the side whose interval lies wholly above this "
-            "one's (several can share a rank).",
+            "one's (several can share a rank; baselines count for no one, and a baseline's "
+            "rank is where it would place).",
         ),
         Column("tied", "true when another participant of the side shares this rank."),
         Column("participant", "The participant's handle."),
+        Column("baseline", "true for an admin's reference entries (a baseline), else false."),
         Column("rating", "Bradley-Terry rating (one decimal)."),
         Column("rating_low", "Low end of the bootstrap 95 % interval of the rating."),
         Column("rating_high", "High end of that interval."),
@@ -54,6 +57,7 @@ DEFENSES = Dataset(
         Column("created_at", "Submitted (ISO 8601, UTC)."),
         Column("finished_at", "When its self-test ended."),
         Column("paired", "Whether its matches were made: true or false."),
+        Column("baseline", "true for an admin's reference entry (a baseline)."),
         *_match_counts(),
     ),
     read=in_batches(service.defenses_in_order),
@@ -70,6 +74,7 @@ ATTACKS = Dataset(
         Column("prompt", "The attack: the user message sent to the target."),
         Column("created_at", "Submitted (ISO 8601, UTC)."),
         Column("paired", "Whether its matches were made: true or false."),
+        Column("baseline", "true for an admin's reference entry (a baseline)."),
         *_match_counts(),
     ),
     read=in_batches(service.attacks_in_order),

@@ -24,6 +24,8 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     Uuid,
+    false,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -65,6 +67,14 @@ class Defense(Leased, Base):
         ),
         Index("ix_redblue_defenses_challenge_participant", "challenge_id", "participant_id"),
         Index("ix_redblue_defenses_status_enqueued", "status", "enqueued_at"),
+        # The few baseline entries of a challenge, which every recompute of its board reads.
+        Index(
+            "ix_redblue_defenses_baselines",
+            "challenge_id",
+            "participant_id",
+            postgresql_where=text("baseline"),
+            sqlite_where=text("baseline"),
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
@@ -92,6 +102,9 @@ class Defense(Leased, Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # When it was paired (active defenses only); null while its pairing is still to be done.
     paired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # An admin's reference entry: shown on boards with a mark, it takes no participant's rank
+    # (and, red-blue, no point of the team standings).
+    baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Attack(Base):
@@ -104,6 +117,14 @@ class Attack(Base):
         Index("ix_redblue_attacks_challenge_created", "challenge_id", "created_at"),
         Index("ix_redblue_attacks_challenge_participant", "challenge_id", "participant_id"),
         Index("ix_redblue_attacks_paired_enqueued", "paired_at", "enqueued_at"),
+        # The few baseline entries of a challenge, which every recompute of its board reads.
+        Index(
+            "ix_redblue_attacks_baselines",
+            "challenge_id",
+            "participant_id",
+            postgresql_where=text("baseline"),
+            sqlite_where=text("baseline"),
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
@@ -120,6 +141,9 @@ class Attack(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime)
     paired_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # An admin's reference entry: shown on boards with a mark, it takes no participant's rank
+    # (and, red-blue, no point of the team standings).
+    baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Match(Leased, Metered, Base):
@@ -193,7 +217,28 @@ SELF_TEST_LEASES = LeasedTable(
 MATCH_LEASES = LeasedTable(Match, waiting=MatchStatus.QUEUED, running=MatchStatus.RUNNING)
 
 
-class Rating(Base):
+class _RatingColumns:
+    """A board row's columns, shared by the live board and its frozen copy."""
+
+    side: Mapped[Side] = mapped_column(StrEnumColumn(Side, 8), primary_key=True)
+    participant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("participants.id", ondelete="CASCADE"), primary_key=True
+    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    rank: Mapped[int] = mapped_column(Integer)
+    rating: Mapped[float] = mapped_column(Float)
+    rating_low: Mapped[float] = mapped_column(Float)
+    rating_high: Mapped[float] = mapped_column(Float)
+    points: Mapped[int] = mapped_column(BigInteger)
+    matches: Mapped[int] = mapped_column(Integer)
+    wins: Mapped[int] = mapped_column(Integer)
+    # The participant's entries on this side are baselines: ranked where they would place,
+    # taking no participant's rank (app.kinds.red_blue.board_recompute).
+    baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+
+class Rating(_RatingColumns, Base):
     """A participant's standing on one side of one challenge, as the last recompute left it.
     `position` is the row's place in the board's order (rank, then rating, then handle), so a
     page of the leaderboard is one range scan of the primary index."""
@@ -212,19 +257,26 @@ class Rating(Base):
     challenge_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("challenges.id", ondelete="CASCADE"), primary_key=True
     )
-    side: Mapped[Side] = mapped_column(StrEnumColumn(Side, 8), primary_key=True)
-    participant_id: Mapped[uuid.UUID] = mapped_column(
-        Uuid, ForeignKey("participants.id", ondelete="CASCADE"), primary_key=True
+
+
+class FrozenRating(_RatingColumns, Base):
+    """A board row as it stood when the challenge's freeze began (the leaderboard's
+    `BoardFreeze`, which holds the standings of then as its `figures`)."""
+
+    __tablename__ = "redblue_frozen_ratings"
+    __table_args__ = (
+        Index(
+            "ix_redblue_frozen_ratings_board_position",
+            "challenge_id",
+            "side",
+            "position",
+            unique=True,
+        ),
     )
-    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
-    position: Mapped[int] = mapped_column(Integer)
-    rank: Mapped[int] = mapped_column(Integer)
-    rating: Mapped[float] = mapped_column(Float)
-    rating_low: Mapped[float] = mapped_column(Float)
-    rating_high: Mapped[float] = mapped_column(Float)
-    points: Mapped[int] = mapped_column(BigInteger)
-    matches: Mapped[int] = mapped_column(Integer)
-    wins: Mapped[int] = mapped_column(Integer)
+
+    challenge_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("board_freezes.challenge_id", ondelete="CASCADE"), primary_key=True
+    )
 
 
 class Board(Base):

@@ -48,6 +48,7 @@ from app.web.visitors import (
     CsrfField,
     ListPage,
     Visitor,
+    board_audience,
     challenge_url,
     require_csrf,
     tenant_url,
@@ -215,11 +216,10 @@ def boards(
     web, tenant, participant = visit
     challenge = _red_blue(session, visit, challenge_slug)
     chosen = Side.BLUE if side == "blue" else Side.RED
-    handle = participant.handle if participant is not None else None
     panel = board_panels(
         session,
         challenge,
-        handle,
+        participant,
         limit=BOARD_PAGE_SIZE,
         offset=(page_number - 1) * BOARD_PAGE_SIZE,
     )[chosen.value]
@@ -232,7 +232,7 @@ def boards(
         participant=participant,
         challenge=to_public_view(challenge),
         board=panel,
-        standings=service.challenge_standings(session, challenge),
+        standings=service.challenge_standings(session, challenge, board_audience(participant)),
         page_number=page_number,
         pages=max(1, math.ceil(panel.total / BOARD_PAGE_SIZE)),
         base_url=challenge_url(tenant, challenge),

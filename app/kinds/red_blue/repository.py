@@ -41,11 +41,13 @@ from app.kinds.red_blue.models import (
     Board,
     Defense,
     DefenseStatus,
+    FrozenRating,
     Match,
     MatchStatus,
     Rating,
     Side,
 )
+from app.leaderboard.freeze import before_board_write
 from app.lease import repository as leases
 from app.tenant.models import Participant
 
@@ -80,6 +82,7 @@ class RatingRow:
     points: int
     matches: int
     wins: int
+    baseline: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,7 @@ class BoardLine:
     points: int
     matches: int
     wins: int
+    baseline: bool = False
 
 
 def _dialect(session: Session) -> str:
@@ -276,35 +280,44 @@ class RedBlueRepository:
         return list(defenses), list(attacks)
 
     def ratings_page(
-        self, challenge_id: uuid.UUID, side: Side, *, limit: int, offset: int
+        self,
+        challenge_id: uuid.UUID,
+        side: Side,
+        *,
+        limit: int,
+        offset: int,
+        frozen: bool = False,
     ) -> tuple[list[BoardLine], int]:
-        """A page of one side's board in its stored order, with each participant's handle.
-        A side's positions are 1..n with no gap (`write_board`), so the page is the positions
-        after `offset` and the total is the last position: two short range scans of
-        ix_redblue_ratings_board_position, whatever the offset (an OFFSET would read and
-        join every row before the page)."""
+        """A page of one side's board in its stored order, with each participant's handle
+        (`frozen`: of its copy as it stood when the challenge's freeze began). A side's
+        positions are 1..n with no gap (`write_board`), so the page is the positions after
+        `offset` and the total is the last position: two short range scans of the board's
+        position index, whatever the offset (an OFFSET would read and join every row before
+        the page)."""
+        rows_of: type[Rating] | type[FrozenRating] = FrozenRating if frozen else Rating
         side_rows = (
-            Rating.challenge_id == challenge_id,
-            Rating.side == side,
-            Rating.tenant_id == self.tenant_id,
+            rows_of.challenge_id == challenge_id,
+            rows_of.side == side,
+            rows_of.tenant_id == self.tenant_id,
         )
         rows = self.session.execute(
             select(
                 Participant.handle,
-                Rating.rank,
-                Rating.rating,
-                Rating.rating_low,
-                Rating.rating_high,
-                Rating.points,
-                Rating.matches,
-                Rating.wins,
+                rows_of.rank,
+                rows_of.rating,
+                rows_of.rating_low,
+                rows_of.rating_high,
+                rows_of.points,
+                rows_of.matches,
+                rows_of.wins,
+                rows_of.baseline,
             )
-            .join(Participant, Participant.id == Rating.participant_id)
-            .where(*side_rows, Rating.position > offset)
-            .order_by(Rating.position)
+            .join(Participant, Participant.id == rows_of.participant_id)
+            .where(*side_rows, rows_of.position > offset)
+            .order_by(rows_of.position)
             .limit(limit)
         ).tuples()
-        total = self.session.scalar(select(func.max(Rating.position)).where(*side_rows))
+        total = self.session.scalar(select(func.max(rows_of.position)).where(*side_rows))
         return [BoardLine(*row) for row in rows], total or 0
 
     # Exports: a challenge's entries and matches oldest first, a batch after a cursor
@@ -917,6 +930,20 @@ def handles_of(session: Session, participant_ids: Sequence[uuid.UUID]) -> dict[u
     return {key: value for key, value in rows}
 
 
+def baseline_players(session: Session, challenge_id: uuid.UUID) -> dict[Side, set[uuid.UUID]]:
+    """The participants whose entries of each side are baselines (an admin's reference
+    entries): red by their attacks, blue by their defenses."""
+    found: dict[Side, set[uuid.UUID]] = {Side.RED: set(), Side.BLUE: set()}
+    for side, model in ((Side.RED, Attack), (Side.BLUE, Defense)):
+        rows = session.scalars(
+            select(model.participant_id)
+            .where(model.challenge_id == challenge_id, model.baseline)
+            .distinct()
+        )
+        found[side].update(rows)
+    return found
+
+
 def stored_ratings(session: Session, challenge_id: uuid.UUID) -> list[RatingRow]:
     """The board's rows as written (a recompute's start, and what a write compares with)."""
     r = _RATINGS.c
@@ -932,6 +959,7 @@ def stored_ratings(session: Session, challenge_id: uuid.UUID) -> list[RatingRow]
             r.points,
             r.matches,
             r.wins,
+            r.baseline,
         ).where(r.challenge_id == challenge_id)
     ).tuples()
     return [RatingRow(pid, Side(side), *rest) for pid, side, *rest in rows]
@@ -991,6 +1019,7 @@ def write_board(
     marker = (board.rated_seq, board.intervals_seq)
     if current is None or tuple(current) >= marker:
         return None
+    before_board_write(session, challenge_id, copy_to_frozen)
     stored = known[1] if known is not None and known[0] == tuple(current) else None
     if stored is None:
         stored = stored_ratings(session, challenge_id)
@@ -1022,6 +1051,42 @@ def write_board(
     return Written(len(changed) + len(gone), marker)
 
 
+def copy_to_frozen(session: Session, challenge_id: uuid.UUID) -> dict[str, Any]:
+    """Both sides' rows as they stand, into the board's frozen copy (replacing any), and the
+    standings of now (the snapshot keeps them)."""
+    frozen: Table = FrozenRating.__table__  # type: ignore[assignment]
+    session.execute(delete(frozen).where(frozen.c.challenge_id == challenge_id))
+    session.execute(
+        frozen.insert().from_select(
+            _RATING_COLUMNS,
+            select(*(_RATINGS.c[name] for name in _RATING_COLUMNS)).where(
+                _RATINGS.c.challenge_id == challenge_id
+            ),
+        )
+    )
+    standings = session.execute(
+        select(
+            Board.red_points,
+            Board.blue_points,
+            Board.matches,
+            Board.computed_at,
+            Board.intervals_computed_at,
+        ).where(Board.challenge_id == challenge_id)
+    ).first()
+    if standings is None:
+        return {"red_points": 0, "blue_points": 0, "matches": 0}
+    red_points, blue_points, matches, computed_at, intervals_computed_at = standings
+    return {
+        "red_points": red_points,
+        "blue_points": blue_points,
+        "matches": matches,
+        "computed_at": None if computed_at is None else computed_at.isoformat(),
+        "intervals_computed_at": (
+            None if intervals_computed_at is None else intervals_computed_at.isoformat()
+        ),
+    }
+
+
 _RATING_COLUMNS = (
     "challenge_id",
     "tenant_id",
@@ -1035,6 +1100,7 @@ _RATING_COLUMNS = (
     "points",
     "matches",
     "wins",
+    "baseline",
 )
 
 
@@ -1081,6 +1147,7 @@ def _insert_ratings(
             row.points,
             row.matches,
             row.wins,
+            row.baseline,
         )
         for row in rows
     ]

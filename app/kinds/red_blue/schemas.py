@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 from app.attempt.attempt_kind import KindSubmission, SubmittedText
 from app.attempt.metrics import KindMetrics
 from app.kinds.red_blue.models import DefenseStatus, MatchStatus, Side
+from app.leaderboard.schemas import FROZEN_AT_DESCRIPTION, FROZEN_DESCRIPTION
 from app.schemas import Handle, InputSchema, OutputSchema
 
 
@@ -30,6 +31,13 @@ class DefenseCreate(InputSchema):
         description="The participant's handle, created on first use. Required with a tenant key.",
     )
     system_prompt: str = Field(min_length=1)
+    baseline: bool = Field(
+        default=False,
+        description="Tenant admin keys only: an admin's reference entry (a baseline). It plays "
+        "matches as any entry does; its board row is marked and ranked where it would place, "
+        "taking no participant's rank, and its points count for no team. Give baselines "
+        "handles of their own.",
+    )
 
     @field_validator("system_prompt")
     @classmethod
@@ -45,6 +53,13 @@ class AttackCreate(InputSchema):
         description="The participant's handle, created on first use. Required with a tenant key.",
     )
     prompt: str = Field(min_length=1)
+    baseline: bool = Field(
+        default=False,
+        description="Tenant admin keys only: an admin's reference entry (a baseline). It plays "
+        "matches as any entry does; its board row is marked and ranked where it would place, "
+        "taking no participant's rank, and its points count for no team. Give baselines "
+        "handles of their own.",
+    )
 
     @field_validator("prompt")
     @classmethod
@@ -74,6 +89,7 @@ class DefenseRead(OutputSchema):
     )
     created_at: datetime
     finished_at: datetime | None
+    baseline: bool = Field(default=False, description="An admin's reference entry.")
     paired: bool
     matches: MatchCounts | None = None
 
@@ -88,6 +104,7 @@ class AttackRead(OutputSchema):
     status: str = Field(description="'pending' until paired, then 'paired'.")
     created_at: datetime
     paired: bool
+    baseline: bool = Field(default=False, description="An admin's reference entry.")
     matches: MatchCounts | None = None
 
 
@@ -140,12 +157,18 @@ class MatchList(OutputSchema):
 
 
 class BoardItem(OutputSchema):
-    rank: int
+    rank: int = Field(
+        description="1 + the participants of the side whose interval lies wholly above this "
+        "one's (baselines count for no one: a baseline's rank is where it would place)."
+    )
     tied: bool = Field(
         description="Another participant shares this rank: their 95 % intervals overlap, so "
         "neither is told apart from the other (a rank counts the participants entirely above)."
     )
     participant: str
+    baseline: bool = Field(
+        default=False, description="An admin's reference entries (a baseline), not a participant."
+    )
     rating: float
     rating_low: float
     rating_high: float
@@ -173,6 +196,8 @@ class RedBlueLeaderboard(OutputSchema):
         description="When the intervals were last bootstrapped (at a bounded rate; in "
         "between, each interval keeps its width around the moved rating).",
     )
+    frozen: bool = Field(default=False, description=FROZEN_DESCRIPTION)
+    frozen_at: datetime | None = Field(default=None, description=FROZEN_AT_DESCRIPTION)
 
 
 class Standings(OutputSchema):
@@ -183,6 +208,8 @@ class Standings(OutputSchema):
     matches: int = Field(description="Judged matches the standings count.")
     computed_at: datetime | None
     pending: bool = Field(description="Matches landed since; a recompute is due.")
+    frozen: bool = Field(default=False, description=FROZEN_DESCRIPTION)
+    frozen_at: datetime | None = Field(default=None, description=FROZEN_AT_DESCRIPTION)
 
 
 def verdict_views(verdicts: list[dict[str, Any]] | None, *, full: bool) -> list[VerdictRead] | None:

@@ -15,19 +15,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from app.attempt.repository import SubmissionTarget
 from app.attempt.service import submission_target
-from app.auth.subjects import Audience, SignedInParticipant, TenantKey
+from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
 from app.challenge.config import LimitsConfig
 from app.challenge.limits import Left, left_under, refuse_when_none_left
 from app.challenge.models import Challenge
 from app.challenge.service import get_challenge, public_challenge, refuse_unless_open
 from app.config import get_settings
 from app.db import utcnow
-from app.errors import AppError, Conflict, NotFound, ValidationFailed
+from app.errors import AppError, Conflict, Forbidden, NotFound, ValidationFailed
 from app.kinds.red_blue import repository
 from app.kinds.red_blue.config import RedBlueLimitFields, text_limit
 from app.kinds.red_blue.dispatch import PAIR_ATTACK, RUN_MATCH, SELF_TEST
@@ -53,6 +52,8 @@ from app.kinds.red_blue.schemas import (
     Standings,
     verdict_views,
 )
+from app.leaderboard.freeze import read_as_seen
+from app.leaderboard.models import BoardFreeze
 from app.tenant.service import handle_of, handles, participant_by_handle, participant_for_handle
 from app.unit_of_work import UnitOfWork
 
@@ -113,10 +114,10 @@ def not_red_blue(challenge_kind: str, field: str, what: str) -> ValidationFailed
     )
 
 
-def _fingerprint(challenge_id: uuid.UUID, body: BaseModel) -> str:
-    payload = json.dumps(
-        {"challenge_id": str(challenge_id), **body.model_dump()}, sort_keys=True
-    ).encode()
+def _fingerprint(challenge_id: uuid.UUID, body: DefenseCreate | AttackCreate) -> str:
+    # `baseline` only when set: what an entry that is not one hashed to stays so.
+    fields = body.model_dump(exclude=None if body.baseline else {"baseline"})
+    payload = json.dumps({"challenge_id": str(challenge_id), **fields}, sort_keys=True).encode()
     return hashlib.sha256(payload).hexdigest()
 
 
@@ -149,6 +150,8 @@ def _submit(
     body: DefenseCreate | AttackCreate,
     idempotency_key: str | None,
 ) -> EntrySubmission:
+    if body.baseline and not isinstance(submitter, TenantAdmin):
+        raise Forbidden("baseline: only a tenant admin key submits baselines")
     session = work.session
     tenant_id = submitter.tenant_id
     is_defense = isinstance(body, DefenseCreate)
@@ -194,6 +197,7 @@ def _submit(
         "request_fingerprint": fingerprint,
         "created_at": now,
         "enqueued_at": now,
+        "baseline": body.baseline,
     }
     entry: Defense | Attack
     if isinstance(body, DefenseCreate):
@@ -275,6 +279,7 @@ def defense_view(
         finished_at=defense.finished_at,
         paired=defense.paired_at is not None,
         matches=None if counts is None else _counts(counts),
+        baseline=defense.baseline,
     )
 
 
@@ -290,6 +295,7 @@ def attack_view(
         created_at=attack.created_at,
         paired=attack.paired_at is not None,
         matches=None if counts is None else _counts(counts),
+        baseline=attack.baseline,
     )
 
 
@@ -583,6 +589,7 @@ def board_item(line: BoardLine, tied: bool) -> BoardItem:
         rank=line.rank,
         tied=tied,
         participant=line.handle,
+        baseline=line.baseline,
         rating=round(line.rating, 1),
         rating_low=round(line.rating_low, 1),
         rating_high=round(line.rating_high, 1),
@@ -593,46 +600,79 @@ def board_item(line: BoardLine, tied: bool) -> BoardItem:
 
 
 def read_leaderboard(
-    session: Session, challenge: Challenge, side: Side, *, limit: int, offset: int
+    session: Session,
+    challenge: Challenge,
+    side: Side,
+    audience: Audience,
+    *,
+    limit: int,
+    offset: int,
 ) -> RedBlueLeaderboard:
-    """A page of one side's board, as the last recompute stored it."""
+    """A page of one side's board, as the last recompute stored it (for non-admins in a
+    freeze: as it stood when the freeze began)."""
     repo = RedBlueRepository(session, challenge.tenant_id)
-    rows, total = board_page_with_ties(repo, challenge.id, side, limit=limit, offset=offset)
-    board = repo.board(challenge.id)
-    return RedBlueLeaderboard(
-        challenge_id=challenge.id,
-        side=side,
-        items=[board_item(line, tied) for line, tied in rows],
-        total=total,
-        limit=limit,
-        offset=offset,
-        computed_at=board.computed_at if board is not None else None,
-        intervals_computed_at=board.intervals_computed_at if board is not None else None,
-    )
+
+    def read(snapshot: BoardFreeze | None) -> RedBlueLeaderboard:
+        rows, total = board_page_with_ties(
+            repo, challenge.id, side, limit=limit, offset=offset, frozen=snapshot is not None
+        )
+        if snapshot is not None:
+            computed_at = _figure_time(snapshot, "computed_at")
+            intervals_computed_at = _figure_time(snapshot, "intervals_computed_at")
+        else:
+            board = repo.board(challenge.id)
+            computed_at = board.computed_at if board is not None else None
+            intervals_computed_at = board.intervals_computed_at if board is not None else None
+        return RedBlueLeaderboard(
+            challenge_id=challenge.id,
+            side=side,
+            items=[board_item(line, tied) for line, tied in rows],
+            total=total,
+            limit=limit,
+            offset=offset,
+            computed_at=computed_at,
+            intervals_computed_at=intervals_computed_at,
+        )
+
+    seen = read_as_seen(session, challenge, audience, read)
+    return seen.board.model_copy(update={"frozen": seen.frozen, "frozen_at": seen.frozen_at})
 
 
 def board_page_with_ties(
-    repo: RedBlueRepository, challenge_id: uuid.UUID, side: Side, *, limit: int, offset: int
+    repo: RedBlueRepository,
+    challenge_id: uuid.UUID,
+    side: Side,
+    *,
+    limit: int,
+    offset: int,
+    frozen: bool = False,
 ) -> tuple[list[tuple[BoardLine, bool]], int]:
-    """A page of one side's board, each row with whether another row shares its rank (their
-    intervals overlap: ranks count only the rows entirely above). A shared rank's rows are
-    neighbours in the board's order, so the rows just before and after the page tell."""
+    """A page of one side's board, each row with whether another participant's row shares
+    its rank (their intervals overlap: ranks count only the rows entirely above; a baseline
+    shares no one's). A shared rank's rows are neighbours in the board's order, but for the
+    baselines between them, so the participants' rows just before and after tell (those of
+    the page, and the row on either side of it)."""
     start = max(offset - 1, 0)
     lines, total = repo.ratings_page(
-        challenge_id, side, limit=limit + 1 + offset - start, offset=start
+        challenge_id, side, limit=limit + 1 + offset - start, offset=start, frozen=frozen
     )
-    ranks = [line.rank for line in lines]
+    # The participants' rows' ranks by index, baselines left out.
+    ranked = [(index, line.rank) for index, line in enumerate(lines) if not line.baseline]
+    place = {index: number for number, (index, _) in enumerate(ranked)}
     first = offset - start
     rows = []
     for index in range(first, min(first + limit, len(lines))):
-        rank = ranks[index]
-        before = index > 0 and ranks[index - 1] == rank
-        after = index + 1 < len(ranks) and ranks[index + 1] == rank
-        rows.append((lines[index], before or after))
+        line = lines[index]
+        number = place.get(index)
+        tied = number is not None and any(
+            0 <= other < len(ranked) and ranked[other][1] == line.rank
+            for other in (number - 1, number + 1)
+        )
+        rows.append((line, tied))
     return rows, total
 
 
-def _standings(session: Session, challenge: Challenge) -> Standings:
+def _live_standings(session: Session, challenge: Challenge) -> Standings:
     board = RedBlueRepository(session, challenge.tenant_id).board(challenge.id)
     if board is None:
         return Standings(
@@ -656,17 +696,50 @@ def _standings(session: Session, challenge: Challenge) -> Standings:
     )
 
 
+def _figure_time(snapshot: BoardFreeze, name: str) -> datetime | None:
+    """A time the snapshot kept of the board (`copy_to_frozen`)."""
+    value = (snapshot.figures or {}).get(name)
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _frozen_standings(challenge: Challenge, snapshot: BoardFreeze) -> Standings:
+    """The standings the snapshot kept (`copy_to_frozen`)."""
+    figures = snapshot.figures or {}
+    red, blue = int(figures.get("red_points", 0)), int(figures.get("blue_points", 0))
+    return Standings(
+        challenge_id=challenge.id,
+        red_points=red,
+        blue_points=blue,
+        red_share=red / (red + blue) if red + blue else None,
+        matches=int(figures.get("matches", 0)),
+        computed_at=_figure_time(snapshot, "computed_at"),
+        pending=False,
+    )
+
+
+def _standings(session: Session, challenge: Challenge, audience: Audience) -> Standings:
+    """The team standings as the audience sees them (frozen for non-admins in a freeze)."""
+
+    def read(snapshot: BoardFreeze | None) -> Standings:
+        if snapshot is None:
+            return _live_standings(session, challenge)
+        return _frozen_standings(challenge, snapshot)
+
+    seen = read_as_seen(session, challenge, audience, read)
+    return seen.board.model_copy(update={"frozen": seen.frozen, "frozen_at": seen.frozen_at})
+
+
 def read_standings(
     session: Session, subject: TenantKey | SignedInParticipant, challenge_id: uuid.UUID
 ) -> Standings:
     challenge = _red_blue_challenge(get_challenge(session, subject.tenant_id, challenge_id))
-    return _standings(session, challenge)
+    return _standings(session, challenge, subject.audience)
 
 
-def challenge_standings(session: Session, challenge: Challenge) -> Standings:
+def challenge_standings(session: Session, challenge: Challenge, audience: Audience) -> Standings:
     """The standings of a challenge its caller may already see (the web pages, which check
     the visitor's access to the challenge first)."""
-    return _standings(session, _red_blue_challenge(challenge))
+    return _standings(session, _red_blue_challenge(challenge), audience)
 
 
 # Public reads (a public challenge, no credential) -------------------------------------------
@@ -681,7 +754,7 @@ def _public(session: Session, tenant_slug: str, challenge_slug: str) -> Challeng
 
 
 def read_public_standings(session: Session, tenant_slug: str, challenge_slug: str) -> Standings:
-    return _standings(session, _public(session, tenant_slug, challenge_slug))
+    return _standings(session, _public(session, tenant_slug, challenge_slug), Audience.PARTICIPANT)
 
 
 def list_public_matches(

@@ -45,6 +45,7 @@ from app.scoring.strategies import Strategy
 from app.tenant import service as tenants
 from app.tenant.models import Participant
 from app.web.forms import FormError
+from app.web.visitors import board_audience
 from app.web.web_kind import Count, ListStanding, StrategyText, WebKind
 
 KIND_TEMPLATE = "kinds/red_blue/macros.html"
@@ -91,6 +92,8 @@ class BoardPanel:
     total: int
     computed_at: Any
     intervals_computed_at: Any
+    # When the board froze, if the visitor sees it frozen (None: the live board).
+    frozen_at: Any = None
 
 
 @dataclass(frozen=True)
@@ -154,26 +157,38 @@ def _board(
     session: Session,
     challenge: Challenge,
     side: Side,
-    handle: str | None,
+    participant: Participant | None,
     *,
     limit: int,
     offset: int,
 ) -> tuple[BoardPanel, RedBlueLeaderboard]:
-    board = service.read_leaderboard(session, challenge, side, limit=limit, offset=offset)
+    audience = board_audience(participant)
+    board = service.read_leaderboard(session, challenge, side, audience, limit=limit, offset=offset)
+    handle = participant.handle if participant is not None else None
     rows = [
         BoardRow(item, handle is not None and item.participant == handle) for item in board.items
     ]
     panel = BoardPanel(
-        side.value, rows, board.total, board.computed_at, board.intervals_computed_at
+        side.value,
+        rows,
+        board.total,
+        board.computed_at,
+        board.intervals_computed_at,
+        board.frozen_at if board.frozen else None,
     )
     return panel, board
 
 
 def board_panels(
-    session: Session, challenge: Challenge, handle: str | None, *, limit: int, offset: int = 0
+    session: Session,
+    challenge: Challenge,
+    participant: Participant | None,
+    *,
+    limit: int,
+    offset: int = 0,
 ) -> dict[str, BoardPanel]:
     return {
-        side.value: _board(session, challenge, side, handle, limit=limit, offset=offset)[0]
+        side.value: _board(session, challenge, side, participant, limit=limit, offset=offset)[0]
         for side in (Side.RED, Side.BLUE)
     }
 
@@ -369,7 +384,6 @@ def play_state(
     side = fields.get("side") or params.get("side")
     if side not in SIDES:
         side = None
-    handle = participant.handle if participant is not None else None
     defenses: list[DefenseRead] = []
     attacks: list[AttackRead] = []
     matches: list[MatchRow] = []
@@ -396,8 +410,8 @@ def play_state(
                 side = "blue"
             else:
                 side = "red"
-    standings = service.challenge_standings(session, challenge)
-    boards = board_panels(session, challenge, handle, limit=BOARD_PANEL_SIZE)
+    standings = service.challenge_standings(session, challenge, board_audience(participant))
+    boards = board_panels(session, challenge, participant, limit=BOARD_PANEL_SIZE)
     live = participant is not None and (
         any(d.status == DefenseStatus.PENDING for d in defenses)
         or any(a.status == "pending" for a in attacks)

@@ -48,7 +48,7 @@ def leaderboard(
     )
     pages = pages_of(board.total, LEADERBOARD_PAGE_SIZE)
     your_page = None
-    if board.own is not None:
+    if board.own is not None and board.frozen_at is None:
         your_page = math.ceil(board.own.item.rank / LEADERBOARD_PAGE_SIZE)
     chart = leaderboard_chart(session, challenge, participant, board, first_page=page_number == 1)
     return page(

@@ -18,6 +18,7 @@ from app.scoring.strategies import Strategy
 from app.tenant.models import Participant
 from app.web import charts
 from app.web.formatting import format_duration, format_number, format_percent
+from app.web.visitors import board_audience
 from app.web.web_kind import DEFAULT_MACROS, StrategyText, WebKind
 
 LEADERBOARD_PAGE_SIZE = 50
@@ -85,6 +86,11 @@ class LeaderboardView:
     total: int
     own: LeaderboardRow | None  # the participant's row, on this page or not
     own_on_page: bool
+    # When the board froze, if the visitor sees it frozen (their own row is then their live
+    # result, shown apart); None: the live board.
+    frozen_at: Any = None
+    # When the public board froze, if the visitor (an admin) sees the live board meanwhile.
+    live_in_freeze_since: Any = None
     macros: str = DEFAULT_MACROS  # the kind's fragments: its columns
     kind_info: Any = None  # what the kind's columns say of the whole board
     kind_columns: int = 0
@@ -111,12 +117,16 @@ def leaderboard_view(
     kind = kind_as(challenge.kind, WebKind)
     config = config_of(challenge)
     strategy = strategy_text(challenge, config)
-    board = leaderboards.read_leaderboard(session, challenge, limit=limit, offset=offset)
+    board = leaderboards.read_leaderboard(
+        session, challenge, board_audience(participant), limit=limit, offset=offset
+    )
     handle = participant.handle if participant is not None else None
     rows = [_row(strategy, item, handle, kind.macros) for item in board.items]
     own = next((row for row in rows if row.is_you), None)
     own_on_page = own is not None
-    if participant is not None and own is None:
+    if participant is not None and (own is None or board.frozen):
+        # In a freeze, the participant's own row is their live result, shown apart.
+        own_on_page = own is not None and not board.frozen
         standing = leaderboards.standings(
             session, challenge.tenant_id, participant.id, [challenge.id]
         ).get(challenge.id)
@@ -137,6 +147,8 @@ def leaderboard_view(
         board.total,
         with_extra(own) if own is not None else None,
         own_on_page,
+        frozen_at=board.frozen_at if board.frozen else None,
+        live_in_freeze_since=None if board.frozen else board.frozen_at,
         macros=kind.macros,
         kind_info=kind.board_info(challenge, config),
         kind_columns=kind.board_columns,

@@ -628,9 +628,13 @@ def provisional_bounds(
     return low, high
 
 
-def interval_ranks(low: FloatArray, high: FloatArray) -> IntArray:
-    """Each one's rank among these intervals: 1 + how many lie entirely above it."""
-    lows = np.sort(low)
+def interval_ranks(
+    low: FloatArray, high: FloatArray, counted: npt.NDArray[np.bool_] | None = None
+) -> IntArray:
+    """Each one's rank among these intervals: 1 + how many of the counted ones (all, unless
+    given) lie entirely above it. One not counted (a baseline) is ranked where it would place
+    and takes no one's rank."""
+    lows = np.sort(low if counted is None else low[counted])
     above = len(lows) - np.searchsorted(lows, high, side="right")
     ranks: IntArray = 1 + above
     return ranks
