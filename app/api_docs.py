@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import BaseRoute
 
-from app.attempt.attempt_kind import AttemptKind
+from app.attempt.attempt_kind import AttemptKind, unscored_fields
 from app.auth.gate import (
     get_credential,
     require_platform_admin,
@@ -191,6 +191,8 @@ def document_errors(app: FastAPI, document: dict[str, Any]) -> dict[str, Any]:
 KIND_BODIES = ("ChallengeCreate", "ChallengeUpdate")
 # The body that carries a kind's submission fields as fields of its own (app/attempt/schemas.py).
 SUBMISSION_BODY = "AttemptCreate"
+# The bodies of practice and test runs, which carry the fields of a kind's unscored runs.
+UNSCORED_BODIES = ("PracticeCreate", "TestRunCreate")
 # The challenge's limits, which carry a kind's own limits (app/challenge/config.py).
 LIMITS = "LimitsConfig"
 
@@ -242,7 +244,8 @@ def _add_fields(
 def document_kinds(document: dict[str, Any]) -> dict[str, Any]:
     """The bodies with what every registered kind brings to them: the challenge bodies with
     its sections (`target`, `benchmark`, ...) and its limits (`max_defense_chars`, ...), the
-    submission body with its fields (`prompt`, `model`, ...). The service validates those
+    submission body with its fields (`prompt`, `model`, ...), and the practice and test-run
+    bodies with those of its unscored runs. The service validates those
     with the kind's model, so FastAPI does not see them; the document shows them, each with
     the kinds it belongs to."""
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
@@ -258,6 +261,13 @@ def document_kinds(document: dict[str, Any]) -> dict[str, Any]:
         if kind.accepts.attempts and isinstance(kind, AttemptKind)
     ]
     _add_fields(schemas.get(SUBMISSION_BODY, {}), _kind_fields(schemas, submitted), "A field")
+    unscored = [
+        (name, model)
+        for name, kind in kinds.items()
+        if (model := unscored_fields(kind)) is not None
+    ]
+    for body in UNSCORED_BODIES:
+        _add_fields(schemas.get(body, {}), _kind_fields(schemas, unscored), "A field")
     return document
 
 

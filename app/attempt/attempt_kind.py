@@ -29,10 +29,11 @@ from sqlalchemy.orm import Session
 
 from app.attempt import repository
 from app.attempt.metrics import AttemptMetrics, KindMetrics
+from app.attempt.models import RunPurpose
 from app.attempt.repository import LandedTrial, SubmissionTarget
 from app.attempt.run_store import DatabaseRunStore
 from app.attempt.trial_writer import TrialWriter
-from app.challenge.challenge_kind import KindConfig
+from app.challenge.challenge_kind import ChallengeKind, KindConfig
 from app.config import Settings, get_settings
 from app.db import session_scope
 from app.errors import ValidationFailed
@@ -86,7 +87,8 @@ class AttemptJob:
     attempt_id: uuid.UUID
     tenant_id: uuid.UUID
     challenge_id: uuid.UUID
-    participant_id: uuid.UUID
+    # None for a test run (no participant makes it).
+    participant_id: uuid.UUID | None
     kind: str
     goal: str
     config: KindConfig
@@ -97,6 +99,8 @@ class AttemptJob:
     kind_fields: dict[str, Any] | None = None
     # Never started before this run: no earlier run stored anything of it.
     first_start: bool = False
+    # An entry, or an unscored run (practice, test) that reaches no board.
+    purpose: RunPurpose = RunPurpose.ENTRY
     # An admin's reference entry (its leaderboard row is marked, taking no rank).
     baseline: bool = False
 
@@ -143,6 +147,21 @@ class RunContext:
         )
 
 
+@dataclass(frozen=True)
+class UnscoredRequest:
+    """An unscored run asked for (a participant's practice, a tenant admin's test run): what
+    `AttemptKind.unscored` checks and turns into what the run stores."""
+
+    session: Session
+    target: SubmissionTarget
+    fields: KindSubmission
+    # Loads the challenge's configuration (a query: only kinds whose check needs it call it).
+    config: Callable[[], KindConfig]
+    purpose: RunPurpose
+    # The participant practising; None for a test run.
+    participant_id: uuid.UUID | None
+
+
 class AttemptKind:
     """The attempt layer's interface of a kind. A kind that takes attempts sets its
     `submission_model` and implements `run` (and `submission` for checks its model cannot
@@ -153,6 +172,10 @@ class AttemptKind:
     # Whether `GET /v1/attempts/{id}` lists the attempt's trials (a kind whose attempts have
     # many, tasks times k, pages them at `GET /v1/attempts/{id}/trials` only).
     reads_show_trials: ClassVar[bool] = True
+    # The fields of an unscored run (practice, test run) beside `participant`; None: those of
+    # a submission (`submission_model`). A kind that takes no attempts runs unscored ones only
+    # when it names its fields here.
+    unscored_model: ClassVar[type[KindSubmission] | None] = None
 
     def submission(
         self,
@@ -166,6 +189,11 @@ class AttemptKind:
         check needs it (it costs a query, so only they call it)."""
         given = fields.model_dump(mode="json", exclude_none=True)
         return Submitted(kind_fields=given or None)
+
+    def unscored(self, request: UnscoredRequest) -> Submitted:
+        """What an unscored run stores, after the checks its fields' model cannot make; by
+        default a submission's (`submission`)."""
+        return self.submission(request.target, request.fields, request.config)
 
     def cost_budget_usd(self, config: KindConfig, settings: Settings) -> float:
         """What one attempt may spend on model calls (never above the server's budget)."""
@@ -191,6 +219,16 @@ class AttemptKind:
         """Measures of the kind's own, beside `metrics` (its `measure`), in the same
         transaction; stored in the attempt's `kind_metrics` document (none by default)."""
         return None
+
+
+def unscored_fields(kind: ChallengeKind) -> type[KindSubmission] | None:
+    """The fields of the kind's unscored runs (practice, test runs): its `unscored_model`, or
+    else a submission's when it takes attempts; None when it runs none."""
+    if not isinstance(kind, AttemptKind):
+        return None
+    if kind.unscored_model is not None:
+        return kind.unscored_model
+    return kind.submission_model if kind.accepts.attempts else None
 
 
 def stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]:

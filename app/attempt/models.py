@@ -47,6 +47,25 @@ class AttemptStatus(StrEnum):
         return self in (AttemptStatus.COMPLETED, AttemptStatus.ERROR)
 
 
+class RunPurpose(StrEnum):
+    """Why an attempt runs. Only entries are scored play: boards, limits, rescoring, exports,
+    dashboards and the attempt lists read entries alone. The others run the same way on a
+    worker and are shown to whom they are for, and to nothing else:
+
+    - `practice`: a participant's unscored try, under its own small quota;
+    - `test`: a tenant admin's run of the challenge's configuration on a sample input, in any
+      state (a draft's too); it has no participant.
+    """
+
+    ENTRY = "entry"
+    PRACTICE = "practice"
+    TEST = "test"
+
+    @property
+    def scored(self) -> bool:
+        return self is RunPurpose.ENTRY
+
+
 class Attempt(Leased, Metered, Base):
     """One submission. Status moves queued → running → completed | error.
 
@@ -73,8 +92,14 @@ class Attempt(Leased, Metered, Base):
     challenge_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("challenges.id", ondelete="CASCADE")
     )
-    participant_id: Mapped[uuid.UUID] = mapped_column(
+    # None only for a test run, which no participant makes.
+    participant_id: Mapped[uuid.UUID | None] = mapped_column(
         Uuid, ForeignKey("participants.id", ondelete="CASCADE"), index=True
+    )
+    purpose: Mapped[RunPurpose] = mapped_column(
+        StrEnumColumn(RunPurpose, 16),
+        default=RunPurpose.ENTRY,
+        server_default=RunPurpose.ENTRY.value,
     )
     status: Mapped[AttemptStatus] = mapped_column(
         StrEnumColumn(AttemptStatus, 16), default=AttemptStatus.QUEUED
@@ -114,6 +139,13 @@ class Attempt(Leased, Metered, Base):
     # summary (tasks done, the curve so far, usage), refreshed as trials land.
     run_config: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     progress: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
+
+    @property
+    def entrant_id(self) -> uuid.UUID:
+        """The participant of an entry or a practice run (only a test run has none)."""
+        if self.participant_id is None:
+            raise ValueError(f"attempt {self.id} is a test run: it has no participant")
+        return self.participant_id
 
 
 ATTEMPT_LEASES = LeasedTable(Attempt, waiting=AttemptStatus.QUEUED, running=AttemptStatus.RUNNING)

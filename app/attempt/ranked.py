@@ -54,7 +54,7 @@ def as_ranked(attempt: Attempt) -> RankedAttempt:
         attempt.id,
         attempt.tenant_id,
         attempt.challenge_id,
-        attempt.participant_id,
+        attempt.entrant_id,
         attempt.created_at_ms,
         attempt.score,
         attempt.metrics.metric_at_k if attempt.metrics is not None else None,

@@ -18,7 +18,14 @@ from sqlalchemy import Table, and_, bindparam, func, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, defer
 
-from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus, AttemptTask, Trial
+from app.attempt.models import (
+    ATTEMPT_LEASES,
+    Attempt,
+    AttemptStatus,
+    AttemptTask,
+    RunPurpose,
+    Trial,
+)
 from app.attempt.schemas import FailedAttempt, RunRow
 from app.challenge.config import ChallengeState, LimitsConfig
 from app.challenge.models import Challenge
@@ -84,6 +91,9 @@ _SUBMISSION_TARGET = (
 )
 
 _IDEMPOTENCY_KEY = ["tenant_id", "idempotency_key"]
+# Scored play only: every reader of boards, limits, rescoring, exports, dashboards and the
+# attempt lists reads entries alone (unscored runs are read by `unscored_*`).
+_ENTRY = Attempt.purpose == RunPurpose.ENTRY
 _NEWEST_FIRST = (Attempt.created_at.desc(), Attempt.id)
 _INSERT_NEW = {
     "postgresql": postgresql.insert(_ATTEMPTS)
@@ -128,16 +138,26 @@ class AttemptRepository:
         return self.session.execute(statement, values).first() is not None
 
     def get(self, attempt_id: uuid.UUID) -> Attempt | None:
+        """An entry (an unscored run's id finds none: `unscored`)."""
         return self.session.scalar(
-            select(Attempt).where(Attempt.tenant_id == self.tenant_id, Attempt.id == attempt_id)
+            select(Attempt).where(
+                Attempt.tenant_id == self.tenant_id, Attempt.id == attempt_id, _ENTRY
+            )
         )
 
-    def get_with_kind(self, attempt_id: uuid.UUID) -> tuple[Attempt, str] | None:
-        """The attempt and its challenge's kind, in one query."""
+    def get_with_kind(
+        self, attempt_id: uuid.UUID, purposes: Sequence[RunPurpose] = (RunPurpose.ENTRY,)
+    ) -> tuple[Attempt, str] | None:
+        """The attempt, if it has one of these purposes, and its challenge's kind, in one
+        query."""
         row = self.session.execute(
             select(Attempt, Challenge.kind)
             .join(Challenge, Challenge.id == Attempt.challenge_id)
-            .where(Attempt.tenant_id == self.tenant_id, Attempt.id == attempt_id)
+            .where(
+                Attempt.tenant_id == self.tenant_id,
+                Attempt.id == attempt_id,
+                Attempt.purpose.in_(purposes),
+            )
         ).first()
         return None if row is None else (row[0], row[1])
 
@@ -149,13 +169,20 @@ class AttemptRepository:
         )
 
     def count_counting(
-        self, challenge_id: uuid.UUID, participant_id: uuid.UUID, since: datetime | None = None
+        self,
+        challenge_id: uuid.UUID,
+        participant_id: uuid.UUID,
+        since: datetime | None = None,
+        purpose: RunPurpose = RunPurpose.ENTRY,
     ) -> int:
-        """Attempts that count against limits: all but those ended by an infrastructure error."""
+        """Attempts that count against limits: all entries but those ended by an
+        infrastructure error (`purpose` says which limits: practice runs have a quota of their
+        own, and count against nothing else)."""
         conditions = [
             Attempt.tenant_id == self.tenant_id,
             Attempt.challenge_id == challenge_id,
             Attempt.participant_id == participant_id,
+            Attempt.purpose == purpose,
             Attempt.status != AttemptStatus.ERROR,
         ]
         if since is not None:
@@ -204,13 +231,35 @@ class AttemptRepository:
         participant_id: uuid.UUID | None = None,
         status: str | None = None,
     ) -> tuple[list[Attempt], int]:
-        conditions = [Attempt.tenant_id == self.tenant_id]
+        conditions = [Attempt.tenant_id == self.tenant_id, _ENTRY]
         if challenge_id is not None:
             conditions.append(Attempt.challenge_id == challenge_id)
         if participant_id is not None:
             conditions.append(Attempt.participant_id == participant_id)
         if status is not None:
             conditions.append(Attempt.status == status)
+        return page_where(
+            self.session, Attempt, conditions, _NEWEST_FIRST, limit=limit, offset=offset
+        )
+
+    def unscored_page(
+        self,
+        challenge_id: uuid.UUID,
+        purpose: RunPurpose,
+        *,
+        participant_id: uuid.UUID | None,
+        limit: int,
+        offset: int,
+    ) -> tuple[list[Attempt], int]:
+        """A challenge's unscored runs of one purpose, newest first (one participant's, if
+        given)."""
+        conditions = [
+            Attempt.tenant_id == self.tenant_id,
+            Attempt.challenge_id == challenge_id,
+            Attempt.purpose == purpose,
+        ]
+        if participant_id is not None:
+            conditions.append(Attempt.participant_id == participant_id)
         return page_where(
             self.session, Attempt, conditions, _NEWEST_FIRST, limit=limit, offset=offset
         )
@@ -237,12 +286,14 @@ class AttemptRepository:
         *,
         limit: int,
         offset: int,
+        purpose: RunPurpose = RunPurpose.ENTRY,
     ) -> tuple[list[Attempt], int]:
-        """One participant's attempts at one challenge, newest first."""
+        """One participant's attempts of this purpose at one challenge, newest first."""
         conditions = (
             Attempt.tenant_id == self.tenant_id,
             Attempt.challenge_id == challenge_id,
             Attempt.participant_id == participant_id,
+            Attempt.purpose == purpose,
         )
         return page_where(
             self.session, Attempt, conditions, _NEWEST_FIRST, limit=limit, offset=offset
@@ -253,6 +304,7 @@ class AttemptRepository:
         challenge_id: uuid.UUID,
         participant_id: uuid.UUID,
         attempt_ids: Sequence[uuid.UUID],
+        purposes: Sequence[RunPurpose] = (RunPurpose.ENTRY,),
     ) -> list[Attempt]:
         if not attempt_ids:
             return []
@@ -263,6 +315,7 @@ class AttemptRepository:
                     Attempt.challenge_id == challenge_id,
                     Attempt.participant_id == participant_id,
                     Attempt.id.in_(attempt_ids),
+                    Attempt.purpose.in_(purposes),
                 )
             )
         )
@@ -279,6 +332,7 @@ class AttemptRepository:
                 Attempt.tenant_id == self.tenant_id,
                 Attempt.participant_id == participant_id,
                 Attempt.challenge_id.in_(challenge_ids),
+                _ENTRY,
             )
             .group_by(Attempt.challenge_id)
         )
@@ -292,7 +346,11 @@ class AttemptRepository:
             return counts
         rows = self.session.execute(
             select(Attempt.challenge_id, Attempt.status, func.count())
-            .where(Attempt.tenant_id == self.tenant_id, Attempt.challenge_id.in_(challenge_ids))
+            .where(
+                Attempt.tenant_id == self.tenant_id,
+                Attempt.challenge_id.in_(challenge_ids),
+                _ENTRY,
+            )
             .group_by(Attempt.challenge_id, Attempt.status)
         )
         for challenge_id, status, count in rows.tuples():
@@ -307,10 +365,19 @@ class AttemptRepository:
             return {}
         rows = self.session.execute(
             select(Attempt.participant_id, func.count(), func.max(Attempt.created_at))
-            .where(Attempt.tenant_id == self.tenant_id, Attempt.participant_id.in_(participant_ids))
+            .where(
+                Attempt.tenant_id == self.tenant_id,
+                Attempt.participant_id.in_(participant_ids),
+                _ENTRY,
+            )
             .group_by(Attempt.participant_id)
         )
-        return {participant_id: (count, newest) for participant_id, count, newest in rows.tuples()}
+        # Entries only: every one has a participant.
+        return {
+            participant_id: (count, newest)
+            for participant_id, count, newest in rows.tuples()
+            if participant_id is not None
+        }
 
     def errored_of_challenge(self, challenge_id: uuid.UUID, *, limit: int) -> list[Attempt]:
         """The challenge's attempts that ended in error, oldest first, locked for the caller."""
@@ -321,6 +388,7 @@ class AttemptRepository:
                     Attempt.tenant_id == self.tenant_id,
                     Attempt.challenge_id == challenge_id,
                     Attempt.status == AttemptStatus.ERROR,
+                    _ENTRY,
                 )
                 .order_by(Attempt.created_at, Attempt.id)
                 .limit(limit)
@@ -339,6 +407,7 @@ class AttemptRepository:
                 Participant.tenant_id == self.tenant_id,
                 Challenge.tenant_id == self.tenant_id,
                 Attempt.status == AttemptStatus.ERROR,
+                _ENTRY,
             )
             .order_by(Attempt.finished_at.desc().nulls_last(), Attempt.id)
             .limit(limit)
@@ -414,7 +483,7 @@ class AttemptRepository:
         """Up to `limit` of the challenge's attempts after (created_at, id), oldest first;
         not their run records, which only the worker reads."""
         query = select(Attempt).where(
-            Attempt.tenant_id == self.tenant_id, Attempt.challenge_id == challenge_id
+            Attempt.tenant_id == self.tenant_id, Attempt.challenge_id == challenge_id, _ENTRY
         )
         if after is not None:
             query = query.where(
@@ -442,12 +511,18 @@ class AttemptRepository:
                 Attempt.tenant_id == self.tenant_id,
                 Attempt.challenge_id == challenge_id,
                 Trial.tenant_id == self.tenant_id,
+                _ENTRY,
             )
         )
         if after is not None:
             query = query.where(Attempt.created_at >= after[0], tuple_(*order) > tuple_(*after))
         rows = self.session.execute(query.order_by(*order).limit(limit)).tuples()
-        return [(trial, created_at, participant_id) for trial, created_at, participant_id in rows]
+        # Entries only: every one has a participant.
+        return [
+            (trial, created_at, participant_id)
+            for trial, created_at, participant_id in rows
+            if participant_id is not None
+        ]
 
     def trials(self, attempt_id: uuid.UUID) -> list[Trial]:
         return list(
@@ -488,7 +563,11 @@ def count_completed(session: Session, challenge_id: uuid.UUID) -> int:
         session.scalar(
             select(func.count())
             .select_from(Attempt)
-            .where(Attempt.challenge_id == challenge_id, Attempt.status == AttemptStatus.COMPLETED)
+            .where(
+                Attempt.challenge_id == challenge_id,
+                Attempt.status == AttemptStatus.COMPLETED,
+                _ENTRY,
+            )
         )
         or 0
     )
@@ -500,7 +579,11 @@ def completed_after(
     """The next completed attempts in submission order, after (created_at_ms, id)."""
     query = (
         select(Attempt)
-        .where(Attempt.challenge_id == challenge_id, Attempt.status == AttemptStatus.COMPLETED)
+        .where(
+            Attempt.challenge_id == challenge_id,
+            Attempt.status == AttemptStatus.COMPLETED,
+            _ENTRY,
+        )
         .order_by(Attempt.created_at_ms, Attempt.id)
         .limit(limit)
     )
@@ -516,6 +599,7 @@ def completed_since(session: Session, challenge_id: uuid.UUID, since: datetime) 
                 Attempt.challenge_id == challenge_id,
                 Attempt.status == AttemptStatus.COMPLETED,
                 Attempt.finished_at >= since,
+                _ENTRY,
             )
         )
     )

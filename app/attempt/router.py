@@ -7,15 +7,20 @@ from fastapi import APIRouter, Header, Query, Response, status
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from app.attempt import service
+from app.attempt import service, unscored
 from app.attempt.models import AttemptStatus
 from app.attempt.schemas import (
     AttemptCreate,
     AttemptList,
     AttemptRead,
     AttemptsLeft,
+    PracticeCreate,
+    PracticeLeft,
     RetriedAttempts,
+    TestRunCreate,
     TrialList,
+    UnscoredRunList,
+    UnscoredRunRead,
 )
 from app.auth.gate import CredentialDep, TenantAdminDep, TenantKeyDep, check_tenant_key
 from app.auth.service import authenticate
@@ -232,3 +237,96 @@ def post_attempt_retry(
 ) -> AttemptRead:
     """The former name of `POST /v1/attempts/{attempt_id}/rerun`, kept for existing clients."""
     return post_attempt_rerun(attempt_id, work, caller)
+
+
+# Unscored runs: test runs (tenant admins) and practice (participants) --------------------------
+
+
+@router.post(
+    "/challenges/{challenge_id}/test-runs",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={409: {"description": "The challenge's kind has no test runs."}},
+)
+def post_test_run(
+    challenge_id: uuid.UUID, body: TestRunCreate, work: UnitOfWorkDep, caller: TenantAdminDep
+) -> UnscoredRunRead:
+    """Run the challenge's configuration once on a sample input (tenant admin; any state, a
+    draft's too): a worker runs it as an attempt; poll `GET /v1/test-runs/{id}` for the exact
+    messages, the reply, the verdict, the score and the cost. It touches no leaderboard,
+    standings, rating or limit."""
+    started = unscored.start_test_run(work, caller, challenge_id, body)
+    work.commit()
+    telemetry.attempt_reached(started.kind, "queued")
+    return started.view
+
+
+@router.get("/test-runs/{run_id}")
+def get_test_run(run_id: uuid.UUID, session: SessionDep, caller: TenantAdminDep) -> UnscoredRunRead:
+    """One test run, with its trials (tenant admin)."""
+    return unscored.read_test_run(session, caller, run_id)
+
+
+@router.get("/challenges/{challenge_id}/test-runs")
+def list_test_runs(
+    challenge_id: uuid.UUID,
+    session: SessionDep,
+    caller: TenantAdminDep,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> UnscoredRunList:
+    """The challenge's test runs, newest first (tenant admin)."""
+    return unscored.list_test_runs(session, caller, challenge_id, limit=limit, offset=offset)
+
+
+@router.post(
+    "/challenges/{challenge_id}/practice-runs",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={
+        409: {"description": "The challenge is not open, or has practice off."},
+        429: {"description": "The participant's practice runs for today are used up."},
+    },
+)
+def post_practice_run(
+    challenge_id: uuid.UUID, body: PracticeCreate, work: UnitOfWorkDep, caller: TenantKeyDep
+) -> UnscoredRunRead:
+    """Practise: an unscored run for a participant (open challenges), under the challenge's
+    `limits.max_practice_per_day`. It is on no board and counts against no attempt limit;
+    poll `GET /v1/practice-runs/{id}` for the reply and the verdict."""
+    started = unscored.start_practice(work, caller, challenge_id, body)
+    work.commit()
+    telemetry.attempt_reached(started.kind, "queued")
+    return started.view
+
+
+@router.get("/practice-runs/{run_id}")
+def get_practice_run(
+    run_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep
+) -> UnscoredRunRead:
+    """One practice run, with its trials (member keys get the participant's view)."""
+    return unscored.read_practice(session, caller, run_id)
+
+
+@router.get("/challenges/{challenge_id}/practice-runs/left")
+def practice_runs_left(
+    challenge_id: uuid.UUID,
+    session: SessionDep,
+    caller: TenantKeyDep,
+    participant: Annotated[Handle, Query(description="The participant's handle.")],
+) -> PracticeLeft:
+    """What the day's practice quota leaves one participant, and when it starts again."""
+    return unscored.practice_left(session, caller, challenge_id, participant)
+
+
+@router.get("/challenges/{challenge_id}/practice-runs")
+def list_practice_runs(
+    challenge_id: uuid.UUID,
+    session: SessionDep,
+    caller: TenantKeyDep,
+    participant: str | None = None,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> UnscoredRunList:
+    """The challenge's practice runs, newest first, of one participant if named."""
+    return unscored.list_practice(
+        session, caller, challenge_id, participant, limit=limit, offset=offset
+    )

@@ -119,6 +119,7 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
         created_at_ms=attempt.created_at_ms,
         kind_fields=attempt.kind_fields,
         first_start=claimed.first_start,
+        purpose=attempt.purpose,
         baseline=attempt.baseline,
     )
 
@@ -126,11 +127,13 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
 async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> AttemptMetrics | None:
     """Runs the kind's trials, every call by the service's outbound policy and within the
     attempt's and the tenant's cost budgets; returns what the kind's run returns."""
-    if not find_kind(job.kind).accepts.attempts:
+    kind = kind_as(job.kind, AttemptKind)
+    # A kind with entries of its own may still run unscored runs (`unscored_model`).
+    runs_unscored = not job.purpose.scored and kind.unscored_model is not None
+    if not (find_kind(job.kind).accepts.attempts or runs_unscored):
         # Never queued (submission refuses it); a row written by other means ends in error
         # saying why, not as an internal failure.
         raise InfrastructureError(f"a {job.kind} challenge takes no attempts")
-    kind = kind_as(job.kind, AttemptKind)
     budget = CostBudget(
         own=RowSpend(Attempt, job.attempt_id),
         tenant_day=DaySpend(job.tenant_id),
@@ -146,8 +149,9 @@ async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> Att
 
 
 def _finish(job: AttemptJob, token: uuid.UUID, outcome: AttemptMetrics | None) -> None:
-    """Metrics (the kind's measure), the score, the status and the leaderboard, written in
-    one commit by the holder of the lease only. A scorer plugin runs between two transactions,
+    """Metrics (the kind's measure), the score, the status and the leaderboard (entries only:
+    an unscored run is scored for its reader and offered to no board), written in one
+    commit by the holder of the lease only. A scorer plugin runs between two transactions,
     so a slow one holds no lock; other strategies need one."""
     context = {
         "attempt_id": job.attempt_id,
@@ -209,10 +213,15 @@ def _complete(
     ).one_or_none()
     if row is None:
         return None
-    ranked = ranked_of(
-        job.attempt_id, job.tenant_id, job.challenge_id, job.participant_id, baseline=job.baseline
-    )
-    leaderboard.offer(session, ranked(metrics, scored.score), scoring.strategy)
+    if job.purpose.scored and job.participant_id is not None:
+        ranked = ranked_of(
+            job.attempt_id,
+            job.tenant_id,
+            job.challenge_id,
+            job.participant_id,
+            baseline=job.baseline,
+        )
+        leaderboard.offer(session, ranked(metrics, scored.score), scoring.strategy)
     created_at, started_at = row
     return _end_recorder(job.kind, AttemptStatus.COMPLETED, finished, created_at, started_at)
 

@@ -8,25 +8,43 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from app.attempt.metrics import AttemptMetrics
-from app.attempt.models import Attempt, AttemptStatus
+from app.attempt.models import Attempt, AttemptStatus, RunPurpose
 from app.schemas import Handle, InputSchema, OutputSchema
 
 # A kind's fields ride along as extra fields of the body (as a challenge's sections do).
 _WITH_KIND_FIELDS = ConfigDict(extra="allow", allow_inf_nan=False)
 
 
-class AttemptCreate(InputSchema):
-    """A submission: the participant, and the fields of the challenge's kind (`prompt` for
-    prompt challenges; `model`, `temperature`, `system_prompt` for benchmark ones), which ride
-    along as extra fields. The service validates those with the kind's own model
-    (`AttemptKind.submission_model`), naming the field on error, an unknown one included."""
+class KindFieldsBody(InputSchema):
+    """A body whose fields are the challenge kind's, riding along as extra fields; the service
+    validates them with the kind's own model, naming the field on error."""
 
     model_config = _WITH_KIND_FIELDS
+
+    @property
+    def kind_fields(self) -> dict[str, Any]:
+        """The kind's fields as given (unvalidated: the kind validates them). A null counts as
+        not given, as clients that send every field (the other kinds' too) do."""
+        return {
+            name: value for name, value in (self.model_extra or {}).items() if value is not None
+        }
+
+
+class ParticipantBody(KindFieldsBody):
+    """A body of a participant's: their handle beside the kind's fields."""
 
     participant: Handle | None = Field(
         default=None,
         description="The participant's handle, created on first use. Required with a tenant key.",
     )
+
+
+class AttemptCreate(ParticipantBody):
+    """A submission: the participant, and the fields of the challenge's kind (`prompt` for
+    prompt challenges; `model`, `temperature`, `system_prompt` for benchmark ones), which ride
+    along as extra fields. The service validates those with the kind's own model
+    (`AttemptKind.submission_model`), naming the field on error, an unknown one included."""
+
     baseline: bool = Field(
         default=False,
         description="Tenant admin keys only: an admin's reference entry (a baseline), shown on "
@@ -39,13 +57,18 @@ class AttemptCreate(InputSchema):
         """A submission built in code (the web forms), validated as a request body is."""
         return cls.model_validate({"participant": participant, **fields})
 
-    @property
-    def kind_fields(self) -> dict[str, Any]:
-        """The kind's fields as given (unvalidated: the kind validates them). A null counts as
-        not given, as clients that send every field (the other kinds' too) do."""
-        return {
-            name: value for name, value in (self.model_extra or {}).items() if value is not None
-        }
+
+class PracticeCreate(ParticipantBody):
+    """A practice run: the participant and a submission's fields (`prompt`; benchmark: the
+    model spec and an optional `task_index`; red_blue: the attack as `prompt` and, optionally,
+    a defense as `system_prompt`, else the participant's newest active one). A practice run is
+    never a baseline."""
+
+
+class TestRunCreate(KindFieldsBody):
+    """A test run's sample input, the fields of a submission of the challenge's kind (`prompt`;
+    benchmark: the model spec and an optional `task_index`, else the first task; red_blue: a
+    sample defense as `system_prompt` and attack as `prompt`)."""
 
 
 class TrialRead(OutputSchema):
@@ -170,3 +193,55 @@ class RetriedAttempts(OutputSchema):
     """How many of the challenge's failed attempts were queued again."""
 
     queued: int
+
+
+class UnscoredRunRead(OutputSchema):
+    """A practice or test run: run by a worker as an attempt is, scored for its reader, and
+    seen by no board, limit, rescoring or export. `messages`, `reply` and `verdict` are its
+    last trial's, as the reader may see them (every trial is in `trials`)."""
+
+    id: uuid.UUID
+    challenge_id: uuid.UUID
+    purpose: RunPurpose
+    participant: str | None = Field(description="Who practised; null for a test run.")
+    status: AttemptStatus
+    prompt: str | None
+    model_spec: dict[str, Any] | None
+    kind_fields: dict[str, Any] | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None
+    error_detail: str | None = Field(default=None, description="Tenant admins only.")
+    messages: list[dict[str, Any]] | None = Field(
+        description="The exact messages sent to the model (participants: without the "
+        "challenge's hidden system prompt)."
+    )
+    reply: str | None = Field(description="The model's reply.")
+    verdict: dict[str, Any] | None = Field(
+        description="The verifier's decision: success, score (0..1), its public output."
+    )
+    metrics: AttemptMetrics | None
+    kind_metrics: dict[str, Any] | None
+    score: float | None = Field(description="What the challenge's scoring would give it.")
+    score_details: dict[str, Any] | None
+    cost_usd: float | None = Field(description="Model cost of the run, where prices are known.")
+    trials: list[TrialRead]
+
+
+class UnscoredRunList(OutputSchema):
+    items: list[UnscoredRunRead]
+    total: int
+    limit: int
+    offset: int
+
+
+class PracticeLeft(OutputSchema):
+    """What the challenge's practice quota leaves one participant today (practice runs count
+    only here, never against the attempt limits; those an infrastructure error ended do not
+    count)."""
+
+    participant: str
+    max_practice_per_day: int
+    left_today: int
+    resets_at: datetime = Field(description="When the day's count starts again (00:00 UTC).")

@@ -23,6 +23,7 @@ from app.attempt.schemas import (
     AttemptsLeft,
     AttemptTrialRead,
     FailedAttempt,
+    KindFieldsBody,
     RunRow,
     TrialList,
     TrialRead,
@@ -140,13 +141,19 @@ def _submission_fields(kind: ChallengeKind) -> Container[str]:
     return ()
 
 
-def _kind_fields(kind: AttemptKind, name: str, body: AttemptCreate) -> KindSubmission:
-    """The body's fields beside `participant`, validated by the kind's `submission_model`:
+def kind_fields(
+    kind: AttemptKind,
+    name: str,
+    body: KindFieldsBody,
+    model: type[KindSubmission] | None = None,
+) -> KindSubmission:
+    """The body's fields beside `participant`, validated by `model` (the kind's
+    `submission_model` by default):
     a 422 naming the field that says most what to fix (a misspelling, with the field it
     probably meant; a field the kind requires; a field only other kinds take, with the
     kinds it is for; then the rest)."""
     try:
-        return kind.submission_model.model_validate(body.kind_fields)
+        return (model or kind.submission_model).model_validate(body.kind_fields)
     except ValidationError as error:
         problems = telling_first(error.errors())
     owners = {field: kinds_taking(field, _submission_fields) for field in body.kind_fields}
@@ -267,7 +274,7 @@ def _submit(
         raise NotFound("challenge not found")
     _refuse_no_attempts(find_kind(challenge.kind), challenge, body)
     kind = kind_as(challenge.kind, AttemptKind)
-    fields = _kind_fields(kind, challenge.kind, body)
+    fields = kind_fields(kind, challenge.kind, body)
     fingerprint = _fingerprint(challenge_id, body.participant, fields, body.baseline)
     if idempotency_key is not None:
         existing = repo.by_idempotency_key(idempotency_key)
@@ -449,7 +456,7 @@ def read_attempt(session: Session, reader: TenantKey, attempt_id: uuid.UUID) -> 
     if found is None:
         raise NotFound("attempt not found")
     attempt, kind = found
-    handle = handle_of(session, reader.tenant_id, attempt.participant_id)
+    handle = handle_of(session, reader.tenant_id, attempt.entrant_id)
     with_trials = kind_as(kind, AttemptKind).reads_show_trials
     trials = repo.trials(attempt.id) if with_trials else None
     return to_view(attempt, handle, trials, reader.audience)
@@ -502,8 +509,8 @@ def list_attempts(
         participant_id=participant_id,
         status=status,
     )
-    named = handles(session, tenant_id, list({a.participant_id for a in rows}))
-    items = [to_view(a, named.get(a.participant_id, ""), None, reader.audience) for a in rows]
+    named = handles(session, tenant_id, list({a.entrant_id for a in rows}))
+    items = [to_view(a, named.get(a.entrant_id, ""), None, reader.audience) for a in rows]
     return AttemptList(items=items, total=total, limit=limit, offset=offset)
 
 
@@ -547,8 +554,8 @@ def attempts_in_order(
     reader sees them in lists (no trials), and the cursor of the last."""
     tenant_id = reader.tenant_id
     rows = AttemptRepository(session, tenant_id).in_submission_order(challenge_id, after, limit)
-    named = handles(session, tenant_id, list({a.participant_id for a in rows}))
-    items = [to_view(a, named.get(a.participant_id, ""), None, reader.audience) for a in rows]
+    named = handles(session, tenant_id, list({a.entrant_id for a in rows}))
+    items = [to_view(a, named.get(a.entrant_id, ""), None, reader.audience) for a in rows]
     last = (rows[-1].created_at, rows[-1].id) if rows else None
     return items, last
 
@@ -585,7 +592,7 @@ def trials_in_order(
 def retry_view(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> AttemptRead:
     """Re-runs an attempt that ended in error (see `retry_attempt`); returns the admin's view."""
     attempt = retry_attempt(work, admin.tenant_id, attempt_id)
-    handle = handle_of(work.session, admin.tenant_id, attempt.participant_id)
+    handle = handle_of(work.session, admin.tenant_id, attempt.entrant_id)
     return to_view(attempt, handle, None, admin.audience)
 
 

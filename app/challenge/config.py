@@ -41,6 +41,11 @@ class ChallengeStatus(StrEnum):
     ARCHIVED = "archived"
 
 
+# Practice runs a participant may make a day when the challenge says nothing: enough to try a
+# few ideas, few enough that practice is no free way around the attempt limits.
+DEFAULT_PRACTICE_PER_DAY = 20
+
+
 class LimitsConfig(InputSchema):
     """A challenge's limits, one document: the core's (attempts per participant, prompt
     length) and the kind's own, which ride along as extra fields and are validated by the
@@ -52,6 +57,13 @@ class LimitsConfig(InputSchema):
     max_attempts_per_day: int | None = Field(default=None, ge=1, le=1_000_000)
     max_attempts_total: int | None = Field(default=None, ge=1, le=10_000_000)
     max_prompt_chars: int | None = Field(default=None, ge=1, le=1_000_000)
+    max_practice_per_day: int = Field(
+        default=DEFAULT_PRACTICE_PER_DAY,
+        ge=0,
+        le=10_000,
+        description="Practice (unscored) runs per participant per UTC day, counted apart from "
+        "the attempt limits; 0 turns practice off.",
+    )
 
     @property
     def kind_limits(self) -> dict[str, Any]:

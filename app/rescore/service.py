@@ -168,8 +168,8 @@ def _rescore_attempts(
         for attempt in batch:
             _rescored(attempt, scoring)
             entry = leaderboard.entry_for(as_ranked(attempt), scoring.strategy)
-            if entry is not None and _better(entry, best.get(attempt.participant_id)):
-                best[attempt.participant_id] = entry
+            if entry is not None and _better(entry, best.get(attempt.entrant_id)):
+                best[attempt.entrant_id] = entry
         with session_scope() as session:
             attempts.set_scores(session, batch)
             repository.add_processed(session, job_id, len(batch))

@@ -68,7 +68,8 @@ class Scoring:
             {
                 "tenant_id": str(context["tenant_id"]),
                 "challenge_id": str(context["challenge_id"]),
-                "participant_id": str(context["participant_id"]),
+                # A test run has no participant: an empty id, as the protocol's text.
+                "participant_id": str(context["participant_id"] or ""),
                 "timeout_ms": self.timeout_ms,
             },
             self.timeout_ms,

@@ -3,12 +3,14 @@ page family (each a package of its own: router and service).
 
 - `challenges`: `/` (tenants with public challenges), `/t/{tenant}/` (the challenges a visitor
   may see, with their best result), `/t/{tenant}/challenges/{slug}` (goal, attempt form, the
-  participant's attempts updating live from `.../live`, the leaderboard beside them).
+  participant's attempts updating live from `.../live`, the leaderboard beside them), and
+  `.../practice` (the participant's unscored practice runs).
 - `leaderboards`: `/t/{tenant}/challenges/{slug}/leaderboard`.
 - `attempts`: `/t/{tenant}/attempts/{id}` (one attempt of the participant's own) and
   `.../tasks/{index}`.
 - `accounts`: `/t/{tenant}/sign-up`, `/sign-in`, `/sign-out`, `/account`.
-- `admin`: `/t/{tenant}/admin`, for tenant admins signed in with an API key.
+- `admin`: `/t/{tenant}/admin`, for tenant admins signed in with an API key, and a
+  challenge's test runs (`.../admin/challenges/{id}/test-runs`).
 - `authoring`: `/t/{tenant}/admin/challenges/new`, `.../{id}/edit`, `.../{id}/duplicate`,
   `.../{id}/delete`: tenant admins' challenge forms, made from each kind's models.
 

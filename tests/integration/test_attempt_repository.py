@@ -14,11 +14,19 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt
-from app.attempt.repository import AttemptRepository
+from app.attempt.models import Attempt, RunPurpose
+from app.attempt.repository import (
+    AttemptRepository,
+    LandedTrial,
+    completed_after,
+    completed_since,
+    count_completed,
+    insert_trials,
+)
 from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
 from app.db import make_engine, utcnow
+from app.evaluation.types import TrialRecord
 from app.tenant.models import Participant, Tenant
 from app.tenant.repository import ParticipantRepository
 from tests.conftest import ROOT
@@ -224,3 +232,76 @@ def test_only_a_stalled_queued_attempt_is_marked_to_be_sent_again(engine: Engine
         assert not repo.mark_resent_if_stalled(stalled.id, now, stalled_before)
         found = repo.get(stalled.id)
         assert found is not None and found.enqueued_at == now
+
+
+def test_readers_of_scored_play_never_see_practice_or_test_runs(engine: Engine) -> None:
+    """Limits, lists, dashboards, bulk re-runs, exports and rescoring read entries only: a
+    practice run and a test run (finished, failed, with trials) change none of them."""
+    with Session(engine) as session:
+        tenant, challenge = _tenant_with_challenge(session)
+        alice = Participant(id=uuid.uuid4(), tenant_id=tenant.id, handle="alice")
+        session.add(alice)
+        session.flush()
+        repo = AttemptRepository(session, tenant.id)
+        entry = _attempt(tenant, challenge, alice, None)
+        practice = _attempt(tenant, challenge, alice, None)
+        practice.purpose = RunPurpose.PRACTICE
+        test_run = _attempt(tenant, challenge, alice, None)
+        test_run.purpose, test_run.participant_id = RunPurpose.TEST, None
+        failed_practice = _attempt(tenant, challenge, alice, None)
+        failed_practice.purpose, failed_practice.status = RunPurpose.PRACTICE, "error"
+        failed_test = _attempt(tenant, challenge, alice, None)
+        failed_test.purpose, failed_test.participant_id = RunPurpose.TEST, None
+        failed_test.status = "error"
+        for attempt in (entry, practice, test_run, failed_practice, failed_test):
+            if attempt.status == "queued":
+                attempt.status, attempt.finished_at = "completed", utcnow()
+            assert repo.insert_new(attempt)
+        record = TrialRecord.from_dict(
+            {
+                "attempt_index": 1,
+                "actor": {"model": "offline/echo", "prompt": [], "output": "x"},
+                "judge": {"model": None, "success": True, "score": 1.0},
+                "critic": {},
+            }
+        )
+        for attempt in (entry, practice, test_run):
+            insert_trials(
+                session,
+                tenant_id=tenant.id,
+                attempt_id=attempt.id,
+                landed=[LandedTrial(record)],
+            )
+        unscored = {practice.id, test_run.id, failed_practice.id, failed_test.id}
+
+        assert repo.count_counting(challenge.id, alice.id) == 1
+        assert repo.count_counting(challenge.id, alice.id, purpose=RunPurpose.PRACTICE) == 1
+        page, total = repo.page(limit=50, offset=0)
+        assert [a.id for a in page] == [entry.id] and total == 1
+        page, total = repo.page(limit=50, offset=0, challenge_id=challenge.id, status="error")
+        assert page == [] and total == 0
+        own, total = repo.of_participant(challenge.id, alice.id, limit=50, offset=0)
+        assert [a.id for a in own] == [entry.id] and total == 1
+        assert repo.of_participant_by_ids(challenge.id, alice.id, list(unscored)) == []
+        assert repo.counts_of_participant(alice.id, [challenge.id]) == {challenge.id: 1}
+        assert repo.status_counts([challenge.id]) == {challenge.id: {"completed": 1}}
+        assert repo.activity_of([alice.id])[alice.id][0] == 1
+        assert repo.errored_of_challenge(challenge.id, limit=10) == []
+        assert repo.recent_errors(limit=10) == []
+        assert [a.id for a in repo.in_submission_order(challenge.id, None, 50)] == [entry.id]
+        exported = repo.trials_in_submission_order(challenge.id, None, 50)
+        assert [trial.attempt_id for trial, _, _ in exported] == [entry.id]
+        assert count_completed(session, challenge.id) == 1
+        assert [a.id for a in completed_after(session, challenge.id, None, 50)] == [entry.id]
+        since = utcnow() - timedelta(hours=1)
+        assert [a.id for a in completed_since(session, challenge.id, since)] == [entry.id]
+        # By id, an unscored run is not an attempt; it is read as what it is.
+        assert all(repo.get(run_id) is None for run_id in unscored)
+        assert repo.get_with_kind(practice.id) is None
+        found = repo.get_with_kind(practice.id, (RunPurpose.PRACTICE,))
+        assert found is not None and found[0].id == practice.id
+        runs, total = repo.unscored_page(
+            challenge.id, RunPurpose.TEST, participant_id=None, limit=50, offset=0
+        )
+        assert {a.id for a in runs} == {test_run.id, failed_test.id} and total == 2
+        assert all(a.participant_id is None for a in runs)

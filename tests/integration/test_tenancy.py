@@ -27,6 +27,11 @@ def test_every_tenant_endpoint_hides_other_tenants_objects(
     member = api.request("POST", "/v1/api-keys", key, json={"name": "m", "role": "member"}).json()
     participants = api.request("GET", "/v1/participants", key).json()["items"]
     participant_id = participants[0]["id"]
+    cid = challenge["id"]
+    test_run = api.request("POST", f"/v1/challenges/{cid}/test-runs", key, json={"prompt": "x"})
+    practice = api.request(
+        "POST", f"/v1/challenges/{cid}/practice-runs", key, json={"prompt": "x", "participant": "a"}
+    )
 
     not_found = [
         ("GET", f"/v1/challenges/{challenge['id']}", None),
@@ -42,6 +47,13 @@ def test_every_tenant_endpoint_hides_other_tenants_objects(
         ("GET", f"/v1/attempts/{attempt['id']}", None),
         ("GET", f"/v1/participants/{participant_id}", None),
         ("DELETE", f"/v1/api-keys/{member['id']}", None),
+        ("POST", f"/v1/challenges/{cid}/test-runs", {"prompt": "mine"}),
+        ("GET", f"/v1/challenges/{cid}/test-runs", None),
+        ("GET", f"/v1/test-runs/{test_run.json()['id']}", None),
+        ("POST", f"/v1/challenges/{cid}/practice-runs", {"prompt": "x", "participant": "m"}),
+        ("GET", f"/v1/challenges/{cid}/practice-runs", None),
+        ("GET", f"/v1/challenges/{cid}/practice-runs/left?participant=a", None),
+        ("GET", f"/v1/practice-runs/{practice.json()['id']}", None),
     ]
     for method, path, body in not_found:
         response = api.request(method, path, other, json=body)

@@ -43,7 +43,8 @@ def _token_for(method: str, path: str, tenant_key: str) -> str:
 
 @pytest.fixture
 def real_ids(api: Api) -> dict[str, str]:
-    """Objects of this run's own: a tenant, a public challenge with an attempt, a scorer."""
+    """Objects of this run's own: a tenant, a public challenge with an attempt and a practice
+    run, a scorer."""
     tenant = api.create_tenant()
     key = tenant["api_key"]
     challenge = api.create_challenge(key, visibility="public")
@@ -59,6 +60,12 @@ def real_ids(api: Api) -> dict[str, str]:
     assert registered.status_code == 201, registered.text
     rescore = api.request("POST", f"/v1/challenges/{challenge['id']}/rescore", key).json()
     key_row = api.request("GET", "/v1/api-keys", key).json()["items"][0]
+    practice = api.request(
+        "POST",
+        f"/v1/challenges/{challenge['id']}/practice-runs",
+        key,
+        json={"participant": "fuzz-player", "prompt": "PWNED"},
+    ).json()
     return {
         "key": key,
         "tenant_id": tenant["id"],
@@ -70,6 +77,7 @@ def real_ids(api: Api) -> dict[str, str]:
         "plugin_id": plugin_id,
         "job_id": rescore["id"],
         "key_id": key_row["id"],
+        "run_id": practice["id"],
     }
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from app.attempt import runner
+from app.attempt.models import RunPurpose
 from app.auth.subjects import SignedInParticipant, TenantAdmin, TenantMember
 from app.challenge.challenge_kind import Accepts
 from app.config import get_settings
@@ -19,6 +20,7 @@ from app.evaluation.types import InfrastructureError
 from app.kinds.red_blue import KIND
 from app.kinds.red_blue.config import text_limit
 from app.kinds.red_blue.models import Side
+from app.kinds.red_blue.schemas import OneOffMatch
 from app.kinds.red_blue.service import PUBLIC_READER, board_side, reader_of
 
 SECTIONS = {
@@ -89,7 +91,7 @@ def test_unknown_verifier_and_policy_name_the_field() -> None:
 def test_an_attempt_that_reaches_a_worker_anyway_ends_in_error_saying_why() -> None:
     # The core refuses every attempt of a kind that takes none; a row written by other means
     # must end as an error with a reason, not as an internal failure.
-    job: Any = types.SimpleNamespace(kind="red_blue")
+    job: Any = types.SimpleNamespace(kind="red_blue", purpose=RunPurpose.ENTRY)
     with pytest.raises(InfrastructureError, match="a red_blue challenge takes no attempts"):
         asyncio.run(runner._execute(job, uuid.uuid4(), get_settings()))
 
@@ -100,5 +102,7 @@ def test_red_blue_takes_entries_of_its_own_and_no_attempts() -> None:
     hint = KIND.entries_hint(challenge_id)
     assert f"/v1/challenges/{challenge_id}/defenses" in hint
     assert f"/v1/challenges/{challenge_id}/attacks" in hint
-    # It implements no attempt method only to refuse it.
-    assert "submission" not in vars(type(KIND)) and "run" not in vars(type(KIND))
+    # It implements no attempt method only to refuse it; its run is its unscored runs' (a
+    # one-off match of an attack against a defense).
+    assert "submission" not in vars(type(KIND))
+    assert KIND.unscored_model is OneOffMatch and "run" in vars(type(KIND))

@@ -1,4 +1,4 @@
-"""Forms made from pydantic models (app/web/authoring/schema_form.py): which input each field
+"""Forms made from pydantic models (app/web/schema_form.py): which input each field
 gets, the body a form's values make, the values a body shows, and where an error is placed."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, Field, StringConstraints
 
-from app.web.authoring.schema_form import (
+from app.web.schema_form import (
     FieldGroup,
     FormField,
     Widget,

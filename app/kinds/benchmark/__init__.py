@@ -6,7 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from app.attempt.attempt_kind import KindSubmission, RunContext, Submitted, fields_as
+from app.attempt.attempt_kind import (
+    KindSubmission,
+    RunContext,
+    Submitted,
+    UnscoredRequest,
+    fields_as,
+)
 from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
 from app.challenge.challenge_kind import KindConfig, NamedModel
@@ -22,7 +28,7 @@ from app.evaluation.benchmark import (
 from app.kinds.base import Kind
 from app.kinds.benchmark import web
 from app.kinds.benchmark.config import BenchmarkConfig
-from app.kinds.benchmark.schemas import BenchmarkSubmission
+from app.kinds.benchmark.schemas import BenchmarkSubmission, BenchmarkTrialRun
 from app.scoring.strategies import Strategy
 
 
@@ -74,6 +80,17 @@ def _check_benchmark(config: BenchmarkConfig) -> None:
         raise ValidationFailed.at(["benchmark", "judge_model"], "this benchmark needs a judge")
 
 
+def _check_task(config: BenchmarkConfig, task_index: int) -> None:
+    """The task is one the challenge runs (a 422 naming `task_index` otherwise)."""
+    spec = config.benchmark
+    if spec.task_indices and task_index not in spec.task_indices:
+        raise ValidationFailed.at(["task_index"], "this challenge does not run that task")
+    with confined_data_files(get_settings().benchmark_data_dir):
+        tasks = Benchmark.load(spec.name).iter_tasks(spec.options)
+        if not any(task.canonical_index == task_index for task in tasks):
+            raise ValidationFailed.at(["task_index"], "the benchmark has no task of that index")
+
+
 class BenchmarkKind(web.BenchmarkPages, Kind):
     name: ClassVar[str] = "benchmark"
     description: ClassVar[str] = "Participants submit a model; it runs on a benchmark's tasks."
@@ -82,6 +99,8 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
     default_strategy: ClassVar[Strategy] = Strategy.METRIC_AT_K
     reads_show_trials: ClassVar[bool] = False
     submission_model: ClassVar[type[KindSubmission]] = BenchmarkSubmission
+    # Practice and test runs: the model on one task (the first, or the one named).
+    unscored_model: ClassVar[type[KindSubmission] | None] = BenchmarkTrialRun
 
     # Configuration ------------------------------------------------------------------------
 
@@ -143,6 +162,17 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
                 "temperature": submitted.temperature,
                 "system_prompt": submitted.system_prompt,
             }
+        )
+
+    def unscored(self, request: UnscoredRequest) -> Submitted:
+        fields = fields_as(request.fields, BenchmarkTrialRun)
+        # Its model spec is checked as a submission's (a BenchmarkSubmission with one more field).
+        submitted = self.submission(request.target, fields, request.config)
+        if fields.task_index is not None:
+            _check_task(_config(request.config()), fields.task_index)
+        return Submitted(
+            model_spec=submitted.model_spec,
+            kind_fields={"task_index": fields.task_index} if fields.task_index else None,
         )
 
     def cost_budget_usd(self, config: KindConfig, settings: Settings) -> float:

@@ -4,6 +4,7 @@ dead worker stopped without repeating a finished call."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from app.attempt.attempt_kind import RunContext
@@ -62,6 +63,11 @@ async def run(context: RunContext, config: BenchmarkConfig) -> AttemptMetrics:
         raise InfrastructureError("the challenge has no runnable configuration")
     submission = ModelSubmission.model_validate(job.model_spec)
     run_config = config.run_config(submission, context.settings)
+    if not job.purpose.scored:
+        # A practice or test run: one task, the one named or the first the challenge runs.
+        chosen = (job.kind_fields or {}).get("task_index")
+        indices = (int(chosen),) if chosen else run_config.task_indices
+        run_config = replace(run_config, task_indices=indices, max_tasks=1)
     benchmark = Benchmark.load(run_config.benchmark)
     try:
         # A tenant's options name data files only inside the operator's data folder.

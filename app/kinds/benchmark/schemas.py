@@ -16,3 +16,15 @@ class BenchmarkSubmission(KindSubmission):
     system_prompt: SubmittedText | None = Field(
         default=None, max_length=20_000, description="A system prompt the model is given."
     )
+
+
+class BenchmarkTrialRun(BenchmarkSubmission):
+    """A benchmark practice or test run: the model spec, on one task only."""
+
+    task_index: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="The task to run (its 1-based index in the benchmark); null: the first "
+        "task the challenge runs.",
+    )

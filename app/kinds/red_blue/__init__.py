@@ -7,7 +7,9 @@ The rules are `rules/`'s (pure: no database, web or tasks); the rest of this pac
 and schedules them: its tables (`models.py`), SQL (`repository.py`), request-side rules and views
 (`service.py`), endpoints (`router.py`) and worker tasks (`worker.py`, `tasks.py`).
 It takes entries of its own, no attempts (`accepts`): the core answers 422 to `POST
-/v1/challenges/{id}/attempts`, naming the endpoints to use (`entries_hint`).
+/v1/challenges/{id}/attempts`, naming the endpoints to use (`entries_hint`). Its unscored
+runs (practice, test runs) are attempts: a one-off match of an attack against a defense
+(`one_off.py`), which no pairing, match list or board ever sees.
 """
 
 from __future__ import annotations
@@ -19,12 +21,24 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from app.attempt.attempt_kind import (
+    AttemptJob,
+    KindSubmission,
+    RunContext,
+    Submitted,
+    UnscoredRequest,
+    fields_as,
+    stored_trials,
+)
+from app.attempt.metrics import AttemptMetrics, KindMetrics
+from app.attempt.models import RunPurpose
 from app.auth.subjects import Audience
 from app.challenge.challenge_kind import Accepts, KindConfig, NamedModel
 from app.challenge.config import KindLimits
 from app.challenge.models import Challenge
 from app.challenge.reachability import checked_api_base
 from app.config import get_settings
+from app.errors import ValidationFailed
 from app.export.stream import Dataset
 from app.kinds.base import Kind
 from app.kinds.red_blue import service
@@ -36,6 +50,7 @@ from app.kinds.red_blue.config import (
 )
 from app.kinds.red_blue.dispatch import SWEEP_TASK
 from app.kinds.red_blue.exports import RED_BLUE_DATASETS
+from app.kinds.red_blue.schemas import OneOffMatch, verdicts_of
 from app.kinds.red_blue.web import RedBluePages
 from app.scoring.strategies import Strategy
 
@@ -62,6 +77,8 @@ class RedBlueKind(RedBluePages, Kind):
     }
     model_modules: ClassVar[tuple[str, ...]] = ("app.kinds.red_blue.models",)
     cards_show_trials: ClassVar[bool] = False
+    # Practice and test runs: an attack against a defense, one match that counts for no one.
+    unscored_model: ClassVar[type[KindSubmission] | None] = OneOffMatch
 
     # Configuration ------------------------------------------------------------------------
 
@@ -135,6 +152,39 @@ class RedBlueKind(RedBluePages, Kind):
         from app.kinds.red_blue.router import router
 
         return (router,)
+
+    # Unscored runs ------------------------------------------------------------------------
+
+    def unscored(self, request: UnscoredRequest) -> Submitted:
+        """The attack and the defense within the challenge's lengths; a practice run without a
+        defense plays against the participant's newest active one."""
+        fields = fields_as(request.fields, OneOffMatch)
+        defense = fields.system_prompt
+        if defense is None:
+            if request.purpose is RunPurpose.TEST or request.participant_id is None:
+                raise ValidationFailed.at(["system_prompt"], "a test run needs a sample defense")
+            defense = service.own_defense_text(
+                request.session, request.target.challenge_id, request.participant_id
+            )
+            if defense is None:
+                raise ValidationFailed.at(
+                    ["system_prompt"],
+                    "you have no active defense to practise against here; give one",
+                )
+        service.check_entry_lengths(request.target.limits, defense=defense, attack=fields.prompt)
+        return Submitted(prompt=fields.prompt, kind_fields={"system_prompt": defense})
+
+    async def run(self, context: RunContext) -> AttemptMetrics | None:
+        # The match's call and judging are the worker's: the API loads the kind, never them.
+        from app.kinds.red_blue import one_off
+
+        return await one_off.play(context, sections_of(context.job.config))
+
+    def measure_own(
+        self, session: Session, job: AttemptJob, metrics: AttemptMetrics
+    ) -> KindMetrics | None:
+        trials = stored_trials(session, job.attempt_id)
+        return verdicts_of(trials[0].judge.details) if trials else None
 
     # Leaderboards -------------------------------------------------------------------------
 

@@ -611,6 +611,21 @@ def newest_active_defense(
     )
 
 
+def newest_active_defense_text(
+    session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
+) -> str | None:
+    return session.scalar(
+        select(Defense.system_prompt)
+        .where(
+            Defense.challenge_id == challenge_id,
+            Defense.participant_id == participant_id,
+            Defense.status == DefenseStatus.ACTIVE,
+        )
+        .order_by(Defense.created_at.desc(), Defense.id.desc())
+        .limit(1)
+    )
+
+
 def pairs_of(
     session: Session, column: Any, entry_id: uuid.UUID
 ) -> set[tuple[uuid.UUID, uuid.UUID]]:

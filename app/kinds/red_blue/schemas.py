@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from app.attempt.attempt_kind import KindSubmission, SubmittedText
+from app.attempt.metrics import KindMetrics
 from app.kinds.red_blue.models import DefenseStatus, MatchStatus, Side
 from app.leaderboard.schemas import FROZEN_AT_DESCRIPTION, FROZEN_DESCRIPTION
 from app.schemas import Handle, InputSchema, OutputSchema
@@ -224,3 +226,31 @@ def verdict_views(verdicts: list[dict[str, Any]] | None, *, full: bool) -> list[
         )
         for v in verdicts
     ]
+
+
+class OneOffMatch(KindSubmission):
+    """The fields of a red_blue practice or test run."""
+
+    prompt: SubmittedText = Field(description="The attack: the user message sent to the target.")
+    system_prompt: SubmittedText | None = Field(
+        default=None,
+        description="The defense: the target's system prompt. A practice run without one "
+        "plays against the participant's newest active defense; a test run needs one.",
+    )
+
+
+class OneOffVerdicts(KindMetrics):
+    """What a real match between this defense and this attack would have given."""
+
+    breached: list[str]
+    red_points: int
+    blue_points: int
+    verdicts: list[dict[str, Any]]
+
+
+def verdicts_of(details: dict[str, Any] | None) -> OneOffVerdicts | None:
+    """The verdicts a one-off match's trial keeps (None for a trial that has none)."""
+    try:
+        return OneOffVerdicts.model_validate(details or {})
+    except ValueError:
+        return None

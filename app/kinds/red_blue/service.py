@@ -20,12 +20,14 @@ from sqlalchemy.orm import Session
 from app.attempt.repository import SubmissionTarget
 from app.attempt.service import submission_target
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
+from app.challenge.config import LimitsConfig
 from app.challenge.limits import Left, left_under, refuse_when_none_left
 from app.challenge.models import Challenge
 from app.challenge.service import get_challenge, public_challenge, refuse_unless_open
 from app.config import get_settings
 from app.db import utcnow
 from app.errors import AppError, Conflict, Forbidden, NotFound, ValidationFailed
+from app.kinds.red_blue import repository
 from app.kinds.red_blue.config import RedBlueLimitFields, text_limit
 from app.kinds.red_blue.dispatch import PAIR_ATTACK, RUN_MATCH, SELF_TEST
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, Match, MatchStatus, Side
@@ -125,6 +127,20 @@ def _checked_text(text: str, limit: int | None, field: str) -> None:
         raise ValidationFailed.at(
             [field], f"is {len(text)} characters; this challenge allows at most {allowed}"
         )
+
+
+def check_entry_lengths(limits: LimitsConfig, *, defense: str, attack: str) -> None:
+    """A defense and an attack within the challenge's lengths (a 422 naming the field)."""
+    own = RedBlueLimitFields.of(limits)
+    _checked_text(defense, own.max_defense_chars, "system_prompt")
+    _checked_text(attack, own.max_attack_chars, "prompt")
+
+
+def own_defense_text(
+    session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
+) -> str | None:
+    """The system prompt of the participant's newest active defense here, if any."""
+    return repository.newest_active_defense_text(session, challenge_id, participant_id)
 
 
 def _submit(

@@ -9,18 +9,20 @@ standings and attempts, and their admin role."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, NamedTuple
 from urllib.parse import quote
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from app.attempt import service as attempt_service
+from app.attempt import unscored
+from app.attempt.schemas import TestRunCreate
 from app.auth import sessions
 from app.auth.models import ApiKey
 from app.auth.service import authenticate, create_api_key, list_api_keys, revoke_api_key
@@ -34,6 +36,7 @@ from app.errors import AppError, Conflict, NotFound, Unauthorized, telling_first
 from app.export import service as exports
 from app.export.formats import ExportFormat
 from app.export.responses import export_response
+from app.observability import metrics as telemetry
 from app.scoring import registry
 from app.tenant import service as tenants
 from app.tenant.models import Participant, Tenant
@@ -41,7 +44,10 @@ from app.tenant.schemas import ApiKeyCreate
 from app.unit_of_work import UnitOfWork
 from app.web import auth
 from app.web.admin import service
+from app.web.challenges.router import form_fields
+from app.web.forms import error_field
 from app.web.rendering import HtmlRoute, not_found, page, redirect
+from app.web.run_forms import run_body, run_fields
 from app.web.visitors import CsrfField, ListPage, pages_of, require_csrf, tenant_url, visitor
 from app.web.visitors import notice as notice_text
 from app.web.web_kind import WebKind
@@ -453,6 +459,115 @@ _CHALLENGE_ACTIONS: dict[str, tuple[ChallengeChange, str]] = {
     ),
     "rerun-failed": (attempt_service.rerun_failed, "failed-requeued"),
 }
+
+
+# Test runs: the challenge's configuration once on a sample input -----------------------------
+
+TEST_RUNS_SHOWN = 10
+
+
+def _test_runs_page(
+    request: Request,
+    session: Session,
+    visit: AdminVisit,
+    challenge_id: uuid.UUID,
+    *,
+    values: Mapping[str, str] | None = None,
+    error: str | None = None,
+    error_in: str | None = None,
+    status_code: int = 200,
+) -> Response:
+    web, tenant, participant, access = visit
+    try:
+        challenge = challenges.get_challenge(session, tenant.id, challenge_id)
+        runs = unscored.list_test_runs(
+            session, access.subject, challenge_id, limit=TEST_RUNS_SHOWN, offset=0
+        )
+    except NotFound:
+        raise not_found() from None
+    fields = run_fields(challenge.kind)
+    unfinished = any(not run.status.finished for run in runs.items)
+    return page(
+        request,
+        web,
+        "runs.html",
+        status_code=status_code,
+        admin_page=True,
+        title=f"Test runs · {challenge.title} · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        crumbs=[("Admin", tenant_url(tenant, "admin"))],
+        heading=f"Test runs of {challenge.title}",
+        intro="Runs the challenge's configuration once, through a worker, on the sample you "
+        "give, in any state (a draft's too). It touches no leaderboard, standings, rating or "
+        "limit.",
+        form_title="Sample input",
+        quota=None,
+        closed_reason=None if fields else "This kind of challenge has no test runs.",
+        action=tenant_url(tenant, f"admin/challenges/{challenge_id}/test-runs"),
+        fields=fields,
+        values=values or {},
+        error=error,
+        error_in=error_in,
+        button="Start a test run",
+        runs_title="Latest test runs",
+        runs=runs.items,
+        total=runs.total,
+        empty_text="No test run yet.",
+        refresh_seconds=2 if unfinished else None,
+        back_url=tenant_url(tenant, "admin"),
+        back_text="Back to the admin page",
+    )
+
+
+@router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/test-runs")
+def admin_test_runs(
+    tenant_slug: str, challenge_id: uuid.UUID, request: Request, session: SessionDep
+) -> Response:
+    """A challenge's test runs, newest first, with the form that starts one; the page
+    reloads itself while one is unfinished."""
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        return visit
+    return _test_runs_page(request, session, visit, challenge_id)
+
+
+@router.post("/t/{tenant_slug}/admin/challenges/{challenge_id}/test-runs")
+def admin_start_test_run(
+    tenant_slug: str,
+    challenge_id: uuid.UUID,
+    request: Request,
+    work: UnitOfWorkDep,
+    sent: dict[str, str] = Depends(form_fields),
+) -> Response:
+    """Starts a test run with the form's sample input; back to the page, which shows it."""
+    session = work.session
+    visit = admin_form(request, session, tenant_slug, sent.get("csrf_token", ""))
+    challenge = challenges.find_challenge(session, visit.tenant.id, challenge_id)
+    if challenge is None:
+        raise not_found()
+    body = run_body(challenge.kind, sent)
+    try:
+        started = unscored.start_test_run(
+            work, visit.access.subject, challenge_id, TestRunCreate(**body)
+        )
+    except AppError as exc:
+        work.rollback()
+        field = error_field(exc, [f.path for f in run_fields(challenge.kind)])
+        return _test_runs_page(
+            request,
+            session,
+            visit,
+            challenge_id,
+            values=sent,
+            error=exc.message,
+            error_in=field,
+            status_code=exc.status_code,
+        )
+    work.commit()
+    telemetry.attempt_reached(started.kind, "queued")
+    path = f"admin/challenges/{challenge_id}/test-runs"
+    return redirect(request, visit.web, tenant_url(visit.tenant, path))
 
 
 @router.post("/t/{tenant_slug}/admin/challenges/{challenge_id}/{action}")

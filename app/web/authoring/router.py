@@ -24,8 +24,8 @@ from app.tenant.models import Participant, Tenant
 from app.web import auth
 from app.web.admin.router import admin_form, admin_page_visit
 from app.web.authoring import service
-from app.web.authoring.schema_form import Problem, placed
 from app.web.rendering import HtmlRoute, not_found, page, redirect
+from app.web.schema_form import Problem, placed
 from app.web.visitors import CsrfField, tenant_url
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)

@@ -23,7 +23,7 @@ from app.challenge.schemas import ChallengeCreate, ChallengeUpdate
 from app.errors import AppError, detail_text, error_details
 from app.input_guard import refuse_unstorable_value
 from app.unit_of_work import UnitOfWork
-from app.web.authoring.schema_form import (
+from app.web.schema_form import (
     FieldGroup,
     FormField,
     FormItem,
@@ -34,7 +34,7 @@ from app.web.authoring.schema_form import (
     shown_values,
     with_choices,
 )
-from app.web.authoring.schema_form import default_values as form_defaults
+from app.web.schema_form import default_values as form_defaults
 
 # Chosen before the form (the kind), or by the console's buttons (the state: a challenge made
 # here starts as a draft, published when its admin says so).

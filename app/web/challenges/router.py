@@ -18,9 +18,12 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from app.attempt import service as attempt_service
+from app.attempt import unscored
+from app.attempt.schemas import PracticeCreate, UnscoredRunRead
+from app.challenge.config import ChallengeStatus
 from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
-from app.challenge.service import config_of, to_public_view
+from app.challenge.service import challenge_status, config_of, to_public_view
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import AppError
 from app.observability import metrics as telemetry
@@ -44,6 +47,7 @@ from app.web.rendering import (
     redirect,
     render_macro,
 )
+from app.web.run_forms import run_body, run_fields
 from app.web.visitors import (
     ListPage,
     PageNumber,
@@ -334,3 +338,121 @@ def live(
             "chart_html": chart_html,
         },
     )
+
+
+# Practice: unscored runs of the participant's own ------------------------------------------
+
+PRACTICE_RUNS_SHOWN = 10
+
+
+def _practice_page(
+    request: Request,
+    session: Session,
+    visit: Visitor,
+    challenge: Challenge,
+    *,
+    values: Mapping[str, str] | None = None,
+    error: str | None = None,
+    error_in: str | None = None,
+    status_code: int = 200,
+) -> Response:
+    web, tenant, participant = visit
+    fields = run_fields(challenge.kind)
+    status = challenge_status(challenge)
+    runs: list[UnscoredRunRead] = []
+    total = 0
+    quota = None
+    closed_reason = None
+    if participant is None:
+        closed_reason = f"Sign in with an account of {tenant.name} to practise."
+    else:
+        subject = tenants.as_subject(participant)
+        listed = unscored.list_practice(
+            session, subject, challenge.id, None, limit=PRACTICE_RUNS_SHOWN, offset=0
+        )
+        runs, total = listed.items, listed.total
+        quota = unscored.practice_left(session, subject, challenge.id, None)
+        if not fields:
+            closed_reason = "This kind of challenge has no practice runs."
+        elif status is not ChallengeStatus.OPEN:
+            closed_reason = "Practice is open while the challenge is."
+        elif quota.max_practice_per_day == 0:
+            closed_reason = "This challenge has no practice runs."
+    base = challenge_url(tenant, challenge)
+    unfinished = any(not run.status.finished for run in runs)
+    return page(
+        request,
+        web,
+        "runs.html",
+        status_code=status_code,
+        title=f"Practice · {challenge.title} · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        crumbs=[(tenant.name, tenant_url(tenant)), (challenge.title, base)],
+        heading="Practice",
+        intro="Try an idea before you submit it: a practice run is run as an attempt is and "
+        "shows you the model's exact reply, but it is on no leaderboard and counts against "
+        "none of your attempts. Only you see it.",
+        form_title="Practise",
+        quota=quota,
+        closed_reason=closed_reason,
+        action=f"{base}/practice",
+        fields=fields,
+        values=values or {},
+        error=error,
+        error_in=error_in,
+        button="Run it (unscored)",
+        runs_title="Your practice runs",
+        runs=runs,
+        total=total,
+        empty_text="No practice runs yet.",
+        refresh_seconds=2 if unfinished else None,
+        back_url=base,
+        back_text="Back to the challenge",
+    )
+
+
+@router.get("/t/{tenant_slug}/challenges/{challenge_slug}/practice")
+def practice_page(
+    tenant_slug: str, challenge_slug: str, request: Request, session: SessionDep
+) -> Response:
+    """The participant's practice runs with the form that starts one; the page reloads
+    itself while one is unfinished."""
+    visit = visitor(request, session, tenant_slug)
+    challenge = visible_challenge(session, visit, challenge_slug)
+    return _practice_page(request, session, visit, challenge)
+
+
+@router.post("/t/{tenant_slug}/challenges/{challenge_slug}/practice")
+def practise(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    work: UnitOfWorkDep,
+    fields: dict[str, str] = Depends(form_fields),
+) -> Response:
+    session = work.session
+    visit = visitor(request, session, tenant_slug)
+    web, tenant, participant = visit
+    require_csrf(web, fields.get("csrf_token", ""))
+    challenge = visible_challenge(session, visit, challenge_slug)
+    if participant is None:
+        raise PageError(401, "Sign in to practise", f"Sign in with an account of {tenant.name}.")
+    body = PracticeCreate(**run_body(challenge.kind, fields))
+    try:
+        started = unscored.start_practice(work, tenants.as_subject(participant), challenge.id, body)
+    except AppError as exc:
+        work.rollback()
+        return _practice_page(
+            request,
+            session,
+            visit,
+            challenge,
+            values=fields,
+            error=exc.message,
+            error_in=error_field(exc, [f.path for f in run_fields(challenge.kind)]),
+            status_code=exc.status_code,
+        )
+    work.commit()
+    telemetry.attempt_reached(started.kind, "queued")
+    return redirect(request, web, challenge_url(tenant, challenge, "/practice"))
