@@ -19,7 +19,7 @@ from tests.integration.test_original_scorer_protocol import flat_body, post_chal
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-# A `MyCustomScorer` written to the seed's protocol (rating × multiplier), kept as text: it is
+# A `MyCustomScorer` written to the seed's protocol (rating x multiplier), kept as text: it is
 # not formatted to this project's style, and it imports a module only the sandbox provides.
 SEED_FILE = ROOT / "tests" / "fixtures" / "seed_scorers" / "custom.py.txt"
 PLACED = ROOT / "scorers" / "custom.py"
