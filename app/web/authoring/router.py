@@ -89,6 +89,58 @@ def _form_page(
     )
 
 
+def _creation_page(
+    request: Request,
+    web: auth.WebSession,
+    tenant: Tenant,
+    participant: Participant | None,
+    form: service.ChallengeForm,
+    values: Mapping[str, str],
+    *,
+    heading: str | None = None,
+    problems: list[Problem] | None = None,
+) -> Response:
+    """The form that creates a challenge of the form's kind (new, or a copy), as a draft."""
+    return _form_page(
+        request,
+        web,
+        tenant,
+        participant,
+        form,
+        values,
+        heading=heading or f"New {form.kind} challenge",
+        action=tenant_url(tenant, f"admin/challenges/new?kind={form.kind}"),
+        submit="Create draft",
+        problems=problems,
+    )
+
+
+def _edit_page(
+    request: Request,
+    web: auth.WebSession,
+    tenant: Tenant,
+    participant: Participant | None,
+    form: service.ChallengeForm,
+    values: Mapping[str, str],
+    challenge: Challenge,
+    problems: list[Problem] | None = None,
+) -> Response:
+    """The form that saves the challenge's configuration."""
+    return _form_page(
+        request,
+        web,
+        tenant,
+        participant,
+        form,
+        values,
+        heading=f"Edit {challenge.title}",
+        action=tenant_url(tenant, f"admin/challenges/{challenge.id}/edit"),
+        submit="Save changes",
+        problems=problems,
+        challenge=challenge,
+    )
+
+
 @router.get("/t/{tenant_slug}/admin/challenges/new")
 def new_challenge(
     tenant_slug: str, request: Request, session: SessionDep, kind: str | None = None
@@ -110,17 +162,7 @@ def new_challenge(
             kinds=service.kind_choices(),
         )
     form = _form_of(kind)
-    return _form_page(
-        request,
-        web,
-        tenant,
-        participant,
-        form,
-        service.new_values(form),
-        heading=f"New {form.kind} challenge",
-        action=tenant_url(tenant, f"admin/challenges/new?kind={form.kind}"),
-        submit="Create draft",
-    )
+    return _creation_page(request, web, tenant, participant, form, service.new_values(form))
 
 
 @router.post("/t/{tenant_slug}/admin/challenges/new")
@@ -139,18 +181,7 @@ def create_challenge(
     created, problems = service.create_from_form(work, access.subject.tenant_id, form, values)
     if created is None:
         work.rollback()
-        return _form_page(
-            request,
-            web,
-            tenant,
-            participant,
-            form,
-            values,
-            heading=f"New {form.kind} challenge",
-            action=tenant_url(tenant, f"admin/challenges/new?kind={form.kind}"),
-            submit="Create draft",
-            problems=problems,
-        )
+        return _creation_page(request, web, tenant, participant, form, values, problems=problems)
     work.commit()
     return redirect(request, web, tenant_url(tenant, "admin?notice=challenge-created"))
 
@@ -167,17 +198,9 @@ def duplicate_challenge(
     web, tenant, participant, _ = visit
     original = _challenge(session, tenant, challenge_id)
     form = _form_of(original.kind)
-    return _form_page(
-        request,
-        web,
-        tenant,
-        participant,
-        form,
-        service.copy_values(form, session, tenant.id, original),
-        heading=f"Copy of {original.title}",
-        action=tenant_url(tenant, f"admin/challenges/new?kind={form.kind}"),
-        submit="Create draft",
-    )
+    values = service.copy_values(form, session, tenant.id, original)
+    heading = f"Copy of {original.title}"
+    return _creation_page(request, web, tenant, participant, form, values, heading=heading)
 
 
 @router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/edit")
@@ -190,18 +213,8 @@ def edit_challenge(
     web, tenant, participant, _ = visit
     challenge = _challenge(session, tenant, challenge_id)
     form = _form_of(challenge.kind, editing=True)
-    return _form_page(
-        request,
-        web,
-        tenant,
-        participant,
-        form,
-        service.stored_values(form, challenge),
-        heading=f"Edit {challenge.title}",
-        action=tenant_url(tenant, f"admin/challenges/{challenge.id}/edit"),
-        submit="Save changes",
-        challenge=challenge,
-    )
+    values = service.stored_values(form, challenge)
+    return _edit_page(request, web, tenant, participant, form, values, challenge)
 
 
 @router.post("/t/{tenant_slug}/admin/challenges/{challenge_id}/edit")
@@ -229,19 +242,7 @@ def save_challenge(
     if saved is None:
         work.rollback()
         challenge = _challenge(session, tenant, challenge_id)
-        return _form_page(
-            request,
-            web,
-            tenant,
-            participant,
-            form,
-            values,
-            heading=f"Edit {challenge.title}",
-            action=tenant_url(tenant, f"admin/challenges/{challenge.id}/edit"),
-            submit="Save changes",
-            problems=problems,
-            challenge=challenge,
-        )
+        return _edit_page(request, web, tenant, participant, form, values, challenge, problems)
     work.commit()
     return redirect(request, web, tenant_url(tenant, "admin?notice=challenge-saved"))
 
