@@ -211,6 +211,8 @@ class Worker:
                 str(self.concurrency),
                 "--loglevel",
                 "info",
+                # A test run that dies (a timeout's kill, ^C twice) takes its workers along.
+                "--end-with-parent",
             ],
             env=self.env,
             cwd=ROOT,
