@@ -53,8 +53,9 @@ test: install lint typecheck
 	./scripts/ensure-chromium.sh
 	GAUNTLET_TEST_STRICT=1 $(BIN)/pytest $(PARALLEL)
 
-# Pure logic, in seconds (two processes, as `make test`). Tests that start the project's processes (tests/process) and need
-# services (tests/integration) are `make integration`'s; `make test` runs them all.
+# Pure logic, in seconds (two processes, as `make test`). Tests that start the project's
+# processes (tests/process) and need services (tests/integration) are `make integration`'s;
+# `make test` runs them all.
 unit: install
 	./scripts/ensure-bubblewrap.sh
 	$(BIN)/pytest $(PARALLEL) tests/unit
