@@ -86,8 +86,9 @@ RETRIEVAL_MODES = ("standard", "entity_linked")
 DEFAULT_SEED = 7
 # The version of the data and of its grading, in the slice name: a run folder of other data,
 # or graded otherwise, is another folder, never resumed into this one. v3: keywords are
-# matched as whole tokens (v2 found PROJ-456 inside PROJ-4567).
-DATA_VERSION = "v3"
+# matched as whole tokens (v2 found PROJ-456 inside PROJ-4567). v4: a `.` or `,` between
+# digits belongs to the number (v3 found 1.4 inside 1.4.2 and 400 inside 3,400).
+DATA_VERSION = "v4"
 
 _WORD = re.compile(r"[a-z0-9]+")
 # fmt: off

@@ -82,10 +82,10 @@ def test_tasks_have_stable_indices_interleaved_by_category() -> None:
 
 
 def test_slice_names_follow_the_data_version_retrieval_and_seed() -> None:
-    assert BENCHMARK.slice_name({}) == "memory_qa-v3-standard"
-    assert BENCHMARK.slice_name({"retrieval": "entity_linked"}) == "memory_qa-v3-entity_linked"
+    assert BENCHMARK.slice_name({}) == "memory_qa-v4-standard"
+    assert BENCHMARK.slice_name({"retrieval": "entity_linked"}) == "memory_qa-v4-entity_linked"
     assert BENCHMARK.slice_name({"retrieval": "entity_linked", "seed": 3}) == (
-        "memory_qa-v3-entity_linked-seed3"
+        "memory_qa-v4-entity_linked-seed3"
     )
 
 
