@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.attempt.attempt_kind import AttemptKind, KindSubmission
+from app.attempt.attempt_kind import AttemptKind, KindSubmission, Submitted
 from app.attempt.dispatch import RUN_ATTEMPT
 from app.attempt.models import Attempt, AttemptStatus, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
@@ -261,6 +261,33 @@ def submit_attempt(
     return submission
 
 
+def queued_attempt(
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    participant_id: uuid.UUID | None,
+    submitted: Submitted,
+    now: datetime,
+    **marks: Any,
+) -> Attempt:
+    """A new attempt of what its kind made of the submission, queued `now`; `marks` are its
+    own columns (purpose, baseline, idempotency key and request fingerprint)."""
+    return Attempt(
+        id=uuid.uuid4(),
+        tenant_id=tenant_id,
+        challenge_id=challenge_id,
+        participant_id=participant_id,
+        status=AttemptStatus.QUEUED,
+        prompt=submitted.prompt,
+        model_spec=submitted.model_spec,
+        kind_fields=submitted.kind_fields,
+        created_at=now,
+        created_at_ms=int(now.timestamp() * 1000),
+        enqueued_at=now,
+        run_count=0,
+        **marks,
+    )
+
+
 def _submit(
     session: Session,
     tenant_id: uuid.UUID,
@@ -299,22 +326,15 @@ def _submit(
     if limited:
         repo.lock_participant(participant_id)
         _check_limits(repo, challenge, participant_id, now)
-    attempt = Attempt(
-        id=uuid.uuid4(),
-        tenant_id=tenant_id,
-        challenge_id=challenge_id,
-        participant_id=participant_id,
-        status=AttemptStatus.QUEUED,
-        prompt=submitted.prompt,
-        model_spec=submitted.model_spec,
-        kind_fields=submitted.kind_fields,
+    attempt = queued_attempt(
+        tenant_id,
+        challenge_id,
+        participant_id,
+        submitted,
+        now,
         baseline=body.baseline,
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint,
-        created_at=now,
-        created_at_ms=int(now.timestamp() * 1000),
-        enqueued_at=now,
-        run_count=0,
     )
     if repo.insert_new(attempt):
         return Submission(attempt, True, True, handle, challenge.kind)

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.attempt.attempt_kind import AttemptKind, UnscoredRequest, unscored_fields
 from app.attempt.dispatch import RUN_ATTEMPT
-from app.attempt.models import Attempt, AttemptStatus, RunPurpose, Trial
+from app.attempt.models import Attempt, RunPurpose, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
 from app.attempt.schemas import (
     KindFieldsBody,
@@ -34,7 +34,7 @@ from app.attempt.schemas import (
     UnscoredRunList,
     UnscoredRunRead,
 )
-from app.attempt.service import kind_fields, trial_view
+from app.attempt.service import kind_fields, queued_attempt, trial_view
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
 from app.challenge.config import LimitsConfig
 from app.challenge.limits import Left, left_under, refuse_when_none_left
@@ -107,20 +107,8 @@ def _start(
             participant_id=participant_id,
         )
     )
-    attempt = Attempt(
-        id=uuid.uuid4(),
-        tenant_id=tenant_id,
-        challenge_id=challenge_id,
-        participant_id=participant_id,
-        purpose=purpose,
-        status=AttemptStatus.QUEUED,
-        prompt=submitted.prompt,
-        model_spec=submitted.model_spec,
-        kind_fields=submitted.kind_fields,
-        created_at=now,
-        created_at_ms=int(now.timestamp() * 1000),
-        enqueued_at=now,
-        run_count=0,
+    attempt = queued_attempt(
+        tenant_id, challenge_id, participant_id, submitted, now, purpose=purpose
     )
     repo.insert_new(attempt)
     work.send_after_commit(RUN_ATTEMPT, str(attempt.id))
