@@ -139,11 +139,17 @@ class RunContext:
         trials landing together are written together (app.attempt.trial_writer)."""
         await self.trials.save(LandedTrial(trial, task_index, task_id))
 
-    def run_store(self) -> DatabaseRunStore:
+    def run_store(self, sealed_task_ids: frozenset[str] = frozenset()) -> DatabaseRunStore:
         """The evaluation engine's store of a whole run (tasks, trials, summaries) for this
-        attempt, for kinds that run the engine's benchmark runner."""
+        attempt, for kinds that run the engine's benchmark runner; the rows of
+        `sealed_task_ids` (a private part's tasks) are stored sealed."""
         return DatabaseRunStore(
-            self.job.attempt_id, self.job.tenant_id, self.token, self.settings, self.trials
+            self.job.attempt_id,
+            self.job.tenant_id,
+            self.token,
+            self.settings,
+            self.trials,
+            sealed_task_ids,
         )
 
 
@@ -234,6 +240,12 @@ def unscored_fields(kind: ChallengeKind) -> type[KindSubmission] | None:
 def stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]:
     """An attempt's stored trials (its first task's), for a kind's `measure`."""
     return [repository.trial_record(row) for row in repository.trials_of(session, attempt_id)]
+
+
+def sealed_task_summaries(session: Session, attempt_id: uuid.UUID) -> list[dict[str, Any]]:
+    """The summaries of an attempt's sealed tasks (a split challenge's private part), for a
+    kind's `measure_own`."""
+    return repository.sealed_task_summaries(session, attempt_id)
 
 
 def checked_prompt(target: SubmissionTarget, prompt: str, field: str = "prompt") -> str:

@@ -164,6 +164,8 @@ class AttemptTask(Base):
     task_id: Mapped[str] = mapped_column(ProducedString(200))
     meta: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     summary: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
+    # A task of its challenge's private part: its results are shown as `SEALED` says.
+    sealed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Trial(Base):
@@ -187,4 +189,6 @@ class Trial(Base):
     actor: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
     judge: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
     critic: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
+    # A trial of a task of its challenge's private part (as its `AttemptTask.sealed`).
+    sealed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

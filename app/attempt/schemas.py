@@ -80,6 +80,10 @@ class TrialRead(OutputSchema):
     actor: dict[str, Any]
     judge: dict[str, Any]
     critic: dict[str, Any]
+    sealed: bool = Field(
+        description="True for a trial of the challenge's private part (a split benchmark "
+        "challenge): shown to participants once the challenge has closed."
+    )
     created_at: datetime
 
 

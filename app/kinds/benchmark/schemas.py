@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from app.attempt.attempt_kind import KindSubmission, SubmittedText
-from app.schemas import ModelId
+from app.attempt.metrics import KindMetrics
+from app.schemas import ModelId, OutputSchema
 
 
 class BenchmarkSubmission(KindSubmission):
@@ -28,3 +29,21 @@ class BenchmarkTrialRun(BenchmarkSubmission):
         description="The task to run (its 1-based index in the benchmark); null: the first "
         "task the challenge runs.",
     )
+
+
+class PartMeasures(OutputSchema):
+    """A run's results on some of its tasks: the pass@t or seq@t curve (t = 1..k) over them,
+    tasks that never ran counting as unsolved."""
+
+    metric_at: list[float]
+    metric_at_k: float | None
+    tasks_total: int
+    tasks_solved: int
+
+
+class BenchmarkMeasures(KindMetrics):
+    """A benchmark attempt's own measures: on a split challenge, its results on the private
+    part (`sealed`: only the tenant's admins see them until the close); the core's metrics
+    are the public part's."""
+
+    sealed: PartMeasures | None = None
