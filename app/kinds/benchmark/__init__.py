@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from app.attempt.attempt_kind import (
     KindSubmission,
     RunContext,
+    RunsAttempts,
     Submitted,
     UnscoredRequest,
     fields_as,
@@ -91,7 +92,7 @@ def _check_task(config: BenchmarkConfig, task_index: int) -> None:
             raise ValidationFailed.at(["task_index"], "the benchmark has no task of that index")
 
 
-class BenchmarkKind(web.BenchmarkPages, Kind):
+class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
     name: ClassVar[str] = "benchmark"
     description: ClassVar[str] = "Participants submit a model; it runs on a benchmark's tasks."
     config_model: ClassVar[type[KindConfig]] = BenchmarkConfig
@@ -178,7 +179,7 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
     def cost_budget_usd(self, config: KindConfig, settings: Settings) -> float:
         return _config(config).benchmark.cost_budget(settings)
 
-    async def run(self, context: RunContext) -> AttemptMetrics | None:
+    async def run(self, context: RunContext) -> AttemptMetrics:
         # The engine's runner is the worker's: the API loads the kind, never the run.
         from app.kinds.benchmark import run
 
