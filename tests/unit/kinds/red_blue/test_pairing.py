@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,7 +11,6 @@ import pytest
 from app.kinds.red_blue.rules.config import PairingConfig
 from app.kinds.red_blue.rules.pairing import (
     UNRATED_PAIRING_RATING,
-    EntryId,
     NewEntry,
     Opponent,
     choose_opponents,
@@ -23,7 +23,7 @@ def _at(minutes: int) -> datetime:
     return START + timedelta(minutes=minutes)
 
 
-def _ids(opponents: list[Opponent]) -> list[EntryId]:
+def _ids(opponents: list[Opponent[str, str]]) -> list[str]:
     return [opponent.id for opponent in opponents]
 
 
@@ -157,7 +157,7 @@ def test_random_active_is_reproducible_for_a_seed_and_submission() -> None:
 def test_random_active_draws_every_opponent_in_the_long_run() -> None:
     pool = _pool(10)
     pairing = PairingConfig(policy="random_active", n=2)
-    seen: set[EntryId] = set()
+    seen: set[str] = set()
     for index in range(200):
         submission = NewEntry(f"a{index}", "attack", "alice")
         seen.update(_ids(choose_opponents(submission, pool, pairing, frozenset())))
@@ -238,3 +238,19 @@ def test_invariants_on_random_competitions(policy: str) -> None:
         assert len({opponent.participant for opponent in chosen}) == len(chosen)
         room = max(0, pairing.opponents_per_submission - len(matched))
         assert len(chosen) == min(room, len(eligible))
+
+
+def test_ids_of_any_hashable_type_come_back_as_given() -> None:
+    # The service pairs by UUIDs: an opponent is the one given, its participant compared as is.
+    alice, bob, carol = (uuid.uuid4() for _ in range(3))
+    defenses = [
+        Opponent(uuid.uuid4(), bob, _at(1)),
+        Opponent(uuid.uuid4(), alice, _at(2)),
+        Opponent(uuid.uuid4(), carol, _at(3)),
+    ]
+    attack = NewEntry(uuid.uuid4(), "attack", alice)
+    chosen = choose_opponents(attack, defenses, ROUND_ROBIN, frozenset())
+    assert chosen == [defenses[2], defenses[0]]
+    assert choose_opponents(attack, defenses, ROUND_ROBIN, {(attack.id, defenses[2].id)}) == [
+        defenses[0]
+    ]
