@@ -38,7 +38,7 @@ class AttemptMetrics(OutputSchema):
 
 
 class KindMetrics(OutputSchema):
-    """Measures of a kind's own (its `AttemptKind.measure_own`), beside the core's: stored in
+    """Measures of a kind's own (its `RunsAttempts.measure_own`), beside the core's: stored in
     the attempt's `kind_metrics` document and shown on its read and by the kind's templates.
     The leaderboard and scorer plugins rank by the core's metrics only. Measures under
     `SEALED_MEASURES` are of sealed results (a challenge's private part): readers see them

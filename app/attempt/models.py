@@ -131,7 +131,7 @@ class Attempt(Leased, Metered, Base):
     metrics: Mapped[AttemptMetrics | None] = mapped_column(
         ModelColumn(AttemptMetrics, exclude_unset=True), default=None
     )
-    # Measures of the kind's own (`AttemptKind.measure_own`), beside the core's `metrics`.
+    # Measures of the kind's own (`RunsAttempts.measure_own`), beside the core's `metrics`.
     kind_metrics: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     score: Mapped[float | None] = mapped_column(Float, default=None)
     score_details: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)

@@ -12,6 +12,7 @@ from app.attempt.attempt_kind import (
     AttemptJob,
     KindSubmission,
     RunContext,
+    RunsAttempts,
     Submitted,
     UnscoredRequest,
     fields_as,
@@ -108,7 +109,7 @@ def _check_split(spec: BenchmarkSpec, split: SplitConfig) -> None:
         ) from exc
 
 
-class BenchmarkKind(web.BenchmarkPages, Kind):
+class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
     name: ClassVar[str] = "benchmark"
     description: ClassVar[str] = "Participants submit a model; it runs on a benchmark's tasks."
     config_model: ClassVar[type[KindConfig]] = BenchmarkConfig
@@ -212,7 +213,7 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
     def cost_budget_usd(self, config: KindConfig, settings: Settings) -> float:
         return _config(config).benchmark.cost_budget(settings)
 
-    async def run(self, context: RunContext) -> AttemptMetrics | None:
+    async def run(self, context: RunContext) -> AttemptMetrics:
         # The engine's runner is the worker's: the API loads the kind, never the run.
         from app.kinds.benchmark import run
 

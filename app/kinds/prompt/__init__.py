@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from app.attempt.attempt_kind import (
     KindSubmission,
     RunContext,
+    RunsAttempts,
     Submitted,
     checked_prompt,
     fields_as,
@@ -34,7 +35,7 @@ def _config(config: KindConfig) -> PromptConfig:
     return config
 
 
-class PromptKind(web.PromptPages, Kind):
+class PromptKind(web.PromptPages, RunsAttempts, Kind):
     name: ClassVar[str] = "prompt"
     description: ClassVar[str] = "Participants write a prompt; the challenge's model answers it."
     config_model: ClassVar[type[KindConfig]] = PromptConfig
@@ -107,7 +108,7 @@ class PromptKind(web.PromptPages, Kind):
         prompt = fields_as(fields, PromptSubmission).prompt
         return Submitted(prompt=checked_prompt(target, prompt))
 
-    async def run(self, context: RunContext) -> AttemptMetrics | None:
+    async def run(self, context: RunContext) -> AttemptMetrics:
         # The engine's runner is the worker's: the API loads the kind, never the run.
         from app.kinds.prompt import run
 

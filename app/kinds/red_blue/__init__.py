@@ -25,6 +25,7 @@ from app.attempt.attempt_kind import (
     AttemptJob,
     KindSubmission,
     RunContext,
+    RunsAttempts,
     Submitted,
     UnscoredRequest,
     fields_as,
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
     from fastapi import APIRouter
 
 
-class RedBlueKind(RedBluePages, Kind):
+class RedBlueKind(RedBluePages, RunsAttempts, Kind):
     name: ClassVar[str] = "red_blue"
     description: ClassVar[str] = (
         "Blue writes defenses (system prompts), red writes attacks; every match is judged by "
@@ -174,7 +175,7 @@ class RedBlueKind(RedBluePages, Kind):
         service.check_entry_lengths(request.target.limits, defense=defense, attack=fields.prompt)
         return Submitted(prompt=fields.prompt, kind_fields={"system_prompt": defense})
 
-    async def run(self, context: RunContext) -> AttemptMetrics | None:
+    async def run(self, context: RunContext) -> AttemptMetrics:
         # The match's call and judging are the worker's: the API loads the kind, never them.
         from app.kinds.red_blue import one_off
 
