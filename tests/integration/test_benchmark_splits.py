@@ -174,3 +174,100 @@ def test_a_split_needs_two_tasks(api: Api, tenant: dict[str, Any]) -> None:
     )
     assert response.status_code == 422, response.text
     assert "split" in response.json()["error"]["message"]
+
+
+def _attempt(
+    api: Api, key: str, cid: str, participant: str, model: str, t: float, **extra: Any
+) -> str:
+    body = {"model": model, "temperature": t, "participant": participant, **extra}
+    response = api.request("POST", f"/v1/challenges/{cid}/attempts", key, json=body)
+    assert response.status_code == 202, response.text
+    return str(response.json()["id"])
+
+
+def _private_pass_at_2(api: Api, key: str, attempt_id: str) -> float:
+    trials = [t for t in _trials(api, key, attempt_id) if t["sealed"]]
+    return _pass_at_2(trials, {t["task_index"] for t in trials})
+
+
+def test_the_private_board_ranks_each_participants_best_final_submission_after_the_close(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    member = _member_key(api, key)
+    benchmark = {"name": "arcagi2", "options": {}, "max_tasks": 8}
+    challenge = benchmark_challenge(
+        api, key, benchmark=benchmark, split={**SPLIT, "final_submissions": 2}
+    )
+    cid = challenge["id"]
+    sim, weak = "offline/solver-sim", "offline/solver-sim-weak"
+    ada = [_attempt(api, member, cid, "ada", sim, t) for t in (0.0, 0.6, 1.2)]
+    bob = [
+        _attempt(api, member, cid, "bob", weak, 0.3),
+        _attempt(api, member, cid, "bob", sim, 0.9),
+    ]
+    base = _attempt(api, key, cid, "reference", sim, 0.0, baseline=True)
+    for attempt_id in [*ada, *bob, base]:
+        assert api.wait_finished(key, attempt_id, timeout=120)["status"] == "completed"
+
+    # Ada marks two final; a third is one too many until she takes one back.
+    for attempt_id in ada[1:]:
+        marked = api.request("POST", f"/v1/attempts/{attempt_id}/final", member)
+        assert marked.status_code == 200, marked.text
+    assert marked.json()["attempt_ids"] == ada[1:] and marked.json()["max_final"] == 2
+    too_many = api.request("POST", f"/v1/attempts/{ada[0]}/final", member)
+    assert too_many.status_code == 409 and "at most 2" in too_many.json()["error"]["message"]
+    api.request("DELETE", f"/v1/attempts/{ada[1]}/final", member)
+    assert api.request("POST", f"/v1/attempts/{ada[0]}/final", member).status_code == 200
+    listed = api.request(
+        "GET", f"/v1/challenges/{cid}/final-submissions", member, params={"participant": "ada"}
+    ).json()
+    assert listed["attempt_ids"] == [ada[2], ada[0]]
+    refused = api.request("POST", f"/v1/attempts/{base}/final", key)
+    assert refused.status_code == 409, refused.text
+
+    # Before the close only the tenant's admins read the private board.
+    board_path = f"/v1/challenges/{cid}/private-leaderboard"
+    assert api.request("GET", board_path, member).status_code == 403
+    assert api.request("GET", board_path, key).status_code == 200
+
+    api.request(
+        "PATCH",
+        f"/v1/challenges/{cid}",
+        key,
+        json={"closes_at": datetime.now(UTC).isoformat().replace("+00:00", "Z")},
+    )
+    late = api.request("DELETE", f"/v1/attempts/{ada[0]}/final", member)
+    assert late.status_code == 409, late.text
+    board = api.request("GET", board_path, member)
+    assert board.status_code == 200, board.text
+    rows = {row["participant"]: row for row in board.json()["items"]}
+    assert set(rows) == {"ada", "bob", "reference"}
+
+    # Recomputed from the trials on the private tasks: Ada's best final submission; Bob marked
+    # none, so his best two by the public part count, here all he has.
+    ada_best = max(_private_pass_at_2(api, key, a) for a in (ada[0], ada[2]))
+    bob_best = max(_private_pass_at_2(api, key, a) for a in bob)
+    assert rows["ada"]["private_metric_at_k"] == pytest.approx(ada_best)
+    assert rows["ada"]["final"] is True and rows["ada"]["attempt_id"] in (ada[0], ada[2])
+    assert rows["bob"]["private_metric_at_k"] == pytest.approx(bob_best)
+    assert rows["bob"]["final"] is False
+    assert rows["reference"]["baseline"] is True
+    participants = sorted([("ada", ada_best), ("bob", bob_best)], key=lambda pair: -pair[1])
+    for handle, score in participants:
+        ahead = sum(1 for _, other in participants if other > score + 1e-12)
+        assert rows[handle]["rank"] == 1 + ahead
+    reference = _private_pass_at_2(api, key, base)
+    assert rows["reference"]["rank"] == 1 + sum(1 for _, s in participants if s > reference + 1e-12)
+
+
+def test_final_marks_need_a_split_challenge(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    challenge = benchmark_challenge(api, key)
+    attempt_id = _attempt(api, key, challenge["id"], "ada", "offline/echo", 0.0)
+    api.wait_finished(key, attempt_id, timeout=120)
+    assert api.request("POST", f"/v1/attempts/{attempt_id}/final", key).status_code == 404
+    board = api.request("GET", f"/v1/challenges/{challenge['id']}/private-leaderboard", key)
+    assert board.status_code == 404

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
 from app.attempt.attempt_kind import (
@@ -113,6 +114,7 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
     name: ClassVar[str] = "benchmark"
     description: ClassVar[str] = "Participants submit a model; it runs on a benchmark's tasks."
     config_model: ClassVar[type[KindConfig]] = BenchmarkConfig
+    model_modules: ClassVar[tuple[str, ...]] = ("app.kinds.benchmark.models",)
     strategies: ClassVar[tuple[Strategy, ...]] = (Strategy.METRIC_AT_K, Strategy.CUSTOM)
     default_strategy: ClassVar[Strategy] = Strategy.METRIC_AT_K
     reads_show_trials: ClassVar[bool] = False
@@ -158,6 +160,12 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
             # Which tasks are private is the organizer's to know.
             sections["split"].pop("seed", None)
         return sections
+
+    def api_routers(self) -> Sequence[APIRouter]:
+        # Final submissions and the private board load with the API's routes, not the worker.
+        from app.kinds.benchmark.router import router
+
+        return (router,)
 
     # Submissions and runs -----------------------------------------------------------------
 

@@ -94,6 +94,14 @@ class SplitConfig(InputSchema):
         description="Chooses which tasks are public (the rule is in docs/boards.md); the same "
         "seed always splits the same tasks the same way.",
     )
+    final_submissions: int = Field(
+        default=2,
+        ge=1,
+        le=100,
+        description="How many completed submissions a participant may mark final before the "
+        "close; the private board ranks each participant's best final one (none marked: their "
+        "best this many by the public part).",
+    )
 
 
 class BenchmarkConfig(KindConfig):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from pydantic import Field
 
 from app.attempt.attempt_kind import KindSubmission, SubmittedText
@@ -47,3 +49,42 @@ class BenchmarkMeasures(KindMetrics):
     are the public part's."""
 
     sealed: PartMeasures | None = None
+
+
+class FinalMarks(OutputSchema):
+    """A participant's final submissions on a split challenge."""
+
+    challenge_id: uuid.UUID
+    participant: str
+    attempt_ids: list[uuid.UUID] = Field(description="The marked attempts, oldest mark first.")
+    max_final: int = Field(description="How many the challenge lets a participant mark.")
+
+
+class PrivateBoardItem(OutputSchema):
+    rank: int = Field(
+        description="1 + the participants ahead (ties share a rank); a baseline's is where it "
+        "would place, taking none from a participant."
+    )
+    participant: str
+    baseline: bool
+    attempt_id: uuid.UUID = Field(
+        description="The counted submission: the best on the private part."
+    )
+    final: bool = Field(
+        description="Whether the participant marked it final (false: none marked, their best "
+        "by the public part counted)."
+    )
+    private_metric_at_k: float | None
+    public_metric_at_k: float | None
+    private_tasks_solved: int | None
+    private_tasks_total: int | None
+
+
+class PrivateBoard(OutputSchema):
+    """The private part's board: each participant's best counted submission on the private
+    part, revealed at the close."""
+
+    items: list[PrivateBoardItem]
+    total: int
+    limit: int
+    offset: int
