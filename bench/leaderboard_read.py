@@ -207,39 +207,45 @@ def check_against_ranking(
     """The built rows agree with app.leaderboard.ranking for a sample of participants."""
     import psycopg
 
-    from app.leaderboard.ranking import RankInput, rank_key, sort_tuple
+    from app.db import from_epoch_ms
+    from app.leaderboard.ranking import PlacedAttempt, RankedAttempt, placed
+    from app.scoring.measures import AttemptMetrics
 
     mismatches = 0
     with psycopg.connect(conninfo) as conn:
         for participant in rng.sample(participant_ids, min(samples, len(participant_ids))):
             rows = conn.execute(
-                "SELECT id, succeeded, created_at_ms, tokens_total, elapsed_ms FROM attempts "
-                "WHERE challenge_id = %s AND participant_id = %s",
+                "SELECT id, tenant_id, succeeded, created_at_ms, tokens_total, elapsed_ms "
+                "FROM attempts WHERE challenge_id = %s AND participant_id = %s",
                 (challenge_id, participant),
             ).fetchall()
-            best = None
-            for attempt_id, succeeded, created_ms, tokens, elapsed in rows:
-                key = rank_key(
+            best: PlacedAttempt | None = None
+            for attempt_id, tenant_id, succeeded, created_ms, tokens, elapsed in rows:
+                candidate = placed(
                     "fewest_tokens",
-                    RankInput(
-                        succeeded=succeeded,
-                        created_at_ms=created_ms,
-                        elapsed_ms=elapsed,
-                        tokens_total=tokens,
+                    RankedAttempt(
+                        tenant_id=tenant_id,
+                        challenge_id=challenge_id,
+                        participant_id=participant,
+                        attempt_id=attempt_id,
+                        metrics=AttemptMetrics(
+                            succeeded=succeeded,
+                            created_at=from_epoch_ms(created_ms),
+                            elapsed_ms=elapsed,
+                            tokens_total=tokens,
+                        ),
+                        score=None,
                     ),
                 )
-                if key is None:
-                    continue
-                candidate = sort_tuple(key, created_ms, str(attempt_id))
-                if best is None or candidate < best:
+                if candidate is not None and (best is None or candidate.place() < best.place()):
                     best = candidate
             stored = conn.execute(
                 "SELECT attempt_id FROM leaderboard_entries WHERE challenge_id = %s "
                 "AND participant_id = %s",
                 (challenge_id, participant),
             ).fetchone()
-            expected = best[3] if best else None
-            got = str(stored[0]) if stored else None
+            expected = best.attempt.attempt_id if best else None
+            got = stored[0] if stored else None
             if expected != got:
                 mismatches += 1
     print(
@@ -465,8 +471,10 @@ def measure_offer(
     import psycopg
     from sqlalchemy.orm import Session
 
+    from app.db import from_epoch_ms
     from app.leaderboard import repository
-    from app.leaderboard.ranking import RankInput, rank_key
+    from app.leaderboard.ranking import RankedAttempt, placed
+    from app.scoring.measures import AttemptMetrics
 
     with psycopg.connect(conninfo) as conn:
         # Random succeeded attempts (TABLESAMPLE keeps this cheap on 1M rows).
@@ -495,31 +503,25 @@ def measure_offer(
                 tokens = max(1, int(best[participant_id]) - 1)
                 best[participant_id] = tokens
                 improving += 1
-            key = rank_key(
+            entry = placed(
                 "fewest_tokens",
-                RankInput(
-                    succeeded=True,
-                    created_at_ms=created_ms,
-                    elapsed_ms=elapsed,
-                    tokens_total=tokens,
+                RankedAttempt(
+                    tenant_id=tenant_id,
+                    challenge_id=challenge_id,
+                    participant_id=participant_id,
+                    attempt_id=attempt_id,
+                    metrics=AttemptMetrics(
+                        succeeded=True,
+                        created_at=from_epoch_ms(created_ms),
+                        elapsed_ms=elapsed,
+                        tokens_total=tokens,
+                    ),
+                    score=None,
                 ),
             )
-            assert key is not None
-            values = repository.EntryValues(
-                tenant_id=tenant_id,
-                challenge_id=challenge_id,
-                participant_id=participant_id,
-                attempt_id=attempt_id,
-                key=key,
-                attempt_created_at_ms=created_ms,
-                score=None,
-                succeeded=True,
-                tokens_total=tokens,
-                elapsed_ms=elapsed,
-                rating=None,
-            )
+            assert entry is not None
             t0 = time.perf_counter()
-            repository.offer(session, values)
+            repository.offer(session, entry)
             t1 = time.perf_counter()
             session.commit()
             t2 = time.perf_counter()

@@ -1,40 +1,8 @@
-"""An attempt's metrics, declared once: what its kind's run measured, stored on the attempt
-(as a document, and the ranked measures in columns of their own), shown by the API, and
-handed to the leaderboard as its rank input."""
+"""What an attempt keeps of its measures beside the core's (`app.scoring.measures`)."""
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from app.schemas import OutputSchema
-
-
-class AttemptMetrics(OutputSchema):
-    """Kinds set what they measure; a field a kind leaves unset is not stored, so scorer
-    plugins see the same keys the kind gives (`as_plugin_input`)."""
-
-    succeeded: bool | None = None
-    tokens_total: int | None = None
-    elapsed_ms: int | None = None
-    rating: float | None = None
-    created_at: int | None = Field(default=None, description="Epoch milliseconds.")
-    cost_usd: float | None = None
-    trials: int = 0
-    metric_at: list[float] | None = Field(
-        default=None, description="Benchmark attempts: the pass@t or seq@t curve, t = 1..k."
-    )
-    metric_at_k: float | None = None
-    tasks_total: int | None = None
-    tasks_solved: int | None = None
-    run_status: str | None = Field(
-        default=None,
-        description="Benchmark attempts: 'complete', or 'budget_exhausted' when the attempt's "
-        "cost budget stopped the run (tasks left unrun count as unsolved).",
-    )
-
-    def as_plugin_input(self) -> dict[str, object]:
-        """The metrics as the mapping a scorer plugin reads: the fields the kind set."""
-        return self.model_dump(mode="json", exclude_unset=True)
 
 
 class KindMetrics(OutputSchema):

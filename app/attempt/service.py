@@ -281,7 +281,6 @@ def queued_attempt(
         model_spec=submitted.model_spec,
         kind_fields=submitted.kind_fields,
         created_at=now,
-        created_at_ms=int(now.timestamp() * 1000),
         enqueued_at=now,
         run_count=0,
         **marks,

@@ -13,7 +13,6 @@ from app.attempt.attempt_kind import (
     UnscoredRequest,
     fields_as,
 )
-from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
 from app.challenge.challenge_kind import KindConfig, NamedModel
 from app.challenge.reachability import checked_api_base, refuse_unreachable
@@ -29,6 +28,7 @@ from app.kinds.base import Kind
 from app.kinds.benchmark import web
 from app.kinds.benchmark.config import BenchmarkConfig
 from app.kinds.benchmark.schemas import BenchmarkSubmission, BenchmarkTrialRun
+from app.scoring.measures import AttemptMetrics
 from app.scoring.strategies import Strategy
 
 

@@ -8,7 +8,6 @@ from dataclasses import replace
 from typing import Any
 
 from app.attempt.attempt_kind import RunContext
-from app.attempt.metrics import AttemptMetrics
 from app.evaluation.benchmark import Benchmark, DataFileNotFound, confined_data_files
 from app.evaluation.runner import (
     RunAborted,
@@ -20,6 +19,7 @@ from app.evaluation.runner import (
 )
 from app.evaluation.types import InfrastructureError
 from app.kinds.benchmark.config import BenchmarkConfig, ModelSubmission
+from app.scoring.measures import AttemptMetrics
 
 
 def _sum_usage(summary: dict[str, Any], role: str, field: str) -> int:
