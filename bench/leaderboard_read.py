@@ -197,6 +197,39 @@ def build_leaderboard(conninfo: str, challenge_id: uuid.UUID) -> int:
     return count
 
 
+def fewest_tokens_entry(
+    challenge_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    attempt_id: uuid.UUID,
+    tenant_id: uuid.UUID,
+    created_ms: int,
+    tokens: int,
+    elapsed: int,
+    succeeded: bool = True,
+) -> Any:
+    """An attempt row as app.leaderboard.ranking places it on a fewest_tokens board (a
+    PlacedAttempt), or None if it does not rank."""
+    from app.db import from_epoch_ms
+    from app.leaderboard.ranking import RankedAttempt, placed
+    from app.scoring.measures import AttemptMetrics
+
+    metrics = AttemptMetrics(
+        succeeded=succeeded,
+        created_at=from_epoch_ms(created_ms),
+        elapsed_ms=elapsed,
+        tokens_total=tokens,
+    )
+    ranked = RankedAttempt(
+        tenant_id=tenant_id,
+        challenge_id=challenge_id,
+        participant_id=participant_id,
+        attempt_id=attempt_id,
+        metrics=metrics,
+        score=None,
+    )
+    return placed("fewest_tokens", ranked)
+
+
 def check_against_ranking(
     conninfo: str,
     challenge_id: uuid.UUID,
@@ -207,36 +240,17 @@ def check_against_ranking(
     """The built rows agree with app.leaderboard.ranking for a sample of participants."""
     import psycopg
 
-    from app.db import from_epoch_ms
-    from app.leaderboard.ranking import PlacedAttempt, RankedAttempt, placed
-    from app.scoring.measures import AttemptMetrics
-
     mismatches = 0
     with psycopg.connect(conninfo) as conn:
         for participant in rng.sample(participant_ids, min(samples, len(participant_ids))):
             rows = conn.execute(
-                "SELECT id, tenant_id, succeeded, created_at_ms, tokens_total, elapsed_ms "
+                "SELECT id, tenant_id, created_at_ms, tokens_total, elapsed_ms, succeeded "
                 "FROM attempts WHERE challenge_id = %s AND participant_id = %s",
                 (challenge_id, participant),
             ).fetchall()
-            best: PlacedAttempt | None = None
-            for attempt_id, tenant_id, succeeded, created_ms, tokens, elapsed in rows:
-                candidate = placed(
-                    "fewest_tokens",
-                    RankedAttempt(
-                        tenant_id=tenant_id,
-                        challenge_id=challenge_id,
-                        participant_id=participant,
-                        attempt_id=attempt_id,
-                        metrics=AttemptMetrics(
-                            succeeded=succeeded,
-                            created_at=from_epoch_ms(created_ms),
-                            elapsed_ms=elapsed,
-                            tokens_total=tokens,
-                        ),
-                        score=None,
-                    ),
-                )
+            best = None
+            for row in rows:
+                candidate = fewest_tokens_entry(challenge_id, participant, *row)
                 if candidate is not None and (best is None or candidate.place() < best.place()):
                     best = candidate
             stored = conn.execute(
@@ -471,10 +485,7 @@ def measure_offer(
     import psycopg
     from sqlalchemy.orm import Session
 
-    from app.db import from_epoch_ms
     from app.leaderboard import repository
-    from app.leaderboard.ranking import RankedAttempt, placed
-    from app.scoring.measures import AttemptMetrics
 
     with psycopg.connect(conninfo) as conn:
         # Random succeeded attempts (TABLESAMPLE keeps this cheap on 1M rows).
@@ -503,21 +514,8 @@ def measure_offer(
                 tokens = max(1, int(best[participant_id]) - 1)
                 best[participant_id] = tokens
                 improving += 1
-            entry = placed(
-                "fewest_tokens",
-                RankedAttempt(
-                    tenant_id=tenant_id,
-                    challenge_id=challenge_id,
-                    participant_id=participant_id,
-                    attempt_id=attempt_id,
-                    metrics=AttemptMetrics(
-                        succeeded=True,
-                        created_at=from_epoch_ms(created_ms),
-                        elapsed_ms=elapsed,
-                        tokens_total=tokens,
-                    ),
-                    score=None,
-                ),
+            entry = fewest_tokens_entry(
+                challenge_id, participant_id, attempt_id, tenant_id, created_ms, tokens, elapsed
             )
             assert entry is not None
             t0 = time.perf_counter()
