@@ -3,9 +3,8 @@ or in sequence with feedback (seq@k), each answer judged by the verifier."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from app.attempt.attempt_kind import RunContext
+from app.attempt.metrics import trial_metrics
 from app.evaluation.engine import run_trials
 from app.evaluation.types import TrialRecord
 from app.evaluation.verifiers import build_verifier
@@ -34,26 +33,4 @@ async def run(context: RunContext, config: PromptConfig) -> AttemptMetrics:
         existing=await context.stored_trials(),
         on_trial=on_trial,
     )
-    return metrics_of(trials)
-
-
-def metrics_of(trials: Sequence[TrialRecord]) -> AttemptMetrics:
-    """The attempt's metrics from all its trials (a takeover's count with the first run's).
-    Tokens and time count the actor only; cost counts every call whose price is known."""
-    ratings = [trial.judge.rating for trial in trials if trial.judge.rating is not None]
-    costs: list[float] = []
-    for trial in trials:
-        if trial.actor.cost_usd is not None:
-            costs.append(trial.actor.cost_usd)
-        for call in [*trial.judge.calls, *trial.critic.calls]:
-            cost = call.get("cost_usd")
-            if isinstance(cost, int | float) and not isinstance(cost, bool):
-                costs.append(float(cost))
-    return AttemptMetrics(
-        succeeded=any(trial.success for trial in trials),
-        tokens_total=sum(trial.actor.input_tokens + trial.actor.output_tokens for trial in trials),
-        elapsed_ms=sum(trial.actor.elapsed_ms for trial in trials),
-        rating=max(ratings) if ratings else None,
-        cost_usd=sum(costs) if costs else None,
-        trials=len(trials),
-    )
+    return trial_metrics(trials)

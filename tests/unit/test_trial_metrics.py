@@ -1,9 +1,9 @@
-"""A prompt attempt's metrics over its trials: what the leaderboard and scorers read."""
+"""An attempt's metrics over its trials (prompt kinds): what the leaderboard and scorers read."""
 
 from __future__ import annotations
 
+from app.attempt.metrics import trial_metrics
 from app.evaluation.types import ActorSection, CriticSection, JudgeSection, TrialRecord
-from app.kinds.prompt.run import metrics_of
 from app.scoring.measures import AttemptMetrics
 
 
@@ -26,26 +26,26 @@ def test_metrics_sum_actor_figures_and_every_known_cost() -> None:
     second.actor.input_tokens, second.actor.output_tokens, second.actor.elapsed_ms = 20, 6, 200
     second.judge.rating = 8.0
     second.critic.calls = [{"cost_usd": 0.125}]
-    assert metrics_of([first, second]) == AttemptMetrics(
+    assert trial_metrics([first, second]) == AttemptMetrics(
         succeeded=True, tokens_total=40, elapsed_ms=500, rating=8.0, cost_usd=0.875, trials=2
     )
 
 
 def test_metrics_without_prices_or_ratings_leave_them_unknown() -> None:
-    metrics = metrics_of([trial(1, success=False)])
+    metrics = trial_metrics([trial(1, success=False)])
     assert metrics.cost_usd is None
     assert metrics.rating is None
     assert metrics.succeeded is False
 
 
 def test_metrics_of_no_trials() -> None:
-    assert metrics_of([]) == AttemptMetrics(
+    assert trial_metrics([]) == AttemptMetrics(
         succeeded=False, tokens_total=0, elapsed_ms=0, rating=None, cost_usd=None, trials=0
     )
 
 
 def test_plugins_read_the_fields_the_kind_set_and_no_others() -> None:
-    plugin_input = metrics_of([trial(1, success=True)]).as_plugin_input()
+    plugin_input = trial_metrics([trial(1, success=True)]).as_plugin_input()
     assert set(plugin_input) == {
         "succeeded",
         "tokens_total",
