@@ -26,13 +26,14 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import AfterValidator, StringConstraints
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.metrics import AttemptMetrics, KindMetrics
+from app.attempt.metrics import KindMetrics
 from app.attempt.models import RunPurpose
 from app.attempt.repository import LandedTrial, SubmissionTarget
 from app.attempt.run_store import DatabaseRunStore
@@ -44,6 +45,7 @@ from app.errors import ValidationFailed
 from app.evaluation.llm import LLMClient
 from app.evaluation.types import TrialRecord
 from app.schemas import InputSchema
+from app.scoring.measures import AttemptMetrics
 
 
 def _storable_text(value: str) -> str:
@@ -98,7 +100,7 @@ class AttemptJob:
     config: KindConfig
     prompt: str | None
     model_spec: dict[str, Any] | None
-    created_at_ms: int
+    created_at: datetime
     # The kind's own fields of the submission (`Submitted.kind_fields`).
     kind_fields: dict[str, Any] | None = None
     # Never started before this run: no earlier run stored anything of it.

@@ -596,9 +596,10 @@ def count_completed(session: Session, challenge_id: uuid.UUID) -> int:
 
 
 def completed_after(
-    session: Session, challenge_id: uuid.UUID, after: tuple[int, uuid.UUID] | None, limit: int
+    session: Session, challenge_id: uuid.UUID, after: Attempt | None, limit: int
 ) -> list[Attempt]:
-    """The next completed attempts in submission order, after (created_at_ms, id)."""
+    """The next completed attempts in submission order (to the millisecond, then by id),
+    after the attempt `after` (None: from the first)."""
     query = (
         select(Attempt)
         .where(
@@ -610,7 +611,9 @@ def completed_after(
         .limit(limit)
     )
     if after is not None:
-        query = query.where(tuple_(Attempt.created_at_ms, Attempt.id) > tuple_(*after))
+        query = query.where(
+            tuple_(Attempt.created_at_ms, Attempt.id) > tuple_(after.created_at_ms, after.id)
+        )
     return list(session.scalars(query))
 
 

@@ -19,9 +19,8 @@ from sqlalchemy.orm import Session
 
 from app.attempt import repository
 from app.attempt.attempt_kind import AttemptJob, AttemptKind, RunContext, runner_of
-from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus
-from app.attempt.ranked import metric_columns, ranked_of
+from app.attempt.ranked import metric_columns, ranked_run
 from app.challenge.models import strategy_of
 from app.challenge.registry import find_kind, kind_as
 from app.challenge.service import config_of, find_challenge, scoring_of
@@ -36,6 +35,7 @@ from app.lease.model_client import model_client
 from app.lease.repository import release
 from app.lease.run import Failure, LeasedRun, run_leased, run_on_process_loop
 from app.observability import metrics as telemetry
+from app.scoring.measures import AttemptMetrics
 from app.scoring.service import ScoreResult, Scoring, prepare_scoring
 from app.tenant.service import DaySpend
 
@@ -116,7 +116,7 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
         config=config,
         prompt=attempt.prompt,
         model_spec=attempt.model_spec,
-        created_at_ms=attempt.created_at_ms,
+        created_at=attempt.created_at,
         kind_fields=attempt.kind_fields,
         first_start=claimed.first_start,
         purpose=attempt.purpose,
@@ -167,7 +167,7 @@ def _finish(job: AttemptJob, token: uuid.UUID, measured: AttemptMetrics) -> None
         saved = scoring_of(session, job.tenant_id, job.challenge_id)
         if saved is None:
             return
-        metrics = measured.model_copy(update={"created_at": job.created_at_ms})
+        metrics = measured.model_copy(update={"created_at": job.created_at})
         own = runner_of(find_kind(job.kind)).measure_own(session, job, metrics)
         kind_metrics = None if own is None else own.model_dump(mode="json", exclude_none=True)
         scoring = prepare_scoring(session, strategy_of(saved), saved)
@@ -214,14 +214,8 @@ def _complete(
     if row is None:
         return None
     if job.purpose.scored and job.participant_id is not None:
-        ranked = ranked_of(
-            job.attempt_id,
-            job.tenant_id,
-            job.challenge_id,
-            job.participant_id,
-            baseline=job.baseline,
-        )
-        leaderboard.offer(session, ranked(metrics, scored.score), scoring.strategy)
+        ranked = ranked_run(job, job.participant_id, metrics, scored.score)
+        leaderboard.offer(session, ranked, scoring.strategy)
     created_at, started_at = row
     return _end_recorder(job.kind, AttemptStatus.COMPLETED, finished, created_at, started_at)
 

@@ -60,7 +60,10 @@ class TransactionNeeded(Exception):
     """This submission checks attempt limits, which needs a transaction: run it in one."""
 
 
-class Submission(NamedTuple):
+class StoredSubmission(NamedTuple):
+    """The attempt a submission stored, or found stored by an earlier request with its
+    Idempotency-Key (a replay), and what the caller does next."""
+
     attempt: Attempt
     # False on an idempotent replay (the attempt was stored by an earlier request).
     created: bool
@@ -108,12 +111,12 @@ def _replayed(
     fingerprint: str,
     handle: str,
     kind: str,
-) -> Submission:
+) -> StoredSubmission:
     attempt = _replay(existing, challenge_id, fingerprint)
     now = utcnow()
     stalled = now - timedelta(seconds=get_settings().queued_requeue_seconds)
     send = repo.mark_resent_if_stalled(attempt.id, now, stalled)
-    return Submission(attempt, False, send, handle, kind)
+    return StoredSubmission(attempt, False, send, handle, kind)
 
 
 def submission_target(
@@ -240,9 +243,9 @@ def submit_attempt(
     challenge_id: uuid.UUID,
     body: AttemptCreate,
     idempotency_key: str | None,
-) -> Submission:
+) -> StoredSubmission:
     """Stores a queued attempt, or finds the one an earlier request with the same
-    Idempotency-Key stored (a replay); see `Submission` for what it returns.
+    Idempotency-Key stored (a replay); see `StoredSubmission` for what it returns.
 
     The task is sent (when `send` says so) once the caller commits the unit of work: the
     worker must find the row when the task arrives. A replay sends again an attempt still
@@ -283,7 +286,6 @@ def queued_attempt(
         model_spec=submitted.model_spec,
         kind_fields=submitted.kind_fields,
         created_at=now,
-        created_at_ms=int(now.timestamp() * 1000),
         enqueued_at=now,
         run_count=0,
         **marks,
@@ -296,7 +298,7 @@ def _submit(
     challenge_id: uuid.UUID,
     body: AttemptCreate,
     idempotency_key: str | None,
-) -> Submission:
+) -> StoredSubmission:
     repo = AttemptRepository(session, tenant_id)
     challenge = repo.submission_target(challenge_id, body.participant)
     if challenge is None:
@@ -339,14 +341,14 @@ def _submit(
         request_fingerprint=fingerprint,
     )
     if repo.insert_new(attempt):
-        return Submission(attempt, True, True, handle, challenge.kind)
+        return StoredSubmission(attempt, True, True, handle, challenge.kind)
     # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
     assert idempotency_key is not None
     existing = repo.by_idempotency_key(idempotency_key)
     if existing is None:
         raise RuntimeError(f"Idempotency-Key {idempotency_key!r} conflicted, yet no attempt has it")
     replayed = _replay(existing, challenge_id, fingerprint)
-    return Submission(replayed, False, False, handle, challenge.kind)
+    return StoredSubmission(replayed, False, False, handle, challenge.kind)
 
 
 def retry_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:

@@ -19,7 +19,7 @@ from app.attempt.attempt_kind import (
     fields_as,
     sealed_task_summaries,
 )
-from app.attempt.metrics import AttemptMetrics, KindMetrics
+from app.attempt.metrics import KindMetrics
 from app.attempt.models import RunPurpose
 from app.attempt.repository import SubmissionTarget
 from app.challenge.challenge_kind import KindConfig, NamedModel
@@ -38,6 +38,7 @@ from app.kinds.benchmark import web
 from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec, SplitConfig
 from app.kinds.benchmark.schemas import BenchmarkMeasures, BenchmarkSubmission, BenchmarkTrialRun
 from app.kinds.benchmark.split import SplitTooSmall, part_measures, parts_of
+from app.scoring.measures import AttemptMetrics
 from app.scoring.strategies import Strategy
 
 

@@ -8,7 +8,6 @@ from dataclasses import replace
 from typing import Any
 
 from app.attempt.attempt_kind import RunContext
-from app.attempt.metrics import AttemptMetrics
 from app.evaluation.benchmark import (
     Benchmark,
     DataFileNotFound,
@@ -25,6 +24,7 @@ from app.evaluation.runner import (
 from app.evaluation.types import InfrastructureError
 from app.kinds.benchmark.config import BenchmarkConfig, ModelSubmission
 from app.kinds.benchmark.split import part_measures, parts_of
+from app.scoring.measures import AttemptMetrics
 
 
 def _sum_usage(summary: dict[str, Any], role: str, field: str) -> int:

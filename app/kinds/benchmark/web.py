@@ -18,7 +18,6 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app.attempt import service as attempt_service
-from app.attempt.metrics import AttemptMetrics
 from app.attempt.schemas import AttemptCreate, AttemptRead, RunRow
 from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
@@ -27,6 +26,7 @@ from app.evaluation.offline import OFFLINE_MODELS
 from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec
 from app.kinds.benchmark.schemas import BenchmarkSubmission
 from app.kinds.benchmark.split import public_count
+from app.scoring.measures import AttemptMetrics
 from app.scoring.strategies import Strategy
 from app.web import charts
 from app.web.attempts.service import TASKS_PAGE_SIZE, TaskRow, actor_tokens, task_rows

@@ -15,7 +15,6 @@ from app.attempt.attempt_kind import (
     checked_prompt,
     fields_as,
 )
-from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
 from app.challenge.challenge_kind import KindConfig, NamedModel
 from app.challenge.reachability import checked_api_base
@@ -25,6 +24,7 @@ from app.kinds.base import Kind
 from app.kinds.prompt import web
 from app.kinds.prompt.config import PromptConfig
 from app.kinds.prompt.schemas import PromptSubmission
+from app.scoring.measures import AttemptMetrics
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
 

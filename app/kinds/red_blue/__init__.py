@@ -31,7 +31,7 @@ from app.attempt.attempt_kind import (
     fields_as,
     stored_trials,
 )
-from app.attempt.metrics import AttemptMetrics, KindMetrics
+from app.attempt.metrics import KindMetrics
 from app.attempt.models import RunPurpose
 from app.auth.subjects import Audience
 from app.challenge.challenge_kind import Accepts, KindConfig, NamedModel
@@ -53,6 +53,7 @@ from app.kinds.red_blue.dispatch import SWEEP_TASK
 from app.kinds.red_blue.exports import RED_BLUE_DATASETS
 from app.kinds.red_blue.schemas import OneOffMatch, verdicts_of
 from app.kinds.red_blue.web import RedBluePages
+from app.scoring.measures import AttemptMetrics
 from app.scoring.strategies import Strategy
 
 if TYPE_CHECKING:

@@ -4,73 +4,109 @@ from __future__ import annotations
 
 import math
 import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from app.leaderboard.models import LeaderboardEntry
-from app.leaderboard.ranking import UNKNOWN_COST, RankInput, RankKey, rank_key, sort_tuple
+from app.leaderboard.ranking import (
+    UNKNOWN_COST,
+    PlacedAttempt,
+    RankedAttempt,
+    RankKey,
+    rank_key,
+)
 from app.leaderboard.service import ranked_items
+from app.scoring.measures import AttemptMetrics
+
+SUBMITTED = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
 
-def attempt(**values: object) -> RankInput:
-    base: dict[str, object] = {"succeeded": True, "created_at_ms": 1_000}
-    base.update(values)
-    return RankInput(**base)  # type: ignore[arg-type]
+def key(strategy: str, score: float | None = None, **metrics: Any) -> RankKey | None:
+    """The rank key of a succeeded attempt submitted at SUBMITTED, unless `metrics` say else."""
+    values: dict[str, Any] = {"succeeded": True, "created_at": SUBMITTED, **metrics}
+    return rank_key(strategy, AttemptMetrics(**values), score)
 
 
 @pytest.mark.parametrize("strategy", ["first", "fastest", "fewest_tokens", "highest_rating"])
 def test_failed_attempts_do_not_rank_under_success_strategies(strategy: str) -> None:
-    failed = attempt(succeeded=False, elapsed_ms=1, tokens_total=1, rating=10.0)
-    assert rank_key(strategy, failed) is None
-    assert rank_key(strategy, attempt(succeeded=None, elapsed_ms=1, tokens_total=1)) is None
+    assert key(strategy, succeeded=False, elapsed_ms=1, tokens_total=1, rating=10.0) is None
+    assert key(strategy, succeeded=None, elapsed_ms=1, tokens_total=1) is None
 
 
 def test_each_strategy_orders_by_its_measure() -> None:
-    early, late = attempt(created_at_ms=1), attempt(created_at_ms=2)
-    assert rank_key("first", early) < rank_key("first", late)
-    fast, slow = attempt(elapsed_ms=10), attempt(elapsed_ms=20)
-    assert rank_key("fastest", fast) < rank_key("fastest", slow)
-    few, many = attempt(tokens_total=5), attempt(tokens_total=50)
-    assert rank_key("fewest_tokens", few) < rank_key("fewest_tokens", many)
-    high, low = attempt(rating=9.5), attempt(rating=3.0)
-    assert rank_key("highest_rating", high) < rank_key("highest_rating", low)
+    later = SUBMITTED + timedelta(milliseconds=1)
+    assert key("first") < key("first", created_at=later)
+    assert key("first") == RankKey(1_795_780_800_000.0, 0.0)  # epoch milliseconds
+    assert key("fastest", elapsed_ms=10) < key("fastest", elapsed_ms=20)
+    assert key("fewest_tokens", tokens_total=5) < key("fewest_tokens", tokens_total=50)
+    assert key("highest_rating", rating=9.5) < key("highest_rating", rating=3.0)
 
 
 def test_missing_or_non_finite_measures_do_not_rank() -> None:
-    assert rank_key("fastest", attempt(elapsed_ms=None)) is None
-    assert rank_key("fewest_tokens", attempt(tokens_total=None)) is None
-    assert rank_key("highest_rating", attempt(rating=None)) is None
-    assert rank_key("highest_rating", attempt(rating=math.nan)) is None
-    assert rank_key("custom", attempt(score=math.inf)) is None
-    assert rank_key("custom", attempt(score=None)) is None
+    assert key("fastest", elapsed_ms=None) is None
+    assert key("fewest_tokens", tokens_total=None) is None
+    assert key("highest_rating", rating=None) is None
+    assert key("highest_rating", rating=math.nan) is None
+    assert key("custom", score=math.inf) is None
+    assert key("custom", score=None) is None
 
 
 def test_custom_ranks_every_scored_attempt_higher_first() -> None:
-    failed_but_scored = attempt(succeeded=False, score=23.0)
-    assert rank_key("custom", failed_but_scored) == RankKey(-23.0, 0.0)
-    assert rank_key("custom", attempt(score=165.0)) < rank_key("custom", failed_but_scored)
-    assert rank_key("custom", attempt(score=0.0)) == RankKey(-0.0, 0.0)
+    failed_but_scored = key("custom", score=23.0, succeeded=False)
+    assert failed_but_scored == RankKey(-23.0, 0.0)
+    assert key("custom", score=165.0) < failed_but_scored
+    assert key("custom", score=0.0) == RankKey(-0.0, 0.0)
 
 
 def test_metric_at_k_breaks_ties_by_lower_cost_then_unknown_cost_last() -> None:
-    cheap = rank_key("metric_at_k", attempt(metric_at_k=0.5, cost_usd=0.01))
-    dear = rank_key("metric_at_k", attempt(metric_at_k=0.5, cost_usd=1.0))
-    unknown = rank_key("metric_at_k", attempt(metric_at_k=0.5, cost_usd=None))
-    better = rank_key("metric_at_k", attempt(metric_at_k=0.75, cost_usd=9.0))
+    cheap = key("metric_at_k", metric_at_k=0.5, cost_usd=0.01)
+    dear = key("metric_at_k", metric_at_k=0.5, cost_usd=1.0)
+    unknown = key("metric_at_k", metric_at_k=0.5, cost_usd=None)
+    better = key("metric_at_k", metric_at_k=0.75, cost_usd=9.0)
     assert better < cheap < dear < unknown
     assert unknown == RankKey(-0.5, UNKNOWN_COST)
-    assert rank_key("metric_at_k", attempt(metric_at_k=None)) is None
+    assert key("metric_at_k", metric_at_k=None) is None
 
 
-def test_ties_go_to_the_earlier_attempt_then_the_id() -> None:
-    key = RankKey(10.0, 0.0)
-    assert sort_tuple(key, 1, "b") < sort_tuple(key, 2, "a")
-    assert sort_tuple(key, 1, "a") < sort_tuple(key, 1, "b")
+def _placed(created_at: datetime, attempt_id: uuid.UUID) -> PlacedAttempt:
+    ranked = RankedAttempt(
+        tenant_id=uuid.uuid4(),
+        challenge_id=uuid.uuid4(),
+        participant_id=uuid.uuid4(),
+        attempt_id=attempt_id,
+        metrics=AttemptMetrics(succeeded=True, created_at=created_at),
+        score=None,
+    )
+    return PlacedAttempt(ranked, RankKey(10.0, 0.0))
+
+
+def test_ties_go_to_the_earlier_attempt_to_the_millisecond_then_the_id() -> None:
+    low, high = uuid.UUID(int=1), uuid.UUID(int=2)
+    later = SUBMITTED + timedelta(milliseconds=1)
+    assert _placed(SUBMITTED, high).place() < _placed(later, low).place()
+    assert _placed(SUBMITTED, low).place() < _placed(SUBMITTED, high).place()
+    # Within one millisecond the id decides, as in the leaderboard table (epoch ms stored).
+    same_millisecond = SUBMITTED + timedelta(microseconds=999)
+    assert _placed(same_millisecond, low).place() < _placed(SUBMITTED, high).place()
+
+
+def test_an_attempt_ranks_only_with_its_submission_time() -> None:
+    with pytest.raises(ValueError, match="created_at"):
+        RankedAttempt(
+            tenant_id=uuid.uuid4(),
+            challenge_id=uuid.uuid4(),
+            participant_id=uuid.uuid4(),
+            attempt_id=uuid.uuid4(),
+            metrics=AttemptMetrics(succeeded=True),
+            score=None,
+        )
 
 
 def test_unknown_strategy_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown strategy"):
-        rank_key("vibes", attempt())
+        key("vibes")
 
 
 def _entry(baseline: bool) -> LeaderboardEntry:
