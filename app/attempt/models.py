@@ -21,6 +21,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.attempt.metrics import AttemptMetrics
+from app.challenge.models import challenge_not_deleted
 from app.db import (
     Base,
     JSONType,
@@ -148,7 +149,12 @@ class Attempt(Leased, Metered, Base):
         return self.participant_id
 
 
-ATTEMPT_LEASES = LeasedTable(Attempt, waiting=AttemptStatus.QUEUED, running=AttemptStatus.RUNNING)
+ATTEMPT_LEASES = LeasedTable(
+    Attempt,
+    waiting=AttemptStatus.QUEUED,
+    running=AttemptStatus.RUNNING,
+    runnable=challenge_not_deleted(Attempt.challenge_id),
+)
 
 
 class AttemptTask(Base):
