@@ -385,3 +385,24 @@ def test_the_console_deletes_restores_and_purges_after_the_slug_is_typed(
         refused = admin.post_form(f"{listing}/{theirs['id']}/{action}", {}, token_from=token_page)
         assert refused.status_code == 404
     assert api.request("GET", "/v1/deleted-challenges", other["api_key"]).json()["total"] == 1
+
+
+def test_a_run_lists_live_address_answers_its_page_readers_only(
+    api: Api, web_client: Clients
+) -> None:
+    tenant, other = create_tenant(api), create_tenant(api)
+    slug = tenant["slug"]
+    mine = api.create_challenge(tenant["api_key"], visibility="public")
+    theirs = api.create_challenge(other["api_key"])
+    admin = _admin(web_client, tenant)
+    live = admin.get(f"/t/{slug}/admin/challenges/{mine['id']}/test-runs/live")
+    assert live.status_code == 200
+    body = live.json()
+    assert body["pending"] is False and 'id="run-list"' in body["html"]
+    assert "No test run yet." in body["html"]
+    assert admin.get(f"/t/{slug}/admin/challenges/{theirs['id']}/test-runs/live").status_code == 404
+    stranger = web_client()
+    test_runs = f"/t/{slug}/admin/challenges/{mine['id']}/test-runs/live"
+    assert stranger.get(test_runs).status_code == 404
+    practice = f"/t/{slug}/challenges/{mine['slug']}/practice/live"
+    assert stranger.get(practice).status_code == 404  # not signed in: no runs of theirs
