@@ -1,9 +1,12 @@
 """A deleted challenge is kept until purged: hidden from everyone (API lists and reads, public
-pages and boards, exports, submissions), its queued work not run, its slug free; its tenant's
-admins list, restore (with its data, its work resumed) or purge it; no other tenant can."""
+pages and boards, exports, submissions), its queued work not run (a run under way is not
+recorded), its slug free; its tenant's admins list, restore (with its data, its work resumed)
+or purge it; no other tenant can."""
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -19,8 +22,10 @@ from app.kinds.red_blue import repository as red_blue
 from app.kinds.red_blue.board_recompute import recompute
 from app.kinds.red_blue.models import Board, Match, MatchStatus
 from app.kinds.red_blue.worker import run_match
+from app.leaderboard.models import LeaderboardEntry
 from app.tenant.repository import ParticipantRepository
 from tests.conftest import Api, Worker
+from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 from tests.integration.test_redblue import OVERRIDE, WEAK, attack, create, defend, settled_matches
 
 pytestmark = pytest.mark.integration
@@ -278,3 +283,38 @@ def test_a_deleted_red_blue_challenge_runs_no_match_and_no_recompute_until_resto
     assert api.request("POST", f"/v1/deleted-challenges/{cid}/restore", key).status_code == 200
     (resent,) = settled_matches(api, key, cid, 1)
     assert resent["status"] == "completed"
+
+
+def test_a_run_under_way_when_its_challenge_is_deleted_ends_unrecorded_and_runs_again_once_restored(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    with FakeOpenAIServer(default=Behaviour.slow(3, "PWNED")) as provider:
+        target = {"model": "openai/fake-model", "api_base": provider.base_url}
+        cid = api.create_challenge(key, target=target)["id"]
+        attempt_id = _queued_attempt(tenant, cid)
+        outcome: list[str] = []
+        run = threading.Thread(target=lambda: outcome.append(runner.run_attempt(attempt_id)))
+        run.start()
+        deadline = time.monotonic() + 30
+        while provider.request_count == 0:  # the model call is under way
+            assert time.monotonic() < deadline, "the run never called the model"
+            time.sleep(0.05)
+        assert api.request("DELETE", f"/v1/challenges/{cid}", key).status_code == 204
+        run.join(timeout=60)
+        assert not run.is_alive()
+        with session_scope() as session:
+            row = session.get(Attempt, attempt_id)
+            assert row is not None and row.status == "running" and row.score is None
+            entries = session.scalar(
+                select(func.count())
+                .select_from(LeaderboardEntry)
+                .where(LeaderboardEntry.challenge_id == uuid.UUID(cid))
+            )
+        assert entries == 0
+
+        # Restored, the sweep finds its lease run out and the worker runs it again.
+        assert api.request("POST", f"/v1/deleted-challenges/{cid}/restore", key).status_code == 200
+        assert api.wait_finished(key, str(attempt_id))["status"] == "completed"
+    board = api.request("GET", f"/v1/challenges/{cid}/leaderboard", key).json()
+    assert [row["attempt_id"] for row in board["items"]] == [str(attempt_id)]
