@@ -108,8 +108,8 @@ _NEWTON_FORCING: Final = 0.1
 # "Red-blue interval coverage").
 REFIT_PAIRS: Final = 100_000
 # The refits: each resample's Newton steps until its largest is under this many logits (0.2
-# rating points; the step taken, it is within about 1e-5 of its optimum), their linear systems
-# solved to this relative residual.
+# rating points; that step taken, every strength was within 2e-4 logits, 0.03 points, of a
+# 1e-7 refit's), their linear systems solved to this relative residual.
 _REFIT_TOLERANCE: Final = 1e-3
 _REFIT_FORCING: Final = 0.1
 # Resamples are refitted in blocks of at most this many (pair, resample) entries, so that the
@@ -548,8 +548,8 @@ def bootstrap_bounds(
 
     Not the resamples' 2.5th and 97.5th percentiles: a tail percentile of 100 resamples is
     noisy and lies inside the true one on average, where their standard deviation is steady;
-    percentiles covered 92.3-92.7 % where this covers 93.9-94.6 % (one-step), and 1-2 points
-    less than this with exact refits too. `prior_draws=False` is the method before both
+    percentiles covered 92.3-92.7 % where this covers 93.9-94.6 % (one-step; with exact
+    refits, percentiles cover 1-1.5 points less too). `prior_draws=False` is the method before both
     changes (one-step, matches alone, percentiles), which bench/redblue_coverage.py
     compares."""
     if resamples < 2:
