@@ -42,7 +42,7 @@ systems stacked and solved by scipy's conjugate gradient, each preconditioned by
 diagonal, with a backtracking line search per resample), started from the one-step resample
 (the full fit moved by one Newton step with the full fit's Hessian: the one-step bootstrap of
 Moulton and Zeger, 1991), until each one's step is under 1e-3 logits, 2 to 5 steps. Above
-REFIT_PAIRS distinct pairs the one-step resample is the resample: about a tenth of the cost,
+REFIT_PAIRS distinct pairs the one-step resample is the resample: about an eighth of the cost,
 but it spreads as the posterior's Laplace approximation does (H⁻¹ (C + λP) H⁻¹ ≈ H⁻¹, a unit
 test pins it), which cuts the long tail of a participant who wins or loses nearly everything:
 where true strengths spread as widely as the prior, its 95 % intervals held the truth 88.7 to
@@ -103,7 +103,7 @@ _NEWTON_STEPS: Final = 100
 _NEWTON_FORCING: Final = 0.1
 # Up to this many distinct (red, blue) pairs each resample is refitted exactly; above, moved by
 # one Newton step: at 100,000 pairs (10,000 participants, 20 matches each) the exact refits of
-# 100 resamples took 3.8 s of CPU against 0.44 s, about what the one-step takes at a million
+# 100 resamples took 3.3 s of CPU against 0.4 s, less than the one-step takes at a million
 # matches, so no interval refresh costs more than the largest boards' did (bench/README.md,
 # "Red-blue interval coverage").
 REFIT_PAIRS: Final = 100_000
@@ -544,7 +544,7 @@ def bootstrap_bounds(
     does, which cuts the long tail of a participant who wins or loses nearly everything: where
     true strengths spread as widely as the prior, its intervals held the truth 88.7-94.1 % of
     the time, the exact refits' 93.4-95.0 % (bench/README.md, "Red-blue interval coverage"),
-    at about nine times the cost, which is why the largest boards keep the one-step.
+    at about eight times the cost, which is why the largest boards keep the one-step.
 
     Not the resamples' 2.5th and 97.5th percentiles: a tail percentile of 100 resamples is
     noisy and lies inside the true one on average, where their standard deviation is steady;
@@ -738,17 +738,28 @@ class _Refit:
             from_centre = theta - centres[:, columns]
             difference = self.incidence @ theta
             probability = expit(difference)
-            values = (held * _softplus(difference) - won * difference).sum(axis=0)
+            # -log P(the pair's outcome) = held · softplus(d) - won · d, softplus(d) being
+            # d - log expit(d): one logarithm of what is already there (accurate, since expit
+            # is), where softplus itself costs three passes. log expit(d) is d itself once
+            # expit underflows (d below -745).
+            with np.errstate(divide="ignore"):
+                log_chance = np.log(probability)
+            log_chance = np.where(probability > 0.0, log_chance, difference)
+            values = ((held - won) * difference - held * log_chance).sum(axis=0)
             values += 0.5 * PRIOR_PRECISION * (from_centre**2).sum(axis=0)
             gradient = self.across @ (held * probability - won) + PRIOR_PRECISION * from_centre
             return values, gradient, held * probability * (1.0 - probability)
 
         columns = matches.shape[1]
         # The one-step resamples (a Newton step with the full fit's Hessian) start each
-        # resample nearer its optimum than the full fit does, for a tenth of a Newton step.
-        start = np.repeat(self.strength[:, None], columns, 1)
-        _values, gradient, _weight = objective(start, slice(None))
-        theta = start - _solve_each(self.full_hessian, gradient, _REFIT_FORCING)
+        # resample nearer its optimum than the full fit does, cheaply: the full fit's chances
+        # are every resample's there, and its Hessian's products cost a pass over the pairs,
+        # not over pairs x resamples.
+        chance = expit(self.incidence @ self.strength)[:, None]
+        gradient = self.across @ (matches * chance - wins) + PRIOR_PRECISION * (
+            self.strength[:, None] - centres
+        )
+        theta = self.strength[:, None] - _solve_each(self.full_hessian, gradient, _REFIT_FORCING)
         result = theta.copy()
         active = np.arange(columns)
         values, gradient, weight = objective(theta, slice(None))
