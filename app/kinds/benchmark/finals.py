@@ -21,8 +21,9 @@ from sqlalchemy.orm import Session
 
 from app.attempt.metrics import SEALED_MEASURES
 from app.attempt.models import AttemptStatus, RunPurpose
+from app.attempt.schemas import AttemptRead
 from app.attempt.service import find_attempt
-from app.auth.subjects import TenantKey
+from app.auth.subjects import Audience, SignedInParticipant, TenantKey, TenantSubject
 from app.challenge.models import Challenge
 from app.challenge.service import config_of, get_challenge, sealed_shown
 from app.db import utcnow
@@ -44,7 +45,7 @@ def _split_of(challenge: Challenge) -> SplitConfig:
 
 
 def mark_final(
-    work: UnitOfWork, reader: TenantKey, attempt_id: uuid.UUID, *, final: bool
+    work: UnitOfWork, reader: TenantSubject, attempt_id: uuid.UUID, *, final: bool
 ) -> FinalMarks:
     """Marks (or unmarks) a completed submission final, before the close: 409 past the
     challenge's number of final submissions, after the close, or for an attempt that did not
@@ -52,6 +53,8 @@ def mark_final(
     session = work.session
     attempt = find_attempt(session, reader.tenant_id, attempt_id)
     if attempt is None or attempt.purpose is not RunPurpose.ENTRY:
+        raise NotFound("attempt not found")
+    if isinstance(reader, SignedInParticipant) and attempt.participant_id != reader.participant_id:
         raise NotFound("attempt not found")
     challenge = get_challenge(session, reader.tenant_id, attempt.challenge_id)
     split = _split_of(challenge)
@@ -122,14 +125,20 @@ def counted(
 
 
 def private_board(
-    session: Session, reader: TenantKey, challenge_id: uuid.UUID, *, limit: int, offset: int
+    session: Session,
+    challenge: Challenge,
+    audience: Audience,
+    *,
+    limit: int,
+    offset: int,
 ) -> PrivateBoard:
-    """The private board: 403 before the close for everyone but the tenant's admins."""
-    challenge = get_challenge(session, reader.tenant_id, challenge_id)
+    """The challenge's private board: 403 before the close for everyone but the tenant's
+    admins."""
     split = _split_of(challenge)
-    if not sealed_shown(challenge.closes_at, reader.audience):
+    if not sealed_shown(challenge.closes_at, audience):
         raise Forbidden("the private board is revealed when the challenge closes")
-    rows = repository.completed_entries(session, reader.tenant_id, challenge.id)
+    tenant_id = challenge.tenant_id
+    rows = repository.completed_entries(session, tenant_id, challenge.id)
     by_participant: dict[uuid.UUID, list[Entry]] = defaultdict(list)
     for attempt_id, participant_id, baseline, created_at, metrics, cost, own in rows:
         assert participant_id is not None
@@ -151,7 +160,7 @@ def private_board(
     ]
     best.sort(key=lambda pair: (-(_private_score(pair[0]) or float("-inf")), pair[0].created_at))
     participants = [_private_score(entry) for entry, _ in best if not entry.baseline]
-    named = handles(session, reader.tenant_id, [entry.participant_id for entry, _ in best])
+    named = handles(session, tenant_id, [entry.participant_id for entry, _ in best])
     items = []
     for entry, is_final in best:
         score = _private_score(entry)
@@ -173,6 +182,41 @@ def private_board(
         )
     return PrivateBoard(
         items=items[offset : offset + limit], total=len(items), limit=limit, offset=offset
+    )
+
+
+def read_private_board(
+    session: Session, reader: TenantKey, challenge_id: uuid.UUID, *, limit: int, offset: int
+) -> PrivateBoard:
+    challenge = get_challenge(session, reader.tenant_id, challenge_id)
+    return private_board(session, challenge, reader.audience, limit=limit, offset=offset)
+
+
+@dataclass(frozen=True)
+class FinalState:
+    """What an attempt's page says of its final mark."""
+
+    marked: bool
+    marks: int
+    max_final: int
+    # Before the close, and the attempt completed: it can be marked or unmarked.
+    changeable: bool
+
+
+def final_state(session: Session, challenge: Challenge, attempt: AttemptRead) -> FinalState | None:
+    """The attempt's final mark on a split challenge (None on any other challenge)."""
+    config = config_of(challenge)
+    if not isinstance(config, BenchmarkConfig) or config.split is None:
+        return None
+    if attempt.participant_id is None or attempt.baseline:
+        return None
+    marked = repository.marked(session, challenge.id, attempt.participant_id)
+    closed = challenge.closes_at is not None and utcnow() >= challenge.closes_at
+    return FinalState(
+        marked=attempt.id in marked,
+        marks=len(marked),
+        max_final=config.split.final_submissions,
+        changeable=not closed and attempt.status is AttemptStatus.COMPLETED,
     )
 
 
