@@ -340,11 +340,22 @@ def body_from_form(
             section: dict[str, Any] = {}
             for one in item.fields:
                 read(one, section, one.path.rsplit(".", 1)[-1])
-            if section or item.required:
+            if item.required or _chosen(item, section):
                 body[name] = section
         else:
             read(item, body, name)
     return body, problems
+
+
+def _chosen(group: FieldGroup, section: Mapping[str, Any]) -> bool:
+    """Whether an optional section was filled in: a field it requires is given, or a value
+    differs from the default a new form shows. One left as the form showed it is not given
+    (an optional section needing a value, such as a split's seed, stays off)."""
+    for one in group.fields:
+        name = one.path.rsplit(".", 1)[-1]
+        if name in section and (one.required or section[name] != one.default):
+            return True
+    return False
 
 
 def placed(

@@ -17,7 +17,7 @@ from app.routing import ApiRoute
 from app.schemas import Limit, Offset
 from app.tenant.service import participant_by_handle
 
-router = APIRouter(prefix="/v1", tags=["benchmark"], route_class=ApiRoute)
+router = APIRouter(prefix="/v1", route_class=ApiRoute)
 
 _MARK_ANSWERS: dict[int | str, dict[str, str]] = {
     404: {"description": "No such attempt, or its challenge has no private part."},
@@ -28,7 +28,7 @@ _MARK_ANSWERS: dict[int | str, dict[str, str]] = {
 }
 
 
-@router.post("/attempts/{attempt_id}/final", responses=_MARK_ANSWERS)
+@router.post("/attempts/{attempt_id}/final", tags=["attempts"], responses=_MARK_ANSWERS)
 def post_final(attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantKeyDep) -> FinalMarks:
     """Mark a completed submission to a split benchmark challenge final, before the close:
     the private board ranks the participant's best final one."""
@@ -37,7 +37,7 @@ def post_final(attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantKeyDep)
     return marks
 
 
-@router.delete("/attempts/{attempt_id}/final", responses=_MARK_ANSWERS)
+@router.delete("/attempts/{attempt_id}/final", tags=["attempts"], responses=_MARK_ANSWERS)
 def delete_final(attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantKeyDep) -> FinalMarks:
     """Take back a final mark, before the close."""
     marks = finals.mark_final(work, caller, attempt_id, final=False)
@@ -45,7 +45,7 @@ def delete_final(attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantKeyDe
     return marks
 
 
-@router.get("/challenges/{challenge_id}/final-submissions")
+@router.get("/challenges/{challenge_id}/final-submissions", tags=["attempts"])
 def get_final_submissions(
     challenge_id: uuid.UUID,
     participant: Annotated[str, Query(min_length=1, max_length=64)],
@@ -61,6 +61,7 @@ def get_final_submissions(
 
 @router.get(
     "/challenges/{challenge_id}/private-leaderboard",
+    tags=["leaderboards"],
     responses={403: {"description": "Before the close, for everyone but the tenant's admins."}},
 )
 def get_private_leaderboard(

@@ -162,6 +162,27 @@ def test_empty_inputs_are_fields_not_given() -> None:
     assert (body, problems) == ({"section": {}}, [])
 
 
+class Split(BaseModel):
+    fraction: float = 0.5
+    seed: int
+
+
+class WithOptionalSection(BaseModel):
+    split: Split | None = None
+
+
+def test_an_optional_section_left_as_a_new_form_shows_it_is_not_given() -> None:
+    items = model_items(WithOptionalSection)
+    shown = default_values(items)
+    assert shown == {"split.fraction": "0.5", "split.seed": ""}
+    assert body_from_form(items, shown) == ({}, [])
+    # A value of its own, or the field it requires, gives it.
+    changed = {**shown, "split.fraction": "0.25"}
+    assert body_from_form(items, changed)[0] == {"split": {"fraction": 0.25}}
+    seeded = {**shown, "split.seed": "7"}
+    assert body_from_form(items, seeded)[0] == {"split": {"fraction": 0.5, "seed": 7}}
+
+
 def test_json_that_does_not_parse_is_reported_at_its_field() -> None:
     body, problems = body_from_form(ITEMS, {"shapes": '{"options":\n  {"a": }', "count": "2"})
     assert body == {"count": 2, "section": {}}
