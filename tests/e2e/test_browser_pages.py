@@ -13,6 +13,7 @@ visit here. axe-core runs from the `axe-playwright-python` package's own copy of
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -340,3 +341,56 @@ def test_every_page_fits_a_phone_and_passes_axe_core(
         f"templates no page of this test renders: {sorted(missing)}; "
         f"rendered: {sorted(rendered_templates)}"
     )
+
+
+def test_cards_and_match_rows_show_the_reply_and_the_entry_that_played(
+    api: Api, world: dict[str, Any]
+) -> None:
+    """An attempt card shows the model's reply (a line, all of it unfolded); a match row the
+    participant's entry that played and the target's answer, as the API shows them to that
+    participant. Its rival's rows are theirs, and a visitor sees no match text."""
+    from playwright.sync_api import expect
+
+    t = f"/t/{world['slug']}"
+    key = world["key"]
+    page = world["participant"]
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"{t}/challenges/{world['prompt']['slug']}")
+    card = page.locator("#attempt-{}".format(world["attempt"]))
+    reply = card.locator("details.reply-fold")
+    expect(reply).not_to_have_attribute("open", "")
+    expect(reply.locator("summary")).to_contain_text("Reply:")
+    expect(reply.locator("summary")).to_contain_text("PWNED " + LONG_WORD[:40])
+    reply.locator("summary").click()
+    trial = api.request("GET", f"/v1/attempts/{world['attempt']}", key).json()["trials"][0]
+    expect(reply.locator("[data-reply]")).to_have_text(trial["actor"]["output"].strip())
+    assert LONG_WORD in trial["actor"]["output"]
+
+    page.goto(f"{t}/challenges/{world['red_blue']['slug']}?side=red")
+    rows = page.locator("#rb-matches tr.match-row")
+    expect(rows).to_have_count(2)
+    challenge = world["red_blue"]["id"]
+    listed = api.request("GET", f"/v1/challenges/{challenge}/matches?participant=alice", key)
+    for match in listed.json()["items"]:
+        row = page.locator(f"#match-{match['id']}")
+        full = api.request("GET", f"/v1/matches/{match['id']}", key).json()
+        red = match["red_participant"] == "alice"
+        entry_id = match["attack_id"] if red else match["defense_id"]
+        played = row.locator(".entry-played")
+        expect(played).to_have_text(f"{'attack' if red else 'defense'} {entry_id[:8]}")
+        # The entry is on the page, and the row links to it.
+        played.get_by_role("link").click()
+        expect(page).to_have_url(re.compile(f"#{'attack' if red else 'defense'}-{entry_id}$"))
+        expect(page.locator(f"#{'attack' if red else 'defense'}-{entry_id}")).to_contain_text(
+            entry_id[:8]
+        )
+        answer = row.locator("td.answer details.reply-fold")
+        answer.locator("summary").click()
+        expect(answer.locator("[data-reply]")).to_have_text(full["output"])
+        assert full["output"]
+
+    # A visitor signed out reads the boards, never a match's answer.
+    visitor = world["visitor"]
+    visitor.goto(f"{t}/challenges/{world['red_blue']['slug']}")
+    expect(visitor.locator("#rb-matches")).to_have_count(0)
+    expect(visitor.locator("[data-reply]")).to_have_count(0)
