@@ -214,6 +214,7 @@ def test_hidden_parts_never_reach_a_red_blue_page(
     (match,) = match_ids(settled(red, base))
 
     anonymous = web_client()
+    bystander = signed_in(web_client, slug, "bystander")  # signed in, in no match
     paths = [
         base,
         f"{base}?side=blue",
@@ -223,8 +224,14 @@ def test_hidden_parts_never_reach_a_red_blue_page(
         f"{base}/boards?side=blue",
         f"/t/{slug}/",
     ]
-    seen: dict[str, list[str]] = {"guardian": [], "raider": [], "anonymous": []}
-    for who, client in (("guardian", blue), ("raider", red), ("anonymous", anonymous)):
+    seen: dict[str, list[str]] = {"guardian": [], "raider": [], "anonymous": [], "bystander": []}
+    clients = (
+        ("guardian", blue),
+        ("raider", red),
+        ("anonymous", anonymous),
+        ("bystander", bystander),
+    )
+    for who, client in clients:
         for path in paths:
             response = client.get(path)
             assert response.status_code == 200, (who, path)
@@ -258,8 +265,9 @@ def test_hidden_parts_never_reach_a_red_blue_page(
     assert not any(marks["attack"] in text for text in texts["guardian"])
     assert any(marks["attack"] in text for text in texts["raider"])
     assert not any(marks["defense"] in text for text in texts["raider"])
-    assert not any(REPLY.search(text) for text in seen["anonymous"])
-    assert not any(marks["defense"] in t or marks["attack"] in t for t in seen["anonymous"])
+    for who in ("anonymous", "bystander"):
+        assert not any(REPLY.search(text) for text in seen[who]), who
+        assert not any(marks["defense"] in t or marks["attack"] in t for t in seen[who]), who
     # Visitors read the boards and the standings, and get no form.
     visitor_page = seen["anonymous"][0]
     assert "Team standings" in visitor_page and "raider" in visitor_page
