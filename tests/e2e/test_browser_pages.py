@@ -205,6 +205,11 @@ def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[
     )
     wait_for(api, key, f"/v1/test-runs/{test_run['id']}", finished)
 
+    # A deleted challenge, for the console's deleted challenges and its purge page.
+    deleted = api.create_challenge(key, title="Deleted " + LONG_WORD[:80])
+    gone = api.request("DELETE", f"/v1/challenges/{deleted['id']}", key)
+    assert gone.status_code in (200, 204), gone.text
+
     admin = context().new_page()
     admin.goto(f"/t/{slug}/admin/sign-in")
     admin.get_by_label("Admin API key").fill(key)
@@ -223,6 +228,7 @@ def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[
         "attempt": mine["id"],
         "benchmark_attempt": bench_attempt["id"],
         "match": match_id,
+        "deleted": deleted["id"],
     }
     for opened in contexts:
         opened.close()
@@ -267,6 +273,8 @@ def pages_to_visit(world: dict[str, Any]) -> list[tuple[str, str]]:
         ("admin", f"{t}/admin/challenges/{world['benchmark']['id']}/duplicate"),
         ("admin", f"{admin_challenge}/delete"),
         ("admin", f"{admin_challenge}/test-runs"),
+        ("admin", f"{t}/admin/deleted-challenges"),
+        ("admin", f"{t}/admin/deleted-challenges/{world['deleted']}/purge"),
         ("admin", f"{t}/admin/red-blue/matches/{world['match']}"),
     ]
 
