@@ -385,7 +385,10 @@ def _matches_page(
     participant: str | None,
     limit: int,
     offset: int,
+    reader: Reader | None = None,
 ) -> MatchList:
+    """A page of matches: summaries, or with a `reader` each match as `match_view` shows it
+    to that reader (its texts only to whom they belong)."""
     tenant_id = challenge.tenant_id
     participant_id = None
     if participant is not None:
@@ -402,9 +405,10 @@ def _matches_page(
         offset=offset,
     )
     named = _named(session, tenant_id, rows)
-    return MatchList(
-        items=[match_summary(m, named) for m in rows], total=total, limit=limit, offset=offset
-    )
+    items = [
+        match_summary(m, named) if reader is None else match_view(m, named, reader) for m in rows
+    ]
+    return MatchList(items=items, total=total, limit=limit, offset=offset)
 
 
 def list_matches(
@@ -430,6 +434,25 @@ def list_matches(
         limit=limit,
         offset=offset,
     )
+
+
+def list_match_views(
+    session: Session, subject: SignedInParticipant, challenge_id: uuid.UUID, *, limit: int
+) -> tuple[list[MatchRead], int]:
+    """The signed-in participant's newest matches at a challenge (and how many they have), each
+    as `read_match` shows it to them: the texts of their own side and the output."""
+    challenge = _red_blue_challenge(get_challenge(session, subject.tenant_id, challenge_id))
+    page = _matches_page(
+        session,
+        challenge,
+        attack_id=None,
+        defense_id=None,
+        participant=subject.handle,
+        limit=limit,
+        offset=0,
+        reader=reader_of(subject),
+    )
+    return [item for item in page.items if isinstance(item, MatchRead)], page.total
 
 
 def read_match(

@@ -37,7 +37,6 @@ from app.kinds.red_blue.schemas import (
     BoardItem,
     DefenseRead,
     MatchRead,
-    MatchSummary,
     RedBlueLeaderboard,
     Standings,
 )
@@ -70,13 +69,24 @@ class RedBlueFacts:
 
 @dataclass(frozen=True)
 class MatchRow:
-    """One of the participant's matches: the side they played and each category's verdict
+    """One of the participant's matches, as the API shows it to them (`MatchRead`: the output
+    and their own side's text): the side they played, their entry that played (`entry`: the
+    defense or attack, when among the newest shown on the page) and each category's verdict
     (True: breached, False: held, None: not judged yet)."""
 
-    match: MatchSummary
+    match: MatchRead
     side: str
     opponent: str
     verdicts: list[tuple[str, bool | None]]
+    entry: DefenseRead | AttackRead | None = None
+
+    @property
+    def entry_kind(self) -> str:
+        return "attack" if self.side == "red" else "defense"
+
+    @property
+    def entry_id(self) -> uuid.UUID:
+        return self.match.attack_id if self.side == "red" else self.match.defense_id
 
 
 @dataclass(frozen=True)
@@ -194,8 +204,12 @@ def board_panels(
 
 
 def _match_rows(
-    matches: Sequence[MatchSummary], handle: str, categories: list[str]
+    matches: Sequence[MatchRead],
+    handle: str,
+    categories: list[str],
+    entries: Sequence[DefenseRead | AttackRead] = (),
 ) -> list[MatchRow]:
+    by_id = {entry.id: entry for entry in entries}
     rows = []
     for match in matches:
         side = "red" if match.red_participant == handle else "blue"
@@ -203,7 +217,8 @@ def _match_rows(
         judged = match.status == MatchStatus.COMPLETED and match.breached is not None
         breached = set(match.breached or ())
         verdicts = [(name, (name in breached) if judged else None) for name in categories]
-        rows.append(MatchRow(match, side, opponent, verdicts))
+        own_entry = by_id.get(match.attack_id if side == "red" else match.defense_id)
+        rows.append(MatchRow(match, side, opponent, verdicts, own_entry))
     return rows
 
 
@@ -395,11 +410,10 @@ def play_state(
         defenses, attacks = service.participant_entries(
             session, subject, challenge.id, participant.id, limit=ENTRIES_SHOWN
         )
-        listed = service.list_matches(
-            session, subject, challenge.id, participant=participant.handle, limit=MATCHES_SHOWN
+        listed, matches_total = service.list_match_views(
+            session, subject, challenge.id, limit=MATCHES_SHOWN
         )
-        matches = _match_rows(listed.items, participant.handle, categories)
-        matches_total = listed.total
+        matches = _match_rows(listed, participant.handle, categories, [*defenses, *attacks])
         if side is None and (defenses or attacks):
             # Back on the page: the side played last.
             newest_defense = defenses[0].created_at if defenses else None

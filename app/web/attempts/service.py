@@ -152,11 +152,18 @@ class AttemptCard:
         return f"{self.view.status}:{self.extra_version}"
 
     @property
+    def deciding_trial(self) -> TrialView | None:
+        """The trial that decided the attempt: the first success, else the last trial."""
+        if not self.trials:
+            return None
+        return next((t for t in self.trials if t.success), self.trials[-1])
+
+    @property
     def feedback(self) -> list[str]:
         """The public verdict and feedback of the deciding trial (the success, else the last)."""
-        if not self.trials:
+        deciding = self.deciding_trial
+        if deciding is None:
             return []
-        deciding = next((t for t in self.trials if t.success), self.trials[-1])
         lines = [deciding.verdict_text] if deciding.verdict_text else []
         if deciding.critic_feedback:
             lines.append(deciding.critic_feedback)

@@ -1,5 +1,6 @@
 // Gauntlet web UI: character counters, live attempt updates (status, benchmark progress, the
-// leaderboard and its curve chart) and a benchmark task's trials unfolded in place. No
+// leaderboard and its curve chart), a benchmark task's trials unfolded in place, tables
+// labelled for their stacked phone layout and scrolling regions reachable by keyboard. No
 // dependencies.
 (function () {
   "use strict";
@@ -39,6 +40,80 @@
     var holder = document.createElement("div");
     holder.innerHTML = html.trim();
     return holder.firstElementChild;
+  }
+
+  // Tables stack into labelled rows on a phone (app.css): each cell gets its column's header
+  // as `data-label`, which the stacked layout shows before the value. Header cells of a row
+  // (th scope=row) are labelled too; cells spanning columns or without a header are not.
+  function labelCells(table) {
+    var headRow = table.tHead && table.tHead.rows[table.tHead.rows.length - 1];
+    if (!headRow) return;
+    var labels = [];
+    Array.prototype.forEach.call(headRow.cells, function (cell) {
+      var text = cell.textContent.replace(/\s+/g, " ").trim();
+      for (var span = 0; span < (cell.colSpan || 1); span++) labels.push(text);
+    });
+    Array.prototype.forEach.call(table.tBodies, function (body) {
+      Array.prototype.forEach.call(body.rows, function (row) {
+        var column = 0;
+        Array.prototype.forEach.call(row.cells, function (cell) {
+          var label = labels[column];
+          if (cell.colSpan === 1 && label && !cell.hasAttribute("data-label")) {
+            cell.setAttribute("data-label", label);
+          }
+          column += cell.colSpan || 1;
+        });
+      });
+    });
+  }
+
+  // A region that scrolls (a wide table above the phone breakpoint, a long text block) must
+  // scroll from the keyboard too: without focusable content, it becomes focusable itself.
+  var SCROLLERS = ".table-wrap, pre, .text-block";
+  var FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
+  function keyboardScrollable(element) {
+    var scrolls =
+      element.scrollWidth > element.clientWidth + 1 ||
+      element.scrollHeight > element.clientHeight + 1;
+    var style = window.getComputedStyle(element);
+    var scrollable = /auto|scroll/.test(style.overflowX + style.overflowY);
+    if (scrolls && scrollable && !element.querySelector(FOCUSABLE)) {
+      element.setAttribute("tabindex", "0");
+    } else if (element.dataset.scrollFocus === undefined) {
+      return;
+    } else {
+      element.removeAttribute("tabindex");
+    }
+    element.dataset.scrollFocus = "";
+  }
+
+  var resizes = new ResizeObserver(function (entries) {
+    entries.forEach(function (entry) {
+      keyboardScrollable(entry.target);
+    });
+  });
+
+  // Applies both to the page and to whatever the live updates swap in later.
+  function setUpLayout(root) {
+    var tables = root.matches && root.matches("table") ? [root] : root.querySelectorAll("table");
+    Array.prototype.forEach.call(tables, labelCells);
+    if (root.matches && root.matches(SCROLLERS)) resizes.observe(root);
+    root.querySelectorAll(SCROLLERS).forEach(function (element) {
+      resizes.observe(element);
+    });
+  }
+
+  function watchLayout() {
+    setUpLayout(document);
+    new MutationObserver(function (mutations) {
+      mutations.forEach(function (mutation) {
+        mutation.addedNodes.forEach(function (node) {
+          if (node.nodeType !== Node.ELEMENT_NODE) return;
+          var table = node.closest && node.closest("table");
+          setUpLayout(table || node);
+        });
+      });
+    }).observe(document.body, { childList: true, subtree: true });
   }
 
   // Polls the JSON endpoint while some attempts are queued or running: quickly at first, then
@@ -257,6 +332,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
+    watchLayout();
     setUpCountdowns();
     var redBlue = document.getElementById("redblue-play");
     if (redBlue && redBlue.dataset.liveUrl) setUpRedBlue(redBlue);
