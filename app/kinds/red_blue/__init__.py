@@ -141,6 +141,7 @@ class RedBlueKind(RedBluePages, RunsAttempts, Kind):
             },
             "pairing": sections.pairing.model_dump(mode="json"),
             "points": sections.points.model_dump(mode="json"),
+            "final_round": sections.final_round,
         }
 
     def web_routers(self) -> Sequence[APIRouter]:
