@@ -256,6 +256,8 @@ def test_a_round_survives_workers_killed_while_making_and_playing_it_and_the_fre
     assert (playing["frozen"], playing["matches"]) == (True, len(before))
     admins = _standings(api, key, cid)
     assert admins["frozen"] is False and admins["frozen_at"] == frozen_at
+    exports = api.request("GET", f"/v1/challenges/{cid}/exports", key).json()
+    assert exports["frozen_at"] == frozen_at
     slug = challenge["slug"]
     page = api.request("GET", f"/t/{tenant['slug']}/challenges/{slug}/boards?side=red")
     assert "Frozen" in page.text and "matches played" in page.text
@@ -280,3 +282,4 @@ def test_a_round_survives_workers_killed_while_making_and_playing_it_and_the_fre
     revealed = _public(api, f"{public}/standings")
     assert (revealed["frozen"], revealed["frozen_at"]) == (False, None)
     assert revealed["matches"] == len(matches)
+    assert api.request("GET", f"/v1/challenges/{cid}/exports", key).json()["frozen_at"] is None
