@@ -161,6 +161,28 @@ def test_the_final_round_plays_each_newest_defense_against_each_other_newest_att
     page = api.request("GET", f"/t/{tenant['slug']}/challenges/{slug}/boards?side=red")
     assert page.status_code == 200 and 'data-phase="final"' in page.text
 
+    # Opened again and closed later: a round for that close, adding only what is missing.
+    reopened = api.request("PATCH", f"/v1/challenges/{cid}", key, json={"closes_at": None})
+    assert reopened.status_code == 200, reopened.text
+    assert _standings(api, key, cid)["final_round"]["phase"] == "upcoming"
+    eve = attack(api, key, cid, "eve", OVERRIDE)["id"]
+    _close_now(api, key, cid)
+    again = _final(api, key, cid)
+    matches = all_matches(api, key, cid)
+    played = _pairs(matches)
+    assert set(played.values()) == {1}
+    assert _expected_pairs(newest_defenses, {**newest_attacks, "eve": eve}) <= set(played)
+    made_again = {(m["attack_id"], m["defense_id"]) for m in matches if m["final_round"]}
+    paired_by_policy = {
+        (m["attack_id"], m["defense_id"])
+        for m in matches
+        if m["attack_id"] == eve and not m["final_round"]
+    }
+    assert len(paired_by_policy) == 1
+    eve_meets = {(eve, defense) for defense in newest_defenses.values()}
+    assert made_again - made == eve_meets - paired_by_policy
+    assert again["final_round"]["matches_total"] == len(made_again) == len(made) + 2
+
 
 def test_without_the_setting_the_close_plays_nothing_more(
     api: Api, worker: Worker, tenant: dict[str, Any]
