@@ -85,7 +85,7 @@ def make(challenge_id: uuid.UUID) -> str:
         challenge = repository.get_challenge(session, challenge_id)
         if challenge is None or not _has_final_round(challenge):
             return "skipped: no final round"
-        if not _closed(challenge, now) or challenge.closes_at is None:
+        if challenge.closes_at is None or now < challenge.closes_at:
             return "skipped: not closed"
         if repository.pending_defense_count(session, challenge_id):
             # A defense still in its self-test may become its participant's newest active one.
@@ -128,7 +128,7 @@ def _insert_round(work: UnitOfWork, challenge: Challenge, now: datetime) -> int:
         }
         for attack, defense in final_pairs(defenses, attacks, met)
     ]
-    inserted = repository.insert_matches(session, rows)
+    inserted = repository.insert_matches_in_batches(session, rows)
     for chunk in chunks([str(match_id) for match_id in inserted]):
         work.send_after_commit(RUN_MATCHES, *chunk)
     return len(inserted)

@@ -1445,6 +1445,24 @@ def claim_final_round(
     return session.execute(statement).first() is not None
 
 
+def insert_matches_in_batches(
+    session: Session, rows: Sequence[dict[str, Any]], batch: int = 1000
+) -> list[uuid.UUID]:
+    """`insert_matches` for many rows at once (a final round's): one multi-row statement per
+    `batch` rows, skipping a pair that already has a match; the ids inserted now."""
+    inserted: list[uuid.UUID] = []
+    build = insert_for(session)
+    for start in range(0, len(rows), batch):
+        statement = (
+            build(_MATCHES)
+            .values(list(rows[start : start + batch]))
+            .on_conflict_do_nothing(index_elements=["attack_id", "defense_id"])
+            .returning(_MATCHES.c.id)
+        )
+        inserted.extend(session.scalars(statement))
+    return inserted
+
+
 def set_final_round_matches(session: Session, challenge_id: uuid.UUID, matches: int) -> None:
     session.execute(
         update(FinalRound).where(FinalRound.challenge_id == challenge_id).values(matches=matches)
