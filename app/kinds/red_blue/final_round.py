@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Hashable
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -74,8 +73,8 @@ def _closed(challenge: Challenge, now: datetime) -> bool:
 # Making the round ------------------------------------------------------------------------------
 
 
-def _round_entries(entries: list[Entry]) -> list[RoundEntry]:
-    return [RoundEntry(e.id, str(e.participant_id), e.created_at) for e in entries]
+def _round_entries(entries: list[Entry]) -> list[RoundEntry[uuid.UUID, uuid.UUID]]:
+    return [RoundEntry(e.id, e.participant_id, e.created_at) for e in entries]
 
 
 def make(challenge_id: uuid.UUID) -> str:
@@ -105,33 +104,29 @@ def _insert_round(work: UnitOfWork, challenge: Challenge, now: datetime) -> int:
     """Inserts the round's missing pairs as queued matches and sends them after the commit,
     in chunks; how many were new."""
     session = work.session
-    defenses = repository.active_defenses(session, challenge.id)
-    attacks = repository.attacks_of(session, challenge.id)
-    by_id: dict[Hashable, Entry] = {entry.id: entry for entry in (*defenses, *attacks)}
-    round_defenses = _round_entries(defenses)
+    defenses = _round_entries(repository.active_defenses(session, challenge.id))
+    attacks = _round_entries(repository.attacks_of(session, challenge.id))
     met: set[tuple[uuid.UUID, uuid.UUID]] = set()
-    for newest in newest_of_each(round_defenses).values():
-        met |= repository.pairs_of(session, Match.defense_id, by_id[newest.id].id)
-    rows = []
-    for attack_entry, defense_entry in final_pairs(round_defenses, _round_entries(attacks), met):
-        attack, defense = by_id[attack_entry.id], by_id[defense_entry.id]
-        rows.append(
-            {
-                "id": uuid.uuid4(),
-                "tenant_id": challenge.tenant_id,
-                "challenge_id": challenge.id,
-                "attack_id": attack.id,
-                "defense_id": defense.id,
-                "red_participant_id": attack.participant_id,
-                "blue_participant_id": defense.participant_id,
-                "status": MatchStatus.QUEUED.value,
-                "created_at": now,
-                "enqueued_at": now,
-                "run_count": 0,
-                "spent_usd": 0.0,
-                "final_round": True,
-            }
-        )
+    for newest in newest_of_each(defenses).values():
+        met |= repository.pairs_of(session, Match.defense_id, newest.id)
+    rows = [
+        {
+            "id": uuid.uuid4(),
+            "tenant_id": challenge.tenant_id,
+            "challenge_id": challenge.id,
+            "attack_id": attack.id,
+            "defense_id": defense.id,
+            "red_participant_id": attack.participant,
+            "blue_participant_id": defense.participant,
+            "status": MatchStatus.QUEUED.value,
+            "created_at": now,
+            "enqueued_at": now,
+            "run_count": 0,
+            "spent_usd": 0.0,
+            "final_round": True,
+        }
+        for attack, defense in final_pairs(defenses, attacks, met)
+    ]
     inserted = repository.insert_matches_in_batches(session, rows)
     for chunk in chunks([str(match_id) for match_id in inserted]):
         work.send_after_commit(RUN_MATCHES, *chunk)

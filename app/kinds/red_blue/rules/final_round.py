@@ -24,9 +24,12 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Final
+from typing import Final, Generic, TypeVar
 
-EntryId = Hashable
+# An entry's and a participant's id as the caller gives them (the service's UUIDs; names in
+# the tests): hashed, compared for equality and ordered by their text, never converted.
+EntryId = TypeVar("EntryId", bound=Hashable)
+ParticipantId = TypeVar("ParticipantId", bound=Hashable)
 
 
 class Phase(StrEnum):
@@ -62,15 +65,18 @@ def phase_of(*, closed: bool, made: bool, played: bool, rated_all: bool) -> Phas
 
 
 @dataclass(frozen=True)
-class RoundEntry:
+class RoundEntry(Generic[EntryId, ParticipantId]):
     """An active defense or an attack."""
 
     id: EntryId
-    participant: str
+    participant: ParticipantId
     created_at: datetime
 
 
-def _order(entry: RoundEntry) -> tuple[datetime, str]:
+Entries = Iterable[RoundEntry[EntryId, ParticipantId]]
+
+
+def _order(entry: RoundEntry[EntryId, ParticipantId]) -> tuple[datetime, str]:
     # SQLite gives naive datetimes back; they are UTC, like every time the service stores.
     moment = entry.created_at
     if moment.tzinfo is None:
@@ -78,9 +84,11 @@ def _order(entry: RoundEntry) -> tuple[datetime, str]:
     return (moment, str(entry.id))
 
 
-def newest_of_each(entries: Iterable[RoundEntry]) -> dict[str, RoundEntry]:
+def newest_of_each(
+    entries: Entries[EntryId, ParticipantId],
+) -> dict[ParticipantId, RoundEntry[EntryId, ParticipantId]]:
     """Each participant's newest entry."""
-    newest: dict[str, RoundEntry] = {}
+    newest: dict[ParticipantId, RoundEntry[EntryId, ParticipantId]] = {}
     for entry in entries:
         kept = newest.get(entry.participant)
         if kept is None or _order(entry) > _order(kept):
@@ -89,19 +97,19 @@ def newest_of_each(entries: Iterable[RoundEntry]) -> dict[str, RoundEntry]:
 
 
 def final_pairs(
-    defenses: Iterable[RoundEntry],
-    attacks: Iterable[RoundEntry],
+    defenses: Entries[EntryId, ParticipantId],
+    attacks: Entries[EntryId, ParticipantId],
     matched_pairs: AbstractSet[tuple[EntryId, EntryId]],
-) -> list[tuple[RoundEntry, RoundEntry]]:
+) -> list[tuple[RoundEntry[EntryId, ParticipantId], RoundEntry[EntryId, ParticipantId]]]:
     """The (attack, defense) pairs the round plays: each participant's newest defense against
     every other participant's newest attack, those with a match already left out; ordered by
-    defender, then attacker (their handles or ids as given)."""
+    defender, then attacker (by their ids' text)."""
     blue = newest_of_each(defenses)
     red = newest_of_each(attacks)
     pairs = []
-    for defender in sorted(blue):
+    for defender in sorted(blue, key=str):
         defense = blue[defender]
-        for attacker in sorted(red):
+        for attacker in sorted(red, key=str):
             attack = red[attacker]
             if attacker != defender and (attack.id, defense.id) not in matched_pairs:
                 pairs.append((attack, defense))
