@@ -4,7 +4,7 @@ round's matches by status) and `redblue_final_rounds` (one row per challenge who
 round was made: the close it was for, when, how many matches, when they were all played).
 
 Revision ID: 20261129_redblue_final_round
-Revises: 20261129_benchmark_final_marks
+Revises: 20261129_challenge_deleted
 Create Date: 2026-11-29
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "20261129_redblue_final_round"
-down_revision: str | None = "20261129_benchmark_final_marks"
+down_revision: str | None = "20261129_challenge_deleted"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

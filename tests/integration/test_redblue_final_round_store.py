@@ -93,9 +93,13 @@ def test_a_round_is_due_once_per_close_and_made_once(engine: Engine) -> None:  #
         closed = _challenge(session, final_round=True, closes_at=now - timedelta(seconds=1))
         without = _challenge(session, final_round=False, closes_at=now - timedelta(seconds=1))
         still_open = _challenge(session, final_round=True, closes_at=now + timedelta(hours=1))
+        deleted = _challenge(session, final_round=True, closes_at=now - timedelta(seconds=1))
+        deleted.deleted_at = now
+        session.flush()
         due = set(repository.final_rounds_due(session, now, 1000))
         assert closed.id in due
         assert without.id not in due and still_open.id not in due
+        assert deleted.id not in due  # its round waits until it is restored
 
         assert closed.closes_at is not None
         made = repository.claim_final_round(

@@ -1388,12 +1388,13 @@ def mark_boards_resent(session: Session, ids: Sequence[uuid.UUID], now: datetime
 
 def final_rounds_due(session: Session, now: datetime, limit: int) -> list[uuid.UUID]:
     """Red-blue challenges with a final round, closed by `now`, whose round for that close
-    is not made yet."""
+    is not made yet (a deleted challenge's waits until it is restored)."""
     rows = session.scalars(
         select(Challenge.id)
         .outerjoin(FinalRound, FinalRound.challenge_id == Challenge.id)
         .where(
             Challenge.kind == "red_blue",
+            Challenge.deleted_at.is_(None),
             Challenge.closes_at <= now,
             Challenge.kind_sections["final_round"].as_boolean().is_(True),
             or_(FinalRound.challenge_id.is_(None), FinalRound.closes_at != Challenge.closes_at),
@@ -1490,6 +1491,7 @@ def unplayed_final_rounds(session: Session, limit: int) -> list[uuid.UUID]:
         session,
         FinalRound.challenge_id,
         FinalRound.played_at.is_(None),
+        challenge_not_deleted(FinalRound.challenge_id),
         oldest_first=FinalRound.scheduled_at,
         limit=limit,
     )
