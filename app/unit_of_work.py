@@ -97,7 +97,11 @@ class UnitOfWork:
 # Domain events -------------------------------------------------------------------------------
 
 # The modules whose import registers handlers; add a domain's `handlers` module here.
-HANDLER_MODULES = ("app.challenge.handlers", "app.rescore.handlers")
+HANDLER_MODULES = (
+    "app.challenge.handlers",
+    "app.rescore.handlers",
+    "app.kinds.red_blue.handlers",
+)
 
 
 class Event(Generic[R]):

@@ -16,3 +16,12 @@ class ScoringChanged(Event[uuid.UUID]):
     tenant_id: uuid.UUID
     challenge_id: uuid.UUID
     reason: str
+
+
+@dataclass(frozen=True)
+class ChallengeClosed(Event[None]):
+    """A tenant admin closed a challenge at once (a close that comes by its `closes_at` is
+    found by the kinds' own sweeps)."""
+
+    tenant_id: uuid.UUID
+    challenge_id: uuid.UUID

@@ -24,7 +24,7 @@ from app.challenge.challenge_kind import (
     validation_failed,
 )
 from app.challenge.config import ChallengeState, ChallengeStatus, LimitsConfig, Visibility
-from app.challenge.events import ScoringChanged
+from app.challenge.events import ChallengeClosed, ScoringChanged
 from app.challenge.flat_scoring import (
     check_flat_entrypoint,
     errors_named_as_given,
@@ -474,7 +474,9 @@ def close_now(work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -
         # A freeze that had not begun never will.
         freeze_at=freeze_at if freeze_at is not None and freeze_at < now else None,
     )
-    return update_challenge(work, tenant_id, challenge_id, body)[0]
+    closed = update_challenge(work, tenant_id, challenge_id, body)[0]
+    work.publish(ChallengeClosed(tenant_id, challenge_id))
+    return closed
 
 
 def set_state(

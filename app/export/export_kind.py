@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sqlalchemy.orm import Session
+
+from app.challenge.models import Challenge
 from app.export.datasets import CORE_DATASETS
 from app.export.stream import Dataset
 
@@ -18,3 +21,8 @@ class ExportKind:
     def exports(self) -> Sequence[Dataset]:
         """The challenge's datasets, in the order the admin page offers them."""
         return CORE_DATASETS
+
+    def freeze_held(self, session: Session, challenge: Challenge) -> bool:
+        """Whether the kind keeps the challenge's freeze past its close now (red_blue: until
+        its final round's boards are final), so the exports say so as in a freeze."""
+        return False

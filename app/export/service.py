@@ -11,6 +11,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from app.auth.subjects import TenantKey
+from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.challenge.service import get_challenge
 from app.db import get_sessionmaker, utcnow
@@ -26,11 +27,17 @@ def datasets_of(kind: str) -> Sequence[Dataset]:
     return kind_as(kind, ExportKind).exports()
 
 
+def _frozen_at(session: Session, challenge: Challenge) -> datetime | None:
+    """When the challenge's public boards froze, while they are (the exports say so)."""
+    held = kind_as(challenge.kind, ExportKind).freeze_held(session, challenge)
+    return frozen_since(challenge, held=held)
+
+
 def list_exports(session: Session, reader: TenantKey, challenge_id: uuid.UUID) -> ExportList:
     challenge = get_challenge(session, reader.tenant_id, challenge_id)
     base = f"/v1/challenges/{challenge.id}/exports"
     return ExportList(
-        frozen_at=frozen_since(challenge),
+        frozen_at=_frozen_at(session, challenge),
         items=[
             ExportRead(
                 name=dataset.name,
@@ -82,5 +89,5 @@ def open_export(
         filename=f"{challenge.slug}-{dataset.name}-{stamp}.{format.extension}",
         media_type=format.media_type,
         body=stream(dataset, source, format, get_sessionmaker()),
-        frozen_at=frozen_since(challenge),
+        frozen_at=_frozen_at(session, challenge),
     )

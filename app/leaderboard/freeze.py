@@ -37,32 +37,39 @@ T = TypeVar("T")
 BoardCopy = Callable[[Session, uuid.UUID], dict[str, Any] | None]
 
 
-def frozen_since(challenge: Challenge, now: datetime | None = None) -> datetime | None:
+def frozen_since(
+    challenge: Challenge, now: datetime | None = None, *, held: bool = False
+) -> datetime | None:
     """The challenge's `freeze_at` while its public boards are frozen (from then until the
-    close), else None."""
-    return frozen_at(challenge.freeze_at, challenge.closes_at, now or utcnow())
+    close, or past it while `held`), else None."""
+    return frozen_at(challenge.freeze_at, challenge.closes_at, now or utcnow(), held=held)
 
 
 def frozen_at(
-    freeze_at: datetime | None, closes_at: datetime | None, now: datetime
+    freeze_at: datetime | None, closes_at: datetime | None, now: datetime, *, held: bool = False
 ) -> datetime | None:
+    """`held`: the board's kind keeps a freeze that had begun past the close, until its final
+    board is ready (a red-blue final round, app/kinds/red_blue/final_round.py)."""
     if freeze_at is None or now < freeze_at:
         return None
-    if closes_at is not None and now >= closes_at:
+    if closes_at is not None and now >= closes_at and not held:
         return None
     return freeze_at
 
 
-def before_board_write(session: Session, challenge_id: uuid.UUID, copy: BoardCopy) -> None:
+def before_board_write(
+    session: Session, challenge_id: uuid.UUID, copy: BoardCopy, *, held: bool = False
+) -> None:
     """Call in the transaction that writes the challenge's board, before writing: in a freeze
-    whose snapshot is not taken yet, takes it (once, whichever writer gets there first: the
-    others wait for its commit and find it taken)."""
+    (`held`: or past the close, while the kind holds it) whose snapshot is not taken yet,
+    takes it (once, whichever writer gets there first: the others wait for its commit and
+    find it taken)."""
     now = utcnow()
     schedule = repository.freeze_schedule(session, challenge_id)
     if schedule is None:
         return
     tenant_id, freeze_at, closes_at, taken_for = schedule
-    if frozen_at(freeze_at, closes_at, now) is None or taken_for == freeze_at:
+    if frozen_at(freeze_at, closes_at, now, held=held) is None or taken_for == freeze_at:
         return
     assert freeze_at is not None
     if repository.claim_snapshot(session, tenant_id, challenge_id, freeze_at, now):
@@ -87,10 +94,13 @@ def read_as_seen(
     challenge: Challenge,
     audience: Audience,
     read: Callable[[BoardFreeze | None], T],
+    *,
+    held: bool = False,
 ) -> Seen[T]:
     """The board as the audience sees it: `read(snapshot)` reads the frozen copy (with what
-    the snapshot keeps besides its rows), `read(None)` the live board."""
-    frozen_at = frozen_since(challenge)
+    the snapshot keeps besides its rows), `read(None)` the live board. `held`: the kind keeps
+    the freeze past the close (`frozen_at`)."""
+    frozen_at = frozen_since(challenge, held=held)
     if frozen_at is None or audience is Audience.ADMIN:
         return Seen(read(None), False, frozen_at)
     snapshot = repository.snapshot(session, challenge.id, frozen_at)

@@ -42,7 +42,7 @@ from app.config import get_settings
 from app.errors import ValidationFailed
 from app.export.stream import Dataset
 from app.kinds.base import Kind
-from app.kinds.red_blue import service
+from app.kinds.red_blue import final_round, service
 from app.kinds.red_blue.config import (
     RedBlueLimitFields,
     RedBlueSections,
@@ -141,6 +141,7 @@ class RedBlueKind(RedBluePages, RunsAttempts, Kind):
             },
             "pairing": sections.pairing.model_dump(mode="json"),
             "points": sections.points.model_dump(mode="json"),
+            "final_round": sections.final_round,
         }
 
     def web_routers(self) -> Sequence[APIRouter]:
@@ -213,6 +214,10 @@ class RedBlueKind(RedBluePages, RunsAttempts, Kind):
         """Both boards, defenses, attacks and matches (it has no attempts)."""
 
         return RED_BLUE_DATASETS
+
+    def freeze_held(self, session: Session, challenge: Challenge) -> bool:
+        """A final round keeps a freeze past the close until the boards are final."""
+        return final_round.holds(final_round.state_of(session, challenge))
 
 
 KIND = RedBlueKind()

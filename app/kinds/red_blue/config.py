@@ -1,9 +1,9 @@
 """A red_blue challenge's sections, as the challenge layer stores them.
 
 The rules of the sections are `app.kinds.red_blue.rules.config`'s; this module only adapts
-them to the kind registry: `target`, `judge_suite`, `self_test`, `pairing` and `points` are the
-kind's sections (`target` in the challenges table's column of that name, the others in
-`kind_sections`), while `limits` is the `limits` every challenge has (its
+them to the kind registry: `target`, `judge_suite`, `self_test`, `pairing`, `points` and
+`final_round` are the kind's sections (`target` in the challenges table's column of that
+name, the others in `kind_sections`), while `limits` is the `limits` every challenge has (its
 `max_attempts_per_day`, `max_attempts_total`), with the kind's own beside them in the same
 document (`RedBlueLimitFields`: `max_defense_chars`, `max_attack_chars`). `rules` puts them
 together as one `RedBlueConfig`.
@@ -66,6 +66,12 @@ class RedBlueSections(KindConfig):
     self_test: SelfTest
     pairing: PairingConfig = Field(default_factory=PairingConfig)
     points: PointsConfig = Field(default_factory=PointsConfig)
+    final_round: bool = Field(
+        default=False,
+        description="At the close, every participant's newest active defense meets every other "
+        "participant's newest attack it has not met, before the final ratings "
+        '(docs/redblue.md, "Final round").',
+    )
 
 
 def sections_of(config: KindConfig) -> RedBlueSections:

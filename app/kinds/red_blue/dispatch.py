@@ -14,6 +14,7 @@ RUN_MATCH_TASK = "gauntlet.redblue.run_match"
 RUN_MATCHES_TASK = "gauntlet.redblue.run_matches"
 RECOMPUTE_TASK = "gauntlet.redblue.recompute"
 SWEEP_TASK = "gauntlet.redblue.sweep"
+FINAL_ROUND_TASK = "gauntlet.redblue.final_round"
 
 _RESENT = "the red_blue sweep will send it again"
 SELF_TEST = WorkerTask(SELF_TEST_TASK, _RESENT)
@@ -23,6 +24,8 @@ RUN_MATCH = WorkerTask(RUN_MATCH_TASK, _RESENT)
 # one message for up to MATCHES_PER_TASK matches.
 RUN_MATCHES = WorkerTask(RUN_MATCHES_TASK, _RESENT)
 MATCHES_PER_TASK = 25
+# A challenge's final round made at its close (its id): sent by the sweep until it is made.
+FINAL_ROUND = WorkerTask(FINAL_ROUND_TASK, _RESENT)
 
 
 def chunks(ids: list[str]) -> list[list[str]]:

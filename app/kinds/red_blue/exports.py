@@ -110,8 +110,13 @@ MATCHES = Dataset(
         Column("error", "Why it ended in error, as participants read it."),
         Column("error_detail", "The full reason of an error (tenant admins only)."),
         Column("run_count", "How many runs it took."),
-        Column("created_at", "Made by pairing (ISO 8601, UTC)."),
+        Column("created_at", "Made by pairing or by the final round (ISO 8601, UTC)."),
         Column("finished_at", "Judged, or ended in error."),
+        Column(
+            "final_round",
+            "true for a match of the challenge's final round (made at its close), false for "
+            "one made by pairing.",
+        ),
     ),
     read=in_batches(service.matches_in_order),
 )

@@ -163,6 +163,14 @@ class Match(Leased, Metered, Base):
         Index("ix_redblue_matches_status_enqueued", "status", "enqueued_at"),
         Index("ix_redblue_matches_status_lease", "status", "lease_expires_at"),
         Index("ix_redblue_matches_challenge_board_seq", "challenge_id", "board_seq"),
+        # A final round's matches by status: how many of them are played (final_round.py).
+        Index(
+            "ix_redblue_matches_final_round",
+            "challenge_id",
+            "status",
+            postgresql_where=text("final_round"),
+            sqlite_where=text("final_round"),
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
@@ -210,6 +218,8 @@ class Match(Leased, Metered, Base):
     # a recompute reads the matches landed since the last one it knows by this. Null while the
     # match is not completed.
     board_seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    # Made by the challenge's final round at its close (final_round.py), not by pairing.
+    final_round: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 # A deleted challenge's self-tests and matches wait, unrun, until it is restored.
@@ -327,3 +337,22 @@ class Board(Base):
     # What the last recompute and the last interval refresh took, in seconds.
     recompute_seconds: Mapped[float | None] = mapped_column(Float, default=None)
     intervals_seconds: Mapped[float | None] = mapped_column(Float, default=None)
+
+
+class FinalRound(Base):
+    """A challenge's final round (its `final_round` setting): made once per close, in the
+    transaction that inserts its matches (`app.kinds.red_blue.final_round`). `closes_at` is
+    the close it was made for (a challenge opened again and closed later gets another, which
+    adds only the pairs still missing); `matches` how many it made; `played_at` when the
+    sweep found every one of them finished (then the board's final ratings are computed)."""
+
+    __tablename__ = "redblue_final_rounds"
+
+    challenge_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("challenges.id", ondelete="CASCADE"), primary_key=True
+    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
+    closes_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    scheduled_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    matches: Mapped[int] = mapped_column(Integer, default=0)
+    played_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 from app.attempt.attempt_kind import KindSubmission, SubmittedText
 from app.attempt.metrics import KindMetrics
 from app.kinds.red_blue.models import DefenseStatus, MatchStatus, Side
+from app.kinds.red_blue.rules.final_round import Phase as FinalRoundPhase
 from app.leaderboard.schemas import FROZEN_AT_DESCRIPTION, FROZEN_DESCRIPTION
 from app.schemas import Handle, InputSchema, OutputSchema
 
@@ -135,6 +136,10 @@ class MatchSummary(OutputSchema):
     error: str | None
     created_at: datetime
     finished_at: datetime | None
+    final_round: bool = Field(
+        default=False,
+        description="Made by the challenge's final round at its close, not by pairing.",
+    )
 
 
 class MatchRead(MatchSummary):
@@ -183,6 +188,22 @@ class SideBoardItem(BoardItem):
     side: Side
 
 
+class FinalRoundRead(OutputSchema):
+    """Where a challenge with a final round stands (docs/redblue.md, "Final round")."""
+
+    phase: FinalRoundPhase = Field(
+        description="upcoming (not closed), starting (closed; waits for the self-tests still "
+        "running), playing (its matches are being played), rating (all played; the final "
+        "ratings are being computed), final (the boards are final)."
+    )
+    matches_played: int = Field(description="The round's matches finished (judged or error).")
+    matches_total: int = Field(description="The round's matches.")
+    made_at: datetime | None = Field(default=None, description="When the round was made.")
+    played_at: datetime | None = Field(
+        default=None, description="When every one of its matches was found finished."
+    )
+
+
 class RedBlueLeaderboard(OutputSchema):
     challenge_id: uuid.UUID
     side: Side
@@ -198,6 +219,9 @@ class RedBlueLeaderboard(OutputSchema):
     )
     frozen: bool = Field(default=False, description=FROZEN_DESCRIPTION)
     frozen_at: datetime | None = Field(default=None, description=FROZEN_AT_DESCRIPTION)
+    final_round: FinalRoundRead | None = Field(
+        default=None, description="The challenge's final round; null when it has none."
+    )
 
 
 class Standings(OutputSchema):
@@ -210,6 +234,9 @@ class Standings(OutputSchema):
     pending: bool = Field(description="Matches landed since; a recompute is due.")
     frozen: bool = Field(default=False, description=FROZEN_DESCRIPTION)
     frozen_at: datetime | None = Field(default=None, description=FROZEN_AT_DESCRIPTION)
+    final_round: FinalRoundRead | None = Field(
+        default=None, description="The challenge's final round; null when it has none."
+    )
 
 
 def verdict_views(verdicts: list[dict[str, Any]] | None, *, full: bool) -> list[VerdictRead] | None:

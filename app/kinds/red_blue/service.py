@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -27,7 +27,7 @@ from app.challenge.service import get_challenge, public_challenge, refuse_unless
 from app.config import get_settings
 from app.db import utcnow
 from app.errors import AppError, Conflict, Forbidden, NotFound, ValidationFailed
-from app.kinds.red_blue import repository
+from app.kinds.red_blue import final_round, repository
 from app.kinds.red_blue.config import RedBlueLimitFields, text_limit
 from app.kinds.red_blue.dispatch import PAIR_ATTACK, RUN_MATCH, SELF_TEST
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, Match, MatchStatus, Side
@@ -318,6 +318,7 @@ def _summary_fields(match: Match, named: Mapping[uuid.UUID, str]) -> dict[str, A
         "error": match.error,
         "created_at": match.created_at,
         "finished_at": match.finished_at,
+        "final_round": match.final_round,
     }
 
 
@@ -622,6 +623,24 @@ def board_item(line: BoardLine, tied: bool) -> BoardItem:
     )
 
 
+Board = TypeVar("Board", RedBlueLeaderboard, Standings)
+
+
+def _as_seen(
+    session: Session,
+    challenge: Challenge,
+    audience: Audience,
+    read: Callable[[BoardFreeze | None], Board],
+) -> Board:
+    """A board as the audience sees it (frozen for non-admins in a freeze, which a final
+    round keeps past the close until the boards are final), with the final round's state."""
+    round_state = final_round.state_of(session, challenge)
+    seen = read_as_seen(session, challenge, audience, read, held=final_round.holds(round_state))
+    return seen.board.model_copy(
+        update={"frozen": seen.frozen, "frozen_at": seen.frozen_at, "final_round": round_state}
+    )
+
+
 def read_leaderboard(
     session: Session,
     challenge: Challenge,
@@ -657,8 +676,7 @@ def read_leaderboard(
             intervals_computed_at=intervals_computed_at,
         )
 
-    seen = read_as_seen(session, challenge, audience, read)
-    return seen.board.model_copy(update={"frozen": seen.frozen, "frozen_at": seen.frozen_at})
+    return _as_seen(session, challenge, audience, read)
 
 
 def board_page_with_ties(
@@ -748,8 +766,7 @@ def _standings(session: Session, challenge: Challenge, audience: Audience) -> St
             return _live_standings(session, challenge)
         return _frozen_standings(challenge, snapshot)
 
-    seen = read_as_seen(session, challenge, audience, read)
-    return seen.board.model_copy(update={"frozen": seen.frozen, "frozen_at": seen.frozen_at})
+    return _as_seen(session, challenge, audience, read)
 
 
 def read_standings(

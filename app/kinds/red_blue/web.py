@@ -28,7 +28,7 @@ from app.challenge.limits import Left
 from app.challenge.models import Challenge
 from app.challenge.service import challenge_status, config_of
 from app.config import get_settings
-from app.kinds.red_blue import service
+from app.kinds.red_blue import final_round, service
 from app.kinds.red_blue.config import RedBlueLimitFields, RedBlueSections, sections_of, text_limit
 from app.kinds.red_blue.models import DefenseStatus, MatchStatus, Side
 from app.kinds.red_blue.repository import Places
@@ -431,6 +431,8 @@ def play_state(
         or any(a.status == "pending" for a in attacks)
         or any(row.match.status in (MatchStatus.QUEUED, MatchStatus.RUNNING) for row in matches)
         or (standings.pending and bool(matches))
+        # The final round under way: its count of matches played moves.
+        or final_round.holds(standings.final_round)
     )
     return RedBluePlay(
         signed_in=participant is not None,

@@ -36,7 +36,7 @@ from app.config import Settings, get_settings
 from app.db import session_scope, utcnow
 from app.errors import ValidationFailed
 from app.evaluation.verifiers import build_verifier
-from app.kinds.red_blue import repository
+from app.kinds.red_blue import final_round, repository
 from app.kinds.red_blue.config import RedBlueSections, sections_of
 from app.kinds.red_blue.dispatch import (
     PAIR_ATTACK,
@@ -538,7 +538,8 @@ def _end_matches(token: uuid.UUID, ended: dict[uuid.UUID, MatchResult]) -> set[u
 def sweep() -> dict[str, int]:
     """Re-sends what was lost: queued matches and running ones whose lease ran out, pending
     self-tests nobody holds and active defenses never paired, attacks never paired, and
-    boards left dirty (a recompute message lost, or a recompute that failed)."""
+    boards left dirty (a recompute message lost, or a recompute that failed); and sees to the
+    final rounds (`final_round.sweep`)."""
 
     settings = get_settings()
     now = utcnow()
@@ -562,11 +563,13 @@ def sweep() -> dict[str, int]:
         ):
             for entry_id in ids:
                 work.send_after_commit(task, str(entry_id))
+        rounds = final_round.sweep(work, now)
     found = {
         "matches": len(matches),
         "defenses": len(defenses),
         "attacks": len(attacks),
         "boards": len(boards),
+        **rounds,
     }
     if any(found.values()):
         log.info("red_blue sweep re-sent %s", found)

@@ -1,0 +1,16 @@
+"""How the red_blue kind reacts to what the challenge domain announces (domain events)."""
+
+from __future__ import annotations
+
+from app.challenge.events import ChallengeClosed
+from app.kinds.red_blue import final_round, repository
+from app.unit_of_work import UnitOfWork, handles
+
+
+@handles(ChallengeClosed)
+def make_the_final_round(work: UnitOfWork, event: ChallengeClosed) -> None:
+    """An admin closed a challenge at once: its final round, if it has one, is made after the
+    commit (not at the sweep's next pass)."""
+    challenge = repository.get_challenge(work.session, event.challenge_id)
+    if challenge is not None and challenge.tenant_id == event.tenant_id:
+        final_round.request(work, challenge)
