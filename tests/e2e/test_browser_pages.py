@@ -17,11 +17,14 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from app.kinds.benchmark.config import BenchmarkSpec, SplitConfig
+from app.kinds.benchmark.split import parts_of
 from tests.conftest import Api, Worker
 from tests.e2e.conftest import create_tenant, horizontal_overflow, sign_up_in_browser
 
@@ -141,7 +144,13 @@ def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[
         benchmark={"name": "arcagi2", "options": {}, "max_tasks": 2},
         evaluation={"metric": "seq@k", "k": 2, "feedback_mode": "cell_match"},
         scoring={"strategy": "metric_at_k"},
+        split={"public_fraction": 0.5, "seed": 1},
     )
+    # A task of the public part (the participant's pages show the private part only once the
+    # challenge has closed, as it is below).
+    public_task = parts_of(
+        BenchmarkSpec.model_validate(benchmark["benchmark"]), SplitConfig(seed=1), None
+    ).first_public_index
 
     contexts: list[BrowserContext] = []
 
@@ -167,6 +176,14 @@ def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[
         {"model": "offline/solver-sim", "temperature": 1.0, "participant": "alice"},
     )
     api.wait_finished(key, bench_attempt["id"])
+    # Closed, so its private board is revealed to the participant.
+    closed = api.request(
+        "PATCH",
+        f"/v1/challenges/{benchmark['id']}",
+        key,
+        json={"closes_at": datetime.now(UTC).isoformat().replace("+00:00", "Z")},
+    )
+    assert closed.status_code == 200, closed.text
 
     # Red-blue: alice defends and attacks, a rival does both too.
     rb = red_blue["id"]
@@ -227,6 +244,7 @@ def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[
         "benchmark": benchmark,
         "attempt": mine["id"],
         "benchmark_attempt": bench_attempt["id"],
+        "public_task": public_task,
         "match": match_id,
         "deleted": deleted["id"],
     }
@@ -257,7 +275,7 @@ def pages_to_visit(world: dict[str, Any]) -> list[tuple[str, str]]:
         ("participant", f"{t}/attempts/{world['attempt']}"),
         ("participant", benchmark),
         ("participant", f"{t}/attempts/{world['benchmark_attempt']}"),
-        ("participant", f"{t}/attempts/{world['benchmark_attempt']}/tasks/1"),
+        ("participant", f"{t}/attempts/{world['benchmark_attempt']}/tasks/{world['public_task']}"),
         ("participant", f"{benchmark}/leaderboard"),
         ("participant", red_blue + "?side=red"),
         ("participant", red_blue + "?side=blue"),
@@ -276,6 +294,7 @@ def pages_to_visit(world: dict[str, Any]) -> list[tuple[str, str]]:
         ("admin", f"{t}/admin/deleted-challenges"),
         ("admin", f"{t}/admin/deleted-challenges/{world['deleted']}/purge"),
         ("admin", f"{t}/admin/red-blue/matches/{world['match']}"),
+        ("participant", f"{benchmark}/private-leaderboard"),
     ]
 
 
