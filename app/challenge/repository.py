@@ -27,6 +27,10 @@ _BY_ID = select(Challenge).where(
 _SCORING_BY_ID = select(Challenge.scoring).where(
     Challenge.tenant_id == bindparam("tenant_id"), Challenge.id == bindparam("challenge_id")
 )
+# A challenge named by its slug in a tenant's request (app/challenge/reference.py).
+_ID_BY_SLUG = select(Challenge.id).where(
+    Challenge.tenant_id == bindparam("tenant_id"), Challenge.slug == bindparam("slug")
+)
 _NEWEST_FIRST = (Challenge.created_at.desc(), Challenge.id)
 # On the public lists (the home page, the tenants with public challenges): public and live.
 _LISTED_PUBLICLY = (Challenge.visibility == Visibility.PUBLIC) & (
@@ -54,6 +58,9 @@ class ChallengeRepository:
         return self.session.scalar(
             select(Challenge).where(Challenge.tenant_id == self.tenant_id, Challenge.slug == slug)
         )
+
+    def id_of_slug(self, slug: str) -> uuid.UUID | None:
+        return self.session.scalar(_ID_BY_SLUG, {"tenant_id": self.tenant_id, "slug": slug})
 
     def page(
         self,
