@@ -16,7 +16,7 @@ from app.attempt.schemas import (
     AttemptsLeft,
     PracticeCreate,
     PracticeLeft,
-    RetriedAttempts,
+    RerunAttempts,
     TestRunCreate,
     TrialList,
     UnscoredRunList,
@@ -215,12 +215,12 @@ def list_challenge_attempts(
 )
 def post_challenge_rerun_failed(
     challenge_id: ChallengeIdDep, work: UnitOfWorkDep, caller: TenantAdminDep
-) -> RetriedAttempts:
+) -> RerunAttempts:
     """Re-run every attempt of the challenge that ended in error (tenant admin), up to 1,000
     a call, oldest first; finished trials are kept."""
     queued = service.rerun_failed(work, caller.tenant_id, challenge_id)
     work.commit()
-    return RetriedAttempts(queued=queued)
+    return RerunAttempts(queued=queued)
 
 
 @router.post(
