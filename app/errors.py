@@ -59,12 +59,39 @@ class ValidationFailed(AppError):
 MISSPELT = "unknown field; did you mean"
 
 
-def telling_first(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def as_given(loc: Sequence[str | int], given: Any) -> tuple[str | int, ...]:
+    """An error's location as the caller wrote it. Pydantic puts the member of a union in the
+    path (a tagged union's tag: `verifier.contains.patern` for `verifier.patern` of a
+    `contains` verifier; `int` or `str` for a plain one); the body has no such field. Walking
+    the given value, a step a mapping does not have is such a label, unless it is the last
+    (a missing field), and so is every step below a value that has no fields."""
+    path: list[str | int] = []
+    current = given
+    for position, part in enumerate(loc):
+        last = position == len(loc) - 1
+        if isinstance(current, Mapping):
+            if part not in current and not last:
+                continue
+            path.append(part)
+            current = current.get(part)
+        elif isinstance(current, list) and isinstance(part, int):
+            path.append(part)
+            current = current[part] if 0 <= part < len(current) else None
+    return tuple(path)
+
+
+def telling_first(
+    errors: Sequence[Mapping[str, Any]], given: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """Validation errors with the one that says what to fix first: a field that is not
     allowed beside a missing one is a misspelling (`target.modle` for `target.model`), and
     "Field required" alone would send the reader looking for what they already wrote.
-    Such an unknown field's message names the field it probably meant."""
+    Such an unknown field's message names the field it probably meant. With the value
+    `given` (what was validated), each location is as the caller wrote it (`as_given`)."""
     copied = [dict(error) for error in errors]
+    if given is not None:
+        for error in copied:
+            error["loc"] = as_given(error.get("loc", ()), given)
     missing: dict[tuple[Any, ...], list[str]] = {}
     for error in copied:
         if error.get("type") == "missing" and error.get("loc"):

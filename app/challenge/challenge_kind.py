@@ -75,10 +75,12 @@ class NamedModel:
     pattern: bool = False
 
 
-def validation_failed(error: ValidationError, within: Sequence[str] = ()) -> ValidationFailed:
-    """The first error of a kind's model as a 422 naming its field path (`within` the body's
-    field that holds the model: `limits`)."""
-    first = telling_first(error.errors())[0]
+def validation_failed(
+    error: ValidationError, within: Sequence[str] = (), given: Mapping[str, Any] | None = None
+) -> ValidationFailed:
+    """The first error of a kind's model as a 422 naming its field path as the body wrote it
+    (`within` the body's field that holds the model: `limits`; `given`: what was validated)."""
+    first = telling_first(error.errors(), given)[0]
     return ValidationFailed.at([*within, *(str(part) for part in first["loc"])], first["msg"])
 
 
@@ -105,7 +107,7 @@ class ChallengeKind:
                 dict(sections), context=STORED if stored else None
             )
         except ValidationError as error:
-            raise validation_failed(error) from error
+            raise validation_failed(error, given=dict(sections)) from error
 
     def check(self, config: KindConfig, scoring: ScoringConfig) -> None:
         """Rules across the kind's sections and the scoring, needing nothing outside (raise

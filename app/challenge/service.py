@@ -128,7 +128,7 @@ def _limits_for(kind: ChallengeKind, limits: LimitsConfig) -> LimitsConfig:
     try:
         own = kind.limits_model.model_validate(given)
     except ValidationError as error:
-        raise validation_failed(error, ["limits"]) from error
+        raise validation_failed(error, ["limits"], given) from error
     core = limits.model_dump(mode="json", include=set(LimitsConfig.model_fields))
     return LimitsConfig.model_validate({**core, **own.model_dump(mode="json")})
 
