@@ -95,3 +95,78 @@ def test_as_given_walks_the_value(
 def test_without_the_value_locations_stay_as_pydantic_gave_them() -> None:
     errors = [{"loc": ("verifier", "contains", "x"), "msg": "m", "type": "extra_forbidden"}]
     assert telling_first(errors)[0]["loc"] == ("verifier", "contains", "x")
+
+
+class Target(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    system_prompt: str = ""
+    temperature: float | None = None
+
+
+class Sections(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    target: Target
+    categories: list[Category] = []
+
+
+@pytest.mark.parametrize(
+    ("body", "loc", "meant"),
+    [
+        (
+            {"target": {"model": "m", "system_promt": "x"}},
+            ("target", "system_promt"),
+            "system_prompt",
+        ),
+        ({"target": {"model": "m", "temprature": 0}}, ("target", "temprature"), "temperature"),
+        (
+            {
+                "target": {"model": "m"},
+                "categories": [
+                    {"name": "a", "verifier": {"type": "llm_judge", "model": "m", "vots": 3}}
+                ],
+            },
+            ("categories", 0, "verifier", "vots"),
+            "votes",
+        ),
+    ],
+)
+def test_knowing_the_model_an_optional_field_misspelt_is_named_with_the_one_meant(
+    body: dict[str, Any], loc: tuple[str | int, ...], meant: str
+) -> None:
+    with pytest.raises(ValidationError) as raised:
+        Sections.model_validate(body)
+    first = telling_first(raised.value.errors(), body, Sections)[0]
+    assert first["loc"] == loc
+    assert first["msg"] == f"unknown field; did you mean '{meant}'?"
+
+
+def test_a_field_already_given_is_not_what_a_misspelling_meant() -> None:
+    body = {"target": {"model": "m", "modle": "n"}}
+    with pytest.raises(ValidationError) as raised:
+        Sections.model_validate(body)
+    first = telling_first(raised.value.errors(), body, Sections)[0]
+    assert first["msg"] == "Extra inputs are not permitted"
+
+
+def test_a_field_like_none_of_the_models_keeps_pydantics_words() -> None:
+    body = {"target": {"model": "m", "zzz": 1}}
+    with pytest.raises(ValidationError) as raised:
+        Sections.model_validate(body)
+    assert telling_first(raised.value.errors(), body, Sections)[0]["msg"] == (
+        "Extra inputs are not permitted"
+    )
+
+
+def test_fields_at_follows_unions_and_lists() -> None:
+    from app.errors import fields_at
+
+    assert fields_at(Sections, ()) == {"target", "categories"}
+    assert fields_at(Sections, ("target",)) == {"model", "system_prompt", "temperature"}
+    assert fields_at(Sections, ("categories", 2, "verifier")) == {
+        "type",
+        "pattern",
+        "model",
+        "votes",
+    }
+    assert fields_at(Sections, ("nowhere", "x")) == set()
