@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from functools import lru_cache
 from typing import Any, Generic, TypeVar
@@ -167,6 +167,23 @@ class Base(DeclarativeBase):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+# Epoch milliseconds: the wire format of the `*_ms` columns (the leaderboard's order, read by
+# SQL tuple comparison) and of scorer plugins' `created_at`. Nothing else holds a time so.
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+def epoch_ms(when: datetime) -> int:
+    """The aware datetime as whole milliseconds since the epoch (floored, in exact integer
+    arithmetic: the same instant always gives the same number)."""
+    return (when - EPOCH) // _MILLISECOND
+
+
+def from_epoch_ms(milliseconds: int) -> datetime:
+    """The UTC datetime of a number of milliseconds since the epoch (exact)."""
+    return EPOCH + milliseconds * _MILLISECOND
 
 
 def new_id() -> uuid.UUID:

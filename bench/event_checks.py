@@ -301,8 +301,7 @@ def leaderboard_invariants(engine: Engine) -> list[Invariant]:
     from app.attempt.ranked import as_ranked
     from app.challenge.models import Challenge
     from app.leaderboard.models import LeaderboardEntry
-    from app.leaderboard.ranking import sort_tuple
-    from app.leaderboard.service import entry_for
+    from app.leaderboard.ranking import placed
 
     found = []
     with Session(engine) as session:
@@ -317,16 +316,15 @@ def leaderboard_invariants(engine: Engine) -> list[Invariant]:
                 )
             )
             for attempt in attempts:
-                entry = entry_for(as_ranked(attempt), challenge.strategy)
+                entry = placed(challenge.strategy, as_ranked(attempt))
                 if entry is None:
                     continue
-                order = sort_tuple(entry.key, entry.attempt_created_at_ms, str(entry.attempt_id))
                 kept = best.get(attempt.participant_id)
-                if kept is None or order < kept[0]:
-                    best[attempt.participant_id] = (order, entry)
+                if kept is None or entry.place() < kept.place():
+                    best[attempt.participant_id] = entry
             expected = {
-                participant: (entry.attempt_id, entry.key.rank_key, entry.key.rank_tiebreak)
-                for participant, (_order, entry) in best.items()
+                participant: (entry.attempt.attempt_id, entry.key.rank_key, entry.key.rank_tiebreak)
+                for participant, entry in best.items()
             }
             rows = session.scalars(
                 select(LeaderboardEntry).where(LeaderboardEntry.challenge_id == challenge.id)

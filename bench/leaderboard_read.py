@@ -197,6 +197,39 @@ def build_leaderboard(conninfo: str, challenge_id: uuid.UUID) -> int:
     return count
 
 
+def fewest_tokens_entry(
+    challenge_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    attempt_id: uuid.UUID,
+    tenant_id: uuid.UUID,
+    created_ms: int,
+    tokens: int,
+    elapsed: int,
+    succeeded: bool = True,
+) -> Any:
+    """An attempt row as app.leaderboard.ranking places it on a fewest_tokens board (a
+    PlacedAttempt), or None if it does not rank."""
+    from app.db import from_epoch_ms
+    from app.leaderboard.ranking import RankedAttempt, placed
+    from app.scoring.measures import AttemptMetrics
+
+    metrics = AttemptMetrics(
+        succeeded=succeeded,
+        created_at=from_epoch_ms(created_ms),
+        elapsed_ms=elapsed,
+        tokens_total=tokens,
+    )
+    ranked = RankedAttempt(
+        tenant_id=tenant_id,
+        challenge_id=challenge_id,
+        participant_id=participant_id,
+        attempt_id=attempt_id,
+        metrics=metrics,
+        score=None,
+    )
+    return placed("fewest_tokens", ranked)
+
+
 def check_against_ranking(
     conninfo: str,
     challenge_id: uuid.UUID,
@@ -207,39 +240,26 @@ def check_against_ranking(
     """The built rows agree with app.leaderboard.ranking for a sample of participants."""
     import psycopg
 
-    from app.leaderboard.ranking import RankInput, rank_key, sort_tuple
-
     mismatches = 0
     with psycopg.connect(conninfo) as conn:
         for participant in rng.sample(participant_ids, min(samples, len(participant_ids))):
             rows = conn.execute(
-                "SELECT id, succeeded, created_at_ms, tokens_total, elapsed_ms FROM attempts "
-                "WHERE challenge_id = %s AND participant_id = %s",
+                "SELECT id, tenant_id, created_at_ms, tokens_total, elapsed_ms, succeeded "
+                "FROM attempts WHERE challenge_id = %s AND participant_id = %s",
                 (challenge_id, participant),
             ).fetchall()
             best = None
-            for attempt_id, succeeded, created_ms, tokens, elapsed in rows:
-                key = rank_key(
-                    "fewest_tokens",
-                    RankInput(
-                        succeeded=succeeded,
-                        created_at_ms=created_ms,
-                        elapsed_ms=elapsed,
-                        tokens_total=tokens,
-                    ),
-                )
-                if key is None:
-                    continue
-                candidate = sort_tuple(key, created_ms, str(attempt_id))
-                if best is None or candidate < best:
+            for row in rows:
+                candidate = fewest_tokens_entry(challenge_id, participant, *row)
+                if candidate is not None and (best is None or candidate.place() < best.place()):
                     best = candidate
             stored = conn.execute(
                 "SELECT attempt_id FROM leaderboard_entries WHERE challenge_id = %s "
                 "AND participant_id = %s",
                 (challenge_id, participant),
             ).fetchone()
-            expected = best[3] if best else None
-            got = str(stored[0]) if stored else None
+            expected = best.attempt.attempt_id if best else None
+            got = stored[0] if stored else None
             if expected != got:
                 mismatches += 1
     print(
@@ -466,7 +486,6 @@ def measure_offer(
     from sqlalchemy.orm import Session
 
     from app.leaderboard import repository
-    from app.leaderboard.ranking import RankInput, rank_key
 
     with psycopg.connect(conninfo) as conn:
         # Random succeeded attempts (TABLESAMPLE keeps this cheap on 1M rows).
@@ -495,31 +514,12 @@ def measure_offer(
                 tokens = max(1, int(best[participant_id]) - 1)
                 best[participant_id] = tokens
                 improving += 1
-            key = rank_key(
-                "fewest_tokens",
-                RankInput(
-                    succeeded=True,
-                    created_at_ms=created_ms,
-                    elapsed_ms=elapsed,
-                    tokens_total=tokens,
-                ),
+            entry = fewest_tokens_entry(
+                challenge_id, participant_id, attempt_id, tenant_id, created_ms, tokens, elapsed
             )
-            assert key is not None
-            values = repository.EntryValues(
-                tenant_id=tenant_id,
-                challenge_id=challenge_id,
-                participant_id=participant_id,
-                attempt_id=attempt_id,
-                key=key,
-                attempt_created_at_ms=created_ms,
-                score=None,
-                succeeded=True,
-                tokens_total=tokens,
-                elapsed_ms=elapsed,
-                rating=None,
-            )
+            assert entry is not None
             t0 = time.perf_counter()
-            repository.offer(session, values)
+            repository.offer(session, entry)
             t1 = time.perf_counter()
             session.commit()
             t2 = time.perf_counter()

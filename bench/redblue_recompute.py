@@ -253,7 +253,9 @@ class Competition:
         rows), claimed with a lease, completed in one transaction."""
         from app.db import session_scope, utcnow
         from app.kinds.red_blue import repository, worker
+        from app.kinds.red_blue.match_result import JudgedCategory, JudgedMatch
         from app.kinds.red_blue.models import Attack, MatchStatus
+        from app.kinds.red_blue.rules.judging import CategoryVerdict
 
         now = utcnow()
         rows, outcomes = [], {}
@@ -303,18 +305,19 @@ class Competition:
         worker._end_matches(
             token,
             {
-                match_id: {
-                    "status": MatchStatus.COMPLETED,
-                    "output": "x",
-                    "verdicts": [],
-                    "breached": ["pwned"] if won else [],
-                    "red_points": int(won),
-                    "blue_points": 1 - int(won),
-                    "attack_won": won,
-                    "tokens_total": 2,
-                    "elapsed_ms": 1,
-                    "cost_usd": 0.0,
-                }
+                match_id: JudgedMatch(
+                    output="x",
+                    categories=(
+                        JudgedCategory(
+                            CategoryVerdict("pwned", won, None, int(won), 1 - int(won)), ""
+                        ),
+                    ),
+                    red_points=int(won),
+                    blue_points=1 - int(won),
+                    tokens_total=2,
+                    elapsed_ms=1,
+                    cost_usd=0.0,
+                )
                 for match_id, won in outcomes.items()
             },
         )

@@ -1,6 +1,6 @@
 """The attempt layer's view of a challenge kind (see `app.challenge.challenge_kind`): what a
-submission to `POST /v1/challenges/{id}/attempts` must hold, how a worker runs the attempt, and
-what it measured.
+submission to `POST /v1/challenges/{id}/attempts` must hold (`AttemptKind`), and, for a kind
+whose attempts run, how a worker runs one and what it measured (`RunsAttempts`).
 
 A kind's submission fields are its own: `submission_model` declares them (beside the
 `participant` every submission has), the service validates the body's other fields with it
@@ -9,26 +9,31 @@ does not keep in a column of the attempts table is stored in the attempt's `kind
 document and shown on its read. Only kinds that take attempts (`ChallengeKind.accepts`) are
 asked; the core refuses attempts to the others.
 
-The runner (`app.attempt.runner`, a leased job of `app.lease`) does what every kind shares:
-the claim and the lease, the model client with the outbound policy and the cost budgets, the
-time limit, the errors, the score and the leaderboard. A kind runs its trials (`run`) and
-says what they measured (`measure`), storing what it produces through the `RunContext` it is
-given, every write checked against the lease.
+A kind declares what it accepts (`ChallengeKind.accepts`); one that takes attempts, or runs
+unscored ones (`AttemptKind.unscored_model`), also subclasses `RunsAttempts` (`app.kinds.base`
+refuses a kind that would take attempts it cannot run), and a kind that runs none has no run
+method at all. The runner (`app.attempt.runner`, a leased job of `app.lease`) does what every
+kind shares: the claim and the lease, the model client with the outbound policy and the cost
+budgets, the time limit, the errors, the score and the leaderboard. A kind runs its trials and
+returns what they measured (`RunsAttempts.run`), storing what it produces through the
+`RunContext` it is given, every write checked against the lease.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import AfterValidator, StringConstraints
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.metrics import AttemptMetrics, KindMetrics
+from app.attempt.metrics import KindMetrics
 from app.attempt.models import RunPurpose
 from app.attempt.repository import LandedTrial, SubmissionTarget
 from app.attempt.run_store import DatabaseRunStore
@@ -40,6 +45,7 @@ from app.errors import ValidationFailed
 from app.evaluation.llm import LLMClient
 from app.evaluation.types import TrialRecord
 from app.schemas import InputSchema
+from app.scoring.measures import AttemptMetrics
 
 
 def _storable_text(value: str) -> str:
@@ -94,7 +100,7 @@ class AttemptJob:
     config: KindConfig
     prompt: str | None
     model_spec: dict[str, Any] | None
-    created_at_ms: int
+    created_at: datetime
     # The kind's own fields of the submission (`Submitted.kind_fields`).
     kind_fields: dict[str, Any] | None = None
     # Never started before this run: no earlier run stored anything of it.
@@ -139,11 +145,17 @@ class RunContext:
         trials landing together are written together (app.attempt.trial_writer)."""
         await self.trials.save(LandedTrial(trial, task_index, task_id))
 
-    def run_store(self) -> DatabaseRunStore:
+    def run_store(self, sealed_task_ids: frozenset[str] = frozenset()) -> DatabaseRunStore:
         """The evaluation engine's store of a whole run (tasks, trials, summaries) for this
-        attempt, for kinds that run the engine's benchmark runner."""
+        attempt, for kinds that run the engine's benchmark runner; the rows of
+        `sealed_task_ids` (a private part's tasks) are stored sealed."""
         return DatabaseRunStore(
-            self.job.attempt_id, self.job.tenant_id, self.token, self.settings, self.trials
+            self.job.attempt_id,
+            self.job.tenant_id,
+            self.token,
+            self.settings,
+            self.trials,
+            sealed_task_ids,
         )
 
 
@@ -163,9 +175,9 @@ class UnscoredRequest:
 
 
 class AttemptKind:
-    """The attempt layer's interface of a kind. A kind that takes attempts sets its
-    `submission_model` and implements `run` (and `submission` for checks its model cannot
-    make)."""
+    """The attempt layer's interface of a kind: what its submissions and unscored runs hold.
+    A kind that takes attempts sets its `submission_model` (and implements `submission` for
+    checks its model cannot make); it runs them as a `RunsAttempts`."""
 
     # The fields of a submission beside `participant` (none by default).
     submission_model: ClassVar[type[KindSubmission]] = KindSubmission
@@ -195,36 +207,43 @@ class AttemptKind:
         default a submission's (`submission`)."""
         return self.submission(request.target, request.fields, request.config)
 
+
+class RunsAttempts(ABC):
+    """The run of a kind whose attempts run on the core's runner: its scored attempts when it
+    takes attempts (`Accepts.ATTEMPTS`, `BOTH`), and its unscored runs (practice, test runs)
+    when it names their fields (`AttemptKind.unscored_model`). The runner asks no other kind."""
+
     def cost_budget_usd(self, config: KindConfig, settings: Settings) -> float:
         """What one attempt may spend on model calls (never above the server's budget)."""
         return settings.attempt_cost_budget_usd
 
-    async def run(self, context: RunContext) -> AttemptMetrics | None:
+    @abstractmethod
+    async def run(self, context: RunContext) -> AttemptMetrics:
         """Runs (or, after a takeover, continues) the attempt's trials; raises
-        `InfrastructureError` when it cannot finish. Returns its metrics, or None when they
-        are measured from what it stored (`measure`)."""
-        raise NotImplementedError
-
-    def measure(
-        self, session: Session, job: AttemptJob, outcome: AttemptMetrics | None
-    ) -> AttemptMetrics:
-        """The attempt's metrics, in the transaction that completes it."""
-        if outcome is None:
-            raise NotImplementedError(f"kind {job.kind!r} returns no metrics and measures none")
-        return outcome
+        `InfrastructureError` when it cannot finish. Returns its metrics, counting every trial
+        it has, those an earlier run stored included (`RunContext.stored_trials`)."""
 
     def measure_own(
         self, session: Session, job: AttemptJob, metrics: AttemptMetrics
     ) -> KindMetrics | None:
-        """Measures of the kind's own, beside `metrics` (its `measure`), in the same
-        transaction; stored in the attempt's `kind_metrics` document (none by default)."""
+        """Measures of the kind's own, beside `metrics` (what `run` returned), in the
+        transaction that completes the attempt; stored in the attempt's `kind_metrics`
+        document (none by default)."""
         return None
+
+
+def runner_of(kind: ChallengeKind) -> RunsAttempts:
+    """The kind's runs; one that runs none here is a programming error (`app.kinds.base`
+    refuses a kind that takes attempts, or runs unscored ones, without them)."""
+    if not isinstance(kind, RunsAttempts):
+        raise TypeError(f"challenge kind {kind.name!r} does not implement RunsAttempts")
+    return kind
 
 
 def unscored_fields(kind: ChallengeKind) -> type[KindSubmission] | None:
     """The fields of the kind's unscored runs (practice, test runs): its `unscored_model`, or
     else a submission's when it takes attempts; None when it runs none."""
-    if not isinstance(kind, AttemptKind):
+    if not isinstance(kind, AttemptKind) or not isinstance(kind, RunsAttempts):
         return None
     if kind.unscored_model is not None:
         return kind.unscored_model
@@ -232,8 +251,14 @@ def unscored_fields(kind: ChallengeKind) -> type[KindSubmission] | None:
 
 
 def stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]:
-    """An attempt's stored trials (its first task's), for a kind's `measure`."""
+    """An attempt's stored trials (its first task's), for a kind's `measure_own`."""
     return [repository.trial_record(row) for row in repository.trials_of(session, attempt_id)]
+
+
+def sealed_task_summaries(session: Session, attempt_id: uuid.UUID) -> list[dict[str, Any]]:
+    """The summaries of an attempt's sealed tasks (a split challenge's private part), for a
+    kind's `measure_own`."""
+    return repository.sealed_task_summaries(session, attempt_id)
 
 
 def checked_prompt(target: SubmissionTarget, prompt: str, field: str = "prompt") -> str:

@@ -18,9 +18,8 @@ from sqlalchemy import (
     Uuid,
     false,
 )
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, validates
 
-from app.attempt.metrics import AttemptMetrics
 from app.db import (
     Base,
     JSONType,
@@ -30,10 +29,12 @@ from app.db import (
     ProducedText,
     StrEnumColumn,
     UTCDateTime,
+    epoch_ms,
     new_id,
     utcnow,
 )
 from app.lease.models import Leased, LeasedTable, Metered
+from app.scoring.measures import AttemptMetrics
 
 
 class AttemptStatus(StrEnum):
@@ -115,6 +116,8 @@ class Attempt(Leased, Metered, Base):
     idempotency_key: Mapped[str | None] = mapped_column(String(255), default=None)
     request_fingerprint: Mapped[str | None] = mapped_column(String(64), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # `created_at` in epoch milliseconds, set with it: the storage form the rescore's batches
+    # order by (as the leaderboard orders by its rows' `attempt_created_at_ms`).
     created_at_ms: Mapped[int] = mapped_column(BigInteger)
     enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
@@ -131,7 +134,7 @@ class Attempt(Leased, Metered, Base):
     metrics: Mapped[AttemptMetrics | None] = mapped_column(
         ModelColumn(AttemptMetrics, exclude_unset=True), default=None
     )
-    # Measures of the kind's own (`AttemptKind.measure_own`), beside the core's `metrics`.
+    # Measures of the kind's own (`RunsAttempts.measure_own`), beside the core's `metrics`.
     kind_metrics: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     score: Mapped[float | None] = mapped_column(Float, default=None)
     score_details: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
@@ -139,6 +142,11 @@ class Attempt(Leased, Metered, Base):
     # summary (tasks done, the curve so far, usage), refreshed as trials land.
     run_config: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     progress: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
+
+    @validates("created_at")
+    def _with_created_at_ms(self, _key: str, created_at: datetime) -> datetime:
+        self.created_at_ms = epoch_ms(created_at)
+        return created_at
 
     @property
     def entrant_id(self) -> uuid.UUID:
@@ -164,6 +172,8 @@ class AttemptTask(Base):
     task_id: Mapped[str] = mapped_column(ProducedString(200))
     meta: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
     summary: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
+    # A task of its challenge's private part: its results are shown as `SEALED` says.
+    sealed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Trial(Base):
@@ -187,4 +197,6 @@ class Trial(Base):
     actor: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
     judge: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
     critic: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
+    # A trial of a task of its challenge's private part (as its `AttemptTask.sealed`).
+    sealed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,15 +1,15 @@
-"""A finished attempt's measures: recorded from its metrics, handed to the leaderboard."""
+"""A finished attempt's metrics: recorded in its row, handed to the leaderboard as they are."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.attempt.metrics import COLUMN_METRICS, AttemptMetrics
+from app.attempt.attempt_kind import AttemptJob
+from app.attempt.metrics import COLUMN_METRICS
 from app.attempt.models import Attempt
-from app.leaderboard.ranking import RankInput
-from app.leaderboard.service import RankedAttempt
+from app.leaderboard.ranking import RankedAttempt
+from app.scoring.measures import AttemptMetrics
 
 
 def metric_columns(metrics: AttemptMetrics) -> dict[str, Any]:
@@ -18,69 +18,33 @@ def metric_columns(metrics: AttemptMetrics) -> dict[str, Any]:
     return {"metrics": metrics, **{name: getattr(metrics, name) for name in COLUMN_METRICS}}
 
 
-def ranked_of(
-    attempt_id: uuid.UUID,
-    tenant_id: uuid.UUID,
-    challenge_id: uuid.UUID,
-    participant_id: uuid.UUID,
-    *,
-    baseline: bool = False,
-) -> Callable[[AttemptMetrics, float | None], RankedAttempt]:
-    """How the leaderboard ranks this attempt, given its metrics (their `created_at` set) and
-    its score: as `as_ranked` would read it back once stored."""
-
-    def ranked(metrics: AttemptMetrics, score: float | None) -> RankedAttempt:
-        if metrics.created_at is None:
-            raise ValueError("a ranked attempt's metrics carry its created_at")
-        columns = {name: getattr(metrics, name) for name in COLUMN_METRICS}
-        return _ranked(
-            attempt_id,
-            tenant_id,
-            challenge_id,
-            participant_id,
-            metrics.created_at,
-            score,
-            metrics.metric_at_k,
-            columns,
-            baseline,
-        )
-
-    return ranked
-
-
-def as_ranked(attempt: Attempt) -> RankedAttempt:
-    """The attempt as the leaderboard ranks it (its score as scored last)."""
-    return _ranked(
-        attempt.id,
-        attempt.tenant_id,
-        attempt.challenge_id,
-        attempt.entrant_id,
-        attempt.created_at_ms,
-        attempt.score,
-        attempt.metrics.metric_at_k if attempt.metrics is not None else None,
-        {name: getattr(attempt, name) for name in COLUMN_METRICS},
-        attempt.baseline,
+def ranked_run(
+    job: AttemptJob, participant_id: uuid.UUID, metrics: AttemptMetrics, score: float | None
+) -> RankedAttempt:
+    """The attempt a run just finished, as the leaderboard ranks it: the metrics its kind's
+    run measured (their `created_at` set) and its score, as `as_ranked` reads them back."""
+    return RankedAttempt(
+        tenant_id=job.tenant_id,
+        challenge_id=job.challenge_id,
+        participant_id=participant_id,
+        attempt_id=job.attempt_id,
+        metrics=metrics,
+        score=score,
+        baseline=job.baseline,
     )
 
 
-def _ranked(
-    attempt_id: uuid.UUID,
-    tenant_id: uuid.UUID,
-    challenge_id: uuid.UUID,
-    participant_id: uuid.UUID,
-    created_at_ms: int,
-    score: float | None,
-    metric_at_k: float | None,
-    columns: Mapping[str, Any],
-    baseline: bool,
-) -> RankedAttempt:
+def as_ranked(attempt: Attempt) -> RankedAttempt:
+    """A stored attempt as the leaderboard ranks it (its score as scored last): its metrics,
+    the ranked measures as their columns hold them, submitted at its `created_at`."""
+    stored = attempt.metrics if attempt.metrics is not None else AttemptMetrics()
+    columns = {name: getattr(attempt, name) for name in COLUMN_METRICS}
     return RankedAttempt(
-        tenant_id=tenant_id,
-        challenge_id=challenge_id,
-        participant_id=participant_id,
-        attempt_id=attempt_id,
-        measures=RankInput(
-            created_at_ms=created_at_ms, score=score, metric_at_k=metric_at_k, **columns
-        ),
-        baseline=baseline,
+        tenant_id=attempt.tenant_id,
+        challenge_id=attempt.challenge_id,
+        participant_id=attempt.entrant_id,
+        attempt_id=attempt.id,
+        metrics=stored.model_copy(update={**columns, "created_at": attempt.created_at}),
+        score=attempt.score,
+        baseline=attempt.baseline,
     )

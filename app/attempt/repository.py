@@ -265,11 +265,21 @@ class AttemptRepository:
         )
 
     def trials_page(
-        self, attempt_id: uuid.UUID, *, task_index: int | None, limit: int, offset: int
+        self,
+        attempt_id: uuid.UUID,
+        *,
+        task_index: int | None,
+        limit: int,
+        offset: int,
+        with_sealed: bool = True,
     ) -> tuple[list[Trial], int]:
+        """A page of an attempt's trials by task and index; `with_sealed`: with those of its
+        challenge's private part (`Trial.sealed`)."""
         conditions = [Trial.tenant_id == self.tenant_id, Trial.attempt_id == attempt_id]
         if task_index is not None:
             conditions.append(Trial.task_index == task_index)
+        if not with_sealed:
+            conditions.append(Trial.sealed.is_(False))
         return page_where(
             self.session,
             Trial,
@@ -432,25 +442,31 @@ class AttemptRepository:
         ).tuples()
         return {row[0]: RunRow(*row) for row in rows}
 
-    def trials_by_attempt(self, attempt_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Trial]]:
+    def trials_by_attempt(
+        self, attempt_ids: Sequence[uuid.UUID], *, with_sealed: bool = True
+    ) -> dict[uuid.UUID, list[Trial]]:
         found: dict[uuid.UUID, list[Trial]] = {attempt_id: [] for attempt_id in attempt_ids}
         if not attempt_ids:
             return found
-        rows = self.session.scalars(
-            select(Trial)
-            .where(Trial.tenant_id == self.tenant_id, Trial.attempt_id.in_(attempt_ids))
-            .order_by(Trial.attempt_id, Trial.trial_index)
+        query = select(Trial).where(
+            Trial.tenant_id == self.tenant_id, Trial.attempt_id.in_(attempt_ids)
         )
+        if not with_sealed:
+            query = query.where(Trial.sealed.is_(False))
+        rows = self.session.scalars(query.order_by(Trial.attempt_id, Trial.trial_index))
         for trial in rows:
             found[trial.attempt_id].append(trial)
         return found
 
     def tasks_page(
-        self, attempt_id: uuid.UUID, *, limit: int, offset: int
+        self, attempt_id: uuid.UUID, *, limit: int, offset: int, with_sealed: bool = True
     ) -> tuple[list[tuple[int, str, dict[str, Any] | None]], int]:
         """A page of a benchmark attempt's tasks by index: (index, task id, summary). Not their
-        descriptions (`meta`, with the whole task prompt): a task's trials show its prompt."""
-        conditions = (AttemptTask.tenant_id == self.tenant_id, AttemptTask.attempt_id == attempt_id)
+        descriptions (`meta`, with the whole task prompt): a task's trials show its prompt.
+        `with_sealed`: with its challenge's private part's tasks."""
+        conditions = [AttemptTask.tenant_id == self.tenant_id, AttemptTask.attempt_id == attempt_id]
+        if not with_sealed:
+            conditions.append(AttemptTask.sealed.is_(False))
         rows = self.session.execute(
             select(AttemptTask.task_index, AttemptTask.task_id, AttemptTask.summary)
             .where(*conditions)
@@ -461,16 +477,18 @@ class AttemptRepository:
         return list(rows), count_where(self.session, AttemptTask, *conditions)
 
     def task(
-        self, attempt_id: uuid.UUID, task_index: int
+        self, attempt_id: uuid.UUID, task_index: int, *, with_sealed: bool = True
     ) -> tuple[str, dict[str, Any] | None] | None:
-        """One task of a benchmark attempt: (task id, summary), or None."""
-        row = self.session.execute(
-            select(AttemptTask.task_id, AttemptTask.summary).where(
-                AttemptTask.tenant_id == self.tenant_id,
-                AttemptTask.attempt_id == attempt_id,
-                AttemptTask.task_index == task_index,
-            )
-        ).first()
+        """One task of a benchmark attempt: (task id, summary), or None (also for a sealed
+        task without `with_sealed`)."""
+        query = select(AttemptTask.task_id, AttemptTask.summary).where(
+            AttemptTask.tenant_id == self.tenant_id,
+            AttemptTask.attempt_id == attempt_id,
+            AttemptTask.task_index == task_index,
+        )
+        if not with_sealed:
+            query = query.where(AttemptTask.sealed.is_(False))
+        row = self.session.execute(query).first()
         return None if row is None else (row[0], row[1])
 
     # Exports: a challenge's attempts and trials in submission order, a batch after a cursor.
@@ -500,9 +518,12 @@ class AttemptRepository:
         challenge_id: uuid.UUID,
         after: tuple[datetime, uuid.UUID, int, int] | None,
         limit: int,
+        *,
+        with_sealed: bool = True,
     ) -> list[tuple[Trial, datetime, uuid.UUID]]:
         """Up to `limit` trials of the challenge's attempts after (the attempt's created_at,
-        its id, task index, trial index): each with its attempt's created_at and participant."""
+        its id, task index, trial index): each with its attempt's created_at and participant;
+        `with_sealed`: with those of the challenge's private part."""
         order = (Attempt.created_at, Attempt.id, Trial.task_index, Trial.trial_index)
         query = (
             select(Trial, Attempt.created_at, Attempt.participant_id)
@@ -516,6 +537,8 @@ class AttemptRepository:
         )
         if after is not None:
             query = query.where(Attempt.created_at >= after[0], tuple_(*order) > tuple_(*after))
+        if not with_sealed:
+            query = query.where(Trial.sealed.is_(False))
         rows = self.session.execute(query.order_by(*order).limit(limit)).tuples()
         # Entries only: every one has a participant.
         return [
@@ -524,14 +547,13 @@ class AttemptRepository:
             if participant_id is not None
         ]
 
-    def trials(self, attempt_id: uuid.UUID) -> list[Trial]:
-        return list(
-            self.session.scalars(
-                select(Trial)
-                .where(Trial.tenant_id == self.tenant_id, Trial.attempt_id == attempt_id)
-                .order_by(Trial.trial_index)
-            )
+    def trials(self, attempt_id: uuid.UUID, *, with_sealed: bool = True) -> list[Trial]:
+        query = select(Trial).where(
+            Trial.tenant_id == self.tenant_id, Trial.attempt_id == attempt_id
         )
+        if not with_sealed:
+            query = query.where(Trial.sealed.is_(False))
+        return list(self.session.scalars(query.order_by(Trial.trial_index)))
 
 
 # Worker side -------------------------------------------------------------------------------
@@ -574,9 +596,10 @@ def count_completed(session: Session, challenge_id: uuid.UUID) -> int:
 
 
 def completed_after(
-    session: Session, challenge_id: uuid.UUID, after: tuple[int, uuid.UUID] | None, limit: int
+    session: Session, challenge_id: uuid.UUID, after: Attempt | None, limit: int
 ) -> list[Attempt]:
-    """The next completed attempts in submission order, after (created_at_ms, id)."""
+    """The next completed attempts in submission order (to the millisecond, then by id),
+    after the attempt `after` (None: from the first)."""
     query = (
         select(Attempt)
         .where(
@@ -588,7 +611,9 @@ def completed_after(
         .limit(limit)
     )
     if after is not None:
-        query = query.where(tuple_(Attempt.created_at_ms, Attempt.id) > tuple_(*after))
+        query = query.where(
+            tuple_(Attempt.created_at_ms, Attempt.id) > tuple_(after.created_at_ms, after.id)
+        )
     return list(session.scalars(query))
 
 
@@ -657,6 +682,8 @@ class LandedTrial:
     trial: TrialRecord
     task_index: int = 0
     task_id: str | None = None
+    # A task of the challenge's private part (`Trial.sealed`).
+    sealed: bool = False
 
 
 def insert_trials(
@@ -683,6 +710,7 @@ def insert_trials(
                 "actor": data["actor"],
                 "judge": data["judge"],
                 "critic": data["critic"],
+                "sealed": item.sealed,
                 "created_at": now,
             }
         )
@@ -762,6 +790,19 @@ def task_trials(session: Session, attempt_id: uuid.UUID, task_index: int) -> Seq
         .where(Trial.attempt_id == attempt_id, Trial.task_index == task_index)
         .order_by(Trial.trial_index)
     ).all()
+
+
+def sealed_task_summaries(session: Session, attempt_id: uuid.UUID) -> list[dict[str, Any]]:
+    """The summaries of an attempt's sealed tasks (its challenge's private part), by index."""
+    return [
+        summary
+        for summary in session.scalars(
+            select(AttemptTask.summary)
+            .where(AttemptTask.attempt_id == attempt_id, AttemptTask.sealed.is_(True))
+            .order_by(AttemptTask.task_index)
+        )
+        if summary is not None
+    ]
 
 
 def upsert_attempt_task(session: Session, values: dict[str, Any], update_fields: list[str]) -> None:

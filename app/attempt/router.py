@@ -24,6 +24,7 @@ from app.attempt.schemas import (
 )
 from app.auth.gate import CredentialDep, TenantAdminDep, TenantKeyDep, check_tenant_key
 from app.auth.service import authenticate
+from app.auth.subjects import Audience
 from app.challenge.reference import (
     ChallengeFilterDep,
     ChallengeIdDep,
@@ -114,7 +115,11 @@ def _submit_in(
         work.commit()
     if submission.created:
         telemetry.attempt_reached(submission.kind, "queued")
-    view = service.to_view(attempt, submission.participant_handle, None, caller.audience)
+    # The submitter's own attempt, seen before its challenge's close as they see it then.
+    sealed = caller.audience is Audience.ADMIN
+    view = service.to_view(
+        attempt, submission.participant_handle, None, caller.audience, sealed=sealed
+    )
     return Response(
         view.model_dump_json(),
         status_code=status.HTTP_202_ACCEPTED,

@@ -35,10 +35,13 @@ class DatabaseRunStore:
         token: uuid.UUID,
         settings: Settings,
         trials: TrialWriter,
+        sealed_task_ids: frozenset[str] = frozenset(),
     ) -> None:
         self.attempt_id, self.tenant_id = attempt_id, tenant_id
         self.token, self.settings = token, settings
         self.trials = trials
+        # The challenge's private part: these tasks' rows are stored sealed.
+        self.sealed_task_ids = sealed_task_ids
 
     def _held(self, session: Session) -> None:
         hold(session, ATTEMPT_LEASES, self.attempt_id, self.token, self.settings)
@@ -68,9 +71,10 @@ class DatabaseRunStore:
                     "task_index": task.canonical_index,
                     "tenant_id": self.tenant_id,
                     "task_id": task.task_id[:200],
+                    "sealed": task.task_id in self.sealed_task_ids,
                     field: value,
                 },
-                [field],
+                [field, "sealed"],
             )
 
     async def load_config(self) -> dict[str, Any] | None:
@@ -84,7 +88,8 @@ class DatabaseRunStore:
 
     async def save_trial(self, task: Task, trial: TrialRecord) -> None:
         # Trials of tasks running at once that land together are written together.
-        await self.trials.save(LandedTrial(trial, task.canonical_index, task.task_id))
+        sealed = task.task_id in self.sealed_task_ids
+        await self.trials.save(LandedTrial(trial, task.canonical_index, task.task_id, sealed))
 
     async def save_task_meta(self, task: Task, meta: dict[str, Any]) -> None:
         await asyncio.to_thread(self._save_task, task, "meta", meta)
@@ -94,5 +99,7 @@ class DatabaseRunStore:
 
     async def save_run_summary(self, summary: dict[str, Any]) -> None:
         # The per-task list stays in attempt_tasks; the attempt keeps the run-level figures.
-        progress = {key: value for key, value in summary.items() if key != "tasks"}
+        # The sealed part's results are measured when the attempt ends (the kind's own
+        # measures), never shown as its progress.
+        progress = {key: value for key, value in summary.items() if key not in ("tasks", "sealed")}
         await asyncio.to_thread(self._write_attempt, progress=progress)

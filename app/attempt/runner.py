@@ -18,10 +18,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.attempt_kind import AttemptJob, AttemptKind, RunContext
-from app.attempt.metrics import AttemptMetrics
+from app.attempt.attempt_kind import AttemptJob, AttemptKind, RunContext, runner_of
 from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus
-from app.attempt.ranked import metric_columns, ranked_of
+from app.attempt.ranked import metric_columns, ranked_run
 from app.challenge.models import strategy_of
 from app.challenge.registry import find_kind, kind_as
 from app.challenge.service import config_of, find_challenge, scoring_of
@@ -36,6 +35,7 @@ from app.lease.model_client import model_client
 from app.lease.repository import release
 from app.lease.run import Failure, LeasedRun, run_leased, run_on_process_loop
 from app.observability import metrics as telemetry
+from app.scoring.measures import AttemptMetrics
 from app.scoring.service import ScoreResult, Scoring, prepare_scoring
 from app.tenant.service import DaySpend
 
@@ -55,7 +55,7 @@ def warm_up_process() -> bool:
     return warmed_up() and run_on_process_loop(warm_up_calls())
 
 
-class AttemptRun(LeasedRun[repository.Claimed, AttemptJob, AttemptMetrics | None]):
+class AttemptRun(LeasedRun[repository.Claimed, AttemptJob, AttemptMetrics]):
     table = ATTEMPT_LEASES
 
     def claim(
@@ -82,10 +82,10 @@ class AttemptRun(LeasedRun[repository.Claimed, AttemptJob, AttemptMetrics | None
 
     async def execute(
         self, job: AttemptJob, token: uuid.UUID, settings: Settings
-    ) -> AttemptMetrics | None:
+    ) -> AttemptMetrics:
         return await _execute(job, token, settings)
 
-    def complete(self, job: AttemptJob, token: uuid.UUID, result: AttemptMetrics | None) -> str:
+    def complete(self, job: AttemptJob, token: uuid.UUID, result: AttemptMetrics) -> str:
         _finish(job, token, result)
         return "completed"
 
@@ -116,7 +116,7 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
         config=config,
         prompt=attempt.prompt,
         model_spec=attempt.model_spec,
-        created_at_ms=attempt.created_at_ms,
+        created_at=attempt.created_at,
         kind_fields=attempt.kind_fields,
         first_start=claimed.first_start,
         purpose=attempt.purpose,
@@ -124,16 +124,18 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
     )
 
 
-async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> AttemptMetrics | None:
+async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> AttemptMetrics:
     """Runs the kind's trials, every call by the service's outbound policy and within the
     attempt's and the tenant's cost budgets; returns what the kind's run returns."""
-    kind = kind_as(job.kind, AttemptKind)
     # A kind with entries of its own may still run unscored runs (`unscored_model`).
-    runs_unscored = not job.purpose.scored and kind.unscored_model is not None
+    unscored_model = kind_as(job.kind, AttemptKind).unscored_model
+    runs_unscored = not job.purpose.scored and unscored_model is not None
     if not (find_kind(job.kind).accepts.attempts or runs_unscored):
         # Never queued (submission refuses it); a row written by other means ends in error
         # saying why, not as an internal failure.
         raise InfrastructureError(f"a {job.kind} challenge takes no attempts")
+    # A kind that takes attempts, or runs unscored ones, runs them (app.kinds.base).
+    kind = runner_of(find_kind(job.kind))
     budget = CostBudget(
         own=RowSpend(Attempt, job.attempt_id),
         tenant_day=DaySpend(job.tenant_id),
@@ -148,11 +150,11 @@ async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> Att
         await llm.aclose()
 
 
-def _finish(job: AttemptJob, token: uuid.UUID, outcome: AttemptMetrics | None) -> None:
-    """Metrics (the kind's measure), the score, the status and the leaderboard (entries only:
-    an unscored run is scored for its reader and offered to no board), written in one
-    commit by the holder of the lease only. A scorer plugin runs between two transactions,
-    so a slow one holds no lock; other strategies need one."""
+def _finish(job: AttemptJob, token: uuid.UUID, measured: AttemptMetrics) -> None:
+    """Metrics (what the kind's run measured, and its own measures), the score, the status
+    and the leaderboard (entries only: an unscored run is scored for its reader and offered
+    to no board), written in one commit by the holder of the lease only. A scorer plugin
+    runs between two transactions, so a slow one holds no lock; other strategies need one."""
     context = {
         "attempt_id": job.attempt_id,
         "tenant_id": job.tenant_id,
@@ -165,10 +167,8 @@ def _finish(job: AttemptJob, token: uuid.UUID, outcome: AttemptMetrics | None) -
         saved = scoring_of(session, job.tenant_id, job.challenge_id)
         if saved is None:
             return
-        kind = kind_as(job.kind, AttemptKind)
-        measured = kind.measure(session, job, outcome)
-        metrics = measured.model_copy(update={"created_at": job.created_at_ms})
-        own = kind.measure_own(session, job, metrics)
+        metrics = measured.model_copy(update={"created_at": job.created_at})
+        own = runner_of(find_kind(job.kind)).measure_own(session, job, metrics)
         kind_metrics = None if own is None else own.model_dump(mode="json", exclude_none=True)
         scoring = prepare_scoring(session, strategy_of(saved), saved)
         plugin = scoring.calls_plugin
@@ -214,14 +214,8 @@ def _complete(
     if row is None:
         return None
     if job.purpose.scored and job.participant_id is not None:
-        ranked = ranked_of(
-            job.attempt_id,
-            job.tenant_id,
-            job.challenge_id,
-            job.participant_id,
-            baseline=job.baseline,
-        )
-        leaderboard.offer(session, ranked(metrics, scored.score), scoring.strategy)
+        ranked = ranked_run(job, job.participant_id, metrics, scored.score)
+        leaderboard.offer(session, ranked, scoring.strategy)
     created_at, started_at = row
     return _end_recorder(job.kind, AttemptStatus.COMPLETED, finished, created_at, started_at)
 

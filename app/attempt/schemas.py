@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from app.attempt.metrics import AttemptMetrics
 from app.attempt.models import Attempt, AttemptStatus, RunPurpose
 from app.schemas import Handle, InputSchema, OutputSchema
+from app.scoring.measures import AttemptMetrics
 
 # A kind's fields ride along as extra fields of the body (as a challenge's sections do).
 _WITH_KIND_FIELDS = ConfigDict(extra="allow", allow_inf_nan=False)
@@ -80,6 +80,10 @@ class TrialRead(OutputSchema):
     actor: dict[str, Any]
     judge: dict[str, Any]
     critic: dict[str, Any]
+    sealed: bool = Field(
+        description="True for a trial of the challenge's private part (a split benchmark "
+        "challenge): shown to participants once the challenge has closed."
+    )
     created_at: datetime
 
 

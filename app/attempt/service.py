@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.attempt.attempt_kind import AttemptKind, KindSubmission, Submitted
 from app.attempt.dispatch import RUN_ATTEMPT
+from app.attempt.metrics import SEALED_MEASURES
 from app.attempt.models import Attempt, AttemptStatus, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
 from app.attempt.schemas import (
@@ -38,6 +39,7 @@ from app.challenge.service import (
     get_challenge,
     readable_challenge,
     refuse_unless_open,
+    sealed_shown_of,
 )
 from app.config import get_settings
 from app.db import autocommits, utcnow
@@ -58,7 +60,10 @@ class TransactionNeeded(Exception):
     """This submission checks attempt limits, which needs a transaction: run it in one."""
 
 
-class Submission(NamedTuple):
+class StoredSubmission(NamedTuple):
+    """The attempt a submission stored, or found stored by an earlier request with its
+    Idempotency-Key (a replay), and what the caller does next."""
+
     attempt: Attempt
     # False on an idempotent replay (the attempt was stored by an earlier request).
     created: bool
@@ -106,12 +111,12 @@ def _replayed(
     fingerprint: str,
     handle: str,
     kind: str,
-) -> Submission:
+) -> StoredSubmission:
     attempt = _replay(existing, challenge_id, fingerprint)
     now = utcnow()
     stalled = now - timedelta(seconds=get_settings().queued_requeue_seconds)
     send = repo.mark_resent_if_stalled(attempt.id, now, stalled)
-    return Submission(attempt, False, send, handle, kind)
+    return StoredSubmission(attempt, False, send, handle, kind)
 
 
 def submission_target(
@@ -240,9 +245,9 @@ def submit_attempt(
     challenge_id: uuid.UUID,
     body: AttemptCreate,
     idempotency_key: str | None,
-) -> Submission:
+) -> StoredSubmission:
     """Stores a queued attempt, or finds the one an earlier request with the same
-    Idempotency-Key stored (a replay); see `Submission` for what it returns.
+    Idempotency-Key stored (a replay); see `StoredSubmission` for what it returns.
 
     The task is sent (when `send` says so) once the caller commits the unit of work: the
     worker must find the row when the task arrives. A replay sends again an attempt still
@@ -283,7 +288,6 @@ def queued_attempt(
         model_spec=submitted.model_spec,
         kind_fields=submitted.kind_fields,
         created_at=now,
-        created_at_ms=int(now.timestamp() * 1000),
         enqueued_at=now,
         run_count=0,
         **marks,
@@ -296,7 +300,7 @@ def _submit(
     challenge_id: uuid.UUID,
     body: AttemptCreate,
     idempotency_key: str | None,
-) -> Submission:
+) -> StoredSubmission:
     repo = AttemptRepository(session, tenant_id)
     challenge = repo.submission_target(challenge_id, body.participant)
     if challenge is None:
@@ -339,14 +343,14 @@ def _submit(
         request_fingerprint=fingerprint,
     )
     if repo.insert_new(attempt):
-        return Submission(attempt, True, True, handle, challenge.kind)
+        return StoredSubmission(attempt, True, True, handle, challenge.kind)
     # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
     assert idempotency_key is not None
     existing = repo.by_idempotency_key(idempotency_key)
     if existing is None:
         raise RuntimeError(f"Idempotency-Key {idempotency_key!r} conflicted, yet no attempt has it")
     replayed = _replay(existing, challenge_id, fingerprint)
-    return Submission(replayed, False, False, handle, challenge.kind)
+    return StoredSubmission(replayed, False, False, handle, challenge.kind)
 
 
 def retry_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
@@ -423,16 +427,30 @@ def trial_view(trial: Trial, audience: Audience) -> TrialRead:
         index=trial.trial_index,
         success=trial.success,
         score=trial.score,
+        sealed=trial.sealed,
         created_at=trial.created_at,
         **sections,
     )
 
 
+def _shown_kind_metrics(kind_metrics: dict[str, Any] | None, sealed: bool) -> dict[str, Any] | None:
+    if sealed or not kind_metrics or SEALED_MEASURES not in kind_metrics:
+        return kind_metrics
+    return {name: value for name, value in kind_metrics.items() if name != SEALED_MEASURES}
+
+
 def to_view(
-    attempt: Attempt, handle: str, trials: list[Trial] | None, audience: Audience
+    attempt: Attempt,
+    handle: str,
+    trials: list[Trial] | None,
+    audience: Audience,
+    *,
+    sealed: bool,
 ) -> AttemptRead:
     """What a reader sees of an attempt: tenant admins also get the full reason of an error,
-    the spend and every trial's hidden parts. The one place that decides it."""
+    the spend and every trial's hidden parts; `sealed`: whether the reader sees its
+    challenge's sealed results (`sealed_shown`: its measures on a private part; `trials`
+    come already chosen). The one place that decides it."""
     full = audience is Audience.ADMIN
     trial_views = None if trials is None else [trial_view(t, audience) for t in trials]
     return AttemptRead(
@@ -453,7 +471,7 @@ def to_view(
         error_detail=attempt.error_detail if full else None,
         spent_usd=attempt.spent_usd if full else None,
         metrics=attempt.metrics,
-        kind_metrics=attempt.kind_metrics,
+        kind_metrics=_shown_kind_metrics(attempt.kind_metrics, sealed),
         score=attempt.score,
         score_details=attempt.score_details,
         trials=trial_views,
@@ -479,9 +497,16 @@ def read_attempt(session: Session, reader: TenantKey, attempt_id: uuid.UUID) -> 
         raise NotFound("attempt not found")
     attempt, kind = found
     handle = handle_of(session, reader.tenant_id, attempt.entrant_id)
+    sealed = _sealed_shown(session, reader, attempt.challenge_id)
     with_trials = kind_as(kind, AttemptKind).reads_show_trials
-    trials = repo.trials(attempt.id) if with_trials else None
-    return to_view(attempt, handle, trials, reader.audience)
+    trials = repo.trials(attempt.id, with_sealed=sealed) if with_trials else None
+    return to_view(attempt, handle, trials, reader.audience, sealed=sealed)
+
+
+def _sealed_shown(session: Session, reader: TenantKey, challenge_id: uuid.UUID) -> bool:
+    return challenge_id in sealed_shown_of(
+        session, reader.tenant_id, [challenge_id], reader.audience
+    )
 
 
 def read_trials(
@@ -495,7 +520,11 @@ def read_trials(
 ) -> TrialList:
     attempt = get_attempt(session, reader.tenant_id, attempt_id)
     rows, total = AttemptRepository(session, reader.tenant_id).trials_page(
-        attempt.id, task_index=task_index, limit=limit, offset=offset
+        attempt.id,
+        task_index=task_index,
+        limit=limit,
+        offset=offset,
+        with_sealed=_sealed_shown(session, reader, attempt.challenge_id),
     )
     return TrialList(
         items=[trial_view(t, reader.audience) for t in rows],
@@ -531,9 +560,22 @@ def list_attempts(
         participant_id=participant_id,
         status=status,
     )
+    return AttemptList(
+        items=_list_views(session, reader, rows), total=total, limit=limit, offset=offset
+    )
+
+
+def _list_views(session: Session, reader: TenantKey, rows: Sequence[Attempt]) -> list[AttemptRead]:
+    """Attempts as a reader sees them in lists (no trials)."""
+    tenant_id = reader.tenant_id
     named = handles(session, tenant_id, list({a.entrant_id for a in rows}))
-    items = [to_view(a, named.get(a.entrant_id, ""), None, reader.audience) for a in rows]
-    return AttemptList(items=items, total=total, limit=limit, offset=offset)
+    shown = sealed_shown_of(session, tenant_id, {a.challenge_id for a in rows}, reader.audience)
+    return [
+        to_view(
+            a, named.get(a.entrant_id, ""), None, reader.audience, sealed=a.challenge_id in shown
+        )
+        for a in rows
+    ]
 
 
 def list_challenge_attempts(
@@ -574,12 +616,11 @@ def attempts_in_order(
 ) -> tuple[list[AttemptRead], AttemptsCursor | None]:
     """Up to `limit` of the challenge's attempts after the cursor, oldest first, as the
     reader sees them in lists (no trials), and the cursor of the last."""
-    tenant_id = reader.tenant_id
-    rows = AttemptRepository(session, tenant_id).in_submission_order(challenge_id, after, limit)
-    named = handles(session, tenant_id, list({a.entrant_id for a in rows}))
-    items = [to_view(a, named.get(a.entrant_id, ""), None, reader.audience) for a in rows]
+    rows = AttemptRepository(session, reader.tenant_id).in_submission_order(
+        challenge_id, after, limit
+    )
     last = (rows[-1].created_at, rows[-1].id) if rows else None
-    return items, last
+    return _list_views(session, reader, rows), last
 
 
 def trials_in_order(
@@ -594,7 +635,7 @@ def trials_in_order(
     first, then by task and index), as the reader sees them, and the cursor of the last."""
     tenant_id = reader.tenant_id
     rows = AttemptRepository(session, tenant_id).trials_in_submission_order(
-        challenge_id, after, limit
+        challenge_id, after, limit, with_sealed=_sealed_shown(session, reader, challenge_id)
     )
     named = handles(session, tenant_id, list({participant for _, _, participant in rows}))
     items = [
@@ -615,7 +656,7 @@ def retry_view(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> A
     """Re-runs an attempt that ended in error (see `retry_attempt`); returns the admin's view."""
     attempt = retry_attempt(work, admin.tenant_id, attempt_id)
     handle = handle_of(work.session, admin.tenant_id, attempt.entrant_id)
-    return to_view(attempt, handle, None, admin.audience)
+    return to_view(attempt, handle, None, admin.audience, sealed=True)
 
 
 # Reads of the web UI (a participant's own attempts; a tenant admin's overview) -----------------
@@ -665,16 +706,28 @@ def attempt_counts(
 
 
 def trials_by_attempt(
-    session: Session, tenant_id: uuid.UUID, attempt_ids: Sequence[uuid.UUID]
+    session: Session,
+    tenant_id: uuid.UUID,
+    attempt_ids: Sequence[uuid.UUID],
+    *,
+    with_sealed: bool,
 ) -> dict[uuid.UUID, list[Trial]]:
-    return AttemptRepository(session, tenant_id).trials_by_attempt(attempt_ids)
+    return AttemptRepository(session, tenant_id).trials_by_attempt(
+        attempt_ids, with_sealed=with_sealed
+    )
 
 
 def task_trials(
-    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, task_index: int, *, limit: int
+    session: Session,
+    tenant_id: uuid.UUID,
+    attempt_id: uuid.UUID,
+    task_index: int,
+    *,
+    limit: int,
+    with_sealed: bool,
 ) -> list[Trial]:
     rows, _ = AttemptRepository(session, tenant_id).trials_page(
-        attempt_id, task_index=task_index, limit=limit, offset=0
+        attempt_id, task_index=task_index, limit=limit, offset=0, with_sealed=with_sealed
     )
     return rows
 
@@ -686,15 +739,30 @@ def runs(
 
 
 def tasks_page(
-    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, *, limit: int, offset: int
+    session: Session,
+    tenant_id: uuid.UUID,
+    attempt_id: uuid.UUID,
+    *,
+    limit: int,
+    offset: int,
+    with_sealed: bool,
 ) -> tuple[list[tuple[int, str, dict[str, Any] | None]], int]:
-    return AttemptRepository(session, tenant_id).tasks_page(attempt_id, limit=limit, offset=offset)
+    return AttemptRepository(session, tenant_id).tasks_page(
+        attempt_id, limit=limit, offset=offset, with_sealed=with_sealed
+    )
 
 
 def task(
-    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, task_index: int
+    session: Session,
+    tenant_id: uuid.UUID,
+    attempt_id: uuid.UUID,
+    task_index: int,
+    *,
+    with_sealed: bool,
 ) -> tuple[str, dict[str, Any] | None] | None:
-    return AttemptRepository(session, tenant_id).task(attempt_id, task_index)
+    return AttemptRepository(session, tenant_id).task(
+        attempt_id, task_index, with_sealed=with_sealed
+    )
 
 
 def status_counts(

@@ -7,7 +7,8 @@ A kind (`prompt`, `benchmark`, ...) is one package under `app/kinds/` holding on
   checks, the scoring strategies it allows, what participants may see of it, and the API
   routers, worker task modules and tables it brings;
 - `app.leaderboard.leaderboard_kind.LeaderboardKind`: its leaderboard;
-- `app.attempt.attempt_kind.AttemptKind`: what a submission must hold, and its run on a worker;
+- `app.attempt.attempt_kind.AttemptKind`: what a submission must hold, and, for a kind
+  whose attempts run, `RunsAttempts`: its run on a worker;
 - `app.web.web_kind.WebKind`: its fragments of the web pages.
 
 Each layer asks the registry (`app.challenge.registry`) for the kind of a challenge and sees

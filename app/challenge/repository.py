@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Collection, Sequence
+from datetime import datetime
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
@@ -89,6 +90,17 @@ class ChallengeRepository:
                 Challenge.visibility.in_(visibilities), Challenge.state == ChallengeState.LIVE
             )
         return list(self.session.scalars(query.order_by(*_NEWEST_FIRST).limit(limit)))
+
+    def closes(self, challenge_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, datetime | None]:
+        """When each of these challenges of the tenant closes (null: never)."""
+        if not challenge_ids:
+            return {}
+        rows = self.session.execute(
+            select(Challenge.id, Challenge.closes_at).where(
+                Challenge.tenant_id == self.tenant_id, Challenge.id.in_(challenge_ids)
+            )
+        ).tuples()
+        return {found: closes_at for found, closes_at in rows}
 
     def add(self, challenge: Challenge) -> bool:
         """Inserts the challenge; False when its slug is taken (a race the check missed)."""

@@ -85,6 +85,28 @@ def refuse_unless_open(challenge: Scheduled, now: datetime) -> None:
         raise Conflict(f"this challenge closed at {challenge.closes_at:%Y-%m-%d %H:%M:%S} UTC")
 
 
+def sealed_shown(
+    closes_at: datetime | None, audience: Audience, now: datetime | None = None
+) -> bool:
+    """Whether a reader sees a challenge's sealed results (a split benchmark challenge's
+    private part: its tasks, trials and measures): its tenant's admins always, everyone else
+    once it has closed (at `closes_at`, which closing it now sets)."""
+    if audience is Audience.ADMIN:
+        return True
+    return closes_at is not None and (now or utcnow()) >= closes_at
+
+
+def sealed_shown_of(
+    session: Session, tenant_id: uuid.UUID, challenge_ids: Collection[uuid.UUID], audience: Audience
+) -> Container[uuid.UUID]:
+    """Those of the tenant's challenges whose sealed results the reader sees (`sealed_shown`)."""
+    if audience is Audience.ADMIN:
+        return set(challenge_ids)
+    now = utcnow()
+    closes = ChallengeRepository(session, tenant_id).closes(challenge_ids)
+    return {found for found, closes_at in closes.items() if sealed_shown(closes_at, audience, now)}
+
+
 def kind_of(challenge: Challenge) -> ChallengeKind:
     return find_kind(challenge.kind)
 

@@ -129,7 +129,7 @@ def command_run(args: argparse.Namespace) -> int:
     import asyncio
 
     from app.evalcli.folder import RunFolderError, RunFolderStore, run_folder_for
-    from app.evaluation.benchmark import Benchmark, BenchmarkError
+    from app.evaluation.benchmark import Benchmark, BenchmarkError, select_tasks
     from app.evaluation.direct import SHARED_POOLS
     from app.evaluation.llm import LLMClient, warm_up_for
     from app.evaluation.runner import (
@@ -137,7 +137,6 @@ def command_run(args: argparse.Namespace) -> int:
         RunConfigMismatch,
         check_config,
         run_benchmark,
-        select_tasks,
     )
 
     err: TextIO = sys.stderr

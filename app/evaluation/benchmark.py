@@ -428,3 +428,23 @@ class Benchmark:
                 "not str or CallRecord"
             )
         return value
+
+
+def select_tasks(
+    tasks: Iterable[Task], *, task_indices: Iterable[int] | None, max_tasks: int | None
+) -> Iterator[Task]:
+    """The tasks to run, lazily: those in `task_indices` (all when None), then the first
+    `max_tasks` of them."""
+    wanted = set(task_indices) if task_indices is not None else None
+    if max_tasks is not None and max_tasks < 1:
+        return
+    taken = 0
+    for task in tasks:
+        if wanted is not None and task.canonical_index not in wanted:
+            continue
+        yield task
+        taken += 1
+        if max_tasks is not None and taken >= max_tasks:
+            return
+        if wanted is not None and taken >= len(wanted):
+            return

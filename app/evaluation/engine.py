@@ -255,36 +255,3 @@ async def run_trials(
         existing=existing,
         on_trial=on_trial,
     )
-
-
-@dataclass
-class AttemptTotals:
-    """Figures over all trials of an attempt, as the service's AttemptMetrics need them."""
-
-    succeeded: bool
-    tokens_total: int
-    elapsed_ms: int
-    rating: float | None
-    cost_usd: float | None
-    trials: int
-
-
-def attempt_totals(trials: Sequence[TrialRecord]) -> AttemptTotals:
-    """Tokens and time count the actor only; cost counts every call whose price is known."""
-    ratings = [trial.judge.rating for trial in trials if trial.judge.rating is not None]
-    costs: list[float] = []
-    for trial in trials:
-        if trial.actor.cost_usd is not None:
-            costs.append(trial.actor.cost_usd)
-        for call in [*trial.judge.calls, *trial.critic.calls]:
-            cost = call.get("cost_usd")
-            if isinstance(cost, int | float) and not isinstance(cost, bool):
-                costs.append(float(cost))
-    return AttemptTotals(
-        succeeded=any(trial.success for trial in trials),
-        tokens_total=sum(trial.actor.input_tokens + trial.actor.output_tokens for trial in trials),
-        elapsed_ms=sum(trial.actor.elapsed_ms for trial in trials),
-        rating=max(ratings) if ratings else None,
-        cost_usd=sum(costs) if costs else None,
-        trials=len(trials),
-    )

@@ -23,7 +23,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
@@ -33,6 +33,7 @@ from app.evaluation.benchmark import (
     Benchmark,
     Task,
     recording_calls,
+    select_tasks,
     use_models,
 )
 from app.evaluation.critic import critic_feedback
@@ -42,8 +43,8 @@ from app.evaluation.llm import CompletionClient
 from app.evaluation.metrics import (
     TaskStats,
     price_map_info,
-    run_summary,
     seq_k_now,
+    split_summary,
     task_figures,
     trial_calls,
     trial_view,
@@ -99,6 +100,9 @@ class RunConfig:
     cost_budget_usd: float | None = None  # no new task starts once spent
     max_task_errors: int = 10  # more errored tasks than this abort the run
     prices: Mapping[str, Price] = field(default_factory=dict)
+    # Tasks whose results the run's summary keeps apart, under `sealed` (a challenge's private
+    # part): its curves and figures are the other tasks'; its spend is the whole run's.
+    sealed_task_ids: frozenset[str] = frozenset()
 
 
 class RunConfigMismatch(Exception):
@@ -314,26 +318,6 @@ def continuing_prompt_style(config: RunConfig, stored: Mapping[str, Any] | None)
 # Task selection
 
 
-def select_tasks(
-    tasks: Iterable[Task], *, task_indices: Iterable[int] | None, max_tasks: int | None
-) -> Iterator[Task]:
-    """The tasks to run, lazily: those in `task_indices` (all when None), then the first
-    `max_tasks` of them."""
-    wanted = set(task_indices) if task_indices is not None else None
-    if max_tasks is not None and max_tasks < 1:
-        return
-    taken = 0
-    for task in tasks:
-        if wanted is not None and task.canonical_index not in wanted:
-            continue
-        yield task
-        taken += 1
-        if max_tasks is not None and taken >= max_tasks:
-            return
-        if wanted is not None and taken >= len(wanted):
-            return
-
-
 def task_meta(task: Task) -> dict[str, Any]:
     """What a store keeps about a task: never its answer key (stores get uploaded and shown)."""
     return {
@@ -418,8 +402,12 @@ class _Run:
 
     def summary(self) -> dict[str, Any]:
         config = self.config
-        document = run_summary(
-            self.stats.values(), metric=config.metric, k=config.k, prices=config.prices
+        document = split_summary(
+            self.stats.values(),
+            config.sealed_task_ids,
+            metric=config.metric,
+            k=config.k,
+            prices=config.prices,
         )
         calls_made = getattr(self.llm, "calls_made", None)
         max_in_flight = getattr(self.llm, "max_in_flight", None)

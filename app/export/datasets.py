@@ -110,6 +110,10 @@ TRIALS = Dataset(
         Column("actor", "The whole actor section (model, prompt, output, tokens), as JSON."),
         Column("judge", "The verifier's section, as JSON."),
         Column("critic", "The critic's section (seq@k feedback), as JSON."),
+        Column(
+            "sealed",
+            "true for a trial of the challenge's private part (a split benchmark challenge).",
+        ),
         Column("created_at", "When the trial was stored."),
     ),
     read=in_batches(attempts.trials_in_order),

@@ -7,10 +7,10 @@ from typing import Any
 from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Uuid, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, JSONType, UTCDateTime, utcnow
+from app.db import Base, JSONType, UTCDateTime, from_epoch_ms, utcnow
 
-# The measures an entry keeps of its attempt (from the attempt's rank input), to show them.
-ENTRY_MEASURES = ("score", "succeeded", "tokens_total", "elapsed_ms", "rating")
+# The metrics an entry keeps of its attempt, beside its score, to show them.
+ENTRY_MEASURES = ("succeeded", "tokens_total", "elapsed_ms", "rating")
 
 
 class _EntryColumns:
@@ -25,6 +25,8 @@ class _EntryColumns:
     )
     rank_key: Mapped[float] = mapped_column(Float)
     rank_tiebreak: Mapped[float] = mapped_column(Float, default=0.0)
+    # The attempt's `created_at` as the order's tie-break stores it: in epoch milliseconds, so
+    # the index and SQL tuple comparisons read it (`attempt_created_at` is the time).
     attempt_created_at_ms: Mapped[int] = mapped_column(BigInteger)
     score: Mapped[float | None] = mapped_column(Float, default=None)
     succeeded: Mapped[bool | None] = mapped_column(Boolean, default=None)
@@ -34,6 +36,11 @@ class _EntryColumns:
     # The row's attempt is a baseline (app.leaderboard.ranking.participant_ranks).
     baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    @property
+    def attempt_created_at(self) -> datetime:
+        """When the row's attempt was submitted (to the millisecond)."""
+        return from_epoch_ms(self.attempt_created_at_ms)
 
 
 class LeaderboardEntry(_EntryColumns, Base):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, cast
 
@@ -14,43 +13,37 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
 from app.challenge.models import Challenge
-from app.db import utcnow
-from app.leaderboard.models import BoardFreeze, FrozenLeaderboardEntry, LeaderboardEntry
-from app.leaderboard.ranking import RankKey
+from app.db import epoch_ms, utcnow
+from app.leaderboard.models import (
+    ENTRY_MEASURES,
+    BoardFreeze,
+    FrozenLeaderboardEntry,
+    LeaderboardEntry,
+)
+from app.leaderboard.ranking import PlacedAttempt
 from app.tenant.models import Participant
 
 
-@dataclass(frozen=True)
-class EntryValues:
-    """A leaderboard row: whose attempt, its place in the order, and its shown measures
-    (`ENTRY_MEASURES`)."""
-
-    tenant_id: uuid.UUID
-    challenge_id: uuid.UUID
-    participant_id: uuid.UUID
-    attempt_id: uuid.UUID
-    key: RankKey
-    attempt_created_at_ms: int
-    score: float | None
-    succeeded: bool | None
-    tokens_total: int | None
-    elapsed_ms: int | None
-    rating: float | None
-    baseline: bool = False
-
-
-def offer(session: Session, values: EntryValues) -> None:
+def offer(session: Session, entry: PlacedAttempt) -> None:
     """Keeps the participant's row if it is at least as good, else replaces it with this attempt.
 
     One statement, so two workers finishing attempts of the same participant at once cannot
     lose the better one; offering the same attempt twice changes nothing.
     """
+    attempt, metrics = entry.attempt, entry.attempt.metrics
     row: dict[str, Any] = {
-        field.name: getattr(values, field.name) for field in fields(values) if field.name != "key"
+        "tenant_id": attempt.tenant_id,
+        "challenge_id": attempt.challenge_id,
+        "participant_id": attempt.participant_id,
+        "attempt_id": attempt.attempt_id,
+        "baseline": attempt.baseline,
+        "attempt_created_at_ms": epoch_ms(attempt.created_at),
+        "score": attempt.score,
+        **{name: getattr(metrics, name) for name in ENTRY_MEASURES},
+        "rank_key": entry.key.rank_key,
+        "rank_tiebreak": entry.key.rank_tiebreak,
+        "updated_at": utcnow(),
     }
-    row.update(
-        rank_key=values.key.rank_key, rank_tiebreak=values.key.rank_tiebreak, updated_at=utcnow()
-    )
     session.execute(_offer_statement(session.get_bind().dialect.name), row)
 
 
@@ -58,7 +51,14 @@ def offer(session: Session, values: EntryValues) -> None:
 # finished attempt runs it, and building it (the ON CONFLICT clause's comparison of four
 # columns) cost more CPU than running it.
 _OFFER_COLUMNS = (
-    *(field.name for field in fields(EntryValues) if field.name != "key"),
+    "tenant_id",
+    "challenge_id",
+    "participant_id",
+    "attempt_id",
+    "baseline",
+    "attempt_created_at_ms",
+    "score",
+    *ENTRY_MEASURES,
     "rank_key",
     "rank_tiebreak",
     "updated_at",

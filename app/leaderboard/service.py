@@ -1,12 +1,11 @@
 """Leaderboards: the row an attempt would have, and pages of them. The leaderboard knows
-attempts only as rank inputs (`RankedAttempt`), never as rows of another domain."""
+attempts only by their metrics and score (`RankedAttempt`), never as rows of another domain."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
@@ -15,44 +14,15 @@ from app.challenge.models import Challenge
 from app.leaderboard import repository
 from app.leaderboard.freeze import before_board_write, read_as_seen
 from app.leaderboard.models import ENTRY_MEASURES, BoardFreeze, LeaderboardEntry
-from app.leaderboard.ranking import RankInput, rank_key
-from app.leaderboard.repository import AnyEntry, EntryValues
+from app.leaderboard.ranking import PlacedAttempt, RankedAttempt, placed
+from app.leaderboard.repository import AnyEntry
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
 from app.scoring.strategies import Strategy
 
 
-@dataclass(frozen=True)
-class RankedAttempt:
-    """A finished attempt as the leaderboard sees it: whose it is, and its measures."""
-
-    tenant_id: uuid.UUID
-    challenge_id: uuid.UUID
-    participant_id: uuid.UUID
-    attempt_id: uuid.UUID
-    measures: RankInput
-    baseline: bool = False
-
-
-def entry_for(attempt: RankedAttempt, strategy: Strategy) -> EntryValues | None:
-    """The leaderboard row the attempt would have, or None if it does not rank."""
-    key = rank_key(strategy, attempt.measures)
-    if key is None:
-        return None
-    return EntryValues(
-        tenant_id=attempt.tenant_id,
-        challenge_id=attempt.challenge_id,
-        participant_id=attempt.participant_id,
-        attempt_id=attempt.attempt_id,
-        key=key,
-        attempt_created_at_ms=attempt.measures.created_at_ms,
-        baseline=attempt.baseline,
-        **{name: getattr(attempt.measures, name) for name in ENTRY_MEASURES},
-    )
-
-
 def offer(session: Session, attempt: RankedAttempt, strategy: Strategy) -> None:
     """Puts the attempt on the leaderboard if it ranks and beats its participant's row."""
-    entry = entry_for(attempt, strategy)
+    entry = placed(strategy, attempt)
     if entry is not None:
         before_board_write(session, attempt.challenge_id, _copy_to_frozen)
         repository.offer(session, entry)
@@ -62,7 +32,7 @@ def _copy_to_frozen(session: Session, challenge_id: uuid.UUID) -> None:
     repository.copy_to_frozen(session, challenge_id)
 
 
-def rebuild(session: Session, challenge_id: uuid.UUID, entries: Sequence[EntryValues]) -> None:
+def rebuild(session: Session, challenge_id: uuid.UUID, entries: Sequence[PlacedAttempt]) -> None:
     """Replaces the challenge's leaderboard with these rows (in the caller's transaction, so
     readers see the old leaderboard or the new one, never half of either). In a freeze, the
     frozen board stays what it was."""
@@ -78,7 +48,8 @@ def item_of(entry: AnyEntry, handle: str, *, rank: int) -> LeaderboardItem:
         participant=handle,
         baseline=entry.baseline,
         attempt_id=entry.attempt_id,
-        created_at=datetime.fromtimestamp(entry.attempt_created_at_ms / 1000, UTC),
+        created_at=entry.attempt_created_at,
+        score=entry.score,
         **{name: getattr(entry, name) for name in ENTRY_MEASURES},
     )
 

@@ -22,8 +22,7 @@ from app.challenge import service as challenges
 from app.db import session_scope, utcnow
 from app.errors import NotFound
 from app.leaderboard import service as leaderboard
-from app.leaderboard.ranking import sort_tuple
-from app.leaderboard.repository import EntryValues
+from app.leaderboard.ranking import PlacedAttempt, placed
 from app.rescore import repository
 from app.rescore.models import RescoreJob, RescoreStatus
 from app.scoring.service import Scoring, prepare_scoring
@@ -142,24 +141,20 @@ def _rescored(attempt: Attempt, scoring: Scoring) -> None:
     attempt.score_details = scored.details
 
 
-def _better(entry: EntryValues, current: EntryValues | None) -> bool:
-    if current is None:
-        return True
-    return sort_tuple(entry.key, entry.attempt_created_at_ms, str(entry.attempt_id)) < sort_tuple(
-        current.key, current.attempt_created_at_ms, str(current.attempt_id)
-    )
+def _better(entry: PlacedAttempt, current: PlacedAttempt | None) -> bool:
+    return current is None or entry.place() < current.place()
 
 
 def _rescore_attempts(
     job_id: uuid.UUID, challenge_id: uuid.UUID, scoring: Scoring
-) -> dict[uuid.UUID, EntryValues]:
+) -> dict[uuid.UUID, PlacedAttempt]:
     """New scores for every completed attempt, batch by batch; returns each participant's best.
 
     Each batch is read in one transaction, scored with none open (a plugin call may take its
     whole timeout), and written in another.
     """
-    best: dict[uuid.UUID, EntryValues] = {}
-    after: tuple[int, uuid.UUID] | None = None
+    best: dict[uuid.UUID, PlacedAttempt] = {}
+    after: Attempt | None = None
     while True:
         with session_scope() as session:
             batch = attempts.completed_after(session, challenge_id, after, BATCH)
@@ -167,21 +162,20 @@ def _rescore_attempts(
             return best
         for attempt in batch:
             _rescored(attempt, scoring)
-            entry = leaderboard.entry_for(as_ranked(attempt), scoring.strategy)
+            entry = placed(scoring.strategy, as_ranked(attempt))
             if entry is not None and _better(entry, best.get(attempt.entrant_id)):
                 best[attempt.entrant_id] = entry
         with session_scope() as session:
             attempts.set_scores(session, batch)
             repository.add_processed(session, job_id, len(batch))
-        last = batch[-1]
-        after = (last.created_at_ms, last.id)
+        after = batch[-1]
 
 
 def _swap_leaderboard(
     job_id: uuid.UUID,
     challenge_id: uuid.UUID,
     strategy: Strategy,
-    best: dict[uuid.UUID, EntryValues],
+    best: dict[uuid.UUID, PlacedAttempt],
     started_at: datetime | None,
 ) -> None:
     with session_scope() as session:

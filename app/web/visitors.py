@@ -17,7 +17,7 @@ from app.challenge.models import Challenge
 from app.tenant import service as tenants
 from app.tenant.models import Participant, Tenant
 from app.web import auth
-from app.web.rendering import csrf_failed, not_found
+from app.web.rendering import PageError, csrf_failed, not_found
 
 MAX_PAGE = 1_000_000
 
@@ -146,6 +146,14 @@ def visible_challenge(session: Session, visitor: Visitor, slug: str) -> Challeng
     if challenge is None:
         raise not_found()
     return challenge
+
+
+def player_of(visit: Visitor, title: str, detail: str) -> Participant:
+    """The signed-in participant who plays from a form post: 401 with the page's `title` and
+    `detail` for a visitor without an account of the tenant."""
+    if visit.participant is None:
+        raise PageError(401, title, detail)
+    return visit.participant
 
 
 def require_csrf(web: auth.WebSession, token: str) -> None:

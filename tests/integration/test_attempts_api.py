@@ -307,3 +307,39 @@ def test_unicode_prompts_round_trip(api: Api, worker: Worker, tenant: dict[str, 
     assert result["prompt"] == prompt
     assert result["trials"][0]["actor"]["output"] == prompt  # braces stay literal
     assert result["metrics"]["succeeded"] is True
+
+
+def test_metrics_created_at_is_iso_text_and_old_rows_read_the_same(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    from sqlalchemy import bindparam, text
+
+    from app.db import JSONType, session_scope
+
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    submitted = api.submit(key, challenge["id"], "PWNED", "alice").json()
+    result = api.wait_finished(key, submitted["id"])
+    assert result["status"] == "completed"
+    # The attempt's own created_at, as every other created_at of the API gives it.
+    assert result["metrics"]["created_at"] == result["created_at"]
+    created = datetime.fromisoformat(result["created_at"])
+    board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
+    # The board keeps the time to the millisecond.
+    shown = datetime.fromisoformat(board["items"][0]["created_at"])
+    assert shown == created.replace(microsecond=created.microsecond // 1000 * 1000)
+
+    # An attempt completed before this held epoch milliseconds in its stored metrics.
+    old_metrics = {**result["metrics"], "created_at": int(created.timestamp() * 1000)}
+    with session_scope() as session:
+        session.execute(
+            text("UPDATE attempts SET metrics = :metrics WHERE id = :id").bindparams(
+                bindparam("metrics", type_=JSONType)
+            ),
+            {"metrics": old_metrics, "id": uuid.UUID(submitted["id"])},
+        )
+    read = api.request("GET", f"/v1/attempts/{submitted['id']}", key).json()
+    assert datetime.fromisoformat(read["metrics"]["created_at"]) == datetime.fromtimestamp(
+        old_metrics["created_at"] / 1000, UTC
+    )
+    assert read["metrics"]["succeeded"] is True

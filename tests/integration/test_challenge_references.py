@@ -191,6 +191,9 @@ def test_a_slug_names_only_the_callers_own_challenge(api: Api) -> None:
     )
     submitted = api.submit(second["api_key"], shared, "PWNED", "pat")
     assert submitted.json()["challenge_id"] == theirs["id"]
+    assert (
+        api.submit(first["api_key"], shared, "PWNED", "pat").json()["challenge_id"] == (mine["id"])
+    )
 
     # A slug only the other tenant has answers as an id it does not have: 404, alike.
     only_theirs = api.create_challenge(second["api_key"])["slug"]
@@ -214,6 +217,8 @@ def test_a_slug_names_only_the_callers_own_challenge(api: Api) -> None:
         ("/v1/challenges/{}/practice-runs", "POST", {"participant": "pat", "prompt": "x"}),
         ("/v1/challenges/{}/rescore", "POST", None),
         ("/v1/challenges/{}/rescore-jobs", "GET", None),
+        ("/v1/challenges/{}/final-submissions?participant=pat", "GET", None),
+        ("/v1/challenges/{}/private-leaderboard", "GET", None),
     ):
         by_slug = api.request(method, template.format(only_theirs), key, json=body)
         by_id = api.request(method, template.format(unknown_id), key, json=body)

@@ -295,10 +295,12 @@ def batch_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int
     for name in ("in_submission_order", "trials_in_submission_order"):
         original = getattr(AttemptRepository, name)
 
-        def spy(self: Any, *args: Any, _original: Any = original, _name: str = name) -> Any:
+        def spy(
+            self: Any, *args: Any, _original: Any = original, _name: str = name, **options: Any
+        ) -> Any:
             calls.append((_name, args[-1], self.session))
             assert self.session.in_transaction() is False  # a fresh session per batch
-            return _original(self, *args)
+            return _original(self, *args, **options)
 
         monkeypatch.setattr(AttemptRepository, name, spy)
     yield calls

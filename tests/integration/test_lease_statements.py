@@ -2,7 +2,8 @@
 racing for a row, a takeover after a worker died, sweeps running at once.
 
 What a run does with its lease (stops writing once it is lost) is tests/integration/
-test_leases.py; the statements' logic on a table of their own, tests/unit/test_lease.py."""
+test_leases.py; the statements' logic on a table of their own,
+tests/unit/lease/test_statements.py."""
 
 from __future__ import annotations
 

@@ -142,7 +142,8 @@ class Competition:
         from app.config import get_settings
         from app.db import session_scope, utcnow
         from app.kinds.red_blue import repository, worker
-        from app.kinds.red_blue.models import MatchStatus
+        from app.kinds.red_blue.match_result import JudgedCategory, JudgedMatch, MatchResult
+        from app.kinds.red_blue.rules.judging import CategoryVerdict
 
         outcomes = self.queue(count, draw)
         token = uuid.uuid4()
@@ -155,19 +156,20 @@ class Competition:
                 utcnow() + timedelta(seconds=get_settings().attempt_lease_seconds),
             )
         assert len(claimed) == count
-        ended = {
-            match_id: {
-                "status": MatchStatus.COMPLETED,
-                "output": "PWNED" if won else "[redacted]",
-                "verdicts": [],
-                "breached": ["pwned"] if won else [],
-                "red_points": 1 if won else 0,
-                "blue_points": 0 if won else 2,
-                "attack_won": won,
-                "tokens_total": 3,
-                "elapsed_ms": 1,
-                "cost_usd": 0.0,
-            }
+        ended: dict[uuid.UUID, MatchResult] = {
+            match_id: JudgedMatch(
+                output="PWNED" if won else "[redacted]",
+                categories=(
+                    JudgedCategory(
+                        CategoryVerdict("pwned", won, None, 1 if won else 0, 0 if won else 2), ""
+                    ),
+                ),
+                red_points=1 if won else 0,
+                blue_points=0 if won else 2,
+                tokens_total=3,
+                elapsed_ms=1,
+                cost_usd=0.0,
+            )
             for match_id, won in outcomes
         }
         assert worker._end_matches(token, ended) == set(ended)

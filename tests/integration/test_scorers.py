@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -143,6 +144,21 @@ def test_scorer_sees_the_attempts_context(api: Api, worker: Worker, tenant: dict
     assert details["ctx"]["timeout_ms"] == 2000
     assert details["metrics"]["succeeded"] is True
     assert details["metrics"]["tokens_total"] == result["metrics"]["tokens_total"]
+
+
+def test_a_scorer_reads_created_at_in_epoch_milliseconds(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    # The plugin protocol's format, whatever the API shows (ISO 8601 text).
+    key = tenant["api_key"]
+    plugin = register(api, "scorers.testing:EchoScorer")
+    challenge = custom_challenge(api, key, plugin["plugin_id"], timeout_ms=2000)
+    result = api.wait_finished(key, api.submit(key, challenge["id"], "PWNED", "amy").json()["id"])
+    seen = result["score_details"]["metrics"]["created_at"]
+    submitted = datetime.fromisoformat(result["created_at"])
+    assert type(seen) is int
+    assert seen == (submitted - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+    assert result["metrics"]["created_at"] == result["created_at"]
 
 
 BROKEN = [

@@ -6,14 +6,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from fastapi import APIRouter
+from sqlalchemy.orm import Session
+
 from app.attempt.attempt_kind import (
+    AttemptJob,
     KindSubmission,
     RunContext,
+    RunsAttempts,
     Submitted,
     UnscoredRequest,
     fields_as,
+    sealed_task_summaries,
 )
-from app.attempt.metrics import AttemptMetrics
+from app.attempt.metrics import KindMetrics
+from app.attempt.models import RunPurpose
 from app.attempt.repository import SubmissionTarget
 from app.challenge.challenge_kind import KindConfig, NamedModel
 from app.challenge.reachability import checked_api_base, refuse_unreachable
@@ -25,10 +32,13 @@ from app.evaluation.benchmark import (
     DataFileNotFound,
     confined_data_files,
 )
+from app.evaluation.metrics import TaskStats, run_curves
 from app.kinds.base import Kind
 from app.kinds.benchmark import web
-from app.kinds.benchmark.config import BenchmarkConfig
-from app.kinds.benchmark.schemas import BenchmarkSubmission, BenchmarkTrialRun
+from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec, SplitConfig
+from app.kinds.benchmark.schemas import BenchmarkMeasures, BenchmarkSubmission, BenchmarkTrialRun
+from app.kinds.benchmark.split import SplitTooSmall, part_measures, parts_of
+from app.scoring.measures import AttemptMetrics
 from app.scoring.strategies import Strategy
 
 
@@ -91,10 +101,21 @@ def _check_task(config: BenchmarkConfig, task_index: int) -> None:
             raise ValidationFailed.at(["task_index"], "the benchmark has no task of that index")
 
 
-class BenchmarkKind(web.BenchmarkPages, Kind):
+def _check_split(spec: BenchmarkSpec, split: SplitConfig) -> None:
+    """A split has a task in each part (a 422 naming `split` otherwise)."""
+    try:
+        parts_of(spec, split, get_settings().benchmark_data_dir)
+    except SplitTooSmall as exc:
+        raise ValidationFailed.at(
+            ["split"], "a split needs at least two tasks: this challenge runs one"
+        ) from exc
+
+
+class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
     name: ClassVar[str] = "benchmark"
     description: ClassVar[str] = "Participants submit a model; it runs on a benchmark's tasks."
     config_model: ClassVar[type[KindConfig]] = BenchmarkConfig
+    model_modules: ClassVar[tuple[str, ...]] = ("app.kinds.benchmark.models",)
     strategies: ClassVar[tuple[Strategy, ...]] = (Strategy.METRIC_AT_K, Strategy.CUSTOM)
     default_strategy: ClassVar[Strategy] = Strategy.METRIC_AT_K
     reads_show_trials: ClassVar[bool] = False
@@ -111,6 +132,8 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
         )
         _check_benchmark(benchmark)
         spec = benchmark.benchmark.model_copy(update={"actor_api_base": api_base})
+        if benchmark.split is not None:
+            _check_split(spec, benchmark.split)
         return benchmark.model_copy(update={"benchmark": spec})
 
     def named_models(self, config: KindConfig) -> Sequence[NamedModel]:
@@ -134,7 +157,16 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
         # a prompt challenge's target.api_base is.
         sections = _config(config).model_dump(mode="json")
         sections["benchmark"].pop("actor_api_base", None)
+        if sections.get("split"):
+            # Which tasks are private is the organizer's to know.
+            sections["split"].pop("seed", None)
         return sections
+
+    def api_routers(self) -> Sequence[APIRouter]:
+        # Final submissions and the private board load with the API's routes, not the worker.
+        from app.kinds.benchmark.router import router
+
+        return (router,)
 
     # Submissions and runs -----------------------------------------------------------------
 
@@ -168,21 +200,50 @@ class BenchmarkKind(web.BenchmarkPages, Kind):
         fields = fields_as(request.fields, BenchmarkTrialRun)
         # Its model spec is checked as a submission's (a BenchmarkSubmission with one more field).
         submitted = self.submission(request.target, fields, request.config)
-        if fields.task_index is not None:
-            _check_task(_config(request.config()), fields.task_index)
+        task_index = fields.task_index
+        if task_index is not None:
+            _check_task(_config(request.config()), task_index)
+        config = _config(request.config())
+        if request.purpose is RunPurpose.PRACTICE and config.split is not None:
+            # Practice shows the exact reply and verdict: never on the private part's tasks.
+            parts = parts_of(config.benchmark, config.split, get_settings().benchmark_data_dir)
+            if task_index is None:
+                task_index = parts.first_public_index
+            elif task_index in parts.private_indices:
+                raise ValidationFailed.at(
+                    ["task_index"],
+                    "this task is in the challenge's private part: practise on a public one",
+                )
         return Submitted(
             model_spec=submitted.model_spec,
-            kind_fields={"task_index": fields.task_index} if fields.task_index else None,
+            kind_fields={"task_index": task_index} if task_index else None,
         )
 
     def cost_budget_usd(self, config: KindConfig, settings: Settings) -> float:
         return _config(config).benchmark.cost_budget(settings)
 
-    async def run(self, context: RunContext) -> AttemptMetrics | None:
+    async def run(self, context: RunContext) -> AttemptMetrics:
         # The engine's runner is the worker's: the API loads the kind, never the run.
         from app.kinds.benchmark import run
 
         return await run.run(context, _config(context.job.config))
+
+    def measure_own(
+        self, session: Session, job: AttemptJob, metrics: AttemptMetrics
+    ) -> KindMetrics | None:
+        """On a split challenge, the attempt's results on the private part, from its sealed
+        tasks' stored summaries (the private board's measure)."""
+        config = _config(job.config)
+        if config.split is None or not job.purpose.scored:
+            return None
+        parts = parts_of(config.benchmark, config.split, get_settings().benchmark_data_dir)
+        metric, k = config.evaluation.metric, config.evaluation.k
+        outcomes = (
+            TaskStats.from_summary(summary).outcome
+            for summary in sealed_task_summaries(session, job.attempt_id)
+        )
+        curves = run_curves(outcomes, metric, k).to_dict()
+        return BenchmarkMeasures(sealed=part_measures(curves, len(parts.private_ids), k))
 
 
 KIND = BenchmarkKind()

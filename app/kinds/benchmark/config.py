@@ -78,9 +78,37 @@ class ModelSubmission(InputSchema):
     system_prompt: str | None = None
 
 
+class SplitConfig(InputSchema):
+    """A benchmark challenge's split into a public and a private part."""
+
+    public_fraction: float = Field(
+        default=0.5,
+        gt=0,
+        lt=1,
+        description="The share of the challenge's tasks whose results participants see while "
+        "it is open; the other tasks' results only the tenant's admins see until the close.",
+    )
+    seed: int = Field(
+        ge=0,
+        le=2**63 - 1,
+        description="Chooses which tasks are public (the rule is in docs/boards.md); the same "
+        "seed always splits the same tasks the same way.",
+    )
+    final_submissions: int = Field(
+        default=2,
+        ge=1,
+        le=100,
+        description="How many completed submissions a participant may mark final before the "
+        "close; the private board ranks each participant's best final one (none marked: their "
+        "best this many by the public part).",
+    )
+
+
 class BenchmarkConfig(KindConfig):
     benchmark: BenchmarkSpec
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    # A public and a private part of the tasks (app.kinds.benchmark.split); null: one board.
+    split: SplitConfig | None = None
 
     def run_config(self, actor: ModelSubmission, settings: Settings) -> RunConfig:
         """The engine's run of one submitted model: the one place this configuration becomes

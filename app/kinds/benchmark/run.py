@@ -8,18 +8,23 @@ from dataclasses import replace
 from typing import Any
 
 from app.attempt.attempt_kind import RunContext
-from app.attempt.metrics import AttemptMetrics
-from app.evaluation.benchmark import Benchmark, DataFileNotFound, confined_data_files
+from app.evaluation.benchmark import (
+    Benchmark,
+    DataFileNotFound,
+    confined_data_files,
+    select_tasks,
+)
 from app.evaluation.runner import (
     RunAborted,
     RunConfigMismatch,
     RunResult,
     continuing_prompt_style,
     run_benchmark,
-    select_tasks,
 )
 from app.evaluation.types import InfrastructureError
 from app.kinds.benchmark.config import BenchmarkConfig, ModelSubmission
+from app.kinds.benchmark.split import part_measures, parts_of
+from app.scoring.measures import AttemptMetrics
 
 
 def _sum_usage(summary: dict[str, Any], role: str, field: str) -> int:
@@ -28,17 +33,11 @@ def _sum_usage(summary: dict[str, Any], role: str, field: str) -> int:
 
 
 def attempt_metrics(result: RunResult, tasks_total: int, k: int) -> AttemptMetrics:
-    """The attempt's metrics from the run summary. Tasks that never ran (the cost budget ran
-    out) count as unsolved, so a cheaper partial run cannot outrank a complete one."""
+    """The attempt's metrics from the run summary: the curve over `tasks_total` tasks (the
+    public part's, when the challenge is split), the spend over the whole run."""
     summary = result.summary
-    curves = summary.get("curves") or {}
-    key = "seq_at" if curves.get("metric") == "seq@k" else "pass_at"
-    complete = int(curves.get("tasks_complete") or 0)
-    share = complete / tasks_total if tasks_total else 0.0
-    # With no task complete (a budget spent during the first tries) the curve has no values:
-    # every task counts as unsolved.
-    curve = [float(value or 0.0) * share for value in curves.get(key) or []]
-    metric_at_k = curve[k - 1] if len(curve) >= k else None
+    measures = part_measures(summary.get("curves") or {}, tasks_total, k)
+    metric_at_k = measures.metric_at_k
     return AttemptMetrics(
         succeeded=bool(metric_at_k and metric_at_k > 0),
         tokens_total=_sum_usage(summary, "actor", "input_tokens")
@@ -47,10 +46,10 @@ def attempt_metrics(result: RunResult, tasks_total: int, k: int) -> AttemptMetri
         rating=None,
         cost_usd=summary.get("cost_usd"),
         trials=int(summary.get("attempts") or 0),
-        metric_at=curve,
+        metric_at=measures.metric_at,
         metric_at_k=metric_at_k,
         tasks_total=tasks_total,
-        tasks_solved=int(curves.get("tasks_solved") or 0),
+        tasks_solved=measures.tasks_solved,
         run_status=result.status,
     )
 
@@ -63,24 +62,38 @@ async def run(context: RunContext, config: BenchmarkConfig) -> AttemptMetrics:
         raise InfrastructureError("the challenge has no runnable configuration")
     submission = ModelSubmission.model_validate(job.model_spec)
     run_config = config.run_config(submission, context.settings)
+    data_dir = context.settings.benchmark_data_dir
+    # A scored run of a split challenge: the private part's tasks are stored sealed, and its
+    # metrics are the public part's (`measure_own` measures the private part).
+    parts = (
+        parts_of(config.benchmark, config.split, data_dir)
+        if config.split is not None and job.purpose.scored
+        else None
+    )
     if not job.purpose.scored:
         # A practice or test run: one task, the one named or the first the challenge runs.
         chosen = (job.kind_fields or {}).get("task_index")
         indices = (int(chosen),) if chosen else run_config.task_indices
         run_config = replace(run_config, task_indices=indices, max_tasks=1)
+    if parts is not None:
+        run_config = replace(run_config, sealed_task_ids=parts.private_ids)
     benchmark = Benchmark.load(run_config.benchmark)
     try:
         # A tenant's options name data files only inside the operator's data folder.
-        with confined_data_files(context.settings.benchmark_data_dir):
-            tasks_total = sum(
-                1
-                for _ in select_tasks(
-                    benchmark.iter_tasks(run_config.options),
-                    task_indices=run_config.task_indices,
-                    max_tasks=run_config.max_tasks,
+        with confined_data_files(data_dir):
+            tasks_total = (
+                len(parts.public_ids)
+                if parts is not None
+                else sum(
+                    1
+                    for _ in select_tasks(
+                        benchmark.iter_tasks(run_config.options),
+                        task_indices=run_config.task_indices,
+                        max_tasks=run_config.max_tasks,
+                    )
                 )
             )
-            store = context.run_store()
+            store = context.run_store(run_config.sealed_task_ids)
             # An attempt begun before the prompt wording changed ends in the wording it began with.
             run_config = continuing_prompt_style(run_config, await store.load_config())
             result = await run_benchmark(benchmark, run_config, store, context.llm)

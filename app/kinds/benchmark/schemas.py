@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 from pydantic import Field
 
 from app.attempt.attempt_kind import KindSubmission, SubmittedText
-from app.schemas import ModelId
+from app.attempt.metrics import KindMetrics
+from app.schemas import ModelId, OutputSchema
 
 
 class BenchmarkSubmission(KindSubmission):
@@ -28,3 +31,60 @@ class BenchmarkTrialRun(BenchmarkSubmission):
         description="The task to run (its 1-based index in the benchmark); null: the first "
         "task the challenge runs.",
     )
+
+
+class PartMeasures(OutputSchema):
+    """A run's results on some of its tasks: the pass@t or seq@t curve (t = 1..k) over them,
+    tasks that never ran counting as unsolved."""
+
+    metric_at: list[float]
+    metric_at_k: float | None
+    tasks_total: int
+    tasks_solved: int
+
+
+class BenchmarkMeasures(KindMetrics):
+    """A benchmark attempt's own measures: on a split challenge, its results on the private
+    part (`sealed`: only the tenant's admins see them until the close); the core's metrics
+    are the public part's."""
+
+    sealed: PartMeasures | None = None
+
+
+class FinalMarks(OutputSchema):
+    """A participant's final submissions on a split challenge."""
+
+    challenge_id: uuid.UUID
+    participant: str
+    attempt_ids: list[uuid.UUID] = Field(description="The marked attempts, oldest mark first.")
+    max_final: int = Field(description="How many the challenge lets a participant mark.")
+
+
+class PrivateBoardItem(OutputSchema):
+    rank: int = Field(
+        description="1 + the participants ahead (ties share a rank); a baseline's is where it "
+        "would place, taking none from a participant."
+    )
+    participant: str
+    baseline: bool
+    attempt_id: uuid.UUID = Field(
+        description="The counted submission: the best on the private part."
+    )
+    final: bool = Field(
+        description="Whether the participant marked it final (false: none marked, their best "
+        "by the public part counted)."
+    )
+    private_metric_at_k: float | None
+    public_metric_at_k: float | None
+    private_tasks_solved: int | None
+    private_tasks_total: int | None
+
+
+class PrivateBoard(OutputSchema):
+    """The private part's board: each participant's best counted submission on the private
+    part, revealed at the close."""
+
+    items: list[PrivateBoardItem]
+    total: int
+    limit: int
+    offset: int

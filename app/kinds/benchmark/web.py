@@ -18,14 +18,15 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app.attempt import service as attempt_service
-from app.attempt.metrics import AttemptMetrics
 from app.attempt.schemas import AttemptCreate, AttemptRead, RunRow
 from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
-from app.evaluation.benchmark import Benchmark
+from app.evaluation.benchmark import Benchmark, select_tasks
 from app.evaluation.offline import OFFLINE_MODELS
 from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec
 from app.kinds.benchmark.schemas import BenchmarkSubmission
+from app.kinds.benchmark.split import public_count
+from app.scoring.measures import AttemptMetrics
 from app.scoring.strategies import Strategy
 from app.web import charts
 from app.web.attempts.service import TASKS_PAGE_SIZE, TaskRow, actor_tokens, task_rows
@@ -184,9 +185,6 @@ class BenchmarkOutline:
 
 @lru_cache(maxsize=256)
 def _outline(spec_json: str) -> BenchmarkOutline:
-    # The engine's runner is the worker's: the API loads it only to draw a benchmark's page.
-    from app.evaluation.runner import select_tasks
-
     spec = json.loads(spec_json)
     try:
         benchmark = Benchmark.load(str(spec.get("name")))
@@ -227,9 +225,11 @@ class BenchmarkContext:
 
 def benchmark_context(config: BenchmarkConfig) -> BenchmarkContext:
     evaluation = config.evaluation
-    return BenchmarkContext(
-        evaluation.metric, evaluation.k, benchmark_outline(config.benchmark).tasks
-    )
+    tasks = benchmark_outline(config.benchmark).tasks
+    if tasks is not None and tasks >= 2 and config.split is not None:
+        # A split challenge's progress counts its public part's tasks.
+        tasks = public_count(tasks, config.split.public_fraction)
+    return BenchmarkContext(evaluation.metric, evaluation.k, tasks)
 
 
 def benchmark_progress(view: AttemptRead, context: BenchmarkContext | None) -> BenchmarkProgress:
@@ -303,6 +303,16 @@ class BenchmarkFacts:
     critic_model: str | None
     cost_budget_usd: float | None
     custom_server: bool
+    # A split challenge: how many of its tasks are public ("5 of 10"), else None.
+    public_part: str | None = None
+
+
+def _public_part(config: BenchmarkConfig, tasks: int | None) -> str | None:
+    if config.split is None:
+        return None
+    if tasks is None or tasks < 2:
+        return f"{config.split.public_fraction:.0%}"
+    return f"{public_count(tasks, config.split.public_fraction):,} of {tasks:,}"
 
 
 def _selection_text(spec: Mapping[str, Any], tasks: int | None) -> str:
@@ -346,6 +356,7 @@ def benchmark_facts(config: BenchmarkConfig) -> BenchmarkFacts:
         critic_model=spec.critic_model or None,
         cost_budget_usd=spec.cost_budget_usd,
         custom_server=bool(spec.actor_api_base),
+        public_part=_public_part(config, outline.tasks),
     )
 
 
@@ -581,7 +592,7 @@ class BenchmarkPages(WebKind):
         progress = card.extra if isinstance(card.extra, BenchmarkProgress) else None
         tasks, total = task_rows(
             session,
-            challenge.tenant_id,
+            challenge,
             card.view.id,
             limit=TASKS_PAGE_SIZE,
             offset=(page_number - 1) * TASKS_PAGE_SIZE,

@@ -10,11 +10,11 @@ from typing import Any, ClassVar
 from app.attempt.attempt_kind import (
     KindSubmission,
     RunContext,
+    RunsAttempts,
     Submitted,
     checked_prompt,
     fields_as,
 )
-from app.attempt.metrics import AttemptMetrics
 from app.attempt.repository import SubmissionTarget
 from app.challenge.challenge_kind import KindConfig, NamedModel
 from app.challenge.reachability import checked_api_base
@@ -24,6 +24,7 @@ from app.kinds.base import Kind
 from app.kinds.prompt import web
 from app.kinds.prompt.config import PromptConfig
 from app.kinds.prompt.schemas import PromptSubmission
+from app.scoring.measures import AttemptMetrics
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
 
@@ -34,7 +35,7 @@ def _config(config: KindConfig) -> PromptConfig:
     return config
 
 
-class PromptKind(web.PromptPages, Kind):
+class PromptKind(web.PromptPages, RunsAttempts, Kind):
     name: ClassVar[str] = "prompt"
     description: ClassVar[str] = "Participants write a prompt; the challenge's model answers it."
     config_model: ClassVar[type[KindConfig]] = PromptConfig
@@ -107,7 +108,7 @@ class PromptKind(web.PromptPages, Kind):
         prompt = fields_as(fields, PromptSubmission).prompt
         return Submitted(prompt=checked_prompt(target, prompt))
 
-    async def run(self, context: RunContext) -> AttemptMetrics | None:
+    async def run(self, context: RunContext) -> AttemptMetrics:
         # The engine's runner is the worker's: the API loads the kind, never the run.
         from app.kinds.prompt import run
 

@@ -3,14 +3,13 @@ or in sequence with feedback (seq@k), each answer judged by the verifier."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from app.attempt.attempt_kind import RunContext
-from app.attempt.metrics import AttemptMetrics
-from app.evaluation.engine import attempt_totals, run_trials
+from app.attempt.metrics import trial_metrics
+from app.evaluation.engine import run_trials
 from app.evaluation.types import TrialRecord
 from app.evaluation.verifiers import build_verifier
 from app.kinds.prompt.config import PromptConfig
+from app.scoring.measures import AttemptMetrics
 
 
 async def run(context: RunContext, config: PromptConfig) -> AttemptMetrics:
@@ -34,17 +33,4 @@ async def run(context: RunContext, config: PromptConfig) -> AttemptMetrics:
         existing=await context.stored_trials(),
         on_trial=on_trial,
     )
-    return metrics_of(trials)
-
-
-def metrics_of(trials: Sequence[TrialRecord]) -> AttemptMetrics:
-    """The attempt's metrics from all its trials (a takeover's count with the first run's)."""
-    totals = attempt_totals(trials)
-    return AttemptMetrics(
-        succeeded=totals.succeeded,
-        tokens_total=totals.tokens_total,
-        elapsed_ms=totals.elapsed_ms,
-        rating=totals.rating,
-        cost_usd=totals.cost_usd,
-        trials=totals.trials,
-    )
+    return trial_metrics(trials)

@@ -25,12 +25,13 @@ from app.attempt.attempt_kind import (
     AttemptJob,
     KindSubmission,
     RunContext,
+    RunsAttempts,
     Submitted,
     UnscoredRequest,
     fields_as,
     stored_trials,
 )
-from app.attempt.metrics import AttemptMetrics, KindMetrics
+from app.attempt.metrics import KindMetrics
 from app.attempt.models import RunPurpose
 from app.auth.subjects import Audience
 from app.challenge.challenge_kind import Accepts, KindConfig, NamedModel
@@ -52,13 +53,14 @@ from app.kinds.red_blue.dispatch import SWEEP_TASK
 from app.kinds.red_blue.exports import RED_BLUE_DATASETS
 from app.kinds.red_blue.schemas import OneOffMatch, verdicts_of
 from app.kinds.red_blue.web import RedBluePages
+from app.scoring.measures import AttemptMetrics
 from app.scoring.strategies import Strategy
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
 
-class RedBlueKind(RedBluePages, Kind):
+class RedBlueKind(RedBluePages, RunsAttempts, Kind):
     name: ClassVar[str] = "red_blue"
     description: ClassVar[str] = (
         "Blue writes defenses (system prompts), red writes attacks; every match is judged by "
@@ -174,7 +176,7 @@ class RedBlueKind(RedBluePages, Kind):
         service.check_entry_lengths(request.target.limits, defense=defense, attack=fields.prompt)
         return Submitted(prompt=fields.prompt, kind_fields={"system_prompt": defense})
 
-    async def run(self, context: RunContext) -> AttemptMetrics | None:
+    async def run(self, context: RunContext) -> AttemptMetrics:
         # The match's call and judging are the worker's: the API loads the kind, never them.
         from app.kinds.red_blue import one_off
 

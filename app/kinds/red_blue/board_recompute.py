@@ -65,30 +65,31 @@ class _BoardState:
 
     tenant_id: uuid.UUID
     seq: int
-    tally: Tally
+    # Participants by their ids.
+    tally: Tally[uuid.UUID]
     strength: FloatArray
     low_offset: FloatArray
     high_offset: FloatArray
     intervals_seq: int
-    red_points: dict[str, int]
-    blue_points: dict[str, int]
-    handles: dict[str, str]
+    red_points: dict[uuid.UUID, int]
+    blue_points: dict[uuid.UUID, int]
+    handles: dict[uuid.UUID, str]
     written: tuple[tuple[int, int], list[RatingRow]] | None = None
-    ids: dict[str, uuid.UUID] = field(default_factory=dict)
     # Each side's baseline players (read again by every recompute): marked, ranked where they
     # would place, counted in no one's rank nor in the team standings.
-    baselines: dict[Side, set[str]] = field(default_factory=dict)
+    baselines: dict[Side, set[uuid.UUID]] = field(default_factory=dict)
 
     def team_points(self, side: Side) -> int:
         """The side's points in the team standings: its participants', no baseline's."""
         points = self.red_points if side is Side.RED else self.blue_points
         left_out = self.baselines.get(side, set())
-        return sum(value for name, value in points.items() if name not in left_out)
+        return sum(value for participant, value in points.items() if participant not in left_out)
 
     @classmethod
     def recounted(cls, tenant_id: uuid.UUID, seq: int, landed: repository.Landed) -> _BoardState:
         nothing = np.zeros(0)
-        state = cls(tenant_id, 0, Tally(), nothing, nothing, nothing, 0, {}, {}, {})
+        tally: Tally[uuid.UUID] = Tally()
+        state = cls(tenant_id, 0, tally, nothing, nothing, nothing, 0, {}, {}, {})
         state.add(landed, seq)
         return state
 
@@ -96,20 +97,16 @@ class _BoardState:
         """Adds the matches landed after `self.seq` up to `seq`; the per-player arrays grow
         with the participants they bring (strength 0, no interval yet)."""
         reds, blues = self.tally.reds, self.tally.blues
-        red_names = [str(participant) for participant in landed.reds]
-        blue_names = [str(participant) for participant in landed.blues]
-        self.ids.update(zip(red_names, landed.reds, strict=True))
-        self.ids.update(zip(blue_names, landed.blues, strict=True))
         self.tally.add_columns(
-            red_names, blue_names, landed.red, landed.blue, landed.matches, landed.red_wins
+            landed.reds, landed.blues, landed.red, landed.blue, landed.matches, landed.red_wins
         )
-        for names, index, points, total in (
-            (red_names, landed.red, landed.red_points, self.red_points),
-            (blue_names, landed.blue, landed.blue_points, self.blue_points),
+        for participants, index, points, total in (
+            (landed.reds, landed.red, landed.red_points, self.red_points),
+            (landed.blues, landed.blue, landed.blue_points, self.blue_points),
         ):
-            summed = np.bincount(index, points, len(names)).astype(np.int64).tolist()
-            for name, value in zip(names, summed, strict=True):
-                total[name] = total.get(name, 0) + value
+            summed = np.bincount(index, points, len(participants)).astype(np.int64).tolist()
+            for participant, value in zip(participants, summed, strict=True):
+                total[participant] = total.get(participant, 0) + value
         self.strength = self._grown(self.strength, reds, blues, 0.0)
         self.low_offset = self._grown(self.low_offset, reds, blues, math.nan)
         self.high_offset = self._grown(self.high_offset, reds, blues, math.nan)
@@ -123,13 +120,7 @@ class _BoardState:
             [values[:reds], np.full(more_reds, fill), values[reds:], np.full(more_blues, fill)]
         )
 
-    def participant_id(self, name: str) -> uuid.UUID:
-        found = self.ids.get(name)
-        if found is None:
-            found = self.ids[name] = uuid.UUID(name)
-        return found
-
-    def player(self, side: Side, participant: str) -> int | None:
+    def player(self, side: Side, participant: uuid.UUID) -> int | None:
         if side is Side.RED:
             return self.tally.red_number(participant)
         number = self.tally.blue_number(participant)
@@ -139,7 +130,7 @@ class _BoardState:
         """Takes the board as stored: its intervals as offsets (the last bootstrap's, whoever
         wrote it) and, with `strengths`, its ratings as the fit's start."""
         for row in stored:
-            player = self.player(row.side, str(row.participant_id))
+            player = self.player(row.side, row.participant_id)
             if player is None:
                 continue
             strength, low, high = to_strength(
@@ -153,18 +144,17 @@ class _BoardState:
     def start_from_kept(self, kept: _BoardState) -> None:
         """Takes what this process kept of the board: strengths, interval offsets, handles."""
         order = [
-            *((Side.RED, name) for name in kept.tally.red_names),
-            *((Side.BLUE, name) for name in kept.tally.blue_names),
+            *((Side.RED, participant) for participant in kept.tally.red_names),
+            *((Side.BLUE, participant) for participant in kept.tally.blue_names),
         ]
-        for kept_player, (side, name) in enumerate(order):
-            player = self.player(side, name)
+        for kept_player, (side, participant) in enumerate(order):
+            player = self.player(side, participant)
             if player is not None:
                 self.strength[player] = kept.strength[kept_player]
                 self.low_offset[player] = kept.low_offset[kept_player]
                 self.high_offset[player] = kept.high_offset[kept_player]
         self.intervals_seq = kept.intervals_seq
         self.handles = kept.handles
-        self.ids = {**kept.ids, **self.ids}
         self.written = kept.written
 
 
@@ -373,18 +363,14 @@ def _load(
             stored = repository.stored_ratings(session, challenge_id)
         state.start_from_stored(stored, strengths=False)
         state.intervals_seq = claim.intervals_seq
-    state.baselines = {
-        side: {str(participant) for participant in players}
-        for side, players in repository.baseline_players(session, challenge_id).items()
-    }
+    state.baselines = repository.baseline_players(session, challenge_id)
     unnamed = [
-        uuid.UUID(name)
-        for name in (*state.tally.red_names, *state.tally.blue_names)
-        if name not in state.handles
+        participant
+        for participant in (*state.tally.red_names, *state.tally.blue_names)
+        if participant not in state.handles
     ]
     if unnamed:
-        handles = repository.handles_of(session, unnamed)
-        state.handles.update((str(key), handle) for key, handle in handles.items())
+        state.handles.update(repository.handles_of(session, unnamed))
     return state, recount_seconds
 
 
@@ -398,21 +384,24 @@ def _rows(state: _BoardState, low: FloatArray, high: FloatArray) -> list[RatingR
     rating_low, rating_high = to_rating(low), to_rating(high)
     played, wins = tally.played(), tally.wins()
     rows: list[RatingRow] = []
-    for side, names, first, points in (
+    for side, participants, first, points in (
         (Side.RED, tally.red_names, 0, state.red_points),
         (Side.BLUE, tally.blue_names, tally.reds, state.blue_points),
     ):
-        members = slice(first, first + len(names))
+        members = slice(first, first + len(participants))
         left_out = state.baselines.get(side, set())
-        baseline = [name in left_out for name in names]
+        baseline = [participant in left_out for participant in participants]
         counted = ~np.array(baseline, dtype=bool) if left_out else None
         ranks = interval_ranks(rating_low[members], rating_high[members], counted)
         by_handle = np.argsort(
-            np.array([state.handles.get(name, "").lower() for name in names], dtype=object),
+            np.array(
+                [state.handles.get(participant, "").lower() for participant in participants],
+                dtype=object,
+            ),
             kind="stable",
         )
-        handle_order = np.empty(len(names), np.int64)
-        handle_order[by_handle] = np.arange(len(names))
+        handle_order = np.empty(len(participants), np.int64)
+        handle_order[by_handle] = np.arange(len(participants))
         # Sorted by rank, then rating (highest first), then handle: lexsort's last key leads.
         order = np.lexsort((handle_order, -rating[members], ranks))
         side_rating = np.round(rating[members], 1).tolist()
@@ -423,14 +412,14 @@ def _rows(state: _BoardState, low: FloatArray, high: FloatArray) -> list[RatingR
         side_ranks = ranks.tolist()
         rows.extend(
             RatingRow(
-                participant_id=state.participant_id(names[index]),
+                participant_id=participants[index],
                 side=side,
                 position=position,
                 rank=side_ranks[index],
                 rating=side_rating[index],
                 rating_low=side_low[index],
                 rating_high=side_high[index],
-                points=points.get(names[index], 0),
+                points=points.get(participants[index], 0),
                 matches=side_played[index],
                 wins=side_wins[index],
                 baseline=baseline[index],

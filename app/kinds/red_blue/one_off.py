@@ -3,19 +3,20 @@ their own defense, or a tenant admin's test run of a sample defense and attack. 
 match's call and judging (`rules.judging`) on the attempts' runner, so it is in no pairing,
 no match list, no rating and no standings.
 
-Its one trial is the target call, judged by every category: the trial succeeds when the
-attack breaches one; the verdicts, with the points a real match would give, are in the
-attempt's `kind_metrics`.
+Its one trial is the target call, judged by every category as a match is (`match_result.judged`):
+the trial succeeds when the attack breaches one; the verdicts, with the points a real match
+would give, are in the attempt's `kind_metrics`.
 """
 
 from __future__ import annotations
 
 from app.attempt.attempt_kind import RunContext
-from app.attempt.metrics import AttemptMetrics
 from app.evaluation.types import JudgeSection, TrialRecord
 from app.kinds.red_blue.config import RedBlueSections
+from app.kinds.red_blue.match_result import judged
 from app.kinds.red_blue.rules.judging import judge_match, verify_categories
 from app.kinds.red_blue.schemas import OneOffVerdicts
+from app.scoring.measures import AttemptMetrics
 
 
 async def play(context: RunContext, sections: RedBlueSections) -> AttemptMetrics:
@@ -29,33 +30,22 @@ async def play(context: RunContext, sections: RedBlueSections) -> AttemptMetrics
     results = await verify_categories(
         sections.judge_suite, record.output, goal=job.goal, llm=context.llm
     )
-    judgement = judge_match(sections.judge_suite, sections.points, results)
-    verdicts = [
-        {
-            "category": v.category,
-            "breached": v.breached,
-            "rating": v.rating,
-            "red_points": v.red_points,
-            "blue_points": v.blue_points,
-            "raw_eval_output": results[v.category].raw_eval_output,
-        }
-        for v in judgement.verdicts
-    ]
+    match = judged(judge_match(sections.judge_suite, sections.points, results), results, record)
     summary = OneOffVerdicts(
-        breached=list(judgement.breached),
-        red_points=judgement.red_points,
-        blue_points=judgement.blue_points,
-        verdicts=verdicts,
+        breached=match.breached,
+        red_points=match.red_points,
+        blue_points=match.blue_points,
+        verdicts=match.stored_verdicts(),
     )
     calls = [call.to_dict() for result in results.values() for call in result.calls]
-    breached = ", ".join(judgement.breached)
+    breached = ", ".join(match.breached)
     trial = TrialRecord(
         attempt_index=1,
         actor=record,
         judge=JudgeSection(
             model=None,
-            success=judgement.attack_won,
-            score=1.0 if judgement.attack_won else 0.0,
+            success=match.attack_won,
+            score=1.0 if match.attack_won else 0.0,
             raw_eval_output=f"breached: {breached}" if breached else "held",
             details=summary.model_dump(mode="json"),
             calls=calls,
@@ -64,9 +54,9 @@ async def play(context: RunContext, sections: RedBlueSections) -> AttemptMetrics
     await context.save_trial(trial)
     costs = [c for c in [record.cost_usd, *(call.get("cost_usd") for call in calls)] if c]
     return AttemptMetrics(
-        succeeded=judgement.attack_won,
-        tokens_total=record.input_tokens + record.output_tokens,
-        elapsed_ms=record.elapsed_ms,
+        succeeded=match.attack_won,
+        tokens_total=match.tokens_total,
+        elapsed_ms=match.elapsed_ms,
         cost_usd=sum(costs) if costs else None,
         trials=1,
     )

@@ -37,7 +37,6 @@ from app.web.challenges.router import challenge_page_response, form_fields
 from app.web.forms import FormError, error_field
 from app.web.rendering import (
     HtmlRoute,
-    PageError,
     json_response,
     not_found,
     page,
@@ -50,6 +49,7 @@ from app.web.visitors import (
     Visitor,
     board_audience,
     challenge_url,
+    player_of,
     require_csrf,
     tenant_url,
     visible_challenge,
@@ -88,12 +88,11 @@ def _submit_entry(
     web, tenant, participant = visit
     require_csrf(web, fields.get("csrf_token", ""))
     challenge = _red_blue(session, visit, challenge_slug)
-    if participant is None:
-        raise PageError(
-            401,
-            "Sign in to play",
-            f"Sign in or create an account of {tenant.name} to submit defenses and attacks.",
-        )
+    participant = player_of(
+        visit,
+        "Sign in to play",
+        f"Sign in or create an account of {tenant.name} to submit defenses and attacks.",
+    )
     fields = {**fields, "side": side}
     field, what = ("system_prompt", "defense") if side == "blue" else ("prompt", "attack")
 

@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 
 from app.challenge.models import Challenge
 from app.db import count_where, insert_for, lock_some_ids, page_where, take_write_lock
+from app.kinds.red_blue.match_result import JudgedMatch, MatchResult
 from app.kinds.red_blue.models import (
     MATCH_LEASES,
     SELF_TEST_LEASES,
@@ -497,7 +498,10 @@ def defense_if_held(session: Session, defense_id: uuid.UUID, token: uuid.UUID) -
 
 @dataclass(frozen=True, slots=True)
 class ClaimedMatch:
-    """A match this worker now holds, with the exact texts of its call."""
+    """A match this worker now holds, as the claim statement returns it: its run number and
+    the exact texts of its call (None when its attack or defense is gone). The worker's
+    `MatchJob` is what it plays (these texts with the challenge's rules); how it ended is a
+    `MatchResult`."""
 
     id: uuid.UUID
     tenant_id: uuid.UUID
@@ -543,20 +547,53 @@ def claim_matches(
     return [ClaimedMatch(*row) for row in rows]
 
 
+def _ended_columns(result: MatchResult) -> dict[str, Any]:
+    """The match row's columns of how it ended."""
+    if isinstance(result, JudgedMatch):
+        return {
+            "status": MatchStatus.COMPLETED,
+            "output": result.output,
+            "verdicts": result.stored_verdicts(),
+            "breached": result.breached,
+            "red_points": result.red_points,
+            "blue_points": result.blue_points,
+            "attack_won": result.attack_won,
+            "tokens_total": result.tokens_total,
+            "elapsed_ms": result.elapsed_ms,
+            "cost_usd": result.cost_usd,
+        }
+    return {
+        "status": MatchStatus.ERROR,
+        "error": result.reason,
+        "error_detail": result.detail,
+        # An error counts for no one.
+        "red_points": None,
+        "blue_points": None,
+        "attack_won": None,
+        "breached": None,
+        "verdicts": None,
+    }
+
+
 def finish_match(
-    session: Session, match_id: uuid.UUID, token: uuid.UUID, values: dict[str, Any]
+    session: Session,
+    match_id: uuid.UUID,
+    token: uuid.UUID,
+    result: MatchResult,
+    finished_at: datetime,
 ) -> tuple[uuid.UUID, uuid.UUID] | None:
-    """Ends a running match held by this token with these values (one UPDATE); the
+    """Ends a running match held by this token with its result (one UPDATE); the
     (tenant id, challenge id) of the match, or None when the lease was lost."""
-    result = leases.release(
+    written = leases.release(
         session,
         MATCH_LEASES,
         [match_id],
         token,
         returning=[Match.tenant_id, Match.challenge_id],
-        **values,
+        finished_at=finished_at,
+        **_ended_columns(result),
     ).first()
-    return None if result is None else (result[0], result[1])
+    return None if written is None else (written[0], written[1])
 
 
 def challenge_version(session: Session, challenge_id: uuid.UUID) -> datetime | None:

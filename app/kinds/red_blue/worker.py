@@ -46,6 +46,7 @@ from app.kinds.red_blue.dispatch import (
     chunks,
     recompute_in,
 )
+from app.kinds.red_blue.match_result import JudgedMatch, MatchResult, judged
 from app.kinds.red_blue.models import (
     MATCH_LEASES,
     SELF_TEST_LEASES,
@@ -58,7 +59,7 @@ from app.kinds.red_blue.models import (
 )
 from app.kinds.red_blue.repository import Entry
 from app.kinds.red_blue.rules.judging import judge_match, verify_categories
-from app.kinds.red_blue.rules.pairing import Opponent, Submission, choose_opponents
+from app.kinds.red_blue.rules.pairing import NewEntry, Opponent, choose_opponents
 from app.lease.budget import CostBudget, RowSpend
 from app.lease.heartbeat import Heartbeat
 from app.lease.model_client import model_client
@@ -219,9 +220,13 @@ SELF_TEST_RUN = SelfTestRun()
 # Pairing --------------------------------------------------------------------------------------
 
 
-def _opponents(entries: list[Entry], ratings: dict[uuid.UUID, float]) -> list[Any]:
+# Entries and participants by their ids, as pairing sees them.
+EntryOpponent = Opponent[uuid.UUID, uuid.UUID]
+
+
+def _opponents(entries: list[Entry], ratings: dict[uuid.UUID, float]) -> list[EntryOpponent]:
     return [
-        Opponent(e.id, str(e.participant_id), e.created_at, ratings.get(e.participant_id))
+        Opponent(e.id, e.participant_id, e.created_at, ratings.get(e.participant_id))
         for e in entries
     ]
 
@@ -229,7 +234,7 @@ def _opponents(entries: list[Entry], ratings: dict[uuid.UUID, float]) -> list[An
 def _make_matches(
     work: UnitOfWork,
     entry: Attack | Defense,
-    opponents: list[Any],
+    opponents: list[EntryOpponent],
     by_id: dict[uuid.UUID, Entry],
 ) -> int:
     """Inserts the chosen matches (a pair that already has one is skipped) and sends the new
@@ -280,7 +285,7 @@ def pair_attack(attack_id: uuid.UUID) -> str:
             else {}
         )
         chosen = choose_opponents(
-            Submission(attack.id, "attack", str(attack.participant_id)),
+            NewEntry(attack.id, "attack", attack.participant_id),
             _opponents(defenses, ratings),
             sections.pairing,
             repository.pairs_of(session, Match.attack_id, attack.id),
@@ -307,7 +312,7 @@ def _pair_defense(work: UnitOfWork, defense: Defense, sections: RedBlueSections)
         else {}
     )
     chosen = choose_opponents(
-        Submission(defense.id, "defense", str(defense.participant_id)),
+        NewEntry(defense.id, "defense", defense.participant_id),
         _opponents(attacks, ratings),
         sections.pairing,
         repository.pairs_of(session, Match.defense_id, defense.id),
@@ -331,6 +336,12 @@ def _pair_active_defense(work: UnitOfWork, defense_id: uuid.UUID) -> bool:
 
 @dataclass(frozen=True)
 class MatchJob:
+    """What a match's run takes, read in the claim's transaction so no session stays open
+    during model calls: the claimed texts of the call and the challenge's rules. Its inputs,
+    not its result (`MatchResult`): a separate type from the claim's row
+    (`repository.ClaimedMatch`) because only a playable match (its challenge loads, its texts
+    are there, its runs are not spent) becomes one."""
+
     match_id: uuid.UUID
     tenant_id: uuid.UUID
     challenge_id: uuid.UUID
@@ -340,8 +351,8 @@ class MatchJob:
     sections: RedBlueSections
 
 
-async def _play(job: MatchJob, settings: Settings) -> dict[str, Any]:
-    """The target call and every category's verdict; the values that complete the match."""
+async def _play(job: MatchJob, settings: Settings) -> JudgedMatch:
+    """The target call and every category's verdict."""
 
     llm = model_client(settings, _budget(job.match_id, job.tenant_id, settings))
     try:
@@ -353,47 +364,25 @@ async def _play(job: MatchJob, settings: Settings) -> dict[str, Any]:
     finally:
         await llm.aclose()
     judgement = judge_match(job.sections.judge_suite, job.sections.points, results)
-    verdicts = [
-        {
-            "category": v.category,
-            "breached": v.breached,
-            "rating": v.rating,
-            "red_points": v.red_points,
-            "blue_points": v.blue_points,
-            "raw_eval_output": results[v.category].raw_eval_output,
-        }
-        for v in judgement.verdicts
-    ]
-    return {
-        "status": MatchStatus.COMPLETED,
-        "output": record.output,
-        "verdicts": verdicts,
-        "breached": list(judgement.breached),
-        "red_points": judgement.red_points,
-        "blue_points": judgement.blue_points,
-        "attack_won": judgement.attack_won,
-        "tokens_total": record.input_tokens + record.output_tokens,
-        "elapsed_ms": record.elapsed_ms,
-        "cost_usd": record.cost_usd,
-    }
+    return judged(judgement, results, record)
 
 
-async def _play_or_error(job: MatchJob, settings: Settings, gate: asyncio.Semaphore) -> Any:
-    """One match of a chunk: its values, or those of an error (it counts for no one). The
-    soft time limit is not caught here: it ends the whole chunk."""
+async def _play_or_error(job: MatchJob, settings: Settings, gate: asyncio.Semaphore) -> MatchResult:
+    """One match of a chunk: judged, or failed (it counts for no one). The soft time limit
+    is not caught here: it ends the whole chunk."""
     async with gate:
         try:
             return await _play(job, settings)
         except SoftTimeLimitExceeded:
             raise
         except Exception as exc:
-            return _error(failure_of(exc, settings, f"match {job.match_id}"))
+            return failure_of(exc, settings, f"match {job.match_id}")
 
 
 async def _play_all(
     jobs: list[MatchJob],
     settings: Settings,
-    land: Callable[[dict[uuid.UUID, dict[str, Any]]], None],
+    land: Callable[[dict[uuid.UUID, MatchResult]], None],
 ) -> None:
     """Plays the chunk's matches concurrently on this process's loop, at most
     `model_per_model_concurrency` target calls at a time, and hands them to `land` as they
@@ -402,10 +391,10 @@ async def _play_all(
     calls still running go on meanwhile."""
     gate = asyncio.Semaphore(settings.model_per_model_concurrency)
 
-    async def play(job: MatchJob) -> tuple[uuid.UUID, dict[str, Any]]:
+    async def play(job: MatchJob) -> tuple[uuid.UUID, MatchResult]:
         return job.match_id, await _play_or_error(job, settings, gate)
 
-    pending: set[asyncio.Task[tuple[uuid.UUID, dict[str, Any]]]] = {
+    pending: set[asyncio.Task[tuple[uuid.UUID, MatchResult]]] = {
         asyncio.ensure_future(play(job)) for job in jobs
     }
     try:
@@ -455,7 +444,7 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
     settings = get_settings()
     token = uuid.uuid4()
     outcomes: dict[uuid.UUID, str] = {}
-    unplayable: dict[uuid.UUID, dict[str, Any]] = {}
+    unplayable: dict[uuid.UUID, MatchResult] = {}
     labels: dict[uuid.UUID, str] = {}
     jobs: list[MatchJob] = []
     with session_scope() as session:
@@ -466,16 +455,14 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
         for match in claimed:
             if match.run_count > settings.max_attempt_runs:
                 gave_up = f"gave up after {settings.max_attempt_runs} runs"
-                unplayable[match.id] = _error(Failure.of(gave_up))
+                unplayable[match.id] = Failure.of(gave_up)
                 labels[match.id] = "error: too many runs"
                 continue
             if match.challenge_id not in rules:
                 rules[match.challenge_id] = _challenge_rules(session, match.challenge_id)
             loaded = rules[match.challenge_id]
             if loaded is None or match.system_prompt is None or match.user_message is None:
-                unplayable[match.id] = _error(
-                    Failure.of("the match's challenge or entries do not load")
-                )
+                unplayable[match.id] = Failure.of("the match's challenge or entries do not load")
                 labels[match.id] = "error: not runnable"
                 continue
             sections, goal = loaded
@@ -491,12 +478,12 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
                 )
             )
 
-    def land(ended: dict[uuid.UUID, dict[str, Any]]) -> None:
+    def land(ended: dict[uuid.UUID, MatchResult]) -> None:
         written = _end_matches(token, ended)
-        for match_id, values in ended.items():
+        for match_id, result in ended.items():
             if match_id not in written:
                 outcomes[match_id] = "stopped: lease taken over"
-            elif values["status"] is MatchStatus.COMPLETED:
+            elif isinstance(result, JudgedMatch):
                 outcomes[match_id] = "completed"
             else:
                 outcomes[match_id] = labels.get(match_id, "error")
@@ -511,26 +498,12 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
             with Heartbeat(renew, settings, "a match chunk"):
                 run_on_process_loop(_play_all(jobs, settings, land))
         except SoftTimeLimitExceeded as exc:
-            timed_out = _error(failure_of(exc, settings, "a match chunk"))
+            timed_out = failure_of(exc, settings, "a match chunk")
             land({job.match_id: timed_out for job in jobs if job.match_id not in outcomes})
     return outcomes
 
 
-def _error(failure: Failure) -> dict[str, Any]:
-    return {
-        "status": MatchStatus.ERROR,
-        "error": failure.reason,
-        "error_detail": failure.detail,
-        # An error counts for no one.
-        "red_points": None,
-        "blue_points": None,
-        "attack_won": None,
-        "breached": None,
-        "verdicts": None,
-    }
-
-
-def _end_matches(token: uuid.UUID, ended: dict[uuid.UUID, dict[str, Any]]) -> set[uuid.UUID]:
+def _end_matches(token: uuid.UUID, ended: dict[uuid.UUID, MatchResult]) -> set[uuid.UUID]:
     """Completes (or ends in error) the matches still held by this token, in one transaction
     that also numbers the judged ones with their board's next landing and marks the board
     dirty; the recompute is sent after the commit only by the transaction that turned the
@@ -540,14 +513,12 @@ def _end_matches(token: uuid.UUID, ended: dict[uuid.UUID, dict[str, Any]]) -> se
     written: set[uuid.UUID] = set()
     judged: dict[tuple[uuid.UUID, uuid.UUID], list[uuid.UUID]] = defaultdict(list)
     with unit_of_work() as work:
-        for match_id, values in ended.items():
-            held = repository.finish_match(
-                work.session, match_id, token, {**values, "finished_at": now}
-            )
+        for match_id, result in ended.items():
+            held = repository.finish_match(work.session, match_id, token, result, now)
             if held is None:
                 continue
             written.add(match_id)
-            if values["status"] is MatchStatus.COMPLETED:
+            if isinstance(result, JudgedMatch):
                 tenant_id, challenge_id = held
                 judged[(challenge_id, tenant_id)].append(match_id)
         # Boards in one order, so two transactions landing on the same two boards never wait

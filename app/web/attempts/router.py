@@ -72,7 +72,7 @@ def attempt_task(
     if found is None or participant is None:
         raise not_found()
     attempt, challenge = found
-    task_found = service.task_trials(session, tenant.id, attempt.id, task_index)
+    task_found = service.task_trials(session, challenge, attempt.id, task_index)
     if task_found is None:
         raise not_found()
     task, trials = task_found

@@ -17,7 +17,7 @@ from app.attempt.schemas import AttemptRead, TrialRead
 from app.auth.subjects import Audience
 from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
-from app.challenge.service import config_of, find_challenge
+from app.challenge.service import config_of, find_challenge, sealed_shown
 from app.evaluation.patterns import linear
 from app.scoring.strategies import Strategy
 from app.storable import encodable
@@ -175,13 +175,18 @@ def attempt_cards(
     show a summary, their attempt page pages through tasks."""
     kind = kind_as(challenge.kind, WebKind)
     config = config_of(challenge)
+    sealed = sealed_shown(challenge.closes_at, Audience.PARTICIPANT)
     trials = (
-        attempt_service.trials_by_attempt(session, tenant_id, [a.id for a in attempts])
+        attempt_service.trials_by_attempt(
+            session, tenant_id, [a.id for a in attempts], with_sealed=sealed
+        )
         if kind.cards_show_trials
         else {}
     )
     views = [
-        attempt_service.to_view(a, handle, trials.get(a.id, []), Audience.PARTICIPANT)
+        attempt_service.to_view(
+            a, handle, trials.get(a.id, []), Audience.PARTICIPANT, sealed=sealed
+        )
         for a in attempts
     ]
     extras = kind.card_extras(session, challenge, config, views)
@@ -281,25 +286,35 @@ def _task_row(task_index: int, task_id: str, summary: Mapping[str, Any] | None) 
 
 
 def task_rows(
-    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, *, limit: int, offset: int
+    session: Session, challenge: Challenge, attempt_id: uuid.UUID, *, limit: int, offset: int
 ) -> tuple[list[TaskRow], int]:
+    """A page of an attempt's tasks, as its participant sees them (a private part's tasks
+    once the challenge has closed)."""
     rows, total = attempt_service.tasks_page(
-        session, tenant_id, attempt_id, limit=limit, offset=offset
+        session,
+        challenge.tenant_id,
+        attempt_id,
+        limit=limit,
+        offset=offset,
+        with_sealed=sealed_shown(challenge.closes_at, Audience.PARTICIPANT),
     )
     return [_task_row(index, task_id, summary) for index, task_id, summary in rows], total
 
 
 def task_trials(
-    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID, task_index: int
+    session: Session, challenge: Challenge, attempt_id: uuid.UUID, task_index: int
 ) -> tuple[TaskRow, list[TrialView]] | None:
     """One task of an attempt with its trials, in the participant's redacted view (no system
-    prompt, no verifier details: never the answer key); None if the attempt has no such task."""
-    found = attempt_service.task(session, tenant_id, attempt_id, task_index)
+    prompt, no verifier details: never the answer key); None if the attempt has no such task,
+    or it is of the challenge's private part and the challenge has not closed."""
+    tenant_id = challenge.tenant_id
+    sealed = sealed_shown(challenge.closes_at, Audience.PARTICIPANT)
+    found = attempt_service.task(session, tenant_id, attempt_id, task_index, with_sealed=sealed)
     if found is None:
         return None
     task_id, summary = found
     trials = attempt_service.task_trials(
-        session, tenant_id, attempt_id, task_index, limit=MAX_TRIALS_PER_TASK
+        session, tenant_id, attempt_id, task_index, limit=MAX_TRIALS_PER_TASK, with_sealed=sealed
     )
     views = [trial_view_of(attempt_service.trial_view(t, Audience.PARTICIPANT)) for t in trials]
     return _task_row(task_index, task_id, summary), views

@@ -40,7 +40,6 @@ from app.web.leaderboards.service import (
 )
 from app.web.rendering import (
     HtmlRoute,
-    PageError,
     json_response,
     not_found,
     page,
@@ -54,6 +53,7 @@ from app.web.visitors import (
     Visitor,
     challenge_url,
     pages_of,
+    player_of,
     require_csrf,
     tenant_named,
     tenant_url,
@@ -231,12 +231,11 @@ def submit(
     web, tenant, participant = visit
     require_csrf(web, fields.get("csrf_token", ""))
     challenge = visible_challenge(session, visit, challenge_slug)
-    if participant is None:
-        raise PageError(
-            401,
-            "Sign in to play",
-            f"Sign in or create an account of {tenant.name} to submit attempts.",
-        )
+    participant = player_of(
+        visit,
+        "Sign in to play",
+        f"Sign in or create an account of {tenant.name} to submit attempts.",
+    )
     submitter = tenants.as_subject(participant)
     kind = kind_as(challenge.kind, WebKind)
 
@@ -436,8 +435,9 @@ def practise(
     web, tenant, participant = visit
     require_csrf(web, fields.get("csrf_token", ""))
     challenge = visible_challenge(session, visit, challenge_slug)
-    if participant is None:
-        raise PageError(401, "Sign in to practise", f"Sign in with an account of {tenant.name}.")
+    participant = player_of(
+        visit, "Sign in to practise", f"Sign in with an account of {tenant.name}."
+    )
     body = PracticeCreate(**run_body(challenge.kind, fields))
     try:
         started = unscored.start_practice(work, tenants.as_subject(participant), challenge.id, body)

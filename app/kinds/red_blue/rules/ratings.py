@@ -66,9 +66,9 @@ told apart share a rank.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from typing import Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -77,6 +77,21 @@ from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit
 
 Side = Literal["red", "blue"]
+
+
+class _SortableId(Hashable, Protocol):
+    def __lt__(self, other: Any, /) -> bool: ...
+
+
+# A participant as the caller names it (the service's UUIDs, names in tests and benchmarks):
+# hashed, and sorted for the canonical order, never converted. For the type checker, a bare
+# `Tally` is a tally of any participants (a default Python 3.11's TypeVar does not take).
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as DefaultedTypeVar
+
+    Participant = DefaultedTypeVar("Participant", bound=_SortableId, default=Any)
+else:
+    Participant = TypeVar("Participant", bound=_SortableId)
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
@@ -101,26 +116,27 @@ _NEWTON_FORCING: Final = 0.1
 _KEY_BASE: Final = 1 << 32
 
 
-class MatchOutcome(NamedTuple):
-    """One judged match: who attacked, who defended, and whether the attack won."""
+class MatchOutcome(NamedTuple, Generic[Participant]):
+    """One judged match as the ratings count it: who attacked, who defended, and whether the
+    attack won."""
 
-    red: str
-    blue: str
+    red: Participant
+    blue: Participant
     red_won: bool
 
 
-class PairResults(NamedTuple):
+class PairResults(NamedTuple, Generic[Participant]):
     """Judged matches between one red and one blue participant: how many, and how many red won."""
 
-    red: str
-    blue: str
+    red: Participant
+    blue: Participant
     matches: int
     red_wins: int
 
 
 @dataclass(frozen=True)
-class ParticipantRating:
-    participant: str
+class ParticipantRating(Generic[Participant]):
+    participant: Participant
     side: Side
     rating: float
     rating_low: float
@@ -168,7 +184,7 @@ def _sum_by(index: IntArray, weights: FloatArray, size: int) -> FloatArray:
     return np.bincount(index, weights, size).astype(np.float64, copy=False)
 
 
-class Tally:
+class Tally(Generic[Participant]):
     """Every judged match of a competition, summed per distinct (red, blue) pair.
 
     Participants are numbered in the order they first appear: red ones 0..reds-1, and as
@@ -178,10 +194,10 @@ class Tally:
     grow at the end of each side."""
 
     def __init__(self) -> None:
-        self.red_names: list[str] = []
-        self.blue_names: list[str] = []
-        self._red_index: dict[str, int] = {}
-        self._blue_index: dict[str, int] = {}
+        self.red_names: list[Participant] = []
+        self.blue_names: list[Participant] = []
+        self._red_index: dict[Participant, int] = {}
+        self._blue_index: dict[Participant, int] = {}
         self.pair_red: IntArray = np.zeros(0, np.int64)
         self.pair_blue: IntArray = np.zeros(0, np.int64)  # a blue participant's number
         self.pair_matches: FloatArray = np.zeros(0)
@@ -192,10 +208,10 @@ class Tally:
         self._sorted_pairs: IntArray = np.zeros(0, np.int64)
 
     @classmethod
-    def of(cls, matches: Iterable[MatchOutcome]) -> Tally:
+    def of(cls, matches: Iterable[MatchOutcome[Participant]]) -> Tally[Participant]:
         """The tally of a list of matches, participants numbered in name order."""
-        reds: dict[str, int] = {}
-        blues: dict[str, int] = {}
+        reds: dict[Participant, int] = {}
+        blues: dict[Participant, int] = {}
         red: list[int] = []
         blue: list[int] = []
         won: list[bool] = []
@@ -203,7 +219,7 @@ class Tally:
             red.append(reds.setdefault(red_name, len(reds)))
             blue.append(blues.setdefault(blue_name, len(blues)))
             won.append(bool(red_won))
-        tally = cls()
+        tally: Tally[Participant] = cls()
         tally.add_columns(
             list(reds),
             list(blues),
@@ -234,16 +250,16 @@ class Tally:
     def matches(self) -> int:
         return round(float(self.pair_matches.sum()))
 
-    def red_number(self, name: str) -> int | None:
+    def red_number(self, name: Participant) -> int | None:
         return self._red_index.get(name)
 
-    def blue_number(self, name: str) -> int | None:
+    def blue_number(self, name: Participant) -> int | None:
         return self._blue_index.get(name)
 
-    def add(self, results: Iterable[PairResults]) -> None:
+    def add(self, results: Iterable[PairResults[Participant]]) -> None:
         """Adds judged matches; a pair named twice (here or before) is summed."""
-        reds: dict[str, int] = {}
-        blues: dict[str, int] = {}
+        reds: dict[Participant, int] = {}
+        blues: dict[Participant, int] = {}
         red: list[int] = []
         blue: list[int] = []
         played: list[int] = []
@@ -264,8 +280,8 @@ class Tally:
 
     def add_columns(
         self,
-        red_names: list[str],
-        blue_names: list[str],
+        red_names: list[Participant],
+        blue_names: list[Participant],
         red: IntArray,
         blue: IntArray,
         matches: npt.ArrayLike,
@@ -318,7 +334,7 @@ class Tally:
             )
 
     @staticmethod
-    def _number(index: dict[str, int], names: list[str], name: str) -> int:
+    def _number(index: dict[Participant, int], names: list[Participant], name: Participant) -> int:
         number = index.get(name)
         if number is None:
             number = index[name] = len(names)
@@ -343,7 +359,7 @@ class Tally:
             blue, self.pair_matches - self.pair_wins, players
         )
 
-    def canonical(self) -> tuple[Tally, IntArray]:
+    def canonical(self) -> tuple[Tally[Participant], IntArray]:
         """The same tally with participants numbered in name order and pairs in key order, and
         for each of its players the number of that player here (values[order] re-orders an
         array of this tally's players)."""
@@ -358,7 +374,7 @@ class Tally:
         pair_red, pair_blue = red_rank[self.pair_red], blue_rank[self.pair_blue]
         keys = pair_red * _KEY_BASE + pair_blue
         pair_order = np.argsort(keys, kind="stable")
-        result = Tally()
+        result: Tally[Participant] = Tally()
         result.red_names = [self.red_names[i] for i in red_order]
         result.blue_names = [self.blue_names[i] for i in blue_order]
         result._red_index = {name: i for i, name in enumerate(result.red_names)}

@@ -24,7 +24,7 @@ from app.evaluation.runner import RunConfig, RunConfigMismatch, run_benchmark
 from app.evaluation.types import ModelSpec
 from tests.fixtures.eval_benchmark import ScriptedClient, make_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SEQK_LABEL = (
     "arcagi2",
     "metric=seqk",

@@ -28,7 +28,7 @@ from app.evaluation.simulated import (
 )
 from app.evaluation.types import ActorSection, CriticSection, JudgeSection, ModelSpec, TrialRecord
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CORRECT = "The answer is RIGHT."
 WRONG = ("The answer is WRONG-A.", "The answer is WRONG-B.", "The answer is WRONG-C.")
 

@@ -28,7 +28,7 @@ def test_the_built_in_kinds_implement_every_layers_interface() -> None:
 
 
 WORD_COUNT = ("word_count", "tests.fixtures.word_count_kind:KIND")
-INSTALLED = Path(__file__).resolve().parents[1] / "fixtures" / "installed"
+INSTALLED = Path(__file__).resolve().parents[2] / "fixtures" / "installed"
 
 
 def test_an_installed_package_adds_its_kind_through_its_entry_point(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,9 +11,8 @@ import pytest
 from app.kinds.red_blue.rules.config import PairingConfig
 from app.kinds.red_blue.rules.pairing import (
     UNRATED_PAIRING_RATING,
-    EntryId,
+    NewEntry,
     Opponent,
-    Submission,
     choose_opponents,
 )
 
@@ -23,7 +23,7 @@ def _at(minutes: int) -> datetime:
     return START + timedelta(minutes=minutes)
 
 
-def _ids(opponents: list[Opponent]) -> list[EntryId]:
+def _ids(opponents: list[Opponent[str, str]]) -> list[str]:
     return [opponent.id for opponent in opponents]
 
 
@@ -37,7 +37,7 @@ DEFENSES = [
     Opponent("d-bob-new", "bob", _at(4), rating=1100.0),
     Opponent("d-dave", "dave", _at(5)),
 ]
-ATTACK = Submission("a-new", "attack", "alice")
+ATTACK = NewEntry("a-new", "attack", "alice")
 
 
 def test_round_robin_attack_meets_each_others_newest_defense_newest_first() -> None:
@@ -60,7 +60,7 @@ def test_round_robin_defense_meets_every_attack_of_others() -> None:
         Opponent("a-carol", "carol", _at(3)),
         Opponent("a-erin", "erin", _at(4)),
     ]
-    defense = Submission("d-erin", "defense", "erin")
+    defense = NewEntry("d-erin", "defense", "erin")
     chosen = choose_opponents(defense, attacks, ROUND_ROBIN, frozenset())
     assert _ids(chosen) == ["a-carol", "a-bob-2", "a-bob-1"]
 
@@ -128,7 +128,7 @@ def test_sampling_policies_spread_a_defense_over_attacking_participants() -> Non
         Opponent("a-bob-2", "bob", _at(2), rating=1400.0),
         Opponent("a-carol", "carol", _at(3), rating=1000.0),
     ]
-    defense = Submission("d-erin", "defense", "erin")
+    defense = NewEntry("d-erin", "defense", "erin")
     for policy in ("latest_best", "random_active"):
         pairing = PairingConfig(policy=policy, n=3)
         chosen = choose_opponents(defense, attacks, pairing, frozenset())
@@ -148,7 +148,7 @@ def test_random_active_is_reproducible_for_a_seed_and_submission() -> None:
     assert choose_opponents(ATTACK, pool, pairing, frozenset()) == first
     # Different submissions (or seeds) draw differently; with 40 choose 5 draws, the
     # chance that any of these coincide by accident is below one in 100,000.
-    other_attack = Submission("a-other", "attack", "alice")
+    other_attack = NewEntry("a-other", "attack", "alice")
     assert choose_opponents(other_attack, pool, pairing, frozenset()) != first
     reseeded = PairingConfig(policy="random_active", n=5, seed=8)
     assert choose_opponents(ATTACK, pool, reseeded, frozenset()) != first
@@ -157,9 +157,9 @@ def test_random_active_is_reproducible_for_a_seed_and_submission() -> None:
 def test_random_active_draws_every_opponent_in_the_long_run() -> None:
     pool = _pool(10)
     pairing = PairingConfig(policy="random_active", n=2)
-    seen: set[EntryId] = set()
+    seen: set[str] = set()
     for index in range(200):
-        submission = Submission(f"a{index}", "attack", "alice")
+        submission = NewEntry(f"a{index}", "attack", "alice")
         seen.update(_ids(choose_opponents(submission, pool, pairing, frozenset())))
     assert seen == {opponent.id for opponent in pool}
 
@@ -213,7 +213,7 @@ def test_invariants_on_random_competitions(policy: str) -> None:
             )
             for index in range(generator.randint(0, 15))
         ]
-        submission = Submission(f"a{trial}", "attack", generator.choice(participants))
+        submission = NewEntry(f"a{trial}", "attack", generator.choice(participants))
         matched = {(submission.id, defense.id) for defense in defenses if generator.random() < 0.2}
         cap = generator.randint(1, 6)
         settings: dict[str, object] = {"policy": policy, "max_matches_per_submission": cap}
@@ -238,3 +238,19 @@ def test_invariants_on_random_competitions(policy: str) -> None:
         assert len({opponent.participant for opponent in chosen}) == len(chosen)
         room = max(0, pairing.opponents_per_submission - len(matched))
         assert len(chosen) == min(room, len(eligible))
+
+
+def test_ids_of_any_hashable_type_come_back_as_given() -> None:
+    # The service pairs by UUIDs: an opponent is the one given, its participant compared as is.
+    alice, bob, carol = (uuid.uuid4() for _ in range(3))
+    defenses = [
+        Opponent(uuid.uuid4(), bob, _at(1)),
+        Opponent(uuid.uuid4(), alice, _at(2)),
+        Opponent(uuid.uuid4(), carol, _at(3)),
+    ]
+    attack = NewEntry(uuid.uuid4(), "attack", alice)
+    chosen = choose_opponents(attack, defenses, ROUND_ROBIN, frozenset())
+    assert chosen == [defenses[2], defenses[0]]
+    assert choose_opponents(attack, defenses, ROUND_ROBIN, {(attack.id, defenses[2].id)}) == [
+        defenses[0]
+    ]

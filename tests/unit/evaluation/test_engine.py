@@ -10,7 +10,7 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.engine import AttemptTotals, attempt_totals, run_trials
+from app.evaluation.engine import run_trials
 from app.evaluation.feedback import (
     COMPACT_LIMIT_CHARS,
     FEEDBACK_MODES,
@@ -341,40 +341,6 @@ def test_a_trial_record_as_a_dict_is_what_asdict_gives_and_shares_nothing() -> N
 def test_invalid_arguments_are_rejected(metric: Any, k: int, mode: str) -> None:
     with pytest.raises(ValueError):
         run_engine(ScriptedActor(["42"] * 3), metric=metric, k=k, feedback_mode=mode)
-
-
-# totals
-
-
-def test_attempt_totals_sum_actor_figures_and_all_known_costs() -> None:
-    first = make_trial(1, "a", success=False, feedback="f")
-    first.actor.input_tokens, first.actor.output_tokens, first.actor.elapsed_ms = 10, 4, 300
-    first.actor.cost_usd = 0.5
-    first.judge.rating = 6.0
-    first.judge.calls = [{"cost_usd": 0.25}, {"cost_usd": None}]
-    second = make_trial(2, "b", success=True, feedback=None)
-    second.actor.input_tokens, second.actor.output_tokens, second.actor.elapsed_ms = 20, 6, 200
-    second.judge.rating = 8.0
-    second.critic.calls = [{"cost_usd": 0.125}]
-    assert attempt_totals([first, second]) == AttemptTotals(
-        succeeded=True,
-        tokens_total=40,
-        elapsed_ms=500,
-        rating=8.0,
-        cost_usd=0.875,
-        trials=2,
-    )
-
-
-def test_attempt_totals_without_prices_or_ratings() -> None:
-    totals = attempt_totals([make_trial(1, "a", success=False, feedback="f")])
-    assert totals.cost_usd is None
-    assert totals.rating is None
-    assert totals.succeeded is False
-
-
-def test_attempt_totals_of_no_trials() -> None:
-    assert attempt_totals([]) == AttemptTotals(False, 0, 0, None, None, 0)
 
 
 # feedback modes

@@ -31,7 +31,7 @@ from app.export.stream import (
 )
 from app.kinds.red_blue.exports import RED_BLUE_DATASETS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class Row(BaseModel):

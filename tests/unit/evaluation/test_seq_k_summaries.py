@@ -26,7 +26,7 @@ from app.evaluation.types import ModelSpec, TrialRecord
 from app.outbound.prices import Price
 from tests.fixtures.eval_benchmark import ScriptedClient, make_benchmark
 
-SEQ_K_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "seq_k" / "run"
+SEQ_K_RUN = Path(__file__).resolve().parents[2] / "fixtures" / "seq_k" / "run"
 SEQ_K_TIME_FORMAT = "%Y-%m-%dT%H-%M-%SZ"
 TOKEN_FIELDS = ("input_tokens", "cached_tokens", "thinking_tokens", "output_tokens")
 # seq_k's price table (core/pricing.py) for the fixture's models, USD per token.

@@ -306,8 +306,8 @@ def test_a_running_benchmark_attempt_shows_tasks_done_and_the_curve_so_far() -> 
 
 
 def test_a_completed_benchmark_attempt_shows_its_final_metrics() -> None:
-    from app.attempt.metrics import AttemptMetrics
     from app.kinds.benchmark.web import BenchmarkContext, benchmark_progress
+    from app.scoring.measures import AttemptMetrics
 
     metrics = AttemptMetrics(
         succeeded=True,

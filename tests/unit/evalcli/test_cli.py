@@ -26,7 +26,7 @@ from app.evaluation.runner import RunEvent
 from app.evaluation.types import ActorSection, JudgeSection, TrialRecord
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "benchmarks" / "jsonl" / "variants" / "example.yaml"
 FOLDER = Path("jsonl-example") / "seqk" / "offline__echo" / "offline__judge" / "hint"
 

@@ -1,5 +1,5 @@
 """Where a leased job's cost budget reads and charges spend: its own row's, when it keeps one,
-and its tenant's of the day (the budget's arithmetic is tests/unit/test_eval_budget.py)."""
+and its tenant's of the day (the budget's arithmetic is tests/unit/evaluation/test_budget.py)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import random
+import uuid
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -457,3 +459,19 @@ def test_between_two_bootstraps_an_interval_keeps_its_width_around_the_moved_rat
         np.array([1.0]), np.array([1.0]), np.array([0.01]), np.array([-0.01])
     )
     assert low[0] <= 1.0 <= high[0]
+
+
+def test_participants_named_by_uuids_are_rated_exactly_as_by_their_text() -> None:
+    # The service rates participants by their UUIDs; the canonical order (and so every
+    # bootstrap draw) is the same as their text's.
+    red = {str(uuid.UUID(int=random.Random(r).getrandbits(128))): 0.4 * r for r in range(5)}
+    blue = {str(uuid.UUID(int=random.Random(50 + b).getrandbits(128))): -0.3 * b for b in range(4)}
+    by_text = _synthetic(red, blue, 600, seed=3)
+    by_id = [MatchOutcome(uuid.UUID(m.red), uuid.UUID(m.blue), m.red_won) for m in by_text]
+    as_text = compute_ratings(by_text, seed=9)
+    as_ids = compute_ratings(by_id, seed=9)
+    assert all(isinstance(row.participant, uuid.UUID) for row in (*as_ids.red, *as_ids.blue))
+    for text_rows, id_rows in ((as_text.red, as_ids.red), (as_text.blue, as_ids.blue)):
+        assert [replace(row, participant=str(row.participant)) for row in id_rows] == list(
+            text_rows
+        )

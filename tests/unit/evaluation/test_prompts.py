@@ -25,7 +25,7 @@ from app.evaluation.types import ActorSection, CriticSection, JudgeSection, Tria
 from app.storable import TRUNCATION_MARK
 
 SEQ_K_PROMPTS = json.loads(
-    (Path(__file__).resolve().parents[1] / "fixtures" / "seq_k" / "prompts.json").read_text(
+    (Path(__file__).resolve().parents[2] / "fixtures" / "seq_k" / "prompts.json").read_text(
         encoding="utf-8"
     )
 )["cases"]

@@ -1,0 +1,238 @@
+"""Final submissions and the private board of a split benchmark challenge (docs/boards.md,
+"Private parts").
+
+Before the close a participant marks up to `split.final_submissions` of their completed
+submissions final. The private board ranks each participant by their best counted submission
+on the private part (`kind_metrics.sealed`): the marked ones, or, with none marked, their best
+`final_submissions` by the public part. Tenant admins read it at any time; everyone else once
+the challenge has closed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from app.attempt.metrics import SEALED_MEASURES
+from app.attempt.models import Attempt, AttemptStatus, RunPurpose
+from app.auth.subjects import TenantKey
+from app.challenge.models import Challenge
+from app.challenge.service import config_of, get_challenge, sealed_shown
+from app.db import insert_for, utcnow
+from app.errors import Conflict, Forbidden, NotFound
+from app.kinds.benchmark.config import BenchmarkConfig, SplitConfig
+from app.kinds.benchmark.models import FinalMark
+from app.kinds.benchmark.schemas import FinalMarks, PrivateBoard, PrivateBoardItem
+from app.tenant.models import Participant
+from app.tenant.service import handle_of, handles
+from app.unit_of_work import UnitOfWork
+
+
+def _split_of(challenge: Challenge) -> SplitConfig:
+    """The challenge's split, or a 404 for a challenge without a private part."""
+    config = config_of(challenge) if challenge.kind == "benchmark" else None
+    if not isinstance(config, BenchmarkConfig) or config.split is None:
+        raise NotFound("this challenge has no private part")
+    return config.split
+
+
+def _marked(
+    session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
+) -> list[uuid.UUID]:
+    return list(
+        session.scalars(
+            select(FinalMark.attempt_id)
+            .where(
+                FinalMark.challenge_id == challenge_id, FinalMark.participant_id == participant_id
+            )
+            .order_by(FinalMark.marked_at, FinalMark.attempt_id)
+        )
+    )
+
+
+def mark_final(
+    work: UnitOfWork, reader: TenantKey, attempt_id: uuid.UUID, *, final: bool
+) -> FinalMarks:
+    """Marks (or unmarks) a completed submission final, before the close: 409 past the
+    challenge's number of final submissions, after the close, or for an attempt that did not
+    complete; 404 for a challenge without a private part."""
+    session = work.session
+    attempt = session.get(Attempt, attempt_id)
+    if (
+        attempt is None
+        or attempt.tenant_id != reader.tenant_id
+        or attempt.purpose is not RunPurpose.ENTRY
+    ):
+        raise NotFound("attempt not found")
+    challenge = get_challenge(session, reader.tenant_id, attempt.challenge_id)
+    split = _split_of(challenge)
+    if challenge.closes_at is not None and utcnow() >= challenge.closes_at:
+        raise Conflict("the challenge has closed: its final submissions are fixed")
+    participant_id = attempt.participant_id
+    if participant_id is None or attempt.baseline:
+        raise Conflict("a baseline is not a participant's submission: it cannot be final")
+    # One participant's marks change one at a time (their row is the lock).
+    session.execute(
+        select(Participant.id).where(Participant.id == participant_id).with_for_update()
+    )
+    marked = _marked(session, challenge.id, participant_id)
+    if final and attempt.id not in marked:
+        if attempt.status is not AttemptStatus.COMPLETED:
+            raise Conflict("only a completed submission can be final")
+        if len(marked) >= split.final_submissions:
+            raise Conflict(f"at most {split.final_submissions} final submissions: unmark one first")
+        session.execute(
+            insert_for(session)(FinalMark)
+            .values(
+                attempt_id=attempt.id,
+                tenant_id=reader.tenant_id,
+                challenge_id=challenge.id,
+                participant_id=participant_id,
+                marked_at=utcnow(),
+            )
+            .on_conflict_do_nothing(index_elements=["attempt_id"])
+        )
+    elif not final:
+        session.execute(delete(FinalMark).where(FinalMark.attempt_id == attempt.id))
+    return FinalMarks(
+        challenge_id=challenge.id,
+        participant=handle_of(session, reader.tenant_id, participant_id),
+        attempt_ids=_marked(session, challenge.id, participant_id),
+        max_final=split.final_submissions,
+    )
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A participant's completed submission as the private board weighs it."""
+
+    attempt_id: uuid.UUID
+    participant_id: uuid.UUID
+    baseline: bool
+    created_at: datetime
+    public: float | None
+    cost: float | None
+    private: dict[str, Any]
+
+
+def _public_order(entry: Entry) -> tuple[float, float, datetime]:
+    # The public board's order: the curve at k, then the lower cost, then the earlier.
+    public = entry.public if entry.public is not None else float("-inf")
+    cost = entry.cost if entry.cost is not None else float("inf")
+    return (-public, cost, entry.created_at)
+
+
+def _private_score(entry: Entry) -> float | None:
+    value = entry.private.get("metric_at_k")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def counted(
+    entries: Sequence[Entry], marked: set[uuid.UUID], final_submissions: int
+) -> tuple[Entry, bool]:
+    """A participant's counted submission on the private board, and whether it was marked:
+    the best on the private part of their marked ones, or else of their best
+    `final_submissions` by the public part (ties: the earlier)."""
+    chosen = [entry for entry in entries if entry.attempt_id in marked]
+    is_final = bool(chosen)
+    if not chosen:
+        chosen = sorted(entries, key=_public_order)[:final_submissions]
+
+    def key(entry: Entry) -> tuple[float, datetime]:
+        score = _private_score(entry)
+        return (-(score if score is not None else float("-inf")), entry.created_at)
+
+    return min(chosen, key=key), is_final
+
+
+def private_board(
+    session: Session, reader: TenantKey, challenge_id: uuid.UUID, *, limit: int, offset: int
+) -> PrivateBoard:
+    """The private board: 403 before the close for everyone but the tenant's admins."""
+    challenge = get_challenge(session, reader.tenant_id, challenge_id)
+    split = _split_of(challenge)
+    if not sealed_shown(challenge.closes_at, reader.audience):
+        raise Forbidden("the private board is revealed when the challenge closes")
+    rows = session.execute(
+        select(
+            Attempt.id,
+            Attempt.participant_id,
+            Attempt.baseline,
+            Attempt.created_at,
+            Attempt.metrics,
+            Attempt.cost_usd,
+            Attempt.kind_metrics,
+        ).where(
+            Attempt.tenant_id == reader.tenant_id,
+            Attempt.challenge_id == challenge.id,
+            Attempt.purpose == RunPurpose.ENTRY,
+            Attempt.status == AttemptStatus.COMPLETED,
+            Attempt.participant_id.is_not(None),
+        )
+    ).tuples()
+    by_participant: dict[uuid.UUID, list[Entry]] = defaultdict(list)
+    for attempt_id, participant_id, baseline, created_at, metrics, cost, own in rows:
+        assert participant_id is not None
+        private = (own or {}).get(SEALED_MEASURES)
+        by_participant[participant_id].append(
+            Entry(
+                attempt_id=attempt_id,
+                participant_id=participant_id,
+                baseline=baseline,
+                created_at=created_at,
+                public=metrics.metric_at_k if metrics is not None else None,
+                cost=cost,
+                private=private if isinstance(private, dict) else {},
+            )
+        )
+    marked = set(
+        session.scalars(select(FinalMark.attempt_id).where(FinalMark.challenge_id == challenge.id))
+    )
+    best = [
+        counted(entries, marked, split.final_submissions) for entries in by_participant.values()
+    ]
+    best.sort(key=lambda pair: (-(_private_score(pair[0]) or float("-inf")), pair[0].created_at))
+    participants = [_private_score(entry) for entry, _ in best if not entry.baseline]
+    named = handles(session, reader.tenant_id, [entry.participant_id for entry, _ in best])
+    items = []
+    for entry, is_final in best:
+        score = _private_score(entry)
+        ahead = sum(
+            1 for other in participants if other is not None and (score is None or other > score)
+        )
+        items.append(
+            PrivateBoardItem(
+                rank=1 + ahead,
+                participant=named.get(entry.participant_id, ""),
+                baseline=entry.baseline,
+                attempt_id=entry.attempt_id,
+                final=is_final,
+                private_metric_at_k=score,
+                public_metric_at_k=entry.public,
+                private_tasks_solved=entry.private.get("tasks_solved"),
+                private_tasks_total=entry.private.get("tasks_total"),
+            )
+        )
+    return PrivateBoard(
+        items=items[offset : offset + limit], total=len(items), limit=limit, offset=offset
+    )
+
+
+def final_marks(
+    session: Session, reader: TenantKey, challenge_id: uuid.UUID, participant: Participant
+) -> FinalMarks:
+    challenge = get_challenge(session, reader.tenant_id, challenge_id)
+    split = _split_of(challenge)
+    return FinalMarks(
+        challenge_id=challenge.id,
+        participant=participant.handle,
+        attempt_ids=_marked(session, challenge.id, participant.id),
+        max_final=split.final_submissions,
+    )

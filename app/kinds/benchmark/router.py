@@ -1,0 +1,76 @@
+"""The benchmark kind's REST endpoints, mounted by the app because the kind is registered:
+final submissions and the private board of a split challenge (docs/boards.md)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.auth.gate import TenantKeyDep
+from app.challenge.reference import ChallengeIdDep
+from app.deps import SessionDep, UnitOfWorkDep
+from app.errors import NotFound
+from app.kinds.benchmark import finals
+from app.kinds.benchmark.schemas import FinalMarks, PrivateBoard
+from app.routing import ApiRoute
+from app.schemas import Limit, Offset
+from app.tenant.service import participant_by_handle
+
+router = APIRouter(prefix="/v1", tags=["benchmark"], route_class=ApiRoute)
+
+_MARK_ANSWERS: dict[int | str, dict[str, str]] = {
+    404: {"description": "No such attempt, or its challenge has no private part."},
+    409: {
+        "description": "The challenge has closed, the attempt did not complete or is a "
+        "baseline, or the participant has marked as many as the challenge allows."
+    },
+}
+
+
+@router.post("/attempts/{attempt_id}/final", responses=_MARK_ANSWERS)
+def post_final(attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantKeyDep) -> FinalMarks:
+    """Mark a completed submission to a split benchmark challenge final, before the close:
+    the private board ranks the participant's best final one."""
+    marks = finals.mark_final(work, caller, attempt_id, final=True)
+    work.commit()
+    return marks
+
+
+@router.delete("/attempts/{attempt_id}/final", responses=_MARK_ANSWERS)
+def delete_final(attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantKeyDep) -> FinalMarks:
+    """Take back a final mark, before the close."""
+    marks = finals.mark_final(work, caller, attempt_id, final=False)
+    work.commit()
+    return marks
+
+
+@router.get("/challenges/{challenge_id}/final-submissions")
+def get_final_submissions(
+    challenge_id: ChallengeIdDep,
+    participant: Annotated[str, Query(min_length=1, max_length=64)],
+    session: SessionDep,
+    caller: TenantKeyDep,
+) -> FinalMarks:
+    """A participant's final submissions to a split benchmark challenge."""
+    found = participant_by_handle(session, caller.tenant_id, participant)
+    if found is None:
+        raise NotFound("participant not found")
+    return finals.final_marks(session, caller, challenge_id, found)
+
+
+@router.get(
+    "/challenges/{challenge_id}/private-leaderboard",
+    responses={403: {"description": "Before the close, for everyone but the tenant's admins."}},
+)
+def get_private_leaderboard(
+    challenge_id: ChallengeIdDep,
+    session: SessionDep,
+    caller: TenantKeyDep,
+    limit: Limit = 50,
+    offset: Offset = 0,
+) -> PrivateBoard:
+    """The private board of a split benchmark challenge: each participant's best counted
+    submission on the private part (their final ones, or their best by the public part)."""
+    return finals.private_board(session, caller, challenge_id, limit=limit, offset=offset)
