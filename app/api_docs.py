@@ -58,7 +58,8 @@ ERROR_DESCRIPTIONS = {
     422: "A parameter, header or the body is not valid: `error.details` lists each problem "
     "with its location (`loc`), e.g. text with NUL characters or a number out of range.",
     429: "Too many requests: try again after `Retry-After` seconds.",
-    503: "The database is unavailable: retry after `Retry-After` seconds.",
+    503: "The database, or (saving a challenge) the DNS resolver, is unavailable: retry after "
+    "`Retry-After` seconds.",
 }
 _RETRY_AFTER = {
     "Retry-After": {

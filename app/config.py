@@ -9,6 +9,7 @@ throwaway database by accident.
 from __future__ import annotations
 
 import ipaddress
+import os
 import secrets
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +21,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from app.evaluation.bounds import DEFAULT_MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS
 from app.outbound.policy import OutboundPolicy, parse_allowed_bases
 from app.outbound.providers import ProviderPolicy, validate_provider_names
+from app.outbound.trust import TrustedAuthorities
 from app.storable import STORED_VALUE_CHARS
 from app.strength import secret_problem
 
@@ -208,6 +210,14 @@ class Settings(BaseSettings):
     # The API's /healthz answers 503 (not 200 "degraded") when no worker was seen: for a
     # deployment whose API is useless without its workers. `gauntlet run` turns it on.
     health_requires_worker: bool = False
+
+    @model_validator(mode="after")
+    def _trusted_authorities_exist(self) -> Settings:
+        # Outbound TLS reads SSL_CERT_FILE / SSL_CERT_DIR (no GAUNTLET_ prefix) from the
+        # process environment, as OpenSSL does; one naming nothing fails start-up, naming the
+        # variable, rather than every https call later (app.outbound.trust).
+        TrustedAuthorities.from_environ(os.environ)
+        return self
 
     @field_validator("log_level", mode="before")
     @classmethod

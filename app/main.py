@@ -22,6 +22,7 @@ from app.api_docs import install_api_docs, operation_id
 from app.attempt.router import router as attempt_router
 from app.attempt.telemetry import UNFINISHED_ATTEMPTS
 from app.broker.telemetry import QUEUE_DEPTH
+from app.challenge.deleted_router import router as deleted_challenge_router
 from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
 from app.config import get_settings
@@ -197,6 +198,7 @@ def create_app() -> FastAPI:
         attempt_router,
         tenant_router,
         challenge_router,
+        deleted_challenge_router,
         leaderboard_router,
         export_router,
         rescore_router,

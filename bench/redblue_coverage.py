@@ -12,8 +12,11 @@ from Bradley-Terry. The ratings are fitted and bootstrapped as a board's interva
 (100 resamples), each tournament with a seed of its own. Printed per regime: the share of
 participants whose interval holds its true strength (centred on the truth's mean, since
 Bradley-Terry sees only differences), the mean interval width in rating points, and how many
-participants share rank 1 on a side; with `--before`, the same for the intervals as they
-were before resamples drew their prior's centre too (the plain one-step bootstrap).
+participants share rank 1 on a side. The intervals are the service's (`bootstrap_bounds` as a
+board refresh calls it: exact refits of each resample up to REFIT_PAIRS distinct pairs, every
+regime here); with `--one-step`, also the one-step resamples (what boards above REFIT_PAIRS
+get); with `--before`, the intervals as they were before resamples drew their prior's centre
+too (the plain one-step bootstrap, percentiles).
 """
 
 from __future__ import annotations
@@ -57,15 +60,20 @@ def tournament(
     return matches, truth
 
 
+# Each way of making the intervals: its label and `bootstrap_bounds`'s arguments.
+Way = tuple[str, dict[str, bool]]
+SERVED: Way = ("as served", {})
+ONE_STEP: Way = ("one-step", {"refit": False})
+PLAIN: Way = ("plain one-step", {"prior_draws": False})
+
+
 def rate(
-    matches: list[MatchOutcome], truth: dict[str, float], seed: int, prior_draws: bool
+    matches: list[MatchOutcome], truth: dict[str, float], seed: int, way: dict[str, bool]
 ) -> tuple[int, int, float, int]:
     """(participants covered, participants, summed width in points, sharing rank 1)."""
     tally = Tally.of(matches)
     strength = fit_strengths(tally).strength
-    low, high = bootstrap_bounds(
-        tally, strength, resamples=DEFAULT_RESAMPLES, seed=seed, prior_draws=prior_draws
-    )
+    low, high = bootstrap_bounds(tally, strength, resamples=DEFAULT_RESAMPLES, seed=seed, **way)
     names = [*tally.red_names, *tally.blue_names]
     true = np.array([truth[name] for name in names])
     true -= true.mean()
@@ -81,25 +89,26 @@ def main() -> None:
     parser.add_argument("--regimes", default=REGIMES, help="players x matches per player, ...")
     parser.add_argument("--tournaments", type=int, default=200)
     parser.add_argument("--spread", type=float, default=1.0 / math.sqrt(PRIOR_PRECISION))
+    parser.add_argument("--one-step", action="store_true", help="also the one-step resamples")
     parser.add_argument("--before", action="store_true", help="also the plain bootstrap")
     args = parser.parse_args()
     common.print_machine_info("red-blue interval coverage")
     print(f"   {args.tournaments} tournaments per regime, true strengths sd {args.spread:.3f}")
-    ways = [("prior draws", True)] + ([("plain one-step", False)] if args.before else [])
+    ways = [SERVED, *([ONE_STEP] if args.one_step else []), *([PLAIN] if args.before else [])]
     print(
         "   regime (players x matches each) | intervals | coverage | mean width (points) "
         "| red sharing rank 1 (mean) | seconds"
     )
     for regime in args.regimes.split(","):
         players, per_player = (int(part) for part in regime.split("x"))
-        for label, prior_draws in ways:
+        for label, way in ways:
             started = time.perf_counter()
             rng = np.random.default_rng(20261127)
             covered = total = first = 0
             width = 0.0
             for number in range(args.tournaments):
                 matches, truth = tournament(players, per_player, args.spread, rng)
-                found = rate(matches, truth, number, prior_draws)
+                found = rate(matches, truth, number, way)
                 covered, total = covered + found[0], total + found[1]
                 width, first = width + found[2], first + found[3]
             print(

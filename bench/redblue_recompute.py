@@ -433,14 +433,17 @@ def constant_rate(game: Competition, rate: float, seconds: float) -> None:
     while (now := time.perf_counter()) - started < seconds:
         due = sorted(s for s in game.sent if s[1] == RECOMPUTE_TASK and s[0] <= now)
         if now >= landed_due:
-            owed += rate * tick
+            # Every landing owed by now at once: on a machine so loaded that a landing takes
+            # longer than a tick, landing one per tick would never let a recompute run.
+            ticks = int((now - landed_due) / tick) + 1
+            owed += rate * tick * ticks
             count = int(owed)
             owed -= count
             if count:
                 game.land(count)
                 unrated.append(time.perf_counter())
-            landed_due += tick
-        elif due:
+            landed_due += tick * ticks
+        if due:
             game.sent.remove(due[0])
             intervals_only = INTERVALS_ONLY in due[0][2]
             taken = time.perf_counter()

@@ -20,6 +20,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, validates
 
+from app.challenge.models import challenge_not_deleted
 from app.db import (
     Base,
     JSONType,
@@ -156,7 +157,12 @@ class Attempt(Leased, Metered, Base):
         return self.participant_id
 
 
-ATTEMPT_LEASES = LeasedTable(Attempt, waiting=AttemptStatus.QUEUED, running=AttemptStatus.RUNNING)
+ATTEMPT_LEASES = LeasedTable(
+    Attempt,
+    waiting=AttemptStatus.QUEUED,
+    running=AttemptStatus.RUNNING,
+    runnable=challenge_not_deleted(Attempt.challenge_id),
+)
 
 
 class AttemptTask(Base):

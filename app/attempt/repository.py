@@ -28,7 +28,7 @@ from app.attempt.models import (
 )
 from app.attempt.schemas import FailedAttempt, RunRow
 from app.challenge.config import ChallengeState, LimitsConfig
-from app.challenge.models import Challenge
+from app.challenge.models import Challenge, challenge_not_deleted
 from app.db import (
     count_where,
     insert_for,
@@ -87,6 +87,8 @@ _SUBMISSION_TARGET = (
     .where(
         _CHALLENGES.c.tenant_id == bindparam("tenant_id"),
         _CHALLENGES.c.id == bindparam("challenge_id"),
+        # A deleted challenge takes no submission: it is not found (404).
+        _CHALLENGES.c.deleted_at.is_(None),
     )
 )
 
@@ -95,6 +97,9 @@ _IDEMPOTENCY_KEY = ["tenant_id", "idempotency_key"]
 # attempt lists reads entries alone (unscored runs are read by `unscored_*`).
 _ENTRY = Attempt.purpose == RunPurpose.ENTRY
 _NEWEST_FIRST = (Attempt.created_at.desc(), Attempt.id)
+# An attempt of a deleted challenge is read by nobody (404, left out of lists) until the
+# challenge is restored; its challenge's boards and exports are not found either.
+_CHALLENGE_KEPT = challenge_not_deleted(Attempt.challenge_id)
 _INSERT_NEW = {
     "postgresql": postgresql.insert(_ATTEMPTS)
     .on_conflict_do_nothing(index_elements=_IDEMPOTENCY_KEY)
@@ -141,7 +146,10 @@ class AttemptRepository:
         """An entry (an unscored run's id finds none: `unscored`)."""
         return self.session.scalar(
             select(Attempt).where(
-                Attempt.tenant_id == self.tenant_id, Attempt.id == attempt_id, _ENTRY
+                Attempt.tenant_id == self.tenant_id,
+                Attempt.id == attempt_id,
+                _ENTRY,
+                _CHALLENGE_KEPT,
             )
         )
 
@@ -157,6 +165,7 @@ class AttemptRepository:
                 Attempt.tenant_id == self.tenant_id,
                 Attempt.id == attempt_id,
                 Attempt.purpose.in_(purposes),
+                Challenge.deleted_at.is_(None),
             )
         ).first()
         return None if row is None else (row[0], row[1])
@@ -231,7 +240,7 @@ class AttemptRepository:
         participant_id: uuid.UUID | None = None,
         status: str | None = None,
     ) -> tuple[list[Attempt], int]:
-        conditions = [Attempt.tenant_id == self.tenant_id, _ENTRY]
+        conditions = [Attempt.tenant_id == self.tenant_id, _ENTRY, _CHALLENGE_KEPT]
         if challenge_id is not None:
             conditions.append(Attempt.challenge_id == challenge_id)
         if participant_id is not None:
@@ -416,6 +425,7 @@ class AttemptRepository:
                 Attempt.tenant_id == self.tenant_id,
                 Participant.tenant_id == self.tenant_id,
                 Challenge.tenant_id == self.tenant_id,
+                Challenge.deleted_at.is_(None),
                 Attempt.status == AttemptStatus.ERROR,
                 _ENTRY,
             )
@@ -752,6 +762,8 @@ def stuck_queued(session: Session, before: datetime, limit: int) -> list[uuid.UU
         Attempt.id,
         Attempt.status == AttemptStatus.QUEUED,
         Attempt.enqueued_at < before,
+        # A deleted challenge's attempts wait, unsent, until it is restored.
+        _CHALLENGE_KEPT,
         oldest_first=Attempt.enqueued_at,
         limit=limit,
     )

@@ -5,7 +5,17 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, Uuid
+from sqlalchemy import (
+    ColumnElement,
+    ForeignKey,
+    Index,
+    SQLColumnExpression,
+    String,
+    Text,
+    Uuid,
+    exists,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.challenge.config import ChallengeState, LimitsConfig, Visibility
@@ -24,7 +34,18 @@ class Challenge(Base):
     of its kind are its kind's to read (`stored_sections`, then the kind's `parse`)."""
 
     __tablename__ = "challenges"
-    __table_args__ = (UniqueConstraint("tenant_id", "slug"),)
+    __table_args__ = (
+        # A slug names one challenge that is not deleted: a deleted one (kept until purged)
+        # leaves its slug free for a new challenge.
+        Index(
+            "uq_challenges_tenant_id_slug",
+            "tenant_id",
+            "slug",
+            unique=True,
+            postgresql_where=text("deleted_at IS NULL"),
+            sqlite_where=text("deleted_at IS NULL"),
+        ),
+    )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
     tenant_id: Mapped[uuid.UUID] = mapped_column(
@@ -53,6 +74,9 @@ class Challenge(Base):
     # From then until `closes_at`, public boards show what they showed then (app.leaderboard
     # .freeze); null: never frozen.
     freeze_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # Deleted by its tenant's admins: gone from every list, page, board and worker until it is
+    # restored (null again) or purged (the row removed with its data).
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -80,6 +104,13 @@ class Challenge(Base):
     @property
     def strategy(self) -> Strategy:
         return strategy_of(self.scoring)
+
+
+def challenge_not_deleted(challenge_id: SQLColumnExpression[uuid.UUID]) -> ColumnElement[bool]:
+    """Rows (of a table with this challenge id column) whose challenge is not deleted: the
+    claims and sweeps of queued work take only these, so a deleted challenge's work waits,
+    unrun, until it is restored."""
+    return ~exists().where(Challenge.id == challenge_id, Challenge.deleted_at.is_not(None))
 
 
 def strategy_of(scoring: ScoringConfig) -> Strategy:

@@ -1,7 +1,9 @@
 """Whether the models a challenge names can be called by this server's workers, checked when
 the challenge is saved: a model id the policy refuses, an `openai-compatible/` model with no
 base URL, or a provider whose API key the server does not have is a 422 naming the field; and
-a kind's base URL, checked against the outbound policy when its `prepare` runs."""
+a kind's base URL, checked against the outbound policy when its `prepare` runs (a 422 naming
+the field when refused or its name does not exist; a 503 with Retry-After when the resolver
+cannot answer now)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from collections.abc import Iterable
 
 from app.challenge.challenge_kind import NamedModel
 from app.config import get_settings
-from app.errors import ValidationFailed
+from app.errors import ServiceUnavailable, ValidationFailed
 from app.evaluation.model_ids import base_url_problem, model_id_problem
+from app.outbound.addresses import ResolutionFailed
 from app.outbound.policy import OutboundRefused
 from app.outbound.providers import BUILTIN_PROVIDERS
 
@@ -24,7 +27,21 @@ def checked_api_base(api_base: str | None, path: list[str | int]) -> str | None:
         return get_settings().outbound_policy().checked_base(api_base)
     except OutboundRefused as error:
         raise ValidationFailed.at(path, str(error)) from error
+    except ResolutionFailed as error:
+        # The name may well exist: the resolver did not answer (EAI_AGAIN). Neither refused
+        # (a 422 would tell the organizer the URL is wrong) nor saved unchecked (its
+        # addresses were never seen): the same request can be sent again shortly.
+        field = ".".join(str(part) for part in path)
+        raise ServiceUnavailable(
+            f"{field}: {error}; the resolver did not answer, send the request again shortly",
+            details=[{"loc": ["body", *path], "msg": str(error), "type": "resolver_unavailable"}],
+            headers={"Retry-After": str(RESOLVER_RETRY_AFTER_SECONDS)},
+        ) from error
 
+
+# What a save answered 503 because the resolver could not answer asks the client to wait: the
+# system resolver's own timeout (5 s a try) twice.
+RESOLVER_RETRY_AFTER_SECONDS = 10
 
 # The characters that make a model pattern a glob rather than one id.
 _GLOB = frozenset("*?[]!")

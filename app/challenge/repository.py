@@ -21,12 +21,26 @@ from app.tenant.models import Tenant
 # Built once: every challenge-scoped request (leaderboard reads, attempt lists, the challenge
 # itself) looks its challenge up first, and composing the select each time costs more than
 # binding its parameters (SQLAlchemy caches the compiled SQL either way).
+# A deleted challenge is found by no lookup but the ones of its tenant's admins that list,
+# restore or purge deleted challenges (`*_deleted`): every page, board, export and worker reads
+# its challenge through the others.
+_NOT_DELETED = Challenge.deleted_at.is_(None)
+_DELETED = Challenge.deleted_at.is_not(None)
 _BY_ID = select(Challenge).where(
-    Challenge.tenant_id == bindparam("tenant_id"), Challenge.id == bindparam("challenge_id")
+    Challenge.tenant_id == bindparam("tenant_id"),
+    Challenge.id == bindparam("challenge_id"),
+    _NOT_DELETED,
+)
+_DELETED_BY_ID = select(Challenge).where(
+    Challenge.tenant_id == bindparam("tenant_id"),
+    Challenge.id == bindparam("challenge_id"),
+    _DELETED,
 )
 # Its scoring alone, for a worker finishing an attempt (no other section is loaded or parsed).
 _SCORING_BY_ID = select(Challenge.scoring).where(
-    Challenge.tenant_id == bindparam("tenant_id"), Challenge.id == bindparam("challenge_id")
+    Challenge.tenant_id == bindparam("tenant_id"),
+    Challenge.id == bindparam("challenge_id"),
+    _NOT_DELETED,
 )
 # A challenge named by its slug in a tenant's request (app/challenge/reference.py).
 _ID_BY_SLUG = select(Challenge.id).where(
@@ -34,8 +48,10 @@ _ID_BY_SLUG = select(Challenge.id).where(
 )
 _NEWEST_FIRST = (Challenge.created_at.desc(), Challenge.id)
 # On the public lists (the home page, the tenants with public challenges): public and live.
-_LISTED_PUBLICLY = (Challenge.visibility == Visibility.PUBLIC) & (
-    Challenge.state == ChallengeState.LIVE
+_LISTED_PUBLICLY = (
+    (Challenge.visibility == Visibility.PUBLIC)
+    & (Challenge.state == ChallengeState.LIVE)
+    & _NOT_DELETED
 )
 
 
@@ -50,6 +66,19 @@ class ChallengeRepository:
             query, {"tenant_id": self.tenant_id, "challenge_id": challenge_id}
         )
 
+    def get_deleted(self, challenge_id: uuid.UUID) -> Challenge | None:
+        """A deleted challenge of the tenant, locked (restored or purged by the caller)."""
+        return self.session.scalar(
+            _DELETED_BY_ID.with_for_update(),
+            {"tenant_id": self.tenant_id, "challenge_id": challenge_id},
+        )
+
+    def deleted_page(self, *, limit: int, offset: int) -> tuple[list[Challenge], int]:
+        """The tenant's deleted challenges, the latest deleted first."""
+        conditions = [Challenge.tenant_id == self.tenant_id, _DELETED]
+        order = (Challenge.deleted_at.desc(), Challenge.id)
+        return page_where(self.session, Challenge, conditions, order, limit=limit, offset=offset)
+
     def scoring(self, challenge_id: uuid.UUID) -> ScoringConfig | None:
         return self.session.scalar(
             _SCORING_BY_ID, {"tenant_id": self.tenant_id, "challenge_id": challenge_id}
@@ -57,7 +86,9 @@ class ChallengeRepository:
 
     def get_by_slug(self, slug: str) -> Challenge | None:
         return self.session.scalar(
-            select(Challenge).where(Challenge.tenant_id == self.tenant_id, Challenge.slug == slug)
+            select(Challenge).where(
+                Challenge.tenant_id == self.tenant_id, Challenge.slug == slug, _NOT_DELETED
+            )
         )
 
     def id_of_slug(self, slug: str) -> uuid.UUID | None:
@@ -72,7 +103,11 @@ class ChallengeRepository:
         visibility: Visibility | None = None,
         states: Collection[ChallengeState] = (ChallengeState.LIVE,),
     ) -> tuple[list[Challenge], int]:
-        conditions = [Challenge.tenant_id == self.tenant_id, Challenge.state.in_(states)]
+        conditions = [
+            Challenge.tenant_id == self.tenant_id,
+            Challenge.state.in_(states),
+            _NOT_DELETED,
+        ]
         if kind:
             conditions.append(Challenge.kind == kind)
         if visibility:
@@ -84,7 +119,7 @@ class ChallengeRepository:
     def newest(self, *, visibilities: Collection[Visibility] | None, limit: int) -> list[Challenge]:
         """The newest challenges: every one of them for the tenant's admins (no
         `visibilities`), else the live ones of the given visibilities."""
-        query = select(Challenge).where(Challenge.tenant_id == self.tenant_id)
+        query = select(Challenge).where(Challenge.tenant_id == self.tenant_id, _NOT_DELETED)
         if visibilities is not None:
             query = query.where(
                 Challenge.visibility.in_(visibilities), Challenge.state == ChallengeState.LIVE
@@ -111,7 +146,20 @@ class ChallengeRepository:
             return False
         return True
 
-    def delete(self, challenge: Challenge) -> None:
+    def restore(self, challenge: Challenge, slug: str) -> bool:
+        """Makes the deleted challenge not deleted again, under this slug; False when a
+        challenge not deleted has the slug (a race the check missed)."""
+        try:
+            with self.session.begin_nested():
+                challenge.slug = slug
+                challenge.deleted_at = None
+                self.session.flush()
+        except IntegrityError:
+            return False
+        return True
+
+    def purge(self, challenge: Challenge) -> None:
+        """Removes the challenge's row; the database removes its data with it (cascades)."""
         self.session.delete(challenge)
         self.session.flush()
 
@@ -129,6 +177,7 @@ def get_public_challenge(
             Challenge.slug == challenge_slug,
             Challenge.visibility == Visibility.PUBLIC,
             Challenge.state != ChallengeState.DRAFT,
+            _NOT_DELETED,
         )
     )
 

@@ -109,7 +109,8 @@ def patch_challenge(
 def delete_challenge(
     challenge_id: ChallengeIdDep, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> Response:
-    """Delete a challenge with its attempts and leaderboard (tenant admin)."""
+    """Delete a challenge (tenant admin): hidden from everyone, its work not run, its slug free;
+    kept with its data until purged (`/v1/deleted-challenges`)."""
     service.delete_challenge(work.session, caller.tenant_id, challenge_id)
     work.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -207,6 +207,15 @@ class ChallengeRead(ChallengePublic):
     """What a tenant admin sees: everything."""
 
     updated_at: datetime
+    # Set on a deleted challenge only (the list of deleted challenges).
+    deleted_at: datetime | None = None
+
+
+class ChallengeRestore(InputSchema):
+    """Restoring a deleted challenge: under its own slug, or under this one when a challenge
+    took its slug since it was deleted."""
+
+    slug: ChallengeSlug | None = None
 
 
 class ChallengeList(OutputSchema):

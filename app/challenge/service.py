@@ -490,12 +490,59 @@ def set_state(
 
 
 def delete_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> None:
-    """Deletes the challenge with its attempts, trials and leaderboard."""
-    repo = ChallengeRepository(session, tenant_id)
-    challenge = repo.get(challenge_id)
+    """Deletes the challenge, keeping its data until it is purged: from now on no list, page,
+    board, export or submission finds it (404), its queued work waits unrun, and its slug is
+    free for a new challenge. Its tenant's admins can restore it, or purge it."""
+    challenge = ChallengeRepository(session, tenant_id).get(challenge_id, for_update=True)
     if challenge is None:
         raise NotFound("challenge not found")
-    repo.delete(challenge)
+    challenge.deleted_at = utcnow()
+    session.flush()
+
+
+def deleted_challenges(
+    session: Session, tenant_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[list[Challenge], int]:
+    """A page of the tenant's deleted challenges, the latest deleted first."""
+    return ChallengeRepository(session, tenant_id).deleted_page(limit=limit, offset=offset)
+
+
+def _deleted(repo: ChallengeRepository, challenge_id: uuid.UUID) -> Challenge:
+    challenge = repo.get_deleted(challenge_id)
+    if challenge is None:
+        raise NotFound("no deleted challenge with this id")
+    return challenge
+
+
+def deleted_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> Challenge:
+    """One of the tenant's deleted challenges (404 for any other id)."""
+    return _deleted(ChallengeRepository(session, tenant_id), challenge_id)
+
+
+def _slug_taken(slug: str) -> Conflict:
+    message = f"a challenge with slug '{slug}' already exists: restore this one under another slug"
+    return Conflict(message, details=[{"loc": ["body", "slug"], "msg": message, "type": "taken"}])
+
+
+def restore_challenge(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, slug: str | None = None
+) -> Challenge:
+    """Brings a deleted challenge back as it was (its state, attempts, boards; its queued work
+    runs again), under its slug or, when a challenge took that slug meanwhile, the `slug`
+    given (409 otherwise)."""
+    repo = ChallengeRepository(session, tenant_id)
+    challenge = _deleted(repo, challenge_id)
+    slug = slug or challenge.slug
+    if repo.get_by_slug(slug) is not None or not repo.restore(challenge, slug):
+        raise _slug_taken(slug)
+    return challenge
+
+
+def purge_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> None:
+    """Removes a deleted challenge for good, with its attempts, trials and boards (a red-blue
+    challenge's defenses, attacks and matches too)."""
+    repo = ChallengeRepository(session, tenant_id)
+    repo.purge(_deleted(repo, challenge_id))
 
 
 def challenge_view(challenge: Challenge, audience: Audience) -> ChallengeRead | ChallengePublic:
@@ -536,6 +583,7 @@ def to_admin_view(challenge: Challenge) -> ChallengeRead:
             **config_of(challenge).model_dump(mode="json"),
             "scoring": challenge.scoring.model_dump(mode="json"),
             "updated_at": challenge.updated_at,
+            "deleted_at": challenge.deleted_at,
         }
     )
 

@@ -109,12 +109,14 @@ def _operator_policy() -> OutboundPolicy:
     # The outbound policy (asyncio, ssl, idna) loads when a run starts, not with the parser.
     from app.outbound.policy import OutboundPolicy, parse_allowed_bases
     from app.outbound.proxy import ProxySettings
+    from app.outbound.trust import TrustedAuthorities
 
     entries = allowed_api_bases_setting()
     if not isinstance(entries, list):
         raise CliError(f"{ALLOWED_API_BASES} is not a JSON list")
     try:
         proxies = ProxySettings.from_environ(os.environ)
+        TrustedAuthorities.from_environ(os.environ)  # refused now, not at the first call
     except ValueError as error:
         raise CliError(str(error)) from None
     try:

@@ -9,7 +9,7 @@ late never finishes it twice. A row whose lease ran out (its worker died) may be
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -72,6 +72,9 @@ class LeasedTable(Generic[L]):
     model: type[L]
     waiting: StrEnum
     running: StrEnum
+    # Rows a worker may run at all (None: every row): a claim takes, and the sweep re-sends,
+    # only these; the others wait (work of a deleted challenge, until it is restored).
+    runnable: ColumnElement[bool] | None = field(default=None, compare=False)
 
     def expired(self, now: datetime | BindParameter[datetime]) -> ColumnElement[bool]:
         """Held by a worker whose lease ran out (it died, or stopped renewing)."""
@@ -83,8 +86,10 @@ class LeasedTable(Generic[L]):
         model = self.model
         if self.waiting == self.running:
             unheld = or_(model.lease_expires_at.is_(None), model.lease_expires_at < now)
-            return (model.status == self.waiting) & unheld
-        return or_(model.status == self.waiting, self.expired(now))
+            free: ColumnElement[bool] = (model.status == self.waiting) & unheld
+        else:
+            free = or_(model.status == self.waiting, self.expired(now))
+        return free if self.runnable is None else free & self.runnable
 
     def held_by(self, token: uuid.UUID | BindParameter[uuid.UUID]) -> ColumnElement[bool]:
         """Held under this run token (whether or not its lease ran out: until another worker

@@ -167,6 +167,8 @@ def lapsed(
     found = table.claimable(now) if waiting else table.expired(now)
     if also is not None:
         found = or_(found, also)
+    if table.runnable is not None:
+        found = found & table.runnable
     model = table.model
     return lock_some_ids(
         session, model.id, *conditions, found, oldest_first=oldest_first, limit=limit

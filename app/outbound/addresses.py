@@ -76,11 +76,12 @@ def _addresses(infos: Iterable[tuple[object, ...]]) -> list[IPAddress]:
 
 
 def system_resolve(host: str, port: int) -> list[IPAddress]:
-    """Every address the system resolver gives for `host` (blocking)."""
+    """Every address the system resolver gives for `host` (blocking); a temporary resolver
+    failure is a ResolutionFailed, any other a DestinationRefused."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as error:
-        raise DestinationRefused(f"{host} cannot be resolved: {error}") from None
+        raise _resolution_error(host, error) from None
     return _addresses(infos)
 
 
@@ -89,13 +90,15 @@ async def system_resolve_async(host: str, port: int) -> list[IPAddress]:
     ResolutionFailed (retried as a connection error is), any other a DestinationRefused."""
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as error:
-        if error.errno in _TEMPORARY_RESOLVER_ERRORS:
-            raise ResolutionFailed(f"{host} cannot be resolved now: {error}") from None
-        raise DestinationRefused(f"{host} cannot be resolved: {error}") from None
     except (OSError, UnicodeError) as error:
-        raise DestinationRefused(f"{host} cannot be resolved: {error}") from None
+        raise _resolution_error(host, error) from None
     return _addresses(infos)
+
+
+def _resolution_error(host: str, error: OSError | UnicodeError) -> Exception:
+    if isinstance(error, socket.gaierror) and error.errno in _TEMPORARY_RESOLVER_ERRORS:
+        return ResolutionFailed(f"{host} cannot be resolved now: {error}")
+    return DestinationRefused(f"{host} cannot be resolved: {error}")
 
 
 def permitted_addresses(

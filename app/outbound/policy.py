@@ -168,7 +168,8 @@ class OutboundPolicy:
 
     def checked_base(self, api_base: str, resolve: Resolver = system_resolve) -> str:
         """The canonical form of an allowed base URL whose host resolves to permitted
-        addresses now (save time); OutboundRefused otherwise."""
+        addresses now (save time); OutboundRefused otherwise, and ResolutionFailed (not a
+        refusal: another try may succeed) when the resolver cannot answer now."""
         route = self.route(api_base)
         try:
             ip = route.url.ip

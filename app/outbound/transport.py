@@ -27,7 +27,8 @@ Failures keep the class names of the OpenAI API's errors (as litellm's do), so a
 reads the same on both transports: `APIConnectionError` (not reached, or the connection broke;
 retried), `APITimeoutError`, and per status `RateLimitError`, `InternalServerError`, ...
 Certificates are verified against the host name (`SSL_CERT_FILE` / `SSL_CERT_DIR`, else
-certifi's bundle, as httpx does).
+certifi's bundle, as httpx does; a variable naming nothing is an error, not certifi's bundle:
+app.outbound.trust).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ import h11
 from app.outbound.addresses import AsyncResolver, system_resolve_async
 from app.outbound.policy import BaseRoute
 from app.outbound.proxy import Proxy
+from app.outbound.trust import TrustedAuthorities
 from app.outbound.urls import IPAddress
 
 # An idle connection older than this is closed rather than reused: below the 5 s for which
@@ -187,7 +189,7 @@ class GuardedClient:
                 headers.append((b"Proxy-Authorization", proxy.authorization.encode("latin-1")))
         self._headers = headers
         self._tls = (
-            tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+            tls_context(TrustedAuthorities.from_environ(os.environ))
             if url.scheme == "https"
             else None
         )
@@ -461,14 +463,13 @@ class _Stale(Exception):
 
 
 @functools.lru_cache(maxsize=4)
-def tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    """The context httpx would make (the `SSL_CERT_FILE` file or `SSL_CERT_DIR` folder the
-    arguments name, else certifi's bundle), made once per process: loading the certificates
-    takes tens of ms."""
-    if cert_file and os.path.isfile(cert_file):
-        context = ssl.create_default_context(cafile=cert_file)
-    elif cert_dir and os.path.isdir(cert_dir):
-        context = ssl.create_default_context(capath=cert_dir)
+def tls_context(authorities: TrustedAuthorities) -> ssl.SSLContext:
+    """The context httpx would make (the `SSL_CERT_FILE` file or `SSL_CERT_DIR` folder, else
+    certifi's bundle), made once per process: loading the certificates takes tens of ms."""
+    if authorities.cert_file is not None:
+        context = ssl.create_default_context(cafile=authorities.cert_file)
+    elif authorities.cert_dir is not None:
+        context = ssl.create_default_context(capath=authorities.cert_dir)
     else:
         # certifi loads only where the system gives no CA file or folder.
         import certifi

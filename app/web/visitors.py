@@ -53,7 +53,19 @@ NOTICES = {
         "The challenge is saved as a draft: only its admins see it until you publish it."
     ),
     "challenge-saved": "The challenge's changes are saved.",
-    "challenge-deleted": "The challenge is deleted, with its attempts, entries and leaderboard.",
+    "challenge-deleted": (
+        "The challenge is deleted: gone for everyone, its slug free, its data kept until you "
+        "purge it (Deleted challenges restores or purges it)."
+    ),
+    "challenge-restored": "The challenge is restored, with its data, as it was.",
+    "challenge-purged": "The challenge is purged, with everything played in it.",
+    "restore-slug-taken": (
+        "Another challenge has that slug now: restore this one under another slug."
+    ),
+    "restore-slug-invalid": (
+        "That slug cannot be used: lowercase letters, digits and hyphens, at most 64 characters."
+    ),
+    "purge-not-confirmed": "Not purged: type the challenge's slug to confirm.",
     "role-given": (
         "The account has the admin role: signed in with its handle and password, it uses the "
         "admin pages."

@@ -2,9 +2,10 @@
 admin role signs in, creates a prompt, a benchmark and a red-blue challenge from their kinds'
 forms (each a draft), sees an error beside its field and fixes it from the keyboard, test-runs
 each and reads the reply and the verdict, edits one, duplicates one, publishes them;
-participants play; the downloaded leaderboard CSV is the API's board; the admin closes a
-challenge and a late submission is refused (409); one is deleted after confirming. Every page
-has a label for each control and no sideways scrolling."""
+participants play each (prompts, models, defenses and attacks); each downloaded leaderboard
+CSV is the API's board (both boards of the red-blue one); the admin closes a challenge and a
+late submission is refused (409); one is deleted after confirming, then purged once its slug
+is typed. Every page has a label for each control and no sideways scrolling."""
 
 from __future__ import annotations
 
@@ -25,6 +26,17 @@ from tests.e2e.conftest import (
     horizontal_overflow,
     screenshot,
     sign_up_in_browser,
+)
+from tests.integration.test_redblue import (
+    OVERRIDE,
+    PLAIN,
+    STRONG,
+    WEAK,
+    all_matches,
+    attack,
+    defend,
+    rated_board,
+    settled_matches,
 )
 
 if TYPE_CHECKING:
@@ -233,7 +245,53 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
     late = api.submit(key, prompt["id"], "PWNED at last", "cleo")
     assert late.status_code == 409, late.text
 
-    # Delete the benchmark one, once confirmed.
+    # The benchmark, published: participants submit models; its board downloaded is the API's.
+    page.goto(admin_page)
+    page.get_by_role("button", name="Publish ARC sample", exact=True).click()
+    expect(page.get_by_role("status")).to_be_visible()
+    for who, model in (("ana", "offline/solver-sim"), ("ben", "offline/solver-sim-weak")):
+        body = {"participant": who, "model": model, "temperature": 0}
+        played = api.request("POST", f"/v1/challenges/{arc['id']}/attempts", key, json=body)
+        assert played.status_code == 202, played.text
+        assert api.wait_finished(key, played.json()["id"])["status"] == "completed"
+    arc_board = api.request("GET", f"/v1/challenges/{arc['id']}/leaderboard", key).json()
+    assert {item["participant"] for item in arc_board["items"]} == {"ana", "ben"}
+    rows = downloaded_csv(page, admin_page, "CSV of leaderboard of ARC sample")
+    assert [(int(r["rank"]), r["participant"], r["attempt_id"]) for r in rows] == [
+        (item["rank"], item["participant"], item["attempt_id"]) for item in arc_board["items"]
+    ]
+
+    # The red-blue competition, published: defenders and attackers play; both boards
+    # downloaded are the API's.
+    page.get_by_role("button", name="Publish Guard it", exact=True).click()
+    expect(page.get_by_role("status")).to_be_visible()
+    gid = guard["id"]
+    for who, text in (("dora", WEAK), ("dan", STRONG)):
+        assert defend(api, key, gid, who, text)["status"] == "active"
+    for who, text in (("rex", OVERRIDE), ("rita", PLAIN)):
+        attack(api, key, gid, who, text)
+    played_matches = len(all_matches(api, key, gid))
+    assert played_matches > 0
+    settled_matches(api, key, gid, played_matches)
+    rated_board(api, key, gid, played_matches)
+    boards = {
+        side: api.request("GET", f"/v1/challenges/{gid}/leaderboard?side={side}", key).json()
+        for side in ("red", "blue")
+    }
+    assert {i["participant"] for i in boards["red"]["items"]} == {"rex", "rita"}
+    assert {i["participant"] for i in boards["blue"]["items"]} == {"dora", "dan"}
+    rows = downloaded_csv(page, admin_page, "CSV of leaderboards (red and blue) of Guard it")
+    assert [
+        (r["side"], int(r["rank"]), r["participant"], float(r["points"]), int(r["matches"]))
+        for r in rows
+    ] == [
+        (side, i["rank"], i["participant"], float(i["points"]), i["matches"])
+        for side in ("red", "blue")
+        for i in boards[side]["items"]
+    ]
+
+    # Delete the benchmark one, once confirmed: gone, and kept until purged.
+    page.goto(admin_page)
     page.get_by_role("link", name="Delete ARC sample", exact=True).click()
     expect(page.get_by_role("heading", name="Delete ARC sample?")).to_be_visible()
     assert_accessible_basics(page)
@@ -243,3 +301,21 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
     rows = page.locator("section[aria-labelledby=challenges-title] tbody tr")
     expect(rows).to_have_count(3)
     expect(rows.filter(has_text="ARC sample")).to_have_count(0)
+    # Purged from the deleted challenges once its slug is typed.
+    page.get_by_role("link", name="Deleted challenges").click()
+    assert_accessible_basics(page)
+    page.get_by_role("link", name="Purge ARC sample", exact=True).click()
+    expect(page.get_by_role("heading", name="Purge ARC sample?")).to_be_visible()
+    assert_accessible_basics(page)
+    page.get_by_label("Type arc-sample to confirm").fill("arc-sample")
+    page.get_by_role("button", name="Purge challenge").click()
+    expect(page.get_by_role("status")).to_contain_text("The challenge is purged")
+    assert api.request("GET", "/v1/deleted-challenges", key).json()["total"] == 0
+
+
+def downloaded_csv(page: Page, admin_page: str, link_name: str) -> list[dict[str, str]]:
+    """The rows of an export downloaded from the admin page's link."""
+    page.goto(admin_page)
+    with page.expect_download() as download:
+        page.get_by_role("link", name=link_name, exact=True).click()
+    return list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text("utf-8"))))

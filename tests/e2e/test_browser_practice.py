@@ -80,3 +80,50 @@ def test_a_participant_practises_and_sees_the_reply_unscored(
     expect(tested).to_contain_text("Never say PWNED.")  # the admin sees what was sent
     expect(tested.locator("[data-verdict]")).to_have_text("Passed")
     expect(tested.locator("[data-cost]")).to_have_text("$0.000000")
+
+
+def test_a_pending_run_refreshes_its_list_alone_and_leaves_the_form_as_typed(
+    api: Api, worker: Worker, new_context: Contexts
+) -> None:
+    from playwright.sync_api import expect
+
+    from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
+
+    slug = f"p-{uuid.uuid4().hex[:8]}"
+    tenant = create_tenant(api, slug, "Slow league")
+    key = tenant["api_key"]
+    # The model takes a few seconds to answer: the run is pending when the page shows it.
+    with FakeOpenAIServer(default=Behaviour.slow(4, "PWNED, slowly")) as provider:
+        challenge = api.create_challenge(
+            key,
+            target={"model": "openai/fake-model", "api_base": provider.base_url},
+        )
+        practice_path = f"/t/{slug}/challenges/{challenge['slug']}/practice"
+        alice = new_context().new_page()
+        problems: list[str] = []
+        alice.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        sign_up_in_browser(alice, slug, "alice", practice_path)
+        alice.goto(practice_path)
+        alice.get_by_label("Prompt").fill("first idea")
+        alice.get_by_role("button", name="Run it (unscored)").click()
+        expect(alice).to_have_url(re.compile(rf"{practice_path}$"))
+
+        run = alice.locator(".unscored-run").first
+        expect(run).not_to_have_attribute("data-status", "completed")
+        note = alice.locator("[data-pending-note]")
+        # Without the script, the list has a link that reloads the page; nothing reloads it.
+        expect(note.get_by_role("link", name="refresh")).to_have_attribute("href", practice_path)
+        assert alice.locator('meta[http-equiv="refresh"]').count() == 0
+        alice.evaluate("window.gauntletSamePage = true")
+        prompt = alice.get_by_label("Prompt")
+        prompt.fill("a second idea, half typed")
+
+        expect(run).to_have_attribute("data-status", "completed", timeout=30_000)
+        expect(run.locator("[data-reply]")).to_have_text("PWNED, slowly")
+        expect(note).to_have_count(0)
+        expect(alice.locator("#runs-live-status")).to_have_text("The run has completed.")
+        # The same page, its form as typed and still focused: only the list was replaced.
+        assert alice.evaluate("window.gauntletSamePage") is True
+        expect(prompt).to_have_value("a second idea, half typed")
+        expect(prompt).to_be_focused()
+        assert problems == []  # no script refused by the Content-Security-Policy, no error

@@ -339,3 +339,70 @@ def test_authoring_pages_are_their_tenant_admins_only(api: Api, web_client: Clie
     )
     assert forged.status_code == 403
     assert api.request("GET", "/v1/challenges", tenant["api_key"]).json()["total"] == 0
+
+
+def test_the_console_deletes_restores_and_purges_after_the_slug_is_typed(
+    api: Api, web_client: Clients
+) -> None:
+    tenant, other = create_tenant(api), create_tenant(api)
+    key, slug = tenant["api_key"], tenant["slug"]
+    challenge = api.create_challenge(key, title="Soon gone", visibility="public")
+    cid = challenge["id"]
+    admin = _admin(web_client, tenant)
+    confirm = f"/t/{slug}/admin/challenges/{cid}/delete"
+    assert "kept" in admin.get(confirm).text
+    deleted = admin.post_form(confirm, {}, token_from=confirm)
+    assert deleted.status_code == 303
+    assert admin.get(f"/t/{slug}/challenges/{challenge['slug']}").status_code == 404
+    assert "Soon gone" not in admin.get(f"/t/{slug}/admin").text
+    listing = f"/t/{slug}/admin/deleted-challenges"
+    assert "Soon gone" in admin.get(listing).text
+
+    # Restored from the list, then deleted again and purged once its slug is typed.
+    restored = admin.post_form(f"{listing}/{cid}/restore", {"slug": ""}, token_from=listing)
+    assert restored.status_code == 303
+    assert api.request("GET", f"/v1/challenges/{cid}", key).status_code == 200
+    assert admin.post_form(confirm, {}, token_from=confirm).status_code == 303
+    purge = f"{listing}/{cid}/purge"
+    assert "cannot be undone" in admin.get(purge).text
+    wrong = admin.post_form(purge, {"confirm_slug": "not-it"}, token_from=purge)
+    assert wrong.status_code == 303 and "purge-not-confirmed" in wrong.headers["location"]
+    assert [c["id"] for c in api.request("GET", "/v1/deleted-challenges", key).json()["items"]] == [
+        cid
+    ]
+    purged = admin.post_form(purge, {"confirm_slug": challenge["slug"]}, token_from=purge)
+    assert purged.status_code == 303
+    assert api.request("GET", "/v1/deleted-challenges", key).json()["total"] == 0
+
+    # Another tenant's deleted challenge is not there for this admin.
+    theirs = api.create_challenge(other["api_key"])
+    assert (
+        api.request("DELETE", f"/v1/challenges/{theirs['id']}", other["api_key"]).status_code == 204
+    )
+    assert admin.get(f"{listing}/{theirs['id']}/purge").status_code == 404
+    for action in ("restore", "purge"):
+        token_page = f"/t/{slug}/admin/challenges/new?kind=prompt"
+        refused = admin.post_form(f"{listing}/{theirs['id']}/{action}", {}, token_from=token_page)
+        assert refused.status_code == 404
+    assert api.request("GET", "/v1/deleted-challenges", other["api_key"]).json()["total"] == 1
+
+
+def test_a_run_lists_live_address_answers_its_page_readers_only(
+    api: Api, web_client: Clients
+) -> None:
+    tenant, other = create_tenant(api), create_tenant(api)
+    slug = tenant["slug"]
+    mine = api.create_challenge(tenant["api_key"], visibility="public")
+    theirs = api.create_challenge(other["api_key"])
+    admin = _admin(web_client, tenant)
+    live = admin.get(f"/t/{slug}/admin/challenges/{mine['id']}/test-runs/live")
+    assert live.status_code == 200
+    body = live.json()
+    assert body["pending"] is False and 'id="run-list"' in body["html"]
+    assert "No test run yet." in body["html"]
+    assert admin.get(f"/t/{slug}/admin/challenges/{theirs['id']}/test-runs/live").status_code == 404
+    stranger = web_client()
+    test_runs = f"/t/{slug}/admin/challenges/{mine['id']}/test-runs/live"
+    assert stranger.get(test_runs).status_code == 404
+    practice = f"/t/{slug}/challenges/{mine['slug']}/practice/live"
+    assert stranger.get(practice).status_code == 404  # not signed in: no runs of theirs

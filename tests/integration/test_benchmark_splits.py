@@ -63,7 +63,7 @@ def test_a_split_challenge_shows_participants_the_public_part_only_until_the_clo
     cid = challenge["id"]
     # Which tasks are private is the organizer's: participants' reads leave out the seed.
     public_view = api.request("GET", f"/v1/challenges/{cid}", member).json()
-    assert public_view["split"] == {"public_fraction": 0.5}
+    assert public_view["split"] == {"public_fraction": 0.5, "final_submissions": 2}
     submitted = api.request(
         "POST",
         f"/v1/challenges/{cid}/attempts",

@@ -4,6 +4,7 @@ error at once, saying why."""
 
 from __future__ import annotations
 
+import socket
 import uuid
 from typing import Any
 
@@ -85,6 +86,60 @@ def test_a_model_whose_provider_has_no_key_is_refused_when_saved_naming_its_fiel
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     accepted = api.request("POST", "/v1/challenges", tenant["api_key"], json=body)
     assert accepted.status_code == 201, accepted.text
+
+
+class FlakyResolver:
+    """The system resolver as the API process sees it, for allowed.example.com (an allowed
+    base in the test settings): failing as told, else answering a public address; every
+    other name goes to the real resolver (the test's own connections)."""
+
+    def __init__(self) -> None:
+        self.failure: socket.gaierror | None = None
+        self.real = socket.getaddrinfo
+
+    def __call__(self, host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "allowed.example.com":
+            return self.real(host, port, *args, **kwargs)
+        if self.failure is not None:
+            raise self.failure
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", port))]
+
+
+def test_a_base_url_the_resolver_cannot_check_now_is_a_503_to_retry_and_saves_nothing(
+    api: Api, tenant: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resolver = FlakyResolver()
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
+    body = prompt_body(
+        target={"model": "openai/fake-model", "api_base": "http://allowed.example.com/v1"}
+    )
+
+    resolver.failure = socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+    response = api.request("POST", "/v1/challenges", tenant["api_key"], json=body)
+    assert response.status_code == 503, response.text
+    assert response.headers["Retry-After"] == "10"
+    error = response.json()["error"]
+    assert error["code"] == "unavailable"
+    assert error["message"].startswith(
+        "target.api_base: allowed.example.com cannot be resolved now"
+    )
+    assert error["details"][0]["loc"] == ["body", "target", "api_base"]
+    listed = api.request("GET", "/v1/challenges", tenant["api_key"]).json()["items"]
+    assert body["slug"] not in [challenge["slug"] for challenge in listed]
+
+    # A name that does not exist is the organizer's to fix: a 422 naming the field.
+    resolver.failure = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    response = api.request("POST", "/v1/challenges", tenant["api_key"], json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["message"].startswith(
+        "target.api_base: allowed.example.com cannot be resolved:"
+    )
+
+    # The same request, sent again once the resolver answers, is saved.
+    resolver.failure = None
+    accepted = api.request("POST", "/v1/challenges", tenant["api_key"], json=body)
+    assert accepted.status_code == 201, accepted.text
+    assert accepted.json()["target"]["api_base"] == "http://allowed.example.com/v1"
 
 
 def test_models_that_need_no_provider_key_are_accepted(

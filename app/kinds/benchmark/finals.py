@@ -17,18 +17,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.attempt.metrics import SEALED_MEASURES
-from app.attempt.models import Attempt, AttemptStatus, RunPurpose
-from app.auth.subjects import TenantKey
+from app.attempt.models import AttemptStatus, RunPurpose
+from app.attempt.schemas import AttemptRead
+from app.attempt.service import find_attempt
+from app.auth.subjects import Audience, SignedInParticipant, TenantKey, TenantSubject
 from app.challenge.models import Challenge
 from app.challenge.service import config_of, get_challenge, sealed_shown
-from app.db import insert_for, utcnow
+from app.db import utcnow
 from app.errors import Conflict, Forbidden, NotFound
+from app.kinds.benchmark import repository
 from app.kinds.benchmark.config import BenchmarkConfig, SplitConfig
-from app.kinds.benchmark.models import FinalMark
 from app.kinds.benchmark.schemas import FinalMarks, PrivateBoard, PrivateBoardItem
 from app.tenant.models import Participant
 from app.tenant.service import handle_of, handles
@@ -43,33 +44,17 @@ def _split_of(challenge: Challenge) -> SplitConfig:
     return config.split
 
 
-def _marked(
-    session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
-) -> list[uuid.UUID]:
-    return list(
-        session.scalars(
-            select(FinalMark.attempt_id)
-            .where(
-                FinalMark.challenge_id == challenge_id, FinalMark.participant_id == participant_id
-            )
-            .order_by(FinalMark.marked_at, FinalMark.attempt_id)
-        )
-    )
-
-
 def mark_final(
-    work: UnitOfWork, reader: TenantKey, attempt_id: uuid.UUID, *, final: bool
+    work: UnitOfWork, reader: TenantSubject, attempt_id: uuid.UUID, *, final: bool
 ) -> FinalMarks:
     """Marks (or unmarks) a completed submission final, before the close: 409 past the
     challenge's number of final submissions, after the close, or for an attempt that did not
     complete; 404 for a challenge without a private part."""
     session = work.session
-    attempt = session.get(Attempt, attempt_id)
-    if (
-        attempt is None
-        or attempt.tenant_id != reader.tenant_id
-        or attempt.purpose is not RunPurpose.ENTRY
-    ):
+    attempt = find_attempt(session, reader.tenant_id, attempt_id)
+    if attempt is None or attempt.purpose is not RunPurpose.ENTRY:
+        raise NotFound("attempt not found")
+    if isinstance(reader, SignedInParticipant) and attempt.participant_id != reader.participant_id:
         raise NotFound("attempt not found")
     challenge = get_challenge(session, reader.tenant_id, attempt.challenge_id)
     split = _split_of(challenge)
@@ -78,33 +63,20 @@ def mark_final(
     participant_id = attempt.participant_id
     if participant_id is None or attempt.baseline:
         raise Conflict("a baseline is not a participant's submission: it cannot be final")
-    # One participant's marks change one at a time (their row is the lock).
-    session.execute(
-        select(Participant.id).where(Participant.id == participant_id).with_for_update()
-    )
-    marked = _marked(session, challenge.id, participant_id)
+    repository.lock_participant(session, participant_id)
+    marked = repository.marked(session, challenge.id, participant_id)
     if final and attempt.id not in marked:
         if attempt.status is not AttemptStatus.COMPLETED:
             raise Conflict("only a completed submission can be final")
         if len(marked) >= split.final_submissions:
             raise Conflict(f"at most {split.final_submissions} final submissions: unmark one first")
-        session.execute(
-            insert_for(session)(FinalMark)
-            .values(
-                attempt_id=attempt.id,
-                tenant_id=reader.tenant_id,
-                challenge_id=challenge.id,
-                participant_id=participant_id,
-                marked_at=utcnow(),
-            )
-            .on_conflict_do_nothing(index_elements=["attempt_id"])
-        )
+        repository.mark(session, attempt, participant_id)
     elif not final:
-        session.execute(delete(FinalMark).where(FinalMark.attempt_id == attempt.id))
+        repository.unmark(session, attempt.id)
     return FinalMarks(
         challenge_id=challenge.id,
         participant=handle_of(session, reader.tenant_id, participant_id),
-        attempt_ids=_marked(session, challenge.id, participant_id),
+        attempt_ids=repository.marked(session, challenge.id, participant_id),
         max_final=split.final_submissions,
     )
 
@@ -153,30 +125,20 @@ def counted(
 
 
 def private_board(
-    session: Session, reader: TenantKey, challenge_id: uuid.UUID, *, limit: int, offset: int
+    session: Session,
+    challenge: Challenge,
+    audience: Audience,
+    *,
+    limit: int,
+    offset: int,
 ) -> PrivateBoard:
-    """The private board: 403 before the close for everyone but the tenant's admins."""
-    challenge = get_challenge(session, reader.tenant_id, challenge_id)
+    """The challenge's private board: 403 before the close for everyone but the tenant's
+    admins."""
     split = _split_of(challenge)
-    if not sealed_shown(challenge.closes_at, reader.audience):
+    if not sealed_shown(challenge.closes_at, audience):
         raise Forbidden("the private board is revealed when the challenge closes")
-    rows = session.execute(
-        select(
-            Attempt.id,
-            Attempt.participant_id,
-            Attempt.baseline,
-            Attempt.created_at,
-            Attempt.metrics,
-            Attempt.cost_usd,
-            Attempt.kind_metrics,
-        ).where(
-            Attempt.tenant_id == reader.tenant_id,
-            Attempt.challenge_id == challenge.id,
-            Attempt.purpose == RunPurpose.ENTRY,
-            Attempt.status == AttemptStatus.COMPLETED,
-            Attempt.participant_id.is_not(None),
-        )
-    ).tuples()
+    tenant_id = challenge.tenant_id
+    rows = repository.completed_entries(session, tenant_id, challenge.id)
     by_participant: dict[uuid.UUID, list[Entry]] = defaultdict(list)
     for attempt_id, participant_id, baseline, created_at, metrics, cost, own in rows:
         assert participant_id is not None
@@ -192,15 +154,13 @@ def private_board(
                 private=private if isinstance(private, dict) else {},
             )
         )
-    marked = set(
-        session.scalars(select(FinalMark.attempt_id).where(FinalMark.challenge_id == challenge.id))
-    )
+    marked = repository.marked_at_challenge(session, challenge.id)
     best = [
         counted(entries, marked, split.final_submissions) for entries in by_participant.values()
     ]
     best.sort(key=lambda pair: (-(_private_score(pair[0]) or float("-inf")), pair[0].created_at))
     participants = [_private_score(entry) for entry, _ in best if not entry.baseline]
-    named = handles(session, reader.tenant_id, [entry.participant_id for entry, _ in best])
+    named = handles(session, tenant_id, [entry.participant_id for entry, _ in best])
     items = []
     for entry, is_final in best:
         score = _private_score(entry)
@@ -225,6 +185,41 @@ def private_board(
     )
 
 
+def read_private_board(
+    session: Session, reader: TenantKey, challenge_id: uuid.UUID, *, limit: int, offset: int
+) -> PrivateBoard:
+    challenge = get_challenge(session, reader.tenant_id, challenge_id)
+    return private_board(session, challenge, reader.audience, limit=limit, offset=offset)
+
+
+@dataclass(frozen=True)
+class FinalState:
+    """What an attempt's page says of its final mark."""
+
+    marked: bool
+    marks: int
+    max_final: int
+    # Before the close, and the attempt completed: it can be marked or unmarked.
+    changeable: bool
+
+
+def final_state(session: Session, challenge: Challenge, attempt: AttemptRead) -> FinalState | None:
+    """The attempt's final mark on a split challenge (None on any other challenge)."""
+    config = config_of(challenge)
+    if not isinstance(config, BenchmarkConfig) or config.split is None:
+        return None
+    if attempt.participant_id is None or attempt.baseline:
+        return None
+    marked = repository.marked(session, challenge.id, attempt.participant_id)
+    closed = challenge.closes_at is not None and utcnow() >= challenge.closes_at
+    return FinalState(
+        marked=attempt.id in marked,
+        marks=len(marked),
+        max_final=config.split.final_submissions,
+        changeable=not closed and attempt.status is AttemptStatus.COMPLETED,
+    )
+
+
 def final_marks(
     session: Session, reader: TenantKey, challenge_id: uuid.UUID, participant: Participant
 ) -> FinalMarks:
@@ -233,6 +228,6 @@ def final_marks(
     return FinalMarks(
         challenge_id=challenge.id,
         participant=participant.handle,
-        attempt_ids=_marked(session, challenge.id, participant.id),
+        attempt_ids=repository.marked(session, challenge.id, participant.id),
         max_final=split.final_submissions,
     )

@@ -73,4 +73,4 @@ def get_private_leaderboard(
 ) -> PrivateBoard:
     """The private board of a split benchmark challenge: each participant's best counted
     submission on the private part (their final ones, or their best by the public part)."""
-    return finals.private_board(session, caller, challenge_id, limit=limit, offset=offset)
+    return finals.read_private_board(session, caller, challenge_id, limit=limit, offset=offset)

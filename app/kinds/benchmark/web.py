@@ -9,21 +9,25 @@ import logging
 import math
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
+from fastapi import APIRouter
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app.attempt import service as attempt_service
 from app.attempt.schemas import AttemptCreate, AttemptRead, RunRow
+from app.auth.subjects import Audience
 from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
+from app.challenge.service import sealed_shown
 from app.evaluation.benchmark import Benchmark, select_tasks
 from app.evaluation.offline import OFFLINE_MODELS
 from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec
+from app.kinds.benchmark.finals import FinalState, final_state
 from app.kinds.benchmark.schemas import BenchmarkSubmission
 from app.kinds.benchmark.split import public_count
 from app.scoring.measures import AttemptMetrics
@@ -305,6 +309,8 @@ class BenchmarkFacts:
     custom_server: bool
     # A split challenge: how many of its tasks are public ("5 of 10"), else None.
     public_part: str | None = None
+    # Its private board's address, relative to the challenge page, once revealed.
+    private_board: str | None = None
 
 
 def _public_part(config: BenchmarkConfig, tasks: int | None) -> str | None:
@@ -470,6 +476,8 @@ class AttemptDetails:
     tasks_total: int
     tasks_page: int
     tasks_pages: int
+    # On a split challenge: whether it is marked final, and whether that can change now.
+    final: FinalState | None = None
 
 
 class BenchmarkPages(WebKind):
@@ -506,7 +514,19 @@ class BenchmarkPages(WebKind):
         )
 
     def facts(self, challenge: Challenge, config: KindConfig) -> Any:
-        return benchmark_facts(_config(config))
+        facts = benchmark_facts(_config(config))
+        if facts.public_part is not None and sealed_shown(
+            challenge.closes_at, Audience.PARTICIPANT
+        ):
+            # The challenge page links its private board once it is revealed.
+            facts = replace(facts, private_board=f"{challenge.slug}/private-leaderboard")
+        return facts
+
+    def web_routers(self) -> Sequence[APIRouter]:
+        # Final marks and the private board's page load with the web UI's routes.
+        from app.kinds.benchmark.pages import router
+
+        return (router,)
 
     def form(
         self,
@@ -605,4 +625,5 @@ class BenchmarkPages(WebKind):
             tasks_total=total,
             tasks_page=page_number,
             tasks_pages=max(1, math.ceil(total / TASKS_PAGE_SIZE)),
+            final=final_state(session, challenge, card.view),
         )

@@ -29,6 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.challenge.models import challenge_not_deleted
 from app.db import Base, JSONType, ProducedJSON, ProducedText, StrEnumColumn, UTCDateTime, new_id
 from app.lease.models import Leased, LeasedTable, Metered
 
@@ -211,10 +212,19 @@ class Match(Leased, Metered, Base):
     board_seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
 
 
+# A deleted challenge's self-tests and matches wait, unrun, until it is restored.
 SELF_TEST_LEASES = LeasedTable(
-    Defense, waiting=DefenseStatus.PENDING, running=DefenseStatus.PENDING
+    Defense,
+    waiting=DefenseStatus.PENDING,
+    running=DefenseStatus.PENDING,
+    runnable=challenge_not_deleted(Defense.challenge_id),
 )
-MATCH_LEASES = LeasedTable(Match, waiting=MatchStatus.QUEUED, running=MatchStatus.RUNNING)
+MATCH_LEASES = LeasedTable(
+    Match,
+    waiting=MatchStatus.QUEUED,
+    running=MatchStatus.RUNNING,
+    runnable=challenge_not_deleted(Match.challenge_id),
+)
 
 
 class _RatingColumns:

@@ -32,7 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
-from app.challenge.models import Challenge
+from app.challenge.models import Challenge, challenge_not_deleted
 from app.db import count_where, insert_for, lock_some_ids, page_where, take_write_lock
 from app.kinds.red_blue.match_result import JudgedMatch, MatchResult
 from app.kinds.red_blue.models import (
@@ -201,16 +201,28 @@ class RedBlueRepository:
 
     def defense(self, defense_id: uuid.UUID) -> Defense | None:
         return self.session.scalar(
-            select(Defense).where(Defense.tenant_id == self.tenant_id, Defense.id == defense_id)
+            select(Defense).where(
+                Defense.tenant_id == self.tenant_id,
+                Defense.id == defense_id,
+                challenge_not_deleted(Defense.challenge_id),
+            )
         )
 
     def attack(self, attack_id: uuid.UUID) -> Attack | None:
         return self.session.scalar(
-            select(Attack).where(Attack.tenant_id == self.tenant_id, Attack.id == attack_id)
+            select(Attack).where(
+                Attack.tenant_id == self.tenant_id,
+                Attack.id == attack_id,
+                challenge_not_deleted(Attack.challenge_id),
+            )
         )
 
     def match(self, match_id: uuid.UUID, *, for_update: bool = False) -> Match | None:
-        query = select(Match).where(Match.tenant_id == self.tenant_id, Match.id == match_id)
+        query = select(Match).where(
+            Match.tenant_id == self.tenant_id,
+            Match.id == match_id,
+            challenge_not_deleted(Match.challenge_id),
+        )
         if for_update:
             query = query.with_for_update()
         return self.session.scalar(query)
@@ -443,7 +455,11 @@ class RedBlueRepository:
         rows = self.session.execute(
             select(Match, Challenge.title)
             .join(Challenge, Challenge.id == Match.challenge_id)
-            .where(Match.tenant_id == self.tenant_id, Match.status == MatchStatus.ERROR)
+            .where(
+                Match.tenant_id == self.tenant_id,
+                Match.status == MatchStatus.ERROR,
+                Challenge.deleted_at.is_(None),
+            )
             .order_by(Match.finished_at.desc(), Match.id)
             .limit(limit)
         )
@@ -472,7 +488,9 @@ class RedBlueRepository:
 
 
 def get_challenge(session: Session, challenge_id: uuid.UUID) -> Challenge | None:
-    return session.get(Challenge, challenge_id)
+    """The challenge, unless it is gone or deleted (its work waits until it is restored)."""
+    challenge = session.get(Challenge, challenge_id)
+    return None if challenge is None or challenge.deleted_at is not None else challenge
 
 
 def claim_defense(
@@ -599,7 +617,11 @@ def finish_match(
 def challenge_version(session: Session, challenge_id: uuid.UUID) -> datetime | None:
     """When the challenge was last changed (None: it is gone): its parsed configuration can
     be reused while this stays the same."""
-    return session.scalar(select(Challenge.updated_at).where(Challenge.id == challenge_id))
+    return session.scalar(
+        select(Challenge.updated_at).where(
+            Challenge.id == challenge_id, Challenge.deleted_at.is_(None)
+        )
+    )
 
 
 # Pairing
@@ -813,10 +835,11 @@ def claim_board(
             Board.intervals_seconds,
             Board.recompute_seconds,
         )
-        .where(Board.challenge_id == challenge_id)
+        .where(Board.challenge_id == challenge_id, challenge_not_deleted(Board.challenge_id))
         .with_for_update()
     ).first()
     if board is None:
+        # No board, or its challenge is deleted: its flags stay for after a restore.
         return None
     dirty, generation, landed, rated, intervals, due, refresh_seconds, recompute_seconds = board
     refresh = intervals < landed and (due is None or due <= now)
@@ -1313,6 +1336,7 @@ def stuck_attacks(session: Session, resent_before: datetime, limit: int) -> list
         Attack.id,
         Attack.paired_at.is_(None),
         Attack.enqueued_at < resent_before,
+        challenge_not_deleted(Attack.challenge_id),
         oldest_first=Attack.enqueued_at,
         limit=limit,
     )
@@ -1333,6 +1357,8 @@ def stuck_boards(session: Session, before: datetime, limit: int) -> list[uuid.UU
             & (Board.intervals_seq < Board.rated_seq)
             & (Board.intervals_due_at < before),
         ),
+        # A deleted challenge's board stays as it is until the challenge is restored.
+        challenge_not_deleted(Board.challenge_id),
         limit=limit,
     )
 

@@ -47,7 +47,7 @@ from app.web.admin import service
 from app.web.challenges.router import form_fields
 from app.web.forms import error_field
 from app.web.rendering import HtmlRoute, not_found, page, redirect
-from app.web.run_forms import run_body, run_fields
+from app.web.run_forms import RunListing, run_body, run_fields, run_list_response
 from app.web.visitors import CsrfField, ListPage, pages_of, require_csrf, tenant_url, visitor
 from app.web.visitors import notice as notice_text
 from app.web.web_kind import WebKind
@@ -466,6 +466,22 @@ _CHALLENGE_ACTIONS: dict[str, tuple[ChallengeChange, str]] = {
 TEST_RUNS_SHOWN = 10
 
 
+def _test_run_listing(session: Session, visit: AdminVisit, challenge_id: uuid.UUID) -> RunListing:
+    try:
+        runs = unscored.list_test_runs(
+            session, visit.access.subject, challenge_id, limit=TEST_RUNS_SHOWN, offset=0
+        )
+    except NotFound:
+        raise not_found() from None
+    return RunListing(
+        title="Latest test runs",
+        runs=runs.items,
+        total=runs.total,
+        empty_text="No test run yet.",
+        page_url=tenant_url(visit.tenant, f"admin/challenges/{challenge_id}/test-runs"),
+    )
+
+
 def _test_runs_page(
     request: Request,
     session: Session,
@@ -477,16 +493,12 @@ def _test_runs_page(
     error_in: str | None = None,
     status_code: int = 200,
 ) -> Response:
-    web, tenant, participant, access = visit
+    web, tenant, participant, _ = visit
     try:
         challenge = challenges.get_challenge(session, tenant.id, challenge_id)
-        runs = unscored.list_test_runs(
-            session, access.subject, challenge_id, limit=TEST_RUNS_SHOWN, offset=0
-        )
     except NotFound:
         raise not_found() from None
     fields = run_fields(challenge.kind)
-    unfinished = any(not run.status.finished for run in runs.items)
     return page(
         request,
         web,
@@ -510,11 +522,7 @@ def _test_runs_page(
         error=error,
         error_in=error_in,
         button="Start a test run",
-        runs_title="Latest test runs",
-        runs=runs.items,
-        total=runs.total,
-        empty_text="No test run yet.",
-        refresh_seconds=2 if unfinished else None,
+        listing=_test_run_listing(session, visit, challenge_id),
         back_url=tenant_url(tenant, "admin"),
         back_text="Back to the admin page",
     )
@@ -524,12 +532,24 @@ def _test_runs_page(
 def admin_test_runs(
     tenant_slug: str, challenge_id: uuid.UUID, request: Request, session: SessionDep
 ) -> Response:
-    """A challenge's test runs, newest first, with the form that starts one; the page
-    reloads itself while one is unfinished."""
+    """A challenge's test runs, newest first, with the form that starts one; while one is
+    unfinished, the page's script refreshes the list alone."""
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
     return _test_runs_page(request, session, visit, challenge_id)
+
+
+@router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/test-runs/live")
+def admin_test_runs_live(
+    tenant_slug: str, challenge_id: uuid.UUID, request: Request, session: SessionDep
+) -> Response:
+    """The test-run list alone, for the page's script while a run is pending (404 without
+    admin access)."""
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        raise not_found()
+    return run_list_response(request, visit.web, _test_run_listing(session, visit, challenge_id))
 
 
 @router.post("/t/{tenant_slug}/admin/challenges/{challenge_id}/test-runs")

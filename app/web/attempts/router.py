@@ -51,7 +51,7 @@ def attempt_page(
         strategy=strategy_text(challenge),
         card=card,
         details=details,
-        detail_page={"attempt_url": attempt_url},
+        detail_page={"attempt_url": attempt_url, "csrf_token": web.csrf_token},
         attempt_url=attempt_url,
         base_url=challenge_url(tenant, challenge),
     )

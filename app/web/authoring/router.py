@@ -1,6 +1,7 @@
 """The tenant admin's challenge authoring pages, beside the admin page's: a new challenge (its
 kind chosen first, then its form; it starts as a draft), a challenge's form to edit it, a copy
-of one (a new slug, a draft), and its deletion after a confirmation. Each form is its kind's
+of one (a new slug, a draft), its deletion after a confirmation, and the deleted challenges
+(kept until purged: restored, or purged after a second confirmation). Each form is its kind's
 (`app.web.authoring.service`) and goes to the service functions the REST API calls; a
 refused form comes back with each error beside its field, in the API's words."""
 
@@ -10,7 +11,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Form, Request
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
@@ -18,8 +20,9 @@ from app.challenge import service as challenges
 from app.challenge.config import ChallengeState
 from app.challenge.models import Challenge
 from app.challenge.registry import KindNotFound
+from app.challenge.schemas import ChallengeRestore
 from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import NotFound
+from app.errors import Conflict, NotFound
 from app.tenant.models import Participant, Tenant
 from app.web import auth
 from app.web.admin.router import admin_form, admin_page_visit
@@ -27,6 +30,7 @@ from app.web.authoring import service
 from app.web.rendering import HtmlRoute, not_found, page, redirect
 from app.web.schema_form import Problem, placed
 from app.web.visitors import CsrfField, tenant_url
+from app.web.visitors import notice as notice_text
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
@@ -251,7 +255,8 @@ def save_challenge(
 def confirm_delete(
     tenant_slug: str, challenge_id: uuid.UUID, request: Request, session: SessionDep
 ) -> Response:
-    """What deleting the challenge removes, and the button that does it."""
+    """What deleting the challenge does (hides it, keeps its data until purged), and the
+    button that does it."""
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
@@ -278,7 +283,7 @@ def delete_challenge(
     work: UnitOfWorkDep,
     csrf_token: CsrfField = "",
 ) -> Response:
-    """Deletes the challenge with its attempts, entries and leaderboard, as the API does."""
+    """Deletes the challenge, keeping its data until purged, as the API does."""
     session = work.session
     web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
     try:
@@ -287,3 +292,112 @@ def delete_challenge(
         raise not_found() from None
     work.commit()
     return redirect(request, web, tenant_url(tenant, "admin?notice=challenge-deleted"))
+
+
+# At most this many deleted challenges are listed, the latest deleted first (a purge makes
+# room for older ones).
+DELETED_LISTED = 200
+
+
+@router.get("/t/{tenant_slug}/admin/deleted-challenges")
+def deleted_challenges(
+    tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
+) -> Response:
+    """The tenant's deleted challenges, each with a restore form and a purge link."""
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        return visit
+    web, tenant, participant, _ = visit
+    rows, total = challenges.deleted_challenges(session, tenant.id, limit=DELETED_LISTED, offset=0)
+    return page(
+        request,
+        web,
+        "admin_deleted_challenges.html",
+        admin_page=True,
+        title=f"Deleted challenges · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        deleted=rows,
+        total=total,
+        notice=notice_text(notice),
+    )
+
+
+def _deleted_url(tenant: Tenant, notice: str) -> str:
+    return tenant_url(tenant, f"admin/deleted-challenges?notice={notice}")
+
+
+@router.post("/t/{tenant_slug}/admin/deleted-challenges/{challenge_id}/restore")
+def restore_challenge(
+    tenant_slug: str,
+    challenge_id: uuid.UUID,
+    request: Request,
+    work: UnitOfWorkDep,
+    csrf_token: CsrfField = "",
+    slug: Annotated[str, Form()] = "",
+) -> Response:
+    """Restores the deleted challenge as the API does: under its slug, or the one typed when
+    another challenge took its slug meanwhile."""
+    session = work.session
+    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
+    try:
+        new_slug = ChallengeRestore.model_validate({"slug": slug.strip() or None}).slug
+    except ValidationError:
+        return redirect(request, web, _deleted_url(tenant, "restore-slug-invalid"))
+    try:
+        challenges.restore_challenge(session, access.subject.tenant_id, challenge_id, new_slug)
+    except NotFound:
+        raise not_found() from None
+    except Conflict:
+        work.rollback()
+        return redirect(request, web, _deleted_url(tenant, "restore-slug-taken"))
+    work.commit()
+    return redirect(request, web, tenant_url(tenant, "admin?notice=challenge-restored"))
+
+
+@router.get("/t/{tenant_slug}/admin/deleted-challenges/{challenge_id}/purge")
+def confirm_purge(
+    tenant_slug: str, challenge_id: uuid.UUID, request: Request, session: SessionDep
+) -> Response:
+    """What purging removes for good, and the form that does it once the slug is typed."""
+    visit = admin_page_visit(request, session, tenant_slug)
+    if isinstance(visit, Response):
+        return visit
+    web, tenant, participant, _ = visit
+    try:
+        challenge = challenges.deleted_challenge(session, tenant.id, challenge_id)
+    except NotFound:
+        raise not_found() from None
+    return page(
+        request,
+        web,
+        "admin_challenge_purge.html",
+        admin_page=True,
+        title=f"Purge {challenge.title} · {tenant.name}",
+        tenant=tenant,
+        participant=participant,
+        challenge=challenge,
+    )
+
+
+@router.post("/t/{tenant_slug}/admin/deleted-challenges/{challenge_id}/purge")
+def purge_challenge(
+    tenant_slug: str,
+    challenge_id: uuid.UUID,
+    request: Request,
+    work: UnitOfWorkDep,
+    csrf_token: CsrfField = "",
+    confirm_slug: Annotated[str, Form()] = "",
+) -> Response:
+    """Purges the deleted challenge, as the API does, once its slug is typed to confirm."""
+    session = work.session
+    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
+    try:
+        challenge = challenges.deleted_challenge(session, access.subject.tenant_id, challenge_id)
+    except NotFound:
+        raise not_found() from None
+    if confirm_slug.strip() != challenge.slug:
+        return redirect(request, web, _deleted_url(tenant, "purge-not-confirmed"))
+    challenges.purge_challenge(session, access.subject.tenant_id, challenge_id)
+    work.commit()
+    return redirect(request, web, _deleted_url(tenant, "challenge-purged"))

@@ -46,7 +46,7 @@ from app.web.rendering import (
     redirect,
     render_macro,
 )
-from app.web.run_forms import run_body, run_fields
+from app.web.run_forms import RunListing, run_body, run_fields, run_list_response
 from app.web.visitors import (
     ListPage,
     PageNumber,
@@ -344,6 +344,30 @@ def live(
 PRACTICE_RUNS_SHOWN = 10
 
 
+def _practice_listing(session: Session, visit: Visitor, challenge: Challenge) -> RunListing:
+    """The participant's practice runs (none for a visitor not signed in)."""
+    tenant, participant = visit.tenant, visit.participant
+    runs: list[UnscoredRunRead] = []
+    total = 0
+    if participant is not None:
+        listed = unscored.list_practice(
+            session,
+            tenants.as_subject(participant),
+            challenge.id,
+            None,
+            limit=PRACTICE_RUNS_SHOWN,
+            offset=0,
+        )
+        runs, total = listed.items, listed.total
+    return RunListing(
+        title="Your practice runs",
+        runs=runs,
+        total=total,
+        empty_text="No practice runs yet.",
+        page_url=challenge_url(tenant, challenge, "/practice"),
+    )
+
+
 def _practice_page(
     request: Request,
     session: Session,
@@ -358,18 +382,12 @@ def _practice_page(
     web, tenant, participant = visit
     fields = run_fields(challenge.kind)
     status = challenge_status(challenge)
-    runs: list[UnscoredRunRead] = []
-    total = 0
     quota = None
     closed_reason = None
     if participant is None:
         closed_reason = f"Sign in with an account of {tenant.name} to practise."
     else:
         subject = tenants.as_subject(participant)
-        listed = unscored.list_practice(
-            session, subject, challenge.id, None, limit=PRACTICE_RUNS_SHOWN, offset=0
-        )
-        runs, total = listed.items, listed.total
         quota = unscored.practice_left(session, subject, challenge.id, None)
         if not fields:
             closed_reason = "This kind of challenge has no practice runs."
@@ -378,7 +396,6 @@ def _practice_page(
         elif quota.max_practice_per_day == 0:
             closed_reason = "This challenge has no practice runs."
     base = challenge_url(tenant, challenge)
-    unfinished = any(not run.status.finished for run in runs)
     return page(
         request,
         web,
@@ -401,11 +418,7 @@ def _practice_page(
         error=error,
         error_in=error_in,
         button="Run it (unscored)",
-        runs_title="Your practice runs",
-        runs=runs,
-        total=total,
-        empty_text="No practice runs yet.",
-        refresh_seconds=2 if unfinished else None,
+        listing=_practice_listing(session, visit, challenge),
         back_url=base,
         back_text="Back to the challenge",
     )
@@ -415,11 +428,24 @@ def _practice_page(
 def practice_page(
     tenant_slug: str, challenge_slug: str, request: Request, session: SessionDep
 ) -> Response:
-    """The participant's practice runs with the form that starts one; the page reloads
-    itself while one is unfinished."""
+    """The participant's practice runs with the form that starts one; while one is
+    unfinished, the page's script refreshes the list alone."""
     visit = visitor(request, session, tenant_slug)
     challenge = visible_challenge(session, visit, challenge_slug)
     return _practice_page(request, session, visit, challenge)
+
+
+@router.get("/t/{tenant_slug}/challenges/{challenge_slug}/practice/live")
+def practice_live(
+    tenant_slug: str, challenge_slug: str, request: Request, session: SessionDep
+) -> Response:
+    """The participant's practice-run list alone, for the page's script while a run is
+    pending."""
+    visit = visitor(request, session, tenant_slug)
+    challenge = visible_challenge(session, visit, challenge_slug)
+    if visit.participant is None:
+        raise not_found()
+    return run_list_response(request, visit.web, _practice_listing(session, visit, challenge))
 
 
 @router.post("/t/{tenant_slug}/challenges/{challenge_slug}/practice")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import os
+import socket
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from app.evaluation.llm import LLMClient
 from app.evaluation.types import InfrastructureError, Message, ModelSpec, RetryPolicy
 from app.outbound import transport
-from app.outbound.addresses import IPAddress, non_public_reason
+from app.outbound.addresses import IPAddress, ResolutionFailed, non_public_reason
 from app.outbound.policy import OutboundPolicy, OutboundRefused, parse_allowed_bases
 from app.outbound.providers import ProviderPolicy, bundled_catalog, model_id_problem
 from tests.fixtures.fake_openai import FakeOpenAIServer
@@ -124,6 +125,41 @@ def test_unresolvable_hosts_are_refused_at_save_time() -> None:
 
     with pytest.raises(OutboundRefused, match="no address"):
         checked.checked_base("http://models.example.com/v1", resolve=nothing)
+
+
+@pytest.mark.parametrize(
+    ("failure", "raised"),
+    [
+        (
+            socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution"),
+            ResolutionFailed,
+        ),
+        (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), OutboundRefused),
+    ],
+    ids=["resolver-cannot-answer-now", "no-such-name"],
+)
+def test_a_name_that_does_not_exist_is_refused_at_save_time_but_a_resolver_failure_is_not(
+    monkeypatch: pytest.MonkeyPatch, failure: socket.gaierror, raised: type[Exception]
+) -> None:
+    def system_resolver(host: str, *_: object, **__: object) -> object:
+        assert host == "models.example.com"
+        raise failure
+
+    monkeypatch.setattr(socket, "getaddrinfo", system_resolver)
+    with pytest.raises(raised, match=r"models\.example\.com cannot be resolved") as caught:
+        policy("http://models.example.com/v1").checked_base("http://models.example.com/v1")
+    # A temporary failure is no refusal: another try may succeed.
+    assert isinstance(caught.value, OutboundRefused) == (raised is OutboundRefused)
+
+
+def test_a_resolver_failure_passes_through_the_save_time_check() -> None:
+    def unavailable(host: str, port: int) -> list[IPAddress]:
+        raise ResolutionFailed(f"{host} cannot be resolved now")
+
+    with pytest.raises(ResolutionFailed):
+        policy("http://models.example.com/v1").checked_base(
+            "http://models.example.com/v1", resolve=unavailable
+        )
 
 
 def test_private_destinations_need_the_operator_to_name_them() -> None:

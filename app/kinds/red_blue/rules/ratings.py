@@ -35,23 +35,27 @@ accuracy it took 1.2 to 2 times the passes (bench/README.md, "Red-blue ratings")
 
 The intervals. Matches are resampled with replacement (`resamples` times, from a seeded
 generator), and each resample's prior is centred on a draw from the prior itself (per
-participant, less the draws' mean: the scale's level is fixed); each resample's ratings are
-the full fit moved by one Newton step on the resample's objective, using the full fit's
-Hessian (the one-step bootstrap of Moulton and Zeger, 1991, with the prior randomised as in
-randomize-then-optimize): the step's linear systems, all resamples at once, are solved by
-scipy's conjugate gradient. The resamples then spread as the posterior under the prior does
-(in its Laplace approximation: H⁻¹ (C + λP) H⁻¹ ≈ H⁻¹, a unit test pins it); matches
-alone spread only as far as the matches say, so a participant whose rating the prior mostly
-makes (few matches) got an interval far narrower than its uncertainty, and 95 % intervals
-held the true strength 69 % of the time at 4 matches a participant (bench/README.md,
-"Red-blue interval coverage": now 93-95 % from 4 to 200 matches a participant). Refitting
-every resample exactly costs a full optimisation each, 20 to 40 times as long at 100,000
-matches. The interval is the rating ± 1.96 standard deviations of a participant's resampled
-ratings (the resamples are close to normal, and a standard deviation of 100 of them is a
-steadier estimate than their tail percentiles, which lie inside the truth on average).
-Matches are put in a canonical order first (participants by name, then the outcome), so the
-same matches and seed give the same figures in whatever order they come, and a tally draws
-exactly the resamples the list of matches would.
+participant, less the draws' mean: the scale's level is fixed), as randomize-then-optimize
+does: the resamples' optima then spread as the posterior under the prior does. Each resample
+is refitted exactly: Newton's method on its own objective, all resamples at once (their linear
+systems stacked and solved by scipy's conjugate gradient, each preconditioned by its own
+diagonal, with a backtracking line search per resample), started from the one-step resample
+(the full fit moved by one Newton step with the full fit's Hessian: the one-step bootstrap of
+Moulton and Zeger, 1991), until each one's step is under 1e-3 logits, 2 to 5 steps. Above
+REFIT_PAIRS distinct pairs the one-step resample is the resample: about an eighth of the cost,
+but it spreads as the posterior's Laplace approximation does (H⁻¹ (C + λP) H⁻¹ ≈ H⁻¹, a unit
+test pins it), which cuts the long tail of a participant who wins or loses nearly everything:
+where true strengths spread as widely as the prior, its 95 % intervals held the truth 88.7 to
+94.1 % of the time, the exact refits' 93.4 to 95.0 % (bench/README.md, "Red-blue interval
+coverage"). Matches resampled alone, without the prior draws, spread only as far as the
+matches say: a participant whose rating the prior mostly makes (few matches) got an interval
+far narrower than its uncertainty, and 95 % intervals held the true strength 69 % of the time
+at 4 matches a participant. The interval is the rating ± 1.96 standard deviations of a
+participant's resampled ratings (a standard deviation of 100 resamples is a steadier estimate
+than their tail percentiles, which lie inside the truth on average). Matches are put in a
+canonical order first (participants by name, then the outcome), so the same matches and seed
+give the same figures in whatever order they come, and a tally draws exactly the resamples
+the list of matches would.
 
 Between two bootstraps (they cost more than a fit; the service runs them at a bounded rate),
 `provisional_bounds` keeps each participant's last interval around its moved rating, and gives
@@ -66,7 +70,7 @@ told apart share a rank.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, NamedTuple, Protocol, TypeVar
 
@@ -112,6 +116,20 @@ _NEWTON_STEPS: Final = 100
 # A Newton step's linear system is solved only as far as the step needs (an inexact Newton
 # method): to this fraction of the gradient's size, or tighter as the optimum nears.
 _NEWTON_FORCING: Final = 0.1
+# Up to this many distinct (red, blue) pairs each resample is refitted exactly; above, moved by
+# one Newton step: at 100,000 pairs (10,000 participants, 20 matches each) the exact refits of
+# 100 resamples took 3.3 s of CPU against 0.4 s, less than the one-step takes at a million
+# matches, so no interval refresh costs more than the largest boards' did (bench/README.md,
+# "Red-blue interval coverage").
+REFIT_PAIRS: Final = 100_000
+# The refits: each resample's Newton steps until its largest is under this many logits (0.2
+# rating points; that step taken, every strength was within 2e-4 logits, 0.03 points, of a
+# 1e-7 refit's), their linear systems solved to this relative residual.
+_REFIT_TOLERANCE: Final = 1e-3
+_REFIT_FORCING: Final = 0.1
+# Resamples are refitted in blocks of at most this many (pair, resample) entries, so that the
+# refits' arrays stay near 16 MB each on the largest boards.
+_REFIT_BLOCK_ENTRIES: Final = 2_000_000
 # Names of participants become indices; a pair's key is red index * _KEY_BASE + blue index.
 _KEY_BASE: Final = 1 << 32
 
@@ -530,31 +548,90 @@ def bootstrap_bounds(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     prior_draws: bool = True,
+    refit: bool | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """Each player's 95 % interval in logits: its strength ± WALD_Z standard deviations of its
     resampled strengths, each resample with its prior's centre drawn from the prior too. The
     same matches and seed give the same figures however the tally grew.
 
-    Not the resamples' 2.5th and 97.5th percentiles: a one-step resample is linear in its
-    gradient, a sum of many draws, so the resamples are close to normal and their standard
-    deviation says all their tails would, while a tail percentile of 100 resamples is noisy
-    and lies inside the true one on average; percentiles covered 92.3-92.7 % where this
-    covers 93.9-94.6 % (bench/README.md, "Red-blue interval coverage"). `prior_draws=False`
-    is the method before both changes (matches alone, percentiles), which
-    bench/redblue_coverage.py compares."""
+    Each resample is refitted exactly (`refit` True) or moved by one Newton step from the full
+    fit (False); None, the service's choice: exact refits up to REFIT_PAIRS distinct pairs, the
+    one-step above. The one-step resamples spread as the posterior's Laplace approximation
+    does, which cuts the long tail of a participant who wins or loses nearly everything: where
+    true strengths spread as widely as the prior, its intervals held the truth 88.7-94.1 % of
+    the time, the exact refits' 93.4-95.0 % (bench/README.md, "Red-blue interval coverage"),
+    at about eight times the cost, which is why the largest boards keep the one-step.
+
+    Not the resamples' 2.5th and 97.5th percentiles: a tail percentile of 100 resamples is
+    noisy and lies inside the true one on average, where their standard deviation is steady;
+    percentiles covered 92.3-92.7 % where this covers 93.9-94.6 % (one-step; with exact
+    refits, percentiles cover 1-1.5 points less too). `prior_draws=False` is the method before both
+    changes (one-step, matches alone, percentiles), which bench/redblue_coverage.py
+    compares."""
     if resamples < 2:
         raise ValueError("resamples must be at least 2")
     canonical, order = tally.canonical()
-    resampled = _bootstrap(canonical, strength[order], resamples, seed, prior_draws)
-    low, high = np.empty(tally.players), np.empty(tally.players)
-    if prior_draws:
-        half_width = WALD_Z * resampled.std(axis=1, ddof=1)
-        low[order], high[order] = strength[order] - half_width, strength[order] + half_width
-        return low, high
-    low[order], high[order] = np.percentile(resampled, _PLAIN_PERCENTILES, axis=1)
-    # Where every resample is alike (a single match) the interval is the strength itself, give
-    # or take rounding; it is always kept around the strength.
-    return np.minimum(low, strength), np.maximum(high, strength)
+    if not prior_draws:
+        resampled = _bootstrap(canonical, strength[order], resamples, seed, prior_draws=False)
+        low, high = np.empty(tally.players), np.empty(tally.players)
+        low[order], high[order] = np.percentile(resampled, _PLAIN_PERCENTILES, axis=1)
+        # Where every resample is alike (a single match) the interval is the strength itself,
+        # give or take rounding; it is always kept around the strength.
+        return np.minimum(low, strength), np.maximum(high, strength)
+    if refit is None:
+        refit = tally.pairs <= REFIT_PAIRS
+    if refit:
+        resampled = _refit_bootstrap(canonical, strength[order], resamples, seed)
+    else:
+        resampled = _bootstrap(canonical, strength[order], resamples, seed, prior_draws=True)
+    half_width = np.empty(tally.players)
+    half_width[order] = WALD_Z * resampled.std(axis=1, ddof=1)
+    return strength - half_width, strength + half_width
+
+
+class _Cells(NamedTuple):
+    """A canonical tally's matches as cells, a pair's losses or its wins: a cell's matches are
+    alike, so resampling draws match positions and counts them per cell."""
+
+    red: IntArray  # each cell's red player
+    blue: IntArray  # and blue one
+    won: FloatArray  # 1.0 where red won the cell's matches
+    pair: IntArray  # each cell's pair
+    of_position: IntArray  # the cell of each match position, in the canonical order of matches
+
+
+def _cells(tally: Tally) -> _Cells:
+    red, blue = tally.player_pairs()
+    counts = np.stack([tally.pair_matches - tally.pair_wins, tally.pair_wins], axis=1)
+    counts = np.rint(counts.ravel()).astype(np.int64)
+    occupied = counts > 0
+    counts = counts[occupied]
+    return _Cells(
+        red=np.repeat(red, 2)[occupied],
+        blue=np.repeat(blue, 2)[occupied],
+        won=np.tile(np.array([0.0, 1.0]), tally.pairs)[occupied],
+        pair=np.repeat(np.arange(tally.pairs), 2)[occupied],
+        of_position=np.repeat(np.arange(len(counts)), counts),
+    )
+
+
+def _drawn_cells(cells: _Cells, resamples: int, seed: int) -> Iterator[IntArray]:
+    """Per resample, how many of its matches fall in each cell (matches drawn with
+    replacement, as many as there are)."""
+    count, size = len(cells.of_position), len(cells.red)
+    generator = np.random.default_rng(seed)
+    for _ in range(resamples):
+        yield np.bincount(
+            cells.of_position[generator.integers(0, count, size=count)], minlength=size
+        )
+
+
+def _prior_draws(players: int, resamples: int, seed: int) -> FloatArray:
+    """Per resample, each player's standard normal draw for its prior's centre, less the
+    draws' mean. From a generator of its own, so the matches drawn stay the same."""
+    prior = np.random.default_rng([seed, 1]).standard_normal((players, resamples))
+    centred: FloatArray = prior - prior.mean(axis=0)
+    return centred
 
 
 def _bootstrap(
@@ -564,31 +641,15 @@ def _bootstrap(
     its matches in order are each pair's (in key order) losses, then its wins, exactly the
     order of the list of matches sorted by red name, blue name and outcome."""
     players = tally.players
-    red, blue = tally.player_pairs()
-    count = tally.matches
-    # A cell is a pair's losses or its wins: its matches are alike. Resampling draws match
-    # positions; a position's cell is all that matters.
-    cell_counts = np.stack([tally.pair_matches - tally.pair_wins, tally.pair_wins], axis=1)
-    cell_counts = np.rint(cell_counts.ravel()).astype(np.int64)
-    cell_won = np.tile(np.array([0.0, 1.0]), tally.pairs)
-    cell_red, cell_blue = np.repeat(red, 2), np.repeat(blue, 2)
-    occupied = cell_counts > 0
-    cell_counts, cell_won = cell_counts[occupied], cell_won[occupied]
-    cell_red, cell_blue = cell_red[occupied], cell_blue[occupied]
-    cells = len(cell_counts)
-    cell_of_position = np.repeat(np.arange(cells), cell_counts)
+    cells = _cells(tally)
     # Each match's gradient of the (unpenalised) objective: +residual for red, -residual for
     # blue. The full data's sum, plus the prior's pull, is zero at the fit.
-    residual = expit(strength[cell_red] - strength[cell_blue]) - cell_won
-    generator = np.random.default_rng(seed)
+    residual = expit(strength[cells.red] - strength[cells.blue]) - cells.won
     gradients = np.empty((players, resamples))
-    for column in range(resamples):
-        drawn = np.bincount(
-            cell_of_position[generator.integers(0, count, size=count)], minlength=cells
-        )
+    for column, drawn in enumerate(_drawn_cells(cells, resamples, seed)):
         weighted = drawn * residual
-        gradients[:, column] = np.bincount(cell_red, weighted, players) - np.bincount(
-            cell_blue, weighted, players
+        gradients[:, column] = np.bincount(cells.red, weighted, players) - np.bincount(
+            cells.blue, weighted, players
         )
     gradients += PRIOR_PRECISION * strength[:, None]
     if prior_draws:
@@ -599,15 +660,19 @@ def _bootstrap(
         # makes, got an interval far narrower than its uncertainty; with the prior drawn too,
         # the resamples spread as the posterior does (bench/README.md, "Red-blue interval
         # coverage"). Less their mean: the scale's level is fixed (ratings average 1000), so a
-        # shift of everyone alike is no uncertainty of anyone's rating. From a generator of
-        # its own, so the matches drawn stay the same.
-        prior = np.random.default_rng([seed, 1]).standard_normal((players, resamples))
-        gradients += math.sqrt(PRIOR_PRECISION) * (prior - prior.mean(axis=0))
+        # shift of everyone alike is no uncertainty of anyone's rating.
+        gradients += math.sqrt(PRIOR_PRECISION) * _prior_draws(players, resamples, seed)
 
-    hessian = _hessian(tally, strength)
+    steps = _solve_each(_hessian(tally, strength), gradients, _CG_RELATIVE_TOLERANCE)
+    resampled: FloatArray = strength[:, None] - steps
+    return resampled
+
+
+def _solve_each(hessian: sparse.csr_array, right: FloatArray, rtol: float) -> FloatArray:
+    """hessian⁻¹ · each column of `right`, all columns at once by conjugate gradients."""
     inverse_diagonal = 1.0 / hessian.diagonal()
-    shape = (players, resamples)
-    size = players * resamples
+    shape = right.shape
+    size = right.size
     stacked = LinearOperator(
         (size, size),
         matvec=lambda vector: (hessian @ vector.reshape(shape)).ravel(),
@@ -618,13 +683,162 @@ def _bootstrap(
         matvec=lambda vector: (inverse_diagonal[:, None] * vector.reshape(shape)).ravel(),
         dtype=np.float64,
     )
-    steps, status = cg(
-        stacked, gradients.ravel(), M=jacobi, rtol=_CG_RELATIVE_TOLERANCE, atol=0.0, maxiter=10_000
-    )
+    solved, status = cg(stacked, right.ravel(), M=jacobi, rtol=rtol, atol=0.0, maxiter=10_000)
     if status != 0:
         raise RatingFitError(f"bootstrap linear solve did not converge (status {status})")
-    resampled: FloatArray = strength[:, None] - steps.reshape(shape)
-    return resampled
+    result: FloatArray = solved.reshape(shape)
+    return result
+
+
+def _refit_bootstrap(tally: Tally, strength: FloatArray, resamples: int, seed: int) -> FloatArray:
+    """Resampled strengths, one column per resample, each the optimum of its resample's
+    objective (the matches and prior draws of `_bootstrap` with prior draws, exactly), by
+    Newton's method from the one-step resamples, resamples in blocks of a bounded size: until
+    each one's Newton step is under _REFIT_TOLERANCE logits, a resample stopping when its own
+    is."""
+    players, pairs = tally.players, tally.pairs
+    red, blue = tally.player_pairs()
+    cells = _cells(tally)
+    to_pairs = sparse.csr_array(
+        (np.ones(len(cells.pair)), (cells.pair, np.arange(len(cells.pair)))),
+        shape=(pairs, len(cells.pair)),
+    )
+    incidence = sparse.csr_array(
+        (
+            np.concatenate([np.ones(pairs), -np.ones(pairs)]),
+            (np.tile(np.arange(pairs), 2), np.concatenate([red, blue])),
+        ),
+        shape=(pairs, players),
+    )
+    refit = _Refit(incidence, _hessian(tally, strength), strength)
+    # Each resample's prior is centred on a draw from the prior (randomize-then-optimize):
+    # the one-step's √PRIOR_PRECISION · z in the gradient is the centre -z / √PRIOR_PRECISION.
+    centres = -_prior_draws(players, resamples, seed) / math.sqrt(PRIOR_PRECISION)
+    block = max(1, min(resamples, _REFIT_BLOCK_ENTRIES // max(pairs, 1)))
+    drawn = np.empty((len(cells.red), block))
+    result = np.empty((players, resamples))
+    first = 0
+    for column, counts in enumerate(_drawn_cells(cells, resamples, seed)):
+        drawn[:, column - first] = counts
+        if column - first + 1 == block or column == resamples - 1:
+            taken = drawn[:, : column - first + 1]
+            result[:, first : column + 1] = refit.optima(
+                to_pairs @ taken,
+                to_pairs @ (taken * cells.won[:, None]),
+                centres[:, first : column + 1],
+            )
+            first = column + 1
+    return result
+
+
+class _Refit:
+    """Newton's method on many resamples' objectives at once: each resample a column of pair
+    match counts and red wins, and its prior's centre."""
+
+    def __init__(
+        self, incidence: sparse.csr_array, full_hessian: sparse.csr_array, strength: FloatArray
+    ) -> None:
+        self.incidence = incidence  # pairs x players: +1 at the pair's red, -1 at its blue
+        self.across = incidence.T.tocsr()
+        self.touching = abs(self.across)  # per player, the pairs it plays in
+        self.full_hessian = full_hessian
+        self.strength = strength
+
+    def optima(self, matches: FloatArray, wins: FloatArray, centres: FloatArray) -> FloatArray:
+        def objective(
+            theta: FloatArray, columns: IntArray | slice
+        ) -> tuple[FloatArray, FloatArray, FloatArray]:
+            """Per column of theta (the resamples `columns`): the penalised negative
+            log-likelihood, its gradient, and each pair's Hessian weight."""
+            held, won = matches[:, columns], wins[:, columns]
+            from_centre = theta - centres[:, columns]
+            difference = self.incidence @ theta
+            probability = expit(difference)
+            # -log P(the pair's outcome) = held · softplus(d) - won · d, softplus(d) being
+            # d - log expit(d): one logarithm of what is already there (accurate, since expit
+            # is), where softplus itself costs three passes. log expit(d) is d itself once
+            # expit underflows (d below -745).
+            with np.errstate(divide="ignore"):
+                log_chance = np.log(probability)
+            log_chance = np.where(probability > 0.0, log_chance, difference)
+            values = ((held - won) * difference - held * log_chance).sum(axis=0)
+            values += 0.5 * PRIOR_PRECISION * (from_centre**2).sum(axis=0)
+            gradient = self.across @ (held * probability - won) + PRIOR_PRECISION * from_centre
+            return values, gradient, held * probability * (1.0 - probability)
+
+        columns = matches.shape[1]
+        # The one-step resamples (a Newton step with the full fit's Hessian) start each
+        # resample nearer its optimum than the full fit does, cheaply: the full fit's chances
+        # are every resample's there, and its Hessian's products cost a pass over the pairs,
+        # not over pairs x resamples.
+        chance = expit(self.incidence @ self.strength)[:, None]
+        gradient = self.across @ (matches * chance - wins) + PRIOR_PRECISION * (
+            self.strength[:, None] - centres
+        )
+        theta = self.strength[:, None] - _solve_each(self.full_hessian, gradient, _REFIT_FORCING)
+        result = theta.copy()
+        active = np.arange(columns)
+        values, gradient, weight = objective(theta, slice(None))
+        for _step in range(_NEWTON_STEPS):
+            step = self._newton_steps(weight, gradient)
+            done = np.abs(step).max(axis=0) <= _REFIT_TOLERANCE
+            # Newton's step is the distance to the optimum once this near: taken, it lands
+            # within the tolerance.
+            result[:, active[done]] = theta[:, done] + step[:, done]
+            going = ~done
+            active, theta, step = active[going], theta[:, going], step[:, going]
+            values, gradient, weight = values[going], gradient[:, going], weight[:, going]
+            if not len(active):
+                return result
+            # Backtracking (Armijo), per resample, as in `fit_strengths`.
+            slope = (gradient * step).sum(axis=0)
+            length = np.ones(len(active))
+            pending = np.ones(len(active), dtype=bool)
+            while pending.any():
+                trial = theta[:, pending] + length[pending] * step[:, pending]
+                trial_values, trial_gradient, trial_weight = objective(trial, active[pending])
+                accepted = trial_values <= (
+                    values[pending]
+                    + 1e-4 * length[pending] * slope[pending]
+                    + 1e-12 * np.abs(values[pending])
+                )
+                update = np.flatnonzero(pending)[accepted]
+                theta[:, update] = trial[:, accepted]
+                values[update] = trial_values[accepted]
+                gradient[:, update] = trial_gradient[:, accepted]
+                weight[:, update] = trial_weight[:, accepted]
+                pending[update] = False
+                length[pending] /= 2
+                if (length[pending] < 1e-12).any():
+                    raise RatingFitError("a resample's refit: the line search found no decrease")
+        raise RatingFitError(f"the resamples' refits did not converge in {_NEWTON_STEPS} steps")
+
+    def _newton_steps(self, weight: FloatArray, gradient: FloatArray) -> FloatArray:
+        """Each column's Newton step: its own Hessian (pair weights `weight`, the prior)
+        solved against minus its gradient, to the relative residual _REFIT_FORCING (an inexact
+        Newton step), all columns at once, preconditioned by each one's own diagonal."""
+        shape, size = gradient.shape, gradient.size
+        inverse_diagonal = 1.0 / (self.touching @ weight + PRIOR_PRECISION)
+        hessian = LinearOperator(
+            (size, size),
+            matvec=lambda vector: (
+                self.across @ (weight * (self.incidence @ vector.reshape(shape)))
+                + PRIOR_PRECISION * vector.reshape(shape)
+            ).ravel(),
+            dtype=np.float64,
+        )
+        jacobi = LinearOperator(
+            (size, size),
+            matvec=lambda vector: (inverse_diagonal * vector.reshape(shape)).ravel(),
+            dtype=np.float64,
+        )
+        step, status = cg(
+            hessian, -gradient.ravel(), M=jacobi, rtol=_REFIT_FORCING, atol=0.0, maxiter=10_000
+        )
+        if status != 0:
+            raise RatingFitError(f"a resample's Newton step did not converge (status {status})")
+        result: FloatArray = step.reshape(shape)
+        return result
 
 
 def provisional_bounds(

@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy import optimize
 
+from app.kinds.red_blue.rules import ratings
 from app.kinds.red_blue.rules.ratings import (
     POINTS_PER_LOGIT,
     PRIOR_PRECISION,
@@ -17,12 +20,17 @@ from app.kinds.red_blue.rules.ratings import (
     STRENGTH_TOLERANCE,
     WALD_Z,
     Fit,
+    FloatArray,
     MatchOutcome,
     PairResults,
     ParticipantRating,
     Ratings,
     Tally,
     _bootstrap,
+    _cells,
+    _drawn_cells,
+    _prior_draws,
+    _refit_bootstrap,
     bootstrap_bounds,
     compute_ratings,
     fit_strengths,
@@ -159,15 +167,33 @@ def test_a_single_match_moves_ratings_a_little_from_the_centre() -> None:
     assert alice.rating - RATING_CENTRE == pytest.approx(RATING_CENTRE - bob.rating)
     assert (alice.matches, alice.wins, bob.matches, bob.wins) == (1, 1, 1, 0)
     assert alice.rank == bob.rank == 1
-    # Every resample of one match is that match: the spread is the prior's alone, as the
-    # posterior's (Laplace) variance along alice - bob says: λ / 2 / (λ + 2w)² per player.
+    # Every resample of one match is that match: the spread is the prior draws' alone, through
+    # each resample's exact refit. Along d = alice - bob (alice + bob stays 0), a resample's d
+    # minimises softplus(-d) + λ/4 (d - m)², m its prior centres' difference, N(0, 2/λ): alice's
+    # spread is that of d/2 over m (by quadrature), wider than the posterior's Laplace
+    # approximation (λ / 2 / (λ + 2w)², w the match's weight), which the one-step follows.
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    centres = nodes * math.sqrt(2 / PRIOR_PRECISION)
+    optima = np.array(
+        [
+            optimize.brentq(
+                lambda d, m=m: -1 / (1 + math.exp(d)) + PRIOR_PRECISION / 2 * (d - m), -50, 50
+            )
+            for m in centres
+        ]
+    )
+    share = weights / weights.sum()
+    deviation = math.sqrt(share @ (optima / 2) ** 2 - (share @ (optima / 2)) ** 2)
+    expected = 2 * WALD_Z * deviation * POINTS_PER_LOGIT
     fit = fit_strengths(Tally.of([MatchOutcome("alice", "bob", True)]))
     chance = 1.0 / (1.0 + math.exp(fit.strength[1] - fit.strength[0]))
     weight = chance * (1.0 - chance)
-    deviation = math.sqrt(PRIOR_PRECISION / 2) / (PRIOR_PRECISION + 2 * weight)
-    expected = 2 * WALD_Z * deviation * POINTS_PER_LOGIT
+    laplace = math.sqrt(PRIOR_PRECISION / 2) / (PRIOR_PRECISION + 2 * weight)
+    assert expected > 1.05 * 2 * WALD_Z * laplace * POINTS_PER_LOGIT
     assert alice.rating_low < alice.rating < alice.rating_high
-    assert alice.rating_high - alice.rating_low == pytest.approx(expected, rel=0.25)
+    # 2,000 resamples: their standard deviation within a few per cent.
+    many = compute_ratings([MatchOutcome("alice", "bob", True)], resamples=2000).red[0]
+    assert many.rating_high - many.rating_low == pytest.approx(expected, rel=0.08)
 
 
 def _one_step_covariance(tally: Tally, strength: np.ndarray, prior: bool) -> np.ndarray:
@@ -215,6 +241,87 @@ def test_resamples_spread_as_the_matches_and_the_prior_say(prior: bool) -> None:
     # 4,000 resamples: a variance within a few per cent; 15 % is far from the prior's share.
     assert np.diag(np.cov(resampled)) == pytest.approx(np.diag(expected), rel=0.15)
     assert np.cov(resampled) == pytest.approx(expected, abs=0.15 * np.diag(expected).max())
+
+
+def _resample_objective(
+    canonical: Tally, column: int, resamples: int, seed: int
+) -> tuple[Callable[[FloatArray], tuple[float, FloatArray]], int]:
+    """Resample `column`'s penalised negative log-likelihood and gradient, written out match
+    by match from its drawn matches and its prior's centre."""
+    cells = _cells(canonical)
+    drawn = list(_drawn_cells(cells, resamples, seed))[column]
+    centre = -_prior_draws(canonical.players, resamples, seed)[:, column]
+    centre /= math.sqrt(PRIOR_PRECISION)
+
+    def objective(theta: FloatArray) -> tuple[float, FloatArray]:
+        value = 0.5 * PRIOR_PRECISION * float((theta - centre) @ (theta - centre))
+        gradient = PRIOR_PRECISION * (theta - centre)
+        for cell in range(len(drawn)):
+            red, blue, won = cells.red[cell], cells.blue[cell], cells.won[cell]
+            difference = theta[red] - theta[blue]
+            value += drawn[cell] * (math.log1p(math.exp(difference)) - won * difference)
+            residual = drawn[cell] * (1 / (1 + math.exp(-difference)) - won)
+            gradient[red] += residual
+            gradient[blue] -= residual
+        return value, gradient
+
+    return objective, canonical.players
+
+
+def test_each_refitted_resample_is_the_optimum_of_its_own_matches_and_prior() -> None:
+    red = {"r0": 2.5, "r1": 0.0, "r2": -1.0}
+    blue = {"b0": -2.0, "b1": 0.5}
+    canonical, _order = Tally.of(_synthetic(red, blue, 30, seed=2)).canonical()
+    strength = fit_strengths(canonical).strength
+    resampled = _refit_bootstrap(canonical, strength, 20, 3)
+    for column in (0, 7, 19):
+        objective, players = _resample_objective(canonical, column, 20, 3)
+        found = optimize.minimize(
+            objective, np.zeros(players), jac=True, method="BFGS", options={"gtol": 1e-9}
+        )
+        assert np.abs(found.jac).max() < 1e-6
+        assert resampled[:, column] == pytest.approx(found.x, abs=1e-4)
+        assert np.abs(objective(resampled[:, column])[1]).max() < 1e-4
+    # And not the full fit's strengths, nor the one-step's.
+    one_step = _bootstrap(canonical, strength, 20, 3, prior_draws=True)
+    assert np.abs(resampled - one_step).max() > 0.05
+
+
+def test_refits_follow_the_long_tail_of_one_who_wins_nearly_everything() -> None:
+    # r0 won all its 7 matches: its posterior is skewed, with a long tail upwards that one
+    # Newton step from the fit (linear in the resample) cuts.
+    red = {"r0": 4.0, "r1": 0.5, "r2": -0.5, "r3": 0.0}
+    blue = {f"b{index}": 0.3 * index - 0.6 for index in range(5)}
+    tally = Tally.of(_synthetic(red, blue, 40, seed=6))
+    strength = fit_strengths(tally).strength
+    exact_low, exact_high = bootstrap_bounds(tally, strength, resamples=400, seed=1, refit=True)
+    step_low, step_high = bootstrap_bounds(tally, strength, resamples=400, seed=1, refit=False)
+    champion = tally.red_number("r0")
+    assert champion is not None
+    assert tally.played()[champion] == tally.wins()[champion] == 7
+    assert exact_high[champion] - exact_low[champion] > 1.1 * (
+        step_high[champion] - step_low[champion]
+    )
+    assert np.all((exact_low < strength) & (strength < exact_high))
+    # Where every pair is well matched and played often, the two agree.
+    even = Tally.of(_synthetic({"r0": 0.2, "r1": -0.2}, {"b0": 0.1, "b1": -0.1}, 2000, seed=6))
+    even_strength = fit_strengths(even).strength
+    exact = bootstrap_bounds(even, even_strength, resamples=400, seed=1, refit=True)
+    step = bootstrap_bounds(even, even_strength, resamples=400, seed=1, refit=False)
+    assert exact[1] - exact[0] == pytest.approx(step[1] - step[0], rel=0.03)
+
+
+def test_boards_above_the_refit_size_get_the_one_step_resamples(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tally = Tally.of(_synthetic({"r0": 1.0, "r1": 0.0}, {"b0": 0.5, "b1": -1.0}, 40, seed=1))
+    strength = fit_strengths(tally).strength
+    exact = np.concatenate(bootstrap_bounds(tally, strength, seed=4, refit=True))
+    one_step = np.concatenate(bootstrap_bounds(tally, strength, seed=4, refit=False))
+    assert np.abs(exact - one_step).max() > 0.01
+    assert np.concatenate(bootstrap_bounds(tally, strength, seed=4)) == pytest.approx(exact)
+    monkeypatch.setattr(ratings, "REFIT_PAIRS", tally.pairs - 1)
+    assert np.concatenate(bootstrap_bounds(tally, strength, seed=4)) == pytest.approx(one_step)
 
 
 def test_a_newcomer_is_rated_from_few_matches_with_an_interval() -> None:
