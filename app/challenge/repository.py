@@ -43,8 +43,11 @@ _SCORING_BY_ID = select(Challenge.scoring).where(
     _NOT_DELETED,
 )
 # A challenge named by its slug in a tenant's request (app/challenge/reference.py).
+# Deleted challenges are not named by slug: a live one may have taken theirs.
 _ID_BY_SLUG = select(Challenge.id).where(
-    Challenge.tenant_id == bindparam("tenant_id"), Challenge.slug == bindparam("slug")
+    Challenge.tenant_id == bindparam("tenant_id"),
+    Challenge.slug == bindparam("slug"),
+    _NOT_DELETED,
 )
 _NEWEST_FIRST = (Challenge.created_at.desc(), Challenge.id)
 # On the public lists (the home page, the tenants with public challenges): public and live.

@@ -24,6 +24,8 @@ from tests.integration.test_redblue import (
 
 pytestmark = pytest.mark.integration
 
+DELETED = "/v1/deleted-challenges/"
+
 
 def _get(api: Api, key: str, path: str) -> Any:
     response = api.request("GET", path, key)
@@ -60,7 +62,8 @@ def test_every_tenant_route_that_names_a_challenge_takes_its_id_or_slug(api: Api
     for path, item in document["paths"].items():
         for method, operation in item.items():
             for parameter in operation.get("parameters", []):
-                if parameter["name"] != "challenge_id":
+                # A deleted challenge is named by its id alone: its slug may be taken again.
+                if parameter["name"] != "challenge_id" or path.startswith(DELETED):
                     continue
                 named.append((method, path))
                 assert "or its slug" in json.dumps(parameter), (method, path, parameter)
@@ -284,3 +287,21 @@ def test_a_reference_that_is_neither_an_id_nor_a_slug_answers_404(
     too_long = "a" * 65
     refused = api.request("GET", f"/v1/challenges/{too_long}", key)
     assert refused.status_code == 422 and "challenge_id" in refused.json()["error"]["message"]
+
+
+def test_a_slug_taken_again_after_a_delete_names_the_live_challenge(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    first = api.create_challenge(key)
+    slug = first["slug"]
+    assert api.request("DELETE", f"/v1/challenges/{slug}", key).status_code == 204
+    assert api.request("GET", f"/v1/challenges/{slug}", key).status_code == 404
+    second = api.create_challenge(key, slug=slug)
+    assert api.request("GET", f"/v1/challenges/{slug}", key).json()["id"] == second["id"]
+    board = api.request("GET", f"/v1/challenges/{slug}/leaderboard", key).json()
+    assert board["challenge_id"] == second["id"]
+    # The deleted one is still there for its admins, by its id.
+    restore = api.request("POST", f"/v1/deleted-challenges/{slug}/restore", key)
+    assert restore.status_code == 422
+    assert api.request("DELETE", f"/v1/deleted-challenges/{first['id']}", key).status_code == 204
