@@ -98,6 +98,18 @@ def _calls(dependant: Dependant) -> set[Callable[..., Any]]:
     return found
 
 
+def _takes_path_parameters(dependant: Dependant) -> bool:
+    """Whether the operation or one of its dependencies (a challenge named by id or slug,
+    app/challenge/reference.py) reads a path parameter."""
+    pending = [dependant]
+    while pending:
+        current = pending.pop()
+        if current.path_params:
+            return True
+        pending.extend(current.dependencies)
+    return False
+
+
 def api_routes(routes: Sequence[BaseRoute]) -> Iterator[APIRoute]:
     """Every API route, also those of included routers (which FastAPI from 0.12x keeps as
     one entry each, holding the router)."""
@@ -117,7 +129,7 @@ def error_statuses(route: APIRoute) -> set[int]:
         statuses.add(401)
     if calls & _ROLE_CHECKS:
         statuses.add(403)
-    if route.dependant.path_params:
+    if _takes_path_parameters(route.dependant):
         statuses.add(404)
     if route.body_field is not None:
         statuses.add(413)

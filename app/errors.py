@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
+
+from pydantic import BaseModel
 
 
 class AppError(Exception):
@@ -59,19 +61,88 @@ class ValidationFailed(AppError):
 MISSPELT = "unknown field; did you mean"
 
 
-def telling_first(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def as_given(loc: Sequence[str | int], given: Any) -> tuple[str | int, ...]:
+    """An error's location as the caller wrote it. Pydantic puts the member of a union in the
+    path (a tagged union's tag: `verifier.contains.patern` for `verifier.patern` of a
+    `contains` verifier; `int` or `str` for a plain one); the body has no such field. Walking
+    the given value, a step a mapping does not have is such a label, unless it is the last
+    (a missing field), and so is every step below a value that has no fields."""
+    path: list[str | int] = []
+    current = given
+    for position, part in enumerate(loc):
+        last = position == len(loc) - 1
+        if isinstance(current, Mapping):
+            if part not in current and not last:
+                continue
+            path.append(part)
+            current = current.get(part)
+        elif isinstance(current, list) and isinstance(part, int):
+            path.append(part)
+            current = current[part] if 0 <= part < len(current) else None
+    return tuple(path)
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The models a field's type holds: itself, a union's members, a list's items."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for argument in get_args(annotation) for model in _models_in(argument)]
+
+
+def fields_at(model: type[BaseModel], path: Sequence[str | int]) -> set[str]:
+    """The fields a body may have at `path` (as the caller wrote it) under `model`: those of
+    every model that can stand there (each member of a union, each item of a list)."""
+    models = [model]
+    for part in path:
+        if isinstance(part, int):
+            continue  # an item of the list the previous step held
+        models = [
+            found
+            for current in models
+            if (field := current.model_fields.get(part)) is not None
+            for found in _models_in(field.annotation)
+        ]
+    return {name for current in models for name in current.model_fields}
+
+
+def _value_at(given: Any, path: Sequence[str | int]) -> Any:
+    for part in path:
+        if isinstance(given, Mapping):
+            given = given.get(part)
+        elif isinstance(given, list) and isinstance(part, int) and 0 <= part < len(given):
+            given = given[part]
+        else:
+            return None
+    return given
+
+
+def telling_first(
+    errors: Sequence[Mapping[str, Any]],
+    given: Mapping[str, Any] | None = None,
+    model: type[BaseModel] | None = None,
+) -> list[dict[str, Any]]:
     """Validation errors with the one that says what to fix first: a field that is not
     allowed beside a missing one is a misspelling (`target.modle` for `target.model`), and
     "Field required" alone would send the reader looking for what they already wrote.
-    Such an unknown field's message names the field it probably meant."""
+    Such an unknown field's message names the field it probably meant: a missing one, else,
+    knowing the `model` validated, one it has there that the body does not give. With the
+    value `given` (what was validated), each location is as the caller wrote it (`as_given`)."""
     copied = [dict(error) for error in errors]
+    if given is not None:
+        for error in copied:
+            error["loc"] = as_given(error.get("loc", ()), given)
     missing: dict[tuple[Any, ...], list[str]] = {}
     for error in copied:
         if error.get("type") == "missing" and error.get("loc"):
             missing.setdefault(tuple(error["loc"][:-1]), []).append(str(error["loc"][-1]))
     unknown = [error for error in copied if error.get("type") == "extra_forbidden"]
     for error in unknown:
-        candidates = missing.get(tuple(error["loc"][:-1]), [])
+        where = tuple(error["loc"][:-1])
+        candidates = missing.get(where, [])
+        if not candidates and model is not None and given is not None:
+            written = _value_at(given, where)
+            present = set(written) if isinstance(written, Mapping) else set()
+            candidates = sorted(fields_at(model, where) - present)
         meant = difflib.get_close_matches(str(error["loc"][-1]), candidates, n=1)
         if meant:
             error["msg"] = f"{MISSPELT} '{meant[0]}'?"

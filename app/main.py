@@ -65,6 +65,7 @@ OPENAPI_TAG_ORDER = (
     "attempts",
     "leaderboards",
     "red-blue",
+    "benchmark",
     "exports",
     "scorers",
     "health",

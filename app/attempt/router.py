@@ -16,7 +16,7 @@ from app.attempt.schemas import (
     AttemptsLeft,
     PracticeCreate,
     PracticeLeft,
-    RetriedAttempts,
+    RerunAttempts,
     TestRunCreate,
     TrialList,
     UnscoredRunList,
@@ -25,6 +25,12 @@ from app.attempt.schemas import (
 from app.auth.gate import CredentialDep, TenantAdminDep, TenantKeyDep, check_tenant_key
 from app.auth.service import authenticate
 from app.auth.subjects import Audience
+from app.challenge.reference import (
+    ChallengeFilterDep,
+    ChallengeIdDep,
+    ChallengeRef,
+    resolve_challenge,
+)
 from app.db import get_autocommit_sessionmaker, get_sessionmaker
 from app.deps import SessionDep, UnitOfWorkDep
 from app.observability import context
@@ -63,7 +69,7 @@ IdempotencyKey = Annotated[
     },
 )
 async def post_attempt(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeRef,
     body: AttemptCreate,
     credential: CredentialDep,
     idempotency_key: IdempotencyKey = None,
@@ -76,21 +82,21 @@ async def post_attempt(
 
 
 def _submit(
-    challenge_id: uuid.UUID, body: AttemptCreate, credential: str, idempotency_key: str | None
+    challenge_ref: str, body: AttemptCreate, credential: str, idempotency_key: str | None
 ) -> Response:
     # Most submissions write one row, so their statements run without a transaction around
     # them (no BEGIN and COMMIT round trips); a challenge with attempt limits needs one.
     try:
         return _submit_in(
-            get_autocommit_sessionmaker(), challenge_id, body, credential, idempotency_key
+            get_autocommit_sessionmaker(), challenge_ref, body, credential, idempotency_key
         )
     except service.TransactionNeeded:
-        return _submit_in(get_sessionmaker(), challenge_id, body, credential, idempotency_key)
+        return _submit_in(get_sessionmaker(), challenge_ref, body, credential, idempotency_key)
 
 
 def _submit_in(
     sessions: sessionmaker[Session],
-    challenge_id: uuid.UUID,
+    challenge_ref: str,
     body: AttemptCreate,
     credential: str,
     idempotency_key: str | None,
@@ -98,6 +104,7 @@ def _submit_in(
     with sessions() as session:
         work = UnitOfWork(session)
         caller = check_tenant_key(authenticate(session, credential))
+        challenge_id = resolve_challenge(session, caller.tenant_id, challenge_ref)
         submission = service.submit_attempt(work, caller, challenge_id, body, idempotency_key)
         attempt = submission.attempt
         headers = {"Location": f"/v1/attempts/{attempt.id}"}
@@ -146,11 +153,16 @@ def get_attempt_trials(
     )
 
 
-@router.get("/attempts")
+@router.get(
+    "/attempts",
+    responses={
+        404: {"description": "`challenge_id` is a slug of none of the tenant's challenges."}
+    },
+)
 def list_attempts(
     session: SessionDep,
     caller: TenantKeyDep,
-    challenge_id: uuid.UUID | None = None,
+    challenge_id: ChallengeFilterDep,
     participant: str | None = None,
     status: AttemptStatus | None = None,
     limit: Limit = 50,
@@ -170,7 +182,7 @@ def list_attempts(
 
 @router.get("/challenges/{challenge_id}/attempts/left")
 def attempts_left(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeIdDep,
     session: SessionDep,
     caller: TenantKeyDep,
     participant: Annotated[Handle, Query(description="The participant's handle.")],
@@ -182,7 +194,7 @@ def attempts_left(
 
 @router.get("/challenges/{challenge_id}/attempts")
 def list_challenge_attempts(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeIdDep,
     session: SessionDep,
     caller: TenantKeyDep,
     participant: str | None = None,
@@ -207,13 +219,13 @@ def list_challenge_attempts(
     status_code=status.HTTP_202_ACCEPTED,
 )
 def post_challenge_rerun_failed(
-    challenge_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
-) -> RetriedAttempts:
+    challenge_id: ChallengeIdDep, work: UnitOfWorkDep, caller: TenantAdminDep
+) -> RerunAttempts:
     """Re-run every attempt of the challenge that ended in error (tenant admin), up to 1,000
     a call, oldest first; finished trials are kept."""
     queued = service.rerun_failed(work, caller.tenant_id, challenge_id)
     work.commit()
-    return RetriedAttempts(queued=queued)
+    return RerunAttempts(queued=queued)
 
 
 @router.post(
@@ -253,7 +265,7 @@ def post_attempt_retry(
     responses={409: {"description": "The challenge's kind has no test runs."}},
 )
 def post_test_run(
-    challenge_id: uuid.UUID, body: TestRunCreate, work: UnitOfWorkDep, caller: TenantAdminDep
+    challenge_id: ChallengeIdDep, body: TestRunCreate, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> UnscoredRunRead:
     """Run the challenge's configuration once on a sample input (tenant admin; any state, a
     draft's too): a worker runs it as an attempt; poll `GET /v1/test-runs/{id}` for the exact
@@ -273,7 +285,7 @@ def get_test_run(run_id: uuid.UUID, session: SessionDep, caller: TenantAdminDep)
 
 @router.get("/challenges/{challenge_id}/test-runs")
 def list_test_runs(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeIdDep,
     session: SessionDep,
     caller: TenantAdminDep,
     limit: Limit = 50,
@@ -292,7 +304,7 @@ def list_test_runs(
     },
 )
 def post_practice_run(
-    challenge_id: uuid.UUID, body: PracticeCreate, work: UnitOfWorkDep, caller: TenantKeyDep
+    challenge_id: ChallengeIdDep, body: PracticeCreate, work: UnitOfWorkDep, caller: TenantKeyDep
 ) -> UnscoredRunRead:
     """Practise: an unscored run for a participant (open challenges), under the challenge's
     `limits.max_practice_per_day`. It is on no board and counts against no attempt limit;
@@ -313,7 +325,7 @@ def get_practice_run(
 
 @router.get("/challenges/{challenge_id}/practice-runs/left")
 def practice_runs_left(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeIdDep,
     session: SessionDep,
     caller: TenantKeyDep,
     participant: Annotated[Handle, Query(description="The participant's handle.")],
@@ -324,7 +336,7 @@ def practice_runs_left(
 
 @router.get("/challenges/{challenge_id}/practice-runs")
 def list_practice_runs(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeIdDep,
     session: SessionDep,
     caller: TenantKeyDep,
     participant: str | None = None,

@@ -193,8 +193,8 @@ class AttemptsLeft(OutputSchema):
     )
 
 
-class RetriedAttempts(OutputSchema):
-    """How many of the challenge's failed attempts were queued again."""
+class RerunAttempts(OutputSchema):
+    """How many of the challenge's failed attempts were queued to run again (`rerun-failed`)."""
 
     queued: int
 

@@ -160,7 +160,9 @@ def kind_fields(
     try:
         return (model or kind.submission_model).model_validate(body.kind_fields)
     except ValidationError as error:
-        problems = telling_first(error.errors())
+        # Without the model: a field only other kinds take is named as theirs (below), not
+        # taken for a misspelling of one of this kind's.
+        problems = telling_first(error.errors(), body.kind_fields)
     owners = {field: kinds_taking(field, _submission_fields) for field in body.kind_fields}
 
     def precedence(problem: dict[str, Any]) -> int:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from app.challenge.config import KindLimits
 from app.db import STORED
@@ -76,10 +76,16 @@ class NamedModel:
     pattern: bool = False
 
 
-def validation_failed(error: ValidationError, within: Sequence[str] = ()) -> ValidationFailed:
-    """The first error of a kind's model as a 422 naming its field path (`within` the body's
-    field that holds the model: `limits`)."""
-    first = telling_first(error.errors())[0]
+def validation_failed(
+    error: ValidationError,
+    within: Sequence[str] = (),
+    given: Mapping[str, Any] | None = None,
+    model: type[BaseModel] | None = None,
+) -> ValidationFailed:
+    """The first error of a kind's model as a 422 naming its field path as the body wrote it
+    (`within` the body's field that holds the model: `limits`; `given`: what `model`
+    validated)."""
+    first = telling_first(error.errors(), given, model)[0]
     return ValidationFailed.at([*within, *(str(part) for part in first["loc"])], first["msg"])
 
 
@@ -106,7 +112,7 @@ class ChallengeKind:
                 dict(sections), context=STORED if stored else None
             )
         except ValidationError as error:
-            raise validation_failed(error) from error
+            raise validation_failed(error, (), dict(sections), self.config_model) from error
 
     def check(self, config: KindConfig, scoring: ScoringConfig) -> None:
         """Rules across the kind's sections and the scoring, needing nothing outside (raise

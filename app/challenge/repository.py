@@ -42,6 +42,13 @@ _SCORING_BY_ID = select(Challenge.scoring).where(
     Challenge.id == bindparam("challenge_id"),
     _NOT_DELETED,
 )
+# A challenge named by its slug in a tenant's request (app/challenge/reference.py).
+# Deleted challenges are not named by slug: a live one may have taken theirs.
+_ID_BY_SLUG = select(Challenge.id).where(
+    Challenge.tenant_id == bindparam("tenant_id"),
+    Challenge.slug == bindparam("slug"),
+    _NOT_DELETED,
+)
 _NEWEST_FIRST = (Challenge.created_at.desc(), Challenge.id)
 # On the public lists (the home page, the tenants with public challenges): public and live.
 _LISTED_PUBLICLY = (
@@ -86,6 +93,9 @@ class ChallengeRepository:
                 Challenge.tenant_id == self.tenant_id, Challenge.slug == slug, _NOT_DELETED
             )
         )
+
+    def id_of_slug(self, slug: str) -> uuid.UUID | None:
+        return self.session.scalar(_ID_BY_SLUG, {"tenant_id": self.tenant_id, "slug": slug})
 
     def page(
         self,

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
@@ -9,6 +8,7 @@ from pydantic import AfterValidator
 from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge import service
 from app.challenge.config import ChallengeState, Visibility
+from app.challenge.reference import ChallengeIdDep
 from app.challenge.schemas import (
     ChallengeCreate,
     ChallengeList,
@@ -79,7 +79,7 @@ def list_challenges(
 
 @router.get("/{challenge_id}")
 def get_challenge(
-    challenge_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep
+    challenge_id: ChallengeIdDep, session: SessionDep, caller: TenantKeyDep
 ) -> ChallengeRead | ChallengePublic:
     challenge = service.readable_challenge(session, caller.tenant_id, challenge_id, caller.audience)
     return service.challenge_view(challenge, caller.audience)
@@ -87,7 +87,7 @@ def get_challenge(
 
 @router.patch("/{challenge_id}")
 def patch_challenge(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeIdDep,
     body: ChallengeUpdate,
     work: UnitOfWorkDep,
     caller: TenantAdminDep,
@@ -107,7 +107,7 @@ def patch_challenge(
 
 @router.delete("/{challenge_id}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_challenge(
-    challenge_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
+    challenge_id: ChallengeIdDep, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> Response:
     """Delete a challenge (tenant admin): hidden from everyone, its work not run, its slug free;
     kept with its data until purged (`/v1/deleted-challenges`)."""

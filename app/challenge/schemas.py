@@ -17,8 +17,9 @@ from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model
 from pydantic_core import PydanticCustomError
 
 from app.challenge.config import ChallengeState, ChallengeStatus, LimitsConfig, Visibility
+from app.challenge.reference import ChallengeSlug
 from app.challenge.registry import KindNotFound, find_kind
-from app.schemas import BoundedDatetime, InputSchema, Name, OutputSchema, Slug
+from app.schemas import BoundedDatetime, InputSchema, Name, OutputSchema
 from app.scoring.schemas import ENTRYPOINT_PATTERN, ScoringConfig
 from app.scoring.strategies import Strategy
 
@@ -93,7 +94,7 @@ _WITH_SECTIONS = ConfigDict(extra="allow", allow_inf_nan=False)
 class ChallengeCreate(InputSchema):
     model_config = _WITH_SECTIONS
 
-    slug: Slug
+    slug: ChallengeSlug
     title: Name
     goal: str = Field(default="", max_length=20_000)
     kind: KindName = "prompt"
@@ -214,7 +215,7 @@ class ChallengeRestore(InputSchema):
     """Restoring a deleted challenge: under its own slug, or under this one when a challenge
     took its slug since it was deleted."""
 
-    slug: Slug | None = None
+    slug: ChallengeSlug | None = None
 
 
 class ChallengeList(OutputSchema):

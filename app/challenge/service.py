@@ -6,6 +6,7 @@ validates the fields every challenge has, then asks the challenge's kind about i
 
 from __future__ import annotations
 
+import difflib
 import uuid
 from collections.abc import Collection, Container
 from datetime import datetime
@@ -37,7 +38,7 @@ from app.challenge.registry import find_kind, kinds_taking, not_for, registered
 from app.challenge.repository import ChallengeRepository
 from app.challenge.schemas import ChallengeCreate, ChallengePublic, ChallengeRead, ChallengeUpdate
 from app.db import utcnow
-from app.errors import Conflict, NotFound, ValidationFailed
+from app.errors import MISSPELT, Conflict, NotFound, ValidationFailed
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
 from app.scoring.validation import validate_scoring
@@ -133,6 +134,10 @@ def _refuse_foreign_sections(kind: ChallengeKind, sections: dict[str, Any]) -> N
         owners = kinds_taking(name, _section_names)
         if owners:
             raise not_for([name], owners, kind.name)
+        fields = [*kind.config_model.model_fields, *ChallengeCreate.model_fields]
+        meant = difflib.get_close_matches(name, [f for f in fields if f not in sections], n=1)
+        if meant:
+            raise ValidationFailed.at([name], f"{MISSPELT} '{meant[0]}'?")
         raise ValidationFailed.at([name], "is not a field of a challenge (of this kind)")
 
 
@@ -150,7 +155,7 @@ def _limits_for(kind: ChallengeKind, limits: LimitsConfig) -> LimitsConfig:
     try:
         own = kind.limits_model.model_validate(given)
     except ValidationError as error:
-        raise validation_failed(error, ["limits"]) from error
+        raise validation_failed(error, ["limits"], given, kind.limits_model) from error
     core = limits.model_dump(mode="json", include=set(LimitsConfig.model_fields))
     return LimitsConfig.model_validate({**core, **own.model_dump(mode="json")})
 

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 from starlette.responses import StreamingResponse
 
 from app.auth.gate import TenantAdminDep
+from app.challenge.reference import ChallengeIdDep
 from app.deps import SessionDep
 from app.export import service
 from app.export.formats import ExportFormat
@@ -25,7 +25,7 @@ FormatQuery = Annotated[
 
 @router.get("/challenges/{challenge_id}/exports")
 def list_exports(
-    challenge_id: uuid.UUID, session: SessionDep, caller: TenantAdminDep
+    challenge_id: ChallengeIdDep, session: SessionDep, caller: TenantAdminDep
 ) -> ExportList:
     """The challenge's exports (its kind's datasets): their URLs and CSV columns."""
     return service.list_exports(session, caller, challenge_id)
@@ -49,7 +49,7 @@ def list_exports(
     },
 )
 def get_export(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeIdDep,
     name: ExportName,
     session: SessionDep,
     caller: TenantAdminDep,

@@ -1,13 +1,12 @@
 from __future__ import annotations
 
-import uuid
-
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from app.auth.gate import CredentialDep, check_tenant_key
 from app.auth.service import authenticate
+from app.challenge.reference import ChallengeRef, resolve_challenge
 from app.db import get_sessionmaker
 from app.deps import SessionDep
 from app.leaderboard import leaderboard_kind
@@ -40,7 +39,7 @@ def _answer(board: BaseModel) -> Response:
     responses={401: {}, 403: {"description": "Not a tenant key."}},
 )
 async def get_leaderboard(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeRef,
     request: Request,
     credential: CredentialDep,
     limit: Limit = 50,
@@ -57,14 +56,14 @@ async def get_leaderboard(
 
 
 def _read(
-    challenge_id: uuid.UUID, credential: str, limit: int, offset: int, params: dict[str, str]
+    challenge_ref: str, credential: str, limit: int, offset: int, params: dict[str, str]
 ) -> Response:
     with get_sessionmaker()() as session:
         caller = check_tenant_key(authenticate(session, credential))
         board = leaderboard_kind.read_tenant_leaderboard(
             session,
             caller.tenant_id,
-            challenge_id,
+            resolve_challenge(session, caller.tenant_id, challenge_ref),
             caller.audience,
             limit=limit,
             offset=offset,

@@ -7,6 +7,7 @@ import uuid
 from fastapi import APIRouter, status
 
 from app.auth.gate import TenantAdminDep, TenantKeyDep
+from app.challenge.reference import ChallengeIdDep
 from app.deps import SessionDep, UnitOfWorkDep
 from app.rescore import service
 from app.rescore.schemas import RescoreJobList, RescoreJobRead
@@ -21,7 +22,7 @@ router = APIRouter(prefix="/v1", route_class=ApiRoute)
     tags=["challenges"],
 )
 def post_rescore(
-    challenge_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
+    challenge_id: ChallengeIdDep, work: UnitOfWorkDep, caller: TenantAdminDep
 ) -> RescoreJobRead:
     """Score every completed attempt again and rebuild the leaderboard (tenant admin)."""
     job = service.request_challenge_rescore(work, caller.tenant_id, challenge_id)
@@ -31,7 +32,7 @@ def post_rescore(
 
 @router.get("/challenges/{challenge_id}/rescore-jobs", tags=["challenges"])
 def get_rescore_jobs(
-    challenge_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep
+    challenge_id: ChallengeIdDep, session: SessionDep, caller: TenantKeyDep
 ) -> RescoreJobList:
     """The challenge's rescore jobs with their progress, newest first."""
     jobs = service.list_jobs(session, caller.tenant_id, challenge_id)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
-        ({"verifier": {"type": "regex", "pattern": "(unclosed"}}, "verifier.regex.pattern"),
+        ({"verifier": {"type": "regex", "pattern": "(unclosed"}}, "verifier.pattern: "),
         ({"verifier": {"type": "telepathy"}}, "verifier"),
         ({"target": {"model": "nosuchprovider/model-x"}}, "target.model"),
         ({"target": {"model": "offline/nope"}}, "target.model"),
@@ -84,7 +84,21 @@ def test_a_misspelt_field_is_named_with_the_one_it_probably_meant(
     error = response.json()["error"]
     assert error["message"] == "target.modle: unknown field; did you mean 'model'?"
     top = api.request("POST", "/v1/challenges", tenant["api_key"], json={**body, "titel": "T"})
-    assert top.json()["error"]["message"].startswith("titel: ")
+    assert top.json()["error"]["message"] == "titel: unknown field; did you mean 'title'?"
+    # An optional field misspelt: the field it probably meant, though nothing is missing.
+    optional = {**body, "target": {"model": "offline/echo", "system_promt": "x"}}
+    response = api.request("POST", "/v1/challenges", tenant["api_key"], json=optional)
+    assert response.json()["error"]["message"] == (
+        "target.system_promt: unknown field; did you mean 'system_prompt'?"
+    )
+    # Inside a tagged union (the verifier's `type`), named as written, without the tag.
+    tagged = {**body, "target": {"model": "offline/echo"}}
+    tagged["verifier"] = {"type": "contains", "patern": "PWNED"}
+    response = api.request("POST", "/v1/challenges", tenant["api_key"], json=tagged)
+    assert response.json()["error"]["message"] == (
+        "verifier.patern: unknown field; did you mean 'pattern'?"
+    )
+    assert response.json()["error"]["details"][0]["loc"] == ["body", "verifier", "patern"]
 
 
 def test_crud_round_trip(api: Api, tenant: dict[str, Any]) -> None:

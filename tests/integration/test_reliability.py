@@ -83,6 +83,28 @@ def test_spent_retry_budget_ends_in_error_that_does_not_count(
     assert board["total"] == 1
 
 
+def test_an_attempt_that_ended_in_error_is_rerun_under_its_name_and_its_former_one(
+    api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
+) -> None:
+    """`rerun`, the word matches and defenses use; `retry` still answers, marked deprecated."""
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key, target=_fake_target(provider))
+    provider.default = Behaviour.server_error()
+    failed = [api.submit(key, challenge["id"], "say it", who).json()["id"] for who in ("a", "b")]
+    assert [api.wait_finished(key, i)["status"] for i in failed] == ["error", "error"]
+    provider.default = Behaviour.ok("PWNED")
+    for attempt_id, word in zip(failed, ("rerun", "retry"), strict=True):
+        again = api.request("POST", f"/v1/attempts/{attempt_id}/{word}", key)
+        assert again.status_code == 202, again.text
+        assert again.json()["id"] == attempt_id
+        assert api.wait_finished(key, attempt_id)["status"] == "completed"
+        refused = api.request("POST", f"/v1/attempts/{attempt_id}/{word}", key)
+        assert refused.status_code == 409  # it no longer ended in error
+    paths = api.request("GET", "/openapi.json").json()["paths"]
+    assert paths["/v1/attempts/{attempt_id}/retry"]["post"]["deprecated"] is True
+    assert "deprecated" not in paths["/v1/attempts/{attempt_id}/rerun"]["post"]
+
+
 def test_garbage_answers_until_the_budget_is_spent(
     api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
 ) -> None:

@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.auth.gate import TenantKeyDep
+from app.challenge.reference import ChallengeIdDep
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import NotFound
 from app.kinds.benchmark import finals
@@ -47,7 +48,7 @@ def delete_final(attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantKeyDe
 
 @router.get("/challenges/{challenge_id}/final-submissions", tags=["attempts"])
 def get_final_submissions(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeIdDep,
     participant: Annotated[str, Query(min_length=1, max_length=64)],
     session: SessionDep,
     caller: TenantKeyDep,
@@ -65,7 +66,7 @@ def get_final_submissions(
     responses={403: {"description": "Before the close, for everyone but the tenant's admins."}},
 )
 def get_private_leaderboard(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeIdDep,
     session: SessionDep,
     caller: TenantKeyDep,
     limit: Limit = 50,

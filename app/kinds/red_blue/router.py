@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Response, status
 
 from app.auth.gate import TenantAdminDep, TenantKeyDep
+from app.challenge.reference import ChallengeIdDep
 from app.deps import SessionDep, UnitOfWorkDep
 from app.kinds.red_blue import service
 from app.kinds.red_blue.schemas import (
@@ -56,7 +57,7 @@ def _accepted(response: Response, path: str, created: bool) -> None:
     responses=_SUBMISSION_ANSWERS,
 )
 def post_defense(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeIdDep,
     body: DefenseCreate,
     work: UnitOfWorkDep,
     caller: TenantKeyDep,
@@ -98,7 +99,7 @@ def post_defense_rerun(
     responses=_SUBMISSION_ANSWERS,
 )
 def post_attack(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeIdDep,
     body: AttackCreate,
     work: UnitOfWorkDep,
     caller: TenantKeyDep,
@@ -121,7 +122,7 @@ def get_attack(attack_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) 
 
 @router.get("/challenges/{challenge_id}/matches")
 def list_matches(
-    challenge_id: uuid.UUID,
+    challenge_id: ChallengeIdDep,
     session: SessionDep,
     caller: TenantKeyDep,
     attack_id: uuid.UUID | None = None,
@@ -163,7 +164,9 @@ def post_match_rerun(match_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdm
 
 
 @router.get("/challenges/{challenge_id}/standings")
-def get_standings(challenge_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> Standings:
+def get_standings(
+    challenge_id: ChallengeIdDep, session: SessionDep, caller: TenantKeyDep
+) -> Standings:
     """Team standings: red and blue points over all judged matches, red's share."""
     return service.read_standings(session, caller, challenge_id)
 

@@ -1,0 +1,172 @@
+"""A validation error names the field as the body wrote it: never the member of a union that
+pydantic puts in its path (`verifier.contains.patern` is the body's `verifier.patern`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.errors import as_given, telling_first
+
+
+class Contains(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["contains"] = "contains"
+    pattern: str
+
+
+class Judge(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["llm_judge"]
+    model: str
+    votes: int | str = 1
+
+
+class Category(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    verifier: Annotated[Contains | Judge, Field(discriminator="type")]
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    verifier: Annotated[Contains | Judge, Field(discriminator="type")]
+    categories: list[Category] = []
+
+
+def _first(body: dict[str, Any]) -> tuple[tuple[str | int, ...], str]:
+    with pytest.raises(ValidationError) as raised:
+        Config.model_validate(body)
+    first = telling_first(raised.value.errors(), body)[0]
+    return first["loc"], first["msg"]
+
+
+def test_a_misspelt_field_of_a_tagged_member_is_named_as_written() -> None:
+    body = {"verifier": {"type": "contains", "patern": "PWNED"}}
+    assert _first(body) == (("verifier", "patern"), "unknown field; did you mean 'pattern'?")
+
+
+def test_a_missing_field_of_a_tagged_member_is_named_as_written() -> None:
+    loc, message = _first({"verifier": {"type": "llm_judge"}})
+    assert (loc, message) == (("verifier", "model"), "Field required")
+
+
+def test_paths_through_lists_keep_their_indexes() -> None:
+    body = {
+        "verifier": {"type": "contains", "pattern": "x"},
+        "categories": [
+            {"name": "a", "verifier": {"type": "contains", "pattern": "x"}},
+            {"name": "b", "verifier": {"type": "llm_judge", "modle": "m"}},
+        ],
+    }
+    loc, message = _first(body)
+    assert loc == ("categories", 1, "verifier", "modle")
+    assert message == "unknown field; did you mean 'model'?"
+
+
+def test_the_members_of_a_plain_union_are_not_fields() -> None:
+    body = {"verifier": {"type": "llm_judge", "model": "m", "votes": [1]}}
+    with pytest.raises(ValidationError) as raised:
+        Config.model_validate(body)
+    locs = {error["loc"] for error in telling_first(raised.value.errors(), body)}
+    assert locs == {("verifier", "votes")}
+
+
+@pytest.mark.parametrize(
+    ("loc", "given", "expected"),
+    [
+        ((), {}, ()),
+        (("title",), {}, ("title",)),  # missing at the top
+        (("a", "b"), {"a": {"b": 1}}, ("a", "b")),
+        (("a", "tag", "b"), {"a": {"b": 1}}, ("a", "b")),
+        (("a", 5, "b"), {"a": [1]}, ("a", 5)),  # an index past the end, nothing below it
+        (("a", "int"), {"a": "x"}, ("a",)),
+        (("a", "b"), {"a": None}, ("a",)),
+    ],
+)
+def test_as_given_walks_the_value(
+    loc: tuple[str | int, ...], given: dict[str, Any], expected: tuple[str | int, ...]
+) -> None:
+    assert as_given(loc, given) == expected
+
+
+def test_without_the_value_locations_stay_as_pydantic_gave_them() -> None:
+    errors = [{"loc": ("verifier", "contains", "x"), "msg": "m", "type": "extra_forbidden"}]
+    assert telling_first(errors)[0]["loc"] == ("verifier", "contains", "x")
+
+
+class Target(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    system_prompt: str = ""
+    temperature: float | None = None
+
+
+class Sections(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    target: Target
+    categories: list[Category] = []
+
+
+@pytest.mark.parametrize(
+    ("body", "loc", "meant"),
+    [
+        (
+            {"target": {"model": "m", "system_promt": "x"}},
+            ("target", "system_promt"),
+            "system_prompt",
+        ),
+        ({"target": {"model": "m", "temprature": 0}}, ("target", "temprature"), "temperature"),
+        (
+            {
+                "target": {"model": "m"},
+                "categories": [
+                    {"name": "a", "verifier": {"type": "llm_judge", "model": "m", "vots": 3}}
+                ],
+            },
+            ("categories", 0, "verifier", "vots"),
+            "votes",
+        ),
+    ],
+)
+def test_knowing_the_model_an_optional_field_misspelt_is_named_with_the_one_meant(
+    body: dict[str, Any], loc: tuple[str | int, ...], meant: str
+) -> None:
+    with pytest.raises(ValidationError) as raised:
+        Sections.model_validate(body)
+    first = telling_first(raised.value.errors(), body, Sections)[0]
+    assert first["loc"] == loc
+    assert first["msg"] == f"unknown field; did you mean '{meant}'?"
+
+
+def test_a_field_already_given_is_not_what_a_misspelling_meant() -> None:
+    body = {"target": {"model": "m", "modle": "n"}}
+    with pytest.raises(ValidationError) as raised:
+        Sections.model_validate(body)
+    first = telling_first(raised.value.errors(), body, Sections)[0]
+    assert first["msg"] == "Extra inputs are not permitted"
+
+
+def test_a_field_like_none_of_the_models_keeps_pydantics_words() -> None:
+    body = {"target": {"model": "m", "zzz": 1}}
+    with pytest.raises(ValidationError) as raised:
+        Sections.model_validate(body)
+    assert telling_first(raised.value.errors(), body, Sections)[0]["msg"] == (
+        "Extra inputs are not permitted"
+    )
+
+
+def test_fields_at_follows_unions_and_lists() -> None:
+    from app.errors import fields_at
+
+    assert fields_at(Sections, ()) == {"target", "categories"}
+    assert fields_at(Sections, ("target",)) == {"model", "system_prompt", "temperature"}
+    assert fields_at(Sections, ("categories", 2, "verifier")) == {
+        "type",
+        "pattern",
+        "model",
+        "votes",
+    }
+    assert fields_at(Sections, ("nowhere", "x")) == set()
