@@ -65,7 +65,6 @@ OPENAPI_TAG_ORDER = (
     "attempts",
     "leaderboards",
     "red-blue",
-    "benchmark",
     "exports",
     "scorers",
     "health",
