@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -251,7 +252,12 @@ def _add_fields(
         # The field's own description, when the kinds that take it agree on one, follows.
         own = definition.get("description")
         said = f"{what} of {kinds} challenges." + (f" {own}" if own else "")
-        properties[field] = {**definition, "description": said}
+        # In the body the field is absent unless given (a body of another kind must not carry
+        # it): its kind's default is said, not declared, so a generated client leaves it out.
+        shown = {key: value for key, value in definition.items() if key != "default"}
+        if "default" in definition:
+            said += f" Left out, it is {json.dumps(definition['default'])}."
+        properties[field] = {**shown, "description": said}
 
 
 def document_kinds(document: dict[str, Any]) -> dict[str, Any]:

@@ -148,6 +148,9 @@ def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[
     from app.seed import DEMO_CHALLENGE, DEMO_RED_BLUE
 
     tenant = create_tenant(api, f"pages-{uuid.uuid4().hex[:8]}", "Pages " + LONG_WORD[:60])
+    # Another tenant of the same name with a public challenge: the home page lists both.
+    twin = create_tenant(api, f"twin-{uuid.uuid4().hex[:8]}", tenant["name"])
+    api.create_challenge(twin["api_key"], visibility="public")
     key, slug = tenant["api_key"], tenant["slug"]
     prompt_challenge = api.create_challenge(
         key, **{**DEMO_CHALLENGE, "goal": DEMO_CHALLENGE["goal"] + " " + LONG_WORD}
