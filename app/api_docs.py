@@ -255,7 +255,7 @@ def _add_fields(
         # In the body the field is absent unless given (a body of another kind must not carry
         # it): its kind's default is said, not declared, so a generated client leaves it out.
         shown = {key: value for key, value in definition.items() if key != "default"}
-        if "default" in definition:
+        if definition.get("default") is not None:
             said += f" Left out, it is {json.dumps(definition['default'])}."
         properties[field] = {**shown, "description": said}
 
