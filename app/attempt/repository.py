@@ -155,11 +155,11 @@ class AttemptRepository:
 
     def get_with_kind(
         self, attempt_id: uuid.UUID, purposes: Sequence[RunPurpose] = (RunPurpose.ENTRY,)
-    ) -> tuple[Attempt, str] | None:
-        """The attempt, if it has one of these purposes, and its challenge's kind, in one
-        query."""
+    ) -> tuple[Attempt, str, datetime | None] | None:
+        """The attempt, if it has one of these purposes, its challenge's kind and when the
+        challenge closes, in one query."""
         row = self.session.execute(
-            select(Attempt, Challenge.kind)
+            select(Attempt, Challenge.kind, Challenge.closes_at)
             .join(Challenge, Challenge.id == Attempt.challenge_id)
             .where(
                 Attempt.tenant_id == self.tenant_id,
@@ -168,7 +168,7 @@ class AttemptRepository:
                 Challenge.deleted_at.is_(None),
             )
         ).first()
-        return None if row is None else (row[0], row[1])
+        return None if row is None else (row[0], row[1], row[2])
 
     def by_idempotency_key(self, key: str) -> Attempt | None:
         return self.session.scalar(

@@ -39,6 +39,7 @@ from app.challenge.service import (
     get_challenge,
     readable_challenge,
     refuse_unless_open,
+    sealed_shown,
     sealed_shown_of,
 )
 from app.config import get_settings
@@ -495,9 +496,10 @@ def read_attempt(session: Session, reader: TenantKey, attempt_id: uuid.UUID) -> 
     found = repo.get_with_kind(attempt_id)
     if found is None:
         raise NotFound("attempt not found")
-    attempt, kind = found
+    attempt, kind, closes_at = found
     handle = handle_of(session, reader.tenant_id, attempt.entrant_id)
-    sealed = _sealed_shown(session, reader, attempt.challenge_id)
+    # Read with the attempt: a polled read pays no query for it.
+    sealed = sealed_shown(closes_at, reader.audience)
     with_trials = kind_as(kind, AttemptKind).reads_show_trials
     trials = repo.trials(attempt.id, with_sealed=sealed) if with_trials else None
     return to_view(attempt, handle, trials, reader.audience, sealed=sealed)
