@@ -5,6 +5,7 @@ addresses, the CSRF check and the notices a redirect carries."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Annotated, NamedTuple
 
 from fastapi import Form, Query, Request
@@ -158,6 +159,35 @@ def visible_challenge(session: Session, visitor: Visitor, slug: str) -> Challeng
     if challenge is None:
         raise not_found()
     return challenge
+
+
+class Play(NamedTuple):
+    """A participant's form post at a challenge: the visit, the challenge, the player."""
+
+    visit: Visitor
+    challenge: Challenge
+    participant: Participant
+
+
+def play_post(
+    request: Request,
+    session: Session,
+    tenant_slug: str,
+    challenge_slug: str,
+    csrf_token: str,
+    title: str,
+    detail: str,
+    *,
+    find: Callable[[Session, Visitor, str], Challenge] | None = None,
+) -> Play:
+    """The opening of a participant's form post: the CSRF check, the challenge the visitor
+    may see (`find`, by default `visible_challenge`: 404), then the player (401 with the
+    page's `title` and `detail`, in which `{tenant}` is the tenant's name)."""
+    visit = visitor(request, session, tenant_slug)
+    require_csrf(visit.web, csrf_token)
+    challenge = (find or visible_challenge)(session, visit, challenge_slug)
+    participant = player_of(visit, title, detail.format(tenant=visit.tenant.name))
+    return Play(visit, challenge, participant)
 
 
 def player_of(visit: Visitor, title: str, detail: str) -> Participant:

@@ -49,8 +49,7 @@ from app.web.visitors import (
     Visitor,
     board_audience,
     challenge_url,
-    player_of,
-    require_csrf,
+    play_post,
     tenant_url,
     visible_challenge,
     visitor,
@@ -84,15 +83,17 @@ def _submit_entry(
     side: str,
 ) -> Response:
     session = work.session
-    visit = visitor(request, session, tenant_slug)
-    web, tenant, participant = visit
-    require_csrf(web, fields.get("csrf_token", ""))
-    challenge = _red_blue(session, visit, challenge_slug)
-    participant = player_of(
-        visit,
+    visit, challenge, participant = play_post(
+        request,
+        session,
+        tenant_slug,
+        challenge_slug,
+        fields.get("csrf_token", ""),
         "Sign in to play",
-        f"Sign in or create an account of {tenant.name} to submit defenses and attacks.",
+        "Sign in or create an account of {tenant} to submit defenses and attacks.",
+        find=_red_blue,
     )
+    web, tenant = visit.web, visit.tenant
     fields = {**fields, "side": side}
     field, what = ("system_prompt", "defense") if side == "blue" else ("prompt", "attack")
 

@@ -53,8 +53,7 @@ from app.web.visitors import (
     Visitor,
     challenge_url,
     pages_of,
-    player_of,
-    require_csrf,
+    play_post,
     tenant_named,
     tenant_url,
     visible_challenge,
@@ -227,15 +226,16 @@ def submit(
     fields: dict[str, str] = Depends(form_fields),
 ) -> Response:
     session = work.session
-    visit = visitor(request, session, tenant_slug)
-    web, tenant, participant = visit
-    require_csrf(web, fields.get("csrf_token", ""))
-    challenge = visible_challenge(session, visit, challenge_slug)
-    participant = player_of(
-        visit,
+    visit, challenge, participant = play_post(
+        request,
+        session,
+        tenant_slug,
+        challenge_slug,
+        fields.get("csrf_token", ""),
         "Sign in to play",
-        f"Sign in or create an account of {tenant.name} to submit attempts.",
+        "Sign in or create an account of {tenant} to submit attempts.",
     )
+    web, tenant = visit.web, visit.tenant
     submitter = tenants.as_subject(participant)
     kind = kind_as(challenge.kind, WebKind)
 
@@ -457,13 +457,16 @@ def practise(
     fields: dict[str, str] = Depends(form_fields),
 ) -> Response:
     session = work.session
-    visit = visitor(request, session, tenant_slug)
-    web, tenant, participant = visit
-    require_csrf(web, fields.get("csrf_token", ""))
-    challenge = visible_challenge(session, visit, challenge_slug)
-    participant = player_of(
-        visit, "Sign in to practise", f"Sign in with an account of {tenant.name}."
+    visit, challenge, participant = play_post(
+        request,
+        session,
+        tenant_slug,
+        challenge_slug,
+        fields.get("csrf_token", ""),
+        "Sign in to practise",
+        "Sign in with an account of {tenant}.",
     )
+    web, tenant = visit.web, visit.tenant
     body = PracticeCreate(**run_body(challenge.kind, fields))
     try:
         started = unscored.start_practice(work, tenants.as_subject(participant), challenge.id, body)
