@@ -696,15 +696,51 @@ def pairs_of(
     return set(rows)
 
 
-def insert_matches(session: Session, rows: Sequence[dict[str, Any]]) -> list[uuid.UUID]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewMatch:
+    """A queued match to insert: the attack and defense it plays, their participants, and
+    when it was made (also its first send). Pairing and the final round build these; the
+    row's id is chosen here unless the caller needs it in advance."""
+
+    tenant_id: uuid.UUID
+    challenge_id: uuid.UUID
+    attack_id: uuid.UUID
+    defense_id: uuid.UUID
+    red_participant_id: uuid.UUID
+    blue_participant_id: uuid.UUID
+    created_at: datetime
+    final_round: bool = False
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+
+def _queued_row(match: NewMatch) -> dict[str, Any]:
+    """The match's row as the INSERT writes it: queued, sent when made, never run."""
+    return {
+        "id": match.id,
+        "tenant_id": match.tenant_id,
+        "challenge_id": match.challenge_id,
+        "attack_id": match.attack_id,
+        "defense_id": match.defense_id,
+        "red_participant_id": match.red_participant_id,
+        "blue_participant_id": match.blue_participant_id,
+        "status": MatchStatus.QUEUED.value,
+        "created_at": match.created_at,
+        "enqueued_at": match.created_at,
+        "run_count": 0,
+        "spent_usd": 0.0,
+        "final_round": match.final_round,
+    }
+
+
+def insert_matches(session: Session, matches: Sequence[NewMatch]) -> list[uuid.UUID]:
     """Inserts these matches, skipping a pair that already has one (UNIQUE(attack_id,
     defense_id)); the ids of those inserted now."""
     inserted: list[uuid.UUID] = []
     build = insert_for(session)
-    for row in rows:
+    for match in matches:
         found = session.execute(
             build(_MATCHES)
-            .values(row)
+            .values(_queued_row(match))
             .on_conflict_do_nothing(index_elements=["attack_id", "defense_id"])
             .returning(_MATCHES.c.id)
         ).first()
@@ -1447,16 +1483,16 @@ def claim_final_round(
 
 
 def insert_matches_in_batches(
-    session: Session, rows: Sequence[dict[str, Any]], batch: int = 1000
+    session: Session, matches: Sequence[NewMatch], batch: int = 1000
 ) -> list[uuid.UUID]:
     """`insert_matches` for many rows at once (a final round's): one multi-row statement per
     `batch` rows, skipping a pair that already has a match; the ids inserted now."""
     inserted: list[uuid.UUID] = []
     build = insert_for(session)
-    for start in range(0, len(rows), batch):
+    for start in range(0, len(matches), batch):
         statement = (
             build(_MATCHES)
-            .values(list(rows[start : start + batch]))
+            .values([_queued_row(match) for match in matches[start : start + batch]])
             .on_conflict_do_nothing(index_elements=["attack_id", "defense_id"])
             .returning(_MATCHES.c.id)
         )
