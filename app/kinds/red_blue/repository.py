@@ -468,21 +468,13 @@ class RedBlueRepository:
         return [(match, title) for match, title in rows]
 
     def requeue_match(self, match: Match, now: datetime) -> None:
-        match.status = MatchStatus.QUEUED
+        MATCH_LEASES.queue_again(match, now)
         match.error = None
-        match.error_detail = None
-        match.finished_at = None
-        match.forget_runs()
-        match.enqueued_at = now
         self.session.flush()
 
     def requeue_defense(self, defense: Defense, now: datetime) -> None:
-        defense.status = DefenseStatus.PENDING
+        SELF_TEST_LEASES.queue_again(defense, now)
         defense.reason = None
-        defense.error_detail = None
-        defense.finished_at = None
-        defense.forget_runs()
-        defense.enqueued_at = now
         self.session.flush()
 
 
