@@ -11,10 +11,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import (
     Integer,
+    Select,
     Table,
     Uuid,
     any_,
@@ -30,7 +31,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.challenge.models import Challenge, challenge_not_deleted
 from app.db import count_where, insert_for, lock_some_ids, page_where, take_write_lock
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     IntArray = npt.NDArray[np.int64]
+
+T = TypeVar("T")
 
 _MATCHES: Table = Match.__table__  # type: ignore[assignment]
 _RATINGS: Table = Rating.__table__  # type: ignore[assignment]
@@ -652,23 +655,23 @@ def ratings_of(session: Session, challenge_id: uuid.UUID, side: Side) -> dict[uu
 def newest_active_defense(
     session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
 ) -> uuid.UUID | None:
-    return session.scalar(
-        select(Defense.id)
-        .where(
-            Defense.challenge_id == challenge_id,
-            Defense.participant_id == participant_id,
-            Defense.status == DefenseStatus.ACTIVE,
-        )
-        .order_by(Defense.created_at.desc(), Defense.id.desc())
-        .limit(1)
-    )
+    return session.scalar(_newest_active_defense(Defense.id, challenge_id, participant_id))
 
 
 def newest_active_defense_text(
     session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
 ) -> str | None:
     return session.scalar(
-        select(Defense.system_prompt)
+        _newest_active_defense(Defense.system_prompt, challenge_id, participant_id)
+    )
+
+
+def _newest_active_defense(
+    column: InstrumentedAttribute[T], challenge_id: uuid.UUID, participant_id: uuid.UUID
+) -> Select[T]:
+    """The participant's newest active defense here: the one that plays for them."""
+    return (
+        select(column)
         .where(
             Defense.challenge_id == challenge_id,
             Defense.participant_id == participant_id,
