@@ -163,8 +163,7 @@ def test_every_package_is_under_an_import_contract() -> None:
     top = [
         f"app.{path.stem}"
         for path in APP.iterdir()
-        if path.name != "__init__.py"
-        and (path.suffix == ".py" or (path / "__init__.py").exists())
+        if path.name != "__init__.py" and (path.suffix == ".py" or (path / "__init__.py").exists())
     ]
     named = _constrained_by_contracts()
     missing = sorted(
