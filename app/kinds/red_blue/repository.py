@@ -62,6 +62,8 @@ if TYPE_CHECKING:
     IntArray = npt.NDArray[np.int64]
 
 T = TypeVar("T")
+# A side's entry table.
+EntryModel = TypeVar("EntryModel", Defense, Attack)
 
 _MATCHES: Table = Match.__table__  # type: ignore[assignment]
 _RATINGS: Table = Rating.__table__  # type: ignore[assignment]
@@ -275,27 +277,23 @@ class RedBlueRepository:
         self, challenge_id: uuid.UUID, participant_id: uuid.UUID, *, limit: int
     ) -> tuple[list[Defense], list[Attack]]:
         """One participant's newest defenses and attacks at one challenge."""
-        defenses = self.session.scalars(
-            select(Defense)
-            .where(
-                Defense.tenant_id == self.tenant_id,
-                Defense.challenge_id == challenge_id,
-                Defense.participant_id == participant_id,
+
+        def newest(model: type[EntryModel]) -> list[EntryModel]:
+            return list(
+                self.session.scalars(
+                    select(model)
+                    .where(
+                        model.tenant_id == self.tenant_id,
+                        model.challenge_id == challenge_id,
+                        model.participant_id == participant_id,
+                    )
+                    .order_by(model.created_at.desc(), model.id)
+                    .limit(limit)
+                )
             )
-            .order_by(Defense.created_at.desc(), Defense.id)
-            .limit(limit)
-        )
-        attacks = self.session.scalars(
-            select(Attack)
-            .where(
-                Attack.tenant_id == self.tenant_id,
-                Attack.challenge_id == challenge_id,
-                Attack.participant_id == participant_id,
-            )
-            .order_by(Attack.created_at.desc(), Attack.id)
-            .limit(limit)
-        )
-        return list(defenses), list(attacks)
+
+        defenses, attacks = newest(Defense), newest(Attack)
+        return defenses, attacks
 
     def ratings_page(
         self,
