@@ -1,5 +1,6 @@
-"""Typed FastAPI dependencies of every route: the database session and the unit of work.
-(Who is calling is the authorization gate's: `app.auth.gate`.)
+"""Typed FastAPI dependencies of every route: the database session and the unit of work; and
+the submission endpoints' Idempotency-Key header with their answer's headers. (Who is
+calling is the authorization gate's: `app.auth.gate`.)
 
 FastAPI runs each synchronous dependency in the thread pool, one hop each. Creating a session
 does no I/O, so these are `async` (no hop).
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Header
 from sqlalchemy.orm import Session
 
 from app.db import get_sessionmaker
@@ -44,3 +45,25 @@ async def get_unit_of_work(session: SessionDep) -> UnitOfWork:
 
 
 UnitOfWorkDep = Annotated[UnitOfWork, Depends(get_unit_of_work)]
+
+
+# Every submission endpoint's (attempts, red_blue's defenses and attacks).
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description="Makes a retried submission return what the first one made (the same "
+        "attempt or entry) instead of a new one.",
+    ),
+]
+
+
+def accepted_headers(location: str, created: bool) -> dict[str, str]:
+    """A submission's answer: where to poll what it made, and whether this was a replay of
+    an earlier request with the same Idempotency-Key."""
+    headers = {"Location": location}
+    if not created:
+        headers["Idempotent-Replayed"] = "true"
+    return headers

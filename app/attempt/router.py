@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Response, status
+from fastapi import APIRouter, Query, Response, status
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
@@ -32,7 +32,7 @@ from app.challenge.reference import (
     resolve_challenge,
 )
 from app.db import get_autocommit_sessionmaker, get_sessionmaker
-from app.deps import SessionDep, UnitOfWorkDep
+from app.deps import IdempotencyKey, SessionDep, UnitOfWorkDep, accepted_headers
 from app.observability import context
 from app.observability import metrics as telemetry
 from app.routing import ApiRoute
@@ -40,16 +40,6 @@ from app.schemas import Handle, Limit, Offset, TrialLimit
 from app.unit_of_work import UnitOfWork
 
 router = APIRouter(prefix="/v1", tags=["attempts"], route_class=ApiRoute)
-
-IdempotencyKey = Annotated[
-    str | None,
-    Header(
-        alias="Idempotency-Key",
-        min_length=1,
-        max_length=255,
-        description="Makes a retried submission return the same attempt instead of a new one.",
-    ),
-]
 
 
 @router.post(
@@ -107,11 +97,9 @@ def _submit_in(
         challenge_id = resolve_challenge(session, caller.tenant_id, challenge_ref)
         submission = service.submit_attempt(work, caller, challenge_id, body, idempotency_key)
         attempt = submission.attempt
-        headers = {"Location": f"/v1/attempts/{attempt.id}"}
+        headers = accepted_headers(f"/v1/attempts/{attempt.id}", submission.created)
         if submission.created:
             context.bind(attempt_id=str(attempt.id))
-        else:
-            headers["Idempotent-Replayed"] = "true"
         work.commit()
     if submission.created:
         telemetry.attempt_reached(submission.kind, "queued")

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from app.attempt.attempt_kind import AttemptKind, KindSubmission, Submitted
 from app.attempt.dispatch import RUN_ATTEMPT
 from app.attempt.metrics import SEALED_MEASURES
-from app.attempt.models import Attempt, AttemptStatus, Trial
+from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
 from app.attempt.schemas import (
     AttemptCreate,
@@ -392,13 +392,8 @@ def rerun_failed(work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID
 
 def _requeue(work: UnitOfWork, attempt: Attempt) -> None:
     """Queued again, its finished trials kept; sent to a worker once the caller commits."""
-    now = utcnow()
-    attempt.status = AttemptStatus.QUEUED
+    ATTEMPT_LEASES.queue_again(attempt, utcnow())
     attempt.error = None
-    attempt.error_detail = None
-    attempt.finished_at = None
-    attempt.forget_runs()
-    attempt.enqueued_at = now
     work.send_after_commit(RUN_ATTEMPT, str(attempt.id))
 
 

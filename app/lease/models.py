@@ -29,6 +29,9 @@ class Leased:
         # Each leased table has them, of its own types.
         id: Mapped[uuid.UUID]
         status: Mapped[StrEnum]
+        enqueued_at: Mapped[datetime]
+        finished_at: Mapped[datetime | None]
+        error_detail: Mapped[str | None]
 
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
@@ -39,13 +42,6 @@ class Leased:
         """The holder's final write (it holds the row locked, see `repository.lock_held`):
         the row is finished, nobody holds it any more."""
         self.lease_expires_at = None
-
-    def forget_runs(self) -> None:
-        """A re-run starts afresh: no holder, no lease, no run counted yet (its runs are
-        counted against the limit from zero)."""
-        self.run_token = None
-        self.lease_expires_at = None
-        self.run_count = 0
 
 
 class Metered:
@@ -90,6 +86,19 @@ class LeasedTable(Generic[L]):
         else:
             free = or_(model.status == self.waiting, self.expired(now))
         return free if self.runnable is None else free & self.runnable
+
+    def queue_again(self, row: L, now: datetime) -> None:
+        """An admin's re-run of a row that ended in error: waiting again, sent now, with no
+        end and no holder, its runs counted from zero (against the limit of runs). What
+        participants read of the error is in a column of each table's own name: the caller
+        clears it."""
+        row.status = self.waiting
+        row.finished_at = None
+        row.error_detail = None
+        row.enqueued_at = now
+        row.run_token = None
+        row.lease_expires_at = None
+        row.run_count = 0
 
     def held_by(self, token: uuid.UUID | BindParameter[uuid.UUID]) -> ColumnElement[bool]:
         """Held under this run token (whether or not its lease ran out: until another worker

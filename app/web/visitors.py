@@ -145,6 +145,13 @@ def visitor(request: Request, session: Session, tenant_slug: str) -> Visitor:
     return Visitor(web, tenant, signed_in_participant(session, web, tenant))
 
 
+def form_visit(request: Request, session: Session, tenant_slug: str, csrf_token: str) -> Visitor:
+    """The opening of every form post: the visitor, once the form's CSRF token is checked."""
+    visit = visitor(request, session, tenant_slug)
+    require_csrf(visit.web, csrf_token)
+    return visit
+
+
 def visible_visibilities(participant: Participant | None) -> tuple[Visibility, ...]:
     """Public challenges are for everyone; unlisted ones for the tenant's signed-in participants;
     private ones never appear in the web UI (tenant admins manage them through the API)."""
@@ -183,8 +190,7 @@ def play_post(
     """The opening of a participant's form post: the CSRF check, the challenge the visitor
     may see (`find`, by default `visible_challenge`: 404), then the player (401 with the
     page's `title` and `detail`, in which `{tenant}` is the tenant's name)."""
-    visit = visitor(request, session, tenant_slug)
-    require_csrf(visit.web, csrf_token)
+    visit = form_visit(request, session, tenant_slug, csrf_token)
     challenge = (find or visible_challenge)(session, visit, challenge_slug)
     participant = player_of(visit, title, detail.format(tenant=visit.tenant.name))
     return Play(visit, challenge, participant)

@@ -4,6 +4,7 @@ batches without a pair twice, and what marks it played and holds a freeze."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import datetime, timedelta
 
@@ -69,22 +70,17 @@ def _entries(session: Session, challenge: Challenge) -> tuple[Attack, Defense]:
     return attack, defense
 
 
-def _match_row(attack: Attack, defense: Defense, now: datetime) -> dict[str, object]:
-    return {
-        "id": uuid.uuid4(),
-        "tenant_id": attack.tenant_id,
-        "challenge_id": attack.challenge_id,
-        "attack_id": attack.id,
-        "defense_id": defense.id,
-        "red_participant_id": attack.participant_id,
-        "blue_participant_id": defense.participant_id,
-        "status": "queued",
-        "created_at": now,
-        "enqueued_at": now,
-        "run_count": 0,
-        "spent_usd": 0.0,
-        "final_round": True,
-    }
+def _new_match(attack: Attack, defense: Defense, now: datetime) -> repository.NewMatch:
+    return repository.NewMatch(
+        tenant_id=attack.tenant_id,
+        challenge_id=attack.challenge_id,
+        attack_id=attack.id,
+        defense_id=defense.id,
+        red_participant_id=attack.participant_id,
+        blue_participant_id=defense.participant_id,
+        created_at=now,
+        final_round=True,
+    )
 
 
 def test_a_round_is_due_once_per_close_and_made_once(engine: Engine) -> None:  # noqa: F811
@@ -127,11 +123,11 @@ def test_matches_go_in_batches_without_a_pair_twice_and_the_round_is_played(
         challenge = _challenge(session, final_round=True, closes_at=now - timedelta(seconds=1))
         assert challenge.closes_at is not None
         pairs = [_entries(session, challenge) for _ in range(3)]
-        rows = [_match_row(attack, defense, now) for attack, defense in pairs]
-        first = repository.insert_matches_in_batches(session, rows[:2], batch=1)
+        matches = [_new_match(attack, defense, now) for attack, defense in pairs]
+        first = repository.insert_matches_in_batches(session, matches[:2], batch=1)
         assert len(first) == 2
         # The same pairs again (new ids) and one more: only the new pair goes in.
-        again = [{**row, "id": uuid.uuid4()} for row in rows]
+        again = [dataclasses.replace(match, id=uuid.uuid4()) for match in matches]
         assert len(repository.insert_matches_in_batches(session, again, batch=2)) == 1
         total = session.scalar(
             select(func.count()).select_from(Match).where(Match.challenge_id == challenge.id)

@@ -92,22 +92,19 @@ def _two_matches(session: Session) -> tuple[Match, Match]:
     ]
     session.add_all([defense, *attacks])
     session.flush()
-    rows = [
-        {
-            "id": uuid.uuid4(),
-            "attack_id": attack.id,
-            "defense_id": defense.id,
-            "red_participant_id": red.id,
-            "blue_participant_id": blue.id,
-            "status": MatchStatus.QUEUED.value,
-            "enqueued_at": now,
-            "run_count": 0,
-            "spent_usd": 0.0,
-            **common,
-        }
+    matches = [
+        repository.NewMatch(
+            tenant_id=tenant.id,
+            challenge_id=challenge.id,
+            attack_id=attack.id,
+            defense_id=defense.id,
+            red_participant_id=red.id,
+            blue_participant_id=blue.id,
+            created_at=now,
+        )
         for attack in attacks
     ]
-    first, second = repository.insert_matches(session, rows)
+    first, second = repository.insert_matches(session, matches)
     found = (session.get(Match, first), session.get(Match, second))
     assert found[0] is not None and found[1] is not None
     return found[0], found[1]

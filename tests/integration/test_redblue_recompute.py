@@ -101,39 +101,31 @@ class Competition:
         the participants' strengths make likely."""
         from app.db import session_scope, utcnow
         from app.kinds.red_blue import repository
-        from app.kinds.red_blue.models import MatchStatus
 
         now = utcnow()
-        rows: list[dict[str, Any]] = []
+        matches: list[repository.NewMatch] = []
         outcomes: list[tuple[uuid.UUID, bool]] = []
-        while len(rows) < count:
+        while len(matches) < count:
             red = draw.choice(sorted(self.attacks))
             blue = draw.choice(sorted(self.defenses))
             attack = draw.choice(self.attacks[red])
             if (attack, self.defenses[blue]) in self.used:
                 continue
             self.used.add((attack, self.defenses[blue]))
-            match_id = uuid.uuid4()
-            rows.append(
-                {
-                    "id": match_id,
-                    "tenant_id": self.tenant_id,
-                    "challenge_id": self.challenge_id,
-                    "attack_id": attack,
-                    "defense_id": self.defenses[blue],
-                    "red_participant_id": red,
-                    "blue_participant_id": blue,
-                    "status": MatchStatus.QUEUED.value,
-                    "created_at": now,
-                    "enqueued_at": now,
-                    "run_count": 0,
-                    "spent_usd": 0.0,
-                }
+            match = repository.NewMatch(
+                tenant_id=self.tenant_id,
+                challenge_id=self.challenge_id,
+                attack_id=attack,
+                defense_id=self.defenses[blue],
+                red_participant_id=red,
+                blue_participant_id=blue,
+                created_at=now,
             )
+            matches.append(match)
             chance = 1 / (1 + 10 ** ((self.strength[blue] - self.strength[red]) / 400))
-            outcomes.append((match_id, draw.random() < chance))
+            outcomes.append((match.id, draw.random() < chance))
         with session_scope() as session:
-            repository.insert_matches(session, rows)
+            repository.insert_matches(session, matches)
         return outcomes
 
     def land(self, count: int, draw: random.Random) -> None:

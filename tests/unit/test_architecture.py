@@ -7,6 +7,7 @@ import ast
 import inspect
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,35 @@ def test_the_import_contracts_hold() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "9 kept, 0 broken" in result.stdout, result.stdout
+
+
+def _constrained_by_contracts() -> set[str]:
+    """The modules whose own imports a contract of pyproject.toml restricts: a layer, a
+    forbidden contract's source, a protected module (`app` itself, the source of "nothing
+    under app/ imports workers/", restricts too little to count)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    named: set[str] = set()
+    for contract in config["tool"]["importlinter"]["contracts"]:
+        for layer in contract.get("layers", []):
+            named |= {part.strip(" ()") for part in layer.split(":")}
+        named |= set(contract.get("source_modules", []))
+        named |= set(contract.get("protected_modules", []))
+    return named - {"app"}
+
+
+def test_every_package_is_under_an_import_contract() -> None:
+    """Each module and package directly under app/, and workers/, scorers/ and benchmarks/,
+    is restricted by a contract: a new one must be placed in the layers before it lands."""
+    top = [
+        f"app.{path.stem}"
+        for path in APP.iterdir()
+        if path.name != "__init__.py" and (path.suffix == ".py" or (path / "__init__.py").exists())
+    ]
+    named = _constrained_by_contracts()
+    missing = sorted(
+        module for module in [*top, "workers", "scorers", "benchmarks"] if module not in named
+    )
+    assert missing == []
 
 
 def test_every_route_gives_its_database_connection_back_within_its_thread_trip() -> None:

@@ -21,9 +21,9 @@ from app.web.visitors import (
     ListPage,
     board_audience,
     challenge_url,
+    form_visit,
     pages_of,
     player_of,
-    require_csrf,
     tenant_url,
     visible_challenge,
     visitor,
@@ -45,8 +45,7 @@ def mark_final(
 ) -> Response:
     """Marks the signed-in participant's attempt final (`final=true`) or takes the mark back;
     back to the attempt's page, which shows the mark."""
-    visit = visitor(request, work.session, tenant_slug)
-    require_csrf(visit.web, csrf_token)
+    visit = form_visit(request, work.session, tenant_slug, csrf_token)
     participant = player_of(
         visit, "Sign in to mark", f"Sign in with an account of {visit.tenant.name}."
     )

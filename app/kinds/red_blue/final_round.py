@@ -109,25 +109,20 @@ def _insert_round(work: UnitOfWork, challenge: Challenge, now: datetime) -> int:
     met: set[tuple[uuid.UUID, uuid.UUID]] = set()
     for newest in newest_of_each(defenses).values():
         met |= repository.pairs_of(session, Match.defense_id, newest.id)
-    rows = [
-        {
-            "id": uuid.uuid4(),
-            "tenant_id": challenge.tenant_id,
-            "challenge_id": challenge.id,
-            "attack_id": attack.id,
-            "defense_id": defense.id,
-            "red_participant_id": attack.participant,
-            "blue_participant_id": defense.participant,
-            "status": MatchStatus.QUEUED.value,
-            "created_at": now,
-            "enqueued_at": now,
-            "run_count": 0,
-            "spent_usd": 0.0,
-            "final_round": True,
-        }
+    matches = [
+        repository.NewMatch(
+            tenant_id=challenge.tenant_id,
+            challenge_id=challenge.id,
+            attack_id=attack.id,
+            defense_id=defense.id,
+            red_participant_id=attack.participant,
+            blue_participant_id=defense.participant,
+            created_at=now,
+            final_round=True,
+        )
         for attack, defense in final_pairs(defenses, attacks, met)
     ]
-    inserted = repository.insert_matches_in_batches(session, rows)
+    inserted = repository.insert_matches_in_batches(session, matches)
     for chunk in chunks([str(match_id) for match_id in inserted]):
         work.send_after_commit(RUN_MATCHES, *chunk)
     return len(inserted)

@@ -11,10 +11,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import (
     Integer,
+    Select,
     Table,
     Uuid,
     any_,
@@ -30,7 +31,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.challenge.models import Challenge, challenge_not_deleted
 from app.db import count_where, insert_for, lock_some_ids, page_where, take_write_lock
@@ -59,6 +60,10 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     IntArray = npt.NDArray[np.int64]
+
+T = TypeVar("T")
+# A side's entry table.
+EntryModel = TypeVar("EntryModel", Defense, Attack)
 
 _MATCHES: Table = Match.__table__  # type: ignore[assignment]
 _RATINGS: Table = Rating.__table__  # type: ignore[assignment]
@@ -272,27 +277,23 @@ class RedBlueRepository:
         self, challenge_id: uuid.UUID, participant_id: uuid.UUID, *, limit: int
     ) -> tuple[list[Defense], list[Attack]]:
         """One participant's newest defenses and attacks at one challenge."""
-        defenses = self.session.scalars(
-            select(Defense)
-            .where(
-                Defense.tenant_id == self.tenant_id,
-                Defense.challenge_id == challenge_id,
-                Defense.participant_id == participant_id,
+
+        def newest(model: type[EntryModel]) -> list[EntryModel]:
+            return list(
+                self.session.scalars(
+                    select(model)
+                    .where(
+                        model.tenant_id == self.tenant_id,
+                        model.challenge_id == challenge_id,
+                        model.participant_id == participant_id,
+                    )
+                    .order_by(model.created_at.desc(), model.id)
+                    .limit(limit)
+                )
             )
-            .order_by(Defense.created_at.desc(), Defense.id)
-            .limit(limit)
-        )
-        attacks = self.session.scalars(
-            select(Attack)
-            .where(
-                Attack.tenant_id == self.tenant_id,
-                Attack.challenge_id == challenge_id,
-                Attack.participant_id == participant_id,
-            )
-            .order_by(Attack.created_at.desc(), Attack.id)
-            .limit(limit)
-        )
-        return list(defenses), list(attacks)
+
+        defenses, attacks = newest(Defense), newest(Attack)
+        return defenses, attacks
 
     def ratings_page(
         self,
@@ -468,21 +469,13 @@ class RedBlueRepository:
         return [(match, title) for match, title in rows]
 
     def requeue_match(self, match: Match, now: datetime) -> None:
-        match.status = MatchStatus.QUEUED
+        MATCH_LEASES.queue_again(match, now)
         match.error = None
-        match.error_detail = None
-        match.finished_at = None
-        match.forget_runs()
-        match.enqueued_at = now
         self.session.flush()
 
     def requeue_defense(self, defense: Defense, now: datetime) -> None:
-        defense.status = DefenseStatus.PENDING
+        SELF_TEST_LEASES.queue_again(defense, now)
         defense.reason = None
-        defense.error_detail = None
-        defense.finished_at = None
-        defense.forget_runs()
-        defense.enqueued_at = now
         self.session.flush()
 
 
@@ -660,23 +653,23 @@ def ratings_of(session: Session, challenge_id: uuid.UUID, side: Side) -> dict[uu
 def newest_active_defense(
     session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
 ) -> uuid.UUID | None:
-    return session.scalar(
-        select(Defense.id)
-        .where(
-            Defense.challenge_id == challenge_id,
-            Defense.participant_id == participant_id,
-            Defense.status == DefenseStatus.ACTIVE,
-        )
-        .order_by(Defense.created_at.desc(), Defense.id.desc())
-        .limit(1)
-    )
+    return session.scalar(_newest_active_defense(Defense.id, challenge_id, participant_id))
 
 
 def newest_active_defense_text(
     session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
 ) -> str | None:
     return session.scalar(
-        select(Defense.system_prompt)
+        _newest_active_defense(Defense.system_prompt, challenge_id, participant_id)
+    )
+
+
+def _newest_active_defense(
+    column: InstrumentedAttribute[T], challenge_id: uuid.UUID, participant_id: uuid.UUID
+) -> Select[T]:
+    """The participant's newest active defense here: the one that plays for them."""
+    return (
+        select(column)
         .where(
             Defense.challenge_id == challenge_id,
             Defense.participant_id == participant_id,
@@ -696,15 +689,51 @@ def pairs_of(
     return set(rows)
 
 
-def insert_matches(session: Session, rows: Sequence[dict[str, Any]]) -> list[uuid.UUID]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewMatch:
+    """A queued match to insert: the attack and defense it plays, their participants, and
+    when it was made (also its first send). Pairing and the final round build these; the
+    row's id is chosen here unless the caller needs it in advance."""
+
+    tenant_id: uuid.UUID
+    challenge_id: uuid.UUID
+    attack_id: uuid.UUID
+    defense_id: uuid.UUID
+    red_participant_id: uuid.UUID
+    blue_participant_id: uuid.UUID
+    created_at: datetime
+    final_round: bool = False
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+
+def _queued_row(match: NewMatch) -> dict[str, Any]:
+    """The match's row as the INSERT writes it: queued, sent when made, never run."""
+    return {
+        "id": match.id,
+        "tenant_id": match.tenant_id,
+        "challenge_id": match.challenge_id,
+        "attack_id": match.attack_id,
+        "defense_id": match.defense_id,
+        "red_participant_id": match.red_participant_id,
+        "blue_participant_id": match.blue_participant_id,
+        "status": MatchStatus.QUEUED.value,
+        "created_at": match.created_at,
+        "enqueued_at": match.created_at,
+        "run_count": 0,
+        "spent_usd": 0.0,
+        "final_round": match.final_round,
+    }
+
+
+def insert_matches(session: Session, matches: Sequence[NewMatch]) -> list[uuid.UUID]:
     """Inserts these matches, skipping a pair that already has one (UNIQUE(attack_id,
     defense_id)); the ids of those inserted now."""
     inserted: list[uuid.UUID] = []
     build = insert_for(session)
-    for row in rows:
+    for match in matches:
         found = session.execute(
             build(_MATCHES)
-            .values(row)
+            .values(_queued_row(match))
             .on_conflict_do_nothing(index_elements=["attack_id", "defense_id"])
             .returning(_MATCHES.c.id)
         ).first()
@@ -1447,16 +1476,16 @@ def claim_final_round(
 
 
 def insert_matches_in_batches(
-    session: Session, rows: Sequence[dict[str, Any]], batch: int = 1000
+    session: Session, matches: Sequence[NewMatch], batch: int = 1000
 ) -> list[uuid.UUID]:
     """`insert_matches` for many rows at once (a final round's): one multi-row statement per
     `batch` rows, skipping a pair that already has a match; the ids inserted now."""
     inserted: list[uuid.UUID] = []
     build = insert_for(session)
-    for start in range(0, len(rows), batch):
+    for start in range(0, len(matches), batch):
         statement = (
             build(_MATCHES)
-            .values(list(rows[start : start + batch]))
+            .values([_queued_row(match) for match in matches[start : start + batch]])
             .on_conflict_do_nothing(index_elements=["attack_id", "defense_id"])
             .returning(_MATCHES.c.id)
         )

@@ -4,13 +4,12 @@ Each route parses, calls one service function and returns its view (docs/redblue
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
 
-from fastapi import APIRouter, Header, Response, status
+from fastapi import APIRouter, Response, status
 
 from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge.reference import ChallengeIdDep
-from app.deps import SessionDep, UnitOfWorkDep
+from app.deps import IdempotencyKey, SessionDep, UnitOfWorkDep, accepted_headers
 from app.kinds.red_blue import service
 from app.kinds.red_blue.schemas import (
     AttackCreate,
@@ -26,16 +25,6 @@ from app.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1", tags=["red-blue"], route_class=ApiRoute)
 
-IdempotencyKey = Annotated[
-    str | None,
-    Header(
-        alias="Idempotency-Key",
-        min_length=1,
-        max_length=255,
-        description="Makes a retried submission return the same entry instead of a new one.",
-    ),
-]
-
 _SUBMISSION_ANSWERS: dict[int | str, dict[str, str]] = {
     409: {
         "description": "The challenge is not open, the participant's limit is reached, or the "
@@ -43,12 +32,6 @@ _SUBMISSION_ANSWERS: dict[int | str, dict[str, str]] = {
     },
     429: {"description": "The participant's daily limit (of this side) is reached."},
 }
-
-
-def _accepted(response: Response, path: str, created: bool) -> None:
-    response.headers["Location"] = path
-    if not created:
-        response.headers["Idempotent-Replayed"] = "true"
 
 
 @router.post(
@@ -69,7 +52,7 @@ def post_defense(
     submitted = service.submit_defense(work, caller, challenge_id, body, idempotency_key)
     work.commit()
     entry = submitted.entry
-    _accepted(response, f"/v1/defenses/{entry.id}", submitted.created)
+    response.headers.update(accepted_headers(f"/v1/defenses/{entry.id}", submitted.created))
     return service.defense_view(entry, submitted.participant_handle, service.reader_of(caller))  # type: ignore[arg-type]
 
 
@@ -111,7 +94,7 @@ def post_attack(
     submitted = service.submit_attack(work, caller, challenge_id, body, idempotency_key)
     work.commit()
     entry = submitted.entry
-    _accepted(response, f"/v1/attacks/{entry.id}", submitted.created)
+    response.headers.update(accepted_headers(f"/v1/attacks/{entry.id}", submitted.created))
     return service.attack_view(entry, submitted.participant_handle, service.reader_of(caller))  # type: ignore[arg-type]
 
 

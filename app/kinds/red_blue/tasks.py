@@ -11,6 +11,9 @@ from celery import shared_task
 from sqlalchemy.exc import OperationalError
 
 from app.config import get_settings
+
+# The module's name is taken by its task below.
+from app.kinds.red_blue import final_round as rounds
 from app.kinds.red_blue import worker
 from app.kinds.red_blue.dispatch import (
     FINAL_ROUND_TASK,
@@ -77,8 +80,6 @@ def recompute(challenge_id: str, part: str = "") -> str:
 # (bench/README.md); a round cut short is rolled back and made again by the next sweep.
 @shared_task(name=FINAL_ROUND_TASK, time_limit=1800, **_RETRIED)
 def final_round(challenge_id: str) -> str:
-    from app.kinds.red_blue import final_round as rounds
-
     return rounds.make(uuid.UUID(challenge_id))
 
 

@@ -54,7 +54,6 @@ from app.kinds.red_blue.models import (
     Defense,
     DefenseStatus,
     Match,
-    MatchStatus,
     Side,
 )
 from app.kinds.red_blue.repository import Entry
@@ -240,27 +239,22 @@ def _make_matches(
     """Inserts the chosen matches (a pair that already has one is skipped) and sends the new
     ones to workers after the commit, in chunks (`RUN_MATCHES`); how many were new."""
     now = utcnow()
-    rows = []
+    matches = []
     for opponent in opponents:
         other = by_id[opponent.id]
         attack, defense = (entry, other) if isinstance(entry, Attack) else (other, entry)
-        rows.append(
-            {
-                "id": uuid.uuid4(),
-                "tenant_id": entry.tenant_id,
-                "challenge_id": entry.challenge_id,
-                "attack_id": attack.id,
-                "defense_id": defense.id,
-                "red_participant_id": attack.participant_id,
-                "blue_participant_id": defense.participant_id,
-                "status": MatchStatus.QUEUED.value,
-                "created_at": now,
-                "enqueued_at": now,
-                "run_count": 0,
-                "spent_usd": 0.0,
-            }
+        matches.append(
+            repository.NewMatch(
+                tenant_id=entry.tenant_id,
+                challenge_id=entry.challenge_id,
+                attack_id=attack.id,
+                defense_id=defense.id,
+                red_participant_id=attack.participant_id,
+                blue_participant_id=defense.participant_id,
+                created_at=now,
+            )
         )
-    inserted = repository.insert_matches(work.session, rows)
+    inserted = repository.insert_matches(work.session, matches)
     for chunk in chunks([str(match_id) for match_id in inserted]):
         work.send_after_commit(RUN_MATCHES, *chunk)
     return len(inserted)

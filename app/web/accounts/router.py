@@ -16,7 +16,7 @@ from app.web import auth
 from app.web.accounts import service
 from app.web.forms import FormError
 from app.web.rendering import HtmlRoute, form_page, redirect
-from app.web.visitors import CsrfField, require_csrf, safe_next, tenant_url, visitor
+from app.web.visitors import CsrfField, form_visit, safe_next, tenant_url, visitor
 from app.web.visitors import notice as notice_text
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
@@ -94,8 +94,7 @@ def sign_up(
     next: Annotated[str, Form()] = "",
 ) -> Response:
     session = work.session
-    web, tenant, _ = visitor(request, session, tenant_slug)
-    require_csrf(web, csrf_token)
+    web, tenant, _ = form_visit(request, session, tenant_slug, csrf_token)
     address = auth.client_address(request)
     try:
         service.check_sign_up_allowed(address)
@@ -126,8 +125,7 @@ def sign_in(
     next: Annotated[str, Form()] = "",
 ) -> Response:
     session = work.session
-    web, tenant, _ = visitor(request, session, tenant_slug)
-    require_csrf(web, csrf_token)
+    web, tenant, _ = form_visit(request, session, tenant_slug, csrf_token)
     try:
         participant = service.sign_in(
             session, tenant.id, handle, password, auth.client_address(request)
@@ -143,8 +141,7 @@ def sign_out(
     tenant_slug: str, request: Request, work: UnitOfWorkDep, csrf_token: CsrfField = ""
 ) -> Response:
     session = work.session
-    web, tenant, _ = visitor(request, session, tenant_slug)
-    require_csrf(web, csrf_token)
+    web, tenant, _ = form_visit(request, session, tenant_slug, csrf_token)
     # The server forgets the session: a copy of the cookie signs nobody in afterwards.
     service.end_session(session, web)
     work.commit()
@@ -194,8 +191,7 @@ def change_password(
     new_password: Annotated[str, Form()] = "",
 ) -> Response:
     session = work.session
-    web, tenant, participant = visitor(request, session, tenant_slug)
-    require_csrf(web, csrf_token)
+    web, tenant, participant = form_visit(request, session, tenant_slug, csrf_token)
     if participant is None:
         return redirect(request, web, tenant_url(tenant, f"sign-in?next=/t/{tenant.slug}/account"))
     try:

@@ -19,7 +19,7 @@ from sqlalchemy import String, Uuid, create_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from app.config import Settings
-from app.db import StrEnumColumn
+from app.db import StrEnumColumn, UTCDateTime
 from app.lease import repository as leases
 from app.lease.heartbeat import Heartbeat
 from app.lease.models import Leased, LeasedTable
@@ -48,6 +48,11 @@ class Job(Leased, _Base):
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     status: Mapped[JobStatus] = mapped_column(StrEnumColumn(JobStatus, 16))
     result: Mapped[str | None] = mapped_column(String(50), default=None)
+    # When it was last sent, when it ended, and the full reason of an error: what a re-run
+    # (`queue_again`) clears.
+    enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=NOW)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    error_detail: Mapped[str | None] = mapped_column(String(200), default=None)
 
 
 class Check(Leased, _Base):
@@ -225,15 +230,19 @@ def test_hold_renews_or_says_the_lease_is_lost(session: Session) -> None:
         hold(session, JOBS, job_id, uuid.uuid4(), settings)
 
 
-def test_forgetting_runs_frees_a_row_for_a_fresh_start(session: Session) -> None:
+def test_queuing_again_frees_a_row_for_a_fresh_start(session: Session) -> None:
     job_id = _job(session)
     _claim(session, [job_id], uuid.uuid4())
     job = _row(session, job_id)
-    job.status = JobStatus.QUEUED
-    job.forget_runs()
+    job.status = JobStatus.DONE
+    job.finished_at = NOW
+    job.error_detail = "the provider answered 500"
+    JOBS.queue_again(job, LATER)
     session.flush()
     job = _row(session, job_id)
+    assert (job.status, job.finished_at, job.error_detail) == (JobStatus.QUEUED, None, None)
     assert (job.run_token, job.lease_expires_at, job.run_count) == (None, None, 0)
+    assert job.enqueued_at == LATER
     assert _claim(session, [job_id], uuid.uuid4()) == [job_id]
 
 
