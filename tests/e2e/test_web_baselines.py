@@ -68,6 +68,7 @@ def test_an_admin_submits_a_prompt_baseline_the_board_shows_marked(
     assert f'href="/t/{slug}/admin/participants/ref-bot"' in shown
     board = f"/t/{slug}/challenges/{challenge['slug']}/leaderboard"
     assert f'href="{board}"' in shown
+    assert "is submitted" not in admin.get(f"{page}?submitted=nobody").text
 
     # The demo's verifier: the echo model says PWNED back, a success, ranked.
     assert api.wait_finished(key, stored["id"], timeout=60)["status"] == "completed"
@@ -120,6 +121,16 @@ def test_a_refused_baseline_says_what_the_api_says_beside_its_field(
         assert admin.post_form(f"{page}/attempt", once, token_from=page).status_code == 303
     [stored] = _attempts(api, key, challenge["id"])
     assert stored["baseline"] is True and stored["model_spec"]["model"] == "offline/echo"
+
+    # A challenge that takes no entries now (a draft) refuses a baseline as it refuses any.
+    draft = _benchmark_challenge(api, key, state="draft")
+    draft_page = f"/t/{slug}/admin/challenges/{draft['id']}/baselines"
+    refused = _send(admin, draft_page, "attempt", {"participant": "ref", "model": "offline/echo"})
+    assert refused.status_code == 409
+    assert _ALERT.findall(refused.text) == [
+        ("attempt", "this challenge is a draft: it takes submissions once it is published")
+    ]
+    assert 'value="offline/echo"' in refused.text  # kept as typed
 
 
 def test_red_blue_baselines_are_a_defense_or_an_attack(api: Api, web_client: Clients) -> None:

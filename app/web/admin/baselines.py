@@ -25,6 +25,7 @@ from app.challenge.registry import kind_as
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import AppError, detail_text, error_details
 from app.observability import metrics as telemetry
+from app.tenant import service as tenants
 from app.web.admin.visits import AdminVisit, admin_form, admin_page_visit
 from app.web.challenges.router import form_fields
 from app.web.forms import error_field
@@ -131,6 +132,10 @@ def baselines(
     if isinstance(visit, Response):
         return visit
     challenge = _challenge(session, visit, challenge_id)
+    # Only a handle of the tenant's: an address cannot make the page claim a submission.
+    if submitted is not None:
+        found = tenants.participant_by_handle(session, visit.tenant.id, submitted)
+        submitted = found.handle if found is not None else None
     return _page(visit, challenge, submitted=submitted)
 
 
