@@ -35,6 +35,9 @@ from app.scoring.strategies import Strategy
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
+    from sqlalchemy.orm import Session
+
+    from app.challenge.models import Challenge
 
 
 class KindConfig(InputSchema):
@@ -122,6 +125,13 @@ class ChallengeKind:
         """Checks that need the world outside (the outbound policy, a benchmark's data),
         when a challenge is saved; returns the configuration to store (normalised)."""
         return config
+
+    def check_edit(
+        self, session: Session, challenge: Challenge, before: KindConfig, after: KindConfig
+    ) -> None:
+        """Refuses an edit of the challenge's sections (`before` to `after`) that the results
+        it already stored could not follow (raise `Conflict` naming the field). By default
+        every edit applies to new runs only, as the API says."""
 
     def named_models(self, config: KindConfig) -> Sequence[NamedModel]:
         """Every model the configuration names (targets, judges, critics, patterns of the

@@ -422,9 +422,12 @@ def update_challenge(
         if flat:
             merged["scoring"] = scoring_from_flat(challenge.scoring.model_dump(mode="json"), flat)
         validated = _validated_as_create(merged)
-        kept = find_kind(challenge.kind).named_models(config_of(challenge))
+        kind = find_kind(challenge.kind)
+        before = config_of(challenge)
+        kept = kind.named_models(before)
         config, scoring, limits = _validated(session, validated, kept)
         check_flat_entrypoint(session, scoring.plugin_id, flat)
+    kind.check_edit(session, challenge, before, config)
     scoring_changed = scoring != challenge.scoring
     challenge.title = validated.title
     challenge.goal = validated.goal

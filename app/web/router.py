@@ -13,6 +13,8 @@ page family (each a package of its own: router and service).
   challenge's test runs (`.../admin/challenges/{id}/test-runs`).
 - `authoring`: `/t/{tenant}/admin/challenges/new`, `.../{id}/edit`, `.../{id}/duplicate`,
   `.../{id}/delete`: tenant admins' challenge forms, made from each kind's models.
+- `admin.baselines`: `/t/{tenant}/admin/challenges/{id}/baselines`: an admin's reference
+  entries, of the kind's entry fields.
 
 What differs between challenge kinds is the kind's (`app.web.web_kind`).
 """
@@ -24,6 +26,7 @@ from starlette.responses import Response
 
 from app.challenge.registry import registered
 from app.web.accounts.router import router as accounts
+from app.web.admin.baselines import router as baselines
 from app.web.admin.router import router as admin
 from app.web.attempts.router import router as attempts
 from app.web.authoring.router import router as authoring
@@ -32,9 +35,9 @@ from app.web.leaderboards.router import router as leaderboards
 from app.web.rendering import HtmlRoute, not_found
 from app.web.web_kind import WebKind
 
-# `authoring` before `admin`: its challenge pages' addresses would match the admin page's
-# challenge buttons (`/admin/challenges/{id}/{action}`).
-FAMILIES = (challenges, leaderboards, attempts, accounts, authoring, admin)
+# `authoring` and `baselines` before `admin`: their challenge pages' addresses would match the
+# admin page's challenge buttons (`/admin/challenges/{id}/{action}`).
+FAMILIES = (challenges, leaderboards, attempts, accounts, authoring, baselines, admin)
 
 unknown = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 

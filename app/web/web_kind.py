@@ -34,23 +34,26 @@ fragment may need of the page (`csrf_token`, `submission_id`, `base_url`, `attem
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from fastapi import APIRouter
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from app.attempt import service as attempt_service
+from app.attempt.attempt_kind import AttemptKind
 from app.attempt.models import AttemptStatus
 from app.attempt.schemas import AttemptCreate, AttemptRead
 from app.auth.subjects import TenantAdmin
 from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
-from app.challenge.registry import kind_as
+from app.challenge.registry import find_kind, kind_as
 from app.scoring.strategies import Strategy
 from app.tenant.models import Participant
+from app.unit_of_work import UnitOfWork
 from app.web.forms import FormError
 
 if TYPE_CHECKING:
@@ -81,6 +84,49 @@ class ListStanding:
     value: str = ""
     path: str | None = None
     note: str | None = None
+
+
+@dataclass(frozen=True)
+class BaselineSubmitted:
+    """What submitting a baseline stored: under which handle (as first spelled), and, for a
+    new attempt, its kind (counted as queued; None on a replay of the same form)."""
+
+    handle: str
+    attempt_kind: str | None = None
+
+
+# Submits a baseline: (unit of work, the admin, the challenge's id, the body an API client
+# would send, `participant` and `baseline` included, the idempotency key). Raises the
+# body model's ValidationError or the service's AppError.
+SubmitBaseline = Callable[
+    [UnitOfWork, TenantAdmin, uuid.UUID, dict[str, Any], str | None], BaselineSubmitted
+]
+
+
+@dataclass(frozen=True)
+class BaselineForm:
+    """One kind of entry a tenant admin submits as a baseline from the console: its fields
+    (`model`, the entry's own as the API names them, `participant` and `baseline` left out)
+    and how it is submitted."""
+
+    name: str
+    title: str
+    button: str
+    model: type[BaseModel]
+    submit: SubmitBaseline
+
+
+def _submit_attempt(
+    work: UnitOfWork,
+    admin: TenantAdmin,
+    challenge_id: uuid.UUID,
+    body: dict[str, Any],
+    idempotency_key: str | None,
+) -> BaselineSubmitted:
+    stored = attempt_service.submit_attempt(
+        work, admin, challenge_id, AttemptCreate.model_validate(body), idempotency_key
+    )
+    return BaselineSubmitted(stored.participant_handle, stored.kind if stored.created else None)
 
 
 @dataclass(frozen=True)
@@ -134,6 +180,22 @@ class WebKind:
         its boards), from the query's `params` and a refused form's `fields` and `error`; None:
         the page's attempt form, attempts and leaderboard panel."""
         return None
+
+    def baseline_forms(self) -> Sequence[BaselineForm]:
+        """The entries an admin submits as baselines from the console: an attempt, of the
+        kind's submission's fields, for a kind that takes attempts; none otherwise."""
+        if not find_kind(self.name).accepts.attempts:
+            return ()
+        kind = kind_as(self.name, AttemptKind)
+        return (
+            BaselineForm(
+                "attempt",
+                "A baseline attempt",
+                "Submit the baseline",
+                kind.submission_model,
+                _submit_attempt,
+            ),
+        )
 
     def admin_panel(self, session: Session, admin: TenantAdmin) -> Any | None:
         """A section of the tenant admin page (its entries in error, say); None: nothing."""

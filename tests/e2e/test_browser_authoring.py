@@ -239,6 +239,21 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
         (item["rank"], item["participant"], item["tokens_total"]) for item in board["items"]
     ]
     assert [r["participant"] for r in rows] == ["ana", "ben"]
+    # A baseline from the console: on the board, marked, taking no participant's rank.
+    page.get_by_role("link", name="Baselines of Say it again", exact=True).click()
+    expect(page.get_by_role("heading", name="Baselines of Say it again")).to_be_visible()
+    page.get_by_label("Handle").fill("reference")
+    page.get_by_label("Prompt").fill("PWNED")
+    page.get_by_role("button", name="Submit the baseline").click()
+    expect(page.get_by_role("status")).to_contain_text("reference is submitted")
+    entries = f"/v1/challenges/{prompt['id']}/attempts?participant=reference"
+    [baseline] = api.request("GET", entries, key).json()["items"]
+    assert baseline["baseline"] is True
+    assert api.wait_finished(key, baseline["id"])["status"] == "completed"
+    marked = api.request("GET", f"/v1/challenges/{prompt['id']}/leaderboard", key).json()
+    assert {i["participant"] for i in marked["items"] if i["baseline"]} == {"reference"}
+    assert [i["rank"] for i in marked["items"] if not i["baseline"]] == [1, 2]
+    page.get_by_role("link", name="Back to the admin page").click()
     # Closed from the console: a late submission is refused.
     page.get_by_role("button", name="Close now Say it again", exact=True).click()
     expect(page.get_by_role("status")).to_be_visible()

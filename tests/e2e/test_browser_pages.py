@@ -314,6 +314,8 @@ def pages_to_visit(world: dict[str, Any]) -> list[tuple[str, str]]:
         ("admin", f"{t}/admin/challenges/{world['benchmark']['id']}/duplicate"),
         ("admin", f"{admin_challenge}/delete"),
         ("admin", f"{admin_challenge}/test-runs"),
+        ("admin", f"{admin_challenge}/baselines"),
+        ("admin", f"{t}/admin/challenges/{world['red_blue']['id']}/baselines?submitted=alice"),
         ("admin", f"{t}/admin/deleted-challenges"),
         ("admin", f"{t}/admin/deleted-challenges/{world['deleted']}/purge"),
         ("admin", f"{t}/admin/red-blue/matches/{world['match']}"),

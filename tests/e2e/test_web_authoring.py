@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from markupsafe import escape
 
+from app.web.authoring.router import DELETED_PAGE_SIZE
 from tests.conftest import Api
 from tests.e2e.conftest import WebClient, create_tenant
 
@@ -406,3 +407,27 @@ def test_a_run_lists_live_address_answers_its_page_readers_only(
     assert stranger.get(test_runs).status_code == 404
     practice = f"/t/{slug}/challenges/{mine['slug']}/practice/live"
     assert stranger.get(practice).status_code == 404  # not signed in: no runs of theirs
+
+
+def test_the_deleted_challenges_page_lists_every_deleted_challenge_a_page_at_a_time(
+    api: Api, web_client: Clients
+) -> None:
+    tenant = create_tenant(api)
+    key, slug = tenant["api_key"], tenant["slug"]
+    titles = []
+    for number in range(DELETED_PAGE_SIZE + 1):
+        challenge = api.create_challenge(key, title=f"Gone {number:03d}")
+        deleted = api.request("DELETE", f"/v1/challenges/{challenge['id']}", key)
+        assert deleted.status_code == 204, deleted.text
+        titles.append(challenge["title"])
+    admin = _admin(web_client, tenant)
+    listing = f"/t/{slug}/admin/deleted-challenges"
+    first, second = admin.get(listing).text, admin.get(f"{listing}?page=2").text
+    # The latest deleted first; the first deleted alone on the second page.
+    assert "Gone 050" in first and "Gone 000" not in first and 'rel="next"' in first
+    assert "Gone 000" in second and "Gone 050" not in second and 'rel="prev"' in second
+    assert all(title in first + second for title in titles)
+    assert "Page 2 of 2" in second
+    past = admin.get(f"{listing}?page=3")
+    assert past.status_code == 200 and "the first page" in past.text
+    assert admin.get(f"{listing}?page=0").status_code == 404  # as every page of a list

@@ -10,8 +10,11 @@ import pytest
 
 from app.kinds.benchmark.config import BenchmarkSpec, SplitConfig
 from app.kinds.benchmark.split import parts_of
+from app.web.authoring.service import challenge_form
+from app.web.schema_form import shown_values
 from tests.conftest import Api, Worker
 from tests.e2e.conftest import WebClient, create_tenant
+from tests.e2e.test_web_authoring import _admin, shown_errors
 from tests.e2e.test_web_http import (
     _attempt_id_of,
     _benchmark_challenge,
@@ -63,3 +66,31 @@ def test_a_participants_pages_show_the_private_tasks_only_after_the_close(
     assert ada.get(attempt_page).text.count('class="trials-toggle"') == 4
     for index in private:
         assert ada.get(f"{tasks}/{index}").status_code == 200
+
+
+def test_the_edit_form_refuses_a_new_split_once_there_are_submissions_as_patch_does(
+    api: Api, web_client: Callable[[], WebClient]
+) -> None:
+    tenant = create_tenant(api)
+    key, slug = tenant["api_key"], tenant["slug"]
+    challenge = _benchmark_challenge(api, key, split=SPLIT)
+    url = f"/v1/challenges/{challenge['id']}"
+    entry = api.request(
+        "POST", f"{url}/attempts", key, json={"model": "offline/echo", "participant": "p1"}
+    )
+    assert entry.status_code == 202, entry.text
+    admin = _admin(web_client, tenant)
+    path = f"/t/{slug}/admin/challenges/{challenge['id']}/edit"
+    form = challenge_form("benchmark", editing=True)
+    values = shown_values(form.items, api.request("GET", url, key).json())
+    assert values["split.seed"] == "11"
+
+    refused = admin.post_form(path, {**values, "split.seed": "12"}, token_from=path)
+    patch = api.request("PATCH", url, key, json={"split": {**SPLIT, "seed": 12}})
+    assert patch.status_code == 409
+    assert refused.status_code == 422  # a refused form comes back, whatever the API's status
+    assert shown_errors(refused.text) == [("split.seed", patch.json()["error"]["message"])]
+
+    saved = admin.post_form(path, {**values, "split.final_submissions": "3"}, token_from=path)
+    assert saved.status_code == 303, saved.text
+    assert api.request("GET", url, key).json()["split"] == {**SPLIT, "final_submissions": 3}

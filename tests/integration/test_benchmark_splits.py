@@ -271,3 +271,60 @@ def test_final_marks_need_a_split_challenge(
     assert api.request("POST", f"/v1/attempts/{attempt_id}/final", key).status_code == 404
     board = api.request("GET", f"/v1/challenges/{challenge['id']}/private-leaderboard", key)
     assert board.status_code == 404
+
+
+def test_a_split_stays_as_it_is_once_the_challenge_has_submissions(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    challenge = benchmark_challenge(api, key, split=SPLIT)
+    url = f"/v1/challenges/{challenge['id']}"
+
+    def patch(split: dict[str, Any] | None) -> Any:
+        return api.request("PATCH", url, key, json={"split": split})
+
+    # No submission yet: the split is the organiser's to change.
+    before_any = patch({**SPLIT, "seed": 8})
+    assert before_any.status_code == 200, before_any.text
+    assert before_any.json()["split"]["seed"] == 8
+    # A test run is no submission: it reaches no board.
+    tried = api.request("POST", f"{url}/test-runs", key, json={"model": "offline/echo"})
+    assert tried.status_code == 202, tried.text
+    assert patch({**SPLIT, "seed": 9}).status_code == 200
+
+    submitted = api.request(
+        "POST", f"{url}/attempts", key, json={"model": "offline/echo", "participant": "p1"}
+    )
+    assert submitted.status_code == 202, submitted.text
+    # What decides which tasks are sealed is refused, naming the field.
+    for split, path in (
+        ({**SPLIT, "seed": 10}, ["split", "seed"]),
+        ({**SPLIT, "seed": 9, "public_fraction": 0.3}, ["split", "public_fraction"]),
+        (None, ["split"]),
+    ):
+        refused = patch(split)
+        assert refused.status_code == 409, refused.text
+        error = refused.json()["error"]
+        assert error["message"].startswith(".".join(path) + ": cannot change")
+        assert error["details"][0]["loc"] == ["body", *path]
+    read = api.request("GET", url, key).json()
+    assert read["split"] == {**SPLIT, "seed": 9, "final_submissions": 2}
+    # The number of final submissions only weighs stored results: it may still change.
+    more = patch({**SPLIT, "seed": 9, "final_submissions": 3})
+    assert more.status_code == 200, more.text
+    assert more.json()["split"]["final_submissions"] == 3
+    # Other edits are not held by the split.
+    assert api.request("PATCH", url, key, json={"title": "Renamed"}).status_code == 200
+
+    # Nor may a split be added to a challenge that has submissions.
+    whole = benchmark_challenge(api, key, slug="no-split-yet")
+    entry = api.request(
+        "POST",
+        f"/v1/challenges/{whole['id']}/attempts",
+        key,
+        json={"model": "offline/echo", "participant": "p1"},
+    )
+    assert entry.status_code == 202, entry.text
+    added = api.request("PATCH", f"/v1/challenges/{whole['id']}", key, json={"split": SPLIT})
+    assert added.status_code == 409, added.text
+    assert added.json()["error"]["details"][0]["loc"] == ["body", "split"]

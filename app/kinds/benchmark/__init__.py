@@ -23,9 +23,10 @@ from app.attempt.metrics import KindMetrics
 from app.attempt.models import RunPurpose
 from app.attempt.repository import SubmissionTarget
 from app.challenge.challenge_kind import KindConfig, NamedModel
+from app.challenge.models import Challenge
 from app.challenge.reachability import checked_api_base, refuse_unreachable
 from app.config import Settings, get_settings
-from app.errors import ValidationFailed
+from app.errors import Conflict, ValidationFailed
 from app.evaluation.benchmark import (
     Benchmark,
     BenchmarkError,
@@ -34,7 +35,7 @@ from app.evaluation.benchmark import (
 )
 from app.evaluation.metrics import TaskStats, run_curves
 from app.kinds.base import Kind
-from app.kinds.benchmark import web
+from app.kinds.benchmark import repository, web
 from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec, SplitConfig
 from app.kinds.benchmark.schemas import BenchmarkMeasures, BenchmarkSubmission, BenchmarkTrialRun
 from app.kinds.benchmark.split import SplitTooSmall, part_measures, parts_of
@@ -111,6 +112,41 @@ def _check_split(spec: BenchmarkSpec, split: SplitConfig) -> None:
         ) from exc
 
 
+def _split_change(before: SplitConfig | None, after: SplitConfig | None) -> list[str] | None:
+    """The path of what an edit changes of the split that decides which tasks are sealed
+    (None: nothing). `final_submissions` is not such a part: no stored result depends on it."""
+    if before is None and after is None:
+        return None
+    if before is None or after is None:
+        return ["split"]
+    for name in ("public_fraction", "seed"):
+        if getattr(before, name) != getattr(after, name):
+            return ["split", name]
+    return None
+
+
+def _check_split_edit(
+    session: Session, challenge: Challenge, before: BenchmarkConfig, after: BenchmarkConfig
+) -> None:
+    """A split stays as it is once the challenge has submissions: theirs were stored sealed
+    by it (tasks, trials, the private part's measures), and a new split would apply to new
+    runs only, leaving the private board ranking two splits at once (409 naming the field)."""
+    path = _split_change(before.split, after.split)
+    if path is None:
+        return
+    entries = repository.entry_count(session, challenge.tenant_id, challenge.id)
+    if entries == 0:
+        return
+    where = ".".join(path)
+    message = (
+        f"{where}: cannot change once the challenge has submissions ({entries}): their "
+        "private-part results were sealed by the split they ran under, and the private board "
+        "would mix two splits. Only split.final_submissions may still change; duplicate the "
+        "challenge to run another split."
+    )
+    raise Conflict(message, details=[{"loc": ["body", *path], "msg": message, "type": "conflict"}])
+
+
 class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
     name: ClassVar[str] = "benchmark"
     description: ClassVar[str] = "Participants submit a model; it runs on a benchmark's tasks."
@@ -135,6 +171,11 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
         if benchmark.split is not None:
             _check_split(spec, benchmark.split)
         return benchmark.model_copy(update={"benchmark": spec})
+
+    def check_edit(
+        self, session: Session, challenge: Challenge, before: KindConfig, after: KindConfig
+    ) -> None:
+        _check_split_edit(session, challenge, _config(before), _config(after))
 
     def named_models(self, config: KindConfig) -> Sequence[NamedModel]:
         spec = _config(config).benchmark

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.attempt.models import Attempt, AttemptStatus, RunPurpose
@@ -95,3 +95,20 @@ def completed_entries(
             Attempt.participant_id.is_not(None),
         )
     ).tuples()
+
+
+def entry_count(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> int:
+    """How many submissions the challenge has, in any status (practice and test runs not
+    counted: they reach no board)."""
+    return (
+        session.scalar(
+            select(func.count())
+            .select_from(Attempt)
+            .where(
+                Attempt.tenant_id == tenant_id,
+                Attempt.challenge_id == challenge_id,
+                Attempt.purpose == RunPurpose.ENTRY,
+            )
+        )
+        or 0
+    )

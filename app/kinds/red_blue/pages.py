@@ -32,7 +32,7 @@ from app.kinds.red_blue.web import (
     version_of,
 )
 from app.tenant import service as tenants
-from app.web.admin.router import admin_form, admin_page_visit
+from app.web.admin.visits import admin_form, admin_page_visit
 from app.web.challenges.router import challenge_page_response, form_fields
 from app.web.forms import FormError, error_field
 from app.web.rendering import (
@@ -50,7 +50,6 @@ from app.web.visitors import (
     board_audience,
     challenge_url,
     play_post,
-    tenant_url,
     visible_challenge,
     visitor,
 )
@@ -290,26 +289,21 @@ def admin_match_page(
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
-    web, tenant, participant, access = visit
+    tenant = visit.tenant
     try:
-        match = service.read_match(session, access.subject, match_id)
+        match = service.read_match(session, visit.subject, match_id)
         challenge = get_challenge(session, tenant.id, match.challenge_id)
     except AppError:
         raise not_found() from None
-    return page(
-        request,
-        web,
+    return visit.page(
         "kinds/red_blue/match.html",
-        admin_page=True,
         title=f"Match · {challenge.title} · admin",
-        tenant=tenant,
-        participant=participant,
         challenge=to_public_view(challenge),
         detail=match_detail(challenge, match, None, admin=True),
         base_url=challenge_url(tenant, challenge),
         # The web UI never shows a private challenge's page.
         challenge_link=challenge.visibility != Visibility.PRIVATE,
-        admin_url=tenant_url(tenant, "admin"),
+        admin_url=visit.url("admin"),
         notice=notice_text(notice),
     )
 
@@ -326,12 +320,12 @@ def admin_rerun_match(
     """Queues a match in error again; back on the admin page, or on the match's admin page
     when the button was there (`back=match`)."""
     session = work.session
-    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
+    visit = admin_form(request, session, tenant_slug, csrf_token)
     where = f"admin/red-blue/matches/{match_id}" if back == "match" else "admin"
     try:
-        service.rerun_match(work, access.subject, match_id)
+        service.rerun_match(work, visit.subject, match_id)
     except AppError:
         work.rollback()
-        return redirect(request, web, tenant_url(tenant, f"{where}?notice=match-not-rerunnable"))
+        return visit.redirect(f"{where}?notice=match-not-rerunnable")
     work.commit()
-    return redirect(request, web, tenant_url(tenant, f"{where}?notice=match-requeued"))
+    return visit.redirect(f"{where}?notice=match-requeued")

@@ -16,6 +16,7 @@ import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -33,8 +34,10 @@ from app.kinds.red_blue.config import RedBlueLimitFields, RedBlueSections, secti
 from app.kinds.red_blue.models import DefenseStatus, MatchStatus, Side
 from app.kinds.red_blue.repository import Places
 from app.kinds.red_blue.schemas import (
+    AttackCreate,
     AttackRead,
     BoardItem,
+    DefenseCreate,
     DefenseRead,
     MatchRead,
     RedBlueLeaderboard,
@@ -43,9 +46,17 @@ from app.kinds.red_blue.schemas import (
 from app.scoring.strategies import Strategy
 from app.tenant import service as tenants
 from app.tenant.models import Participant
+from app.unit_of_work import UnitOfWork
 from app.web.forms import FormError
 from app.web.visitors import board_audience
-from app.web.web_kind import Count, ListStanding, StrategyText, WebKind
+from app.web.web_kind import (
+    BaselineForm,
+    BaselineSubmitted,
+    Count,
+    ListStanding,
+    StrategyText,
+    WebKind,
+)
 
 KIND_TEMPLATE = "kinds/red_blue/macros.html"
 SIDES = ("blue", "red")
@@ -372,6 +383,42 @@ class RedBluePages(WebKind):
 
     def admin_panel(self, session: Session, admin: TenantAdmin) -> Any | None:
         return AdminMatches(service.recent_match_errors(session, admin, limit=20))
+
+    def baseline_forms(self) -> Sequence[BaselineForm]:
+        return (
+            BaselineForm(
+                "defense",
+                "A baseline defense (blue)",
+                "Submit the baseline defense",
+                DefenseCreate,
+                partial(_submit_entry, Side.BLUE),
+            ),
+            BaselineForm(
+                "attack",
+                "A baseline attack (red)",
+                "Submit the baseline attack",
+                AttackCreate,
+                partial(_submit_entry, Side.RED),
+            ),
+        )
+
+
+def _submit_entry(
+    side: Side,
+    work: UnitOfWork,
+    admin: TenantAdmin,
+    challenge_id: uuid.UUID,
+    body: dict[str, Any],
+    idempotency_key: str | None,
+) -> BaselineSubmitted:
+    """A baseline defense (blue) or attack (red), as the API's bodies submit them."""
+    if side is Side.BLUE:
+        defense = DefenseCreate.model_validate(body)
+        stored = service.submit_defense(work, admin, challenge_id, defense, idempotency_key)
+    else:
+        attack = AttackCreate.model_validate(body)
+        stored = service.submit_attack(work, admin, challenge_id, attack, idempotency_key)
+    return BaselineSubmitted(stored.participant_handle)
 
 
 def _entries(place: Places) -> str:

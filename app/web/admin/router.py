@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
-from typing import Annotated, NamedTuple
+from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Query, Request
@@ -39,11 +38,12 @@ from app.export.responses import export_response
 from app.observability import metrics as telemetry
 from app.scoring import registry
 from app.tenant import service as tenants
-from app.tenant.models import Participant, Tenant
+from app.tenant.models import Tenant
 from app.tenant.schemas import ApiKeyCreate
 from app.unit_of_work import UnitOfWork
 from app.web import auth
 from app.web.admin import service
+from app.web.admin.visits import AdminVisit, admin_form, admin_page_visit
 from app.web.challenges.router import form_fields
 from app.web.forms import error_field
 from app.web.rendering import HtmlRoute, not_found, page, redirect
@@ -53,74 +53,6 @@ from app.web.visitors import notice as notice_text
 from app.web.web_kind import WebKind
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
-
-
-@dataclass(frozen=True)
-class AdminAccess:
-    """Who uses the admin pages: a browser signed in to them with an admin API key (`key`),
-    or a participant account with the admin role (`account`)."""
-
-    subject: TenantAdmin
-    key: ApiKey | None = None
-    account: Participant | None = None
-
-
-def admin_access(
-    request: Request, session: Session, tenant: Tenant, participant: Participant | None
-) -> AdminAccess | None:
-    """The visitor's admin access, checked against the database on every request (sign-out,
-    expiry, a revoked key and a withdrawn role take effect at once): the admin session's key
-    first, else the signed-in participant's account if it has the admin role."""
-    token = auth.admin_session_token(request)
-    key = sessions.admin_key_of(session, tenant.id, token) if token else None
-    if key is not None:
-        return AdminAccess(sessions.admin_subject(key), key=key)
-    if participant is not None and participant.is_admin and participant.password_hash:
-        return AdminAccess(TenantAdmin(tenant.id, None), account=participant)
-    return None
-
-
-class AdminVisit(NamedTuple):
-    """An admin page's request: the visitor's web session, the tenant, the signed-in
-    participant (if any) and the admin access."""
-
-    web: auth.WebSession
-    tenant: Tenant
-    participant: Participant | None
-    access: AdminAccess
-
-
-def admin_page_visit(request: Request, session: Session, tenant_slug: str) -> AdminVisit | Response:
-    """What every admin page starts with: the visit, or the sign-in page to send the visitor
-    to when it has no admin access."""
-    web, tenant, participant = visitor(request, session, tenant_slug)
-    access = admin_access(request, session, tenant, participant)
-    if access is None:
-        return to_admin_sign_in(request, web, tenant)
-    return AdminVisit(web, tenant, participant, access)
-
-
-def admin_form(request: Request, session: Session, tenant_slug: str, csrf_token: str) -> AdminVisit:
-    """What every admin form POST starts with: the visit, its CSRF token checked (404 without
-    admin access: the form's route is not there for anyone else)."""
-    web, tenant, participant = visitor(request, session, tenant_slug)
-    require_csrf(web, csrf_token)
-    access = admin_access(request, session, tenant, participant)
-    if access is None:
-        raise not_found()
-    return AdminVisit(web, tenant, participant, access)
-
-
-def to_admin_sign_in(request: Request, web: auth.WebSession, tenant: Tenant) -> Response:
-    """Where an admin page sends a visitor without a live admin session: the sign-in page,
-    saying so (and dropping the cookie) when the session it named is no longer valid."""
-    code = "key-invalid" if request.cookies.get(auth.ADMIN_COOKIE) else None
-    response = redirect(
-        request, web, tenant_url(tenant, "admin/sign-in" + (f"?notice={code}" if code else ""))
-    )
-    if code:
-        auth.clear_admin_cookie(request, response, tenant.slug)
-    return response
 
 
 def _admin_sign_in_page(
@@ -154,44 +86,33 @@ def admin(
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
-    web, tenant, participant, access = visit
-    return _dashboard(
-        request, web, session, tenant, access, participant, notice=notice_text(notice)
-    )
+    return _dashboard(visit, session, notice=notice_text(notice))
 
 
 def _dashboard(
-    request: Request,
-    web: auth.WebSession,
+    visit: AdminVisit,
     session: Session,
-    tenant: Tenant,
-    access: AdminAccess,
-    participant: Participant | None,
     *,
     notice: str | None = None,
     created_key: tuple[ApiKey, str] | None = None,
     key_error: str | None = None,
     status_code: int = 200,
 ) -> Response:
+    tenant = visit.tenant
     rows = service.dashboard_rows(session, tenant.id, limit=200)
     downloads = [(row.challenge, exports.datasets_of(row.challenge.kind)) for row in rows]
-    subject = access.subject
+    subject = visit.subject
     panels = []
     for name in kind_names():
         kind = kind_as(name, WebKind)
         panel = kind.admin_panel(session, subject)
         if panel is not None:
             panels.append((kind.macros, panel))
-    return page(
-        request,
-        web,
+    return visit.page(
         "admin.html",
         status_code=status_code,
-        admin_page=True,
-        title=f"Admin · {tenant.name}",
-        tenant=tenant,
-        participant=participant,
-        access=access,
+        title="Admin",
+        access=visit.access,
         api_keys=list_api_keys(session, tenant.id),
         created_key=created_key,
         key_error=key_error,
@@ -219,19 +140,13 @@ def admin_participants(
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
-    web, tenant, participant, _ = visit
     prefix = q.strip()
     rows, total = service.participant_rows(
-        session, tenant.id, page=page_number, handle_prefix=prefix or None
+        session, visit.tenant.id, page=page_number, handle_prefix=prefix or None
     )
-    return page(
-        request,
-        web,
+    return visit.page(
         "admin_participants.html",
-        admin_page=True,
-        title=f"Participants · {tenant.name}",
-        tenant=tenant,
-        participant=participant,
+        title="Participants",
         rows=rows,
         total=total,
         query=prefix,
@@ -254,22 +169,17 @@ def admin_participant(
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
-    web, tenant, participant, access = visit
-    shown = tenants.participant_by_handle(session, tenant.id, handle)
+    tenant_id = visit.tenant.id
+    shown = tenants.participant_by_handle(session, tenant_id, handle)
     if shown is None:
         raise not_found()
-    rows, total = service.participant_attempts(session, tenant.id, shown, page=page_number)
-    standings = service.participant_standings(session, tenant.id, shown)
-    return page(
-        request,
-        web,
+    rows, total = service.participant_attempts(session, tenant_id, shown, page=page_number)
+    standings = service.participant_standings(session, tenant_id, shown)
+    return visit.page(
         "admin_participant.html",
-        admin_page=True,
-        title=f"{shown.handle} · participants · {tenant.name}",
-        tenant=tenant,
-        participant=participant,
+        title=f"{shown.handle} · participants",
         shown=shown,
-        access=access,
+        access=visit.access,
         notice=notice_text(notice),
         standings=standings,
         rows=rows,
@@ -291,21 +201,22 @@ def admin_participant_role(
     """Gives a participant account the admin role (`admin=yes`) or takes it back. Not from
     the account this admin is signed in with: another admin takes it back."""
     session = work.session
-    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
-    shown = tenants.participant_by_handle(session, tenant.id, handle)
+    visit = admin_form(request, session, tenant_slug, csrf_token)
+    shown = tenants.participant_by_handle(session, visit.tenant.id, handle)
     if shown is None:
         raise not_found()
     back = f"admin/participants/{quote(shown.handle)}"
-    if access.account is not None and access.account.id == shown.id:
-        return redirect(request, web, tenant_url(tenant, f"{back}?notice=role-in-use"))
+    account = visit.access.account
+    if account is not None and account.id == shown.id:
+        return visit.redirect(f"{back}?notice=role-in-use")
     try:
-        tenants.set_admin_role(session, tenant.id, shown, admin == "yes")
+        tenants.set_admin_role(session, visit.tenant.id, shown, admin == "yes")
     except Conflict:
         work.rollback()
-        return redirect(request, web, tenant_url(tenant, f"{back}?notice=role-needs-account"))
+        return visit.redirect(f"{back}?notice=role-needs-account")
     work.commit()
     notice = "role-given" if admin == "yes" else "role-taken"
-    return redirect(request, web, tenant_url(tenant, f"{back}?notice={notice}"))
+    return visit.redirect(f"{back}?notice={notice}")
 
 
 @router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/exports/{name}")
@@ -321,8 +232,7 @@ def admin_export(
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
-    subject = visit.access.subject
-    return export_response(exports.open_export(session, subject, challenge_id, name, format))
+    return export_response(exports.open_export(session, visit.subject, challenge_id, name, format))
 
 
 @router.get("/t/{tenant_slug}/admin/sign-in")
@@ -408,18 +318,16 @@ def admin_create_key(
 ) -> Response:
     """A new API key of the tenant, shown on the page once (it is never retrievable again)."""
     session = work.session
-    web, tenant, participant, access = admin_form(request, session, tenant_slug, csrf_token)
+    visit = admin_form(request, session, tenant_slug, csrf_token)
     try:
         body = ApiKeyCreate.model_validate({"name": name.strip(), "role": role})
     except ValidationError as error:
         problem = telling_first(error.errors())[0]
         message = f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
-        return _dashboard(
-            request, web, session, tenant, access, participant, key_error=message, status_code=422
-        )
-    created = create_api_key(session, tenant.id, body.name, body.role)
+        return _dashboard(visit, session, key_error=message, status_code=422)
+    created = create_api_key(session, visit.tenant.id, body.name, body.role)
     work.commit()
-    return _dashboard(request, web, session, tenant, access, participant, created_key=created)
+    return _dashboard(visit, session, created_key=created)
 
 
 @router.post("/t/{tenant_slug}/admin/api-keys/{key_id}/revoke")
@@ -432,15 +340,16 @@ def admin_revoke_key(
 ) -> Response:
     """Revokes a key: it stops working at once. Not the key this admin session stands on."""
     session = work.session
-    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
-    if access.key is not None and key_id == access.key.id:
-        return redirect(request, web, tenant_url(tenant, "admin?notice=key-in-use"))
+    visit = admin_form(request, session, tenant_slug, csrf_token)
+    key = visit.access.key
+    if key is not None and key_id == key.id:
+        return visit.redirect("admin?notice=key-in-use")
     try:
-        revoke_api_key(session, tenant.id, key_id)
+        revoke_api_key(session, visit.tenant.id, key_id)
     except NotFound:
         raise not_found() from None
     work.commit()
-    return redirect(request, web, tenant_url(tenant, "admin?notice=key-revoked"))
+    return visit.redirect("admin?notice=key-revoked")
 
 
 # What the buttons of a challenge's row do: (change, notice).
@@ -469,7 +378,7 @@ TEST_RUNS_SHOWN = 10
 def _test_run_listing(session: Session, visit: AdminVisit, challenge_id: uuid.UUID) -> RunListing:
     try:
         runs = unscored.list_test_runs(
-            session, visit.access.subject, challenge_id, limit=TEST_RUNS_SHOWN, offset=0
+            session, visit.subject, challenge_id, limit=TEST_RUNS_SHOWN, offset=0
         )
     except NotFound:
         raise not_found() from None
@@ -478,12 +387,11 @@ def _test_run_listing(session: Session, visit: AdminVisit, challenge_id: uuid.UU
         runs=runs.items,
         total=runs.total,
         empty_text="No test run yet.",
-        page_url=tenant_url(visit.tenant, f"admin/challenges/{challenge_id}/test-runs"),
+        page_url=visit.url(f"admin/challenges/{challenge_id}/test-runs"),
     )
 
 
 def _test_runs_page(
-    request: Request,
     session: Session,
     visit: AdminVisit,
     challenge_id: uuid.UUID,
@@ -493,22 +401,16 @@ def _test_runs_page(
     error_in: str | None = None,
     status_code: int = 200,
 ) -> Response:
-    web, tenant, participant, _ = visit
     try:
-        challenge = challenges.get_challenge(session, tenant.id, challenge_id)
+        challenge = challenges.get_challenge(session, visit.tenant.id, challenge_id)
     except NotFound:
         raise not_found() from None
     fields = run_fields(challenge.kind)
-    return page(
-        request,
-        web,
+    return visit.page(
         "runs.html",
         status_code=status_code,
-        admin_page=True,
-        title=f"Test runs · {challenge.title} · {tenant.name}",
-        tenant=tenant,
-        participant=participant,
-        crumbs=[("Admin", tenant_url(tenant, "admin"))],
+        title=f"Test runs · {challenge.title}",
+        crumbs=[("Admin", visit.url("admin"))],
         heading=f"Test runs of {challenge.title}",
         intro="Runs the challenge's configuration once, through a worker, on the sample you "
         "give, in any state (a draft's too). It touches no leaderboard, standings, rating or "
@@ -516,14 +418,14 @@ def _test_runs_page(
         form_title="Sample input",
         quota=None,
         closed_reason=None if fields else "This kind of challenge has no test runs.",
-        action=tenant_url(tenant, f"admin/challenges/{challenge_id}/test-runs"),
+        action=visit.url(f"admin/challenges/{challenge_id}/test-runs"),
         fields=fields,
         values=values or {},
         error=error,
         error_in=error_in,
         button="Start a test run",
         listing=_test_run_listing(session, visit, challenge_id),
-        back_url=tenant_url(tenant, "admin"),
+        back_url=visit.url("admin"),
         back_text="Back to the admin page",
     )
 
@@ -537,7 +439,7 @@ def admin_test_runs(
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
-    return _test_runs_page(request, session, visit, challenge_id)
+    return _test_runs_page(session, visit, challenge_id)
 
 
 @router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/test-runs/live")
@@ -568,14 +470,11 @@ def admin_start_test_run(
         raise not_found()
     body = run_body(challenge.kind, sent)
     try:
-        started = unscored.start_test_run(
-            work, visit.access.subject, challenge_id, TestRunCreate(**body)
-        )
+        started = unscored.start_test_run(work, visit.subject, challenge_id, TestRunCreate(**body))
     except AppError as exc:
         work.rollback()
         field = error_field(exc, [f.path for f in run_fields(challenge.kind)])
         return _test_runs_page(
-            request,
             session,
             visit,
             challenge_id,
@@ -586,8 +485,7 @@ def admin_start_test_run(
         )
     work.commit()
     telemetry.attempt_reached(started.kind, "queued")
-    path = f"admin/challenges/{challenge_id}/test-runs"
-    return redirect(request, visit.web, tenant_url(visit.tenant, path))
+    return visit.redirect(f"admin/challenges/{challenge_id}/test-runs")
 
 
 @router.post("/t/{tenant_slug}/admin/challenges/{challenge_id}/{action}")
@@ -601,17 +499,16 @@ def admin_challenge_action(
 ) -> Response:
     """Opens or closes a challenge now, publishes a draft, archives or unarchives it, or
     re-runs its failed attempts (`action`)."""
-    session = work.session
-    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
+    visit = admin_form(request, work.session, tenant_slug, csrf_token)
     if action not in _CHALLENGE_ACTIONS:
         raise not_found()
     change, notice = _CHALLENGE_ACTIONS[action]
     try:
-        change(work, access.subject.tenant_id, challenge_id)
+        change(work, visit.subject.tenant_id, challenge_id)
     except NotFound:
         raise not_found() from None
     work.commit()
-    return redirect(request, web, tenant_url(tenant, f"admin?notice={notice}"))
+    return visit.redirect(f"admin?notice={notice}")
 
 
 @router.post("/t/{tenant_slug}/admin/attempts/{attempt_id}/retry")
@@ -622,12 +519,11 @@ def admin_retry(
     work: UnitOfWorkDep,
     csrf_token: CsrfField = "",
 ) -> Response:
-    session = work.session
-    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
+    visit = admin_form(request, work.session, tenant_slug, csrf_token)
     try:
-        attempt_service.retry_attempt(work, access.subject.tenant_id, attempt_id)
+        attempt_service.retry_attempt(work, visit.subject.tenant_id, attempt_id)
     except AppError:
         work.rollback()
-        return redirect(request, web, tenant_url(tenant, "admin?notice=not-retryable"))
+        return visit.redirect("admin?notice=not-retryable")
     work.commit()
-    return redirect(request, web, tenant_url(tenant, "admin?notice=requeued"))
+    return visit.redirect("admin?notice=requeued")

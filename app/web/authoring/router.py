@@ -23,13 +23,12 @@ from app.challenge.registry import KindNotFound
 from app.challenge.schemas import ChallengeRestore
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import Conflict, NotFound
-from app.tenant.models import Participant, Tenant
-from app.web import auth
-from app.web.admin.router import admin_form, admin_page_visit
+from app.tenant.models import Tenant
+from app.web.admin.visits import AdminVisit, admin_form, admin_page_visit
 from app.web.authoring import service
-from app.web.rendering import HtmlRoute, not_found, page, redirect
+from app.web.rendering import HtmlRoute, not_found
 from app.web.schema_form import Problem, placed
-from app.web.visitors import CsrfField, tenant_url
+from app.web.visitors import CsrfField, ListPage, pages_of
 from app.web.visitors import notice as notice_text
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
@@ -59,10 +58,7 @@ def _challenge(session: Session, tenant: Tenant, challenge_id: uuid.UUID) -> Cha
 
 
 def _form_page(
-    request: Request,
-    web: auth.WebSession,
-    tenant: Tenant,
-    participant: Participant | None,
+    visit: AdminVisit,
     form: service.ChallengeForm,
     values: Mapping[str, str],
     *,
@@ -73,15 +69,10 @@ def _form_page(
     challenge: Challenge | None = None,
 ) -> Response:
     beside, apart = placed(form.items, problems or [])
-    return page(
-        request,
-        web,
+    return visit.page(
         "admin_challenge_form.html",
         status_code=422 if problems else 200,
-        admin_page=True,
-        title=f"{heading} · {tenant.name}",
-        tenant=tenant,
-        participant=participant,
+        title=heading,
         form=form,
         values=values,
         errors=beside,
@@ -94,10 +85,7 @@ def _form_page(
 
 
 def _creation_page(
-    request: Request,
-    web: auth.WebSession,
-    tenant: Tenant,
-    participant: Participant | None,
+    visit: AdminVisit,
     form: service.ChallengeForm,
     values: Mapping[str, str],
     *,
@@ -106,24 +94,18 @@ def _creation_page(
 ) -> Response:
     """The form that creates a challenge of the form's kind (new, or a copy), as a draft."""
     return _form_page(
-        request,
-        web,
-        tenant,
-        participant,
+        visit,
         form,
         values,
         heading=heading or f"New {form.kind} challenge",
-        action=tenant_url(tenant, f"admin/challenges/new?kind={form.kind}"),
+        action=visit.url(f"admin/challenges/new?kind={form.kind}"),
         submit="Create draft",
         problems=problems,
     )
 
 
 def _edit_page(
-    request: Request,
-    web: auth.WebSession,
-    tenant: Tenant,
-    participant: Participant | None,
+    visit: AdminVisit,
     form: service.ChallengeForm,
     values: Mapping[str, str],
     challenge: Challenge,
@@ -131,14 +113,11 @@ def _edit_page(
 ) -> Response:
     """The form that saves the challenge's configuration."""
     return _form_page(
-        request,
-        web,
-        tenant,
-        participant,
+        visit,
         form,
         values,
         heading=f"Edit {challenge.title}",
-        action=tenant_url(tenant, f"admin/challenges/{challenge.id}/edit"),
+        action=visit.url(f"admin/challenges/{challenge.id}/edit"),
         submit="Save changes",
         problems=problems,
         challenge=challenge,
@@ -153,20 +132,12 @@ def new_challenge(
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
-    web, tenant, participant, _ = visit
     if kind is None:
-        return page(
-            request,
-            web,
-            "admin_challenge_kinds.html",
-            admin_page=True,
-            title=f"New challenge · {tenant.name}",
-            tenant=tenant,
-            participant=participant,
-            kinds=service.kind_choices(),
+        return visit.page(
+            "admin_challenge_kinds.html", title="New challenge", kinds=service.kind_choices()
         )
     form = _form_of(kind)
-    return _creation_page(request, web, tenant, participant, form, service.new_values(form))
+    return _creation_page(visit, form, service.new_values(form))
 
 
 @router.post("/t/{tenant_slug}/admin/challenges/new")
@@ -179,15 +150,14 @@ def create_challenge(
     csrf_token: CsrfField = "",
 ) -> Response:
     """Creates the challenge, as a draft, from its kind's form (new or a copy)."""
-    session = work.session
-    web, tenant, participant, access = admin_form(request, session, tenant_slug, csrf_token)
+    visit = admin_form(request, work.session, tenant_slug, csrf_token)
     form = _form_of(kind)
-    created, problems = service.create_from_form(work, access.subject.tenant_id, form, values)
+    created, problems = service.create_from_form(work, visit.subject.tenant_id, form, values)
     if created is None:
         work.rollback()
-        return _creation_page(request, web, tenant, participant, form, values, problems=problems)
+        return _creation_page(visit, form, values, problems=problems)
     work.commit()
-    return redirect(request, web, tenant_url(tenant, "admin?notice=challenge-created"))
+    return visit.redirect("admin?notice=challenge-created")
 
 
 @router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/duplicate")
@@ -199,12 +169,10 @@ def duplicate_challenge(
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
-    web, tenant, participant, _ = visit
-    original = _challenge(session, tenant, challenge_id)
+    original = _challenge(session, visit.tenant, challenge_id)
     form = _form_of(original.kind)
-    values = service.copy_values(form, session, tenant.id, original)
-    heading = f"Copy of {original.title}"
-    return _creation_page(request, web, tenant, participant, form, values, heading=heading)
+    values = service.copy_values(form, session, visit.tenant.id, original)
+    return _creation_page(visit, form, values, heading=f"Copy of {original.title}")
 
 
 @router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/edit")
@@ -214,11 +182,10 @@ def edit_challenge(
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
-    web, tenant, participant, _ = visit
-    challenge = _challenge(session, tenant, challenge_id)
+    challenge = _challenge(session, visit.tenant, challenge_id)
     form = _form_of(challenge.kind, editing=True)
     values = service.stored_values(form, challenge)
-    return _edit_page(request, web, tenant, participant, form, values, challenge)
+    return _edit_page(visit, form, values, challenge)
 
 
 @router.post("/t/{tenant_slug}/admin/challenges/{challenge_id}/edit")
@@ -232,23 +199,23 @@ def save_challenge(
 ) -> Response:
     """Saves the form as the challenge's new configuration (a PATCH of every field it has)."""
     session = work.session
-    web, tenant, participant, access = admin_form(request, session, tenant_slug, csrf_token)
-    challenge = _challenge(session, tenant, challenge_id)
+    visit = admin_form(request, session, tenant_slug, csrf_token)
+    challenge = _challenge(session, visit.tenant, challenge_id)
     form = _form_of(challenge.kind, editing=True)
     # The update reads the challenge again under its row lock: it must not see this copy.
     session.expire(challenge)
     try:
         saved, problems = service.update_from_form(
-            work, access.subject.tenant_id, challenge.id, form, values
+            work, visit.subject.tenant_id, challenge.id, form, values
         )
     except NotFound:
         raise not_found() from None
     if saved is None:
         work.rollback()
-        challenge = _challenge(session, tenant, challenge_id)
-        return _edit_page(request, web, tenant, participant, form, values, challenge, problems)
+        challenge = _challenge(session, visit.tenant, challenge_id)
+        return _edit_page(visit, form, values, challenge, problems)
     work.commit()
-    return redirect(request, web, tenant_url(tenant, "admin?notice=challenge-saved"))
+    return visit.redirect("admin?notice=challenge-saved")
 
 
 @router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/delete")
@@ -260,16 +227,10 @@ def confirm_delete(
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
-    web, tenant, participant, _ = visit
-    challenge = _challenge(session, tenant, challenge_id)
-    return page(
-        request,
-        web,
+    challenge = _challenge(session, visit.tenant, challenge_id)
+    return visit.page(
         "admin_challenge_delete.html",
-        admin_page=True,
-        title=f"Delete {challenge.title} · {tenant.name}",
-        tenant=tenant,
-        participant=participant,
+        title=f"Delete {challenge.title}",
         challenge=challenge,
         draft=challenge.state is ChallengeState.DRAFT,
     )
@@ -285,46 +246,49 @@ def delete_challenge(
 ) -> Response:
     """Deletes the challenge, keeping its data until purged, as the API does."""
     session = work.session
-    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
+    visit = admin_form(request, session, tenant_slug, csrf_token)
     try:
-        challenges.delete_challenge(session, access.subject.tenant_id, challenge_id)
+        challenges.delete_challenge(session, visit.subject.tenant_id, challenge_id)
     except NotFound:
         raise not_found() from None
     work.commit()
-    return redirect(request, web, tenant_url(tenant, "admin?notice=challenge-deleted"))
+    return visit.redirect("admin?notice=challenge-deleted")
 
 
-# At most this many deleted challenges are listed, the latest deleted first (a purge makes
-# room for older ones).
-DELETED_LISTED = 200
+DELETED_PAGE_SIZE = 50
 
 
 @router.get("/t/{tenant_slug}/admin/deleted-challenges")
 def deleted_challenges(
-    tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
+    tenant_slug: str,
+    request: Request,
+    session: SessionDep,
+    page_number: ListPage = 1,
+    notice: str | None = None,
 ) -> Response:
-    """The tenant's deleted challenges, each with a restore form and a purge link."""
+    """The tenant's deleted challenges, the latest deleted first, a page at a time, each
+    with a restore form and a purge link."""
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
-    web, tenant, participant, _ = visit
-    rows, total = challenges.deleted_challenges(session, tenant.id, limit=DELETED_LISTED, offset=0)
-    return page(
-        request,
-        web,
+    rows, total = challenges.deleted_challenges(
+        session,
+        visit.tenant.id,
+        limit=DELETED_PAGE_SIZE,
+        offset=(page_number - 1) * DELETED_PAGE_SIZE,
+    )
+    return visit.page(
         "admin_deleted_challenges.html",
-        admin_page=True,
-        title=f"Deleted challenges · {tenant.name}",
-        tenant=tenant,
-        participant=participant,
+        title="Deleted challenges",
         deleted=rows,
         total=total,
+        page_number=page_number,
+        pages=pages_of(total, DELETED_PAGE_SIZE),
         notice=notice_text(notice),
     )
 
 
-def _deleted_url(tenant: Tenant, notice: str) -> str:
-    return tenant_url(tenant, f"admin/deleted-challenges?notice={notice}")
+_DELETED = "admin/deleted-challenges"
 
 
 @router.post("/t/{tenant_slug}/admin/deleted-challenges/{challenge_id}/restore")
@@ -339,20 +303,20 @@ def restore_challenge(
     """Restores the deleted challenge as the API does: under its slug, or the one typed when
     another challenge took its slug meanwhile."""
     session = work.session
-    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
+    visit = admin_form(request, session, tenant_slug, csrf_token)
     try:
         new_slug = ChallengeRestore.model_validate({"slug": slug.strip() or None}).slug
     except ValidationError:
-        return redirect(request, web, _deleted_url(tenant, "restore-slug-invalid"))
+        return visit.redirect(_DELETED + "?notice=restore-slug-invalid")
     try:
-        challenges.restore_challenge(session, access.subject.tenant_id, challenge_id, new_slug)
+        challenges.restore_challenge(session, visit.subject.tenant_id, challenge_id, new_slug)
     except NotFound:
         raise not_found() from None
     except Conflict:
         work.rollback()
-        return redirect(request, web, _deleted_url(tenant, "restore-slug-taken"))
+        return visit.redirect(_DELETED + "?notice=restore-slug-taken")
     work.commit()
-    return redirect(request, web, tenant_url(tenant, "admin?notice=challenge-restored"))
+    return visit.redirect("admin?notice=challenge-restored")
 
 
 @router.get("/t/{tenant_slug}/admin/deleted-challenges/{challenge_id}/purge")
@@ -363,20 +327,12 @@ def confirm_purge(
     visit = admin_page_visit(request, session, tenant_slug)
     if isinstance(visit, Response):
         return visit
-    web, tenant, participant, _ = visit
     try:
-        challenge = challenges.deleted_challenge(session, tenant.id, challenge_id)
+        challenge = challenges.deleted_challenge(session, visit.tenant.id, challenge_id)
     except NotFound:
         raise not_found() from None
-    return page(
-        request,
-        web,
-        "admin_challenge_purge.html",
-        admin_page=True,
-        title=f"Purge {challenge.title} · {tenant.name}",
-        tenant=tenant,
-        participant=participant,
-        challenge=challenge,
+    return visit.page(
+        "admin_challenge_purge.html", title=f"Purge {challenge.title}", challenge=challenge
     )
 
 
@@ -391,13 +347,14 @@ def purge_challenge(
 ) -> Response:
     """Purges the deleted challenge, as the API does, once its slug is typed to confirm."""
     session = work.session
-    web, tenant, _, access = admin_form(request, session, tenant_slug, csrf_token)
+    visit = admin_form(request, session, tenant_slug, csrf_token)
+    tenant_id = visit.subject.tenant_id
     try:
-        challenge = challenges.deleted_challenge(session, access.subject.tenant_id, challenge_id)
+        challenge = challenges.deleted_challenge(session, tenant_id, challenge_id)
     except NotFound:
         raise not_found() from None
     if confirm_slug.strip() != challenge.slug:
-        return redirect(request, web, _deleted_url(tenant, "purge-not-confirmed"))
-    challenges.purge_challenge(session, access.subject.tenant_id, challenge_id)
+        return visit.redirect(_DELETED + "?notice=purge-not-confirmed")
+    challenges.purge_challenge(session, tenant_id, challenge_id)
     work.commit()
-    return redirect(request, web, _deleted_url(tenant, "challenge-purged"))
+    return visit.redirect(_DELETED + "?notice=challenge-purged")
