@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from sqlalchemy.orm import Session
 
 from app.attempt.repository import SubmissionTarget
-from app.attempt.service import submission_target
+from app.attempt.service import entry_player, shown_handle, submission_target
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
 from app.challenge.config import LimitsConfig
 from app.challenge.limits import Left, left_under, refuse_when_none_left
@@ -54,7 +54,8 @@ from app.kinds.red_blue.schemas import (
 )
 from app.leaderboard.freeze import read_as_seen
 from app.leaderboard.models import BoardFreeze
-from app.tenant.service import handle_of, handles, participant_by_handle, participant_for_handle
+from app.team.service import member_handles, player_id
+from app.tenant.service import handle_of, handles, participant_by_handle
 from app.unit_of_work import UnitOfWork
 
 KIND_NAME = "red_blue"
@@ -179,10 +180,9 @@ def _submit(
     _checked_text(text, own.max_defense_chars if is_defense else own.max_attack_chars, field)
     now = utcnow()
     refuse_unless_open(target, now)
-    participant_id = target.participant_id
-    handle = target.participant_handle or handle_given
-    if participant_id is None:
-        participant_id, handle = participant_for_handle(session, tenant_id, handle_given)
+    # A team's member submits as the team: one side of every match, never against itself.
+    player = entry_player(session, tenant_id, target, handle_given)
+    participant_id, handle = player.participant_id, player.handle
     if limits.counts_attempts:
         repo.lock_participant(participant_id)
         counter = repo.count_defenses if is_defense else repo.count_attacks
@@ -198,6 +198,7 @@ def _submit(
         "created_at": now,
         "enqueued_at": now,
         "baseline": body.baseline,
+        "submitted_by_id": player.submitted_by_id,
     }
     entry: Defense | Attack
     if isinstance(body, DefenseCreate):
@@ -229,7 +230,17 @@ def _replay(
             "this Idempotency-Key was already used for a different request; "
             "use a new key for a new submission"
         )
-    return EntrySubmission(existing, False, target.participant_handle or handle_given or "")
+    return EntrySubmission(existing, False, shown_handle(target, handle_given))
+
+
+def entrants(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    participant_ids: Collection[uuid.UUID],
+) -> set[uuid.UUID]:
+    """Those of the participants with a defense or an attack at the challenge."""
+    return RedBlueRepository(session, tenant_id).entrants(challenge_id, participant_ids)
 
 
 def submit_defense(
@@ -487,11 +498,13 @@ def entries_left(
     session: Session, challenge: Challenge, participant_id: uuid.UUID
 ) -> tuple[Left | None, Left | None]:
     """What the challenge's limits leave the participant of defenses and of attacks (each side
-    counted apart, as submissions count them); None when it sets no limit."""
+    counted apart, as submissions count them; a member's are the team's); None when it sets no
+    limit."""
     limits = challenge.limits
     if not limits.counts_attempts:
         return None, None
     repo = RedBlueRepository(session, challenge.tenant_id)
+    participant_id = player_id(session, challenge.tenant_id, challenge.id, participant_id)
     now = utcnow()
     return (
         left_under(
@@ -608,11 +621,25 @@ def board_side(params: Mapping[str, str]) -> Side:
     return Side(value)
 
 
-def board_item(line: BoardLine, tied: bool) -> BoardItem:
+def _teams_on(
+    session: Session, tenant_id: uuid.UUID, rows: Sequence[tuple[BoardLine, bool]]
+) -> Mapping[uuid.UUID, list[str]]:
+    """The members of the rows' teams (one query a page)."""
+    ids = [line.participant_id for line, _ in rows if line.participant_id is not None]
+    return member_handles(session, tenant_id, ids)
+
+
+def board_item(
+    line: BoardLine, tied: bool, teams: Mapping[uuid.UUID, list[str]] | None = None
+) -> BoardItem:
+    members = (
+        None if teams is None or line.participant_id is None else teams.get(line.participant_id)
+    )
     return BoardItem(
         rank=line.rank,
         tied=tied,
         participant=line.handle,
+        members=members,
         baseline=line.baseline,
         rating=round(line.rating, 1),
         rating_low=round(line.rating_low, 1),
@@ -658,6 +685,7 @@ def read_leaderboard(
         rows, total = board_page_with_ties(
             repo, challenge.id, side, limit=limit, offset=offset, frozen=snapshot is not None
         )
+        teams = _teams_on(session, challenge.tenant_id, rows)
         if snapshot is not None:
             computed_at = _figure_time(snapshot, "computed_at")
             intervals_computed_at = _figure_time(snapshot, "intervals_computed_at")
@@ -668,7 +696,7 @@ def read_leaderboard(
         return RedBlueLeaderboard(
             challenge_id=challenge.id,
             side=side,
-            items=[board_item(line, tied) for line, tied in rows],
+            items=[board_item(line, tied, teams) for line, tied in rows],
             total=total,
             limit=limit,
             offset=offset,
@@ -920,8 +948,9 @@ def boards_in_order(
         lines, _ = board_page_with_ties(
             repo, challenge_id, side, limit=limit - len(items), offset=position
         )
+        teams = _teams_on(session, reader.tenant_id, lines)
         items.extend(
-            SideBoardItem(**dict(board_item(line, tied)), side=side) for line, tied in lines
+            SideBoardItem(**dict(board_item(line, tied, teams)), side=side) for line, tied in lines
         )
         if lines:
             # A side's positions are 1..n with no gap: the k-th row after p is at p + k.
