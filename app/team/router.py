@@ -14,7 +14,15 @@ from app.deps import SessionDep, UnitOfWorkDep
 from app.routing import ApiRoute
 from app.schemas import Handle, Limit, Offset
 from app.team import service
-from app.team.schemas import TeamCreate, TeamCreated, TeamJoin, TeamList, TeamRead
+from app.team.schemas import (
+    InviteCode,
+    TeamCreate,
+    TeamCreated,
+    TeamJoin,
+    TeamList,
+    TeamMemberAct,
+    TeamRead,
+)
 
 router = APIRouter(prefix="/v1", tags=["teams"], route_class=ApiRoute)
 
@@ -73,6 +81,23 @@ def delete_team_member(
     service.leave_team(work.session, caller.tenant_id, challenge_id, team_id, participant)
     work.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/challenges/{challenge_id}/teams/{team_id}/invite-code")
+def post_invite_code(
+    challenge_id: ChallengeIdDep,
+    team_id: uuid.UUID,
+    body: TeamMemberAct,
+    work: UnitOfWorkDep,
+    caller: TenantKeyDep,
+) -> InviteCode:
+    """A new invite code, asked by a member: codes are kept only as hashes, so a lost one is
+    replaced, never read back. The previous code stops working."""
+    code = service.new_invite_code(
+        work.session, caller.tenant_id, challenge_id, team_id, body.participant
+    )
+    work.commit()
+    return code
 
 
 @router.get("/challenges/{challenge_id}/teams")

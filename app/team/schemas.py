@@ -20,6 +20,17 @@ class TeamCreate(InputSchema):
     )
 
 
+class TeamMemberAct(InputSchema):
+    participant: Handle = _MEMBER
+
+
+class InviteCode(OutputSchema):
+    invite_code: str = Field(
+        description="The team's new invite code (the previous one stops working). Shown once, "
+        "stored only as a hash."
+    )
+
+
 class TeamJoin(InputSchema):
     participant: Handle = _MEMBER
     invite_code: str = Field(min_length=1, max_length=200)

@@ -24,7 +24,15 @@ from app.db import utcnow
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.team.models import Team, TeamMember
 from app.team.repository import TeamRepository
-from app.team.schemas import TeamCreate, TeamCreated, TeamJoin, TeamList, TeamMemberRead, TeamRead
+from app.team.schemas import (
+    InviteCode,
+    TeamCreate,
+    TeamCreated,
+    TeamJoin,
+    TeamList,
+    TeamMemberRead,
+    TeamRead,
+)
 from app.team.team_kind import TeamKind
 from app.tenant.service import add_passwordless, participant_by_handle, participant_for_handle
 
@@ -154,15 +162,14 @@ def join_team(
     return _view(repo, team, name)
 
 
-def leave_team(
+def _member_team(
     session: Session,
     tenant_id: uuid.UUID,
     challenge_id: uuid.UUID,
     team_id: uuid.UUID,
     handle: str,
-) -> None:
-    """Takes the participant out of the team, before its first entry only. A team whose
-    last member leaves is deleted, and its name is free again."""
+) -> tuple[TeamRepository, Team, str, uuid.UUID]:
+    """The challenge's team and the member with this handle (404 when either is not)."""
     get_challenge(session, tenant_id, challenge_id)
     repo = TeamRepository(session, tenant_id)
     found = repo.get(challenge_id, team_id)
@@ -172,6 +179,35 @@ def leave_team(
     member = participant_by_handle(session, tenant_id, handle)
     if member is None or repo.team_of_member(challenge_id, member.id) != team.id:
         raise NotFound(f"{handle} is not a member of team {name}")
+    return repo, team, name, member.id
+
+
+def new_invite_code(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    team_id: uuid.UUID,
+    handle: str,
+) -> InviteCode:
+    """A new invite code for the team, asked by a member (the code is kept only as a hash,
+    so a lost one is replaced, never read back); the old code stops working."""
+    _, team, _, _ = _member_team(session, tenant_id, challenge_id, team_id, handle)
+    code = secrets.token_urlsafe(24)
+    team.invite_code_hash = _code_hash(code)
+    session.flush()
+    return InviteCode(invite_code=code)
+
+
+def leave_team(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    team_id: uuid.UUID,
+    handle: str,
+) -> None:
+    """Takes the participant out of the team, before its first entry only. A team whose
+    last member leaves is deleted, and its name is free again."""
+    repo, team, name, member_id = _member_team(session, tenant_id, challenge_id, team_id, handle)
     repo.lock(team.id)
     challenge = get_challenge(session, tenant_id, challenge_id)
     if _entrants(session, challenge, [team.id]):
@@ -179,7 +215,7 @@ def leave_team(
             f"team {name} has entries in this challenge: its members stay in it (a member who "
             "left could play again and count the team's limits twice)"
         )
-    repo.remove_member(challenge_id, member.id)
+    repo.remove_member(challenge_id, member_id)
     if repo.member_count(team.id) == 0:
         repo.remove_team(team.id)
 

@@ -90,6 +90,13 @@ def test_three_members_share_one_quota_and_one_board_row(
     assert rows["dave-x"]["members"] is None
     assert not {"alice", "bob", "carol"} & set(rows)
 
+    # A lost code is replaced by a member, never read back; the old one stops working.
+    renew = f"{teams_path(cid)}/{team['id']}/invite-code"
+    assert api.request("POST", renew, key, json={"participant": "dave-x"}).status_code == 404
+    renewed = api.request("POST", renew, key, json={"participant": "carol"})
+    assert renewed.status_code == 200 and renewed.json()["invite_code"] != code
+    assert join(api, key, cid, "erin", code).status_code == 422
+
     read = api.request("GET", f"{teams_path(cid)}/{team['id']}", key)
     assert read.status_code == 200 and "invite_code" not in read.json()
     listed = api.request("GET", teams_path(cid), key).json()
@@ -168,6 +175,8 @@ def test_another_tenant_s_team_answers_404(api: Api, tenant: dict[str, Any]) -> 
     assert api.request("GET", path, stranger).status_code == 404
     assert api.request("GET", teams_path(cid), stranger).status_code == 404
     assert leave(api, stranger, cid, team["id"], "ann").status_code == 404
+    renew = f"{path}/invite-code"
+    assert api.request("POST", renew, stranger, json={"participant": "ann"}).status_code == 404
     assert join(api, stranger, cid, "bob", team["invite_code"]).status_code == 404
     # Their own challenge does not find our team either, by id or by invite code.
     assert api.request("GET", f"{teams_path(theirs)}/{team['id']}", stranger).status_code == 404
