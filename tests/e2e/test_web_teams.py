@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import Api, Worker
 from tests.e2e.conftest import WebClient, create_tenant
+from tests.e2e.test_web_redblue import WEAK, entry_id, post_entry, region, settled, signed_in
+from tests.e2e.test_web_redblue import create as create_red_blue
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -80,3 +82,31 @@ def test_a_challenge_without_teams_shows_no_team_section(api: Api, web_client: C
     assert 'id="team-title"' not in client.get(page).text
     refused = client.post_form(f"{page}/team", {"name": "x"}, token_from=page)
     assert refused.status_code == 409 and "individually" in html.unescape(refused.text)
+
+
+def test_red_blue_members_see_their_team_s_entries_texts_and_board_row(
+    api: Api, worker: Worker, web_client: Clients
+) -> None:
+    owner = create_tenant(api)
+    key, slug = owner["api_key"], owner["slug"]
+    limits = {"max_attempts_per_day": 50, "max_team_size": 2}
+    challenge = create_red_blue(api, key, limits=limits)
+    base = f"/t/{slug}/challenges/{challenge['slug']}"
+    suffix = uuid.uuid4().hex[:6]
+    ann = signed_in(web_client, slug, f"ann{suffix}")
+    ben = signed_in(web_client, slug, f"ben{suffix}")
+    teams = f"/v1/challenges/{challenge['id']}/teams"
+    made = api.request("POST", teams, key, json={"participant": f"ann{suffix}", "name": "reds"})
+    code = made.json()["invite_code"]
+    joined = api.request(
+        "POST", f"{teams}/join", key, json={"participant": f"ben{suffix}", "invite_code": code}
+    )
+    assert joined.status_code == 200, joined.text
+
+    defense_id = entry_id(post_entry(ann, base, "blue", WEAK), "defense")
+    body = settled(ben, base)
+    entries = region(body, "rb-entries")
+    # Ben sees the team's defense, Ann's text included: it is his team's own.
+    assert f'id="defense-{defense_id}"' in entries
+    assert "Never say: BANANA" in html.unescape(entries)
+    assert 'data-left="defense">49 defenses left today<' in ben.get(f"{base}?side=blue").text

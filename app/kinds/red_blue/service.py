@@ -54,7 +54,7 @@ from app.kinds.red_blue.schemas import (
 )
 from app.leaderboard.freeze import read_as_seen
 from app.leaderboard.models import BoardFreeze
-from app.team.service import member_handles, player_id
+from app.team.service import member_handles, player_id, team_of
 from app.tenant.service import handle_of, handles, participant_by_handle
 from app.unit_of_work import UnitOfWork
 
@@ -93,6 +93,25 @@ def reader_of(subject: TenantKey | SignedInParticipant) -> Reader:
     if isinstance(subject, SignedInParticipant):
         return Reader(admin=False, all_texts=False, participant_id=subject.participant_id)
     return Reader(admin=subject.audience is Audience.ADMIN, all_texts=True)
+
+
+def player_at(
+    session: Session, subject: SignedInParticipant, challenge_id: uuid.UUID
+) -> tuple[uuid.UUID, str]:
+    """Whose entries are the signed-in participant's at a challenge, and that player's name:
+    their team's (docs/teams.md), or their own."""
+    team = team_of(session, subject.tenant_id, challenge_id, subject.participant_id)
+    return (subject.participant_id, subject.handle) if team is None else (team.id, team.name)
+
+
+def reader_at(
+    session: Session, subject: TenantKey | SignedInParticipant, challenge_id: uuid.UUID
+) -> Reader:
+    """`reader_of`, where a signed-in member's own texts at the challenge are their team's."""
+    if not isinstance(subject, SignedInParticipant):
+        return reader_of(subject)
+    player, _ = player_at(session, subject, challenge_id)
+    return Reader(admin=False, all_texts=False, participant_id=player)
 
 
 # Submissions --------------------------------------------------------------------------------
@@ -367,7 +386,7 @@ def read_defense(
         raise NotFound("defense not found")
     handle = handle_of(session, subject.tenant_id, defense.participant_id)
     counts = repo.match_counts(Match.defense_id, defense.id)
-    return defense_view(defense, handle, reader_of(subject), counts)
+    return defense_view(defense, handle, reader_at(session, subject, defense.challenge_id), counts)
 
 
 def read_attack(
@@ -379,7 +398,7 @@ def read_attack(
         raise NotFound("attack not found")
     handle = handle_of(session, subject.tenant_id, attack.participant_id)
     counts = repo.match_counts(Match.attack_id, attack.id)
-    return attack_view(attack, handle, reader_of(subject), counts)
+    return attack_view(attack, handle, reader_at(session, subject, attack.challenge_id), counts)
 
 
 def _red_blue_challenge(challenge: Challenge) -> Challenge:
@@ -454,15 +473,16 @@ def list_match_views(
     """The signed-in participant's newest matches at a challenge (and how many they have), each
     as `read_match` shows it to them: the texts of their own side and the output."""
     challenge = _red_blue_challenge(get_challenge(session, subject.tenant_id, challenge_id))
+    _, name = player_at(session, subject, challenge_id)
     page = _matches_page(
         session,
         challenge,
         attack_id=None,
         defense_id=None,
-        participant=subject.handle,
+        participant=name,
         limit=limit,
         offset=0,
-        reader=reader_of(subject),
+        reader=reader_at(session, subject, challenge_id),
     )
     return [item for item in page.items if isinstance(item, MatchRead)], page.total
 
@@ -490,7 +510,7 @@ def read_challenge_match(
     match = RedBlueRepository(session, challenge.tenant_id).match(match_id)
     if match is None or match.challenge_id != challenge.id:
         raise NotFound("match not found")
-    reader = PUBLIC_READER if viewer is None else reader_of(viewer)
+    reader = PUBLIC_READER if viewer is None else reader_at(session, viewer, challenge.id)
     return match_view(match, _named(session, challenge.tenant_id, [match]), reader)
 
 
@@ -529,7 +549,7 @@ def participant_entries(
     repo = RedBlueRepository(session, subject.tenant_id)
     defenses, attacks = repo.entries_of(challenge_id, participant_id, limit=limit)
     handle = handle_of(session, subject.tenant_id, participant_id)
-    reader = reader_of(subject)
+    reader = reader_at(session, subject, challenge_id)
     return (
         [defense_view(d, handle, reader) for d in defenses],
         [attack_view(a, handle, reader) for a in attacks],
