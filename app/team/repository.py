@@ -6,6 +6,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Collection
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
@@ -21,30 +22,21 @@ class TeamRepository:
         self.session = session
         self.tenant_id = tenant_id
 
-    def get(self, challenge_id: uuid.UUID, team_id: uuid.UUID) -> tuple[Team, str] | None:
-        """The challenge's team and its name."""
+    def _named(self, challenge_id: uuid.UUID, *conditions: Any) -> tuple[Team, str] | None:
+        """The challenge's team that meets the conditions, and its name."""
         row = self.session.execute(
             select(Team, Participant.handle)
             .join(Participant, Participant.id == Team.id)
-            .where(
-                Team.tenant_id == self.tenant_id,
-                Team.challenge_id == challenge_id,
-                Team.id == team_id,
-            )
+            .where(Team.tenant_id == self.tenant_id, Team.challenge_id == challenge_id, *conditions)
         ).first()
         return None if row is None else (row[0], row[1])
 
+    def get(self, challenge_id: uuid.UUID, team_id: uuid.UUID) -> tuple[Team, str] | None:
+        """The challenge's team and its name."""
+        return self._named(challenge_id, Team.id == team_id)
+
     def by_invite_code(self, challenge_id: uuid.UUID, code_hash: str) -> tuple[Team, str] | None:
-        row = self.session.execute(
-            select(Team, Participant.handle)
-            .join(Participant, Participant.id == Team.id)
-            .where(
-                Team.tenant_id == self.tenant_id,
-                Team.challenge_id == challenge_id,
-                Team.invite_code_hash == code_hash,
-            )
-        ).first()
-        return None if row is None else (row[0], row[1])
+        return self._named(challenge_id, Team.invite_code_hash == code_hash)
 
     def is_team(self, participant_id: uuid.UUID) -> bool:
         found = self.session.scalar(
