@@ -1,7 +1,8 @@
 """Teams: `teams` (a team of one challenge; its id is the participant row that plays for it,
 its invite code kept as a SHA-256) and `team_members` (a participant in at most one team per
 challenge), and `submitted_by_id` on attempts and red-blue entries (the member who submitted a
-team's entry; every existing row was a participant's own, so it stays null).
+team's entry; every existing row was a participant's own, so it stays null). A downgrade drops
+the teams; their participant rows stay, with their entries, as handles that cannot sign in.
 
 Revision ID: 20261130_teams
 Revises: 20261129_redblue_final_round
