@@ -53,6 +53,21 @@ class TeamRepository:
             )
         )
 
+    def teams_of_member(
+        self, member_id: uuid.UUID, challenge_ids: Collection[uuid.UUID]
+    ) -> dict[uuid.UUID, uuid.UUID]:
+        """The participant's team at each of these challenges where they are in one."""
+        if not challenge_ids:
+            return {}
+        rows = self.session.execute(
+            select(TeamMember.challenge_id, TeamMember.team_id).where(
+                TeamMember.tenant_id == self.tenant_id,
+                TeamMember.member_id == member_id,
+                TeamMember.challenge_id.in_(challenge_ids),
+            )
+        )
+        return {challenge_id: team_id for challenge_id, team_id in rows.tuples()}
+
     def page(
         self, challenge_id: uuid.UUID, limit: int, offset: int
     ) -> tuple[list[tuple[Team, str]], int]:

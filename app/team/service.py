@@ -269,3 +269,19 @@ def player_id(
     the limits count for them)."""
     team_id = TeamRepository(session, tenant_id).team_of_member(challenge_id, participant_id)
     return participant_id if team_id is None else team_id
+
+
+def players_at(
+    session: Session,
+    tenant_id: uuid.UUID,
+    participant_id: uuid.UUID,
+    challenge_ids: list[uuid.UUID],
+) -> dict[uuid.UUID, list[uuid.UUID]]:
+    """The challenges grouped by whose entries are the participant's at each: their own (the
+    participant's id) or a team's (one team per challenge). For the pages that list a
+    participant's results across challenges."""
+    teams = TeamRepository(session, tenant_id).teams_of_member(participant_id, challenge_ids)
+    grouped: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for challenge_id in challenge_ids:
+        grouped.setdefault(teams.get(challenge_id, participant_id), []).append(challenge_id)
+    return grouped

@@ -68,6 +68,8 @@ def test_members_make_and_join_a_team_and_share_its_attempts_and_row(
     assert cat.get(f"/t/{slug}/attempts/{attempt_id.group(1)}").status_code == 404
     board = ann.get(f"{page}/leaderboard").text
     assert f"(ann{suffix}, ben{suffix})" in board
+    # The challenge list shows Ann the team's result, with a link to its attempt.
+    assert f"attempts/{attempt_id.group(1)}" in ann.get(f"/t/{slug}/").text
 
     # After the team's first entry, leaving is refused with the rule's reason.
     left = ann.post_form(f"{page}/team/leave", {}, token_from=page)

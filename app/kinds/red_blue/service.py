@@ -54,7 +54,7 @@ from app.kinds.red_blue.schemas import (
 )
 from app.leaderboard.freeze import read_as_seen
 from app.leaderboard.models import BoardFreeze
-from app.team.service import member_handles, player_id, team_of
+from app.team.service import member_handles, player_id, players_at, team_of
 from app.tenant.service import handle_of, handles, participant_by_handle
 from app.unit_of_work import UnitOfWork
 
@@ -606,7 +606,12 @@ def places(
     """Where the signed-in participant stands on each challenge (the tenant's challenge
     list)."""
     repo = RedBlueRepository(session, viewer.tenant_id)
-    return repo.places_of(viewer.participant_id, challenge_ids)
+    found: dict[uuid.UUID, Places] = {}
+    # A member's places are their team's (one query per team).
+    ids = list(challenge_ids)
+    for player, played in players_at(session, viewer.tenant_id, viewer.participant_id, ids).items():
+        found.update(repo.places_of(player, played))
+    return found
 
 
 def rerun_defense(work: UnitOfWork, admin: TenantKey, defense_id: uuid.UUID) -> DefenseRead:
