@@ -17,6 +17,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from app.challenge.config import ChallengeState
 from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.challenge.service import get_challenge
@@ -49,6 +50,9 @@ def _team_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.U
             "this challenge is played individually: it allows no teams "
             "(its limits.max_team_size is not set)"
         )
+    if challenge.state is not ChallengeState.LIVE:
+        # A draft is its admins' alone and an archive read-only: neither is played.
+        raise Conflict(f"this challenge is {challenge.state.value}: teams form on live ones")
     return challenge
 
 

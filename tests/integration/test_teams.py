@@ -121,6 +121,10 @@ def test_joining_and_leaving_follow_the_rules(api: Api, tenant: dict[str, Any]) 
     no_teams = api.request("POST", teams_path(alone), key, json={"participant": "a", "name": "t"})
     assert "played individually" in refusal(no_teams, 409)
 
+    draft = api.create_challenge(key, state="draft", limits={"max_team_size": 3})["id"]
+    early = api.request("POST", teams_path(draft), key, json={"participant": "a", "name": "t"})
+    assert "draft" in refusal(early, 409)
+
     cid = api.create_challenge(key, limits={"max_team_size": 3})["id"]
     team = create_team(api, key, cid, "alice", "trio")
     code = team["invite_code"]
