@@ -37,6 +37,7 @@ from app.observability.router import router as observability_router
 from app.rescore.router import router as rescore_router
 from app.scoring.router import router as scoring_router
 from app.scoring.sandbox.service import log_scorer_sandbox
+from app.team.router import router as team_router
 from app.tenant.router import router as tenant_router
 from app.web.rendering import STATIC_DIR, STATIC_URL
 from app.web.router import web_router
@@ -64,6 +65,7 @@ OPENAPI_TAG_ORDER = (
     "challenges",
     "attempts",
     "leaderboards",
+    "teams",
     "red-blue",
     "exports",
     "scorers",
@@ -199,6 +201,7 @@ def create_app() -> FastAPI:
         challenge_router,
         deleted_challenge_router,
         leaderboard_router,
+        team_router,
         export_router,
         rescore_router,
         scoring_router,

@@ -9,6 +9,7 @@ from app.leaderboard.models import BoardFreeze, FrozenLeaderboardEntry, Leaderbo
 from app.observability.models import WorkerHeartbeat
 from app.rescore.models import RescoreJob
 from app.scoring.models import ScorerPlugin
+from app.team.models import Team, TeamMember
 from app.tenant.models import Participant, Tenant, TenantSpend
 
 registered()
@@ -25,6 +26,8 @@ __all__ = [
     "Participant",
     "RescoreJob",
     "ScorerPlugin",
+    "Team",
+    "TeamMember",
     "Tenant",
     "TenantSpend",
     "Trial",

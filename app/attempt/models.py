@@ -114,6 +114,9 @@ class Attempt(Leased, Metered, Base):
     # An admin's reference entry: shown on boards with a mark, it takes no participant's rank
     # (and, red-blue, no point of the team standings).
     baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The member who submitted a team's entry (its `participant_id` is the team's); null for
+    # an entry of a participant playing alone. No foreign key: it is a record, kept as it was.
+    submitted_by_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
     idempotency_key: Mapped[str | None] = mapped_column(String(255), default=None)
     request_fingerprint: Mapped[str | None] = mapped_column(String(64), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -39,6 +39,7 @@ from app.db import (
 )
 from app.evaluation.types import TrialRecord
 from app.lease import repository as leases
+from app.team.models import Team, TeamMember
 from app.tenant.models import Participant
 
 
@@ -54,6 +55,12 @@ class SubmissionTarget:
     closes_at: datetime | None
     participant_id: uuid.UUID | None
     participant_handle: str | None
+    # The team the participant plays this challenge in (its id is the participant its entries
+    # are recorded under, its name that participant's handle); None when they play alone.
+    team_id: uuid.UUID | None = None
+    team_name: str | None = None
+    # Whether the handle is a team's own: a team submits through its members, never by name.
+    participant_is_team: bool = False
 
 
 # The submission's statements are the busiest of the service (bench/README.md), so they are
@@ -63,6 +70,9 @@ class SubmissionTarget:
 _ATTEMPTS: Table = Attempt.__table__  # type: ignore[assignment]
 _CHALLENGES: Table = Challenge.__table__  # type: ignore[assignment]
 _PARTICIPANTS: Table = Participant.__table__  # type: ignore[assignment]
+_TEAM_MEMBERS: Table = TeamMember.__table__  # type: ignore[assignment]
+_TEAM_PARTICIPANTS = _PARTICIPANTS.alias("team_participants")
+_OWN_TEAMS = Team.__table__.alias("own_teams")
 _SUBMISSION_TARGET = (
     select(
         _CHALLENGES.c.id,
@@ -73,6 +83,9 @@ _SUBMISSION_TARGET = (
         _CHALLENGES.c.closes_at,
         _PARTICIPANTS.c.id.label("participant_id"),
         _PARTICIPANTS.c.handle.label("participant_handle"),
+        _TEAM_MEMBERS.c.team_id,
+        _TEAM_PARTICIPANTS.c.handle.label("team_name"),
+        _OWN_TEAMS.c.id.is_not(None).label("participant_is_team"),
     )
     .select_from(
         _CHALLENGES.outerjoin(
@@ -83,6 +96,15 @@ _SUBMISSION_TARGET = (
                 func.lower(_PARTICIPANTS.c.handle) == bindparam("handle_lower"),
             ),
         )
+        .outerjoin(
+            _TEAM_MEMBERS,
+            and_(
+                _TEAM_MEMBERS.c.challenge_id == _CHALLENGES.c.id,
+                _TEAM_MEMBERS.c.member_id == _PARTICIPANTS.c.id,
+            ),
+        )
+        .outerjoin(_TEAM_PARTICIPANTS, _TEAM_PARTICIPANTS.c.id == _TEAM_MEMBERS.c.team_id)
+        .outerjoin(_OWN_TEAMS, _OWN_TEAMS.c.id == _PARTICIPANTS.c.id)
     )
     .where(
         _CHALLENGES.c.tenant_id == bindparam("tenant_id"),
@@ -197,6 +219,24 @@ class AttemptRepository:
         if since is not None:
             conditions.append(Attempt.created_at >= since)
         return count_where(self.session, Attempt, *conditions)
+
+    def entrants(
+        self, challenge_id: uuid.UUID, participant_ids: Collection[uuid.UUID]
+    ) -> set[uuid.UUID]:
+        """Those of the participants with an entry (not practice) at the challenge."""
+        if not participant_ids:
+            return set()
+        rows = self.session.scalars(
+            select(Attempt.participant_id)
+            .where(
+                Attempt.tenant_id == self.tenant_id,
+                Attempt.challenge_id == challenge_id,
+                Attempt.participant_id.in_(participant_ids),
+                _ENTRY,
+            )
+            .distinct()
+        )
+        return {row for row in rows if row is not None}
 
     def lock_participant(self, participant_id: uuid.UUID) -> None:
         """Serialises limit checks of one participant until the transaction ends.

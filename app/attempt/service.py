@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Collection, Container, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -53,6 +54,7 @@ from app.errors import (
     telling_first,
 )
 from app.storable import SERVED_SECTION_CHARS, bounded_value
+from app.team.service import player_id
 from app.tenant.service import handle_of, handles, participant_by_handle, participant_for_handle
 from app.unit_of_work import UnitOfWork
 
@@ -128,6 +130,42 @@ def submission_target(
     return AttemptRepository(session, tenant_id).submission_target(challenge_id, handle)
 
 
+@dataclass(frozen=True, slots=True)
+class Player:
+    """Whose entry a submission makes: the participant it is recorded under (a team's member
+    submits as the team), the name its board row shows, and the member who submitted it."""
+
+    participant_id: uuid.UUID
+    handle: str
+    # The member who submitted a team's entry; None for a participant playing alone.
+    submitted_by_id: uuid.UUID | None
+
+
+def entry_player(
+    session: Session, tenant_id: uuid.UUID, target: SubmissionTarget, handle: str
+) -> Player:
+    """The player of a submission naming `handle` (created on its first use in the tenant):
+    the handle's team in this challenge when it has one, else the handle's participant. A
+    team's own name is refused: its members submit for it, each under their own handle."""
+    if target.participant_is_team:
+        raise ValidationFailed.at(
+            ["participant"],
+            f"{target.participant_handle} is a team: its members submit its entries, each "
+            "naming their own handle",
+        )
+    if target.team_id is not None and target.participant_id is not None:
+        return Player(target.team_id, target.team_name or "", target.participant_id)
+    if target.participant_id is not None and target.participant_handle is not None:
+        return Player(target.participant_id, target.participant_handle, None)
+    participant_id, first_spelling = participant_for_handle(session, tenant_id, handle)
+    return Player(participant_id, first_spelling, None)
+
+
+def shown_handle(target: SubmissionTarget, handle_given: str | None) -> str:
+    """The name a replayed submission answers with: its team's, or its participant's."""
+    return target.team_name or target.participant_handle or handle_given or ""
+
+
 def _refuse_no_attempts(kind: ChallengeKind, target: SubmissionTarget, body: AttemptCreate) -> None:
     """A kind that takes no attempts (only entries of its own) refuses them here, naming the
     first field given and where its entries go."""
@@ -189,18 +227,30 @@ def participant_attempts_left(
     challenge_id: uuid.UUID,
     participant_id: uuid.UUID,
 ) -> Left | None:
-    """What the participant may still submit; None when the challenge sets no limit."""
+    """What the participant (their team, in one) may still submit; None when the challenge
+    sets no limit."""
     if not limits.counts_attempts:
         return None
     repo = AttemptRepository(session, tenant_id)
-    return left_under(limits, _counter(repo, challenge_id, participant_id), utcnow())
+    player = player_id(session, tenant_id, challenge_id, participant_id)
+    return left_under(limits, _counter(repo, challenge_id, player), utcnow())
+
+
+def entrants(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    participant_ids: Collection[uuid.UUID],
+) -> set[uuid.UUID]:
+    """Those of the participants with an entry (an attempt, not practice) at the challenge."""
+    return AttemptRepository(session, tenant_id).entrants(challenge_id, participant_ids)
 
 
 def attempts_left(
     session: Session, reader: TenantKey, challenge_id: uuid.UUID, handle: str
 ) -> AttemptsLeft:
-    """What the challenge's limits leave the participant with this handle (all of them for a
-    handle that has not played yet)."""
+    """What the challenge's limits leave the participant with this handle (their team, in
+    one; all of them for a handle that has not played yet)."""
     challenge = readable_challenge(session, reader.tenant_id, challenge_id, reader.audience)
     kind = find_kind(challenge.kind)
     if not kind.accepts.attempts:
@@ -212,7 +262,9 @@ def attempts_left(
     limits = challenge.limits
     found = participant_by_handle(session, reader.tenant_id, handle)
     repo = AttemptRepository(session, reader.tenant_id)
-    count = _counter(repo, challenge.id, found.id) if found is not None else (lambda _: 0)
+    # A member's attempts are their team's.
+    player = None if found is None else player_id(session, reader.tenant_id, challenge.id, found.id)
+    count = _counter(repo, challenge.id, player) if player is not None else (lambda _: 0)
     left = left_under(limits, count, utcnow())
     return AttemptsLeft(
         participant=found.handle if found is not None else handle,
@@ -314,7 +366,7 @@ def _submit(
         existing = repo.by_idempotency_key(idempotency_key)
         if existing is not None:
             # The fingerprint covers the handle as sent, so it named this participant.
-            handle = challenge.participant_handle or body.participant or ""
+            handle = shown_handle(challenge, body.participant)
             return _replayed(repo, existing, challenge_id, fingerprint, handle, challenge.kind)
     if body.participant is None:
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
@@ -326,10 +378,8 @@ def _submit(
     limited = challenge.limits.counts_attempts
     if limited and autocommits(session):
         raise TransactionNeeded()
-    participant_id = challenge.participant_id
-    handle = challenge.participant_handle or body.participant
-    if participant_id is None:  # the handle's first attempt in this tenant
-        participant_id, handle = participant_for_handle(session, tenant_id, body.participant)
+    player = entry_player(session, tenant_id, challenge, body.participant)
+    participant_id, handle = player.participant_id, player.handle
     if limited:
         repo.lock_participant(participant_id)
         _check_limits(repo, challenge, participant_id, now)
@@ -342,6 +392,7 @@ def _submit(
         baseline=body.baseline,
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint,
+        submitted_by_id=player.submitted_by_id,
     )
     if repo.insert_new(attempt):
         return StoredSubmission(attempt, True, True, handle, challenge.kind)

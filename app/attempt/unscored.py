@@ -118,6 +118,12 @@ def _start(
 def _practiser(
     session: Session, tenant_id: uuid.UUID, target: SubmissionTarget, handle: str
 ) -> tuple[uuid.UUID, str]:
+    """The participant practising. Practice stays each member's own, in a team too: it is on
+    no board, and its quota is each player's (docs/teams.md). A team's name does not practise."""
+    if target.participant_is_team:
+        raise ValidationFailed.at(
+            ["participant"], f"{target.participant_handle} is a team: its members practise"
+        )
     if target.participant_id is not None and target.participant_handle is not None:
         return target.participant_id, target.participant_handle
     return participant_for_handle(session, tenant_id, handle)

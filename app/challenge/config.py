@@ -64,6 +64,18 @@ class LimitsConfig(InputSchema):
         description="Practice (unscored) runs per participant per UTC day, counted apart from "
         "the attempt limits; 0 turns practice off.",
     )
+    max_team_size: int | None = Field(
+        default=None,
+        ge=2,
+        le=100,
+        description="Members a team may have (docs/teams.md); null: no teams, individual play "
+        "only. A team's members share the limits above, as one participant.",
+    )
+    team_joins_after_first_entry: bool = Field(
+        default=False,
+        description="Whether a participant may still join a team once it has submitted an "
+        "entry here (by default joining closes at the team's first entry).",
+    )
 
     @property
     def kind_limits(self) -> dict[str, Any]:

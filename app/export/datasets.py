@@ -30,7 +30,12 @@ LEADERBOARD = Dataset(
             "1 for the best participant; every participant has its own rank (ties go to the "
             "earlier attempt). A baseline's is where it would place: it takes none.",
         ),
-        Column("participant", "The participant's handle."),
+        Column("participant", "The participant's handle, or the team's name."),
+        Column(
+            "members",
+            "A team's members' handles as a JSON list, oldest member first; empty for a "
+            "participant playing alone.",
+        ),
         Column("baseline", "true for an admin's reference entry (a baseline), false otherwise."),
         Column("attempt_id", "The attempt that holds the row."),
         Column("score", "Its score (custom strategies), empty otherwise."),

@@ -4,19 +4,36 @@ whose attempts run on the core's runner also subclasses `RunsAttempts`."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Collection
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from app.attempt.attempt_kind import AttemptKind, RunsAttempts
+from app.attempt.service import entrants
 from app.challenge.challenge_kind import ChallengeKind
 from app.export.export_kind import ExportKind
 from app.leaderboard.leaderboard_kind import LeaderboardKind
+from app.team.team_kind import TeamKind
 from app.web.web_kind import WebKind
 
 
-class Kind(ChallengeKind, LeaderboardKind, AttemptKind, WebKind, ExportKind):
-    """Configuration and checks (`ChallengeKind`), leaderboard (`LeaderboardKind`),
-    submissions (`AttemptKind`), web fragments (`WebKind`), exports (`ExportKind`); and
-    runs, for a kind that takes attempts or runs unscored ones (`RunsAttempts`)."""
+class Kind(ChallengeKind, LeaderboardKind, TeamKind, AttemptKind, WebKind, ExportKind):
+    """Configuration and checks (`ChallengeKind`), leaderboard (`LeaderboardKind`), who has
+    entries (`TeamKind`), submissions (`AttemptKind`), web fragments (`WebKind`), exports
+    (`ExportKind`); and runs, for a kind that takes attempts or runs unscored ones
+    (`RunsAttempts`)."""
+
+    def entrants(
+        self,
+        session: Session,
+        tenant_id: uuid.UUID,
+        challenge_id: uuid.UUID,
+        participant_ids: Collection[uuid.UUID],
+    ) -> set[uuid.UUID]:
+        """A kind's entries are attempts unless it keeps entries of its own (and says so)."""
+        return entrants(session, tenant_id, challenge_id, participant_ids)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

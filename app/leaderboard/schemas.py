@@ -14,7 +14,12 @@ class LeaderboardItem(OutputSchema):
         description="1 for the best participant. A baseline's is where it would place (the "
         "rank of the participant after it): it takes no participant's rank."
     )
-    participant: str
+    participant: str = Field(description="The participant's handle, or the team's name.")
+    members: list[str] | None = Field(
+        default=None,
+        description="A team's members, by handle, oldest member first (docs/teams.md); null "
+        "for a participant playing alone.",
+    )
     baseline: bool = Field(
         default=False, description="An admin's reference entry (a baseline), not a participant's."
     )

@@ -4,7 +4,7 @@ attempts only by their metrics and score (`RankedAttempt`), never as rows of ano
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -18,6 +18,7 @@ from app.leaderboard.ranking import PlacedAttempt, RankedAttempt, placed
 from app.leaderboard.repository import AnyEntry
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
 from app.scoring.strategies import Strategy
+from app.team.service import member_handles
 
 
 def offer(session: Session, attempt: RankedAttempt, strategy: Strategy) -> None:
@@ -42,10 +43,13 @@ def rebuild(session: Session, challenge_id: uuid.UUID, entries: Sequence[PlacedA
         repository.offer(session, entry)
 
 
-def item_of(entry: AnyEntry, handle: str, *, rank: int) -> LeaderboardItem:
+def item_of(
+    entry: AnyEntry, handle: str, *, rank: int, members: list[str] | None = None
+) -> LeaderboardItem:
     return LeaderboardItem(
         rank=rank,
         participant=handle,
+        members=members,
         baseline=entry.baseline,
         attempt_id=entry.attempt_id,
         created_at=entry.attempt_created_at,
@@ -70,7 +74,8 @@ def read_leaderboard(
             # The first page has no row before it to ask about.
             place = repository.place_of(rows[0][0])
             before = repository.baselines_before(session, challenge.id, place, frozen=frozen)
-        return ranked_items(rows, offset - before)[0], total
+        teams = _teams_of(session, challenge.tenant_id, rows)
+        return ranked_items(rows, offset - before, teams)[0], total
 
     seen = read_as_seen(session, challenge, audience, read)
     items, total = seen.board
@@ -86,19 +91,31 @@ def read_leaderboard(
     )
 
 
+def _teams_of(
+    session: Session, tenant_id: uuid.UUID, rows: Sequence[tuple[AnyEntry, str]]
+) -> Mapping[uuid.UUID, list[str]]:
+    """The members of the rows' teams (one query a page)."""
+    return member_handles(session, tenant_id, [entry.participant_id for entry, _ in rows])
+
+
 def ranked_items(
-    rows: Sequence[tuple[AnyEntry, str]], ranked_before: int
+    rows: Sequence[tuple[AnyEntry, str]],
+    ranked_before: int,
+    teams: Mapping[uuid.UUID, list[str]] | None = None,
 ) -> tuple[list[LeaderboardItem], int]:
     """Rows in the board's order as items, after `ranked_before` participants' rows: each
     participant takes the next rank; a baseline is ranked where it would place (the rank of
-    the participant after it) and takes none. Returns the participants ranked after them."""
+    the participant after it) and takes none. A team's row lists its members (`teams`).
+    Returns the participants ranked after them."""
     items = []
+    teams = teams or {}
     for entry, handle in rows:
+        members = teams.get(entry.participant_id)
         if entry.baseline:
-            items.append(item_of(entry, handle, rank=ranked_before + 1))
+            items.append(item_of(entry, handle, rank=ranked_before + 1, members=members))
         else:
             ranked_before += 1
-            items.append(item_of(entry, handle, rank=ranked_before))
+            items.append(item_of(entry, handle, rank=ranked_before, members=members))
     return items, ranked_before
 
 
@@ -120,7 +137,8 @@ def leaderboard_in_order(
     rows = repository.entries_after(
         session, tenant_id, challenge_id, None if after is None else after[1:], limit
     )
-    items, ranked = ranked_items(rows, 0 if after is None else after[0])
+    teams = _teams_of(session, tenant_id, rows)
+    items, ranked = ranked_items(rows, 0 if after is None else after[0], teams)
     if not rows:
         return items, None
     return items, (ranked, *repository.place_of(rows[-1][0]))

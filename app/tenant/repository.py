@@ -73,9 +73,10 @@ class ParticipantRepository:
         )
         return found is not None
 
-    def add_with_password(self, handle: str, password_hash: str) -> Participant | None:
-        """A participant with a password; None when the handle is taken (the unique index on
-        the lower-cased handle decides races, 'Alice' against 'alice')."""
+    def add_with_password(self, handle: str, password_hash: str | None) -> Participant | None:
+        """A participant with a password (or none: a team's, which never signs in); None when
+        the handle is taken (the unique index on the lower-cased handle decides races, 'Alice'
+        against 'alice')."""
         participant = Participant(
             id=uuid.uuid4(),
             tenant_id=self.tenant_id,

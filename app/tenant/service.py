@@ -140,6 +140,11 @@ def participant_for_handle(
     return ParticipantRepository(session, tenant_id).id_and_handle_for(handle)
 
 
+def add_passwordless(session: Session, tenant_id: uuid.UUID, handle: str) -> Participant | None:
+    """A new participant that cannot sign in (a team's); None when the handle is taken."""
+    return ParticipantRepository(session, tenant_id).add_with_password(handle, None)
+
+
 def handles(
     session: Session, tenant_id: uuid.UUID, participant_ids: list[uuid.UUID]
 ) -> dict[uuid.UUID, str]:

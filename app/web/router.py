@@ -5,6 +5,8 @@ page family (each a package of its own: router and service).
   may see, with their best result), `/t/{tenant}/challenges/{slug}` (goal, attempt form, the
   participant's attempts updating live from `.../live`, the leaderboard beside them), and
   `.../practice` (the participant's unscored practice runs).
+- `teams`: `/t/{tenant}/challenges/{slug}/team` (create), `.../team/join`, `.../team/leave`,
+  `.../team/invite-code`: the challenge page's team section (docs/teams.md).
 - `leaderboards`: `/t/{tenant}/challenges/{slug}/leaderboard`.
 - `attempts`: `/t/{tenant}/attempts/{id}` (one attempt of the participant's own) and
   `.../tasks/{index}`.
@@ -33,11 +35,12 @@ from app.web.authoring.router import router as authoring
 from app.web.challenges.router import router as challenges
 from app.web.leaderboards.router import router as leaderboards
 from app.web.rendering import HtmlRoute, not_found
+from app.web.teams.router import router as teams
 from app.web.web_kind import WebKind
 
 # `authoring` and `baselines` before `admin`: their challenge pages' addresses would match the
 # admin page's challenge buttons (`/admin/challenges/{id}/{action}`).
-FAMILIES = (challenges, leaderboards, attempts, accounts, authoring, baselines, admin)
+FAMILIES = (challenges, teams, leaderboards, attempts, accounts, authoring, baselines, admin)
 
 unknown = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 

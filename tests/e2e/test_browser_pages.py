@@ -245,6 +245,15 @@ def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[
     )
     wait_for(api, key, f"/v1/test-runs/{test_run['id']}", finished)
 
+    # Teams: alice plays one challenge in a team with the long-handled rival (its section
+    # lists the members), and may make or join one in another (its forms).
+    teamed = api.create_challenge(key, title="Teamed", limits={"max_team_size": 3})
+    teams = f"/v1/challenges/{teamed['id']}/teams"
+    team = _post(api, key, teams, {"participant": "alice", "name": "alices-" + "x" * 40})
+    joined = {"participant": LONG_HANDLE, "invite_code": team["invite_code"]}
+    _post(api, key, f"{teams}/join", joined)
+    team_forms = api.create_challenge(key, title="Teams welcome", limits={"max_team_size": 3})
+
     # A deleted challenge, for the console's deleted challenges and its purge page.
     deleted = api.create_challenge(key, title="Deleted " + LONG_WORD[:80])
     gone = api.request("DELETE", f"/v1/challenges/{deleted['id']}", key)
@@ -270,6 +279,8 @@ def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[
         "public_task": public_task,
         "match": match_id,
         "deleted": deleted["id"],
+        "teamed": teamed,
+        "team_forms": team_forms,
     }
     for opened in contexts:
         opened.close()
@@ -305,6 +316,8 @@ def pages_to_visit(world: dict[str, Any]) -> list[tuple[str, str]]:
         ("participant", f"{red_blue}/boards?side=red"),
         ("participant", f"{red_blue}/matches/{world['match']}"),
         ("participant", f"{t}/account"),
+        ("participant", f"{t}/challenges/{world['teamed']['slug']}"),
+        ("participant", f"{t}/challenges/{world['team_forms']['slug']}"),
         ("admin", f"{t}/admin"),
         ("admin", f"{t}/admin/participants"),
         ("admin", f"{t}/admin/participants/alice"),

@@ -54,6 +54,12 @@ def test_every_tenant_endpoint_hides_other_tenants_objects(
         ("GET", f"/v1/challenges/{cid}/practice-runs", None),
         ("GET", f"/v1/challenges/{cid}/practice-runs/left?participant=a", None),
         ("GET", f"/v1/practice-runs/{practice.json()['id']}", None),
+        ("POST", f"/v1/challenges/{cid}/teams", {"participant": "m", "name": "m-team"}),
+        ("POST", f"/v1/challenges/{cid}/teams/join", {"participant": "m", "invite_code": "x"}),
+        ("GET", f"/v1/challenges/{cid}/teams", None),
+        ("GET", f"/v1/challenges/{cid}/teams/{uuid.uuid4()}", None),
+        ("DELETE", f"/v1/challenges/{cid}/teams/{uuid.uuid4()}/members/m", None),
+        ("POST", f"/v1/challenges/{cid}/teams/{uuid.uuid4()}/invite-code", {"participant": "m"}),
     ]
     for method, path, body in not_found:
         response = api.request(method, path, other, json=body)

@@ -15,7 +15,7 @@ runs (practice, test runs) are attempts: a one-off match of an attack against a 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
@@ -89,6 +89,16 @@ class RedBlueKind(RedBluePages, RunsAttempts, Kind):
             f"submit defenses at POST /v1/challenges/{challenge_id}/defenses and attacks at "
             f"POST /v1/challenges/{challenge_id}/attacks"
         )
+
+    def entrants(
+        self,
+        session: Session,
+        tenant_id: uuid.UUID,
+        challenge_id: uuid.UUID,
+        participant_ids: Collection[uuid.UUID],
+    ) -> set[uuid.UUID]:
+        # Its entries are defenses and attacks (it takes no attempts).
+        return service.entrants(session, tenant_id, challenge_id, participant_ids)
 
     def prepare(self, config: KindConfig) -> KindConfig:
         sections = sections_of(config)

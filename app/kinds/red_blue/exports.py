@@ -30,7 +30,12 @@ LEADERBOARD = Dataset(
             "rank is where it would place).",
         ),
         Column("tied", "true when another participant of the side shares this rank."),
-        Column("participant", "The participant's handle."),
+        Column("participant", "The participant's handle, or the team's name."),
+        Column(
+            "members",
+            "A team's members' handles as a JSON list, oldest member first; empty for a "
+            "participant playing alone.",
+        ),
         Column("baseline", "true for an admin's reference entries (a baseline), else false."),
         Column("rating", "Bradley-Terry rating (one decimal)."),
         Column("rating_low", "Low end of the bootstrap 95 % interval of the rating."),

@@ -106,6 +106,9 @@ class Defense(Leased, Base):
     # An admin's reference entry: shown on boards with a mark, it takes no participant's rank
     # (and, red-blue, no point of the team standings).
     baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The member who submitted a team's entry (its `participant_id` is the team's); null for
+    # an entry of a participant playing alone. No foreign key: it is a record, kept as it was.
+    submitted_by_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
 
 
 class Attack(Base):
@@ -145,6 +148,9 @@ class Attack(Base):
     # An admin's reference entry: shown on boards with a mark, it takes no participant's rank
     # (and, red-blue, no point of the team standings).
     baseline: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The member who submitted a team's entry (its `participant_id` is the team's); null for
+    # an entry of a participant playing alone. No foreign key: it is a record, kept as it was.
+    submitted_by_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
 
 
 class Match(Leased, Metered, Base):

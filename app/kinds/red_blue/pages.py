@@ -259,7 +259,8 @@ def match_page(
         match = service.read_challenge_match(session, challenge, match_id, viewer)
     except AppError:
         raise not_found() from None
-    handle = participant.handle if participant is not None else None
+    # A member's side of the match is their team's.
+    handle = None if viewer is None else service.player_at(session, viewer, challenge.id)[1]
     return page(
         request,
         web,

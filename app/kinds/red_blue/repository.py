@@ -8,7 +8,7 @@ a match with the run token of its lease, through the lease statements (app/lease
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -106,6 +106,7 @@ class BoardLine:
     matches: int
     wins: int
     baseline: bool = False
+    participant_id: uuid.UUID | None = None
 
 
 def _dialect(session: Session) -> str:
@@ -177,6 +178,27 @@ class RedBlueRepository:
         if since is not None:
             conditions.append(Attack.created_at >= since)
         return count_where(self.session, Attack, *conditions)
+
+    def entrants(
+        self, challenge_id: uuid.UUID, participant_ids: Collection[uuid.UUID]
+    ) -> set[uuid.UUID]:
+        """Those of the participants with a defense or an attack at the challenge."""
+        if not participant_ids:
+            return set()
+        found: set[uuid.UUID] = set()
+        for model in (Defense, Attack):
+            found.update(
+                self.session.scalars(
+                    select(model.participant_id)
+                    .where(
+                        model.tenant_id == self.tenant_id,
+                        model.challenge_id == challenge_id,
+                        model.participant_id.in_(participant_ids),
+                    )
+                    .distinct()
+                )
+            )
+        return found
 
     def insert_entry(self, entry: Defense | Attack) -> bool:
         """Inserts a new defense or attack; False if its Idempotency-Key is already taken
@@ -327,6 +349,7 @@ class RedBlueRepository:
                 rows_of.matches,
                 rows_of.wins,
                 rows_of.baseline,
+                rows_of.participant_id,
             )
             .join(Participant, Participant.id == rows_of.participant_id)
             .where(*side_rows, rows_of.position > offset)
@@ -334,7 +357,11 @@ class RedBlueRepository:
             .limit(limit)
         ).tuples()
         total = self.session.scalar(select(func.max(rows_of.position)).where(*side_rows))
-        return [BoardLine(*row) for row in rows], total or 0
+        lines = [
+            BoardLine(handle, rank, rating, low, high, points, matches, wins, baseline, owner)
+            for handle, rank, rating, low, high, points, matches, wins, baseline, owner in rows
+        ]
+        return lines, total or 0
 
     # Exports: a challenge's entries and matches oldest first, a batch after a cursor
     # (created_at, id), from the indexes that lead by (challenge_id, created_at).

@@ -170,7 +170,12 @@ class BoardItem(OutputSchema):
         description="Another participant shares this rank: their 95 % intervals overlap, so "
         "neither is told apart from the other (a rank counts the participants entirely above)."
     )
-    participant: str
+    participant: str = Field(description="The participant's handle, or the team's name.")
+    members: list[str] | None = Field(
+        default=None,
+        description="A team's members, by handle, oldest member first (docs/teams.md); null "
+        "for a participant playing alone.",
+    )
     baseline: bool = Field(
         default=False, description="An admin's reference entries (a baseline), not a participant."
     )

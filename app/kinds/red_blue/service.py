@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from sqlalchemy.orm import Session
 
 from app.attempt.repository import SubmissionTarget
-from app.attempt.service import submission_target
+from app.attempt.service import entry_player, shown_handle, submission_target
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
 from app.challenge.config import LimitsConfig
 from app.challenge.limits import Left, left_under, refuse_when_none_left
@@ -54,7 +54,8 @@ from app.kinds.red_blue.schemas import (
 )
 from app.leaderboard.freeze import read_as_seen
 from app.leaderboard.models import BoardFreeze
-from app.tenant.service import handle_of, handles, participant_by_handle, participant_for_handle
+from app.team.service import member_handles, player_id, players_at, team_of
+from app.tenant.service import handle_of, handles, participant_by_handle
 from app.unit_of_work import UnitOfWork
 
 KIND_NAME = "red_blue"
@@ -92,6 +93,25 @@ def reader_of(subject: TenantKey | SignedInParticipant) -> Reader:
     if isinstance(subject, SignedInParticipant):
         return Reader(admin=False, all_texts=False, participant_id=subject.participant_id)
     return Reader(admin=subject.audience is Audience.ADMIN, all_texts=True)
+
+
+def player_at(
+    session: Session, subject: SignedInParticipant, challenge_id: uuid.UUID
+) -> tuple[uuid.UUID, str]:
+    """Whose entries are the signed-in participant's at a challenge, and that player's name:
+    their team's (docs/teams.md), or their own."""
+    team = team_of(session, subject.tenant_id, challenge_id, subject.participant_id)
+    return (subject.participant_id, subject.handle) if team is None else (team.id, team.name)
+
+
+def reader_at(
+    session: Session, subject: TenantKey | SignedInParticipant, challenge_id: uuid.UUID
+) -> Reader:
+    """`reader_of`, where a signed-in member's own texts at the challenge are their team's."""
+    if not isinstance(subject, SignedInParticipant):
+        return reader_of(subject)
+    player, _ = player_at(session, subject, challenge_id)
+    return Reader(admin=False, all_texts=False, participant_id=player)
 
 
 # Submissions --------------------------------------------------------------------------------
@@ -179,10 +199,9 @@ def _submit(
     _checked_text(text, own.max_defense_chars if is_defense else own.max_attack_chars, field)
     now = utcnow()
     refuse_unless_open(target, now)
-    participant_id = target.participant_id
-    handle = target.participant_handle or handle_given
-    if participant_id is None:
-        participant_id, handle = participant_for_handle(session, tenant_id, handle_given)
+    # A team's member submits as the team: one side of every match, never against itself.
+    player = entry_player(session, tenant_id, target, handle_given)
+    participant_id, handle = player.participant_id, player.handle
     if limits.counts_attempts:
         repo.lock_participant(participant_id)
         counter = repo.count_defenses if is_defense else repo.count_attacks
@@ -198,6 +217,7 @@ def _submit(
         "created_at": now,
         "enqueued_at": now,
         "baseline": body.baseline,
+        "submitted_by_id": player.submitted_by_id,
     }
     entry: Defense | Attack
     if isinstance(body, DefenseCreate):
@@ -229,7 +249,17 @@ def _replay(
             "this Idempotency-Key was already used for a different request; "
             "use a new key for a new submission"
         )
-    return EntrySubmission(existing, False, target.participant_handle or handle_given or "")
+    return EntrySubmission(existing, False, shown_handle(target, handle_given))
+
+
+def entrants(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    participant_ids: Collection[uuid.UUID],
+) -> set[uuid.UUID]:
+    """Those of the participants with a defense or an attack at the challenge."""
+    return RedBlueRepository(session, tenant_id).entrants(challenge_id, participant_ids)
 
 
 def submit_defense(
@@ -356,7 +386,7 @@ def read_defense(
         raise NotFound("defense not found")
     handle = handle_of(session, subject.tenant_id, defense.participant_id)
     counts = repo.match_counts(Match.defense_id, defense.id)
-    return defense_view(defense, handle, reader_of(subject), counts)
+    return defense_view(defense, handle, reader_at(session, subject, defense.challenge_id), counts)
 
 
 def read_attack(
@@ -368,7 +398,7 @@ def read_attack(
         raise NotFound("attack not found")
     handle = handle_of(session, subject.tenant_id, attack.participant_id)
     counts = repo.match_counts(Match.attack_id, attack.id)
-    return attack_view(attack, handle, reader_of(subject), counts)
+    return attack_view(attack, handle, reader_at(session, subject, attack.challenge_id), counts)
 
 
 def _red_blue_challenge(challenge: Challenge) -> Challenge:
@@ -443,15 +473,16 @@ def list_match_views(
     """The signed-in participant's newest matches at a challenge (and how many they have), each
     as `read_match` shows it to them: the texts of their own side and the output."""
     challenge = _red_blue_challenge(get_challenge(session, subject.tenant_id, challenge_id))
+    _, name = player_at(session, subject, challenge_id)
     page = _matches_page(
         session,
         challenge,
         attack_id=None,
         defense_id=None,
-        participant=subject.handle,
+        participant=name,
         limit=limit,
         offset=0,
-        reader=reader_of(subject),
+        reader=reader_at(session, subject, challenge_id),
     )
     return [item for item in page.items if isinstance(item, MatchRead)], page.total
 
@@ -479,7 +510,7 @@ def read_challenge_match(
     match = RedBlueRepository(session, challenge.tenant_id).match(match_id)
     if match is None or match.challenge_id != challenge.id:
         raise NotFound("match not found")
-    reader = PUBLIC_READER if viewer is None else reader_of(viewer)
+    reader = PUBLIC_READER if viewer is None else reader_at(session, viewer, challenge.id)
     return match_view(match, _named(session, challenge.tenant_id, [match]), reader)
 
 
@@ -487,11 +518,13 @@ def entries_left(
     session: Session, challenge: Challenge, participant_id: uuid.UUID
 ) -> tuple[Left | None, Left | None]:
     """What the challenge's limits leave the participant of defenses and of attacks (each side
-    counted apart, as submissions count them); None when it sets no limit."""
+    counted apart, as submissions count them; a member's are the team's); None when it sets no
+    limit."""
     limits = challenge.limits
     if not limits.counts_attempts:
         return None, None
     repo = RedBlueRepository(session, challenge.tenant_id)
+    participant_id = player_id(session, challenge.tenant_id, challenge.id, participant_id)
     now = utcnow()
     return (
         left_under(
@@ -516,7 +549,7 @@ def participant_entries(
     repo = RedBlueRepository(session, subject.tenant_id)
     defenses, attacks = repo.entries_of(challenge_id, participant_id, limit=limit)
     handle = handle_of(session, subject.tenant_id, participant_id)
-    reader = reader_of(subject)
+    reader = reader_at(session, subject, challenge_id)
     return (
         [defense_view(d, handle, reader) for d in defenses],
         [attack_view(a, handle, reader) for a in attacks],
@@ -573,7 +606,12 @@ def places(
     """Where the signed-in participant stands on each challenge (the tenant's challenge
     list)."""
     repo = RedBlueRepository(session, viewer.tenant_id)
-    return repo.places_of(viewer.participant_id, challenge_ids)
+    found: dict[uuid.UUID, Places] = {}
+    # A member's places are their team's (one query per team).
+    ids = list(challenge_ids)
+    for player, played in players_at(session, viewer.tenant_id, viewer.participant_id, ids).items():
+        found.update(repo.places_of(player, played))
+    return found
 
 
 def rerun_defense(work: UnitOfWork, admin: TenantKey, defense_id: uuid.UUID) -> DefenseRead:
@@ -608,11 +646,25 @@ def board_side(params: Mapping[str, str]) -> Side:
     return Side(value)
 
 
-def board_item(line: BoardLine, tied: bool) -> BoardItem:
+def _teams_on(
+    session: Session, tenant_id: uuid.UUID, rows: Sequence[tuple[BoardLine, bool]]
+) -> Mapping[uuid.UUID, list[str]]:
+    """The members of the rows' teams (one query a page)."""
+    ids = [line.participant_id for line, _ in rows if line.participant_id is not None]
+    return member_handles(session, tenant_id, ids)
+
+
+def board_item(
+    line: BoardLine, tied: bool, teams: Mapping[uuid.UUID, list[str]] | None = None
+) -> BoardItem:
+    members = (
+        None if teams is None or line.participant_id is None else teams.get(line.participant_id)
+    )
     return BoardItem(
         rank=line.rank,
         tied=tied,
         participant=line.handle,
+        members=members,
         baseline=line.baseline,
         rating=round(line.rating, 1),
         rating_low=round(line.rating_low, 1),
@@ -658,6 +710,7 @@ def read_leaderboard(
         rows, total = board_page_with_ties(
             repo, challenge.id, side, limit=limit, offset=offset, frozen=snapshot is not None
         )
+        teams = _teams_on(session, challenge.tenant_id, rows)
         if snapshot is not None:
             computed_at = _figure_time(snapshot, "computed_at")
             intervals_computed_at = _figure_time(snapshot, "intervals_computed_at")
@@ -668,7 +721,7 @@ def read_leaderboard(
         return RedBlueLeaderboard(
             challenge_id=challenge.id,
             side=side,
-            items=[board_item(line, tied) for line, tied in rows],
+            items=[board_item(line, tied, teams) for line, tied in rows],
             total=total,
             limit=limit,
             offset=offset,
@@ -920,8 +973,9 @@ def boards_in_order(
         lines, _ = board_page_with_ties(
             repo, challenge_id, side, limit=limit - len(items), offset=position
         )
+        teams = _teams_on(session, reader.tenant_id, lines)
         items.extend(
-            SideBoardItem(**dict(board_item(line, tied)), side=side) for line, tied in lines
+            SideBoardItem(**dict(board_item(line, tied, teams)), side=side) for line, tied in lines
         )
         if lines:
             # A side's positions are 1..n with no gap: the k-th row after p is at p + k.

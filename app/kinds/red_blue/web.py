@@ -185,7 +185,9 @@ def _board(
 ) -> tuple[BoardPanel, RedBlueLeaderboard]:
     audience = board_audience(participant)
     board = service.read_leaderboard(session, challenge, side, audience, limit=limit, offset=offset)
-    handle = participant.handle if participant is not None else None
+    handle = None
+    if participant is not None:  # a member's row is their team's
+        handle = service.player_at(session, tenants.as_subject(participant), challenge.id)[1]
     rows = [
         BoardRow(item, handle is not None and item.participant == handle) for item in board.items
     ]
@@ -453,14 +455,16 @@ def play_state(
     defenses_left = attacks_left = None
     if participant is not None:
         subject = tenants.as_subject(participant)
+        # A member plays as their team: its entries, quota and matches are theirs.
+        player, name = service.player_at(session, subject, challenge.id)
         defenses_left, attacks_left = service.entries_left(session, challenge, participant.id)
         defenses, attacks = service.participant_entries(
-            session, subject, challenge.id, participant.id, limit=ENTRIES_SHOWN
+            session, subject, challenge.id, player, limit=ENTRIES_SHOWN
         )
         listed, matches_total = service.list_match_views(
             session, subject, challenge.id, limit=MATCHES_SHOWN
         )
-        matches = _match_rows(listed, participant.handle, categories, [*defenses, *attacks])
+        matches = _match_rows(listed, name, categories, [*defenses, *attacks])
         if side is None and (defenses or attacks):
             # Back on the page: the side played last.
             newest_defense = defenses[0].created_at if defenses else None

@@ -21,6 +21,7 @@ from app.challenge.service import config_of, find_challenge, sealed_shown
 from app.evaluation.patterns import linear
 from app.scoring.strategies import Strategy
 from app.storable import encodable
+from app.team.service import player_id
 from app.tenant.models import Participant, Tenant
 from app.web.formatting import detail_text, float_or_none, int_or_none
 from app.web.visitors import visible_visibilities
@@ -225,7 +226,12 @@ def own_attempt(
     if participant is None:
         return None
     attempt = attempt_service.find_attempt(session, tenant.id, attempt_id)
-    if attempt is None or attempt.participant_id != participant.id:
+    if attempt is None:
+        return None
+    # A team's attempts are each member's own.
+    if attempt.participant_id != player_id(
+        session, tenant.id, attempt.challenge_id, participant.id
+    ):
         return None
     challenge = find_challenge(session, tenant.id, attempt.challenge_id)
     if challenge is None or challenge.visibility not in visible_visibilities(participant):

@@ -27,6 +27,7 @@ from app.challenge.service import challenge_status, config_of, to_public_view
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import AppError
 from app.observability import metrics as telemetry
+from app.team import service as team_service
 from app.tenant import service as tenants
 from app.web import auth
 from app.web.attempts.service import ATTEMPTS_PAGE_SIZE, AttemptCard, attempt_cards
@@ -121,10 +122,16 @@ def challenge_page_response(
     error_in: str | None = None,
     notice: str | None = None,
     play_error: FormError | None = None,
+    team_code: str | None = None,
+    team_error: str | None = None,
 ) -> Response:
     """The challenge page; a kind's own form routes show it again with a refused form's
-    `fields` and `play_error` (see `WebKind.play`)."""
+    `fields` and `play_error` (see `WebKind.play`), the team forms with `team_error`, or a
+    team's invite code just made (`team_code`: shown this once, never kept)."""
     web, tenant, participant = visit
+    team = None
+    if participant is not None:
+        team = team_service.team_of(session, tenant.id, challenge.id, participant.id)
     parts = service.kind_parts(
         session,
         challenge,
@@ -140,15 +147,18 @@ def challenge_page_response(
     board = None
     chart = None
     if participant is not None and parts.play is None:
+        # A member's attempts are their team's: every member sees them all.
+        player = participant.id if team is None else team.id
         attempts, attempts_total = attempt_service.participant_attempts(
             session,
             tenant.id,
             challenge.id,
-            participant.id,
+            player,
             limit=ATTEMPTS_PAGE_SIZE,
             offset=(attempts_page - 1) * ATTEMPTS_PAGE_SIZE,
         )
-        cards = attempt_cards(session, tenant.id, challenge, attempts, participant.handle)
+        shown = participant.handle if team is None else team.name
+        cards = attempt_cards(session, tenant.id, challenge, attempts, shown)
         left = attempt_service.participant_attempts_left(
             session, tenant.id, challenge.limits, challenge.id, participant.id
         )
@@ -189,6 +199,10 @@ def challenge_page_response(
         },
         notice=notice,
         base_url=base_url,
+        team=team,
+        teams_allowed=challenge.limits.max_team_size is not None,
+        team_code=team_code,
+        team_error=team_error,
     )
 
 
@@ -299,10 +313,12 @@ def live(
             attempt_ids.append(uuid.UUID(raw.strip()))
         except ValueError:
             continue
+    team = team_service.team_of(session, tenant.id, challenge.id, participant.id)
     attempts = attempt_service.participant_attempts_by_ids(
-        session, tenant.id, challenge.id, participant.id, attempt_ids
+        session, tenant.id, challenge.id, participant.id if team is None else team.id, attempt_ids
     )
-    cards = attempt_cards(session, tenant.id, challenge, attempts, participant.handle)
+    shown = participant.handle if team is None else team.name
+    cards = attempt_cards(session, tenant.id, challenge, attempts, shown)
     leaderboard_html = None
     chart_html = None
     if any(card.finished for card in cards):

@@ -18,7 +18,8 @@ from app.challenge.registry import kind_as
 from app.challenge.schemas import ChallengePublic
 from app.challenge.service import challenge_status, config_of, to_public_view
 from app.leaderboard import service as leaderboards
-from app.leaderboard.service import item_of
+from app.leaderboard.service import Standing, item_of
+from app.team.service import players_at
 from app.tenant.models import Participant, Tenant
 from app.web.forms import FormError
 from app.web.leaderboards.service import ranked_value, strategy_text
@@ -80,9 +81,14 @@ def _attempt_standings(
 ) -> dict[uuid.UUID, ListStanding]:
     """The participant's best attempt's rank and ranked value on each leaderboard, or how
     many attempts they made when none is ranked yet."""
-    ids = [c.id for c in found]
-    ranked = leaderboards.standings(session, participant.tenant_id, participant.id, ids)
-    counts = attempt_service.attempt_counts(session, participant.tenant_id, participant.id, ids)
+    ranked: dict[uuid.UUID, Standing] = {}
+    counts: dict[uuid.UUID, int] = {}
+    tenant_id = participant.tenant_id
+    # A member's results at a challenge are their team's (one query per team).
+    by_player = players_at(session, tenant_id, participant.id, [c.id for c in found])
+    for player, ids in by_player.items():
+        ranked.update(leaderboards.standings(session, tenant_id, player, ids))
+        counts.update(attempt_service.attempt_counts(session, tenant_id, player, ids))
     result: dict[uuid.UUID, ListStanding] = {}
     for challenge in found:
         standing = ranked.get(challenge.id)

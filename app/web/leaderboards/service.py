@@ -15,6 +15,7 @@ from app.challenge.service import config_of
 from app.leaderboard import service as leaderboards
 from app.leaderboard.schemas import LeaderboardItem
 from app.scoring.strategies import Strategy
+from app.team import service as teams
 from app.tenant.models import Participant
 from app.web import charts
 from app.web.formatting import format_duration, format_number, format_percent
@@ -120,18 +121,26 @@ def leaderboard_view(
     board = leaderboards.read_leaderboard(
         session, challenge, board_audience(participant), limit=limit, offset=offset
     )
+    # A member's own row is their team's.
+    team = None
+    if participant is not None:
+        team = teams.team_of(session, challenge.tenant_id, challenge.id, participant.id)
     handle = participant.handle if participant is not None else None
+    members = None
+    if team is not None:
+        handle, members = team.name, [member.participant for member in team.members]
     rows = [_row(strategy, item, handle, kind.macros) for item in board.items]
     own = next((row for row in rows if row.is_you), None)
     own_on_page = own is not None
-    if participant is not None and (own is None or board.frozen):
+    if participant is not None and handle is not None and (own is None or board.frozen):
         # In a freeze, the participant's own row is their live result, shown apart.
         own_on_page = own is not None and not board.frozen
-        standing = leaderboards.standings(
-            session, challenge.tenant_id, participant.id, [challenge.id]
-        ).get(challenge.id)
+        player = participant.id if team is None else team.id
+        standing = leaderboards.standings(session, challenge.tenant_id, player, [challenge.id]).get(
+            challenge.id
+        )
         if standing is not None:
-            item = leaderboards.item_of(standing.entry, participant.handle, rank=standing.rank)
+            item = leaderboards.item_of(standing.entry, handle, rank=standing.rank, members=members)
             own = _row(strategy, item, handle, kind.macros)
     wanted = [row.item.attempt_id for row in rows]
     if own is not None and not own_on_page:
