@@ -37,7 +37,11 @@ def list_exports(
     responses={
         200: {
             "description": "The export, streamed (docs/exports.md).",
-            "content": {"text/csv": {}, "application/x-ndjson": {}},
+            # Text, for a generated client to hand over as it came.
+            "content": {
+                "text/csv": {"schema": {"type": "string"}},
+                "application/x-ndjson": {"schema": {"type": "string"}},
+            },
             "headers": {
                 "Gauntlet-Frozen-At": {
                     "description": "While the challenge's public boards are frozen: when "
