@@ -614,8 +614,8 @@ def admin_challenge_action(
     return redirect(request, web, tenant_url(tenant, f"admin?notice={notice}"))
 
 
-@router.post("/t/{tenant_slug}/admin/attempts/{attempt_id}/retry")
-def admin_retry(
+@router.post("/t/{tenant_slug}/admin/attempts/{attempt_id}/rerun")
+def admin_rerun(
     tenant_slug: str,
     attempt_id: uuid.UUID,
     request: Request,
@@ -628,6 +628,6 @@ def admin_retry(
         attempt_service.retry_attempt(work, access.subject.tenant_id, attempt_id)
     except AppError:
         work.rollback()
-        return redirect(request, web, tenant_url(tenant, "admin?notice=not-retryable"))
+        return redirect(request, web, tenant_url(tenant, "admin?notice=not-rerunnable"))
     work.commit()
     return redirect(request, web, tenant_url(tenant, "admin?notice=requeued"))
