@@ -170,7 +170,8 @@ BEARER_SCHEME = "bearerAuth"
 _BEARER = {
     "type": "http",
     "scheme": "bearer",
-    "description": "The platform admin token or a tenant API key: `Authorization: Bearer <token>`.",
+    "description": "The platform admin token or a tenant API key (for /metrics, the metrics "
+    "token or the admin token): `Authorization: Bearer <token>`.",
 }
 
 

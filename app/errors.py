@@ -7,7 +7,7 @@ render them, FastAPI's validation errors and anything unexpected in that one sha
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, get_args
 
 from pydantic import BaseModel
@@ -89,10 +89,11 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return [model for argument in get_args(annotation) for model in _models_in(argument)]
 
 
-def fields_at(model: type[BaseModel], path: Sequence[str | int]) -> set[str]:
-    """The fields a body may have at `path` (as the caller wrote it) under `model`: those of
-    every model that can stand there (each member of a union, each item of a list)."""
-    models = [model]
+def fields_at(model: Any, path: Sequence[str | int]) -> set[str]:
+    """The fields a body may have at `path` (as the caller wrote it) under `model` (a model,
+    or a type holding models: a union of bodies): those of every model that can stand there
+    (each member of a union, each item of a list)."""
+    models = _models_in(model)
     for part in path:
         if isinstance(part, int):
             continue  # an item of the list the previous step held
@@ -119,14 +120,17 @@ def _value_at(given: Any, path: Sequence[str | int]) -> Any:
 def telling_first(
     errors: Sequence[Mapping[str, Any]],
     given: Mapping[str, Any] | None = None,
-    model: type[BaseModel] | None = None,
+    model: Any = None,
+    beside: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """Validation errors with the one that says what to fix first: a field that is not
     allowed beside a missing one is a misspelling (`target.modle` for `target.model`), and
     "Field required" alone would send the reader looking for what they already wrote.
     Such an unknown field's message names the field it probably meant: a missing one, else,
-    knowing the `model` validated, one it has there that the body does not give. With the
-    value `given` (what was validated), each location is as the caller wrote it (`as_given`)."""
+    knowing the `model` validated (a model or a union of them), one it has there that the body
+    does not give; at the top, also one of `beside` (the fields of a request body around the
+    part validated, which that part's model does not know). With the value `given` (what was
+    validated), each location is as the caller wrote it (`as_given`)."""
     copied = [dict(error) for error in errors]
     if given is not None:
         for error in copied:
@@ -139,10 +143,13 @@ def telling_first(
     for error in unknown:
         where = tuple(error["loc"][:-1])
         candidates = missing.get(where, [])
-        if not candidates and model is not None and given is not None:
+        if not candidates and given is not None:
             written = _value_at(given, where)
             present = set(written) if isinstance(written, Mapping) else set()
-            candidates = sorted(fields_at(model, where) - present)
+            known = fields_at(model, where) if model is not None else set()
+            if where == ():
+                known |= set(beside)
+            candidates = sorted(known - present)
         meant = difflib.get_close_matches(str(error["loc"][-1]), candidates, n=1)
         if meant:
             error["msg"] = f"{MISSPELT} '{meant[0]}'?"
@@ -150,15 +157,38 @@ def telling_first(
 
 
 def error_details(
-    errors: Sequence[Mapping[str, Any]], within: Sequence[str] = ()
+    errors: Sequence[Mapping[str, Any]],
+    within: Sequence[str] = (),
+    given: Mapping[str, Any] | None = None,
+    model: Any = None,
 ) -> list[dict[str, Any]]:
     """Validation errors as a 422 lists them (`details`): the telling one first, each with its
     location (`within` the part of the request that held the value: `body`), message and
-    type. The API and the web forms both use it, so a form shows what the API says."""
+    type (`given` and `model`: as `telling_first` takes them). The API and the web forms both
+    use it, so a form shows what the API says."""
     return [
         {"loc": [*within, *error["loc"]], "msg": error["msg"], "type": error["type"]}
-        for error in telling_first(errors)
+        for error in telling_first(errors, given, model)
     ]
+
+
+def request_error_details(
+    errors: Sequence[Mapping[str, Any]], body: Any = None, body_model: Any = None
+) -> list[dict[str, Any]]:
+    """A request's validation errors as a 422 lists them: the body's first, each named as the
+    body wrote it, an unknown field at any depth with the field it probably meant (knowing
+    `body_model`, the type the operation declares for its body), then the parameters'."""
+    in_body = [
+        {**error, "loc": tuple(error["loc"][1:])}
+        for error in errors
+        if tuple(error.get("loc", ()))[:1] == ("body",)
+    ]
+    elsewhere = [error for error in errors if tuple(error.get("loc", ()))[:1] != ("body",)]
+    # A body that is not an object (not JSON, a list) has no fields to walk or to suggest.
+    given = body if isinstance(body, Mapping) else None
+    return error_details(
+        in_body, ["body"], given, body_model if given is not None else None
+    ) + error_details(elsewhere)
 
 
 def detail_text(detail: Mapping[str, Any]) -> str:

@@ -27,7 +27,7 @@ from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
 from app.config import get_settings
 from app.db import get_engine
-from app.errors import AppError, error_details, validation_message
+from app.errors import AppError, request_error_details, validation_message
 from app.export.router import router as export_router
 from app.input_guard import refuse_unstorable_input
 from app.leaderboard.router import router as leaderboard_router
@@ -87,8 +87,12 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(RequestValidationError)
-    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        details = jsonable_encoder(error_details(exc.errors()))
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # The operation's declared body type, so an unknown field at any depth is named with
+        # the field it probably meant.
+        body_field = getattr(request.scope.get("route"), "body_field", None)
+        body_model = body_field.field_info.annotation if body_field is not None else None
+        details = jsonable_encoder(request_error_details(exc.errors(), exc.body, body_model))
         return JSONResponse(
             error_body("validation_error", validation_message(details), details),
             status_code=422,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import Query
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, StringConstraints
@@ -60,6 +61,14 @@ BoundedDatetime = Annotated[AwareDatetime, AfterValidator(_in_calendar)]
 Limit = Annotated[int, Query(ge=1, le=200, description="Items per page.")]
 TrialLimit = Annotated[int, Query(ge=1, le=500, description="Trials per page.")]
 Offset = Annotated[int, Query(ge=0, le=10_000_000, description="Items to skip.")]
+
+Item = TypeVar("Item")
+
+
+def page_of(items: Sequence[Item], limit: int, offset: int) -> tuple[list[Item], int]:
+    """A page of a list that is not in the database (a catalogue of what is installed), and
+    its total, as `app.db.page_where` answers for rows."""
+    return list(items[offset : offset + limit]), len(items)
 
 
 class InputSchema(BaseModel):

@@ -27,8 +27,11 @@ class Embedded:
         log: Path,
         settings: dict[str, str] | None = None,
         command: list[str] | None = None,
+        cwd: Path = ROOT,
     ) -> None:
-        """`command` starts it (default: `gauntlet run --port PORT`); `PORT` is set for it."""
+        """`command` starts it (default: `gauntlet run --port PORT`) in `cwd` (the project's
+        folder); `PORT` is set for it."""
+        self.cwd = cwd
         self.data_dir, self.port, self.log = data_dir, port, log
         self.settings = settings or {}
         self.command = command or [sys.executable, "-m", "app.cli", "run", "--port", str(port)]
@@ -51,7 +54,7 @@ class Embedded:
         offset = self.log.stat().st_size if self.log.exists() else 0
         self.process = subprocess.Popen(
             self.command,
-            cwd=ROOT,
+            cwd=self.cwd,
             env=env,
             stdout=self.log.open("ab"),
             stderr=subprocess.STDOUT,

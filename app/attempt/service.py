@@ -201,7 +201,10 @@ def kind_fields(
     except ValidationError as error:
         # Without the model: a field only other kinds take is named as theirs (below), not
         # taken for a misspelling of one of this kind's.
-        problems = telling_first(error.errors(), body.kind_fields)
+        # The body's own fields it does not give (`participant`) may be what a misspelling
+        # meant.
+        unwritten = type(body).model_fields.keys() - body.model_fields_set
+        problems = telling_first(error.errors(), body.kind_fields, beside=sorted(unwritten))
     owners = {field: kinds_taking(field, _submission_fields) for field in body.kind_fields}
 
     def precedence(problem: dict[str, Any]) -> int:

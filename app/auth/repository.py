@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.models import ApiKey, BrowserSession
 from app.auth.subjects import ApiKeyRole
+from app.db import page_where
 
 # Built once: every API request runs it, and composing the select each time cost ~4 % of
 # an attempt submission's CPU (SQLAlchemy caches the compiled SQL either way). It reads the
@@ -50,6 +51,16 @@ class ApiKeyRepository:
     def all(self) -> list[ApiKey]:
         query = select(ApiKey).where(ApiKey.tenant_id == self.tenant_id).order_by(ApiKey.created_at)
         return list(self.session.scalars(query))
+
+    def page(self, limit: int, offset: int) -> tuple[list[ApiKey], int]:
+        return page_where(
+            self.session,
+            ApiKey,
+            [ApiKey.tenant_id == self.tenant_id],
+            (ApiKey.created_at, ApiKey.id),
+            limit=limit,
+            offset=offset,
+        )
 
     def get(self, key_id: uuid.UUID) -> ApiKey | None:
         return self.session.scalar(

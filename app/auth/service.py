@@ -46,6 +46,13 @@ def list_api_keys(session: Session, tenant_id: uuid.UUID) -> list[ApiKey]:
     return ApiKeyRepository(session, tenant_id).all()
 
 
+def page_api_keys(
+    session: Session, tenant_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[list[ApiKey], int]:
+    """A page of the tenant's keys, oldest first, and how many it has."""
+    return ApiKeyRepository(session, tenant_id).page(limit, offset)
+
+
 def revoke_api_key(session: Session, tenant_id: uuid.UUID, key_id: uuid.UUID) -> ApiKey:
     row = ApiKeyRepository(session, tenant_id).get(key_id)
     if row is None:

@@ -19,7 +19,7 @@ asks `if kind == ...`. Adding a kind is a package and a registration line (docs/
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -84,11 +84,13 @@ def validation_failed(
     within: Sequence[str] = (),
     given: Mapping[str, Any] | None = None,
     model: type[BaseModel] | None = None,
+    beside: Collection[str] = (),
 ) -> ValidationFailed:
     """The first error of a kind's model as a 422 naming its field path as the body wrote it
     (`within` the body's field that holds the model: `limits`; `given`: what `model`
-    validated)."""
-    first = telling_first(error.errors(), given, model)[0]
+    validated; `beside`: the fields around it that it does not give, which a misspelling may
+    have meant)."""
+    first = telling_first(error.errors(), given, model, beside)[0]
     return ValidationFailed.at([*within, *(str(part) for part in first["loc"])], first["msg"])
 
 

@@ -155,7 +155,11 @@ def _limits_for(kind: ChallengeKind, limits: LimitsConfig) -> LimitsConfig:
     try:
         own = kind.limits_model.model_validate(given)
     except ValidationError as error:
-        raise validation_failed(error, ["limits"], given, kind.limits_model) from error
+        # The core's limits the body does not give may be what a misspelling meant.
+        unwritten = LimitsConfig.model_fields.keys() - limits.model_fields_set
+        raise validation_failed(
+            error, ["limits"], given, kind.limits_model, beside=sorted(unwritten)
+        ) from error
     core = limits.model_dump(mode="json", include=set(LimitsConfig.model_fields))
     return LimitsConfig.model_validate({**core, **own.model_dump(mode="json")})
 

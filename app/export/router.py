@@ -13,6 +13,7 @@ from app.export.formats import ExportFormat
 from app.export.responses import export_response
 from app.export.schemas import ExportList
 from app.routing import ApiRoute
+from app.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1", tags=["exports"], route_class=ApiRoute)
 
@@ -25,10 +26,14 @@ FormatQuery = Annotated[
 
 @router.get("/challenges/{challenge_id}/exports")
 def list_exports(
-    challenge_id: ChallengeIdDep, session: SessionDep, caller: TenantAdminDep
+    challenge_id: ChallengeIdDep,
+    session: SessionDep,
+    caller: TenantAdminDep,
+    limit: Limit = 50,
+    offset: Offset = 0,
 ) -> ExportList:
     """The challenge's exports (its kind's datasets): their URLs and CSV columns."""
-    return service.list_exports(session, caller, challenge_id)
+    return service.list_exports(session, caller, challenge_id, limit=limit, offset=offset)
 
 
 @router.get(
@@ -37,7 +42,11 @@ def list_exports(
     responses={
         200: {
             "description": "The export, streamed (docs/exports.md).",
-            "content": {"text/csv": {}, "application/x-ndjson": {}},
+            # Text, for a generated client to hand over as it came.
+            "content": {
+                "text/csv": {"schema": {"type": "string"}},
+                "application/x-ndjson": {"schema": {"type": "string"}},
+            },
             "headers": {
                 "Gauntlet-Frozen-At": {
                     "description": "While the challenge's public boards are frozen: when "

@@ -29,4 +29,8 @@ class ExportRead(OutputSchema):
 
 class ExportList(OutputSchema):
     items: list[ExportRead]
+    total: int
+    # The page asked for: `limit` items at most, after `offset`.
+    limit: int
+    offset: int
     frozen_at: datetime | None = Field(default=None, description=FROZEN_EXPORTS)

@@ -21,6 +21,7 @@ from app.export.formats import ExportFormat
 from app.export.schemas import ColumnRead, ExportList, ExportRead
 from app.export.stream import Dataset, ExportSource, stream
 from app.leaderboard.freeze import frozen_since
+from app.schemas import page_of
 
 
 def datasets_of(kind: str) -> Sequence[Dataset]:
@@ -33,11 +34,17 @@ def _frozen_at(session: Session, challenge: Challenge) -> datetime | None:
     return frozen_since(challenge, held=held)
 
 
-def list_exports(session: Session, reader: TenantKey, challenge_id: uuid.UUID) -> ExportList:
+def list_exports(
+    session: Session, reader: TenantKey, challenge_id: uuid.UUID, *, limit: int, offset: int
+) -> ExportList:
     challenge = get_challenge(session, reader.tenant_id, challenge_id)
     base = f"/v1/challenges/{challenge.id}/exports"
+    datasets, total = page_of(datasets_of(challenge.kind), limit, offset)
     return ExportList(
         frozen_at=_frozen_at(session, challenge),
+        total=total,
+        limit=limit,
+        offset=offset,
         items=[
             ExportRead(
                 name=dataset.name,
@@ -48,7 +55,7 @@ def list_exports(session: Session, reader: TenantKey, challenge_id: uuid.UUID) -
                     ColumnRead(name=c.name, description=c.description) for c in dataset.columns
                 ],
             )
-            for dataset in datasets_of(challenge.kind)
+            for dataset in datasets
         ],
     )
 

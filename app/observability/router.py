@@ -17,7 +17,34 @@ from app.routing import ApiRoute
 router = APIRouter(tags=["health"], route_class=ApiRoute)
 
 
-@router.get("/healthz")
+# What a generated client parses /healthz into (the body is built as a dict by `api_health`).
+_CHECK = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "error": {"type": "string", "description": "Why it failed."},
+        "seen": {"type": "integer", "description": "Workers seen recently."},
+        "processes": {"type": "integer", "description": "Their worker processes."},
+        "within_seconds": {"type": "integer", "description": "How recently."},
+    },
+    "required": ["ok"],
+}
+_HEALTH = {
+    "title": "Health",
+    "type": "object",
+    "properties": {
+        "status": {"type": "string", "enum": ["ok", "degraded"]},
+        "checks": {
+            "type": "object",
+            "properties": {"database": _CHECK, "broker": _CHECK, "workers": _CHECK},
+            "required": ["database", "broker", "workers"],
+        },
+    },
+    "required": ["status", "checks"],
+}
+
+
+@router.get("/healthz", responses={200: {"content": {"application/json": {"schema": _HEALTH}}}})
 def healthz() -> JSONResponse:
     """200 when the database answers, 503 otherwise. The body names what is failing: the
     database, the broker, or no worker seen recently (`"status": "degraded"`, still 200:
@@ -29,7 +56,13 @@ def healthz() -> JSONResponse:
 @router.get(
     "/metrics",
     response_class=Response,
-    responses={401: {"description": "The metrics token or the admin token is missing or wrong."}},
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}},
+        401: {"description": "The metrics token or the admin token is missing or wrong."},
+    },
+    # Its credential is read from the header itself (the metrics token is no API caller), so
+    # the document is told it takes the bearer scheme.
+    openapi_extra={"security": [{"bearerAuth": []}]},
 )
 async def prometheus_metrics(
     request: Request,

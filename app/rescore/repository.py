@@ -8,9 +8,8 @@ import uuid
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from app.db import page_where
 from app.rescore.models import RescoreJob, RescoreStatus
-
-JOBS_LISTED = 50
 
 
 def add(session: Session, job: RescoreJob) -> None:
@@ -24,16 +23,16 @@ def get_for_tenant(session: Session, tenant_id: uuid.UUID, job_id: uuid.UUID) ->
     )
 
 
-def latest_of_challenge(
-    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID
-) -> list[RescoreJob]:
-    return list(
-        session.scalars(
-            select(RescoreJob)
-            .where(RescoreJob.tenant_id == tenant_id, RescoreJob.challenge_id == challenge_id)
-            .order_by(RescoreJob.created_at.desc())
-            .limit(JOBS_LISTED)
-        )
+def page_of_challenge(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, limit: int, offset: int
+) -> tuple[list[RescoreJob], int]:
+    return page_where(
+        session,
+        RescoreJob,
+        [RescoreJob.tenant_id == tenant_id, RescoreJob.challenge_id == challenge_id],
+        (RescoreJob.created_at.desc(), RescoreJob.id),
+        limit=limit,
+        offset=offset,
     )
 
 

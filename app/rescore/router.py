@@ -12,6 +12,7 @@ from app.deps import SessionDep, UnitOfWorkDep
 from app.rescore import service
 from app.rescore.schemas import RescoreJobList, RescoreJobRead
 from app.routing import ApiRoute
+from app.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1", route_class=ApiRoute)
 
@@ -32,11 +33,22 @@ def post_rescore(
 
 @router.get("/challenges/{challenge_id}/rescore-jobs", tags=["challenges"])
 def get_rescore_jobs(
-    challenge_id: ChallengeIdDep, session: SessionDep, caller: TenantKeyDep
+    challenge_id: ChallengeIdDep,
+    session: SessionDep,
+    caller: TenantKeyDep,
+    limit: Limit = 50,
+    offset: Offset = 0,
 ) -> RescoreJobList:
     """The challenge's rescore jobs with their progress, newest first."""
-    jobs = service.list_jobs(session, caller.tenant_id, challenge_id)
-    return RescoreJobList(items=[RescoreJobRead.model_validate(j) for j in jobs])
+    jobs, total = service.page_jobs(
+        session, caller.tenant_id, challenge_id, limit=limit, offset=offset
+    )
+    return RescoreJobList(
+        items=[RescoreJobRead.model_validate(j) for j in jobs],
+        total=total,
+        limit=limit,
+        offset=offset,
+    )
 
 
 @router.get("/rescore-jobs/{job_id}", tags=["scorers"])

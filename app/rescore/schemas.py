@@ -22,3 +22,7 @@ class RescoreJobRead(OutputSchema):
 
 class RescoreJobList(OutputSchema):
     items: list[RescoreJobRead]
+    total: int
+    # The page asked for: `limit` items at most, after `offset`.
+    limit: int
+    offset: int

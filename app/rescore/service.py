@@ -71,10 +71,13 @@ def request_rescores_for_plugin(work: UnitOfWork, plugin_id: str, reason: str) -
     ]
 
 
-def list_jobs(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> list[RescoreJob]:
-    """The challenge's latest jobs, newest first (404 for a challenge not the tenant's)."""
+def page_jobs(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, *, limit: int, offset: int
+) -> tuple[list[RescoreJob], int]:
+    """A page of the challenge's jobs, newest first, and how many it has (404 for a
+    challenge not the tenant's)."""
     challenges.get_challenge(session, tenant_id, challenge_id)
-    return repository.latest_of_challenge(session, tenant_id, challenge_id)
+    return repository.page_of_challenge(session, tenant_id, challenge_id, limit, offset)
 
 
 def get_job(session: Session, tenant_id: uuid.UUID, job_id: uuid.UUID) -> RescoreJob:

@@ -103,6 +103,11 @@ def list_registered(session: Session) -> list[ScorerPlugin]:
     return repository.list_plugins(session)
 
 
+def page_registered(session: Session, limit: int, offset: int) -> tuple[list[ScorerPlugin], int]:
+    """A page of the registered scorers by plugin id, and how many there are."""
+    return repository.page_plugins(session, limit, offset)
+
+
 def list_installed(session: Session) -> list[InstalledScorer]:
     """Scorers installed packages declare, each saying whether it is registered."""
     registered = {plugin.plugin_id for plugin in repository.list_plugins(session)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.db import page_where
 from app.scoring.models import ScorerPlugin
 
 
@@ -14,6 +15,12 @@ def get_plugin(session: Session, plugin_id: str) -> ScorerPlugin | None:
 
 def list_plugins(session: Session) -> list[ScorerPlugin]:
     return list(session.scalars(select(ScorerPlugin).order_by(ScorerPlugin.plugin_id)))
+
+
+def page_plugins(session: Session, limit: int, offset: int) -> tuple[list[ScorerPlugin], int]:
+    return page_where(
+        session, ScorerPlugin, [], (ScorerPlugin.plugin_id,), limit=limit, offset=offset
+    )
 
 
 def add_plugin(session: Session, plugin: ScorerPlugin) -> None:

@@ -5,6 +5,7 @@ from fastapi import APIRouter, Response, status
 from app.auth.gate import CallerDep, PlatformAdminDep
 from app.deps import SessionDep, UnitOfWorkDep
 from app.routing import ApiRoute
+from app.schemas import Limit, Offset, page_of
 from app.scoring import registry
 from app.scoring.schemas import (
     InstalledScorerList,
@@ -30,17 +31,26 @@ def post_scorer(body: ScorerCreate, work: UnitOfWorkDep, _: PlatformAdminDep) ->
 
 
 @router.get("")
-def get_scorers(session: SessionDep, _: CallerDep) -> ScorerList:
+def get_scorers(
+    session: SessionDep, _: CallerDep, limit: Limit = 50, offset: Offset = 0
+) -> ScorerList:
     """Registered scorers (any authenticated caller, so tenant admins can pick one)."""
+    plugins, total = registry.page_registered(session, limit, offset)
     return ScorerList(
-        items=[ScorerRead.model_validate(p) for p in registry.list_registered(session)]
+        items=[ScorerRead.model_validate(p) for p in plugins],
+        total=total,
+        limit=limit,
+        offset=offset,
     )
 
 
 @router.get("/installed")
-def get_installed_scorers(session: SessionDep, _: PlatformAdminDep) -> InstalledScorerList:
+def get_installed_scorers(
+    session: SessionDep, _: PlatformAdminDep, limit: Limit = 50, offset: Offset = 0
+) -> InstalledScorerList:
     """Scorers declared by installed packages (entry-point group `gauntlet.scorers`)."""
-    return InstalledScorerList(items=registry.list_installed(session))
+    items, total = page_of(registry.list_installed(session), limit, offset)
+    return InstalledScorerList(items=items, total=total, limit=limit, offset=offset)
 
 
 @router.get("/{plugin_id}")

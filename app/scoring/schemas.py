@@ -64,6 +64,10 @@ class ScorerRead(OutputSchema):
 
 class ScorerList(OutputSchema):
     items: list[ScorerRead]
+    total: int
+    # The page asked for: `limit` items at most, after `offset`.
+    limit: int
+    offset: int
 
 
 class InstalledScorer(OutputSchema):
@@ -74,3 +78,7 @@ class InstalledScorer(OutputSchema):
 
 class InstalledScorerList(OutputSchema):
     items: list[InstalledScorer]
+    total: int
+    # The page asked for: `limit` items at most, after `offset`.
+    limit: int
+    offset: int

@@ -5,7 +5,7 @@ import uuid
 from fastapi import APIRouter, status
 
 from app.auth.gate import PlatformAdminDep, TenantAdminDep, TenantKeyDep
-from app.auth.service import create_api_key, list_api_keys, revoke_api_key
+from app.auth.service import create_api_key, page_api_keys, revoke_api_key
 from app.config import get_settings
 from app.deps import SessionDep, UnitOfWorkDep
 from app.routing import ApiRoute
@@ -82,9 +82,17 @@ def post_api_key(body: ApiKeyCreate, work: UnitOfWorkDep, caller: TenantAdminDep
 
 
 @router.get("/api-keys", tags=["api keys"])
-def get_api_keys(session: SessionDep, caller: TenantAdminDep) -> ApiKeyList:
-    rows = list_api_keys(session, caller.tenant_id)
-    return ApiKeyList(items=[ApiKeyRead.model_validate(r) for r in rows])
+def get_api_keys(
+    session: SessionDep, caller: TenantAdminDep, limit: Limit = 50, offset: Offset = 0
+) -> ApiKeyList:
+    """The tenant's API keys, revoked ones too, oldest first (tenant admin)."""
+    rows, total = page_api_keys(session, caller.tenant_id, limit=limit, offset=offset)
+    return ApiKeyList(
+        items=[ApiKeyRead.model_validate(r) for r in rows],
+        total=total,
+        limit=limit,
+        offset=offset,
+    )
 
 
 @router.delete("/api-keys/{key_id}", tags=["api keys"])

@@ -53,6 +53,10 @@ class ApiKeyCreated(ApiKeyRead):
 
 class ApiKeyList(OutputSchema):
     items: list[ApiKeyRead]
+    total: int
+    # The page asked for: `limit` items at most, after `offset`.
+    limit: int
+    offset: int
 
 
 class ParticipantRead(OutputSchema):

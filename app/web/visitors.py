@@ -28,7 +28,7 @@ NOTICES = {
     "signed-out": "You are signed out.",
     "submitted": "Attempt submitted. Its status below updates as it runs.",
     "requeued": "The attempt is queued again.",
-    "not-retryable": "That attempt cannot be re-run: only attempts that ended in error can.",
+    "not-rerunnable": "That attempt cannot be re-run: only attempts that ended in error can.",
     "defense-submitted": (
         "Defense submitted. Its self-test runs now; its status below updates when it ends."
     ),

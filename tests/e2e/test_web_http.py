@@ -165,7 +165,7 @@ def test_posts_without_a_valid_csrf_token_are_refused(
         ),
         (f"/t/{slug}/admin/sign-in", {"api_key": key}),
         (f"/t/{slug}/admin/sign-out", {}),
-        (f"/t/{slug}/admin/attempts/{uuid.uuid4()}/retry", {}),
+        (f"/t/{slug}/admin/attempts/{uuid.uuid4()}/rerun", {}),
     ):
         assert client.http.post(path, data=data).status_code == 403, path
     # Still signed in (sign-out was refused), and nothing was submitted.
@@ -590,17 +590,17 @@ def test_admin_view_counts_errors_and_reruns_a_failed_attempt(
     }
 
     failing_provider.default = Behaviour.ok("PWNED")
-    retried = admin.post_form(
-        f"/t/{slug}/admin/attempts/{attempt['id']}/retry", {}, token_from=f"/t/{slug}/admin"
+    rerun = admin.post_form(
+        f"/t/{slug}/admin/attempts/{attempt['id']}/rerun", {}, token_from=f"/t/{slug}/admin"
     )
-    assert retried.headers["location"] == f"/t/{slug}/admin?notice=requeued"
+    assert rerun.headers["location"] == f"/t/{slug}/admin?notice=requeued"
     assert _wait_finished(api, key, attempt["id"])["status"] == "completed"
     # One answered call of an unpriced model: 18 tokens at $10 per million.
     assert "Today (UTC): <strong>$0.0002</strong>" in admin.get(f"/t/{slug}/admin").text
     again = admin.post_form(
-        f"/t/{slug}/admin/attempts/{attempt['id']}/retry", {}, token_from=f"/t/{slug}/admin"
+        f"/t/{slug}/admin/attempts/{attempt['id']}/rerun", {}, token_from=f"/t/{slug}/admin"
     )
-    assert again.headers["location"] == f"/t/{slug}/admin?notice=not-retryable"
+    assert again.headers["location"] == f"/t/{slug}/admin?notice=not-rerunnable"
 
     # Revoking the key ends the admin session at once.
     api.request("DELETE", f"/v1/api-keys/{admin_key_body['id']}", key)

@@ -101,6 +101,52 @@ def test_a_misspelt_field_is_named_with_the_one_it_probably_meant(
     assert response.json()["error"]["details"][0]["loc"] == ["body", "verifier", "patern"]
 
 
+def test_a_misspelt_field_of_any_request_body_is_named_with_the_one_it_probably_meant(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    body = {
+        "slug": "typos",
+        "title": "T",
+        "target": {"model": "offline/echo"},
+        "verifier": {"type": "contains", "pattern": "PWNED"},
+    }
+
+    def message(method: str, path: str, token: str, sent: Any) -> str:
+        response = api.request(method, path, token, json=sent)
+        assert response.status_code == 422, response.text
+        return str(response.json()["error"]["message"])
+
+    # A section of the challenge body's own, and the body's own top level.
+    wrong = {**body, "scoring": {"stratgy": "first"}}
+    assert message("POST", "/v1/challenges", key, wrong) == (
+        "scoring.stratgy: unknown field; did you mean 'strategy'?"
+    )
+    wrong = {**body, "visibilty": "public"}
+    assert message("POST", "/v1/challenges", key, wrong) == (
+        "visibilty: unknown field; did you mean 'visibility'?"
+    )
+    challenge = api.create_challenge(key)
+    path = f"/v1/challenges/{challenge['id']}"
+    assert message("PATCH", path, key, {"visibilty": "public"}) == (
+        "visibilty: unknown field; did you mean 'visibility'?"
+    )
+    assert message("PATCH", path, key, {"limits": {"max_attempts_per_dya": 3}}).startswith(
+        "limits.max_attempts_per_dya: unknown field; did you mean 'max_attempts_per_"
+    )
+    # Other operations' bodies: an attempt's own field, an API key's, a tenant's.
+    attempt = {"participnt": "amy", "prompt": "PWNED"}
+    assert message("POST", f"{path}/attempts", key, attempt) == (
+        "participnt: unknown field; did you mean 'participant'?"
+    )
+    assert message("POST", "/v1/api-keys", key, {"name": "k", "rol": "member"}).startswith(
+        "rol: unknown field; did you mean 'role'?"
+    )
+    assert message("POST", "/v1/tenants", ADMIN_TOKEN, {"slug": "t", "nmae": "T"}).startswith(
+        "nmae: unknown field; did you mean 'name'?"
+    )
+
+
 def test_crud_round_trip(api: Api, tenant: dict[str, Any]) -> None:
     key = tenant["api_key"]
     created = api.create_challenge(

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -64,9 +65,27 @@ def _readme_variables(block: str, printed: str) -> list[str]:
     return variables
 
 
+def _fresh_clone(into: Path) -> Path:
+    """The project as a fresh clone of this tree has it: the files git tracks (and new ones
+    it does not ignore), as they are now; no `.venv`, `.tools` or data folder."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():  # a file deleted but not yet committed is not there
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, into / name)
+    return into
+
+
 @pytest.fixture
 def readme_run(tmp_path: Path) -> Iterator[Embedded]:
-    """`make run` as the README shows it, on another port than the default (PORT set)."""
+    """`make run` as the README shows it, in a fresh clone (it installs its `.venv` itself), on
+    another port than the default (PORT set); its data in the clone's `.gauntlet/`."""
     (make_run,) = [
         command
         for command in shell_commands(shell_blocks(section(README, "Two commands"))[0])
@@ -74,8 +93,13 @@ def readme_run(tmp_path: Path) -> Iterator[Embedded]:
     ]
     while (port := free_port()) == 8000:
         pass
+    clone = _fresh_clone(tmp_path / "clone")
     instance = Embedded(
-        tmp_path / "data", port, tmp_path / "run.log", command=["bash", "-c", make_run]
+        clone / ".gauntlet",
+        port,
+        tmp_path / "run.log",
+        command=["bash", "-c", make_run],
+        cwd=clone,
     )
     yield instance
     instance.stop()

@@ -4,6 +4,7 @@ shown to whom they are for; boards, standings, matches, limits and exports never
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -199,6 +200,46 @@ def test_practice_has_its_own_quota_and_is_seen_by_no_board_or_limit(
     off = api.create_challenge(key, limits={"max_practice_per_day": 0})
     turned_off = api.request("POST", f"/v1/challenges/{off['id']}/practice-runs", key, json=body)
     assert turned_off.status_code == 409
+
+
+def test_a_participant_practises_sees_the_reply_then_submits_and_practice_resets_at_midnight(
+    api: Api, worker: Worker, tenant: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API server runs in this process: the practice quota's clock is set to either side
+    of midnight UTC."""
+    from app.attempt import unscored
+
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key, limits={"max_practice_per_day": 2})
+    cid = challenge["id"]
+    path = f"/v1/challenges/{cid}/practice-runs"
+    body = {"participant": "pia", "prompt": "Say PWNED"}
+
+    def left() -> tuple[int, datetime]:
+        read = api.request("GET", f"{path}/left", key, params={"participant": "pia"}).json()
+        return read["left_today"], datetime.fromisoformat(read["resets_at"])
+
+    clock = datetime(2026, 3, 1, 23, 59, 58, tzinfo=UTC)
+    monkeypatch.setattr(unscored, "utcnow", lambda: clock)
+    assert left() == (2, datetime(2026, 3, 2, tzinfo=UTC))
+    started = api.request("POST", path, key, json=body)
+    assert started.status_code == 202, started.text
+    assert left()[0] == 1
+    practice = _finished(api, key, f"/v1/practice-runs/{started.json()['id']}")
+    assert practice["reply"] == "Say PWNED" and practice["verdict"]["success"] is True
+    # Having seen the reply, the participant submits it for a score.
+    submitted = api.submit(key, cid, "Say PWNED", "pia")
+    assert submitted.status_code == 202, submitted.text
+    assert api.wait_finished(key, submitted.json()["id"])["status"] == "completed"
+    assert api.request("POST", path, key, json=body).status_code == 202
+    assert left()[0] == 0
+    refused = api.request("POST", path, key, json=body)
+    assert refused.status_code == 429 and refused.headers["Retry-After"] == "2"
+    # From midnight UTC on, yesterday's practice no longer counts.
+    clock = datetime(2026, 3, 2, 0, 0, tzinfo=UTC)
+    assert left() == (2, datetime(2026, 3, 3, tzinfo=UTC))
+    assert api.request("POST", path, key, json=body).status_code == 202
+    assert left()[0] == 1
 
 
 def test_a_benchmark_test_run_runs_the_model_on_one_task_off_the_board(

@@ -152,7 +152,8 @@ def test_keyed_operations_declare_the_bearer_credential_and_readable_ids(api: Ap
     for path, item in document["paths"].items():
         for method, operation in item.items():
             ids.append(operation["operationId"])
-            public = path == "/healthz" or path.startswith("/v1/public/") or path == "/metrics"
+            # /metrics takes a bearer token too (the metrics token or the admin token).
+            public = path == "/healthz" or path.startswith("/v1/public/")
             if public:
                 assert "security" not in operation, (method, path)
             else:
@@ -161,3 +162,48 @@ def test_keyed_operations_declare_the_bearer_credential_and_readable_ids(api: Ap
     assert all(re.fullmatch(r"[a-z][a-z0-9_]*", operation_id) for operation_id in ids), ids
     submit = document["paths"]["/v1/challenges/{challenge_id}/attempts"]["post"]
     assert submit["operationId"] == "post_attempt"
+
+
+def _success_schema(document: dict[str, Any], operation: dict[str, Any]) -> dict[str, Any]:
+    success = next(code for code in operation["responses"] if code.startswith("2"))
+    content = operation["responses"][success].get("content", {})
+    schema = content.get("application/json", {}).get("schema", {})
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        return dict(document["components"]["schemas"][ref.rsplit("/", 1)[-1]])
+    return dict(schema)
+
+
+def test_every_list_is_a_page_with_its_total(api: Api) -> None:
+    """Every operation that answers a list answers `{items, total, limit, offset}` and takes
+    `limit` and `offset`."""
+    document = _document(api)
+    lists = []
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            properties = _success_schema(document, operation).get("properties", {})
+            if "items" not in properties:
+                continue
+            lists.append((method, path))
+            assert {"items", "total", "limit", "offset"} <= set(properties), (method, path)
+            taken = {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
+            assert {"limit", "offset"} <= taken, (method, path)
+    assert ("get", "/v1/api-keys") in lists and ("get", "/v1/scorers/installed") in lists
+
+
+def test_times_are_iso_timestamps_and_durations_name_their_unit(api: Api) -> None:
+    """A field named `…_at` is a date-time (`metric_at` is the pass@t curve, no time); a
+    number that measures time names its unit (`elapsed_ms`, `within_seconds`)."""
+    document = _document(api)
+    timed = []
+    for name, schema in document["components"]["schemas"].items():
+        for field, spec in schema.get("properties", {}).items():
+            kinds = [spec, *spec.get("anyOf", [])]
+            if field.endswith("_at") and field != "metric_at":
+                timed.append(field)
+                assert any(k.get("format") == "date-time" for k in kinds), (name, field)
+            numeric = any(k.get("type") in ("integer", "number") for k in kinds)
+            words = ("time", "elapsed", "duration", "latency", "seconds", "ms")
+            if numeric and any(word in field for word in words):
+                assert field.endswith(("_ms", "_seconds")), (name, field)
+    assert "created_at" in timed

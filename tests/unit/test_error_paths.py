@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.errors import as_given, telling_first
+from app.errors import as_given, request_error_details, telling_first
 
 
 class Contains(BaseModel):
@@ -170,3 +170,50 @@ def test_fields_at_follows_unions_and_lists() -> None:
         "votes",
     }
     assert fields_at(Sections, ("nowhere", "x")) == set()
+
+
+def test_a_request_bodys_misspelt_field_at_any_depth_is_named_with_the_one_meant() -> None:
+    body = {"target": {"model": "m", "temprature": 0}, "categries": []}
+    with pytest.raises(ValidationError) as raised:
+        Sections.model_validate(body)
+    # As FastAPI reports them: under `body`, beside a query parameter's error.
+    errors = [{**error, "loc": ("body", *error["loc"])} for error in raised.value.errors()]
+    errors.append({"loc": ("query", "limit"), "msg": "too big", "type": "less_than_equal"})
+    details = request_error_details(errors, body, Sections)
+    assert [(detail["loc"], detail["msg"]) for detail in details] == [
+        (["body", "target", "temprature"], "unknown field; did you mean 'temperature'?"),
+        (["body", "categries"], "unknown field; did you mean 'categories'?"),
+        (["query", "limit"], "too big"),
+    ]
+
+
+def test_a_union_of_bodies_offers_the_fields_of_each() -> None:
+    body = {"patern": "x"}
+    errors = [{"loc": ("body", "patern"), "msg": "Extra inputs", "type": "extra_forbidden"}]
+    (detail,) = request_error_details(errors, body, Contains | Judge)
+    assert detail["msg"] == "unknown field; did you mean 'pattern'?"
+
+
+@pytest.mark.parametrize("body", ["not json", [1, 2], None])
+def test_a_body_that_is_no_object_keeps_its_locations(body: Any) -> None:
+    errors = [{"loc": ("body", 3), "msg": "JSON decode error", "type": "json_invalid"}]
+    assert request_error_details(errors, body, Sections) == [
+        {"loc": ["body", 3], "msg": "JSON decode error", "type": "json_invalid"}
+    ]
+
+
+def test_beside_the_part_validated_the_bodys_own_fields_may_be_meant() -> None:
+    given = {"target": {"model": "m"}, "visibilty": "public"}
+    with pytest.raises(ValidationError) as raised:
+        Sections.model_validate(given)
+    first = telling_first(raised.value.errors(), given, Sections, ["visibility", "title"])[0]
+    assert (first["loc"], first["msg"]) == (
+        ("visibilty",),
+        "unknown field; did you mean 'visibility'?",
+    )
+    # Only at the top: the body's own fields are not those of its parts.
+    nested = {"target": {"model": "m", "visibilty": "public"}}
+    with pytest.raises(ValidationError) as raised:
+        Sections.model_validate(nested)
+    first = telling_first(raised.value.errors(), nested, Sections, ["visibility"])[0]
+    assert first["msg"] == "Extra inputs are not permitted"

@@ -511,8 +511,8 @@ def admin_challenge_action(
     return visit.redirect(f"admin?notice={notice}")
 
 
-@router.post("/t/{tenant_slug}/admin/attempts/{attempt_id}/retry")
-def admin_retry(
+@router.post("/t/{tenant_slug}/admin/attempts/{attempt_id}/rerun")
+def admin_rerun(
     tenant_slug: str,
     attempt_id: uuid.UUID,
     request: Request,
@@ -524,6 +524,6 @@ def admin_retry(
         attempt_service.retry_attempt(work, visit.subject.tenant_id, attempt_id)
     except AppError:
         work.rollback()
-        return visit.redirect("admin?notice=not-retryable")
+        return visit.redirect("admin?notice=not-rerunnable")
     work.commit()
     return visit.redirect("admin?notice=requeued")
