@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import AfterValidator, BaseModel, StringConstraints
+from pydantic import AfterValidator, BaseModel, StringConstraints, ValidationError
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
@@ -45,7 +45,7 @@ from app.config import Settings, get_settings
 from app.db import session_scope
 from app.errors import ValidationFailed
 from app.evaluation.llm import LLMClient
-from app.evaluation.types import TrialRecord
+from app.evaluation.types import InfrastructureError, TrialRecord
 from app.schemas import InputSchema
 from app.scoring.measures import AttemptMetrics
 
@@ -84,8 +84,14 @@ Stored = TypeVar("Stored", bound=BaseModel)
 def stored_fields(kind_fields: dict[str, Any] | None, model: type[Stored]) -> Stored:
     """An attempt's stored fields (`kind_fields`) as its kind's model: what its run reads of
     the submission. The kind's model validated them on the way in; a document that no longer
-    fits it raises ValidationError."""
-    return model.model_validate(kind_fields or {})
+    fits it (a row written by other means) ends the run in error, a failure of the machinery
+    and not of the participant (`InfrastructureError`: it counts against no limit)."""
+    try:
+        return model.model_validate(kind_fields or {})
+    except ValidationError as error:
+        raise InfrastructureError(
+            "the attempt's submitted fields do not load", detail=str(error)
+        ) from error
 
 
 @dataclass(frozen=True)

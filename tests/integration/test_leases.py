@@ -52,7 +52,7 @@ def _queued_attempt(tenant: dict[str, Any], challenge: dict[str, Any], **values:
             created_at=now,
             created_at_ms=int(now.timestamp() * 1000),
             run_count=0,
-            **{"enqueued_at": now, **values},
+            **{"enqueued_at": now, "kind_fields": {"prompt": "PWNED"}, **values},
         )
         session.add(attempt)
     return attempt.id

@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from pydantic import ValidationError
-
 from app.attempt.attempt_kind import RunContext, stored_fields
 from app.evaluation.benchmark import (
     Benchmark,
@@ -60,10 +58,7 @@ async def run(context: RunContext, config: BenchmarkConfig) -> AttemptMetrics:
     """Runs (or continues) the attempt's benchmark; returns its metrics, or raises
     InfrastructureError when the run could not finish (the trials so far are kept)."""
     job = context.job
-    try:
-        submission = stored_fields(job.kind_fields, StoredFields)
-    except ValidationError as exc:
-        raise InfrastructureError(f"the attempt's model spec does not load: {exc}") from exc
+    submission = stored_fields(job.kind_fields, StoredFields)
     run_config = config.run_config(submission, context.settings)
     data_dir = context.settings.benchmark_data_dir
     # A scored run of a split challenge: the private part's tasks are stored sealed, and its

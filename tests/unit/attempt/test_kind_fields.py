@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from app.attempt.attempt_kind import AttemptKind, ShownFields, stored_fields
+from app.evaluation.types import InfrastructureError
 from app.kinds.benchmark import KIND as BENCHMARK
 from app.kinds.benchmark.config import StoredFields, shown_fields
 from app.kinds.prompt import KIND as PROMPT
@@ -61,6 +61,8 @@ def test_a_kind_reads_its_stored_fields_with_its_own_model() -> None:
         3,
     )
     assert stored_fields({"prompt": "hi"}, PromptSubmission).prompt == "hi"
+    # A document that does not fit ends the run in error, as the machinery's failure.
     for broken in (None, {}, {"prompt": "  "}, {"prompt": "hi", "other": 1}):
-        with pytest.raises(ValidationError):
+        with pytest.raises(InfrastructureError, match="submitted fields do not load") as raised:
             stored_fields(broken, PromptSubmission)
+        assert "PromptSubmission" in (raised.value.detail or "")
