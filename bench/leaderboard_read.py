@@ -126,7 +126,7 @@ def load_rows(
         print(f"   COPY participants: {participants} rows in {t1 - t0:.2f} s", flush=True)
 
         columns = (
-            "id, tenant_id, challenge_id, participant_id, status, prompt, "
+            "id, tenant_id, challenge_id, participant_id, status, kind_fields, "
             "request_fingerprint, created_at, created_at_ms, enqueued_at, started_at, "
             "finished_at, run_count, succeeded, tokens_total, elapsed_ms, cost_usd, metrics"
         )
@@ -147,7 +147,8 @@ def load_rows(
                 )
                 buffer.write(
                     f"{uuid.UUID(int=rng.getrandbits(128), version=4)}\t{tenant}\t{challenge}\t"
-                    f"{participant}\tcompleted\tSay PWNED please {index}\t\\N\t{created}\t"
+                    f'{participant}\tcompleted\t{{"prompt": "Say PWNED please {index}"}}\t'
+                    f"\\N\t{created}\t"
                     f"{created_ms}\t{created}\t{created}\t{_ts(created_ms + elapsed)}\t1\t"
                     f"{'t' if succeeded else 'f'}\t{tokens}\t{elapsed}\t0\t{metrics}\n"
                 )

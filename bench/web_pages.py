@@ -35,10 +35,11 @@ INSERT INTO participants (id, tenant_id, handle, created_at)
 SELECT gen_random_uuid(), %(tenant)s, 'player' || lpad(i::text, 6, '0'), now()
 FROM generate_series(1, %(rows)s) AS i;
 
-INSERT INTO attempts (id, tenant_id, challenge_id, participant_id, status, prompt, created_at,
+INSERT INTO attempts (id, tenant_id, challenge_id, participant_id, status, kind_fields, created_at,
                       created_at_ms, enqueued_at, run_count, succeeded, tokens_total,
                       elapsed_ms, metrics)
-SELECT gen_random_uuid(), %(tenant)s, %(challenge)s, p.id, 'completed', 'PWNED', now(),
+SELECT gen_random_uuid(), %(tenant)s, %(challenge)s, p.id, 'completed',
+       '{"prompt": "PWNED"}', now(),
        (extract(epoch from now()) * 1000)::bigint, now(), 1, true,
        10 + substring(p.handle from 7)::int, 50,
        jsonb_build_object('succeeded', true, 'tokens_total', 10 + substring(p.handle from 7)::int,

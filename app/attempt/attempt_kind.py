@@ -4,10 +4,12 @@ whose attempts run, how a worker runs one and what it measured (`RunsAttempts`).
 
 A kind's submission fields are its own: `submission_model` declares them (beside the
 `participant` every submission has), the service validates the body's other fields with it
-(a 422 naming the field; a field of another kind names the kinds it is for), and what the kind
-does not keep in a column of the attempts table is stored in the attempt's `kind_fields`
-document and shown on its read. Only kinds that take attempts (`ChallengeKind.accepts`) are
-asked; the core refuses attempts to the others.
+(a 422 naming the field; a field of another kind names the kinds it is for), and the attempt
+stores them in one document, its `kind_fields`, shaped by the kind (`AttemptKind.submission`);
+the attempts table has no column of any kind's. The kind reads them back with its own model
+(`stored_fields`) and says how they are shown on the attempt's read (`AttemptKind.shown`).
+Only kinds that take attempts (`ChallengeKind.accepts`) are asked; the core refuses attempts
+to the others.
 
 A kind declares what it accepts (`ChallengeKind.accepts`); one that takes attempts, or runs
 unscored ones (`AttemptKind.unscored_model`), also subclasses `RunsAttempts` (`app.kinds.base`
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import AfterValidator, StringConstraints
+from pydantic import AfterValidator, BaseModel, StringConstraints, ValidationError
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
@@ -43,7 +45,7 @@ from app.config import Settings, get_settings
 from app.db import session_scope
 from app.errors import ValidationFailed
 from app.evaluation.llm import LLMClient
-from app.evaluation.types import TrialRecord
+from app.evaluation.types import InfrastructureError, TrialRecord
 from app.schemas import InputSchema
 from app.scoring.measures import AttemptMetrics
 
@@ -75,15 +77,50 @@ def fields_as(fields: KindSubmission, model: type[Fields]) -> Fields:
     return fields
 
 
+# A kind's model of its stored fields: its submission model, or one of its own.
+Stored = TypeVar("Stored", bound=BaseModel)
+
+
+def stored_fields(kind_fields: dict[str, Any] | None, model: type[Stored]) -> Stored:
+    """An attempt's stored fields (`kind_fields`) as its kind's model: what its run reads of
+    the submission. The kind's model validated them on the way in; a document that no longer
+    fits it (a row written by other means) ends the run in error, a failure of the machinery
+    and not of the participant (`InfrastructureError`: it counts against no limit)."""
+    try:
+        return model.model_validate(kind_fields or {})
+    except ValidationError as error:
+        raise InfrastructureError(
+            "the attempt's submitted fields do not load", detail=str(error)
+        ) from error
+
+
 @dataclass(frozen=True)
 class Submitted:
-    """What an accepted submission stores on its attempt: the columns the built-in kinds'
-    fields have (`prompt`, which any kind's prompt may use, and `model_spec`), and the kind's
-    own fields in the `kind_fields` document."""
+    """What an accepted submission stores on its attempt: its fields, in the shape its kind
+    keeps them, in the attempt's `kind_fields` document (None: no field to keep)."""
+
+    kind_fields: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ShownFields:
+    """How an attempt's stored fields read (`AttemptRead`, `UnscoredRunRead`, the attempts
+    export): the API's `prompt` and `model_spec` answers, which clients read as documented
+    (docs/api.md: a prompt kind's prompt; a benchmark's model, temperature and system
+    prompt), and `kind_fields`, the rest of the kind's fields. A kind decides which of its
+    fields answer which (`AttemptKind.shown`)."""
 
     prompt: str | None = None
     model_spec: dict[str, Any] | None = None
     kind_fields: dict[str, Any] | None = None
+
+    @classmethod
+    def prompt_apart(cls, stored: dict[str, Any] | None, field: str = "prompt") -> ShownFields:
+        """The stored `field` as the read's `prompt`, the kind's other fields as its
+        `kind_fields` (a kind whose submission is a prompt and fields of its own)."""
+        rest = dict(stored or {})
+        prompt = rest.pop(field, None)
+        return cls(prompt=prompt, kind_fields=rest or None)
 
 
 @dataclass(frozen=True)
@@ -98,10 +135,9 @@ class AttemptJob:
     kind: str
     goal: str
     config: KindConfig
-    prompt: str | None
-    model_spec: dict[str, Any] | None
     created_at: datetime
-    # The kind's own fields of the submission (`Submitted.kind_fields`).
+    # The submission's fields, as its kind stored them (`Submitted.kind_fields`); the kind
+    # reads them with its own model (`stored_fields`).
     kind_fields: dict[str, Any] | None = None
     # Never started before this run: no earlier run stored anything of it.
     first_start: bool = False
@@ -196,11 +232,17 @@ class AttemptKind:
         config: Callable[[], KindConfig],
     ) -> Submitted:
         """Checks of the fields that their model cannot make (the challenge's limits: a 422
-        naming the field); returns what the attempt stores: by default, the fields in its
-        `kind_fields` document. `config` loads the challenge's configuration, for kinds whose
-        check needs it (it costs a query, so only they call it)."""
+        naming the field); returns what the attempt stores: by default, the fields given, in
+        its `kind_fields` document. `config` loads the challenge's configuration, for kinds
+        whose check needs it (it costs a query, so only they call it)."""
         given = fields.model_dump(mode="json", exclude_none=True)
         return Submitted(kind_fields=given or None)
+
+    def shown(self, kind_fields: dict[str, Any] | None) -> ShownFields:
+        """How the attempt's stored fields read (`ShownFields`): by default, all of them as
+        its `kind_fields`. It runs on every read of an attempt, so it rearranges what is
+        stored and never refuses it."""
+        return ShownFields(kind_fields=kind_fields or None)
 
     def unscored(self, request: UnscoredRequest) -> Submitted:
         """What an unscored run stores, after the checks its fields' model cannot make; by

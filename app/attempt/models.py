@@ -13,7 +13,6 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
-    Text,
     UniqueConstraint,
     Uuid,
     false,
@@ -106,10 +105,9 @@ class Attempt(Leased, Metered, Base):
     status: Mapped[AttemptStatus] = mapped_column(
         StrEnumColumn(AttemptStatus, 16), default=AttemptStatus.QUEUED
     )
-    prompt: Mapped[str | None] = mapped_column(Text, default=None)
-    model_spec: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
-    # The kind's own fields of the submission, as its `submission_model` validated them (a
-    # kind needs no column, and no migration, for a field of its own).
+    # The submission's fields, as its kind's `submission_model` validated them and in the
+    # shape the kind keeps them (`AttemptKind.submission`): no kind has a column here, so a
+    # kind needs no migration for a field of its own.
     kind_fields: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     # An admin's reference entry: shown on boards with a mark, it takes no participant's rank
     # (and, red-blue, no point of the team standings).

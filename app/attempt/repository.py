@@ -475,15 +475,14 @@ class AttemptRepository:
         return [FailedAttempt(a, handle, title, slug) for a, handle, title, slug in rows]
 
     def runs(self, attempt_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, RunRow]:
-        """The submission (model spec, the kind's fields) and metrics (the kind's too) of the
-        given attempts (a leaderboard page's), in one query; not their run records or
-        progress, which can be large."""
+        """The submission (its kind's fields) and metrics (the kind's too) of the given
+        attempts (a leaderboard page's), in one query; not their run records or progress,
+        which can be large."""
         if not attempt_ids:
             return {}
         rows = self.session.execute(
             select(
                 Attempt.id,
-                Attempt.model_spec,
                 Attempt.kind_fields,
                 Attempt.metrics,
                 Attempt.kind_metrics,

@@ -106,7 +106,12 @@ def _submit_in(
     # The submitter's own attempt, seen before its challenge's close as they see it then.
     sealed = caller.audience is Audience.ADMIN
     view = service.to_view(
-        attempt, submission.participant_handle, None, caller.audience, sealed=sealed
+        attempt,
+        submission.kind,
+        submission.participant_handle,
+        None,
+        caller.audience,
+        sealed=sealed,
     )
     return Response(
         view.model_dump_json(),

@@ -114,8 +114,6 @@ def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | Non
         kind=challenge.kind,
         goal=challenge.goal,
         config=config,
-        prompt=attempt.prompt,
-        model_spec=attempt.model_spec,
         created_at=attempt.created_at,
         kind_fields=attempt.kind_fields,
         first_start=claimed.first_start,

@@ -106,8 +106,8 @@ class AttemptRead(OutputSchema):
     )
     kind_fields: dict[str, Any] | None = Field(
         default=None,
-        description="The fields of its kind's own that the submission gave (those of a kind "
-        "that keeps no column of its own for them), as its kind validated them.",
+        description="The fields of its kind's own that the submission gave (those it does not "
+        "answer as `prompt` or `model_spec`), as its kind validated them.",
     )
     baseline: bool = Field(default=False, description="An admin's reference entry.")
     progress: dict[str, Any] | None = Field(
@@ -172,7 +172,7 @@ class FailedAttempt:
 @dataclass(frozen=True)
 class RunRow:
     attempt_id: uuid.UUID
-    model_spec: dict[str, Any] | None
+    # The submission's fields as its kind stored them (the kind reads them: `stored_fields`).
     kind_fields: dict[str, Any] | None
     metrics: AttemptMetrics | None
     kind_metrics: dict[str, Any] | None

@@ -38,6 +38,7 @@ from app.challenge.registry import find_kind, kind_as, kinds_taking, not_for
 from app.challenge.service import (
     config_of,
     get_challenge,
+    kinds_of,
     readable_challenge,
     refuse_unless_open,
     sealed_shown,
@@ -340,8 +341,6 @@ def queued_attempt(
         challenge_id=challenge_id,
         participant_id=participant_id,
         status=AttemptStatus.QUEUED,
-        prompt=submitted.prompt,
-        model_spec=submitted.model_spec,
         kind_fields=submitted.kind_fields,
         created_at=now,
         enqueued_at=now,
@@ -491,27 +490,30 @@ def _shown_kind_metrics(kind_metrics: dict[str, Any] | None, sealed: bool) -> di
 
 def to_view(
     attempt: Attempt,
+    kind: str,
     handle: str,
     trials: list[Trial] | None,
     audience: Audience,
     *,
     sealed: bool,
 ) -> AttemptRead:
-    """What a reader sees of an attempt: tenant admins also get the full reason of an error,
+    """What a reader sees of an attempt of a challenge of this kind: its submission as the
+    kind shows it (`AttemptKind.shown`); tenant admins also get the full reason of an error,
     the spend and every trial's hidden parts; `sealed`: whether the reader sees its
     challenge's sealed results (`sealed_shown`: its measures on a private part; `trials`
     come already chosen). The one place that decides it."""
     full = audience is Audience.ADMIN
     trial_views = None if trials is None else [trial_view(t, audience) for t in trials]
+    shown = kind_as(kind, AttemptKind).shown(attempt.kind_fields)
     return AttemptRead(
         id=attempt.id,
         challenge_id=attempt.challenge_id,
         participant_id=attempt.participant_id,
         participant=handle,
         status=attempt.status,
-        prompt=attempt.prompt,
-        model_spec=attempt.model_spec,
-        kind_fields=attempt.kind_fields,
+        prompt=shown.prompt,
+        model_spec=shown.model_spec,
+        kind_fields=shown.kind_fields,
         baseline=attempt.baseline,
         progress=attempt.progress,
         created_at=attempt.created_at,
@@ -551,7 +553,7 @@ def read_attempt(session: Session, reader: TenantKey, attempt_id: uuid.UUID) -> 
     sealed = sealed_shown(closes_at, reader.audience)
     with_trials = kind_as(kind, AttemptKind).reads_show_trials
     trials = repo.trials(attempt.id, with_sealed=sealed) if with_trials else None
-    return to_view(attempt, handle, trials, reader.audience, sealed=sealed)
+    return to_view(attempt, kind, handle, trials, reader.audience, sealed=sealed)
 
 
 def _sealed_shown(session: Session, reader: TenantKey, challenge_id: uuid.UUID) -> bool:
@@ -620,10 +622,17 @@ def _list_views(session: Session, reader: TenantKey, rows: Sequence[Attempt]) ->
     """Attempts as a reader sees them in lists (no trials)."""
     tenant_id = reader.tenant_id
     named = handles(session, tenant_id, list({a.entrant_id for a in rows}))
-    shown = sealed_shown_of(session, tenant_id, {a.challenge_id for a in rows}, reader.audience)
+    challenge_ids = {a.challenge_id for a in rows}
+    shown = sealed_shown_of(session, tenant_id, challenge_ids, reader.audience)
+    kinds = kinds_of(session, tenant_id, challenge_ids)
     return [
         to_view(
-            a, named.get(a.entrant_id, ""), None, reader.audience, sealed=a.challenge_id in shown
+            a,
+            kinds[a.challenge_id],
+            named.get(a.entrant_id, ""),
+            None,
+            reader.audience,
+            sealed=a.challenge_id in shown,
         )
         for a in rows
     ]
@@ -707,7 +716,8 @@ def retry_view(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> A
     """Re-runs an attempt that ended in error (see `retry_attempt`); returns the admin's view."""
     attempt = retry_attempt(work, admin.tenant_id, attempt_id)
     handle = handle_of(work.session, admin.tenant_id, attempt.entrant_id)
-    return to_view(attempt, handle, None, admin.audience, sealed=True)
+    kinds = kinds_of(work.session, admin.tenant_id, [attempt.challenge_id])
+    return to_view(attempt, kinds[attempt.challenge_id], handle, None, admin.audience, sealed=True)
 
 
 # Reads of the web UI (a participant's own attempts; a tenant admin's overview) -----------------

@@ -38,6 +38,7 @@ from app.attempt.service import kind_fields, queued_attempt, trial_view
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
 from app.challenge.config import LimitsConfig
 from app.challenge.limits import Left, left_under, refuse_when_none_left
+from app.challenge.models import Challenge
 from app.challenge.registry import find_kind, kind_as
 from app.challenge.service import (
     config_of,
@@ -161,22 +162,24 @@ def _refuse_past_quota(
 
 
 def run_view(
-    attempt: Attempt, handle: str | None, trials: list[Trial], audience: Audience
+    attempt: Attempt, kind: str, handle: str | None, trials: list[Trial], audience: Audience
 ) -> UnscoredRunRead:
-    """An unscored run as the reader may see it: admins see the hidden system prompt, the
-    full reason of an error and the judge's details; participants what a trial shows them."""
+    """An unscored run of a challenge of this kind as the reader may see it: its fields as
+    the kind shows them (`AttemptKind.shown`); admins see the hidden system prompt, the full
+    reason of an error and the judge's details; participants what a trial shows them."""
     views = [trial_view(trial, audience) for trial in trials]
     last = views[-1] if views else None
     full = audience is Audience.ADMIN
+    shown = kind_as(kind, AttemptKind).shown(attempt.kind_fields)
     return UnscoredRunRead(
         id=attempt.id,
         challenge_id=attempt.challenge_id,
         purpose=attempt.purpose,
         participant=handle,
         status=attempt.status,
-        prompt=attempt.prompt,
-        model_spec=attempt.model_spec,
-        kind_fields=attempt.kind_fields,
+        prompt=shown.prompt,
+        model_spec=shown.model_spec,
+        kind_fields=shown.kind_fields,
         created_at=attempt.created_at,
         started_at=attempt.started_at,
         finished_at=attempt.finished_at,
@@ -200,19 +203,19 @@ def run_view(
     )
 
 
-def _view(session: Session, attempt: Attempt, audience: Audience) -> UnscoredRunRead:
+def _view(session: Session, attempt: Attempt, kind: str, audience: Audience) -> UnscoredRunRead:
     tenant_id = attempt.tenant_id
     handle = None
     if attempt.participant_id is not None:
         handle = handle_of(session, tenant_id, attempt.participant_id)
     trials = AttemptRepository(session, tenant_id).trials(attempt.id)
-    return run_view(attempt, handle, trials, audience)
+    return run_view(attempt, kind, handle, trials, audience)
 
 
 def _page(
     session: Session,
     tenant_id: uuid.UUID,
-    challenge_id: uuid.UUID,
+    challenge: Challenge,
     purpose: RunPurpose,
     participant_id: uuid.UUID | None,
     audience: Audience,
@@ -220,6 +223,7 @@ def _page(
     limit: int,
     offset: int,
 ) -> UnscoredRunList:
+    challenge_id = challenge.id
     repo = AttemptRepository(session, tenant_id)
     rows, total = repo.unscored_page(
         challenge_id, purpose, participant_id=participant_id, limit=limit, offset=offset
@@ -230,6 +234,7 @@ def _page(
     items = [
         run_view(
             row,
+            challenge.kind,
             None if row.participant_id is None else named.get(row.participant_id, ""),
             trials.get(row.id, []),
             audience,
@@ -248,25 +253,26 @@ def start_test_run(
     """Queues a test run of the challenge's configuration on the sample input, whatever the
     challenge's state; read it at `read_test_run`."""
     started = _start(work, admin.tenant_id, challenge_id, body, RunPurpose.TEST, None)
-    return Started(run_view(started.attempt, None, [], admin.audience), started.kind)
+    view = run_view(started.attempt, started.kind, None, [], admin.audience)
+    return Started(view, started.kind)
 
 
 def read_test_run(session: Session, admin: TenantAdmin, run_id: uuid.UUID) -> UnscoredRunRead:
     found = AttemptRepository(session, admin.tenant_id).get_with_kind(run_id, (RunPurpose.TEST,))
     if found is None:
         raise NotFound("test run not found")
-    return _view(session, found[0], admin.audience)
+    return _view(session, found[0], found[1], admin.audience)
 
 
 def list_test_runs(
     session: Session, admin: TenantAdmin, challenge_id: uuid.UUID, *, limit: int, offset: int
 ) -> UnscoredRunList:
     """The challenge's test runs, newest first."""
-    get_challenge(session, admin.tenant_id, challenge_id)
+    challenge = get_challenge(session, admin.tenant_id, challenge_id)
     return _page(
         session,
         admin.tenant_id,
-        challenge_id,
+        challenge,
         RunPurpose.TEST,
         None,
         admin.audience,
@@ -289,7 +295,7 @@ def start_practice(
     """Queues a practice run (open challenges, within the day's practice quota)."""
     handle = _handle_of(practiser, body.participant)
     started = _start(work, practiser.tenant_id, challenge_id, body, RunPurpose.PRACTICE, handle)
-    view = run_view(started.attempt, started.handle, [], practiser.audience)
+    view = run_view(started.attempt, started.kind, started.handle, [], practiser.audience)
     return Started(view, started.kind)
 
 
@@ -300,7 +306,7 @@ def read_practice(session: Session, reader: Practiser, run_id: uuid.UUID) -> Uns
     )
     if found is None or not _sees(reader, found[0]):
         raise NotFound("practice run not found")
-    return _view(session, found[0], reader.audience)
+    return _view(session, found[0], found[1], reader.audience)
 
 
 def _sees(reader: Practiser, attempt: Attempt) -> bool:
@@ -320,7 +326,7 @@ def list_practice(
 ) -> UnscoredRunList:
     """The challenge's practice runs, newest first: a signed-in participant's own, or those
     of the participant a key names (all of them, for a key that names none)."""
-    readable_challenge(session, reader.tenant_id, challenge_id, reader.audience)
+    challenge = readable_challenge(session, reader.tenant_id, challenge_id, reader.audience)
     participant_id: uuid.UUID | None = None
     if isinstance(reader, SignedInParticipant):
         participant_id = reader.participant_id
@@ -332,7 +338,7 @@ def list_practice(
     return _page(
         session,
         reader.tenant_id,
-        challenge_id,
+        challenge,
         RunPurpose.PRACTICE,
         participant_id,
         reader.audience,

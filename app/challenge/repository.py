@@ -7,16 +7,19 @@ import uuid
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from datetime import datetime
+from typing import TypeVar
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.challenge.config import ChallengeState, Visibility
 from app.challenge.models import Challenge
 from app.db import page_where
 from app.scoring.schemas import ScoringConfig
 from app.tenant.models import Tenant
+
+Value = TypeVar("Value")
 
 # Built once: every challenge-scoped request (leaderboard reads, attempt lists, the challenge
 # itself) looks its challenge up first, and composing the select each time costs more than
@@ -131,14 +134,23 @@ class ChallengeRepository:
 
     def closes(self, challenge_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, datetime | None]:
         """When each of these challenges of the tenant closes (null: never)."""
+        return self._column_of(challenge_ids, Challenge.closes_at)
+
+    def kinds(self, challenge_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """The kind of each of these challenges of the tenant."""
+        return self._column_of(challenge_ids, Challenge.kind)
+
+    def _column_of(
+        self, challenge_ids: Collection[uuid.UUID], column: InstrumentedAttribute[Value]
+    ) -> dict[uuid.UUID, Value]:
         if not challenge_ids:
             return {}
         rows = self.session.execute(
-            select(Challenge.id, Challenge.closes_at).where(
+            select(Challenge.id, column).where(
                 Challenge.tenant_id == self.tenant_id, Challenge.id.in_(challenge_ids)
             )
         ).tuples()
-        return {found: closes_at for found, closes_at in rows}
+        return {found: value for found, value in rows}
 
     def add(self, challenge: Challenge) -> bool:
         """Inserts the challenge; False when its slug is taken (a race the check missed)."""

@@ -107,6 +107,13 @@ def sealed_shown_of(
     return {found for found, closes_at in closes.items() if sealed_shown(closes_at, audience, now)}
 
 
+def kinds_of(
+    session: Session, tenant_id: uuid.UUID, challenge_ids: Collection[uuid.UUID]
+) -> dict[uuid.UUID, str]:
+    """The kind of each of these challenges of the tenant, deleted ones included."""
+    return ChallengeRepository(session, tenant_id).kinds(challenge_ids)
+
+
 def kind_of(challenge: Challenge) -> ChallengeKind:
     return find_kind(challenge.kind)
 

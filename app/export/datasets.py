@@ -58,6 +58,8 @@ ATTEMPTS = Dataset(
         Column("participant", "The participant's handle."),
         Column("participant_id", "The participant's id."),
         Column("status", "queued, running, completed or error."),
+        # The attempt read's `prompt` and `model_spec`: its stored fields as its kind shows
+        # them (`AttemptKind.shown`), so these columns name no kind's storage.
         Column("prompt", "The submitted prompt (prompt challenges)."),
         Column("model", "The submitted model (benchmark challenges).", ("model_spec", "model")),
         Column(

@@ -583,7 +583,7 @@ def test_a_running_benchmark_attempt_shows_its_progress_live(
                 challenge_id=uuid.UUID(challenge["id"]),
                 participant_id=participant,
                 status="running",
-                model_spec={"model": "offline/solver-sim", "temperature": None},
+                kind_fields={"model": "offline/solver-sim"},
                 created_at=now,
                 created_at_ms=int(now.timestamp() * 1000),
                 enqueued_at=now,

@@ -646,7 +646,7 @@ def _seed_leaderboard(tenant_id: str, challenge_id: str, rows: int, player: str)
             "challenge_id": challenge,
             "participant_id": p["id"],
             "status": "completed",
-            "prompt": "PWNED",
+            "kind_fields": {"prompt": "PWNED"},
             "created_at": now,
             "created_at_ms": int(now.timestamp() * 1000),
             "enqueued_at": now,

@@ -81,7 +81,7 @@ def _attempt(
         challenge_id=challenge.id,
         participant_id=participant.id,
         status="queued",
-        prompt="hello",
+        kind_fields={"prompt": "hello"},
         idempotency_key=key,
         created_at=now,
         created_at_ms=int(now.timestamp() * 1000),

@@ -187,6 +187,42 @@ def test_a_challenges_kind_and_slug_stay_as_created(api: Api, tenant: dict[str, 
     assert "word_count: is for word_count challenges" in foreign.json()["error"]["message"]
 
 
+def test_a_kinds_fields_live_in_its_document_read_and_shown_by_the_kind(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    from app.attempt.models import Attempt
+    from app.db import session_scope
+
+    key = tenant["api_key"]
+    challenge = word_count_challenge(api, key)
+    body = {"participant": "amy", "prompt": "one two three", "signature": "Amy W."}
+    accepted = api.request("POST", f"/v1/challenges/{challenge['id']}/attempts", key, json=body)
+    assert accepted.status_code == 202, accepted.text
+    view = accepted.json()
+    # The attempts table has no column of any kind's: both fields are in the kind's document.
+    assert not {"prompt", "model_spec", "signature"} & set(Attempt.__table__.columns.keys())
+    with session_scope() as session:
+        row = session.get(Attempt, uuid.UUID(view["id"]))
+        assert row is not None
+        assert row.kind_fields == {"prompt": "one two three", "signature": "Amy W."}
+    # The kind says how they read: its prompt as the read's `prompt`, its own field apart.
+    assert (view["prompt"], view["model_spec"], view["kind_fields"]) == (
+        "one two three",
+        None,
+        {"signature": "Amy W."},
+    )
+    # Its run read the prompt from there (the echo answered its three words).
+    finished = api.wait_finished(key, view["id"])
+    assert finished["prompt"] == "one two three"
+    assert finished["kind_metrics"] == {"words_answered": 3}
+    exported = api.request(
+        "GET", f"/v1/challenges/{challenge['id']}/exports/attempts", key, params={"format": "csv"}
+    )
+    [exported_row] = list(csv.DictReader(io.StringIO(exported.text)))
+    assert exported_row["prompt"] == "one two three"
+    assert json.loads(exported_row["kind_fields"]) == {"signature": "Amy W."}
+
+
 def test_a_kinds_own_submission_field_is_validated_stored_and_shown(
     api: Api, worker: Worker, tenant: dict[str, Any]
 ) -> None:

@@ -197,6 +197,7 @@ def _queued_attempt(tenant: dict[str, Any], challenge_id: str) -> uuid.UUID:
             challenge_id=uuid.UUID(challenge_id),
             participant_id=participant,
             status="queued",
+            kind_fields={"prompt": "PWNED"},
             created_at=long_ago,
             created_at_ms=int(long_ago.timestamp() * 1000),
             run_count=0,

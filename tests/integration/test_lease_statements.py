@@ -65,7 +65,7 @@ def _waiting_rows(api: Api, tenant: dict[str, Any], table: str, count: int) -> l
                         id=uuid.uuid4(),
                         participant_id=amy,
                         status="queued",
-                        prompt="hi",
+                        kind_fields={"prompt": "hi"},
                         created_at_ms=int(now.timestamp() * 1000),
                     )
                 )

@@ -52,7 +52,7 @@ def _queued_attempt(tenant: dict[str, Any], challenge: dict[str, Any], **values:
             created_at=now,
             created_at_ms=int(now.timestamp() * 1000),
             run_count=0,
-            **{"enqueued_at": now, **values},
+            **{"enqueued_at": now, "kind_fields": {"prompt": "PWNED"}, **values},
         )
         session.add(attempt)
     return attempt.id
@@ -92,7 +92,7 @@ def test_a_prompt_attempt_taken_over_mid_call_writes_nothing_more(
     challenge = api.create_challenge(
         tenant["api_key"], target={"model": "openai/fake-model", "api_base": provider.base_url}
     )
-    attempt_id = _queued_attempt(tenant, challenge, prompt="PWNED")
+    attempt_id = _queued_attempt(tenant, challenge, kind_fields={"prompt": "PWNED"})
     thread, outcome = _run_in_background(attempt_id)
     _wait_for_calls(provider, 1)
     thief = _take_over(attempt_id)
@@ -127,7 +127,7 @@ def test_a_benchmark_attempt_taken_over_mid_run_writes_nothing_more(
         evaluation={"metric": "pass@k", "k": 1},
         scoring={"strategy": "metric_at_k"},
     )
-    attempt_id = _queued_attempt(tenant, challenge, model_spec={"model": "openai/fake-model"})
+    attempt_id = _queued_attempt(tenant, challenge, kind_fields={"model": "openai/fake-model"})
     thread, outcome = _run_in_background(attempt_id)
     # The second task's call in flight. (Until a paid call has been priced, an attempt's paid
     # calls run one at a time (app/lease/budget.py), so the first task may have finished.)
@@ -166,7 +166,7 @@ def test_the_heartbeat_stops_once_the_lease_is_lost(
     challenge = api.create_challenge(
         tenant["api_key"], target={"model": "openai/fake-model", "api_base": provider.base_url}
     )
-    attempt_id = _queued_attempt(tenant, challenge, prompt="PWNED")
+    attempt_id = _queued_attempt(tenant, challenge, kind_fields={"prompt": "PWNED"})
     thief = uuid.uuid4()
     lease = utcnow() + timedelta(hours=1)
     with session_scope() as session:

@@ -14,6 +14,7 @@ from app.attempt.attempt_kind import (
     KindSubmission,
     RunContext,
     RunsAttempts,
+    ShownFields,
     Submitted,
     UnscoredRequest,
     fields_as,
@@ -36,7 +37,13 @@ from app.evaluation.benchmark import (
 from app.evaluation.metrics import TaskStats, run_curves
 from app.kinds.base import Kind
 from app.kinds.benchmark import repository, web
-from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec, SplitConfig
+from app.kinds.benchmark.config import (
+    BenchmarkConfig,
+    BenchmarkSpec,
+    SplitConfig,
+    StoredFields,
+    shown_fields,
+)
 from app.kinds.benchmark.schemas import BenchmarkMeasures, BenchmarkSubmission, BenchmarkTrialRun
 from app.kinds.benchmark.split import SplitTooSmall, part_measures, parts_of
 from app.scoring.measures import AttemptMetrics
@@ -229,13 +236,10 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
             raise ValidationFailed.at(
                 ["model"], f"this challenge accepts only models matching: {patterns}"
             )
-        return Submitted(
-            model_spec={
-                "model": model,
-                "temperature": submitted.temperature,
-                "system_prompt": submitted.system_prompt,
-            }
+        stored = StoredFields(
+            model=model, temperature=submitted.temperature, system_prompt=submitted.system_prompt
         )
+        return Submitted(kind_fields=stored.model_dump(mode="json", exclude_none=True))
 
     def unscored(self, request: UnscoredRequest) -> Submitted:
         fields = fields_as(request.fields, BenchmarkTrialRun)
@@ -255,10 +259,13 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
                     ["task_index"],
                     "this task is in the challenge's private part: practise on a public one",
                 )
-        return Submitted(
-            model_spec=submitted.model_spec,
-            kind_fields={"task_index": task_index} if task_index else None,
-        )
+        stored = dict(submitted.kind_fields or {})
+        if task_index:
+            stored["task_index"] = task_index
+        return Submitted(kind_fields=stored)
+
+    def shown(self, kind_fields: dict[str, Any] | None) -> ShownFields:
+        return shown_fields(kind_fields)
 
     def cost_budget_usd(self, config: KindConfig, settings: Settings) -> float:
         return _config(config).benchmark.cost_budget(settings)

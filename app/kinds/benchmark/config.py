@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, StringConstraints
 
+from app.attempt.attempt_kind import ShownFields
 from app.challenge.challenge_kind import KindConfig
 from app.challenge.sections import EvaluationConfig
 from app.config import Settings
@@ -71,11 +72,29 @@ class BenchmarkSpec(InputSchema):
 
 
 class ModelSubmission(InputSchema):
-    """What a participant submits to a benchmark challenge, as stored on the attempt."""
+    """The model spec a participant submits to a benchmark challenge, as the engine runs it."""
 
     model: str
     temperature: float | None = None
     system_prompt: str | None = None
+
+
+class StoredFields(ModelSubmission):
+    """A benchmark attempt's stored fields (its `kind_fields`, given fields only): the model
+    spec, and a practice or test run's task (its 1-based index; null: the challenge's first)."""
+
+    task_index: int | None = None
+
+
+def shown_fields(kind_fields: dict[str, Any] | None) -> ShownFields:
+    """A benchmark attempt's stored fields as its reads show them: the model spec as the
+    read's `model_spec` (model, temperature and system prompt, each null when not given), the
+    rest (a practice or test run's `task_index`) as its `kind_fields`. Reads what is stored
+    as it is: it never refuses it."""
+    rest = dict(kind_fields or {})
+    spec = {name: rest.pop(name, None) for name in ModelSubmission.model_fields}
+    given = spec["model"] is not None
+    return ShownFields(model_spec=spec if given else None, kind_fields=rest or None)
 
 
 class SplitConfig(InputSchema):

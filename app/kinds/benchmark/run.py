@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from app.attempt.attempt_kind import RunContext
+from app.attempt.attempt_kind import RunContext, stored_fields
 from app.evaluation.benchmark import (
     Benchmark,
     DataFileNotFound,
@@ -22,7 +22,7 @@ from app.evaluation.runner import (
     run_benchmark,
 )
 from app.evaluation.types import InfrastructureError
-from app.kinds.benchmark.config import BenchmarkConfig, ModelSubmission
+from app.kinds.benchmark.config import BenchmarkConfig, StoredFields
 from app.kinds.benchmark.split import part_measures, parts_of
 from app.scoring.measures import AttemptMetrics
 
@@ -58,9 +58,7 @@ async def run(context: RunContext, config: BenchmarkConfig) -> AttemptMetrics:
     """Runs (or continues) the attempt's benchmark; returns its metrics, or raises
     InfrastructureError when the run could not finish (the trials so far are kept)."""
     job = context.job
-    if job.model_spec is None:
-        raise InfrastructureError("the challenge has no runnable configuration")
-    submission = ModelSubmission.model_validate(job.model_spec)
+    submission = stored_fields(job.kind_fields, StoredFields)
     run_config = config.run_config(submission, context.settings)
     data_dir = context.settings.benchmark_data_dir
     # A scored run of a split challenge: the private part's tasks are stored sealed, and its
@@ -72,8 +70,8 @@ async def run(context: RunContext, config: BenchmarkConfig) -> AttemptMetrics:
     )
     if not job.purpose.scored:
         # A practice or test run: one task, the one named or the first the challenge runs.
-        chosen = (job.kind_fields or {}).get("task_index")
-        indices = (int(chosen),) if chosen else run_config.task_indices
+        chosen = submission.task_index
+        indices = (chosen,) if chosen else run_config.task_indices
         run_config = replace(run_config, task_indices=indices, max_tasks=1)
     if parts is not None:
         run_config = replace(run_config, sealed_task_ids=parts.private_ids)

@@ -26,7 +26,7 @@ from app.challenge.models import Challenge
 from app.challenge.service import sealed_shown
 from app.evaluation.benchmark import Benchmark, select_tasks
 from app.evaluation.offline import OFFLINE_MODELS
-from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec
+from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec, shown_fields
 from app.kinds.benchmark.finals import FinalState, final_state
 from app.kinds.benchmark.schemas import BenchmarkSubmission
 from app.kinds.benchmark.split import public_count
@@ -383,7 +383,7 @@ class RunFacts:
 
 
 def _run_facts(row: RunRow) -> RunFacts:
-    spec = row.model_spec or {}
+    spec = shown_fields(row.kind_fields).model_spec or {}
     metrics = row.metrics or AttemptMetrics()
     return RunFacts(
         model=str(spec.get("model") or "—"),

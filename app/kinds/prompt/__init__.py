@@ -11,6 +11,7 @@ from app.attempt.attempt_kind import (
     KindSubmission,
     RunContext,
     RunsAttempts,
+    ShownFields,
     Submitted,
     checked_prompt,
     fields_as,
@@ -106,7 +107,11 @@ class PromptKind(web.PromptPages, RunsAttempts, Kind):
         config: Callable[[], KindConfig],
     ) -> Submitted:
         prompt = fields_as(fields, PromptSubmission).prompt
-        return Submitted(prompt=checked_prompt(target, prompt))
+        return Submitted(kind_fields={"prompt": checked_prompt(target, prompt)})
+
+    def shown(self, kind_fields: dict[str, Any] | None) -> ShownFields:
+        # The read's `prompt` is the participant's prompt.
+        return ShownFields.prompt_apart(kind_fields)
 
     async def run(self, context: RunContext) -> AttemptMetrics:
         # The engine's runner is the worker's: the API loads the kind, never the run.

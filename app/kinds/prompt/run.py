@@ -3,12 +3,13 @@ or in sequence with feedback (seq@k), each answer judged by the verifier."""
 
 from __future__ import annotations
 
-from app.attempt.attempt_kind import RunContext
+from app.attempt.attempt_kind import RunContext, stored_fields
 from app.attempt.metrics import trial_metrics
 from app.evaluation.engine import run_trials
 from app.evaluation.types import TrialRecord
 from app.evaluation.verifiers import build_verifier
 from app.kinds.prompt.config import PromptConfig
+from app.kinds.prompt.schemas import PromptSubmission
 from app.scoring.measures import AttemptMetrics
 
 
@@ -16,13 +17,14 @@ async def run(context: RunContext, config: PromptConfig) -> AttemptMetrics:
     """Runs the attempt's trials; its metrics count every trial it has, those an earlier run
     stored included (the same as reading them all back)."""
     job = context.job
+    prompt = stored_fields(job.kind_fields, PromptSubmission).prompt
     verifier = build_verifier(config.verifier, goal=job.goal, llm=context.llm)
 
     async def on_trial(trial: TrialRecord) -> None:
         await context.save_trial(trial)
 
     trials = await run_trials(
-        task_prompt=config.target.task_prompt(job.prompt or ""),
+        task_prompt=config.target.task_prompt(prompt),
         actor=config.target.model_spec(context.settings.model_timeout_seconds),
         verifier=verifier,
         metric=config.evaluation.metric,

@@ -26,6 +26,7 @@ from app.attempt.attempt_kind import (
     KindSubmission,
     RunContext,
     RunsAttempts,
+    ShownFields,
     Submitted,
     UnscoredRequest,
     fields_as,
@@ -185,7 +186,11 @@ class RedBlueKind(RedBluePages, RunsAttempts, Kind):
                     "you have no active defense to practise against here; give one",
                 )
         service.check_entry_lengths(request.target.limits, defense=defense, attack=fields.prompt)
-        return Submitted(prompt=fields.prompt, kind_fields={"system_prompt": defense})
+        return Submitted(kind_fields={"prompt": fields.prompt, "system_prompt": defense})
+
+    def shown(self, kind_fields: dict[str, Any] | None) -> ShownFields:
+        # The read's `prompt` is the attack; the defense is in its `kind_fields`.
+        return ShownFields.prompt_apart(kind_fields)
 
     async def run(self, context: RunContext) -> AttemptMetrics:
         # The match's call and judging are the worker's: the API loads the kind, never them.

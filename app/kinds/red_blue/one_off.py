@@ -10,12 +10,12 @@ would give, are in the attempt's `kind_metrics`.
 
 from __future__ import annotations
 
-from app.attempt.attempt_kind import RunContext
+from app.attempt.attempt_kind import RunContext, stored_fields
 from app.evaluation.types import JudgeSection, TrialRecord
 from app.kinds.red_blue.config import RedBlueSections
 from app.kinds.red_blue.match_result import judged
 from app.kinds.red_blue.rules.judging import judge_match, verify_categories
-from app.kinds.red_blue.schemas import OneOffVerdicts
+from app.kinds.red_blue.schemas import OneOffMatch, OneOffVerdicts
 from app.scoring.measures import AttemptMetrics
 
 
@@ -23,10 +23,11 @@ async def play(context: RunContext, sections: RedBlueSections) -> AttemptMetrics
     """The target call (the defense as system prompt, the attack as user message) and every
     category's verdict; the trial is stored with them."""
     job = context.job
-    defense = (job.kind_fields or {}).get("system_prompt") or ""
+    # `unscored` stored both: the defense given, or the participant's own.
+    fields = stored_fields(job.kind_fields, OneOffMatch)
     settings = context.settings
-    spec = sections.target.model_spec(defense, settings.model_timeout_seconds)
-    record = await context.llm.complete(spec, [{"role": "user", "content": job.prompt or ""}])
+    spec = sections.target.model_spec(fields.system_prompt or "", settings.model_timeout_seconds)
+    record = await context.llm.complete(spec, [{"role": "user", "content": fields.prompt}])
     results = await verify_categories(
         sections.judge_suite, record.output, goal=job.goal, llm=context.llm
     )

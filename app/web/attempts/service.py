@@ -193,7 +193,7 @@ def attempt_cards(
     )
     views = [
         attempt_service.to_view(
-            a, handle, trials.get(a.id, []), Audience.PARTICIPANT, sealed=sealed
+            a, challenge.kind, handle, trials.get(a.id, []), Audience.PARTICIPANT, sealed=sealed
         )
         for a in attempts
     ]
