@@ -26,7 +26,7 @@ from tests.services import scratch_database
 
 pytestmark = pytest.mark.integration
 
-BEFORE = "20261129_redblue_final_round"
+BEFORE = "20261130_teams"
 # The attempts table as it was at BEFORE (JSON documents compared as read back).
 ATTEMPTS_BEFORE = table(
     "attempts",
