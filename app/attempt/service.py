@@ -424,7 +424,7 @@ def _submit(
     return StoredSubmission(replayed, False, False, handle, challenge.kind)
 
 
-def retry_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
+def rerun_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
     """Queues an attempt that ended in an infrastructure error again (tenant admin).
 
     Its stored trials are kept, so the new run continues where the failed one stopped. It is
@@ -729,9 +729,9 @@ def trials_in_order(
     return items, (created_at, trial.attempt_id, trial.task_index, trial.trial_index)
 
 
-def retry_view(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> AttemptRead:
-    """Re-runs an attempt that ended in error (see `retry_attempt`); returns the admin's view."""
-    attempt = retry_attempt(work, admin.tenant_id, attempt_id)
+def rerun_view(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> AttemptRead:
+    """Re-runs an attempt that ended in error (see `rerun_attempt`); returns the admin's view."""
+    attempt = rerun_attempt(work, admin.tenant_id, attempt_id)
     handle = handle_of(work.session, admin.tenant_id, attempt.entrant_id)
     kinds = kinds_of(work.session, admin.tenant_id, [attempt.challenge_id])
     return to_view(attempt, kinds[attempt.challenge_id], handle, None, admin.audience, sealed=True)
