@@ -34,7 +34,6 @@ from app.db import (
     insert_for,
     lock_some_ids,
     page_where,
-    take_write_lock,
     utcnow,
 )
 from app.evaluation.types import TrialRecord
@@ -237,21 +236,6 @@ class AttemptRepository:
             .distinct()
         )
         return {row for row in rows if row is not None}
-
-    def lock_participant(self, participant_id: uuid.UUID) -> None:
-        """Serialises limit checks of one participant until the transaction ends.
-
-        PostgreSQL locks the participant's row. SQLite has no row locks: it takes the database's
-        write lock up front, or two submissions could both count before either inserts.
-        """
-        if self.session.get_bind().dialect.name == "sqlite":
-            take_write_lock(self.session)
-            return
-        self.session.execute(
-            select(Participant.id)
-            .where(Participant.tenant_id == self.tenant_id, Participant.id == participant_id)
-            .with_for_update()
-        )
 
     def mark_resent_if_stalled(
         self, attempt_id: uuid.UUID, now: datetime, last_sent_before: datetime

@@ -231,7 +231,7 @@ def post_attempt_rerun(
 ) -> AttemptRead:
     """Re-run an attempt that ended in error (tenant admin); finished trials are kept. (The
     same word as for matches and defenses.)"""
-    view = service.retry_view(work, caller, attempt_id)
+    view = service.rerun_view(work, caller, attempt_id)
     work.commit()
     return view
 

@@ -56,7 +56,13 @@ from app.errors import (
 )
 from app.storable import SERVED_SECTION_CHARS, bounded_value
 from app.team.service import player_id
-from app.tenant.service import handle_of, handles, participant_by_handle, participant_for_handle
+from app.tenant.service import (
+    handle_of,
+    handles,
+    lock_participant,
+    participant_by_handle,
+    participant_for_handle,
+)
 from app.unit_of_work import UnitOfWork
 
 
@@ -154,7 +160,17 @@ def entry_player(
             f"{target.participant_handle} is a team: its members submit its entries, each "
             "naming their own handle",
         )
-    if target.team_id is not None and target.participant_id is not None:
+    # A team's row is held to the commit, as joins and leaves hold it: a join waits for this
+    # entry and then sees it (joining closes at a team's first entry), and this entry sees the
+    # membership as it stands once any leave has committed. A member who left (or whose team
+    # went) between the read and the lock plays alone, below.
+    if (
+        target.team_id is not None
+        and target.participant_id is not None
+        and lock_participant(session, tenant_id, target.team_id)
+        and player_id(session, tenant_id, target.challenge_id, target.participant_id)
+        == target.team_id
+    ):
         return Player(target.team_id, target.team_name or "", target.participant_id)
     if target.participant_id is not None and target.participant_handle is not None:
         return Player(target.participant_id, target.participant_handle, None)
@@ -378,12 +394,13 @@ def _submit(
         challenge, fields, lambda: config_of(get_challenge(session, tenant_id, challenge_id))
     )
     limited = challenge.limits.counts_attempts
-    if limited and autocommits(session):
+    # A team's entry holds the team's row to the commit (`entry_player`): one transaction.
+    if (limited or challenge.team_id is not None) and autocommits(session):
         raise TransactionNeeded()
     player = entry_player(session, tenant_id, challenge, body.participant)
     participant_id, handle = player.participant_id, player.handle
     if limited:
-        repo.lock_participant(participant_id)
+        lock_participant(session, tenant_id, participant_id)
         _check_limits(repo, challenge, participant_id, now)
     attempt = queued_attempt(
         tenant_id,
@@ -407,7 +424,7 @@ def _submit(
     return StoredSubmission(replayed, False, False, handle, challenge.kind)
 
 
-def retry_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
+def rerun_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
     """Queues an attempt that ended in an infrastructure error again (tenant admin).
 
     Its stored trials are kept, so the new run continues where the failed one stopped. It is
@@ -712,9 +729,9 @@ def trials_in_order(
     return items, (created_at, trial.attempt_id, trial.task_index, trial.trial_index)
 
 
-def retry_view(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> AttemptRead:
-    """Re-runs an attempt that ended in error (see `retry_attempt`); returns the admin's view."""
-    attempt = retry_attempt(work, admin.tenant_id, attempt_id)
+def rerun_view(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> AttemptRead:
+    """Re-runs an attempt that ended in error (see `rerun_attempt`); returns the admin's view."""
+    attempt = rerun_attempt(work, admin.tenant_id, attempt_id)
     handle = handle_of(work.session, admin.tenant_id, attempt.entrant_id)
     kinds = kinds_of(work.session, admin.tenant_id, [attempt.challenge_id])
     return to_view(attempt, kinds[attempt.challenge_id], handle, None, admin.audience, sealed=True)

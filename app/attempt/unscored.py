@@ -48,7 +48,13 @@ from app.challenge.service import (
 )
 from app.db import utcnow
 from app.errors import Conflict, NotFound, ValidationFailed
-from app.tenant.service import handle_of, handles, participant_by_handle, participant_for_handle
+from app.tenant.service import (
+    handle_of,
+    handles,
+    lock_participant,
+    participant_by_handle,
+    participant_for_handle,
+)
 from app.unit_of_work import UnitOfWork
 
 Practiser = TenantKey | SignedInParticipant
@@ -96,7 +102,7 @@ def _start(
             raise ValidationFailed.at(["participant"], "is required when practising with a key")
         refuse_unless_open(target, now)
         participant_id, handle = _practiser(session, tenant_id, target, handle)
-        repo.lock_participant(participant_id)
+        lock_participant(session, tenant_id, participant_id)
         _refuse_past_quota(repo, target, participant_id)
     submitted = kind.unscored(
         UnscoredRequest(

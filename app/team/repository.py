@@ -12,7 +12,6 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.db import take_write_lock
 from app.team.models import Team, TeamMember
 from app.tenant.models import Participant
 
@@ -108,18 +107,6 @@ class TeamRepository:
             .where(TeamMember.tenant_id == self.tenant_id, TeamMember.team_id == team_id)
         )
         return count or 0
-
-    def lock(self, team_id: uuid.UUID) -> None:
-        """Serialises joins and leaves of one team, and the limit checks of its entries (which
-        lock the same participant row), until the transaction ends."""
-        if self.session.get_bind().dialect.name == "sqlite":
-            take_write_lock(self.session)
-            return
-        self.session.execute(
-            select(Participant.id)
-            .where(Participant.tenant_id == self.tenant_id, Participant.id == team_id)
-            .with_for_update()
-        )
 
     def add(self, team: Team, first_member: TeamMember) -> bool:
         """Inserts the team and its first member; False when the member joined a team of the

@@ -35,7 +35,12 @@ from app.team.schemas import (
     TeamRead,
 )
 from app.team.team_kind import TeamKind
-from app.tenant.service import add_passwordless, participant_by_handle, participant_for_handle
+from app.tenant.service import (
+    add_passwordless,
+    lock_participant,
+    participant_by_handle,
+    participant_for_handle,
+)
 
 
 def _code_hash(code: str) -> str:
@@ -144,7 +149,7 @@ def join_team(
         raise ValidationFailed.at(["invite_code"], "is no team's invite code in this challenge")
     team, name = found
     member_id, handle = _player(session, repo, challenge, body.participant)
-    repo.lock(team.id)
+    lock_participant(session, tenant_id, team.id)
     max_size = challenge.limits.max_team_size
     if max_size is not None and repo.member_count(team.id) >= max_size:
         raise Conflict(f"team {name} is full: this challenge allows {max_size} members a team")
@@ -212,7 +217,7 @@ def leave_team(
     """Takes the participant out of the team, before its first entry only. A team whose
     last member leaves is deleted, and its name is free again."""
     repo, team, name, member_id = _member_team(session, tenant_id, challenge_id, team_id, handle)
-    repo.lock(team.id)
+    lock_participant(session, tenant_id, team.id)
     challenge = get_challenge(session, tenant_id, challenge_id)
     if _entrants(session, challenge, [team.id]):
         raise Conflict(

@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.auth.models import BrowserSession
-from app.db import insert_for, page_where, utcnow
+from app.db import insert_for, page_where, take_write_lock, utcnow
 from app.tenant.models import Participant, Tenant, TenantSpend
 
 
@@ -51,6 +51,28 @@ class ParticipantRepository:
                 Participant.tenant_id == self.tenant_id, Participant.id == participant_id
             )
         )
+
+    def lock(self, participant_id: uuid.UUID) -> bool:
+        """Holds the participant's row until the transaction ends; False when there is no such
+        row (a team deleted meanwhile).
+
+        PostgreSQL locks the row. SQLite has no row locks: it takes the database's write lock up
+        front, or two transactions could both read before either writes.
+        """
+        if self.session.get_bind().dialect.name == "sqlite":
+            take_write_lock(self.session)
+            found = self.session.scalar(
+                select(Participant.id).where(
+                    Participant.tenant_id == self.tenant_id, Participant.id == participant_id
+                )
+            )
+            return found is not None
+        locked = self.session.scalar(
+            select(Participant.id)
+            .where(Participant.tenant_id == self.tenant_id, Participant.id == participant_id)
+            .with_for_update()
+        )
+        return locked is not None
 
     def get_by_handle(self, handle: str) -> Participant | None:
         """The participant with this handle, ignoring case."""

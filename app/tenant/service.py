@@ -125,6 +125,13 @@ def set_admin_role(
     session.flush()
 
 
+def lock_participant(session: Session, tenant_id: uuid.UUID, participant_id: uuid.UUID) -> bool:
+    """Holds the participant's row until the transaction ends: what one participant (or team)
+    does that a count decides (limits, final marks, a team's joins, leaves and entries) happens
+    one at a time. False when the participant is gone (a team whose last member left)."""
+    return ParticipantRepository(session, tenant_id).lock(participant_id)
+
+
 def participant_by_handle(
     session: Session, tenant_id: uuid.UUID, handle: str
 ) -> Participant | None:

@@ -4,10 +4,17 @@ the rules docs/teams.md states, and a team is its tenant's only."""
 
 from __future__ import annotations
 
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
+from app.db import get_engine, get_sessionmaker
+from app.team.service import leave_team
+from app.tenant.service import lock_participant
 from tests.conftest import Api, Worker
 from tests.integration.test_redblue import (
     PLAIN,
@@ -213,3 +220,45 @@ def test_a_member_s_attack_never_meets_a_teammate_s_defense(
     blue = {item["participant"]: item for item in board(api, key, cid, "blue")["items"]}
     assert red["blues"]["members"] == ["alice", "bob"] and red["dave"]["members"] is None
     assert blue["blues"]["members"] == ["alice", "bob"] and blue["carol"]["members"] is None
+
+
+def wait_for_a_lock_waiter(deadline_s: float = 30.0) -> None:
+    """Until some session of this database waits for a row lock (each look a transaction of its
+    own: PostgreSQL keeps one view of its activity per transaction)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        with get_engine().connect() as connection:
+            waiting = connection.scalar(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                )
+            )
+        if waiting:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no session waited for a lock within {deadline_s} s")
+
+
+def test_an_entry_waits_for_a_leave_in_flight_and_then_plays_alone(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    """An entry on a challenge without attempt limits still holds its team's row: a leave that
+    deletes the team (its last member gone) commits first, and the entry is its submitter's own,
+    stored, not a failure on a team that no longer exists."""
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key, limits={"max_team_size": 3})
+    team = create_team(api, key, challenge["slug"], "dana", "dana-and-co")
+    tenant_id, challenge_id = uuid.UUID(tenant["id"]), uuid.UUID(challenge["id"])
+    team_id = uuid.UUID(team["id"])
+    with get_sessionmaker()() as leaving, ThreadPoolExecutor(1) as pool:
+        assert lock_participant(leaving, tenant_id, team_id)
+        entry = pool.submit(api.submit, key, challenge["id"], "PWNED", "dana")
+        wait_for_a_lock_waiter()
+        leave_team(leaving, tenant_id, challenge_id, team_id, "dana")
+        leaving.commit()
+        submitted = entry.result(timeout=60)
+    assert submitted.status_code == 202, submitted.text
+    assert submitted.json()["participant"] == "dana"
+    gone = api.request("GET", f"{teams_path(challenge['id'])}/{team['id']}", key)
+    assert gone.status_code == 404, gone.text

@@ -32,7 +32,7 @@ from app.kinds.benchmark import repository
 from app.kinds.benchmark.config import BenchmarkConfig, SplitConfig
 from app.kinds.benchmark.schemas import FinalMarks, PrivateBoard, PrivateBoardItem
 from app.tenant.models import Participant
-from app.tenant.service import handle_of, handles
+from app.tenant.service import handle_of, handles, lock_participant
 from app.unit_of_work import UnitOfWork
 
 
@@ -63,7 +63,7 @@ def mark_final(
     participant_id = attempt.participant_id
     if participant_id is None or attempt.baseline:
         raise Conflict("a baseline is not a participant's submission: it cannot be final")
-    repository.lock_participant(session, participant_id)
+    lock_participant(session, reader.tenant_id, participant_id)
     marked = repository.marked(session, challenge.id, participant_id)
     if final and attempt.id not in marked:
         if attempt.status is not AttemptStatus.COMPLETED:

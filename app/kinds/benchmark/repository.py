@@ -15,7 +15,6 @@ from app.attempt.models import Attempt, AttemptStatus, RunPurpose
 from app.db import insert_for, utcnow
 from app.kinds.benchmark.models import FinalMark
 from app.scoring.measures import AttemptMetrics
-from app.tenant.models import Participant
 
 # A completed entry as the private board reads it: (attempt id, participant id, baseline,
 # created_at, metrics, cost, kind_metrics).
@@ -28,13 +27,6 @@ EntryRow = tuple[
     float | None,
     dict[str, Any] | None,
 ]
-
-
-def lock_participant(session: Session, participant_id: uuid.UUID) -> None:
-    """Holds the participant's row until the commit: their marks change one at a time."""
-    session.execute(
-        select(Participant.id).where(Participant.id == participant_id).with_for_update()
-    )
 
 
 def marked(session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID) -> list[uuid.UUID]:

@@ -141,18 +141,6 @@ class RedBlueRepository:
 
     # Submissions -------------------------------------------------------------------------
 
-    def lock_participant(self, participant_id: uuid.UUID) -> None:
-        """Serialises one participant's limit checks until the transaction ends (SQLite: the
-        database's write lock, as it has no row locks)."""
-        if _dialect(self.session) == "sqlite":
-            take_write_lock(self.session)
-            return
-        self.session.execute(
-            select(Participant.id)
-            .where(Participant.tenant_id == self.tenant_id, Participant.id == participant_id)
-            .with_for_update()
-        )
-
     def count_defenses(
         self, challenge_id: uuid.UUID, participant_id: uuid.UUID, since: datetime | None
     ) -> int:

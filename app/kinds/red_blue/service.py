@@ -55,7 +55,7 @@ from app.kinds.red_blue.schemas import (
 from app.leaderboard.freeze import read_as_seen
 from app.leaderboard.models import BoardFreeze
 from app.team.service import member_handles, player_id, players_at, team_of
-from app.tenant.service import handle_of, handles, participant_by_handle
+from app.tenant.service import handle_of, handles, lock_participant, participant_by_handle
 from app.unit_of_work import UnitOfWork
 
 KIND_NAME = "red_blue"
@@ -203,7 +203,7 @@ def _submit(
     player = entry_player(session, tenant_id, target, handle_given)
     participant_id, handle = player.participant_id, player.handle
     if limits.counts_attempts:
-        repo.lock_participant(participant_id)
+        lock_participant(session, tenant_id, participant_id)
         counter = repo.count_defenses if is_defense else repo.count_attacks
         left = left_under(limits, lambda since: counter(challenge_id, participant_id, since), now)
         refuse_when_none_left(left, limits, what.removesuffix("s"), what, now)

@@ -521,7 +521,7 @@ def admin_rerun(
 ) -> Response:
     visit = admin_form(request, work.session, tenant_slug, csrf_token)
     try:
-        attempt_service.retry_attempt(work, visit.subject.tenant_id, attempt_id)
+        attempt_service.rerun_attempt(work, visit.subject.tenant_id, attempt_id)
     except AppError:
         work.rollback()
         return visit.redirect("admin?notice=not-rerunnable")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from app.attempt import service
 from app.attempt.repository import SubmissionTarget
 from app.attempt.service import Player, entry_player, shown_handle
 from app.challenge.config import ChallengeState, LimitsConfig
@@ -35,12 +36,48 @@ def target(**participant: Any) -> SubmissionTarget:
     )
 
 
-def test_a_member_s_entry_is_the_team_s_and_keeps_who_submitted_it() -> None:
+def member_of(
+    monkeypatch: pytest.MonkeyPatch, team_exists: bool, team_of_member: uuid.UUID | None
+) -> list[uuid.UUID]:
+    """The team's row as the lock finds it, and the member's team once it is held; returns the
+    rows locked."""
+    locked: list[uuid.UUID] = []
+
+    def lock(session: object, tenant_id: uuid.UUID, participant_id: uuid.UUID) -> bool:
+        locked.append(participant_id)
+        return team_exists
+
+    def player(
+        session: object, tenant_id: uuid.UUID, challenge_id: uuid.UUID, member: uuid.UUID
+    ) -> uuid.UUID:
+        return team_of_member or member
+
+    monkeypatch.setattr(service, "lock_participant", lock)
+    monkeypatch.setattr(service, "player_id", player)
+    return locked
+
+
+def test_a_member_s_entry_is_the_team_s_and_keeps_who_submitted_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     member, team = uuid.uuid4(), uuid.uuid4()
+    locked = member_of(monkeypatch, team_exists=True, team_of_member=team)
     found = target(participant_id=member, participant_handle="Ann", team_id=team, team_name="squad")
     player = entry_player(NoSession(), TENANT, found, "ann")  # type: ignore[arg-type]
     assert player == Player(team, "squad", member)
+    assert locked == [team]
     assert shown_handle(found, "ann") == "squad"
+
+
+@pytest.mark.parametrize("team_exists", [True, False])
+def test_a_member_who_left_before_the_team_was_held_plays_alone(
+    monkeypatch: pytest.MonkeyPatch, team_exists: bool
+) -> None:
+    member, team = uuid.uuid4(), uuid.uuid4()
+    member_of(monkeypatch, team_exists=team_exists, team_of_member=None)
+    found = target(participant_id=member, participant_handle="Ann", team_id=team, team_name="squad")
+    player = entry_player(NoSession(), TENANT, found, "ann")  # type: ignore[arg-type]
+    assert player == Player(member, "Ann", None)
 
 
 def test_a_participant_alone_plays_as_themself() -> None:
