@@ -60,17 +60,16 @@ one-step bootstrap of Moulton and Zeger, 1991), until each one's step is under 1
 to 5 steps. Above REFIT_PAIRS distinct pairs the one-step resample is the resample: about an
 eighth of the cost, but it spreads as the posterior's Laplace approximation does (H⁻¹ (C + λP)
 H⁻¹ ≈ H⁻¹, a unit test pins it), which cuts the long tail of a participant who wins or loses
-nearly everything: where true strengths spread as widely as the prior, its 95 % intervals held
-the truth 88.7 to 94.1 % of the time, the exact refits' 93.4 to 95.0 % (bench/README.md,
-"Red-blue interval coverage"). Matches resampled alone, without the prior draws, spread only as
-far as the matches say: a participant whose rating the prior mostly makes (few matches) got an
-interval far narrower than its uncertainty, and 95 % intervals held the true strength 69 % of
-the time at 4 matches a participant. The interval is the rating ± 1.96 standard deviations of a
-participant's resampled ratings (a standard deviation of 100 resamples is a steadier estimate
-than their tail percentiles, which lie inside the truth on average). Matches are put in a
-canonical order first (participants by name, then the outcome), so the same matches and seed
-give the same figures in whatever order they come, and a tally draws exactly the resamples the
-list of matches would.
+nearly everything: with the prior fitted, its 95 % intervals held the truth 87.5 to 94.3 % of
+the time, the exact refits' 93.1 to 96.5 % (bench/README.md, "Red-blue interval coverage").
+Matches resampled alone, without the prior draws, spread only as far as the matches say: a
+participant whose rating the prior mostly makes (few matches) got an interval far narrower than
+its uncertainty, and 95 % intervals held the true strength 69 % of the time at 4 matches a
+participant. The interval is the rating ± 1.96 standard deviations of a participant's resampled
+ratings (a standard deviation of 100 resamples is a steadier estimate than their tail
+percentiles, which lie inside the truth on average). Matches are put in a canonical order first
+(participants by name, then the outcome), so the same matches and seed give the same figures in
+whatever order they come, and a tally draws exactly the resamples the list of matches would.
 
 Between two bootstraps (they cost more than a fit; the service runs them at a bounded rate),
 `provisional_bounds` keeps each participant's last interval around its moved rating, and gives
@@ -767,16 +766,20 @@ def bootstrap_bounds(
     refit: bool | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """Each player's 95 % interval in logits: its strength ± WALD_Z standard deviations of its
-    resampled strengths, each resample with its prior's centre drawn from the prior too. The
-    same matches and seed give the same figures however the tally grew.
+    resampled strengths, each resample with its prior's centre drawn from the prior too, the
+    prior of precision `prior_precision` (the fit's: `Fit.prior_precision`). The same matches
+    and seed give the same figures however the tally grew. With the prior fitted to the
+    matches, the exact refits held the true strength 93.1-96.5 % of the time in every regime
+    bench/redblue_coverage.py measures, true strengths spread as widely as the hyperprior's
+    mode or less (bench/README.md, "Red-blue interval coverage").
 
     Each resample is refitted exactly (`refit` True) or moved by one Newton step from the full
     fit (False); None, the service's choice: exact refits up to REFIT_PAIRS distinct pairs, the
     one-step above. The one-step resamples spread as the posterior's Laplace approximation
-    does, which cuts the long tail of a participant who wins or loses nearly everything: where
-    true strengths spread as widely as the prior, its intervals held the truth 88.7-94.1 % of
-    the time, the exact refits' 93.4-95.0 % (bench/README.md, "Red-blue interval coverage"),
-    at about eight times the cost, which is why the largest boards keep the one-step.
+    does, which cuts the long tail of a participant who wins or loses nearly everything: with
+    the prior fitted, its intervals held the truth 87.5-94.3 % of the time, the exact refits'
+    93.1-96.5 % (bench/README.md, "Red-blue interval coverage"), at about eight times the
+    cost, which is why the largest boards keep the one-step.
 
     Not the resamples' 2.5th and 97.5th percentiles: a tail percentile of 100 resamples is
     noisy and lies inside the true one on average, where their standard deviation is steady;
