@@ -30,8 +30,8 @@ PRIOR_WEIGHT (8) pseudo-participants whose mode is PRIOR_PRECISION (0.5: 1.41 lo
 points), so a board of few participants keeps nearly that prior and a large one gets the
 spread its matches show. A fixed prior is the posterior only where the true strengths spread
 as it does: where they spread less, its intervals were wider than they need be (98.5 % held
-the truth at 4 matches a participant), and where more, narrower. λ is searched on log λ (a
-secant bracketing, then regula falsi, each step a fit from the last one's strengths) with the
+the truth at 4 matches a participant), and where more, narrower. λ is searched on log λ (Newton
+then secant steps inside a bracket, each step a fit from the last one's strengths) with the
 likelihood's exact slope up to DENSE_PRIOR_PLAYERS players and a series approximation of its
 traces above (`prior_slope`). The EM (or MacKay) fixed point, which leaves out how the fit's
 own move changes the Hessian, came out far too narrow where matches are few (a prior of sd
