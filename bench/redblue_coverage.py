@@ -26,6 +26,7 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -60,20 +61,37 @@ def tournament(
     return matches, truth
 
 
-# Each way of making the intervals: its label and `bootstrap_bounds`'s arguments.
-Way = tuple[str, dict[str, bool]]
-SERVED: Way = ("as served", {})
-ONE_STEP: Way = ("one-step", {"refit": False})
-PLAIN: Way = ("plain one-step", {"prior_draws": False})
+class Way(NamedTuple):
+    """A way of making the intervals: its label, the prior's precision (None: fitted to the
+    matches, as served) and `bootstrap_bounds`'s other arguments."""
+
+    label: str
+    prior_precision: float | None
+    bootstrap: dict[str, bool]
+
+
+SERVED = Way("as served", None, {})
+FIXED = Way("fixed prior", PRIOR_PRECISION, {})
+ONE_STEP = Way("one-step", None, {"refit": False})
+PLAIN = Way("plain one-step", PRIOR_PRECISION, {"prior_draws": False})
 
 
 def rate(
-    matches: list[MatchOutcome], truth: dict[str, float], seed: int, way: dict[str, bool]
-) -> tuple[int, int, float, int]:
-    """(participants covered, participants, summed width in points, sharing rank 1)."""
+    matches: list[MatchOutcome], truth: dict[str, float], seed: int, way: Way
+) -> tuple[int, int, float, int, float]:
+    """(participants covered, participants, summed width in points, sharing rank 1, the
+    prior's standard deviation in logits)."""
     tally = Tally.of(matches)
-    strength = fit_strengths(tally).strength
-    low, high = bootstrap_bounds(tally, strength, resamples=DEFAULT_RESAMPLES, seed=seed, **way)
+    fit = fit_strengths(tally, prior_precision=way.prior_precision)
+    strength = fit.strength
+    low, high = bootstrap_bounds(
+        tally,
+        strength,
+        prior_precision=fit.prior_precision,
+        resamples=DEFAULT_RESAMPLES,
+        seed=seed,
+        **way.bootstrap,
+    )
     names = [*tally.red_names, *tally.blue_names]
     true = np.array([truth[name] for name in names])
     true -= true.mean()
@@ -81,7 +99,7 @@ def rate(
     width = float(np.sum(high - low)) * POINTS_PER_LOGIT
     red = slice(0, tally.reds)
     first = int(np.sum(interval_ranks(low[red], high[red]) == 1))
-    return covered, len(names), width, first
+    return covered, len(names), width, first, 1.0 / math.sqrt(fit.prior_precision)
 
 
 def main() -> None:
@@ -89,31 +107,42 @@ def main() -> None:
     parser.add_argument("--regimes", default=REGIMES, help="players x matches per player, ...")
     parser.add_argument("--tournaments", type=int, default=200)
     parser.add_argument("--spread", type=float, default=1.0 / math.sqrt(PRIOR_PRECISION))
+    parser.add_argument(
+        "--fixed-prior", action="store_true", help="also the fixed prior (before it was fitted)"
+    )
     parser.add_argument("--one-step", action="store_true", help="also the one-step resamples")
     parser.add_argument("--before", action="store_true", help="also the plain bootstrap")
     args = parser.parse_args()
     common.print_machine_info("red-blue interval coverage")
     print(f"   {args.tournaments} tournaments per regime, true strengths sd {args.spread:.3f}")
-    ways = [SERVED, *([ONE_STEP] if args.one_step else []), *([PLAIN] if args.before else [])]
+    ways = [
+        SERVED,
+        *([FIXED] if args.fixed_prior else []),
+        *([ONE_STEP] if args.one_step else []),
+        *([PLAIN] if args.before else []),
+    ]
     print(
         "   regime (players x matches each) | intervals | coverage | mean width (points) "
-        "| red sharing rank 1 (mean) | seconds"
+        "| red sharing rank 1 (mean) | prior's sd: mean (sd) | seconds"
     )
     for regime in args.regimes.split(","):
         players, per_player = (int(part) for part in regime.split("x"))
-        for label, way in ways:
+        for way in ways:
             started = time.perf_counter()
             rng = np.random.default_rng(20261127)
             covered = total = first = 0
             width = 0.0
+            deviations = []
             for number in range(args.tournaments):
                 matches, truth = tournament(players, per_player, args.spread, rng)
                 found = rate(matches, truth, number, way)
                 covered, total = covered + found[0], total + found[1]
                 width, first = width + found[2], first + found[3]
+                deviations.append(found[4])
             print(
-                f"   {players} x {per_player} | {label} | {100 * covered / total:.1f} % "
+                f"   {players} x {per_player} | {way.label} | {100 * covered / total:.1f} % "
                 f"| {width / total:.0f} | {first / args.tournaments:.1f} "
+                f"| {np.mean(deviations):.2f} ({np.std(deviations):.2f}) "
                 f"| {time.perf_counter() - started:.0f}",
                 flush=True,
             )

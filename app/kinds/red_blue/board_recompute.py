@@ -78,6 +78,9 @@ class _BoardState:
     # Each side's baseline players (read again by every recompute): marked, ranked where they
     # would place, counted in no one's rank nor in the team standings.
     baselines: dict[Side, set[uuid.UUID]] = field(default_factory=dict)
+    # The prior's precision last fitted to the board's matches (None: not yet in this
+    # process), where the next recompute's search of it starts.
+    prior_precision: float | None = None
 
     def team_points(self, side: Side) -> int:
         """The side's points in the team standings: its participants', no baseline's."""
@@ -156,6 +159,7 @@ class _BoardState:
         self.intervals_seq = kept.intervals_seq
         self.handles = kept.handles
         self.written = kept.written
+        self.prior_precision = kept.prior_precision
 
 
 _board_states: OrderedDict[uuid.UUID, _BoardState] = OrderedDict()
@@ -241,12 +245,15 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
         if tenant_id is None:
             return "skipped: no such challenge"
         state, recount_seconds = _load(session, challenge_id, claim, kept, tenant_id)
-    fit = fit_strengths(state.tally, state.strength)
-    state.strength = fit.strength
+    # The prior is fitted to the matches at every recompute, so the ratings are what a recount
+    # gives; from the last one fitted (kept with the strengths), the search is one fit and
+    # one linear solve, or two.
+    fit = fit_strengths(state.tally, state.strength, prior_start=state.prior_precision)
+    state.strength, state.prior_precision = fit.strength, fit.prior_precision
     bootstrap_seconds = 0.0
     if claim.refresh_intervals:
         bootstrapping = time.perf_counter()
-        low, high = bootstrap_bounds(state.tally, fit.strength)
+        low, high = bootstrap_bounds(state.tally, fit.strength, prior_precision=fit.prior_precision)
         state.low_offset, state.high_offset = low - fit.strength, high - fit.strength
         state.intervals_seq = claim.landed_seq
         bootstrap_seconds = time.perf_counter() - bootstrapping

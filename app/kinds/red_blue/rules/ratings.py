@@ -17,45 +17,59 @@ many red won. A tally grows by batches (`Tally.add`), so a competition that keep
 never read again match by match.
 
 The fit. The strengths maximise the Bradley-Terry log-likelihood minus a ridge penalty
-PRIOR_PRECISION / 2 · Σ θ² (a Gaussian prior, standard deviation 1/√PRIOR_PRECISION ≈ 1.41
-logits ≈ 246 points, around the average participant): without it a participant who always
-wins, or always loses, would have an infinite rating, and participants never compared with
-each other would have no common scale. With it every rating is finite, a participant with
-one match is rated close to 1000, and the ratings of every connected group of participants
-(connected through matches) average 1000; ratings of participants in two groups that never
-met are compared only through that prior. The objective is strictly convex, so it has one
-optimum whatever the start: `fit_strengths` runs Newton's method from any start (zero, or the
-previous solution after new matches landed: a warm start takes 3-6 steps and a quarter fewer
-passes over the pairs), each step solved by scipy's preconditioned conjugate gradient on exact
-Hessian products, with a backtracking line search, until Newton's step is under 1e-5 logits for
-every participant (then within about that of the optimum). A hand-written loop rather than
-scipy's `minimize(method="Newton-CG")`, which also takes a start: that one stops on the mean
-step (`xtol`), which left participants up to 3e-4 logits from the optimum, and at this loop's
+λ / 2 · Σ θ² (a Gaussian prior, standard deviation 1/√λ, around the average participant):
+without it a participant who always wins, or always loses, would have an infinite rating,
+and participants never compared with each other would have no common scale. With it every
+rating is finite, a participant with one match is rated close to 1000, and the ratings of
+every connected group of participants (connected through matches) average 1000; ratings of
+participants in two groups that never met are compared only through that prior.
+
+The prior is fitted to the matches (empirical Bayes, `fit_strengths`): λ maximises the
+matches' marginal likelihood under the Laplace approximation, times a gamma hyperprior of
+PRIOR_WEIGHT (8) pseudo-participants whose mode is PRIOR_PRECISION (0.5: 1.41 logits, 246
+points), so a board of few participants keeps nearly that prior and a large one gets the
+spread its matches show. A fixed prior is the posterior only where the true strengths spread
+as it does: where they spread less, its intervals were wider than they need be (98.5 % held
+the truth at 4 matches a participant), and where more, narrower. λ is searched on log λ (Newton
+then secant steps inside a bracket, each step a fit from the last one's strengths) with the
+likelihood's exact slope up to DENSE_PRIOR_PLAYERS players and a series approximation of its
+traces above (`prior_slope`). The EM (or MacKay) fixed point, which leaves out how the fit's
+own move changes the Hessian, came out far too narrow where matches are few (a prior of sd
+0.66 for a true 1 at 4 matches a participant), as did the second moments of the refitted
+resamples (bench/README.md, "Red-blue interval coverage").
+
+For a fixed λ the objective is strictly convex, so it has one optimum whatever the start:
+`_fit_at` runs Newton's method from any start (zero, or the previous solution after new
+matches landed: a warm start takes 3-6 steps and a quarter fewer passes over the pairs), each
+step solved by scipy's preconditioned conjugate gradient on exact Hessian products, with a
+backtracking line search, until Newton's step is under 1e-5 logits for every participant
+(then within about that of the optimum). A hand-written loop rather than scipy's
+`minimize(method="Newton-CG")`, which also takes a start: that one stops on the mean step
+(`xtol`), which left participants up to 3e-4 logits from the optimum, and at this loop's
 accuracy it took 1.2 to 2 times the passes (bench/README.md, "Red-blue ratings").
 
 The intervals. Matches are resampled with replacement (`resamples` times, from a seeded
-generator), and each resample's prior is centred on a draw from the prior itself (per
-participant, less the draws' mean: the scale's level is fixed), as randomize-then-optimize
-does: the resamples' optima then spread as the posterior under the prior does. Each resample
-is refitted exactly: Newton's method on its own objective, all resamples at once (their linear
-systems stacked and solved by scipy's conjugate gradient, each preconditioned by its own
-diagonal, with a backtracking line search per resample), started from the one-step resample
-(the full fit moved by one Newton step with the full fit's Hessian: the one-step bootstrap of
-Moulton and Zeger, 1991), until each one's step is under 1e-3 logits, 2 to 5 steps. Above
-REFIT_PAIRS distinct pairs the one-step resample is the resample: about an eighth of the cost,
-but it spreads as the posterior's Laplace approximation does (H⁻¹ (C + λP) H⁻¹ ≈ H⁻¹, a unit
-test pins it), which cuts the long tail of a participant who wins or loses nearly everything:
-where true strengths spread as widely as the prior, its 95 % intervals held the truth 88.7 to
-94.1 % of the time, the exact refits' 93.4 to 95.0 % (bench/README.md, "Red-blue interval
-coverage"). Matches resampled alone, without the prior draws, spread only as far as the
-matches say: a participant whose rating the prior mostly makes (few matches) got an interval
-far narrower than its uncertainty, and 95 % intervals held the true strength 69 % of the time
-at 4 matches a participant. The interval is the rating ± 1.96 standard deviations of a
-participant's resampled ratings (a standard deviation of 100 resamples is a steadier estimate
-than their tail percentiles, which lie inside the truth on average). Matches are put in a
-canonical order first (participants by name, then the outcome), so the same matches and seed
-give the same figures in whatever order they come, and a tally draws exactly the resamples
-the list of matches would.
+generator), and each resample's prior (the fitted one, the same λ) is centred on a draw from
+the prior itself (per participant, less the draws' mean: the scale's level is fixed), as
+randomize-then-optimize does: the resamples' optima then spread as the posterior under the
+prior does. Each resample is refitted exactly: Newton's method on its own objective, all
+resamples at once (their linear systems stacked and solved by scipy's conjugate gradient, each
+preconditioned by its own diagonal, with a backtracking line search per resample), started from
+the one-step resample (the full fit moved by one Newton step with the full fit's Hessian: the
+one-step bootstrap of Moulton and Zeger, 1991), until each one's step is under 1e-3 logits, 2
+to 5 steps. Above REFIT_PAIRS distinct pairs the one-step resample is the resample: about an
+eighth of the cost, but it spreads as the posterior's Laplace approximation does (H⁻¹ (C + λP)
+H⁻¹ ≈ H⁻¹, a unit test pins it), which cuts the long tail of a participant who wins or loses
+nearly everything: with the prior fitted, its 95 % intervals held the truth 87.5 to 94.3 % of
+the time, the exact refits' 93.1 to 96.5 % (bench/README.md, "Red-blue interval coverage").
+Matches resampled alone, without the prior draws, spread only as far as the matches say: a
+participant whose rating the prior mostly makes (few matches) got an interval far narrower than
+its uncertainty, and 95 % intervals held the true strength 69 % of the time at 4 matches a
+participant. The interval is the rating ± 1.96 standard deviations of a participant's resampled
+ratings (a standard deviation of 100 resamples is a steadier estimate than their tail
+percentiles, which lie inside the truth on average). Matches are put in a canonical order first
+(participants by name, then the outcome), so the same matches and seed give the same figures in
+whatever order they come, and a tally draws exactly the resamples the list of matches would.
 
 Between two bootstraps (they cost more than a fit; the service runs them at a bounded rate),
 `provisional_bounds` keeps each participant's last interval around its moved rating, and gives
@@ -103,6 +117,23 @@ RATING_CENTRE: Final = 1000.0
 # Rating points per logit: 400 points are a factor of 10 in the odds.
 POINTS_PER_LOGIT: Final = 400.0 / math.log(10.0)
 PRIOR_PRECISION: Final = 0.5
+# The prior fitted to the matches (`fit_strengths`): a gamma hyperprior on its precision λ,
+# of PRIOR_WEIGHT pseudo-participants, whose mode is PRIOR_PRECISION; its log in log λ is
+# (PRIOR_WEIGHT / 2) · (log λ - λ / PRIOR_PRECISION).
+PRIOR_WEIGHT: Final = 8.0
+# The search stops once its next step in log λ is under PRIOR_STEP_TOLERANCE and would move
+# no strength by more than PRIOR_STRENGTH_TOLERANCE logits (0.02 rating points; dθ̂/d log λ =
+# -λ H⁻¹ θ̂), or is under PRIOR_TOLERANCE.
+PRIOR_STEP_TOLERANCE: Final = 1e-3
+PRIOR_STRENGTH_TOLERANCE: Final = 1e-4
+PRIOR_TOLERANCE: Final = 1e-6
+# λ is searched within e^±_PRIOR_RANGE of PRIOR_PRECISION, by steps of at most _PRIOR_MAX_STEP
+# in log λ.
+_PRIOR_RANGE: Final = 12.0
+_PRIOR_MAX_STEP: Final = 2.0
+# Up to this many players the slope's H⁻¹ is formed exactly (a dense inverse: about 2 ms at 250).
+DENSE_PRIOR_PLAYERS: Final = 250
+_PRIOR_CG_TOLERANCE: Final = 1e-6
 DEFAULT_RESAMPLES: Final = 100
 # The plain bootstrap's interval (`bootstrap_bounds(prior_draws=False)`).
 _PLAIN_PERCENTILES: Final = (2.5, 97.5)
@@ -417,21 +448,25 @@ def _softplus(values: FloatArray) -> FloatArray:
 class Fit:
     """The penalised maximum-likelihood strengths (logits, per player) and the objective's
     curvature per player there (its Hessian's diagonal: the information each one's matches
-    and the prior give); how many Newton steps and passes over every pair it took."""
+    and the prior give), under the prior of precision `prior_precision` (fitted to the matches,
+    or given); how many Newton steps and passes over every pair it took (over every fit of the
+    prior's search)."""
 
     strength: FloatArray
     curvature: FloatArray
     newton_steps: int
     passes: int
+    prior_precision: float
 
 
 class _Objective:
     """The penalised negative log-likelihood over the pairs, its gradient and its Hessian."""
 
-    def __init__(self, tally: Tally) -> None:
+    def __init__(self, tally: Tally, prior_precision: float) -> None:
         self.players = tally.players
         self.red, self.blue = tally.player_pairs()
         self.matches, self.wins = tally.pair_matches, tally.pair_wins
+        self.prior = prior_precision
         self.passes = 0
 
     def at(self, strength: FloatArray) -> tuple[float, FloatArray, FloatArray]:
@@ -442,10 +477,10 @@ class _Objective:
         value = float(
             self.matches @ _softplus(difference)
             - self.wins @ difference
-            + 0.5 * PRIOR_PRECISION * (strength @ strength)
+            + 0.5 * self.prior * (strength @ strength)
         )
         residual = self.matches * probability - self.wins
-        gradient = self._spread(residual) + PRIOR_PRECISION * strength
+        gradient = self._spread(residual) + self.prior * strength
         weight = self.matches * probability * (1.0 - probability)
         return value, gradient, weight
 
@@ -459,22 +494,23 @@ class _Objective:
         return (
             _sum_by(self.red, weight, self.players)
             + _sum_by(self.blue, weight, self.players)
-            + PRIOR_PRECISION
+            + self.prior
         )
 
     def hessian_times(self, weight: FloatArray, direction: FloatArray) -> FloatArray:
         self.passes += 1
         change = weight * (direction[self.red] - direction[self.blue])
-        product: FloatArray = self._spread(change) + PRIOR_PRECISION * direction
+        product: FloatArray = self._spread(change) + self.prior * direction
         return product
 
 
-def fit_strengths(tally: Tally, start: FloatArray | None = None) -> Fit:
-    """The penalised maximum-likelihood strengths of the tally's players, by Newton's method
-    from `start` (zero for everyone when None): the same optimum from any start, within
-    STRENGTH_TOLERANCE; a start near it (the previous solution) takes fewer steps."""
+def _fit_at(tally: Tally, start: FloatArray | None, prior_precision: float) -> Fit:
+    """The penalised maximum-likelihood strengths of the tally's players under the prior of
+    precision `prior_precision`, by Newton's method from `start` (zero for everyone when
+    None): the same optimum from any start, within STRENGTH_TOLERANCE; a start near it (the
+    previous solution) takes fewer steps."""
     players = tally.players
-    objective = _Objective(tally)
+    objective = _Objective(tally, prior_precision)
     if start is None:
         strength = np.zeros(players)
     else:
@@ -487,7 +523,7 @@ def fit_strengths(tally: Tally, start: FloatArray | None = None) -> Fit:
         # Each participant's gradient over its curvature: how far the step will go, roughly.
         distance = float(np.abs(gradient / curvature).max(initial=0.0))
         if distance == 0.0:
-            return Fit(strength, curvature, step_number, objective.passes)
+            return Fit(strength, curvature, step_number, objective.passes, prior_precision)
         hessian = LinearOperator(
             (players, players),
             matvec=lambda direction, w=weight: objective.hessian_times(w, direction),
@@ -505,7 +541,9 @@ def fit_strengths(tally: Tally, start: FloatArray | None = None) -> Fit:
             # within the tolerance (the gradient alone would not say so: along the direction
             # that moves everyone alike only the weak prior pulls, so a tiny gradient there
             # can hide a distance hundreds of times larger).
-            return Fit(strength + step, curvature, step_number + 1, objective.passes)
+            return Fit(
+                strength + step, curvature, step_number + 1, objective.passes, prior_precision
+            )
         slope = float(gradient @ step)
         # Backtracking (Armijo): a full step near the optimum, shorter ones far from it. The
         # slack allows for rounding in a sum over every pair once the decrease is that small.
@@ -522,14 +560,190 @@ def fit_strengths(tally: Tally, start: FloatArray | None = None) -> Fit:
     raise RatingFitError(f"Bradley-Terry fit did not converge in {_NEWTON_STEPS} Newton steps")
 
 
-def _hessian(tally: Tally, strength: FloatArray) -> sparse.csr_array:
+def fit_strengths(
+    tally: Tally,
+    start: FloatArray | None = None,
+    *,
+    prior_precision: float | None = None,
+    prior_start: float | None = None,
+) -> Fit:
+    """The strengths of the tally's players: the penalised maximum-likelihood fit under the
+    prior of precision `prior_precision`, or, when None, under the prior fitted to the matches
+    (empirical Bayes): the precision λ that maximises the Laplace approximation of the
+    matches' marginal likelihood times a gamma hyperprior (PRIOR_WEIGHT pseudo-participants
+    around PRIOR_PRECISION), searched on log λ from `prior_start` (PRIOR_PRECISION when None;
+    the last fitted precision makes a warm start) until its next step would move no strength by
+    more than PRIOR_STRENGTH_TOLERANCE, each
+    fit starting from the last one's strengths. A tally without matches gets PRIOR_PRECISION."""
+    if prior_precision is not None:
+        if not prior_precision > 0.0:
+            raise ValueError("a prior precision is positive")
+        return _fit_at(tally, start, prior_precision)
+    if not tally.pairs:
+        return _fit_at(tally, start, PRIOR_PRECISION)
+    return _PriorSearch(tally, start).run(PRIOR_PRECISION if prior_start is None else prior_start)
+
+
+class _PriorSearch:
+    """The empirical-Bayes search of `fit_strengths`: the root of the Laplace marginal
+    likelihood's slope in log λ (`prior_slope`, decreasing through its maximum) by Newton's
+    method on it, the first step from the slope's own estimate of its derivative, the next
+    ones from the secant through the last two slopes, each kept inside the bracket the slopes
+    seen so far make (bisecting it where a step would leave it), until a step would move no
+    strength by more than PRIOR_STRENGTH_TOLERANCE. From the last fitted λ, after a few more
+    matches, that is one fit and one linear solve, or two."""
+
+    def __init__(self, tally: Tally, start: FloatArray | None) -> None:
+        self.tally = tally
+        self.start = start
+        self.passes = 0
+        self.newton_steps = 0
+
+    def at(self, log_precision: float) -> tuple[Fit, PriorSlope]:
+        """The fit at λ = e^log_precision and the slope there."""
+        fit = _fit_at(self.tally, self.start, math.exp(log_precision))
+        self.start = fit.strength
+        self.newton_steps += fit.newton_steps
+        self.passes += fit.passes
+        found = prior_slope(self.tally, fit)
+        self.passes += found.passes
+        return fit, found
+
+    def run(self, prior_start: float) -> Fit:
+        lowest = math.log(PRIOR_PRECISION) - _PRIOR_RANGE
+        highest = math.log(PRIOR_PRECISION) + _PRIOR_RANGE
+        position = min(max(math.log(prior_start), lowest), highest)
+        last: tuple[float, float] | None = None
+        for _ in range(_NEWTON_STEPS):
+            fit, found = self.at(position)
+            slope, derivative = found.slope, found.derivative
+            if last is not None and last[1] != slope:
+                # The secant through the last two slopes: the estimate leaves out how the
+                # traces move, which matters where matches are few.
+                derivative = (slope - last[1]) / (position - last[0])
+            last = (position, slope)
+            # The slope is positive below the root, negative above it.
+            if slope > 0.0:
+                lowest = position
+            else:
+                highest = position
+            if derivative < 0.0:
+                step = -slope / derivative
+            else:  # the estimate failed (it leaves out how the traces move): go by the sign
+                step = math.copysign(_PRIOR_MAX_STEP, slope)
+            step = math.copysign(min(abs(step), _PRIOR_MAX_STEP), step)
+            if (
+                (
+                    abs(step) < PRIOR_STEP_TOLERANCE
+                    and abs(step) * found.reach < PRIOR_STRENGTH_TOLERANCE
+                )
+                or abs(step) < PRIOR_TOLERANCE
+                or highest - lowest < PRIOR_TOLERANCE
+            ):
+                return Fit(
+                    fit.strength, fit.curvature, self.newton_steps, self.passes, fit.prior_precision
+                )
+            following = position + step
+            if not lowest < following < highest:
+                following = 0.5 * (lowest + highest)
+            position = following
+        raise RatingFitError(f"the prior's search did not converge in {_NEWTON_STEPS} steps")
+
+
+class PriorSlope(NamedTuple):
+    """`prior_slope`'s findings at a fit."""
+
+    slope: float  # of the log marginal likelihood (and hyperprior), in log λ
+    derivative: float  # an estimate of the slope's own, in log λ
+    reach: float  # the most any strength moves per unit of log λ: max |λ H⁻¹ θ̂|
+    passes: int  # over every pair, taken
+
+
+def prior_slope(tally: Tally, fit: Fit) -> PriorSlope:
+    """The slope in log λ of the matches' log marginal likelihood under the Laplace
+    approximation, plus the log of the gamma hyperprior, at the fit (λ its prior precision);
+    an estimate of the slope's derivative in log λ; and the passes over every pair it took.
+
+    With n players, the fit θ̂ and H the penalised Hessian there,
+        log p(matches | λ) ≈ log L(θ̂) - λ/2 ‖θ̂‖² + n/2 log λ - ½ log det H,
+    and with the hyperprior's (k/2) log λ - k λ / (2 λ₀) (k = PRIOR_WEIGHT, λ₀ =
+    PRIOR_PRECISION), its slope in log λ is
+        ½ (n + k - λ ‖θ̂‖² - λ tr(H⁻¹ dH/dλ) - k λ / λ₀)
+    (the fit's own change with λ drops out of log L(θ̂) - λ/2 ‖θ̂‖², which it maximises). H moves
+    with λ directly and through the fit: dθ̂/dλ = -H⁻¹ θ̂ moves each pair's difference d by
+    δ, hence its weight m p (1 - p) by m p (1 - p)(1 - 2p) δ, so
+        tr(H⁻¹ dH/dλ) = tr(H⁻¹) + Σ_pairs m p (1 - p)(1 - 2p) δ r,
+    r the pair's effective resistance (e_red - e_blue)ᵀ H⁻¹ (e_red - e_blue). Without that
+    second term (EM's, or MacKay's, fixed point) the prior came out far too narrow where each
+    participant has few matches (sd 0.66 for a true 1 at 4 matches a participant;
+    bench/README.md). Up to DENSE_PRIOR_PLAYERS players H⁻¹ is formed exactly; above, tr(H⁻¹)
+    and r come from the series H⁻¹ = D⁻¹ + D⁻¹ W D⁻¹ + D⁻¹ W D⁻¹ W D⁻¹ + ... (D the diagonal,
+    W the pair weights; odd powers have no diagonal in a bipartite graph), to its second
+    term, and dθ̂/dλ from conjugate gradients: within a few per cent where matches are few
+    (where the prior matters), and the prior matters little where they are many."""
+    precision = fit.prior_precision
+    strength = fit.strength
+    red, blue = tally.player_pairs()
+    players = tally.players
+    chance = expit(strength[red] - strength[blue])
+    weight = tally.pair_matches * chance * (1.0 - chance)
+    curvature = _sum_by(red, weight, players) + _sum_by(blue, weight, players) + precision
+    passes = 1
+    if players <= DENSE_PRIOR_PLAYERS:
+        inverse = np.linalg.inv(_hessian(tally, strength, precision).toarray())
+        trace = float(np.trace(inverse))
+        resistance = inverse[red, red] + inverse[blue, blue] - 2.0 * inverse[red, blue]
+        moved = -(inverse @ strength)
+    else:
+        red_curvature, blue_curvature = curvature[red], curvature[blue]
+        # H⁻¹'s diagonal to the series' second term, and its (red, blue) entry to its first.
+        across = weight**2 / (red_curvature * blue_curvature)
+        diagonal = (
+            1.0 + _sum_by(red, across, players) + _sum_by(blue, across, players)
+        ) / curvature
+        trace = float(diagonal.sum())
+        resistance = (
+            diagonal[red] + diagonal[blue] - 2.0 * weight / (red_curvature * blue_curvature)
+        )
+        objective = _Objective(tally, precision)
+        hessian = LinearOperator(
+            (players, players),
+            matvec=lambda direction: objective.hessian_times(weight, direction),
+            dtype=np.float64,
+        )
+        jacobi = LinearOperator(
+            (players, players), matvec=lambda vector: vector / curvature, dtype=np.float64
+        )
+        moved, status = cg(
+            hessian, -strength, M=jacobi, rtol=_PRIOR_CG_TOLERANCE, atol=0.0, maxiter=10_000
+        )
+        if status != 0:
+            raise RatingFitError(f"the prior's slope: the linear solve did not converge ({status})")
+        passes += objective.passes
+    change = moved[red] - moved[blue]
+    turning = weight * (1.0 - 2.0 * chance) * change * resistance
+    moving = trace + float(turning.sum())
+    total = players + PRIOR_WEIGHT
+    size = float(strength @ strength)
+    slope = 0.5 * (total - precision * (size + moving) - PRIOR_WEIGHT * precision / PRIOR_PRECISION)
+    # d‖θ̂‖²/d log λ = 2 λ θ̂ · dθ̂/dλ; the traces' own change is left out of the estimate.
+    derivative = -0.5 * (
+        precision * (size + moving)
+        + 2.0 * precision**2 * float(strength @ moved)
+        + PRIOR_WEIGHT * precision / PRIOR_PRECISION
+    )
+    reach = precision * float(np.abs(moved).max(initial=0.0))
+    return PriorSlope(slope, derivative, reach, passes)
+
+
+def _hessian(tally: Tally, strength: FloatArray, prior_precision: float) -> sparse.csr_array:
     """The penalised objective's Hessian at `strength`: a weighted graph Laplacian + prior."""
     players = tally.players
     red, blue = tally.player_pairs()
     probability = expit(strength[red] - strength[blue])
     weight = tally.pair_matches * probability * (1.0 - probability)
     diagonal = (
-        np.bincount(red, weight, players) + np.bincount(blue, weight, players) + PRIOR_PRECISION
+        np.bincount(red, weight, players) + np.bincount(blue, weight, players) + prior_precision
     )
     everyone = np.arange(players)
     return sparse.csr_array(
@@ -545,22 +759,27 @@ def bootstrap_bounds(
     tally: Tally,
     strength: FloatArray,
     *,
+    prior_precision: float,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     prior_draws: bool = True,
     refit: bool | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """Each player's 95 % interval in logits: its strength ± WALD_Z standard deviations of its
-    resampled strengths, each resample with its prior's centre drawn from the prior too. The
-    same matches and seed give the same figures however the tally grew.
+    resampled strengths, each resample with its prior's centre drawn from the prior too, the
+    prior of precision `prior_precision` (the fit's: `Fit.prior_precision`). The same matches
+    and seed give the same figures however the tally grew. With the prior fitted to the
+    matches, the exact refits held the true strength 93.1-96.5 % of the time in every regime
+    bench/redblue_coverage.py measures, true strengths spread as widely as the hyperprior's
+    mode or less (bench/README.md, "Red-blue interval coverage").
 
     Each resample is refitted exactly (`refit` True) or moved by one Newton step from the full
     fit (False); None, the service's choice: exact refits up to REFIT_PAIRS distinct pairs, the
     one-step above. The one-step resamples spread as the posterior's Laplace approximation
-    does, which cuts the long tail of a participant who wins or loses nearly everything: where
-    true strengths spread as widely as the prior, its intervals held the truth 88.7-94.1 % of
-    the time, the exact refits' 93.4-95.0 % (bench/README.md, "Red-blue interval coverage"),
-    at about eight times the cost, which is why the largest boards keep the one-step.
+    does, which cuts the long tail of a participant who wins or loses nearly everything: with
+    the prior fitted, its intervals held the truth 87.5-94.3 % of the time, the exact refits'
+    93.1-96.5 % (bench/README.md, "Red-blue interval coverage"), at about eight times the
+    cost, which is why the largest boards keep the one-step.
 
     Not the resamples' 2.5th and 97.5th percentiles: a tail percentile of 100 resamples is
     noisy and lies inside the true one on average, where their standard deviation is steady;
@@ -572,7 +791,7 @@ def bootstrap_bounds(
         raise ValueError("resamples must be at least 2")
     canonical, order = tally.canonical()
     if not prior_draws:
-        resampled = _bootstrap(canonical, strength[order], resamples, seed, prior_draws=False)
+        resampled = _bootstrap(canonical, strength[order], resamples, seed, False, prior_precision)
         low, high = np.empty(tally.players), np.empty(tally.players)
         low[order], high[order] = np.percentile(resampled, _PLAIN_PERCENTILES, axis=1)
         # Where every resample is alike (a single match) the interval is the strength itself,
@@ -581,9 +800,9 @@ def bootstrap_bounds(
     if refit is None:
         refit = tally.pairs <= REFIT_PAIRS
     if refit:
-        resampled = _refit_bootstrap(canonical, strength[order], resamples, seed)
+        resampled = _refit_bootstrap(canonical, strength[order], resamples, seed, prior_precision)
     else:
-        resampled = _bootstrap(canonical, strength[order], resamples, seed, prior_draws=True)
+        resampled = _bootstrap(canonical, strength[order], resamples, seed, True, prior_precision)
     half_width = np.empty(tally.players)
     half_width[order] = WALD_Z * resampled.std(axis=1, ddof=1)
     return strength - half_width, strength + half_width
@@ -635,7 +854,12 @@ def _prior_draws(players: int, resamples: int, seed: int) -> FloatArray:
 
 
 def _bootstrap(
-    tally: Tally, strength: FloatArray, resamples: int, seed: int, prior_draws: bool
+    tally: Tally,
+    strength: FloatArray,
+    resamples: int,
+    seed: int,
+    prior_draws: bool,
+    prior_precision: float,
 ) -> FloatArray:
     """Resampled strengths, one column per resample (one-step bootstrap), of a canonical tally:
     its matches in order are each pair's (in key order) losses, then its wins, exactly the
@@ -651,19 +875,21 @@ def _bootstrap(
         gradients[:, column] = np.bincount(cells.red, weighted, players) - np.bincount(
             cells.blue, weighted, players
         )
-    gradients += PRIOR_PRECISION * strength[:, None]
+    gradients += prior_precision * strength[:, None]
     if prior_draws:
         # The prior is data too: each resample's prior is centred on a draw from the prior
-        # (N(0, 1/PRIOR_PRECISION) per player), which adds √PRIOR_PRECISION · N(0, 1) to its
+        # (N(0, 1/λ) per player, λ the fit's prior precision), which adds √λ · N(0, 1) to its
         # gradient (randomize-then-optimize). Resampling matches alone varies only what the
         # matches say, so a participant with few matches, whose rating the prior mostly
         # makes, got an interval far narrower than its uncertainty; with the prior drawn too,
         # the resamples spread as the posterior does (bench/README.md, "Red-blue interval
         # coverage"). Less their mean: the scale's level is fixed (ratings average 1000), so a
         # shift of everyone alike is no uncertainty of anyone's rating.
-        gradients += math.sqrt(PRIOR_PRECISION) * _prior_draws(players, resamples, seed)
+        gradients += math.sqrt(prior_precision) * _prior_draws(players, resamples, seed)
 
-    steps = _solve_each(_hessian(tally, strength), gradients, _CG_RELATIVE_TOLERANCE)
+    steps = _solve_each(
+        _hessian(tally, strength, prior_precision), gradients, _CG_RELATIVE_TOLERANCE
+    )
     resampled: FloatArray = strength[:, None] - steps
     return resampled
 
@@ -690,7 +916,9 @@ def _solve_each(hessian: sparse.csr_array, right: FloatArray, rtol: float) -> Fl
     return result
 
 
-def _refit_bootstrap(tally: Tally, strength: FloatArray, resamples: int, seed: int) -> FloatArray:
+def _refit_bootstrap(
+    tally: Tally, strength: FloatArray, resamples: int, seed: int, prior_precision: float
+) -> FloatArray:
     """Resampled strengths, one column per resample, each the optimum of its resample's
     objective (the matches and prior draws of `_bootstrap` with prior draws, exactly), by
     Newton's method from the one-step resamples, resamples in blocks of a bounded size: until
@@ -710,10 +938,10 @@ def _refit_bootstrap(tally: Tally, strength: FloatArray, resamples: int, seed: i
         ),
         shape=(pairs, players),
     )
-    refit = _Refit(incidence, _hessian(tally, strength), strength)
+    refit = _Refit(incidence, _hessian(tally, strength, prior_precision), strength, prior_precision)
     # Each resample's prior is centred on a draw from the prior (randomize-then-optimize):
-    # the one-step's √PRIOR_PRECISION · z in the gradient is the centre -z / √PRIOR_PRECISION.
-    centres = -_prior_draws(players, resamples, seed) / math.sqrt(PRIOR_PRECISION)
+    # the one-step's √λ · z in the gradient is the centre -z / √λ.
+    centres = -_prior_draws(players, resamples, seed) / math.sqrt(prior_precision)
     block = max(1, min(resamples, _REFIT_BLOCK_ENTRIES // max(pairs, 1)))
     drawn = np.empty((len(cells.red), block))
     result = np.empty((players, resamples))
@@ -736,13 +964,18 @@ class _Refit:
     match counts and red wins, and its prior's centre."""
 
     def __init__(
-        self, incidence: sparse.csr_array, full_hessian: sparse.csr_array, strength: FloatArray
+        self,
+        incidence: sparse.csr_array,
+        full_hessian: sparse.csr_array,
+        strength: FloatArray,
+        prior_precision: float,
     ) -> None:
         self.incidence = incidence  # pairs x players: +1 at the pair's red, -1 at its blue
         self.across = incidence.T.tocsr()
         self.touching = abs(self.across)  # per player, the pairs it plays in
         self.full_hessian = full_hessian
         self.strength = strength
+        self.prior = prior_precision
 
     def optima(self, matches: FloatArray, wins: FloatArray, centres: FloatArray) -> FloatArray:
         def objective(
@@ -762,8 +995,8 @@ class _Refit:
                 log_chance = np.log(probability)
             log_chance = np.where(probability > 0.0, log_chance, difference)
             values = ((held - won) * difference - held * log_chance).sum(axis=0)
-            values += 0.5 * PRIOR_PRECISION * (from_centre**2).sum(axis=0)
-            gradient = self.across @ (held * probability - won) + PRIOR_PRECISION * from_centre
+            values += 0.5 * self.prior * (from_centre**2).sum(axis=0)
+            gradient = self.across @ (held * probability - won) + self.prior * from_centre
             return values, gradient, held * probability * (1.0 - probability)
 
         columns = matches.shape[1]
@@ -772,7 +1005,7 @@ class _Refit:
         # are every resample's there, and its Hessian's products cost a pass over the pairs,
         # not over pairs x resamples.
         chance = expit(self.incidence @ self.strength)[:, None]
-        gradient = self.across @ (matches * chance - wins) + PRIOR_PRECISION * (
+        gradient = self.across @ (matches * chance - wins) + self.prior * (
             self.strength[:, None] - centres
         )
         theta = self.strength[:, None] - _solve_each(self.full_hessian, gradient, _REFIT_FORCING)
@@ -818,12 +1051,12 @@ class _Refit:
         solved against minus its gradient, to the relative residual _REFIT_FORCING (an inexact
         Newton step), all columns at once, preconditioned by each one's own diagonal."""
         shape, size = gradient.shape, gradient.size
-        inverse_diagonal = 1.0 / (self.touching @ weight + PRIOR_PRECISION)
+        inverse_diagonal = 1.0 / (self.touching @ weight + self.prior)
         hessian = LinearOperator(
             (size, size),
             matvec=lambda vector: (
                 self.across @ (weight * (self.incidence @ vector.reshape(shape)))
-                + PRIOR_PRECISION * vector.reshape(shape)
+                + self.prior * vector.reshape(shape)
             ).ravel(),
             dtype=np.float64,
         )
@@ -920,6 +1153,8 @@ def compute_ratings(
     tally = Tally.of(matches)
     if tally.matches == 0:
         return Ratings(red=(), blue=(), matches=0, resamples=resamples, seed=seed)
-    strength = fit_strengths(tally).strength
-    low, high = bootstrap_bounds(tally, strength, resamples=resamples, seed=seed)
-    return ratings_of(tally, strength, low, high, resamples=resamples, seed=seed)
+    fit = fit_strengths(tally)
+    low, high = bootstrap_bounds(
+        tally, fit.strength, prior_precision=fit.prior_precision, resamples=resamples, seed=seed
+    )
+    return ratings_of(tally, fit.strength, low, high, resamples=resamples, seed=seed)

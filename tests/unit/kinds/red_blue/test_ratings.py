@@ -16,6 +16,8 @@ from app.kinds.red_blue.rules import ratings
 from app.kinds.red_blue.rules.ratings import (
     POINTS_PER_LOGIT,
     PRIOR_PRECISION,
+    PRIOR_STRENGTH_TOLERANCE,
+    PRIOR_WEIGHT,
     RATING_CENTRE,
     STRENGTH_TOLERANCE,
     WALD_Z,
@@ -167,28 +169,29 @@ def test_a_single_match_moves_ratings_a_little_from_the_centre() -> None:
     assert alice.rating - RATING_CENTRE == pytest.approx(RATING_CENTRE - bob.rating)
     assert (alice.matches, alice.wins, bob.matches, bob.wins) == (1, 1, 1, 0)
     assert alice.rank == bob.rank == 1
+    fit = fit_strengths(Tally.of([MatchOutcome("alice", "bob", True)]))
+    # λ, fitted to one match, which says little of the spread: the hyperprior's mode nearly.
+    prior = fit.prior_precision
+    assert prior == pytest.approx(PRIOR_PRECISION, rel=0.2)
     # Every resample of one match is that match: the spread is the prior draws' alone, through
     # each resample's exact refit. Along d = alice - bob (alice + bob stays 0), a resample's d
     # minimises softplus(-d) + λ/4 (d - m)², m its prior centres' difference, N(0, 2/λ): alice's
     # spread is that of d/2 over m (by quadrature), wider than the posterior's Laplace
     # approximation (λ / 2 / (λ + 2w)², w the match's weight), which the one-step follows.
     nodes, weights = np.polynomial.hermite_e.hermegauss(80)
-    centres = nodes * math.sqrt(2 / PRIOR_PRECISION)
+    centres = nodes * math.sqrt(2 / prior)
     optima = np.array(
         [
-            optimize.brentq(
-                lambda d, m=m: -1 / (1 + math.exp(d)) + PRIOR_PRECISION / 2 * (d - m), -50, 50
-            )
+            optimize.brentq(lambda d, m=m: -1 / (1 + math.exp(d)) + prior / 2 * (d - m), -50, 50)
             for m in centres
         ]
     )
     share = weights / weights.sum()
     deviation = math.sqrt(share @ (optima / 2) ** 2 - (share @ (optima / 2)) ** 2)
     expected = 2 * WALD_Z * deviation * POINTS_PER_LOGIT
-    fit = fit_strengths(Tally.of([MatchOutcome("alice", "bob", True)]))
     chance = 1.0 / (1.0 + math.exp(fit.strength[1] - fit.strength[0]))
     weight = chance * (1.0 - chance)
-    laplace = math.sqrt(PRIOR_PRECISION / 2) / (PRIOR_PRECISION + 2 * weight)
+    laplace = math.sqrt(prior / 2) / (prior + 2 * weight)
     assert expected > 1.05 * 2 * WALD_Z * laplace * POINTS_PER_LOGIT
     assert alice.rating_low < alice.rating < alice.rating_high
     # 2,000 resamples: their standard deviation within a few per cent.
@@ -235,8 +238,8 @@ def test_resamples_spread_as_the_matches_and_the_prior_say(prior: bool) -> None:
     blue = {f"b{index}": 0.4 * index - 0.6 for index in range(4)}
     tally = Tally.of(_synthetic(red, blue, 40, seed=8))
     canonical, _order = tally.canonical()
-    strength = fit_strengths(canonical).strength
-    resampled = _bootstrap(canonical, strength, 4000, 5, prior)
+    strength = fit_strengths(canonical, prior_precision=PRIOR_PRECISION).strength
+    resampled = _bootstrap(canonical, strength, 4000, 5, prior, PRIOR_PRECISION)
     expected = _one_step_covariance(canonical, strength, prior)
     # 4,000 resamples: a variance within a few per cent; 15 % is far from the prior's share.
     assert np.diag(np.cov(resampled)) == pytest.approx(np.diag(expected), rel=0.15)
@@ -272,8 +275,8 @@ def test_each_refitted_resample_is_the_optimum_of_its_own_matches_and_prior() ->
     red = {"r0": 2.5, "r1": 0.0, "r2": -1.0}
     blue = {"b0": -2.0, "b1": 0.5}
     canonical, _order = Tally.of(_synthetic(red, blue, 30, seed=2)).canonical()
-    strength = fit_strengths(canonical).strength
-    resampled = _refit_bootstrap(canonical, strength, 20, 3)
+    strength = fit_strengths(canonical, prior_precision=PRIOR_PRECISION).strength
+    resampled = _refit_bootstrap(canonical, strength, 20, 3, PRIOR_PRECISION)
     for column in (0, 7, 19):
         objective, players = _resample_objective(canonical, column, 20, 3)
         found = optimize.minimize(
@@ -283,7 +286,7 @@ def test_each_refitted_resample_is_the_optimum_of_its_own_matches_and_prior() ->
         assert resampled[:, column] == pytest.approx(found.x, abs=1e-4)
         assert np.abs(objective(resampled[:, column])[1]).max() < 1e-4
     # And not the full fit's strengths, nor the one-step's.
-    one_step = _bootstrap(canonical, strength, 20, 3, prior_draws=True)
+    one_step = _bootstrap(canonical, strength, 20, 3, True, PRIOR_PRECISION)
     assert np.abs(resampled - one_step).max() > 0.05
 
 
@@ -293,9 +296,14 @@ def test_refits_follow_the_long_tail_of_one_who_wins_nearly_everything() -> None
     red = {"r0": 4.0, "r1": 0.5, "r2": -0.5, "r3": 0.0}
     blue = {f"b{index}": 0.3 * index - 0.6 for index in range(5)}
     tally = Tally.of(_synthetic(red, blue, 40, seed=6))
-    strength = fit_strengths(tally).strength
-    exact_low, exact_high = bootstrap_bounds(tally, strength, resamples=400, seed=1, refit=True)
-    step_low, step_high = bootstrap_bounds(tally, strength, resamples=400, seed=1, refit=False)
+    fit = fit_strengths(tally)
+    strength, prior = fit.strength, fit.prior_precision
+    exact_low, exact_high = bootstrap_bounds(
+        tally, strength, prior_precision=prior, resamples=400, seed=1, refit=True
+    )
+    step_low, step_high = bootstrap_bounds(
+        tally, strength, prior_precision=prior, resamples=400, seed=1, refit=False
+    )
     champion = tally.red_number("r0")
     assert champion is not None
     assert tally.played()[champion] == tally.wins()[champion] == 7
@@ -305,9 +313,14 @@ def test_refits_follow_the_long_tail_of_one_who_wins_nearly_everything() -> None
     assert np.all((exact_low < strength) & (strength < exact_high))
     # Where every pair is well matched and played often, the two agree.
     even = Tally.of(_synthetic({"r0": 0.2, "r1": -0.2}, {"b0": 0.1, "b1": -0.1}, 2000, seed=6))
-    even_strength = fit_strengths(even).strength
-    exact = bootstrap_bounds(even, even_strength, resamples=400, seed=1, refit=True)
-    step = bootstrap_bounds(even, even_strength, resamples=400, seed=1, refit=False)
+    even_fit = fit_strengths(even)
+    even_strength, even_prior = even_fit.strength, even_fit.prior_precision
+    exact = bootstrap_bounds(
+        even, even_strength, prior_precision=even_prior, resamples=400, seed=1, refit=True
+    )
+    step = bootstrap_bounds(
+        even, even_strength, prior_precision=even_prior, resamples=400, seed=1, refit=False
+    )
     assert exact[1] - exact[0] == pytest.approx(step[1] - step[0], rel=0.03)
 
 
@@ -315,13 +328,20 @@ def test_boards_above_the_refit_size_get_the_one_step_resamples(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     tally = Tally.of(_synthetic({"r0": 1.0, "r1": 0.0}, {"b0": 0.5, "b1": -1.0}, 40, seed=1))
-    strength = fit_strengths(tally).strength
-    exact = np.concatenate(bootstrap_bounds(tally, strength, seed=4, refit=True))
-    one_step = np.concatenate(bootstrap_bounds(tally, strength, seed=4, refit=False))
+    fit = fit_strengths(tally)
+
+    def bounds(refit: bool | None = None) -> FloatArray:
+        return np.concatenate(
+            bootstrap_bounds(
+                tally, fit.strength, prior_precision=fit.prior_precision, seed=4, refit=refit
+            )
+        )
+
+    exact, one_step = bounds(refit=True), bounds(refit=False)
     assert np.abs(exact - one_step).max() > 0.01
-    assert np.concatenate(bootstrap_bounds(tally, strength, seed=4)) == pytest.approx(exact)
+    assert bounds() == pytest.approx(exact)
     monkeypatch.setattr(ratings, "REFIT_PAIRS", tally.pairs - 1)
-    assert np.concatenate(bootstrap_bounds(tally, strength, seed=4)) == pytest.approx(one_step)
+    assert bounds() == pytest.approx(one_step)
 
 
 def test_a_newcomer_is_rated_from_few_matches_with_an_interval() -> None:
@@ -473,7 +493,7 @@ def test_a_fit_from_the_previous_solution_reaches_the_optimum_of_a_fit_from_zero
     matches = _synthetic(red, blue, 3000, seed=41)
     tally = Tally()
     tally.add(_results(matches[:2500]))
-    previous = fit_strengths(tally)
+    previous = fit_strengths(tally, prior_precision=PRIOR_PRECISION)
     reds = tally.reds
     # 500 more matches, one new participant on each side among them.
     more = [
@@ -490,8 +510,8 @@ def test_a_fit_from_the_previous_solution_reaches_the_optimum_of_a_fit_from_zero
             np.zeros(tally.blues - (previous.strength.size - reds)),
         ]
     )
-    warm = fit_strengths(tally, start)
-    cold = fit_strengths(Tally.of(matches + more[-2:]))
+    warm = fit_strengths(tally, start, prior_precision=PRIOR_PRECISION)
+    cold = fit_strengths(Tally.of(matches + more[-2:]), prior_precision=PRIOR_PRECISION)
     warm_by_name, cold_by_name = (
         _strengths(tally, warm),
         _strengths(Tally.of(matches + more[-2:]), cold),
@@ -523,6 +543,120 @@ def test_a_fit_from_a_wild_start_still_reaches_the_optimum() -> None:
         fit_strengths(tally, np.zeros(tally.players + 1))
 
 
+def _laplace_evidence(tally: Tally, log_precision: float) -> tuple[float, FloatArray]:
+    """What the fitted prior maximises, computed directly at λ = e^log_precision: the
+    matches' log marginal likelihood under the Laplace approximation plus the gamma
+    hyperprior's log, with the fit found by scipy's BFGS on the penalised objective and the
+    penalised Hessian formed entry by entry."""
+    precision = math.exp(log_precision)
+    red, blue = tally.player_pairs()
+    players, matches, wins = tally.players, tally.pair_matches, tally.pair_wins
+
+    def objective(theta: FloatArray) -> tuple[float, FloatArray]:
+        difference = theta[red] - theta[blue]
+        value = float(matches @ np.logaddexp(0.0, difference) - wins @ difference)
+        residual = matches / (1.0 + np.exp(-difference)) - wins
+        gradient = precision * theta
+        np.add.at(gradient, red, residual)
+        np.add.at(gradient, blue, -residual)
+        return value + 0.5 * precision * float(theta @ theta), gradient
+
+    found = optimize.minimize(
+        objective, np.zeros(players), jac=True, method="BFGS", options={"gtol": 1e-11}
+    )
+    theta = found.x
+    hessian = precision * np.eye(players)
+    for pair in range(tally.pairs):
+        chance = 1.0 / (1.0 + math.exp(theta[blue[pair]] - theta[red[pair]]))
+        weight = matches[pair] * chance * (1.0 - chance)
+        hessian[red[pair], red[pair]] += weight
+        hessian[blue[pair], blue[pair]] += weight
+        hessian[red[pair], blue[pair]] -= weight
+        hessian[blue[pair], red[pair]] -= weight
+    penalised = -found.fun  # log-likelihood - λ/2 ‖θ‖² at the fit
+    evidence = (
+        penalised
+        + players / 2 * log_precision
+        - 0.5 * np.linalg.slogdet(hessian)[1]
+        + PRIOR_WEIGHT / 2 * (log_precision - precision / PRIOR_PRECISION)
+    )
+    return evidence, theta
+
+
+def test_the_fitted_prior_maximises_the_laplace_marginal_likelihood() -> None:
+    # A small board whose strengths spread less than PRIOR_PRECISION's prior, one participant
+    # far ahead (a skewed posterior, where the fit's change with λ moves the Hessian most).
+    red = {"r0": 2.5, "r1": 0.3, "r2": -0.2, "r3": -0.6}
+    blue = {"b0": 0.5, "b1": 0.0, "b2": -0.3, "b3": -0.9, "b4": 0.2}
+    tally = Tally.of(_synthetic(red, blue, 80, seed=12))
+    fit = fit_strengths(tally)
+    best = optimize.minimize_scalar(
+        lambda position: -_laplace_evidence(tally, position)[0],
+        bounds=(math.log(0.01), math.log(100.0)),
+        method="bounded",
+        options={"xatol": 1e-7},
+    )
+    assert fit.prior_precision == pytest.approx(math.exp(best.x), rel=1e-3)
+    assert fit.prior_precision > 1.25 * PRIOR_PRECISION
+    # And the strengths are the fit under that prior.
+    assert fit.strength == pytest.approx(_laplace_evidence(tally, best.x)[1], abs=1e-4)
+
+
+def test_above_the_dense_size_the_fitted_prior_stays_within_a_few_per_cent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 300 participants with 4 matches each: the prior makes most of every rating.
+    generator = np.random.default_rng(3)
+    red = {f"r{index:03d}": float(generator.normal()) for index in range(150)}
+    blue = {f"b{index:03d}": float(generator.normal()) for index in range(150)}
+    tally = Tally.of(_synthetic(red, blue, 600, seed=4))
+    assert tally.players > ratings.DENSE_PRIOR_PLAYERS
+    series = fit_strengths(tally).prior_precision
+    monkeypatch.setattr(ratings, "DENSE_PRIOR_PLAYERS", tally.players)
+    exact = fit_strengths(tally).prior_precision
+    assert series == pytest.approx(exact, rel=0.05)
+    assert series != exact
+
+
+def test_the_prior_narrows_for_strengths_close_together_and_widens_for_spread_ones() -> None:
+    precisions = []
+    for spread in (0.3, 1.4, 3.0):
+        generator = np.random.default_rng(8)
+        red = {f"r{index}": spread * float(generator.normal()) for index in range(30)}
+        blue = {f"b{index}": spread * float(generator.normal()) for index in range(30)}
+        precisions.append(fit_strengths(Tally.of(_synthetic(red, blue, 1200, seed=9))))
+    deviations = [1.0 / math.sqrt(fit.prior_precision) for fit in precisions]
+    assert deviations[0] < 0.8 < deviations[1] < deviations[2]
+    assert deviations[2] > 2.0
+    # Ratings still average 1000 over everyone connected, whatever the prior's width.
+    for fit in precisions:
+        assert float(fit.strength.mean()) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_warm_start_of_the_prior_reaches_the_same_prior_and_strengths() -> None:
+    red = {f"r{index}": 0.5 * index - 1.0 for index in range(5)}
+    blue = {f"b{index}": 0.4 - 0.3 * index for index in range(5)}
+    tally = Tally.of(_synthetic(red, blue, 300, seed=14))
+    cold = fit_strengths(tally)
+    for prior_start in (1e-4, 0.3, cold.prior_precision, 50.0, 1e4):
+        warm = fit_strengths(tally, cold.strength, prior_start=prior_start)
+        assert warm.prior_precision == pytest.approx(cold.prior_precision, rel=1e-3)
+        # Each search within PRIOR_STRENGTH_TOLERANCE of the strengths at the one optimum.
+        assert warm.strength == pytest.approx(cold.strength, abs=2 * PRIOR_STRENGTH_TOLERANCE)
+    # From the last one fitted, one search step finds it again.
+    again = fit_strengths(tally, cold.strength, prior_start=cold.prior_precision)
+    assert again.passes < cold.passes
+    fixed = fit_strengths(tally, prior_precision=cold.prior_precision)
+    assert fixed.strength == pytest.approx(cold.strength, abs=3 * STRENGTH_TOLERANCE)
+    with pytest.raises(ValueError, match="positive"):
+        fit_strengths(tally, prior_precision=0.0)
+
+
+def test_no_matches_take_the_prior_at_its_centre() -> None:
+    tally = Tally.of([])
+    assert fit_strengths(tally).prior_precision == PRIOR_PRECISION
+
+
 def test_the_bootstrap_of_a_grown_tally_is_that_of_the_list_of_matches() -> None:
     red = {f"r{index}": 0.25 * index for index in range(5)}
     blue = {f"b{index}": -0.25 * index for index in range(6)}
@@ -533,7 +667,7 @@ def test_the_bootstrap_of_a_grown_tally_is_that_of_the_list_of_matches() -> None
     for start in range(0, len(shuffled), 150):
         grown.add(_results(shuffled[start : start + 150]))
     fit = fit_strengths(grown)
-    low, high = bootstrap_bounds(grown, fit.strength, seed=7)
+    low, high = bootstrap_bounds(grown, fit.strength, prior_precision=fit.prior_precision, seed=7)
     rows = ratings_of(grown, fit.strength, low, high, seed=7)
     expected = compute_ratings(matches, seed=7)
     for got, want in zip(
