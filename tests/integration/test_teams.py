@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api, Worker
+from tests.conftest import Api, Worker, counting_queries
 from tests.integration.test_redblue import (
     PLAIN,
     WEAK,
@@ -98,6 +98,14 @@ def test_three_members_share_one_quota_and_one_board_row(
     # Every member sees who submitted each of the team's attempts, in lists and the export.
     listed_attempts = api.request("GET", f"/v1/challenges/{cid}/attempts", key).json()["items"]
     assert {a["id"]: a["submitted_by"] for a in listed_attempts} == submitters
+    # The members' handles are read with the page, not one query per attempt.
+    statements = []
+    for limit in (1, 4):
+        with counting_queries() as ran:
+            page = api.request("GET", f"/v1/challenges/{cid}/attempts?limit={limit}", key)
+            assert len(page.json()["items"]) == limit
+        statements.append(len(ran))
+    assert statements[0] == statements[1]
     by_member = api.request("GET", "/v1/attempts?participant=squad", key).json()["items"]
     assert sorted(a["submitted_by"] for a in by_member) == ["alice", "bob", "carol"]
     exported = api.request("GET", f"/v1/challenges/{cid}/exports/attempts?format=csv", key)
