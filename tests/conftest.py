@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,26 @@ def stack() -> Iterator[Stack]:
         written = list(broker.scan_iter(match=TEST_SETTINGS["GAUNTLET_REDIS_KEY_PREFIX"] + "*"))
         if written:
             broker.delete(*written)
+
+
+@contextmanager
+def counting_queries() -> Iterator[list[str]]:
+    """The SQL statements the in-process server (`api_url`) runs meanwhile."""
+    from sqlalchemy import event
+
+    from app.db import get_engine
+
+    statements: list[str] = []
+
+    def count(*args: Any) -> None:
+        statements.append(str(args[2]))
+
+    engine = get_engine()
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
 
 
 class ServerThread:

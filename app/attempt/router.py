@@ -112,6 +112,7 @@ def _submit_in(
         None,
         caller.audience,
         sealed=sealed,
+        submitted_by=submission.submitted_by,
     )
     return Response(
         view.model_dump_json(),

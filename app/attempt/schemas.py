@@ -98,7 +98,11 @@ class AttemptRead(OutputSchema):
     id: uuid.UUID
     challenge_id: uuid.UUID
     participant_id: uuid.UUID
-    participant: str
+    participant: str = Field(description="The participant's handle, or the team's name.")
+    submitted_by: str | None = Field(
+        description="A team's entry: the handle of the member who submitted it "
+        "(`participant` is the team's name); null for a participant playing alone.",
+    )
     status: AttemptStatus
     prompt: str | None
     model_spec: dict[str, Any] | None = Field(

@@ -57,7 +57,7 @@ from app.errors import (
 from app.storable import SERVED_SECTION_CHARS, bounded_value
 from app.team.service import player_id
 from app.tenant.service import (
-    handle_of,
+    entry_names,
     handles,
     lock_participant,
     participant_by_handle,
@@ -85,6 +85,8 @@ class StoredSubmission(NamedTuple):
     participant_handle: str
     # The challenge's kind (the label of the attempt in the service's metrics).
     kind: str
+    # A team's entry: the handle of the member who submitted it; None for one playing alone.
+    submitted_by: str | None
 
 
 def _fingerprint(
@@ -121,12 +123,13 @@ def _replayed(
     fingerprint: str,
     handle: str,
     kind: str,
+    submitted_by: str | None,
 ) -> StoredSubmission:
     attempt = _replay(existing, challenge_id, fingerprint)
     now = utcnow()
     stalled = now - timedelta(seconds=get_settings().queued_requeue_seconds)
     send = repo.mark_resent_if_stalled(attempt.id, now, stalled)
-    return StoredSubmission(attempt, False, send, handle, kind)
+    return StoredSubmission(attempt, False, send, handle, kind, submitted_by)
 
 
 def submission_target(
@@ -181,6 +184,13 @@ def entry_player(
 def shown_handle(target: SubmissionTarget, handle_given: str | None) -> str:
     """The name a replayed submission answers with: its team's, or its participant's."""
     return target.team_name or target.participant_handle or handle_given or ""
+
+
+def shown_submitter(target: SubmissionTarget, submitted_by_id: uuid.UUID | None) -> str | None:
+    """The member a submission's answer names as the submitter of a team's entry: the handle
+    the submission named (a replay's fingerprint covers that handle, so it is the member who
+    stored the entry), as first spelled; None for an entry of a participant playing alone."""
+    return None if submitted_by_id is None else target.participant_handle
 
 
 def _refuse_no_attempts(kind: ChallengeKind, target: SubmissionTarget, body: AttemptCreate) -> None:
@@ -385,7 +395,10 @@ def _submit(
         if existing is not None:
             # The fingerprint covers the handle as sent, so it named this participant.
             handle = shown_handle(challenge, body.participant)
-            return _replayed(repo, existing, challenge_id, fingerprint, handle, challenge.kind)
+            submitter = shown_submitter(challenge, existing.submitted_by_id)
+            return _replayed(
+                repo, existing, challenge_id, fingerprint, handle, challenge.kind, submitter
+            )
     if body.participant is None:
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
     now = utcnow()
@@ -414,14 +427,16 @@ def _submit(
         submitted_by_id=player.submitted_by_id,
     )
     if repo.insert_new(attempt):
-        return StoredSubmission(attempt, True, True, handle, challenge.kind)
+        submitter = shown_submitter(challenge, attempt.submitted_by_id)
+        return StoredSubmission(attempt, True, True, handle, challenge.kind, submitter)
     # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
     assert idempotency_key is not None
     existing = repo.by_idempotency_key(idempotency_key)
     if existing is None:
         raise RuntimeError(f"Idempotency-Key {idempotency_key!r} conflicted, yet no attempt has it")
     replayed = _replay(existing, challenge_id, fingerprint)
-    return StoredSubmission(replayed, False, False, handle, challenge.kind)
+    submitter = shown_submitter(challenge, replayed.submitted_by_id)
+    return StoredSubmission(replayed, False, False, handle, challenge.kind, submitter)
 
 
 def rerun_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -> Attempt:
@@ -513,12 +528,14 @@ def to_view(
     audience: Audience,
     *,
     sealed: bool,
+    submitted_by: str | None,
 ) -> AttemptRead:
     """What a reader sees of an attempt of a challenge of this kind: its submission as the
     kind shows it (`AttemptKind.shown`); tenant admins also get the full reason of an error,
     the spend and every trial's hidden parts; `sealed`: whether the reader sees its
     challenge's sealed results (`sealed_shown`: its measures on a private part; `trials`
-    come already chosen). The one place that decides it."""
+    come already chosen); `submitted_by`: the member who submitted a team's entry. The one
+    place that decides it."""
     full = audience is Audience.ADMIN
     trial_views = None if trials is None else [trial_view(t, audience) for t in trials]
     shown = kind_as(kind, AttemptKind).shown(attempt.kind_fields)
@@ -527,6 +544,7 @@ def to_view(
         challenge_id=attempt.challenge_id,
         participant_id=attempt.participant_id,
         participant=handle,
+        submitted_by=submitted_by,
         status=attempt.status,
         prompt=shown.prompt,
         model_spec=shown.model_spec,
@@ -565,12 +583,20 @@ def read_attempt(session: Session, reader: TenantKey, attempt_id: uuid.UUID) -> 
     if found is None:
         raise NotFound("attempt not found")
     attempt, kind, closes_at = found
-    handle = handle_of(session, reader.tenant_id, attempt.entrant_id)
+    names = entry_names(session, reader.tenant_id, [(attempt.entrant_id, attempt.submitted_by_id)])
     # Read with the attempt: a polled read pays no query for it.
     sealed = sealed_shown(closes_at, reader.audience)
     with_trials = kind_as(kind, AttemptKind).reads_show_trials
     trials = repo.trials(attempt.id, with_sealed=sealed) if with_trials else None
-    return to_view(attempt, kind, handle, trials, reader.audience, sealed=sealed)
+    return to_view(
+        attempt,
+        kind,
+        names.of(attempt.entrant_id),
+        trials,
+        reader.audience,
+        sealed=sealed,
+        submitted_by=names.submitter(attempt.submitted_by_id),
+    )
 
 
 def _sealed_shown(session: Session, reader: TenantKey, challenge_id: uuid.UUID) -> bool:
@@ -638,7 +664,7 @@ def list_attempts(
 def _list_views(session: Session, reader: TenantKey, rows: Sequence[Attempt]) -> list[AttemptRead]:
     """Attempts as a reader sees them in lists (no trials)."""
     tenant_id = reader.tenant_id
-    named = handles(session, tenant_id, list({a.entrant_id for a in rows}))
+    names = entry_names(session, tenant_id, [(a.entrant_id, a.submitted_by_id) for a in rows])
     challenge_ids = {a.challenge_id for a in rows}
     shown = sealed_shown_of(session, tenant_id, challenge_ids, reader.audience)
     kinds = kinds_of(session, tenant_id, challenge_ids)
@@ -646,10 +672,11 @@ def _list_views(session: Session, reader: TenantKey, rows: Sequence[Attempt]) ->
         to_view(
             a,
             kinds[a.challenge_id],
-            named.get(a.entrant_id, ""),
+            names.of(a.entrant_id),
             None,
             reader.audience,
             sealed=a.challenge_id in shown,
+            submitted_by=names.submitter(a.submitted_by_id),
         )
         for a in rows
     ]
@@ -732,9 +759,7 @@ def trials_in_order(
 def rerun_view(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> AttemptRead:
     """Re-runs an attempt that ended in error (see `rerun_attempt`); returns the admin's view."""
     attempt = rerun_attempt(work, admin.tenant_id, attempt_id)
-    handle = handle_of(work.session, admin.tenant_id, attempt.entrant_id)
-    kinds = kinds_of(work.session, admin.tenant_id, [attempt.challenge_id])
-    return to_view(attempt, kinds[attempt.challenge_id], handle, None, admin.audience, sealed=True)
+    return _list_views(work.session, admin, [attempt])[0]
 
 
 # Reads of the web UI (a participant's own attempts; a tenant admin's overview) -----------------

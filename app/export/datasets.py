@@ -55,8 +55,13 @@ ATTEMPTS = Dataset(
     "(JSON lines without `trials`: they are the trials export).",
     columns=(
         Column("id", "The attempt's id."),
-        Column("participant", "The participant's handle."),
-        Column("participant_id", "The participant's id."),
+        Column("participant", "The participant's handle, or the team's name."),
+        Column("participant_id", "The participant's id (the team's, for a team's entry)."),
+        Column(
+            "submitted_by",
+            "A team's entry: the handle of the member who submitted it; empty for a "
+            "participant playing alone.",
+        ),
         Column("status", "queued, running, completed or error."),
         # The attempt read's `prompt` and `model_spec`: its stored fields as its kind shows
         # them (`AttemptKind.shown`), so these columns name no kind's storage.

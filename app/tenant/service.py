@@ -4,6 +4,7 @@ signs in."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
@@ -160,6 +161,32 @@ def handles(
 
 def handle_of(session: Session, tenant_id: uuid.UUID, participant_id: uuid.UUID) -> str:
     return handles(session, tenant_id, [participant_id]).get(participant_id, "")
+
+
+@dataclass(frozen=True)
+class EntryNames:
+    """The handles of entries' participants and of the members who submitted a team's
+    entries (`submitted_by_id`), read together."""
+
+    named: dict[uuid.UUID, str]
+
+    def of(self, participant_id: uuid.UUID) -> str:
+        return self.named.get(participant_id, "")
+
+    def submitter(self, submitted_by_id: uuid.UUID | None) -> str | None:
+        """The member's handle; None for an entry of a participant playing alone."""
+        return None if submitted_by_id is None else self.named.get(submitted_by_id)
+
+
+def entry_names(
+    session: Session,
+    tenant_id: uuid.UUID,
+    entries: Iterable[tuple[uuid.UUID, uuid.UUID | None]],
+) -> EntryNames:
+    """The names of entries given as (participant id, submitted-by id) pairs: one query for
+    a whole page of them."""
+    ids = {name for pair in entries for name in pair if name is not None}
+    return EntryNames(handles(session, tenant_id, list(ids)))
 
 
 def register_participant(

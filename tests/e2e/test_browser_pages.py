@@ -246,12 +246,20 @@ def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[
     wait_for(api, key, f"/v1/test-runs/{test_run['id']}", finished)
 
     # Teams: alice plays one challenge in a team with the long-handled rival (its section
-    # lists the members), and may make or join one in another (its forms).
+    # lists the members; the rival's attempt is the team's, its card and page naming him),
+    # and may make or join one in another (its forms).
     teamed = api.create_challenge(key, title="Teamed", limits={"max_team_size": 3})
     teams = f"/v1/challenges/{teamed['id']}/teams"
     team = _post(api, key, teams, {"participant": "alice", "name": "alices-" + "x" * 40})
     joined = {"participant": LONG_HANDLE, "invite_code": team["invite_code"]}
     _post(api, key, f"{teams}/join", joined)
+    team_attempt = _post(
+        api,
+        key,
+        f"/v1/challenges/{teamed['id']}/attempts",
+        {"prompt": LONG_PROMPT, "participant": LONG_HANDLE},
+    )
+    api.wait_finished(key, team_attempt["id"])
     team_forms = api.create_challenge(key, title="Teams welcome", limits={"max_team_size": 3})
 
     # A deleted challenge, for the console's deleted challenges and its purge page.
@@ -280,6 +288,7 @@ def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[
         "match": match_id,
         "deleted": deleted["id"],
         "teamed": teamed,
+        "team_attempt": team_attempt["id"],
         "team_forms": team_forms,
     }
     for opened in contexts:
@@ -317,6 +326,7 @@ def pages_to_visit(world: dict[str, Any]) -> list[tuple[str, str]]:
         ("participant", f"{red_blue}/matches/{world['match']}"),
         ("participant", f"{t}/account"),
         ("participant", f"{t}/challenges/{world['teamed']['slug']}"),
+        ("participant", f"{t}/attempts/{world['team_attempt']}"),
         ("participant", f"{t}/challenges/{world['team_forms']['slug']}"),
         ("admin", f"{t}/admin"),
         ("admin", f"{t}/admin/participants"),

@@ -8,13 +8,12 @@ import html
 import re
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from tests.conftest import Api, Worker
+from tests.conftest import Api, Worker, counting_queries
 from tests.e2e.conftest import WebClient, create_tenant
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 
@@ -802,26 +801,6 @@ def test_the_model_spec_form_explains_refusals_and_keeps_what_was_typed(
         "temperature": 0.7,
         "system_prompt": "Grid only.",
     }
-
-
-@contextmanager
-def counting_queries() -> Iterator[list[str]]:
-    """The SQL statements the in-process server runs meanwhile."""
-    from sqlalchemy import event
-
-    from app.db import get_engine
-
-    statements: list[str] = []
-
-    def count(*args: Any) -> None:
-        statements.append(str(args[2]))
-
-    engine = get_engine()
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
 
 
 def test_benchmark_pages_show_the_curves_the_tasks_and_never_an_answer_key(

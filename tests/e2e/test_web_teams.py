@@ -61,10 +61,14 @@ def test_members_make_and_join_a_team_and_share_its_attempts_and_row(
     attempt_id = re.search(r"#attempt-([0-9a-f-]{36})", submitted.headers["location"])
     assert attempt_id
     api.wait_finished(key, attempt_id.group(1))
-    # Ann sees Ben's attempt (the team's) and may open it; the board row lists both.
+    # Ann sees Ben's attempt (the team's), its card saying Ben submitted it, and may open it;
+    # the board row lists both.
     seen = ann.get(page).text
-    assert attempt_id.group(1) in seen
-    assert ann.get(f"/t/{slug}/attempts/{attempt_id.group(1)}").status_code == 200
+    card = _card(seen, attempt_id.group(1))
+    assert f'<span class="muted small submitted-by">by ben{suffix}</span>' in card
+    opened = ann.get(f"/t/{slug}/attempts/{attempt_id.group(1)}")
+    assert opened.status_code == 200
+    assert f'<span class="muted small submitted-by">by ben{suffix}</span>' in opened.text
     assert cat.get(f"/t/{slug}/attempts/{attempt_id.group(1)}").status_code == 404
     board = ann.get(f"{page}/leaderboard").text
     assert f"(ann{suffix}, ben{suffix})" in board
@@ -76,6 +80,11 @@ def test_members_make_and_join_a_team_and_share_its_attempts_and_row(
     assert left.status_code == 409 and "stay" in html.unescape(left.text)
 
 
+def _card(page: str, attempt_id: str) -> str:
+    start = page.index(f'id="attempt-{attempt_id}"')
+    return page[start : page.index("</article>", start)]
+
+
 def test_a_challenge_without_teams_shows_no_team_section(api: Api, web_client: Clients) -> None:
     owner: dict[str, Any] = create_tenant(api)
     challenge = api.create_challenge(owner["api_key"], visibility="public")
@@ -84,6 +93,10 @@ def test_a_challenge_without_teams_shows_no_team_section(api: Api, web_client: C
     assert 'id="team-title"' not in client.get(page).text
     refused = client.post_form(f"{page}/team", {"name": "x"}, token_from=page)
     assert refused.status_code == 409 and "individually" in html.unescape(refused.text)
+    # A participant playing alone submits their own attempts: the card names no submitter.
+    assert client.submit(owner["slug"], challenge["slug"], "PWNED").status_code == 303
+    shown = client.get(page).text
+    assert "attempt-card" in shown and "submitted-by" not in shown
 
 
 def test_red_blue_members_see_their_team_s_entries_texts_and_board_row(
@@ -110,5 +123,8 @@ def test_red_blue_members_see_their_team_s_entries_texts_and_board_row(
     entries = region(body, "rb-entries")
     # Ben sees the team's defense, Ann's text included: it is his team's own.
     assert f'id="defense-{defense_id}"' in entries
+    defense = entries[entries.index(f'id="defense-{defense_id}"') :]
+    defense = defense[: defense.index("</article>")]
+    assert f'<span class="muted small submitted-by">by ann{suffix}</span>' in defense
     assert "Never say: BANANA" in html.unescape(entries)
     assert 'data-left="defense">49 defenses left today<' in ben.get(f"{base}?side=blue").text

@@ -4,6 +4,8 @@ the rules docs/teams.md states, and a team is its tenant's only."""
 
 from __future__ import annotations
 
+import csv
+import io
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +17,7 @@ from sqlalchemy import text
 from app.db import get_engine, get_sessionmaker
 from app.team.service import leave_team
 from app.tenant.service import lock_participant
-from tests.conftest import Api, Worker
+from tests.conftest import Api, Worker, counting_queries
 from tests.integration.test_redblue import (
     PLAIN,
     WEAK,
@@ -75,12 +77,17 @@ def test_three_members_share_one_quota_and_one_board_row(
     assert [m["participant"] for m in joined.json()["members"]] == ["alice", "bob", "carol"]
 
     attempts = []
-    for who in ("alice", "bob", "carol"):
-        submitted = api.submit(key, cid, "PWNED", who)
+    # Carol names herself in capitals: the entry names her as her handle is spelled.
+    for who in ("alice", "bob", "CAROL"):
+        submitted = api.submit(key, cid, "PWNED", who, headers={"Idempotency-Key": f"k-{who}"})
         assert submitted.status_code == 202, submitted.text
         assert submitted.json()["participant"] == "squad"
+        assert submitted.json()["submitted_by"] == who.lower()
         attempts.append(submitted.json())
     assert len({a["participant_id"] for a in attempts}) == 1
+    replayed = api.submit(key, cid, "PWNED", "bob", headers={"Idempotency-Key": "k-bob"})
+    assert replayed.json()["id"] == attempts[1]["id"]
+    assert replayed.json()["submitted_by"] == "bob"
     # The limit counts the team's attempts, whichever member submits the fourth.
     assert "attempt limit reached" in refusal(api.submit(key, cid, "PWNED", "alice"), 409)
     left = api.request("GET", f"/v1/challenges/{cid}/attempts/left?participant=bob", key)
@@ -88,8 +95,30 @@ def test_three_members_share_one_quota_and_one_board_row(
     # A participant playing alone has a quota of their own.
     alone = api.submit(key, cid, "PWNED", "dave-x")
     assert alone.status_code == 202 and alone.json()["participant"] == "dave-x"
-    for attempt in [*attempts, alone.json()]:
-        assert api.wait_finished(key, attempt["id"])["status"] == "completed"
+    assert alone.json()["submitted_by"] is None
+    submitters = {a["id"]: who for a, who in zip(attempts, ("alice", "bob", "carol"), strict=True)}
+    submitters[alone.json()["id"]] = None
+    for attempt_id, who in submitters.items():
+        read = api.wait_finished(key, attempt_id)
+        assert read["status"] == "completed"
+        assert read["submitted_by"] == who
+    # Every member sees who submitted each of the team's attempts, in lists and the export.
+    listed_attempts = api.request("GET", f"/v1/challenges/{cid}/attempts", key).json()["items"]
+    assert {a["id"]: a["submitted_by"] for a in listed_attempts} == submitters
+    # The members' handles are read with the page, not one query per attempt.
+    statements = []
+    for limit in (1, 4):
+        with counting_queries() as ran:
+            page = api.request("GET", f"/v1/challenges/{cid}/attempts?limit={limit}", key)
+            assert len(page.json()["items"]) == limit
+        statements.append(len(ran))
+    assert statements[0] == statements[1]
+    by_member = api.request("GET", "/v1/attempts?participant=squad", key).json()["items"]
+    assert sorted(a["submitted_by"] for a in by_member) == ["alice", "bob", "carol"]
+    exported = api.request("GET", f"/v1/challenges/{cid}/exports/attempts?format=csv", key)
+    assert exported.status_code == 200, exported.text
+    table = list(csv.DictReader(io.StringIO(exported.text)))
+    assert {row["id"]: row["submitted_by"] or None for row in table} == submitters
 
     items = api.request("GET", f"/v1/challenges/{cid}/leaderboard", key).json()["items"]
     rows = {item["participant"]: item for item in items}
@@ -220,6 +249,29 @@ def test_a_member_s_attack_never_meets_a_teammate_s_defense(
     blue = {item["participant"]: item for item in board(api, key, cid, "blue")["items"]}
     assert red["blues"]["members"] == ["alice", "bob"] and red["dave"]["members"] is None
     assert blue["blues"]["members"] == ["alice", "bob"] and blue["carol"]["members"] is None
+
+    # Each team entry names the member who submitted it; one played alone names no one.
+    assert (ours["submitted_by"], theirs["submitted_by"]) == ("alice", None)
+    assert (mine["submitted_by"], other["submitted_by"]) == ("bob", None)
+    for name, expected in (
+        ("defenses", {ours["id"]: "alice", theirs["id"]: None}),
+        ("attacks", {mine["id"]: "bob", other["id"]: None}),
+    ):
+        exported = api.request("GET", f"/v1/challenges/{cid}/exports/{name}?format=csv", key)
+        assert exported.status_code == 200, exported.text
+        table = csv.DictReader(io.StringIO(exported.text))
+        assert {row["id"]: row["submitted_by"] or None for row in table} == expected
+    # The submission's own answer names the member too, and so does its replay.
+    for _ in range(2):
+        answer = api.request(
+            "POST",
+            f"/v1/challenges/{cid}/defenses",
+            key,
+            json={"participant": "Bob", "system_prompt": WEAK},
+            headers={"Idempotency-Key": "bob-defends"},
+        )
+        assert answer.status_code == 202, answer.text
+        assert (answer.json()["participant"], answer.json()["submitted_by"]) == ("blues", "bob")
 
 
 def wait_for_a_lock_waiter(deadline_s: float = 30.0) -> None:

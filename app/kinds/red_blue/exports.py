@@ -53,7 +53,12 @@ DEFENSES = Dataset(
     description="Every defense, oldest first, as GET /v1/defenses/{id} answers it.",
     columns=(
         Column("id", "The defense's id."),
-        Column("participant", "The blue participant's handle."),
+        Column("participant", "The blue participant's handle, or the team's name."),
+        Column(
+            "submitted_by",
+            "A team's entry: the handle of the member who submitted it; empty for a "
+            "participant playing alone.",
+        ),
         Column("status", "pending, active (self-test passed), rejected or error."),
         Column("system_prompt", "The defense: the system prompt the target answers behind."),
         Column("reason", "Why it was rejected, or why its self-test failed."),
@@ -74,7 +79,12 @@ ATTACKS = Dataset(
     description="Every attack, oldest first, as GET /v1/attacks/{id} answers it.",
     columns=(
         Column("id", "The attack's id."),
-        Column("participant", "The red participant's handle."),
+        Column("participant", "The red participant's handle, or the team's name."),
+        Column(
+            "submitted_by",
+            "A team's entry: the handle of the member who submitted it; empty for a "
+            "participant playing alone.",
+        ),
         Column("status", "pending until paired, then paired."),
         Column("prompt", "The attack: the user message sent to the target."),
         Column("created_at", "Submitted (ISO 8601, UTC)."),

@@ -53,7 +53,7 @@ def post_defense(
     work.commit()
     entry = submitted.entry
     response.headers.update(accepted_headers(f"/v1/defenses/{entry.id}", submitted.created))
-    return service.defense_view(entry, submitted.participant_handle, service.reader_of(caller))  # type: ignore[arg-type]
+    return service.defense_view(entry, submitted.names, service.reader_of(caller))  # type: ignore[arg-type]
 
 
 @router.get("/defenses/{defense_id}")
@@ -95,7 +95,7 @@ def post_attack(
     work.commit()
     entry = submitted.entry
     response.headers.update(accepted_headers(f"/v1/attacks/{entry.id}", submitted.created))
-    return service.attack_view(entry, submitted.participant_handle, service.reader_of(caller))  # type: ignore[arg-type]
+    return service.attack_view(entry, submitted.names, service.reader_of(caller))  # type: ignore[arg-type]
 
 
 @router.get("/attacks/{attack_id}")

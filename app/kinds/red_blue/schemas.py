@@ -78,7 +78,11 @@ class MatchCounts(OutputSchema):
 class DefenseRead(OutputSchema):
     id: uuid.UUID
     challenge_id: uuid.UUID
-    participant: str
+    participant: str = Field(description="The participant's handle, or the team's name.")
+    submitted_by: str | None = Field(
+        description="A team's entry: the handle of the member who submitted it "
+        "(`participant` is the team's name); null for a participant playing alone.",
+    )
     status: DefenseStatus
     system_prompt: str | None = Field(
         description="Tenant keys and the defense's own participant only; null otherwise."
@@ -98,7 +102,11 @@ class DefenseRead(OutputSchema):
 class AttackRead(OutputSchema):
     id: uuid.UUID
     challenge_id: uuid.UUID
-    participant: str
+    participant: str = Field(description="The participant's handle, or the team's name.")
+    submitted_by: str | None = Field(
+        description="A team's entry: the handle of the member who submitted it "
+        "(`participant` is the team's name); null for a participant playing alone.",
+    )
     prompt: str | None = Field(
         description="Tenant keys and the attack's own participant only; null otherwise."
     )

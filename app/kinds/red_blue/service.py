@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from sqlalchemy.orm import Session
 
 from app.attempt.repository import SubmissionTarget
-from app.attempt.service import entry_player, shown_handle, submission_target
+from app.attempt.service import entry_player, shown_handle, shown_submitter, submission_target
 from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
 from app.challenge.config import LimitsConfig
 from app.challenge.limits import Left, left_under, refuse_when_none_left
@@ -55,7 +55,13 @@ from app.kinds.red_blue.schemas import (
 from app.leaderboard.freeze import read_as_seen
 from app.leaderboard.models import BoardFreeze
 from app.team.service import member_handles, player_id, players_at, team_of
-from app.tenant.service import handle_of, handles, lock_participant, participant_by_handle
+from app.tenant.service import (
+    EntryNames,
+    entry_names,
+    handles,
+    lock_participant,
+    participant_by_handle,
+)
 from app.unit_of_work import UnitOfWork
 
 KIND_NAME = "red_blue"
@@ -124,6 +130,16 @@ class EntrySubmission:
     entry: Defense | Attack
     created: bool
     participant_handle: str
+    # A team's entry: the handle of the member who submitted it; None for one playing alone.
+    submitted_by: str | None
+
+    @property
+    def names(self) -> EntryNames:
+        """Its participant's and submitter's handles, as the submission found them."""
+        named = {self.entry.participant_id: self.participant_handle}
+        if self.entry.submitted_by_id is not None and self.submitted_by is not None:
+            named[self.entry.submitted_by_id] = self.submitted_by
+        return EntryNames(named)
 
 
 def not_red_blue(challenge_kind: str, field: str, what: str) -> ValidationFailed:
@@ -228,7 +244,7 @@ def _submit(
         entry = Attack(**common, prompt=body.prompt)
     if repo.insert_entry(entry):
         work.send_after_commit(SELF_TEST if is_defense else PAIR_ATTACK, str(entry.id))
-        return EntrySubmission(entry, True, handle)
+        return EntrySubmission(entry, True, handle, shown_submitter(target, entry.submitted_by_id))
     # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
     assert idempotency_key is not None
     existing = by_key(idempotency_key)
@@ -249,7 +265,12 @@ def _replay(
             "this Idempotency-Key was already used for a different request; "
             "use a new key for a new submission"
         )
-    return EntrySubmission(existing, False, shown_handle(target, handle_given))
+    return EntrySubmission(
+        existing,
+        False,
+        shown_handle(target, handle_given),
+        shown_submitter(target, existing.submitted_by_id),
+    )
 
 
 def entrants(
@@ -293,13 +314,19 @@ def _counts(counts: Mapping[MatchStatus, int]) -> MatchCounts:
 
 
 def defense_view(
-    defense: Defense, handle: str, reader: Reader, counts: Mapping[MatchStatus, int] | None = None
+    defense: Defense,
+    names: EntryNames,
+    reader: Reader,
+    counts: Mapping[MatchStatus, int] | None = None,
 ) -> DefenseRead:
+    """A defense as the reader sees it; `names` hold its participant's and its submitter's
+    handles (`entry_names`)."""
     texts = reader.sees_texts_of(defense.participant_id)
     return DefenseRead(
         id=defense.id,
         challenge_id=defense.challenge_id,
-        participant=handle,
+        participant=names.of(defense.participant_id),
+        submitted_by=names.submitter(defense.submitted_by_id),
         status=defense.status,
         system_prompt=defense.system_prompt if texts else None,
         reason=defense.reason,
@@ -314,12 +341,17 @@ def defense_view(
 
 
 def attack_view(
-    attack: Attack, handle: str, reader: Reader, counts: Mapping[MatchStatus, int] | None = None
+    attack: Attack,
+    names: EntryNames,
+    reader: Reader,
+    counts: Mapping[MatchStatus, int] | None = None,
 ) -> AttackRead:
+    """An attack as the reader sees it; `names` as `defense_view`'s."""
     return AttackRead(
         id=attack.id,
         challenge_id=attack.challenge_id,
-        participant=handle,
+        participant=names.of(attack.participant_id),
+        submitted_by=names.submitter(attack.submitted_by_id),
         prompt=attack.prompt if reader.sees_texts_of(attack.participant_id) else None,
         status="paired" if attack.paired_at is not None else "pending",
         created_at=attack.created_at,
@@ -374,6 +406,11 @@ def _named(session: Session, tenant_id: uuid.UUID, matches: list[Match]) -> dict
     return handles(session, tenant_id, list(ids))
 
 
+def _entrant(entry: Defense | Attack) -> tuple[uuid.UUID, uuid.UUID | None]:
+    """Whose entry it is and which member submitted it (`entry_names`)."""
+    return entry.participant_id, entry.submitted_by_id
+
+
 # Reads (tenant keys and signed-in participants) ---------------------------------------------
 
 
@@ -384,9 +421,9 @@ def read_defense(
     defense = repo.defense(defense_id)
     if defense is None:
         raise NotFound("defense not found")
-    handle = handle_of(session, subject.tenant_id, defense.participant_id)
+    names = entry_names(session, subject.tenant_id, [_entrant(defense)])
     counts = repo.match_counts(Match.defense_id, defense.id)
-    return defense_view(defense, handle, reader_at(session, subject, defense.challenge_id), counts)
+    return defense_view(defense, names, reader_at(session, subject, defense.challenge_id), counts)
 
 
 def read_attack(
@@ -396,9 +433,9 @@ def read_attack(
     attack = repo.attack(attack_id)
     if attack is None:
         raise NotFound("attack not found")
-    handle = handle_of(session, subject.tenant_id, attack.participant_id)
+    names = entry_names(session, subject.tenant_id, [_entrant(attack)])
     counts = repo.match_counts(Match.attack_id, attack.id)
-    return attack_view(attack, handle, reader_at(session, subject, attack.challenge_id), counts)
+    return attack_view(attack, names, reader_at(session, subject, attack.challenge_id), counts)
 
 
 def _red_blue_challenge(challenge: Challenge) -> Challenge:
@@ -548,11 +585,13 @@ def participant_entries(
     column), as the subject may see them."""
     repo = RedBlueRepository(session, subject.tenant_id)
     defenses, attacks = repo.entries_of(challenge_id, participant_id, limit=limit)
-    handle = handle_of(session, subject.tenant_id, participant_id)
+    names = entry_names(
+        session, subject.tenant_id, [*map(_entrant, defenses), *map(_entrant, attacks)]
+    )
     reader = reader_at(session, subject, challenge_id)
     return (
-        [defense_view(d, handle, reader) for d in defenses],
-        [attack_view(a, handle, reader) for a in attacks],
+        [defense_view(d, names, reader) for d in defenses],
+        [attack_view(a, names, reader) for a in attacks],
     )
 
 
@@ -627,8 +666,8 @@ def rerun_defense(work: UnitOfWork, admin: TenantKey, defense_id: uuid.UUID) -> 
         )
     repo.requeue_defense(defense, utcnow())
     work.send_after_commit(SELF_TEST, str(defense.id))
-    handle = handle_of(work.session, admin.tenant_id, defense.participant_id)
-    return defense_view(defense, handle, reader_of(admin))
+    names = entry_names(work.session, admin.tenant_id, [_entrant(defense)])
+    return defense_view(defense, names, reader_of(admin))
 
 
 # Boards -------------------------------------------------------------------------------------
@@ -911,10 +950,10 @@ def defenses_in_order(
     answers it (its match counts included)."""
     repo = RedBlueRepository(session, reader.tenant_id)
     rows: list[Defense] = repo.in_created_order(Defense, challenge_id, after, limit)
-    named = handles(session, reader.tenant_id, list({d.participant_id for d in rows}))
+    names = entry_names(session, reader.tenant_id, [_entrant(d) for d in rows])
     counts = repo.match_counts_of(Match.defense_id, [d.id for d in rows])
     view = reader_of(reader)
-    items = [defense_view(d, named.get(d.participant_id, ""), view, counts[d.id]) for d in rows]
+    items = [defense_view(d, names, view, counts[d.id]) for d in rows]
     return items, _created_cursor(rows)
 
 
@@ -930,10 +969,10 @@ def attacks_in_order(
     answers it."""
     repo = RedBlueRepository(session, reader.tenant_id)
     rows: list[Attack] = repo.in_created_order(Attack, challenge_id, after, limit)
-    named = handles(session, reader.tenant_id, list({a.participant_id for a in rows}))
+    names = entry_names(session, reader.tenant_id, [_entrant(a) for a in rows])
     counts = repo.match_counts_of(Match.attack_id, [a.id for a in rows])
     view = reader_of(reader)
-    items = [attack_view(a, named.get(a.participant_id, ""), view, counts[a.id]) for a in rows]
+    items = [attack_view(a, names, view, counts[a.id]) for a in rows]
     return items, _created_cursor(rows)
 
 

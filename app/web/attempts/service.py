@@ -23,6 +23,7 @@ from app.scoring.strategies import Strategy
 from app.storable import encodable
 from app.team.service import player_id
 from app.tenant.models import Participant, Tenant
+from app.tenant.service import entry_names
 from app.web.formatting import detail_text, float_or_none, int_or_none
 from app.web.visitors import visible_visibilities
 from app.web.web_kind import WebKind
@@ -191,9 +192,17 @@ def attempt_cards(
         if kind.cards_show_trials
         else {}
     )
+    # A team's cards say which member submitted each (every member sees them all).
+    names = entry_names(session, tenant_id, [(a.entrant_id, a.submitted_by_id) for a in attempts])
     views = [
         attempt_service.to_view(
-            a, challenge.kind, handle, trials.get(a.id, []), Audience.PARTICIPANT, sealed=sealed
+            a,
+            challenge.kind,
+            handle,
+            trials.get(a.id, []),
+            Audience.PARTICIPANT,
+            sealed=sealed,
+            submitted_by=names.submitter(a.submitted_by_id),
         )
         for a in attempts
     ]

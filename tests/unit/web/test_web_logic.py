@@ -256,6 +256,7 @@ def _benchmark_view(status: str, **fields: Any) -> Any:
         "challenge_id": uuid.uuid4(),
         "participant_id": uuid.uuid4(),
         "participant": "ada",
+        "submitted_by": None,
         "status": status,
         "prompt": None,
         "model_spec": {"model": "offline/solver-sim", "temperature": 0.7, "system_prompt": None},
