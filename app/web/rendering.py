@@ -70,6 +70,15 @@ class PageError(Exception):
         self.message = message
 
 
+class Answer(Exception):
+    """Ends a request with this response: what a page's opening decides in place of the page
+    (the admin sign-in for a visitor without admin access), so no route repeats the check."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__("answered by the page's opening")
+        self.response = response
+
+
 def not_found() -> PageError:
     return PageError(
         404,
@@ -251,6 +260,8 @@ class HtmlRoute(ApiRoute):
             started = time.perf_counter()
             try:
                 response = await handler(request)
+            except Answer as exc:
+                response = exc.response
             except PageError as exc:
                 response = error_page(request, exc.status_code, exc.title, exc.message)
             except AppError as exc:

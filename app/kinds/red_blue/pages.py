@@ -288,8 +288,6 @@ def admin_match_page(
     button for a match in error), of any challenge of the tenant. Under the admin pages
     because the admin cookie is sent there only; signed out, the admin signs in first."""
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     tenant = visit.tenant
     try:
         match = service.read_match(session, visit.subject, match_id)

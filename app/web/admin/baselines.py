@@ -129,8 +129,6 @@ def baselines(
     """The forms that submit a baseline of the challenge's kind (after one is submitted,
     `submitted` is its handle: the page links its entries and the board)."""
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     challenge = _challenge(session, visit, challenge_id)
     # Only a handle of the tenant's: an address cannot make the page claim a submission.
     if submitted is not None:

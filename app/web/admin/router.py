@@ -46,7 +46,7 @@ from app.web.admin import service
 from app.web.admin.visits import AdminVisit, admin_form, admin_page_visit
 from app.web.challenges.router import form_fields
 from app.web.forms import error_field
-from app.web.rendering import HtmlRoute, not_found, page, redirect
+from app.web.rendering import Answer, HtmlRoute, not_found, page, redirect
 from app.web.run_forms import RunListing, run_body, run_fields, run_list_response
 from app.web.visitors import CsrfField, ListPage, pages_of, require_csrf, tenant_url, visitor
 from app.web.visitors import notice as notice_text
@@ -84,8 +84,6 @@ def admin(
     tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
 ) -> Response:
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     return _dashboard(visit, session, notice=notice_text(notice))
 
 
@@ -138,8 +136,6 @@ def admin_participants(
 ) -> Response:
     """The tenant's participants by handle (those starting with `q`), with their activity."""
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     prefix = q.strip()
     rows, total = service.participant_rows(
         session, visit.tenant.id, page=page_number, handle_prefix=prefix or None
@@ -167,8 +163,6 @@ def admin_participant(
     """One participant: where they stand in each challenge (every kind's entries), and their
     attempts in every challenge, newest first."""
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     tenant_id = visit.tenant.id
     shown = tenants.participant_by_handle(session, tenant_id, handle)
     if shown is None:
@@ -230,8 +224,6 @@ def admin_export(
 ) -> Response:
     """One export of a challenge, streamed as the API streams it to an admin key."""
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     return export_response(exports.open_export(session, visit.subject, challenge_id, name, format))
 
 
@@ -437,8 +429,6 @@ def admin_test_runs(
     """A challenge's test runs, newest first, with the form that starts one; while one is
     unfinished, the page's script refreshes the list alone."""
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     return _test_runs_page(session, visit, challenge_id)
 
 
@@ -448,9 +438,10 @@ def admin_test_runs_live(
 ) -> Response:
     """The test-run list alone, for the page's script while a run is pending (404 without
     admin access)."""
-    visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        raise not_found()
+    try:
+        visit = admin_page_visit(request, session, tenant_slug)
+    except Answer:
+        raise not_found() from None
     return run_list_response(request, visit.web, _test_run_listing(session, visit, challenge_id))
 
 

@@ -1,9 +1,9 @@
 """What every page of the console (the tenant admin's pages, the authoring pages, a kind's
 admin pages) starts from: the visit (the request, the browser session, the tenant, the
 signed-in participant if any, and the admin access, checked against the database on every
-request), opened in one place for a page (`admin_page_visit`: the sign-in page without access)
-and for a form post (`admin_form`: the CSRF check, then 404 without access); and what a
-console page ends with (`AdminVisit.page`, `AdminVisit.redirect`)."""
+request), opened in one place for a page (`admin_page_visit`: the sign-in page without access,
+answered through `Answer`) and for a form post (`admin_form`: the CSRF check, then 404 without
+access); and what a console page ends with (`AdminVisit.page`, `AdminVisit.redirect`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from app.auth.models import ApiKey
 from app.auth.subjects import TenantAdmin
 from app.tenant.models import Participant, Tenant
 from app.web import auth
-from app.web.rendering import not_found, page, redirect
+from app.web.rendering import Answer, not_found, page, redirect
 from app.web.visitors import require_csrf, tenant_url, visitor
 
 
@@ -93,13 +93,13 @@ class AdminVisit:
         return redirect(self.request, self.web, self.url(rest))
 
 
-def admin_page_visit(request: Request, session: Session, tenant_slug: str) -> AdminVisit | Response:
-    """What every admin page starts with: the visit, or the sign-in page to send the visitor
-    to when it has no admin access."""
+def admin_page_visit(request: Request, session: Session, tenant_slug: str) -> AdminVisit:
+    """What every admin page starts with: the visit; a visitor without admin access is sent to
+    the sign-in page (`Answer`, which the web routes answer with)."""
     web, tenant, participant = visitor(request, session, tenant_slug)
     access = admin_access(request, session, tenant, participant)
     if access is None:
-        return to_admin_sign_in(request, web, tenant)
+        raise Answer(to_admin_sign_in(request, web, tenant))
     return AdminVisit(request, web, tenant, participant, access)
 
 

@@ -130,8 +130,6 @@ def new_challenge(
 ) -> Response:
     """The kinds to choose from, or (`kind`) the form of a new challenge of that kind."""
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     if kind is None:
         return visit.page(
             "admin_challenge_kinds.html", title="New challenge", kinds=service.kind_choices()
@@ -167,8 +165,6 @@ def duplicate_challenge(
     """A new challenge's form filled with a copy of this one (a new slug); it is created as a
     draft when sent."""
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     original = _challenge(session, visit.tenant, challenge_id)
     form = _form_of(original.kind)
     values = service.copy_values(form, session, visit.tenant.id, original)
@@ -180,8 +176,6 @@ def edit_challenge(
     tenant_slug: str, challenge_id: uuid.UUID, request: Request, session: SessionDep
 ) -> Response:
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     challenge = _challenge(session, visit.tenant, challenge_id)
     form = _form_of(challenge.kind, editing=True)
     values = service.stored_values(form, challenge)
@@ -225,8 +219,6 @@ def confirm_delete(
     """What deleting the challenge does (hides it, keeps its data until purged), and the
     button that does it."""
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     challenge = _challenge(session, visit.tenant, challenge_id)
     return visit.page(
         "admin_challenge_delete.html",
@@ -269,8 +261,6 @@ def deleted_challenges(
     """The tenant's deleted challenges, the latest deleted first, a page at a time, each
     with a restore form and a purge link."""
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     rows, total = challenges.deleted_challenges(
         session,
         visit.tenant.id,
@@ -325,8 +315,6 @@ def confirm_purge(
 ) -> Response:
     """What purging removes for good, and the form that does it once the slug is typed."""
     visit = admin_page_visit(request, session, tenant_slug)
-    if isinstance(visit, Response):
-        return visit
     try:
         challenge = challenges.deleted_challenge(session, visit.tenant.id, challenge_id)
     except NotFound:
