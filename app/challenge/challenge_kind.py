@@ -43,9 +43,9 @@ if TYPE_CHECKING:
 class KindConfig(InputSchema):
     """A kind's sections of a challenge body (`target`, `verifier`, ...), one field each.
 
-    Sections named like a column of the challenges table are stored there; any other is kept
-    in its `kind_sections` document (`app.challenge.models.SECTION_COLUMNS`). A section a
-    participant must not see is left out of `public_sections`."""
+    Each section is kept under its name in the challenge's `kind_sections` document
+    (`Challenge.store_sections`). A section a participant must not see is left out of
+    `public_sections`."""
 
 
 class Accepts(StrEnum):

@@ -23,10 +23,6 @@ from app.db import Base, JSONType, ModelColumn, StrEnumColumn, UTCDateTime, new_
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
 
-# Kind sections with a column of their own (the built-in kinds'); any other section of a kind
-# is kept in `kind_sections`.
-SECTION_COLUMNS = ("target", "verifier", "benchmark", "evaluation")
-
 
 class Challenge(Base):
     """A challenge. Its configuration sections are stored as validated JSON documents: the
@@ -55,11 +51,9 @@ class Challenge(Base):
     title: Mapped[str] = mapped_column(String(200))
     goal: Mapped[str] = mapped_column(Text, default="")
     kind: Mapped[str] = mapped_column(String(16))
-    target: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
-    verifier: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
-    # Benchmark challenges: which benchmark, its options, and the judge and critic models.
-    benchmark: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
-    evaluation: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # The sections of its kind, by name (a prompt challenge's `target`, `verifier` and
+    # `evaluation`, a benchmark's `benchmark`, ...): the kind's alone, so the table has no
+    # column of any kind's and a kind brings a section without a migration.
     kind_sections: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     scoring: Mapped[ScoringConfig] = mapped_column(ModelColumn(ScoringConfig))
     limits: Mapped[LimitsConfig] = mapped_column(ModelColumn(LimitsConfig), default=LimitsConfig)
@@ -81,25 +75,16 @@ class Challenge(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     def stored_sections(self, names: Iterable[str]) -> dict[str, Any]:
-        """The kind's sections (by name) as stored: from their own columns, or from
-        `kind_sections`; a section never stored is left out."""
-        others = self.kind_sections or {}
-        found = {}
-        for name in names:
-            value = getattr(self, name) if name in SECTION_COLUMNS else others.get(name)
-            if value is not None:
-                found[name] = value
-        return found
+        """The kind's sections (by name) as stored in `kind_sections`; a section never
+        stored is left out."""
+        stored = self.kind_sections or {}
+        return {name: stored[name] for name in names if stored.get(name) is not None}
 
     def store_sections(self, sections: Mapping[str, Any]) -> None:
         """Stores the kind's sections (JSON documents, by name) where `stored_sections`
-        reads them."""
-        for name in SECTION_COLUMNS:
-            setattr(self, name, sections.get(name))
-        # The column is not nullable: kinds without the section store an empty document.
-        self.evaluation = sections.get("evaluation") or {}
-        others = {name: value for name, value in sections.items() if name not in SECTION_COLUMNS}
-        self.kind_sections = others or None
+        reads them; a section with no value is left out."""
+        kept = {name: value for name, value in sections.items() if value is not None}
+        self.kind_sections = kept or None
 
     @property
     def strategy(self) -> Strategy:

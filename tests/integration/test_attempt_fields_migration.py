@@ -15,12 +15,12 @@ from sqlalchemy import JSON, BigInteger, Integer, String, Text, Uuid, column, in
 from sqlalchemy.orm import Session
 
 from app.attempt.attempt_kind import AttemptKind
-from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.db import UTCDateTime, make_engine
 from app.tenant.models import Participant, Tenant
 from tests.conftest import Stack
 from tests.fixtures.word_count_kind import KIND as WORD_COUNT
+from tests.integration.test_challenge_sections_migration import CHALLENGES_BEFORE, challenge_before
 from tests.integration.test_migrations import _config
 from tests.services import scratch_database
 
@@ -81,19 +81,6 @@ def _kind(name: str) -> AttemptKind:
     return WORD_COUNT if name == WORD_COUNT.name else kind_as(name, AttemptKind)
 
 
-def _challenge(tenant_id: uuid.UUID, kind: str) -> Challenge:
-    return Challenge(
-        id=uuid.uuid4(),
-        tenant_id=tenant_id,
-        slug=f"c-{kind}",
-        title=kind,
-        kind=kind,
-        target={"model": "offline/echo"},
-        evaluation={},
-        scoring={"strategy": "first"},
-    )
-
-
 def _check_fields_move_and_come_back(url: str) -> None:
     config = _config(url)
     command.upgrade(config, BEFORE)
@@ -106,15 +93,22 @@ def _check_fields_move_and_come_back(url: str) -> None:
             session.add(tenant)
             session.flush()
             kinds = {kind for kind, *_ in ROWS_BEFORE.values()}
-            challenges = {kind: _challenge(tenant.id, kind) for kind in kinds}
+            # The challenges table as it was then (its sections in columns).
+            challenges = {
+                kind: challenge_before(
+                    tenant.id, f"c-{kind}", kind, target={"model": "offline/echo"}
+                )
+                for kind in kinds
+            }
+            session.execute(insert(CHALLENGES_BEFORE), list(challenges.values()))
             amy = Participant(id=uuid.uuid4(), tenant_id=tenant.id, handle="amy")
-            session.add_all([*challenges.values(), amy])
+            session.add(amy)
             session.flush()
             rows: list[dict[str, Any]] = [
                 {
                     "id": ids[name],
                     "tenant_id": tenant.id,
-                    "challenge_id": challenges[kind].id,
+                    "challenge_id": challenges[kind]["id"],
                     "participant_id": amy.id,
                     "status": "completed",
                     "prompt": prompt,

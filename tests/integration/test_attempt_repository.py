@@ -59,9 +59,11 @@ def _tenant_with_challenge(session: Session, **challenge: object) -> tuple[Tenan
         slug="c",
         title="c",
         kind="prompt",
-        target={"model": "offline/echo"},
-        verifier={"type": "contains", "pattern": "x"},
-        evaluation={"metric": "pass@k", "k": 1},
+        kind_sections={
+            "target": {"model": "offline/echo"},
+            "verifier": {"type": "contains", "pattern": "x"},
+            "evaluation": {"metric": "pass@k", "k": 1},
+        },
         # Scoring and limits are typed columns: what is stored must be valid.
         scoring={"strategy": "first"},
         **challenge,

@@ -70,8 +70,7 @@ def _two_matches(session: Session) -> tuple[Match, Match]:
         slug="c",
         title="c",
         kind="red_blue",
-        target={"model": "offline/guarded-echo"},
-        evaluation={},
+        kind_sections={"target": {"model": "offline/guarded-echo"}},
         scoring={"strategy": "first"},
     )
     red = Participant(id=uuid.uuid4(), tenant_id=tenant.id, handle="oscar")

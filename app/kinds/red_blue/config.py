@@ -2,11 +2,11 @@
 
 The rules of the sections are `app.kinds.red_blue.rules.config`'s; this module only adapts
 them to the kind registry: `target`, `judge_suite`, `self_test`, `pairing`, `points` and
-`final_round` are the kind's sections (`target` in the challenges table's column of that
-name, the others in `kind_sections`), while `limits` is the `limits` every challenge has (its
-`max_attempts_per_day`, `max_attempts_total`), with the kind's own beside them in the same
-document (`RedBlueLimitFields`: `max_defense_chars`, `max_attack_chars`). `rules` puts them
-together as one `RedBlueConfig`.
+`final_round` are the kind's sections (kept in the challenge's `kind_sections`), while
+`limits` is the `limits` every challenge has (its `max_attempts_per_day`,
+`max_attempts_total`), with the kind's own beside them in the same document
+(`RedBlueLimitFields`: `max_defense_chars`, `max_attack_chars`). `rules` puts them together
+as one `RedBlueConfig`.
 """
 
 from __future__ import annotations
