@@ -29,6 +29,7 @@ from app.db import make_engine, utcnow
 from app.evaluation.types import TrialRecord
 from app.tenant.models import Participant, Tenant
 from app.tenant.repository import ParticipantRepository
+from app.tenant.service import lock_participant
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
@@ -196,15 +197,15 @@ def test_a_participants_lock_is_held_from_the_check_to_the_end_of_the_transactio
         # Both read first, as a submission does before its check.
         assert first_repo.submission_target(challenge.id, "alice") is not None
         assert second_repo.submission_target(challenge.id, "alice") is not None
-        first_repo.lock_participant(alice.id)
+        lock_participant(first, tenant.id, alice.id)
         assert first_repo.count_counting(challenge.id, alice.id) == 0
         _impatient(second)
         with pytest.raises(OperationalError):
-            second_repo.lock_participant(alice.id)
+            lock_participant(second, tenant.id, alice.id)
         second.rollback()
         assert first_repo.insert_new(_attempt(tenant, challenge, alice, None))
         first.commit()
-        second_repo.lock_participant(alice.id)
+        lock_participant(second, tenant.id, alice.id)
         assert second_repo.count_counting(challenge.id, alice.id) == 1
         second.rollback()
 
