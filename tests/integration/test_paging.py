@@ -13,8 +13,15 @@ from tests.conftest import ADMIN_TOKEN, Api
 pytestmark = pytest.mark.integration
 
 
+def _identity(item: dict[str, Any]) -> Any:
+    """An item by its id where it has one: a rescore job's status moves on between two reads
+    (a worker takes it), its id does not."""
+    return item.get("id", item)
+
+
 def _pages(api: Api, path: str, token: str) -> None:
-    """Pages of one item each, and a page past the end, tile the whole list."""
+    """Pages of one item each, and a page past the end, tile the whole list (the same items in
+    the same order)."""
     whole = api.request("GET", path, token, params={"limit": 200})
     assert whole.status_code == 200, whole.text
     everything = whole.json()
@@ -22,7 +29,8 @@ def _pages(api: Api, path: str, token: str) -> None:
     for offset in range(everything["total"]):
         page = api.request("GET", path, token, params={"limit": 1, "offset": offset}).json()
         assert (page["limit"], page["offset"], page["total"]) == (1, offset, everything["total"])
-        assert page["items"] == everything["items"][offset : offset + 1], path
+        wanted = [_identity(item) for item in everything["items"][offset : offset + 1]]
+        assert [_identity(item) for item in page["items"]] == wanted, path
     past = api.request("GET", path, token, params={"offset": everything["total"]}).json()
     assert past["items"] == [] and past["total"] == everything["total"]
     refused = api.request("GET", path, token, params={"limit": 0})
