@@ -254,7 +254,7 @@ class Competition:
         from app.db import session_scope, utcnow
         from app.kinds.red_blue import repository, worker
         from app.kinds.red_blue.match_result import JudgedCategory, JudgedMatch
-        from app.kinds.red_blue.models import Attack, MatchStatus
+        from app.kinds.red_blue.models import Attack
         from app.kinds.red_blue.rules.judging import CategoryVerdict
 
         now = utcnow()
@@ -279,20 +279,16 @@ class Competition:
                     match_id = uuid.uuid4()
                     outcomes[match_id] = self._won(red, blue)
                     rows.append(
-                        {
-                            "id": match_id,
-                            "tenant_id": self.tenant_id,
-                            "challenge_id": self.challenge_id,
-                            "attack_id": attack_id,
-                            "defense_id": self.defense_of[blue],
-                            "red_participant_id": red,
-                            "blue_participant_id": blue,
-                            "status": MatchStatus.QUEUED.value,
-                            "created_at": now,
-                            "enqueued_at": now,
-                            "run_count": 0,
-                            "spent_usd": 0.0,
-                        }
+                        repository.NewMatch(
+                            id=match_id,
+                            tenant_id=self.tenant_id,
+                            challenge_id=self.challenge_id,
+                            attack_id=attack_id,
+                            defense_id=self.defense_of[blue],
+                            red_participant_id=red,
+                            blue_participant_id=blue,
+                            created_at=now,
+                        )
                     )
                     left -= 1
             session.flush()

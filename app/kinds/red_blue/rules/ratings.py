@@ -123,8 +123,11 @@ PRIOR_PRECISION: Final = 0.5
 PRIOR_WEIGHT: Final = 8.0
 # The search stops once its next step in log λ is under PRIOR_STEP_TOLERANCE and would move
 # no strength by more than PRIOR_STRENGTH_TOLERANCE logits (0.02 rating points; dθ̂/d log λ =
-# -λ H⁻¹ θ̂), or is under PRIOR_TOLERANCE.
-PRIOR_STEP_TOLERANCE: Final = 1e-3
+# -λ H⁻¹ θ̂), or is under PRIOR_TOLERANCE. The step's own bound is for the intervals: their
+# ends move with λ itself (the resamples' prior), up to half their width per unit of log λ, so
+# 1e-3 let a warm-started search and a cold one (a recount) differ by a tenth of a point at a
+# 450-point interval, more than the stored rounding; 1e-5 keeps that under 0.003 points.
+PRIOR_STEP_TOLERANCE: Final = 1e-5
 PRIOR_STRENGTH_TOLERANCE: Final = 1e-4
 PRIOR_TOLERANCE: Final = 1e-6
 # λ is searched within e^±_PRIOR_RANGE of PRIOR_PRECISION, by steps of at most _PRIOR_MAX_STEP
