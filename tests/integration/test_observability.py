@@ -84,9 +84,18 @@ class RedisServer:
             stderr=subprocess.DEVNULL,
         )
 
+        process = self.process
+
         def answers() -> bool | None:
-            with contextlib.suppress(OSError), httpx_free_socket(self.port):
-                return True
+            # Our own server, answering PING: a restart on a port another test's server took
+            # meanwhile would otherwise pass for one, and the broker never come back.
+            if process.poll() is not None:
+                raise AssertionError(
+                    f"redis-server exited ({process.returncode}) on port {self.port}: "
+                    "the port was taken while it was stopped"
+                )
+            with contextlib.suppress(OSError), pinged(self.port) as answer:
+                return True if answer == b"+PONG\r\n" else None
             return None
 
         wait_for("redis-server", answers, timeout=10)
@@ -103,11 +112,13 @@ class RedisServer:
 
 
 @contextlib.contextmanager
-def httpx_free_socket(port: int) -> Iterator[None]:
+def pinged(port: int) -> Iterator[bytes]:
+    """What the server on the port answers to an inline PING."""
     import socket
 
-    with socket.create_connection(("127.0.0.1", port), timeout=1):
-        yield
+    with socket.create_connection(("127.0.0.1", port), timeout=1) as connection:
+        connection.sendall(b"PING\r\n")
+        yield connection.recv(64)
 
 
 class Service:
