@@ -38,7 +38,7 @@ from app.challenge.registry import find_kind, kind_as, kinds_taking, not_for
 from app.challenge.service import (
     config_of,
     get_challenge,
-    kinds_of,
+    listed_challenges,
     readable_challenge,
     refuse_unless_open,
     sealed_shown,
@@ -666,16 +666,15 @@ def _list_views(session: Session, reader: TenantKey, rows: Sequence[Attempt]) ->
     tenant_id = reader.tenant_id
     names = entry_names(session, tenant_id, [(a.entrant_id, a.submitted_by_id) for a in rows])
     challenge_ids = {a.challenge_id for a in rows}
-    shown = sealed_shown_of(session, tenant_id, challenge_ids, reader.audience)
-    kinds = kinds_of(session, tenant_id, challenge_ids)
+    challenges = listed_challenges(session, tenant_id, challenge_ids, reader.audience)
     return [
         to_view(
             a,
-            kinds[a.challenge_id],
+            challenges.kinds[a.challenge_id],
             names.of(a.entrant_id),
             None,
             reader.audience,
-            sealed=a.challenge_id in shown,
+            sealed=a.challenge_id in challenges.sealed_shown,
             submitted_by=names.submitter(a.submitted_by_id),
         )
         for a in rows

@@ -136,9 +136,18 @@ class ChallengeRepository:
         """When each of these challenges of the tenant closes (null: never)."""
         return self._column_of(challenge_ids, Challenge.closes_at)
 
-    def kinds(self, challenge_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]:
-        """The kind of each of these challenges of the tenant."""
-        return self._column_of(challenge_ids, Challenge.kind)
+    def kinds_and_closes(
+        self, challenge_ids: Collection[uuid.UUID]
+    ) -> dict[uuid.UUID, tuple[str, datetime | None]]:
+        """The kind of each of these challenges of the tenant, and when it closes."""
+        if not challenge_ids:
+            return {}
+        rows = self.session.execute(
+            select(Challenge.id, Challenge.kind, Challenge.closes_at).where(
+                Challenge.tenant_id == self.tenant_id, Challenge.id.in_(challenge_ids)
+            )
+        ).tuples()
+        return {found: (kind, closes_at) for found, kind, closes_at in rows}
 
     def _column_of(
         self, challenge_ids: Collection[uuid.UUID], column: InstrumentedAttribute[Value]

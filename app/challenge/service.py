@@ -107,11 +107,29 @@ def sealed_shown_of(
     return {found for found, closes_at in closes.items() if sealed_shown(closes_at, audience, now)}
 
 
-def kinds_of(
-    session: Session, tenant_id: uuid.UUID, challenge_ids: Collection[uuid.UUID]
-) -> dict[uuid.UUID, str]:
-    """The kind of each of these challenges of the tenant, deleted ones included."""
-    return ChallengeRepository(session, tenant_id).kinds(challenge_ids)
+class ListedChallenges(NamedTuple):
+    """What a list of attempts reads of their challenges: each one's kind (how its attempts'
+    fields show), and those whose sealed results the reader sees (`sealed_shown`)."""
+
+    kinds: dict[uuid.UUID, str]
+    sealed_shown: Container[uuid.UUID]
+
+
+def listed_challenges(
+    session: Session, tenant_id: uuid.UUID, challenge_ids: Collection[uuid.UUID], audience: Audience
+) -> ListedChallenges:
+    """The kinds and sealed visibility of these challenges of the tenant (deleted ones
+    included), in one query."""
+    found = ChallengeRepository(session, tenant_id).kinds_and_closes(challenge_ids)
+    now = utcnow()
+    return ListedChallenges(
+        {challenge_id: kind for challenge_id, (kind, _) in found.items()},
+        {
+            challenge_id
+            for challenge_id, (_, closes_at) in found.items()
+            if sealed_shown(closes_at, audience, now)
+        },
+    )
 
 
 def kind_of(challenge: Challenge) -> ChallengeKind:
