@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from starlette.responses import Response
 
 from app.deps import UnitOfWorkDep
-from app.errors import AppError
+from app.errors import AppError, detail_text, error_details
 from app.team import service
 from app.team.schemas import TeamCreate, TeamJoin
 from app.web.challenges.router import challenge_page_response, form_fields
@@ -45,9 +45,9 @@ def _refused(
 
 
 def _invalid(request: Request, work: UnitOfWorkDep, play: Play, error: ValidationError) -> Response:
-    first = error.errors()[0]
-    field = ".".join(str(part) for part in first["loc"])
-    return _refused(request, work, play, f"{field}: {first['msg']}", 422)
+    """The form's value refused as the API words it (its telling error first)."""
+    first = error_details(error.errors())[0]
+    return _refused(request, work, play, detail_text(first), 422)
 
 
 def _refusal(request: Request, work: UnitOfWorkDep, play: Play, error: AppError) -> Response:
