@@ -14,6 +14,7 @@ import hashlib
 import secrets
 import uuid
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -171,15 +172,23 @@ def join_team(
     return _view(repo, team, name)
 
 
+class _Membership(NamedTuple):
+    repo: TeamRepository
+    challenge: Challenge
+    team: Team
+    name: str
+    member_id: uuid.UUID
+
+
 def _member_team(
     session: Session,
     tenant_id: uuid.UUID,
     challenge_id: uuid.UUID,
     team_id: uuid.UUID,
     handle: str,
-) -> tuple[TeamRepository, Team, str, uuid.UUID]:
-    """The challenge's team and the member with this handle (404 when either is not)."""
-    get_challenge(session, tenant_id, challenge_id)
+) -> _Membership:
+    """The challenge, its team and the member with this handle (404 when any is not)."""
+    challenge = get_challenge(session, tenant_id, challenge_id)
     repo = TeamRepository(session, tenant_id)
     found = repo.get(challenge_id, team_id)
     if found is None:
@@ -188,7 +197,7 @@ def _member_team(
     member = participant_by_handle(session, tenant_id, handle)
     if member is None or repo.team_of_member(challenge_id, member.id) != team.id:
         raise NotFound(f"{handle} is not a member of team {name}")
-    return repo, team, name, member.id
+    return _Membership(repo, challenge, team, name, member.id)
 
 
 def new_invite_code(
@@ -200,7 +209,7 @@ def new_invite_code(
 ) -> InviteCode:
     """A new invite code for the team, asked by a member (the code is kept only as a hash,
     so a lost one is replaced, never read back); the old code stops working."""
-    _, team, _, _ = _member_team(session, tenant_id, challenge_id, team_id, handle)
+    team = _member_team(session, tenant_id, challenge_id, team_id, handle).team
     code = secrets.token_urlsafe(24)
     team.invite_code_hash = _code_hash(code)
     session.flush()
@@ -216,9 +225,10 @@ def leave_team(
 ) -> None:
     """Takes the participant out of the team, before its first entry only. A team whose
     last member leaves is deleted, and its name is free again."""
-    repo, team, name, member_id = _member_team(session, tenant_id, challenge_id, team_id, handle)
+    repo, challenge, team, name, member_id = _member_team(
+        session, tenant_id, challenge_id, team_id, handle
+    )
     lock_participant(session, tenant_id, team.id)
-    challenge = get_challenge(session, tenant_id, challenge_id)
     if _entrants(session, challenge, [team.id]):
         raise Conflict(
             f"team {name} has entries in this challenge: its members stay in it (a member who "
