@@ -310,12 +310,20 @@ class JudgeVote:
 
 # Judge replies are model output a participant can steer: these run on RE2 (linear time).
 _FENCED = linear(r"```[a-zA-Z0-9_-]*\s*(.*?)```", dot_matches_newline=True)
-_NUMBER = linear(r"[-+]?\d+(?:\.\d+)?")
-_FRACTION = linear(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:/|out of)\s*(\d+(?:\.\d+)?)")
-_LOOSE_RATING = linear(
-    r"""["']?rating["']?\s*[:=]\s*["']?\s*([-+]?\d+(?:\.\d+)?(?:\s*(?:/|out\s+of)\s*\d+(?:\.\d+)?)?)""",
+# A number as JSON writes it, exponent included ("8.5e1" is 85, never 8.5), also with a leading
+# "+", leading zeros or a bare fraction (".5"): each read whole, by its value. ASCII digits only.
+_NUMBER = r"[-+]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+# What would continue a number: a letter, a digit of any script, "_", or a digit after a "," or
+# a sign ("7,5", "7-8") or a letter or digit after a "." ("7.5.3", "1.e5"). A number so continued
+# is not read at all, since its start alone ("7" of "7,5", "0" of "0x1A") would misread it.
+_CONTINUED = r"[\pL\pN_]|[,+\-]\pN|\.[\pL\pN]"
+# A rating as text: a number, or a fraction of two ("7/10", "4 out of 5"), then anything.
+_RATING_TEXT = linear(
+    rf"\s*({_NUMBER})({_CONTINUED})?(?:\s*(?:/|out\s+of)\s*({_NUMBER})({_CONTINUED})?)?",
     ignore_case=True,
 )
+# `rating:` and where its value starts; an object or list there ("my rating: {...}") is not it.
+_LOOSE_RATING_KEY = linear(r"""["']?rating["']?\s*[:=]\s*["']?\s*([^\s{\[])""", ignore_case=True)
 _LOOSE_FEEDBACK = linear(r"""["']?feedback["']?\s*[:=]\s*["']([^"']*)""", ignore_case=True)
 _LOOSE_PASSED = linear(r"""["']?passed["']?\s*[:=]\s*["']?(true|false)""", ignore_case=True)
 _JSON_LITERALS = {"true": "True", "false": "False", "null": "None"}
@@ -360,32 +368,50 @@ def _load_object(candidate: str) -> dict[str, Any] | None:
 
 
 def parse_rating(value: Any) -> float | None:
-    """A 0-10 rating from a number or text such as "7", "7.5", "7/10", "4 out of 5".
+    """A 0-10 rating from a number or from text that begins with one: "7", "7.5", "1e1",
+    "7/10", "4 out of 5", "7 (solid)".
 
-    None for a rating outside 0-10 (an 85 is a judge on another scale, not a 10): such a reply
-    is unparseable, as one without a rating is."""
+    None for a rating outside 0-10 (an 85 is a judge on another scale, not a 10), not finite,
+    or not a number read whole (see `_CONTINUED`): such a reply is unparseable, as one without
+    a rating is."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        rating = float(value)
+    if isinstance(value, int):
+        # Compared as an integer: JSON allows one too long for a float.
+        if not JUDGE_RATING_MIN <= value <= JUDGE_RATING_MAX:
+            return None
+        rating: float | None = float(value)
+    elif isinstance(value, float):
+        rating = value
     elif isinstance(value, str):
-        value = encodable(value[:JUDGE_REPLY_MAX_CHARS])
-        fraction = _FRACTION.match(value)
-        if fraction is not None:
-            denominator = float(fraction.group(2))
-            if denominator <= 0:
-                return None
-            rating = float(fraction.group(1)) / denominator * JUDGE_RATING_MAX
-        else:
-            number = _NUMBER.search(value)
-            if number is None:
-                return None
-            rating = float(number.group(0))
+        rating = _rating_in_text(encodable(value[:JUDGE_REPLY_MAX_CHARS]), 0)
     else:
         return None
-    if not math.isfinite(rating) or not JUDGE_RATING_MIN <= rating <= JUDGE_RATING_MAX:
+    return _on_scale(rating)
+
+
+def _on_scale(rating: float | None) -> float | None:
+    """`rating` when it is finite and within 0-10 (a -0.0 as 0), else None: never clamped."""
+    if rating is None or not math.isfinite(rating):
         return None
-    return rating
+    if not JUDGE_RATING_MIN <= rating <= JUDGE_RATING_MAX:
+        return None
+    return rating + 0.0
+
+
+def _rating_in_text(text: str, position: int) -> float | None:
+    """The rating written at `position` of `text` (after blanks), before any range check;
+    None unless a number (or a fraction of two) stands there whole."""
+    found = _RATING_TEXT.match(text, position)
+    if found is None or found.group(2) is not None or found.group(4) is not None:
+        return None
+    numerator = float(found.group(1))
+    if found.group(3) is None:
+        return numerator
+    denominator = float(found.group(3))
+    if not math.isfinite(denominator) or denominator <= 0:
+        return None
+    return numerator / denominator * JUDGE_RATING_MAX
 
 
 def _parse_passed(value: Any) -> bool | None:
@@ -401,7 +427,9 @@ def _parse_passed(value: Any) -> bool | None:
 def parse_judge_reply(text: str) -> JudgeVote | None:
     """The vote in a judge's reply, tolerating fences, prose, single quotes and string ratings.
 
-    None when no rating can be found at all. Only the first JUDGE_REPLY_MAX_CHARS are read.
+    None when no rating can be read: none is found, or the first one found is out of 0-10, not
+    finite or not a number read whole (`parse_rating`). Only the first JUDGE_REPLY_MAX_CHARS
+    are read.
     """
     text = encodable(text[:JUDGE_REPLY_MAX_CHARS])
     candidates = [block.strip() for block in _FENCED.findall(text)]
@@ -409,22 +437,25 @@ def parse_judge_reply(text: str) -> JudgeVote | None:
     candidates.extend(_balanced_objects(text))
     for candidate in candidates:
         loaded = _load_object(candidate)
-        if loaded is None:
+        if loaded is None or loaded.get("rating") is None:
             continue
-        rating = parse_rating(loaded.get("rating"))
+        # The first object that gives a rating decides: one out of range or not a number makes
+        # the reply unparseable, never rescued by a number found elsewhere in it.
+        rating = parse_rating(loaded["rating"])
         if rating is None:
-            continue
+            return None
         feedback = loaded.get("feedback")
         return JudgeVote(
             rating=rating,
             passed=_parse_passed(loaded.get("passed")),
             feedback=feedback.strip() if isinstance(feedback, str) else "",
         )
-    # A reply cut short by max_tokens is not valid JSON but still states its rating.
-    loose = _LOOSE_RATING.search(text)
-    if loose is None:
+    # A reply cut short by max_tokens is not valid JSON but still states its rating; the first
+    # `rating:` with a value decides, as in a whole reply.
+    key = _LOOSE_RATING_KEY.search(text)
+    if key is None:
         return None
-    rating = parse_rating(loose.group(1))
+    rating = _on_scale(_rating_in_text(text, key.start(1)))
     if rating is None:
         return None
     feedback_match = _LOOSE_FEEDBACK.search(text)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from typing import Any
 
@@ -30,6 +31,7 @@ from app.evaluation.verifiers import (
     RubricVerifier,
     build_verifier,
     parse_judge_reply,
+    parse_rating,
 )
 
 
@@ -286,6 +288,8 @@ def test_build_verifier_picks_the_class_of_the_config() -> None:
         ('{"passed": false, "rating": 0, "feedback": "x"}', 0.0, "x"),
         ('{"Passed": false, "Rating": "6.5", "Feedback": "caps"}', 6.5, "caps"),
         ('{"passed": true, "rating": 8, "feedback": "The answer is goo', 8.0, "The answer is goo"),
+        ('my rating: {"passed": true, "rating": 8, "feedback": "cut sh', 8.0, "cut sh"),
+        ("rating=7,passed=true", 7.0, ""),
     ],
 )
 def test_judge_replies_are_parsed_robustly(reply: str, rating: float, feedback: str) -> None:
@@ -318,6 +322,134 @@ def test_judge_replies_are_parsed_robustly(reply: str, rating: float, feedback: 
 )
 def test_judge_replies_without_a_rating_on_its_scale_are_unparseable(reply: str) -> None:
     assert parse_judge_reply(reply) is None
+
+
+@pytest.mark.parametrize(
+    ("reply", "rating"),
+    [
+        # A number is read whole, as JSON writes it: its exponent is part of it.
+        ('{"rating": 7.5e0}', 7.5),
+        ('{"rating": 75e-1}', 7.5),
+        ('{"rating": 8.5E+0}', 8.5),
+        ('{"rating": 0.1e2}', 10.0),
+        ('{"rating": "1e1"}', 10.0),
+        ('{"rating": "7.5e0"}', 7.5),
+        ('{"rating": "7.5e0/10"}', 7.5),
+        ('{"rating": "4e0 out of 5e0"}', 8.0),
+        ("{'rating': 7.5e0}", 7.5),
+        # A reply cut short is read with the same grammar.
+        ('{"passed": true, "rating": 7.5e0, "feedback": "cut sh', 7.5),
+        ("Overall rating: 6.5e0 because", 6.5),
+        # Tolerated forms, each read by its value.
+        ('{"rating": "7 (solid)"}', 7.0),
+        ('{"rating": "07"}', 7.0),
+        ('{"rating": "+7"}', 7.0),
+        ('{"rating": ".5"}', 0.5),
+        ('{"rating": "4 OUT OF 5"}', 8.0),
+        ('{"rating": "10/10."}', 10.0),
+        ('{"rating": 1e-400}', 0.0),
+    ],
+)
+def test_judge_ratings_are_read_with_the_json_number_grammar(reply: str, rating: float) -> None:
+    vote = parse_judge_reply(reply)
+    assert vote is not None
+    assert vote.rating == rating
+
+
+_HUGE_DIGITS = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # The exponent makes these numbers out of range: never read as 8.5, 7.5 or 1.
+        '{"rating": 8.5e1}',
+        '{"rating": 7.5e1, "passed": true}',
+        '{"passed": true, "rating": 7.5e1}',
+        '{"rating": 1e400}',
+        '{"rating": -1e400}',
+        '{"rating": "8.5e1"}',
+        '{"rating": "1e400"}',
+        "{'rating': 8.5e1, 'passed': True}",
+        "{'rating': 1e400}",
+        '{"passed": true, "rating": 8.5e1, "feedback": "cut sh',
+        'The rating: 7.5e1, "passed": true',
+        # Not finite, in any spelling.
+        '{"rating": NaN}',
+        '{"rating": Infinity}',
+        '{"rating": -Infinity}',
+        '{"rating": "Infinity"}',
+        '{"rating": "inf"}',
+        '{"rating": "7/1e400"}',
+        '{"rating": "1e400/1e400"}',
+        # Hostile lengths: integers beyond a float, and beyond Python's int-parsing limit.
+        '{"rating": 1' + "0" * 400 + "}",
+        '{"rating": ' + _HUGE_DIGITS + "}",
+        '{"rating": "' + _HUGE_DIGITS + '"}',
+        "rating: " + "9" * 99_000,
+        '{"rating": 0.' + "0" * 400 + "1e403}",
+        # A number whose start alone would misread it is not read at all.
+        '{"rating": "7.5.3"}',
+        '{"rating": "7,5"}',
+        '{"rating": "0x7"}',
+        "{'rating': 0x7A}",
+        '{"rating": "7-8"}',
+        '{"rating": "7e"}',
+        '{"rating": "1.e5"}',
+        '{"rating": "7_5"}',
+        "{'rating': 7_5}",
+        "{'rating': 7j}",
+        "rating: 85pts",
+        # Digits of other scripts are not JSON's, nor are fractions written as one character.
+        '{"rating": "\u0667"}',  # ARABIC-INDIC DIGIT SEVEN
+        '{"rating": "\uff17"}',  # FULLWIDTH DIGIT SEVEN
+        '{"rating": "7\u0663"}',
+        '{"rating": "7½"}',
+        '{"rating": "⁷"}',
+        # Not a number.
+        '{"rating": false}',
+        "{'rating': True}",
+        '{"rating": "about 7"}',
+        '{"rating": ""}',
+        '{"rating": [7]}',
+        '{"rating": {"value": 7}}',
+        # The first rating given decides: an out-of-range one is never rescued by another.
+        '{"feedback": "rating: 7", "rating": 85}',
+        '{"rating": 85} and on your scale {"rating": 8.5}',
+        'rating: 85, or rating: 8.5 on a 0-10 scale {"feedback": "cut',
+    ],
+)
+def test_judge_ratings_out_of_range_or_misreadable_are_unparseable(reply: str) -> None:
+    assert parse_judge_reply(reply) is None
+
+
+def test_a_negative_zero_rating_reads_as_zero() -> None:
+    vote = parse_judge_reply('{"rating": -0.0}')
+    assert vote is not None
+    assert math.copysign(1.0, vote.rating) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("value", "rating"),
+    [
+        (7, 7.0),
+        (7.5, 7.5),
+        ("1e1", 10.0),
+        ("7/10", 7.0),
+        ("4 out of 5", 8.0),
+        (10**400, None),
+        (-(10**400), None),
+        (float("nan"), None),
+        (float("inf"), None),
+        (True, None),
+        (None, None),
+        (7 + 0j, None),
+        ("7/0", None),
+        ("7/-10", None),
+    ],
+)
+def test_parse_rating_reads_numbers_and_text(value: Any, rating: float | None) -> None:
+    assert parse_rating(value) == rating
 
 
 # llm_judge verification
@@ -413,6 +545,12 @@ def test_a_vote_on_another_scale_is_asked_again_then_dropped_never_clamped() -> 
     result = run(judge_verifier(client).verify("x"))
     assert result.details["ratings"] == [8.0, 6.0] and result.rating == 7.0
     assert result.details["dropped_votes"] == [{"reply_excerpt": '{"rating": -2}'}]
+
+
+def test_every_vote_out_of_range_is_an_infrastructure_error() -> None:
+    client = ScriptedJudge(['{"rating": 8.5e1, "passed": true}'] * 6)
+    with pytest.raises(InfrastructureError, match="gave no usable verdict"):
+        run(judge_verifier(client).verify("x"))
 
 
 def test_every_vote_unparseable_is_an_infrastructure_error() -> None:
