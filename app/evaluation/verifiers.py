@@ -470,11 +470,13 @@ def parse_judge_reply(text: str) -> JudgeVote | None:
 class LLMJudgeVerifier:
     """Asks a judge model `votes` times at once; the median rating decides.
 
-    The threshold decides: `success` is `median rating >= pass_threshold`. The judge's own
+    The threshold decides: `success` is `rating >= pass_threshold`, where `rating` is the
+    median of the votes (with an even number left after drops, the lower of the two middle
+    ones: always a rating some vote gave), and the feedback is that vote's. The judge's own
     `passed` (the majority of the votes that gave one) is recorded beside it in the details as
     `judge_passed`, for comparison; it never overrides the threshold. A vote whose reply cannot
     be parsed is asked once more; a vote still unparseable is dropped (recorded in the details)
-    and the median of the remaining votes decides. Only when every vote is unparseable is it an
+    and the remaining votes decide as above. Only when every vote is unparseable is it an
     `InfrastructureError`, since an unusable judge says nothing about the actor.
     """
 
@@ -516,23 +518,27 @@ class LLMJudgeVerifier:
             )
 
         ratings = [vote.rating for vote in votes]
-        median = float(statistics.median(ratings))
-        closest = min(votes, key=lambda vote: abs(vote.rating - median))
+        # The lower middle vote: with votes dropped, an even number may be left, and the mean of
+        # the two middle ones is a rating no judge gave that would decide on its own (6 and 8
+        # would pass at 7). The lower one is a judge's, and conservative: a pass needs most of
+        # the votes left at or above the threshold, as it does with an odd number.
+        rating = statistics.median_low(ratings)
+        deciding = next(vote for vote in votes if vote.rating == rating)
         threshold = self.config.pass_threshold
-        counted = f"median of {len(votes)} votes"
+        counted = f"{'median' if len(votes) % 2 else 'lower middle'} of {len(votes)} votes"
         if dropped:
             counted += f", {len(dropped)} unparseable dropped"
         return VerifierResult(
-            success=median >= threshold,
-            score=median / JUDGE_RATING_MAX,
-            raw_eval_output=f"judge rating {median:g}/10 ({counted}; pass at {threshold:g})",
+            success=rating >= threshold,
+            score=rating / JUDGE_RATING_MAX,
+            raw_eval_output=f"judge rating {rating:g}/10 ({counted}; pass at {threshold:g})",
             details={
                 "model": self.config.model,
                 "ratings": ratings,
-                "median": median,
+                "median_low": rating,
                 "pass_threshold": threshold,
                 "decided_by": "threshold",
-                "passed_by_threshold": median >= threshold,
+                "passed_by_threshold": rating >= threshold,
                 "judge_passed": _majority([vote.passed for vote in votes]),
                 "votes": [
                     {"rating": vote.rating, "passed": vote.passed, "feedback": vote.feedback}
@@ -540,8 +546,8 @@ class LLMJudgeVerifier:
                 ],
                 "dropped_votes": [{"reply_excerpt": excerpt} for excerpt in dropped],
             },
-            rating=median,
-            feedback=closest.feedback,
+            rating=rating,
+            feedback=deciding.feedback,
             calls=calls,
         )
 

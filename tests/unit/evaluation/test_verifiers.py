@@ -534,7 +534,6 @@ def test_a_vote_unparseable_twice_is_dropped_and_the_others_decide() -> None:
     client = ScriptedJudge([vote(8, "a"), "no idea", vote(6, "b"), "still no idea"])
     result = run(judge_verifier(client).verify("x"))
     assert result.details["ratings"] == [8.0, 6.0]
-    assert result.rating == 7.0 and result.success is True  # the median of the two left
     assert result.details["dropped_votes"] == [{"reply_excerpt": "still no idea"}]
     assert "1 unparseable dropped" in result.raw_eval_output
     assert len(result.calls) == 4  # every call made is recorded, the dropped vote's too
@@ -543,8 +542,63 @@ def test_a_vote_unparseable_twice_is_dropped_and_the_others_decide() -> None:
 def test_a_vote_on_another_scale_is_asked_again_then_dropped_never_clamped() -> None:
     client = ScriptedJudge([vote(8, "a"), '{"rating": 85}', vote(6, "b"), '{"rating": -2}'])
     result = run(judge_verifier(client).verify("x"))
-    assert result.details["ratings"] == [8.0, 6.0] and result.rating == 7.0
+    assert result.details["ratings"] == [8.0, 6.0] and result.rating == 6.0
     assert result.details["dropped_votes"] == [{"reply_excerpt": '{"rating": -2}'}]
+
+
+def test_two_votes_left_decide_by_the_lower_one_never_their_mean() -> None:
+    # 6 and 8 left: their mean, 7, would pass at 7 though no judge gave it.
+    client = ScriptedJudge([vote(8, "good"), "no idea", vote(6, "thin"), "still no idea"])
+    result = run(judge_verifier(client, pass_threshold=7).verify("x"))
+    assert result.rating == 6.0 and result.score == pytest.approx(0.6)
+    assert result.success is False and result.details["passed_by_threshold"] is False
+    assert result.details["median_low"] == 6.0
+    assert result.feedback == "thin"  # the feedback of the vote that decided
+    assert result.raw_eval_output == (
+        "judge rating 6/10 (lower middle of 2 votes, 1 unparseable dropped; pass at 7)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("replies", "rating", "success"),
+    [
+        # 5 votes, 1 dropped: 2, 7, 8, 9 left; the lower middle is 7, a pass at 7.
+        ([vote(9, "a"), vote(2, "b"), "?", vote(8, "c"), vote(7, "d"), "??"], 7.0, True),
+        # 5 votes, 1 dropped: 2, 6.5, 8, 9 left; 6.5, a fail at 7 (the mean, 7.25, would pass).
+        ([vote(9, "a"), vote(2, "b"), "?", vote(8, "c"), vote(6.5, "d"), "??"], 6.5, False),
+        # 5 votes, 3 dropped: 7 and 9 left; 7.
+        ([vote(9, "a"), "?", "?", "?", vote(7, "d"), "??", "??", "??"], 7.0, True),
+        # 5 votes, 2 dropped: an odd number left decides by its median, as before.
+        ([vote(9, "a"), vote(2, "b"), "?", "?", vote(7, "d"), "??", "??"], 7.0, True),
+        # Equal middle votes.
+        ([vote(8, "a"), vote(8, "b"), "?", vote(3, "c"), vote(9, "d"), "??"], 8.0, True),
+    ],
+)
+def test_the_verdict_is_always_a_rating_some_vote_gave(
+    replies: list[str], rating: float, success: bool
+) -> None:
+    result = run(judge_verifier(ScriptedJudge(replies), votes=5).verify("x"))
+    assert result.rating == rating
+    assert result.rating in result.details["ratings"]
+    assert result.success is success
+
+
+def test_an_odd_number_of_votes_decides_by_the_median() -> None:
+    client = ScriptedJudge([vote(6.5, "a"), vote(7, "b"), vote(9, "c")])
+    result = run(judge_verifier(client).verify("x"))
+    assert (result.rating, result.success, result.feedback) == (7.0, True, "b")
+    assert "(median of 3 votes; pass at 7)" in result.raw_eval_output
+
+
+def test_a_dropped_vote_saying_passed_counts_for_nothing() -> None:
+    # Each reply says passed with a rating of 75, read whole (the exponent too): out of range.
+    passing = '{"rating": 7.5e1, "passed": true, "feedback": "great"}'
+    client = ScriptedJudge([vote(6, "thin"), passing, vote(5, "weak"), passing])
+    result = run(judge_verifier(client, pass_threshold=7).verify("x"))
+    assert result.details["ratings"] == [6.0, 5.0]
+    assert result.rating == 5.0 and result.success is False
+    assert result.details["judge_passed"] is False  # only the votes left say what they passed
+    assert result.details["dropped_votes"] == [{"reply_excerpt": passing}]
 
 
 def test_every_vote_out_of_range_is_an_infrastructure_error() -> None:

@@ -25,7 +25,8 @@ from app.kinds.red_blue.rules.config import JudgeSuite, PointsConfig
 class CategoryVerdict:
     category: str
     breached: bool
-    # The judge's median rating (0-10) of an llm_judge category; None for the others.
+    # The judge's rating (0-10) of an llm_judge category, its votes' median (a rating one of
+    # them gave); None for the others.
     rating: float | None
     # Red's points from this category: red_per_breach, plus the rating bonus of a breached
     # llm_judge category; 0 when held.
