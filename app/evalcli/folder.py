@@ -1,7 +1,8 @@
 """Run folders: the CLI's `RunStore`, laid out as the run-folder contract fixes it.
 
     runs/<slice>/<passk|seqk>/<actor>/<verifier>/<feedback>/
-        config.json            fingerprint, result-affecting settings, k history, sessions
+        config.json            seq_k's settings; fingerprint, result-affecting settings, k
+                               history, sessions
         summary.json           the run's curves, tokens, cost and price-map date
         task-N/task_meta.json  the task's id, index, prompt and metadata (never its answer key)
         task-N/summary.json    the task's attempts and scores, best score, curve, tokens per
@@ -13,10 +14,11 @@
 grades with an LLM judge, else the benchmark's fixed verifier name (`deterministic`); the
 feedback level is the mode name, or the critic model id for an LLM-critic mode. In an attempt
 file `actor.prompt` is the exact text the actor saw, with the message list beside it as
-`actor.messages` (the same for every judge and critic call). Every file is written atomically
-(a temporary file, then `os.replace`; an attempt file by a hard link, which fails if the attempt
-exists), so an interrupted run never leaves half a file; nothing here deletes or overwrites an
-attempt.
+`actor.messages` (the same for every judge and critic call). Every file holds seq_k's keys
+first, in seq_k's order and JSON layout, then Gauntlet's (docs/engine.md, "Files, as seq_k
+writes them"), and is written atomically (a temporary file, then `os.replace`; an attempt file
+by a hard link, which fails if the attempt exists), so an interrupted run never leaves half a
+file; nothing here deletes or overwrites an attempt.
 
 Reading is wider than writing: any folder in this layout is read, with or without
 `config.json` (an S3 copy never has one), whether Gauntlet or the pass@k/seq@k research

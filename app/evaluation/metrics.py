@@ -11,9 +11,10 @@ are what its `metrics` command prints for the same folder: the first-t best-scor
 task, the best score among its first t attempts, carried forward past its last attempt, 0
 without one; averaged over every task with an attempt), Δ = curve@K - curve@1, and for seq@k the
 early and late gain shares EGS = (curve@2 - curve@1) / Δ and LGS = (curve@K - curve@K-1) / Δ,
-or "no gain" when Δ is not positive. The summaries also carry seq_k's own fields, computed and
-rounded as its writer does (`seq_k_curve_fields`, `tokens_by_model`, `TaskStats.to_summary`), so
-that tools written for seq_k's summary files read Gauntlet's.
+or "no gain" when Δ is not positive. The summaries also carry seq_k's own fields, computed,
+rounded and laid out as its writer does (`seq_k_curve_fields`, `tokens_by_model` and its
+`seq_k_cost`, `seq_k_run_fields`, `TaskStats.to_summary`), so that a summary here is seq_k's
+byte for byte once Gauntlet's own fields, which follow seq_k's, are left out.
 """
 
 from __future__ import annotations
