@@ -77,8 +77,6 @@ def _grid(rng: random.Random) -> Grid:
 def write_arc_data(folder: Path, count: int, seed: int = 7) -> ArcAnswers:
     """`count` ARC task files under `folder/evaluation/` with an order file, and the fake
     solver that knows their answers."""
-    from benchmarks.arcagi2 import render_grid
-
     rng = random.Random(seed)
     (folder / "evaluation").mkdir(parents=True)
     answers = ArcAnswers()
@@ -95,7 +93,7 @@ def write_arc_data(folder: Path, count: int, seed: int = 7) -> ArcAnswers:
         document = {"train": train, "test": [{"input": test_input, "output": answer}]}
         (folder / "evaluation" / f"{task_id}.json").write_text(json.dumps(document))
         order.append(task_id)
-        answers.by_test_input[render_grid(test_input)] = (index, answer)
+        answers.by_test_input[json.dumps(test_input)] = (index, answer)
     (folder / "evaluation.txt").write_text("\n".join(order) + "\n")
     return answers
 

@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Grid = list[list[int]]
-TEST_INPUT = re.compile(r"Test input:\n(\[.*?\])\n\nReply", re.DOTALL)
+TEST_INPUT = re.compile(r"--Test Input--\n(\[.*?\])\n--End of Test Input--", re.DOTALL)
 ATTEMPT_LINE = re.compile(r"This is attempt (\d+) of")
 
 

@@ -314,9 +314,18 @@ def folder_metrics(
 
     info = describe_run_folder(folder)
     chosen, stats = read_stats_at(info, k)
-    summary = run_summary(stats, metric=info.metric, k=chosen, prices=prices)
     record = info.record or {}
     stored = info.run_summary or {}
+    # seq_k's summary.json prices each model over the run (Gauntlet's keeps the calls' costs,
+    # per role, in `usage`): its costs are the run's, not the sum of its rounded task costs.
+    seq_k_tokens = stored.get("tokens") if "usage" not in stored else None
+    summary = run_summary(
+        stats,
+        metric=info.metric,
+        k=chosen,
+        prices=prices,
+        seq_k_tokens=seq_k_tokens if isinstance(seq_k_tokens, dict) else None,
+    )
     return {
         "folder": str(folder),
         "settings_source": info.source,
@@ -416,15 +425,6 @@ def register_metrics(commands: Any) -> None:
 # inspect
 
 
-def _task_status(summary: Mapping[str, Any]) -> str:
-    status = summary.get("status")
-    if isinstance(status, str):
-        return status
-    if "success" in summary:  # the research harness's task summary has no status
-        return "solved" if summary.get("success") else "not solved"
-    return "unknown"
-
-
 def _find_task(folder: Path, task_id: str) -> int:
     # Run folders load when a command reads one, not with every `gauntlet` command's parser.
     from app.evalcli.folder import TASK_META_FILE, read_attempts, read_json, task_dirs
@@ -449,6 +449,7 @@ def _inspect_folder(folder: Path, args: argparse.Namespace) -> int:
         describe_run_folder,
         read_attempts,
         read_json,
+        read_task_stats,
         task_dir_name,
     )
 
@@ -481,7 +482,9 @@ def _inspect_folder(folder: Path, args: argparse.Namespace) -> int:
         )
         return EXIT_OK
     task_id = meta.get("task_id") or (attempts[0].get("task_id") if attempts else None) or "?"
-    lines = [f"task {task_index} ({task_id}): {_task_status(summary)}, {len(attempts)} attempts"]
+    # Whatever wrote the folder (seq_k's task summaries have no status), as the metrics say.
+    status = read_task_stats(task_index, task_dir).status_at(info.metric, info.k)
+    lines = [f"task {task_index} ({task_id}): {status}, {len(attempts)} attempts"]
     if info.inferred:
         lines.append(f"no config.json: inferred {'; '.join(info.inferred)}")
     if summary.get("error"):

@@ -1,7 +1,8 @@
 """Run folders: the CLI's `RunStore`, laid out as the run-folder contract fixes it.
 
     runs/<slice>/<passk|seqk>/<actor>/<verifier>/<feedback>/
-        config.json            fingerprint, result-affecting settings, k history, sessions
+        config.json            seq_k's settings; fingerprint, result-affecting settings, k
+                               history, sessions
         summary.json           the run's curves, tokens, cost and price-map date
         task-N/task_meta.json  the task's id, index, prompt and metadata (never its answer key)
         task-N/summary.json    the task's attempts and scores, best score, curve, tokens per
@@ -13,10 +14,11 @@
 grades with an LLM judge, else the benchmark's fixed verifier name (`deterministic`); the
 feedback level is the mode name, or the critic model id for an LLM-critic mode. In an attempt
 file `actor.prompt` is the exact text the actor saw, with the message list beside it as
-`actor.messages` (the same for every judge and critic call). Every file is written atomically
-(a temporary file, then `os.replace`; an attempt file by a hard link, which fails if the attempt
-exists), so an interrupted run never leaves half a file; nothing here deletes or overwrites an
-attempt.
+`actor.messages` (the same for every judge and critic call). Every file holds seq_k's keys
+first, in seq_k's order and JSON layout, then Gauntlet's (docs/engine.md, "Files, as seq_k
+writes them"), and is written atomically (a temporary file, then `os.replace`; an attempt file
+by a hard link, which fails if the attempt exists), so an interrupted run never leaves half a
+file; nothing here deletes or overwrites an attempt.
 
 Reading is wider than writing: any folder in this layout is read, with or without
 `config.json` (an S3 copy never has one), whether Gauntlet or the pass@k/seq@k research
@@ -135,14 +137,12 @@ def attempt_file_name(attempt_index: int) -> str:
 # Files
 
 
-def write_json_atomic(
-    path: Path, data: Any, *, indent: int | None = 2, overwrite: bool = True
-) -> None:
+def write_json_atomic(path: Path, data: Any, *, overwrite: bool = True) -> None:
     """Writes `data` as JSON to `path` so a reader sees the old file or the new one, never half.
 
-    The temporary name starts with a dot, so the folder's globs never pick it up. Files that
-    are rewritten on every trial pass `indent=None`: only then does `json` use its C encoder,
-    several times faster than the indenting pure-Python one.
+    The text is seq_k's (`json.dumps(..., ensure_ascii=False, indent=2)` and a newline), so a
+    file written here from the same values is the file seq_k writes, byte for byte. The
+    temporary name starts with a dot, so the folder's globs never pick it up.
 
     With `overwrite=False` a `path` that exists raises FileExistsError (`filename` that path)
     and stays as it was: the temporary file is hard-linked to its name, which fails if the name
@@ -154,7 +154,7 @@ def write_json_atomic(
     text file object, a temporary name from a counter rather than the random source, and the
     folder made only when it is missing.
     """
-    text = json.dumps(data, ensure_ascii=False, indent=indent, allow_nan=False) + "\n"
+    text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
     if os.linesep != "\n":  # as a file opened in text mode writes it
         text = text.replace("\n", os.linesep)
     content = text.encode("utf-8")
@@ -193,27 +193,39 @@ def read_json(path: Path) -> Any:
         return json.load(handle)
 
 
+SEQ_K_CALL_KEYS = (
+    "model",
+    "prompt",
+    "output",
+    "input_tokens",
+    "cached_tokens",
+    "thinking_tokens",
+    "output_tokens",
+)
+SEQ_K_JUDGE_KEYS = ("model", "success", "score", "raw_eval_output", "details", "calls")
+
+
 def call_document(call: Mapping[str, Any]) -> dict[str, Any]:
-    """A model call as an attempt file holds it: `prompt` the exact text the model saw,
-    `messages` the message list it was sent, then the rest of the record."""
+    """A model call as an attempt file holds it: seq_k's keys in its order (`prompt` the exact
+    text the model saw), then Gauntlet's: `messages` (the message list it was sent), its cost,
+    time and bounds."""
     messages = stored_messages(call.get("prompt"), call.get("messages"))
     document: dict[str, Any] = {
-        "model": call.get("model"),
-        "prompt": prompt_text(messages),
-        "messages": messages,
+        key: prompt_text(messages) if key == "prompt" else call.get(key) for key in SEQ_K_CALL_KEYS
     }
-    document.update(
-        (key, value) for key, value in call.items() if key not in ("model", "prompt", "messages")
-    )
+    document["messages"] = messages
+    document.update((key, value) for key, value in call.items() if key not in document)
     return document
 
 
 def attempt_document(
     *, task_id: str, task_index: int, metric: str, feedback_mode: str | None, trial: TrialRecord
 ) -> dict[str, Any]:
-    """The attempt file's content: the trial's sections under the task and run keys."""
+    """The attempt file's content: the trial's sections under the task and run keys, each
+    with seq_k's keys first, in its order."""
     data = trial.to_dict()
     judge, critic = data["judge"], data["critic"]
+    judge["calls"] = [call_document(call) for call in judge["calls"]]
     return {
         "task_id": task_id,
         "task_index": task_index,
@@ -221,7 +233,10 @@ def attempt_document(
         "feedback_mode": feedback_mode,
         "attempt_index": trial.attempt_index,
         "actor": call_document(data["actor"]),
-        "judge": {**judge, "calls": [call_document(call) for call in judge["calls"]]},
+        "judge": {
+            **{key: judge[key] for key in SEQ_K_JUDGE_KEYS},
+            **{key: value for key, value in judge.items() if key not in SEQ_K_JUDGE_KEYS},
+        },
         "critic": {**critic, "calls": [call_document(call) for call in critic["calls"]]},
     }
 
@@ -581,18 +596,17 @@ class RunFolderStore:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-folder")
         return self._writer
 
-    async def _write(
-        self, path: Path, data: Any, *, indent: int | None = 2, overwrite: bool = True
-    ) -> None:
-        job = functools.partial(write_json_atomic, path, data, indent=indent, overwrite=overwrite)
+    async def _write(self, path: Path, data: Any, *, overwrite: bool = True) -> None:
+        job = functools.partial(write_json_atomic, path, data, overwrite=overwrite)
         # Shielded: a cancelled run (Ctrl-C) still lets a write that started finish whole.
         await asyncio.shield(asyncio.get_running_loop().run_in_executor(self._executor(), job))
 
     def _write_queued_summary(self, path: Path) -> None:
         with self._lock:
             data, _ = self._queued_summaries.pop(path)
-        # Rewritten after every trial of the task: compact (see write_json_atomic).
-        write_json_atomic(path, data, indent=None)
+        # Indented as seq_k writes its task summaries, though the indenting encoder is the
+        # slower one: the coalescing above keeps a busy task's rewrites few.
+        write_json_atomic(path, data)
 
     async def load_config(self) -> dict[str, Any] | None:
         if not (self.folder / CONFIG_FILE).is_file():

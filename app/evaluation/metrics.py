@@ -11,22 +11,26 @@ are what its `metrics` command prints for the same folder: the first-t best-scor
 task, the best score among its first t attempts, carried forward past its last attempt, 0
 without one; averaged over every task with an attempt), Δ = curve@K - curve@1, and for seq@k the
 early and late gain shares EGS = (curve@2 - curve@1) / Δ and LGS = (curve@K - curve@K-1) / Δ,
-or "no gain" when Δ is not positive. The summaries also carry seq_k's own fields, computed and
-rounded as its writer does (`seq_k_curve_fields`, `tokens_by_model`, `TaskStats.to_summary`), so
-that tools written for seq_k's summary files read Gauntlet's.
+or "no gain" when Δ is not positive. The summaries also carry seq_k's own fields, computed,
+rounded and laid out as its writer does (`seq_k_curve_fields`, `tokens_by_model` and its
+`seq_k_cost`, `seq_k_run_fields`, `TaskStats.to_summary`), so that a summary here is seq_k's
+byte for byte once Gauntlet's own fields, which follow seq_k's, are left out.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from app.evaluation.types import TrialRecord
 from app.outbound.prices import Price, bundled_prices, litellm_release_date
+from app.outbound.providers import bundled_catalog
 
 
 def _check_counts(n: int, c: int, k: int) -> None:
@@ -369,6 +373,40 @@ def seq_k_curve_fields(
     return fields
 
 
+def seq_k_run_fields(
+    document: Mapping[str, Any],
+    *,
+    metric: str,
+    model: str,
+    feedback_mode: str,
+    pricing_last_updated: str | None,
+) -> dict[str, Any]:
+    """A run summary (`run_summary`'s document) laid out as seq_k's `save_summary` writes one:
+    `metric`, `model`, `feedback_mode`, then the document's seq_k fields (`tasks` through
+    `tokens`), `pricing_last_updated` and `last_updated`, then the rest. With no task attempted
+    seq_k writes `tasks` (0), `k` and `last_updated` alone; so does this, an empty `tokens`
+    left out."""
+    items = list(document.items())
+    if document.get("tasks") == 0:
+        rest = {
+            key: value
+            for key, value in items
+            if key not in ("tasks", "k") and not (key == "tokens" and not value)
+        }
+        return {"tasks": 0, "k": document.get("k"), "last_updated": seq_k_now(), **rest}
+    names = [key for key, _ in items]
+    end = names.index("tokens") + 1 if "tokens" in names else 0
+    return {
+        "metric": metric,
+        "model": model,
+        "feedback_mode": feedback_mode,
+        **dict(items[:end]),
+        "pricing_last_updated": pricing_last_updated,
+        "last_updated": seq_k_now(),
+        **dict(items[end:]),
+    }
+
+
 # Usage and cost
 
 ROLES: tuple[str, ...] = ("actor", "judge", "critic", "summarizer")
@@ -650,36 +688,111 @@ def total_calls(usage: Usage) -> int:
     return sum(totals.calls for models in usage.values() for totals in models.values())
 
 
-def tokens_by_model(usage: Usage) -> dict[str, dict[str, Any]]:
+PriceLookup = Callable[[str], Price | None]
+"""A model's price (per token, USD), or None when it is not known."""
+
+SEQ_K_COST_PLACES = 6  # seq_k rounds each `cost_usd` to the micro-dollar
+
+
+def seq_k_cost(price: Price, *, input_tokens: int, cached_tokens: int, output_tokens: int) -> float:
+    """A model's cost over its tokens the way seq_k's `core/pricing.py` computes it, before its
+    rounding: (uncached input * input price + cached * cached-input price + output * output
+    price) / 1,000,000, the prices in USD per million tokens, in that order of operations. The
+    sum is the same as Gauntlet's sum over the calls, but floating point rounds each step: done
+    seq_k's way, a cost that falls on half a micro-dollar rounds as seq_k's does."""
+    uncached = max(0, input_tokens - cached_tokens)
+    cached_price = price.cache_read_input_token_cost
+    if cached_price is None:
+        cached_price = price.input_cost_per_token
+    return (
+        uncached * _per_million(price.input_cost_per_token)
+        + cached_tokens * _per_million(cached_price)
+        + output_tokens * _per_million(price.output_cost_per_token)
+    ) / 1_000_000
+
+
+def _per_million(per_token: float) -> float:
+    # litellm's 1.5e-07 a token is seq_k's 0.15 a million, exactly: scaled in decimal, not binary.
+    return float(Decimal(repr(per_token)) * 1_000_000)
+
+
+@functools.lru_cache(maxsize=256)
+def _listed_price(model: str) -> Price | None:
+    if model.startswith("offline/"):
+        return None
+    return bundled_prices().price_of(model, bundled_catalog())
+
+
+def price_lookup(prices: Mapping[str, Price] | None = None) -> PriceLookup:
+    """The price of a model: its override in `prices`, else litellm's price map (as data)."""
+    overrides = dict(prices or {})
+
+    def lookup(model: str) -> Price | None:
+        return overrides[model] if model in overrides else _listed_price(model)
+
+    return lookup
+
+
+def rounded_cost(model: str, totals: UsageTotals, price_of: PriceLookup | None) -> float | None:
+    """A model's cost as seq_k writes it, rounded to the micro-dollar: from its tokens the way
+    seq_k computes it (`seq_k_cost`) when the model's price gives the cost its calls recorded,
+    else the recorded cost itself (a price that changed since, a tiered or reasoning price, an
+    unlisted model). None when a call's cost is unknown."""
+    recorded = totals.cost_usd
+    if recorded is None:
+        return None
+    price = price_of(model) if price_of is not None else None
+    if price is not None:
+        cost = seq_k_cost(
+            price,
+            input_tokens=totals.input_tokens,
+            cached_tokens=totals.cached_tokens,
+            output_tokens=totals.output_tokens,
+        )
+        if math.isclose(cost, recorded, rel_tol=1e-9, abs_tol=1e-12):
+            return round(cost, SEQ_K_COST_PLACES)
+    return round(recorded, SEQ_K_COST_PLACES)
+
+
+def tokens_by_model(
+    usage: Usage, *, order: Iterable[str] = (), price_of: PriceLookup | None = None
+) -> dict[str, dict[str, Any]]:
     """The usage of each model over every role it played (a model both actor and judge is
-    one entry), with its cost: the summaries' `tokens`, keyed and shaped as seq_k writes them
-    (the calls are counted in `usage`)."""
+    one entry), with its cost: the summaries' `tokens`, keyed, ordered, shaped and rounded as
+    seq_k writes them (models in `order`, the order seq_k meets them; any other after, by name;
+    the calls are counted in `usage`)."""
     merged: dict[str, UsageTotals] = {}
     for models in usage.values():
         for model, totals in models.items():
             merged.setdefault(model, UsageTotals()).merge(totals)
+    ordered = [model for model in dict.fromkeys(order) if model in merged]
+    ordered += sorted(model for model in merged if model not in set(ordered))
     return {
         model: {
-            "input_tokens": totals.input_tokens,
-            "cached_tokens": totals.cached_tokens,
-            "thinking_tokens": totals.thinking_tokens,
-            "output_tokens": totals.output_tokens,
-            "cost_usd": totals.cost_usd,
+            "input_tokens": merged[model].input_tokens,
+            "cached_tokens": merged[model].cached_tokens,
+            "thinking_tokens": merged[model].thinking_tokens,
+            "output_tokens": merged[model].output_tokens,
+            "cost_usd": rounded_cost(model, merged[model], price_of),
         }
-        for model, totals in sorted(merged.items())
+        for model in ordered
     }
 
 
-def apply_model_costs(usage: Usage, tokens: Mapping[str, Any]) -> None:
-    """Fills in, in place, the costs a seq_k task summary's `tokens` gives per model (seq_k
-    prices a model's tokens over the task, every role merged, and keeps no cost per call).
+def apply_model_costs(
+    usage: Usage, tokens: Mapping[str, Any], *, replace_costs: bool = False
+) -> set[str]:
+    """Fills in, in place, the costs a seq_k summary's `tokens` gives per model (seq_k prices
+    a model's tokens over a task, or over the run, every role merged, and keeps no cost per
+    call); returns the models it priced.
 
-    A model's cost is taken only where its calls here carry none and its token counts equal
-    the summary's (a summary of other attempts prices nothing). A model that played several
-    roles has its cost shared between them by their tokens: the model's and the run's costs
-    are seq_k's exactly, a role's share is an estimate.
+    A model's cost is taken only where its token counts equal the summary's (a summary of other
+    attempts prices nothing), and, unless `replace_costs`, where its calls here carry none. A
+    model that played several roles has its cost shared between them by their tokens: the
+    model's and the run's costs are seq_k's exactly, a role's share is an estimate.
     """
     counted = tokens_by_model(usage)
+    priced: set[str] = set()
     for model, entry in tokens.items():
         if not isinstance(entry, Mapping):
             continue
@@ -690,13 +803,17 @@ def apply_model_costs(usage: Usage, tokens: Mapping[str, Any]) -> None:
         if any(_count(entry.get(name)) != ours[name] for name in TOKEN_FIELDS):
             continue
         roles = [models[str(model)] for models in usage.values() if str(model) in models]
-        if any(totals.cost_usd is not None and totals.calls for totals in roles):
+        if not replace_costs and any(
+            totals.cost_usd is not None and totals.calls for totals in roles
+        ):
             continue
         weights = [totals.input_tokens + totals.output_tokens for totals in roles]
         whole = sum(weights)
         for totals, weight in zip(roles, weights, strict=True):
             share = weight / whole if whole else 1.0 / len(roles)
             totals.cost_usd = cost * share
+        priced.add(str(model))
+    return priced
 
 
 def _figures(data: Any) -> dict[str, float]:
@@ -730,6 +847,9 @@ class TaskStats:
     status: str = "pending"
     error: str | None = None
     figures: dict[str, float] = field(default_factory=dict)
+    # Where each model is first met, (attempt index, place among the trial's calls): seq_k
+    # lists a summary's `tokens` in that order.
+    first_use: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @classmethod
     def from_trials(
@@ -753,8 +873,29 @@ class TaskStats:
         if len(attempts) > 1 and attempts[-2].attempt_index > attempt.attempt_index:
             attempts.sort(key=lambda item: item.attempt_index)
         add_trial_usage(self.usage, trial)
+        for place, (_, call) in enumerate(trial_calls(trial)):
+            model = str(call.get("model") or "unknown")
+            met = (attempt.attempt_index, place)
+            if model not in self.first_use or met < self.first_use[model]:
+                self.first_use[model] = met
         if self.status == "pending":
             self.status = "partial"
+
+    @property
+    def models(self) -> list[str]:
+        """The task's models in the order seq_k meets them: by attempt, then actor, judge
+        calls, critic calls."""
+        return sorted(self.first_use, key=self.first_use.__getitem__)
+
+    def status_at(self, metric: str, k: int) -> str:
+        """`error` for a task that failed; otherwise `done` when it has what a curve up to k
+        needs (`TaskOutcome.is_complete`), `partial` when it has trials short of that,
+        `pending` without any."""
+        if self.status == "error":
+            return "error"
+        if self.outcome.is_complete(metric, k):
+            return "done"
+        return "partial" if self.outcome.attempts else "pending"
 
     def to_summary(
         self,
@@ -764,9 +905,9 @@ class TaskStats:
         pricing_last_updated: str | None = None,
         prices: Mapping[str, Price] | None = None,
     ) -> dict[str, Any]:
-        """The task's summary.json: seq_k's fields with its names, types and order (its
-        `_refresh_task_summary`), then Gauntlet's own under names seq_k does not use. Price
-        overrides apply as in the run summary."""
+        """The task's summary.json: seq_k's fields with its names, types, order and rounding
+        (its `_refresh_task_summary`), then Gauntlet's own under names seq_k does not use.
+        Price overrides apply as in the run summary."""
         outcome = self.outcome
         usage = apply_prices(self.usage, prices) if prices else self.usage
         complete = outcome.is_complete(metric, k)
@@ -787,11 +928,11 @@ class TaskStats:
                 }
                 for attempt in outcome.attempts
             ],
-            "tokens": tokens_by_model(usage),
+            "tokens": tokens_by_model(usage, order=self.models, price_of=price_lookup(prices)),
             "pricing_last_updated": pricing_last_updated,
             "metric": metric,
             "k": k,
-            "status": self.status,
+            "status": self.status_at(metric, k),
             "error": self.error,
             "first_success": outcome.first_success,
             "metric_at": outcome.metric_curve(metric, curve_k) if curve_k else None,
@@ -816,6 +957,7 @@ class TaskStats:
         ]
         status = str(data.get("status") or "pending")
         error = data.get("error")
+        tokens = data.get("tokens")
         return cls(
             outcome=TaskOutcome(
                 task_index=int(data["task_index"]),
@@ -826,18 +968,44 @@ class TaskStats:
             status=status if status in TASK_STATUSES else "partial",
             error=error if isinstance(error, str) else None,
             figures=_figures(data.get("figures")),
+            # The summary's `tokens` are listed in the order the task met its models.
+            first_use={
+                str(model): (0, place)
+                for place, model in enumerate(tokens if isinstance(tokens, Mapping) else ())
+            },
         )
 
 
+def models_in_order(stats: Iterable[TaskStats]) -> list[str]:
+    """The models of a run in the order seq_k meets them: by task index, then as each task
+    does (`TaskStats.models`)."""
+    ordered: dict[str, None] = {}
+    for task in sorted(stats, key=lambda item: item.outcome.task_index):
+        ordered.update(dict.fromkeys(task.models))
+    return list(ordered)
+
+
 def run_summary(
-    stats: Iterable[TaskStats], *, metric: str, k: int, prices: Mapping[str, Price] | None = None
+    stats: Iterable[TaskStats],
+    *,
+    metric: str,
+    k: int,
+    prices: Mapping[str, Price] | None = None,
+    seq_k_tokens: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Curves, standard errors, gain, tokens and cost over the tasks, as summary.json holds them:
-    seq_k's fields (`seq_k_curve_fields`, `tokens` per model), then Gauntlet's."""
+    seq_k's fields (`seq_k_curve_fields`, `tokens` per model), then Gauntlet's.
+
+    `seq_k_tokens`: the `tokens` of a summary.json seq_k wrote for these tasks. seq_k prices
+    each model over the whole run and rounds that, so its run cost is not the sum of its
+    rounded task costs: a model whose token counts equal its entry takes the entry's cost.
+    Price overrides still win."""
     stats_list = list(stats)
     usage: Usage = {}
     for task in stats_list:
         merge_usage(usage, task.usage)
+    if seq_k_tokens:
+        apply_model_costs(usage, seq_k_tokens, replace_costs=True)
     if prices:
         usage = apply_prices(usage, prices)
     curves = run_curves((task.outcome for task in stats_list), metric, k)
@@ -854,11 +1022,14 @@ def run_summary(
         k,
     )
     tasks_with_an_attempt = seq_k_fields.pop("tasks")
+    statuses = [task.status_at(metric, k) for task in stats_list]
     return {
         "tasks": tasks_with_an_attempt,
         "k": k,
         **seq_k_fields,
-        "tokens": tokens_by_model(usage),
+        "tokens": tokens_by_model(
+            usage, order=models_in_order(stats_list), price_of=price_lookup(prices)
+        ),
         "curves": curves.to_dict(),
         "harness_view": harness_view(
             ([attempt.score for attempt in task.outcome.attempts] for task in stats_list),
@@ -871,9 +1042,9 @@ def run_summary(
         },
         "task_status": {
             "total": len(stats_list),
-            "done": sum(1 for task in stats_list if task.status == "done"),
-            "partial": sum(1 for task in stats_list if task.status == "partial"),
-            "error": sum(1 for task in stats_list if task.status == "error"),
+            "done": statuses.count("done"),
+            "partial": statuses.count("partial"),
+            "error": statuses.count("error"),
         },
         "attempts": sum(len(task.outcome.attempts) for task in stats_list),
         "usage": usage_to_dict(usage),

@@ -23,8 +23,8 @@ SEQ_K_STYLE = "seq_k"
 GAUNTLET_2025_STYLE = "gauntlet-2025"
 PROMPT_STYLE_VERSIONS: dict[str, str] = {
     SEQ_K_STYLE: "2026-11.seq_k.1",
-    # The bounds on a prompt's history (below) left this version alone: below them a prompt is
-    # word for word what it was before them.
+    # The bounds on this style's history (below) left its version alone: below them a prompt
+    # is word for word what it was before them.
     GAUNTLET_2025_STYLE: "2025-01.1",
 }
 DEFAULT_PROMPT_STYLE = SEQ_K_STYLE
@@ -50,13 +50,15 @@ FEEDBACK_CLOSE = "</Feedback {attempt}>"
 EARLIER_OUTPUT_HEADER = "Attempt {attempt} output:"
 EARLIER_FEEDBACK_HEADER = "Feedback on attempt {attempt}:"
 NO_FEEDBACK = "(no feedback)"
-# The history a seq@k prompt carries is bounded, so that a model that repeats its prompt (an
-# echo) cannot double it at every attempt. Each earlier output keeps at most
-# EARLIER_OUTPUT_CHARS characters and each feedback EARLIER_FEEDBACK_CHARS; all of them together
-# keep at most HISTORY_CHARS, given to the newest attempts first: the oldest are cut first,
-# down to the mark alone. A cut text ends with the truncation mark ("[… truncated: N more
-# characters]"), so the model knows there was more. Tags, headers and marks are not counted.
-# Below these bounds a prompt is its style's wording exactly (seq_k's: what seq_k would send).
+# The history a seq@k prompt carries. In seq_k's style it is whole, as seq_k sends it: an
+# earlier output is what its call stored, already bounded there by what the call's max_tokens
+# allows (app.evaluation.bounds), so a model that repeats its prompt (an echo) adds at most one
+# stored output per attempt rather than doubling the prompt; cutting it again would cut answers
+# a model was allowed to give. The gauntlet-2025 style keeps the bounds its runs were made
+# with: each earlier output at most EARLIER_OUTPUT_CHARS characters and each feedback
+# EARLIER_FEEDBACK_CHARS; all of them together at most HISTORY_CHARS, given to the newest
+# attempts first (the oldest are cut first, down to the mark alone). A cut text ends with the
+# truncation mark ("[… truncated: N more characters]"); tags, headers and marks are not counted.
 EARLIER_OUTPUT_CHARS = 8_000
 EARLIER_FEEDBACK_CHARS = 2_000
 HISTORY_CHARS = 32_000
@@ -112,9 +114,9 @@ def build_actor_messages(
     """The user message for attempt `attempt_index` (1-based) of `k`.
 
     pass@k draws independent samples, so it sees the task prompt alone. seq@k sees the task
-    prompt, the attempt line and every earlier attempt's output and feedback, numbered, each
-    bounded (`HISTORY_CHARS` above), worded in `prompt_style`. The verifier's private details
-    are never read here.
+    prompt, the attempt line and every earlier attempt's output and feedback, numbered, worded
+    in `prompt_style` (whole in seq_k's style, bounded in gauntlet-2025's: `earlier_attempts`).
+    The verifier's private details are never read here.
     """
     if metric == "pass@k":
         return [{"role": "user", "content": task_prompt}]
@@ -122,7 +124,7 @@ def build_actor_messages(
         raise ValueError(f"attempt_index must be in 1..{k}, got {attempt_index}")
     check_prompt_style(prompt_style)
     attempt_line = ATTEMPT_LINE.format(attempt=attempt_index, k=k)
-    kept = bounded_history(history, prompt_style=prompt_style)
+    kept = earlier_attempts(history, prompt_style=prompt_style)
     if prompt_style == GAUNTLET_2025_STYLE:
         sections = [task_prompt, attempt_line]
         for number, output, feedback in kept:
@@ -144,18 +146,29 @@ def build_actor_messages(
     return [{"role": "user", "content": SECTION_SEPARATOR.join(sections)}]
 
 
-def bounded_history(
+def earlier_attempts(
     history: Sequence[TrialRecord], *, prompt_style: str = DEFAULT_PROMPT_STYLE
 ) -> list[tuple[int, str, str]]:
     """(attempt number, output, feedback) of each earlier attempt, oldest first, as a seq@k
-    prompt carries them: each text within its own limit, and all within `HISTORY_CHARS`,
-    spent on the newest attempts first (feedback before output). An attempt without feedback
-    has "" in seq_k's style (its prompt shows none) and `NO_FEEDBACK` in gauntlet-2025's."""
-    missing = NO_FEEDBACK if prompt_style == GAUNTLET_2025_STYLE else ""
+    prompt carries them: whole in seq_k's style (an attempt without feedback has "", which
+    its prompt does not show), bounded in gauntlet-2025's (`bounded_history`)."""
+    if prompt_style == GAUNTLET_2025_STYLE:
+        return bounded_history(history)
+    return [
+        (trial.attempt_index, trial.actor.output, trial.critic.feedback or "")
+        for trial in sorted(history, key=lambda record: record.attempt_index)
+    ]
+
+
+def bounded_history(history: Sequence[TrialRecord]) -> list[tuple[int, str, str]]:
+    """(attempt number, output, feedback) of each earlier attempt, oldest first, as a
+    gauntlet-2025 prompt carries them: each text within its own limit, and all within
+    `HISTORY_CHARS`, spent on the newest attempts first (feedback before output); an attempt
+    without feedback has `NO_FEEDBACK`."""
     remaining = HISTORY_CHARS
     kept: list[tuple[int, str, str]] = []
     for trial in sorted(history, key=lambda record: record.attempt_index, reverse=True):
-        feedback = trial.critic.feedback if trial.critic.feedback is not None else missing
+        feedback = trial.critic.feedback if trial.critic.feedback is not None else NO_FEEDBACK
         feedback_limit = min(EARLIER_FEEDBACK_CHARS, remaining)
         remaining -= min(len(feedback), feedback_limit)
         output_limit = min(EARLIER_OUTPUT_CHARS, remaining)

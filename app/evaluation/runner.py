@@ -43,7 +43,7 @@ from app.evaluation.llm import CompletionClient
 from app.evaluation.metrics import (
     TaskStats,
     price_map_info,
-    seq_k_now,
+    seq_k_run_fields,
     split_summary,
     task_figures,
     trial_calls,
@@ -411,14 +411,17 @@ class _Run:
         )
         calls_made = getattr(self.llm, "calls_made", None)
         max_in_flight = getattr(self.llm, "max_in_flight", None)
-        # seq_k's fields first, with its names and types (its `save_summary`), then Gauntlet's.
+        pricing = dict(self.pricing)
+        pricing_last_updated = pricing.pop("pricing_last_updated", None)
         return {
-            "metric": config.metric,
-            "model": config.actor.model,
-            "feedback_mode": config.feedback_mode,
-            **document,
-            **self.pricing,
-            "last_updated": seq_k_now(),
+            **seq_k_run_fields(
+                document,
+                metric=config.metric,
+                model=config.actor.model,
+                feedback_mode=config.feedback_mode,
+                pricing_last_updated=pricing_last_updated,
+            ),
+            **pricing,
             "benchmark": config.benchmark,
             "slice": self.slice_name,
             "actor": config.actor.model,
@@ -468,6 +471,11 @@ class _Run:
             history.append(self.config.k)
         sessions = [item for item in record.get("sessions", []) if isinstance(item, dict)]
         sessions.append({"started_at": self.started_at, "status": "running"})
+        seq_k_config = self.seq_k_config()
+        record = {
+            **seq_k_config,
+            **{key: value for key, value in record.items() if key not in seq_k_config},
+        }
         record.update(
             {
                 "fingerprint": self.fingerprint,
@@ -475,14 +483,41 @@ class _Run:
                 "k_history": history,
                 "slice": self.slice_name,
                 "benchmark_verifier": self.benchmark.verifier_name,
-                # Not a setting for pass@k (no feedback is given), but its attempt files carry it.
-                "feedback_mode": self.config.feedback_mode,
                 "created_at": record.get("created_at", self.started_at),
                 "sessions": sessions,
             }
         )
         self.record = record
         await self.store.save_config(record)
+
+    @functools.cached_property
+    def critic_section_model(self) -> str | None:
+        """The critic model an attempt's `critic` section names: the critic of an LLM-critic
+        mode (seq_k's rule), else none."""
+        config = self.config
+        if config.critic is None or not self.benchmark.is_llm_critic_mode(config.feedback_mode):
+            return None
+        return config.critic.model
+
+    def seq_k_config(self) -> dict[str, Any]:
+        """The run's settings as seq_k's config.json freezes them (its `init_run`), first in
+        the run record: the benchmark's module, the metric, k, the feedback mode (for pass@k
+        too: its attempt files carry it), the actor, judge and critic models (the judge
+        defaulting to the actor's, the critic to the judge's), the actor's temperature and the
+        options as given."""
+        config = self.config
+        judge_model = config.judge.model if config.judge else config.actor.model
+        return {
+            "benchmark": self.benchmark.module.__name__,
+            "metric": config.metric,
+            "k": config.k,
+            "feedback_mode": config.feedback_mode,
+            "model": config.actor.model,
+            "judge_model": judge_model,
+            "critic_model": config.critic.model if config.critic else judge_model,
+            "temperature": config.actor.temperature,
+            "options": json.loads(json.dumps(dict(config.options))),
+        }
 
     async def end(self, status: RunStatus) -> dict[str, Any]:
         self.status = status
@@ -553,7 +588,13 @@ class _Run:
             # its result (LLMJudgeVerifier does) must not count them twice.
             extra = [call for call in result.calls if not any(call is seen for seen in calls)]
             all_calls = [*calls, *extra]
-            model = all_calls[0].model if all_calls else None
+            # seq_k names the judge model of an LLM verifier whether or not it was called;
+            # another verifier is named by the model it called, if any (none: deterministic).
+            model = (
+                judge_model
+                if benchmark.verifier_name == "llm"
+                else (all_calls[0].model if all_calls else None)
+            )
             return judge_section(replace(result, calls=all_calls), model), result
 
         async def feedback(trial: TrialRecord, result: VerifierResult) -> CriticSection:
@@ -568,7 +609,7 @@ class _Run:
                         task, view, result, mode, critic_model=critic_model
                     )
                 return CriticSection(
-                    model=calls[0].model if calls else None,
+                    model=self.critic_section_model or (calls[0].model if calls else None),
                     feedback=text,
                     calls=[call.to_dict() for call in calls],
                 )
@@ -613,6 +654,9 @@ class _Run:
         self.emit("task_started", task, stats)
 
         async def on_trial(trial: TrialRecord) -> None:
+            if trial.critic.model is None and self.critic_section_model is not None:
+                # As seq_k: an LLM-critic mode's attempts name its critic, asked or not.
+                trial.critic.model = self.critic_section_model
             await self.store.save_trial(task, trial)
             trial_data = trial_view(trial)
             stats.add_trial(trial_data)

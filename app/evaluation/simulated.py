@@ -32,7 +32,8 @@ How a reply is drawn, for the last user message of a call:
   provider default; clamped to 0..2). `skill` is 1.0 for `solver-sim`, 0.55 for the weak one.
 - Feedback helps: on seq@k attempt t, each earlier attempt's feedback removes a share of the
   remaining failure probability, `p_t = 1 - (1 - p_1) x prod(1 - g)`, with g = 0.5 for an
-  informative feedback, 0.2 for the bare "Incorrect." of the binary mode, 0 for none.
+  informative feedback, 0.2 for the bare "Incorrect." of the binary mode (or the pass/fail
+  sentence a benchmark's own binary mode declares), 0 for none.
 - The draw is `u = hash(seed, model, task, draw number, T)` in [0, 1); the attempt succeeds when
   `u < p`. seq@k attempt t uses draw number t - 1. pass@k sends the same message k times, so its
   samples are numbered in call order per task (counters reset whenever the task is registered,
@@ -87,6 +88,9 @@ DEFAULT_TEMPERATURE: Final = 1.0
 MAX_TEMPERATURE: Final = 2.0
 INFORMATIVE_FEEDBACK_GAIN: Final = 0.5
 BINARY_FEEDBACK_GAIN: Final = 0.2
+# The pass/fail sentences that tell no more than the bare "Incorrect.": a benchmark whose
+# binary mode has its own wording declares it (`declare_binary_feedback`).
+_binary_feedbacks: set[str] = {BINARY_FEEDBACK}
 # The runner keeps at most `tasks_in_flight` tasks loaded (100 by default); the bound keeps the
 # registry's memory flat on a benchmark of any size while covering every task in flight.
 MAX_REGISTERED_TASKS: Final = 4096
@@ -202,12 +206,18 @@ def first_look_probability(model: str, temperature: float, difficulty: float) ->
     return skill * (1.0 - difficulty) * (1.0 - error_rate(temperature))
 
 
+def declare_binary_feedback(text: str) -> None:
+    """Tells the simulation that `text` is a binary mode's feedback: it helps as "Incorrect."
+    does, not as an informative one."""
+    _binary_feedbacks.add(text.strip())
+
+
 def feedback_gain(feedback: str) -> float:
     """How much one earlier attempt's feedback helps: informative, binary or none."""
     text = feedback.strip()
     if not text or text == NO_FEEDBACK:
         return 0.0
-    if text == BINARY_FEEDBACK:
+    if text in _binary_feedbacks:
         return BINARY_FEEDBACK_GAIN
     return INFORMATIVE_FEEDBACK_GAIN
 

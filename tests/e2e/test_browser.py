@@ -385,9 +385,10 @@ def unsolved_answer_grids(attempt: dict[str, Any], api: Api, key: str) -> list[s
     trials = api.request("GET", f"/v1/attempts/{attempt['id']}/trials?limit=500", key).json()
     solved = {t["task_index"] for t in trials["items"] if t["success"]}
     return [
-        json.dumps(task.answer, separators=(",", ":"))
+        json.dumps(grid, separators=(",", ":"))
         for task in tasks[: attempt["metrics"]["tasks_total"]]
         if task.canonical_index not in solved
+        for grid in task.answer
     ]
 
 
@@ -434,7 +435,9 @@ def test_a_participant_runs_a_model_on_a_benchmark_and_sees_the_curves(
     expect(chart.locator("svg[role=img] polyline")).to_have_count(2)
 
     grace.get_by_label("Model", exact=True).fill("offline/solver-sim")
-    grace.get_by_label("Temperature").fill("1")
+    # At 1.5 the simulated solver leaves task 1 unsolved: its answer is then checked to be on
+    # no page (below).
+    grace.get_by_label("Temperature").fill("1.5")
     grace.get_by_label("System prompt").fill("Answer with the grid only.")
     assert_accessible_basics(grace)
     card = grace.locator("#attempt-list .attempt-card").first
@@ -442,7 +445,7 @@ def test_a_participant_runs_a_model_on_a_benchmark_and_sees_the_curves(
         grace.get_by_role("button", name="Submit attempt").click()
         expect(card).to_have_attribute("data-status", "queued")
         expect(card).to_contain_text("offline/solver-sim")
-        expect(card).to_contain_text("temperature 1")
+        expect(card).to_contain_text("temperature 1.5")
         grace.evaluate("window.stillTheSamePage = true")
     expect(card).to_have_attribute("data-status", "completed", timeout=30_000)
     assert grace.evaluate("window.stillTheSamePage === true")
@@ -476,7 +479,7 @@ def test_a_participant_runs_a_model_on_a_benchmark_and_sees_the_curves(
     expect(toggle).to_have_attribute("aria-expanded", "true")
     trials = grace.locator("#task-1-trials-row")
     expect(trials.get_by_role("heading", name=re.compile(r"Trial 1 of \d"))).to_be_visible()
-    expect(trials).to_contain_text("does not match the expected grid")
+    expect(trials).to_contain_text("incorrect_output")
     expect(trials.locator("details.prompt-fold").first).to_contain_text("This is attempt 1 of 2")
     assert_accessible_basics(grace)
     screenshot(grace, "benchmark-attempt")
@@ -522,7 +525,7 @@ def test_a_participant_runs_a_model_on_a_benchmark_and_sees_the_curves(
         squeezed = re.sub(r"\s+", "", html)
         for grid in secrets:
             assert grid not in squeezed
-        assert "expected_shape" not in html and "matching_cells" not in html
+        assert "parse_method" not in html and "mismatch_count" not in html
 
 
 def api_id(api: Api, key: str, slug: str) -> str:

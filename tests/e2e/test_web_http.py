@@ -823,8 +823,10 @@ def test_benchmark_pages_show_the_curves_the_tasks_and_never_an_answer_key(
     assert _wait_finished(api, key, rival["id"])["status"] == "completed"
 
     ada = _signed_in(web_client, slug, "ada")
+    # At 0.5 the simulated solver leaves task 3 unsolved: its answer is then checked to be on
+    # no page (below).
     submitted = _submit_spec(
-        ada, slug, challenge["slug"], model="offline/solver-sim", temperature="0.3"
+        ada, slug, challenge["slug"], model="offline/solver-sim", temperature="0.5"
     )
     assert submitted.status_code == 303
     attempt_id = _attempt_id_of(submitted)
@@ -836,7 +838,7 @@ def test_benchmark_pages_show_the_curves_the_tasks_and_never_an_answer_key(
     card = live["attempts"][0]
     assert card["finished"] and card["version"].startswith("completed:")
     assert "pass@2" in card["html"] and "Tasks solved" in card["html"]
-    assert "offline/solver-sim" in card["html"] and "temperature 0.3" in card["html"]
+    assert "offline/solver-sim" in card["html"] and "temperature 0.5" in card["html"]
     assert live["chart_html"].count("<polyline") == 2
     assert "ada" in live["leaderboard_html"] and "offline/solver-sim" in live["leaderboard_html"]
 
@@ -895,7 +897,7 @@ def test_benchmark_pages_show_the_curves_the_tasks_and_never_an_answer_key(
         squeezed = re.sub(r"\s+", "", html.unescape(text).replace("\\n", ""))
         for grid in secrets:
             assert grid not in squeezed
-        for private in ("expected_shape", "matching_cells", "shape_matches"):
+        for private in ("parse_method", "mismatch_count", "all_correct"):
             assert private not in text
 
     # The pages' queries do not grow with the leaderboard (no query per row).

@@ -4,6 +4,7 @@ does not spend a tenant's budget, and trials stored before the caps are served b
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 from collections.abc import Iterator
@@ -127,25 +128,39 @@ def test_a_usage_of_10_to_the_15_tokens_charges_what_the_request_could_cost(
 def test_a_seq_at_20_echo_attempt_completes_with_bounded_storage(
     api: Api, worker: Worker, tenant: dict[str, Any]
 ) -> None:
-    """offline/echo repeats its prompt, which carries every earlier answer: unbounded, trial
-    18 alone was 337,905,279 characters and PostgreSQL refused it."""
+    """offline/echo repeats its prompt, which carries every earlier answer: with answers stored
+    whole, trial 18 alone was 337,905,279 characters and PostgreSQL refused it. Each answer is
+    stored within its call's bound (GAUNTLET_MAX_OUTPUT_CHARS, no max_tokens here), and the
+    history carries the stored answers as they are: a prompt grows by one answer a trial."""
+    from app.config import get_settings
+
+    cap = get_settings().max_output_chars
     key = tenant["api_key"]
     challenge = api.create_challenge(
         key, evaluation={"metric": "seq@k", "k": 20, "feedback_mode": "binary"}
     )
     prompt = ("Tell me a story about a lighthouse keeper. " * 30)[:1200]
     attempt_id = api.submit(key, challenge["id"], prompt, "amy").json()["id"]
-    result = api.wait_finished(key, attempt_id, timeout=120)
+    result = api.wait_finished(key, attempt_id, timeout=180)
     assert result["status"] == "completed", (result["error"], result.get("error_detail"))
     assert len(result["trials"]) == 20
     stored = _stored_trials(attempt_id)
     assert len(stored) == 20
-    assert max(_size(trial) for trial in stored) < 200_000
-    last_prompt = stored[-1]["actor"]["prompt"][-1]["content"]
+    prompts = [trial["actor"]["prompt"][-1]["content"] for trial in stored]
+    assert all(len(trial["actor"]["output"]) <= cap + 64 for trial in stored)
+    per_trial = cap + 200  # one stored answer, its mark, its tags and its feedback
+    assert all(
+        len(later) - len(earlier) <= per_trial for earlier, later in itertools.pairwise(prompts)
+    )
+    last_prompt = prompts[-1]
     assert last_prompt.startswith(prompt + "\n\nThis is attempt 20 of 20.")
-    assert "more characters]" in last_prompt  # the oldest answers were cut, visibly
+    assert "more characters]" in last_prompt  # the answers past the bound were cut, visibly
+    # The earlier answers are in the last prompt as they were stored, whole.
+    assert f"<PreviousAttempt 19>\n{stored[18]['actor']['output']}\n</PreviousAttempt 19>" in (
+        last_prompt
+    )
     served = api.request("GET", f"/v1/attempts/{attempt_id}", key)
-    assert len(served.content) < 4_000_000
+    assert len(served.content) < 20 * 3 * (SERVED_SECTION_CHARS + 10_000)
 
 
 def test_trials_stored_before_outputs_were_capped_are_served_bounded(

@@ -1,15 +1,19 @@
 """The seq@k prompt (app.evaluation.prompts): by default seq_k's `build_prompt` text word for
-word (checked against what seq_k's own code returned, tests/fixtures/seq_k/prompts.json), the
-earlier wording kept as the `gauntlet-2025` style, and in both each earlier output and feedback
-within its limit, the whole within its budget, the oldest cut first."""
+word (checked against what seq_k's own code returned, tests/fixtures/seq_k/prompts.json), with
+the history whole as seq_k sends it (an output is cut only where its call's bound cut what was
+stored); the earlier wording kept as the `gauntlet-2025` style, with the bounds its runs were
+made with: each earlier output and feedback within its limit, the whole within its budget, the
+oldest cut first."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import pytest
 
+from app.evaluation.bounds import capped_output, output_char_cap
 from app.evaluation.prompts import (
     EARLIER_FEEDBACK_CHARS,
     EARLIER_OUTPUT_CHARS,
@@ -65,17 +69,31 @@ def test_the_styles_have_distinct_versions_and_an_unknown_style_is_refused() -> 
         )
 
 
-def test_a_cut_output_keeps_seq_ks_tags_around_its_visible_mark() -> None:
-    output = "o" * (EARLIER_OUTPUT_CHARS + 5)
+def test_seq_ks_history_carries_a_long_output_and_feedback_whole() -> None:
+    """seq_k sends an earlier output whole: 10,040 characters stay 10,040, where the history
+    once kept 8,000 of them (and a feedback 2,000)."""
+    output = "o" * 10_040
+    feedback = "f" * (EARLIER_FEEDBACK_CHARS + 7)
     [message] = build_actor_messages(
-        "q", metric="seq@k", attempt_index=2, k=2, history=[_trial(1, output, None)]
+        "q", metric="seq@k", attempt_index=2, k=2, history=[_trial(1, output, feedback)]
     )
     assert message["content"].endswith(
-        "<PreviousAttempt 1>\n"
-        + "o" * EARLIER_OUTPUT_CHARS
-        + TRUNCATION_MARK.format(count=5)
-        + "\n</PreviousAttempt 1>"
+        f"<PreviousAttempt 1>\n{output}\n</PreviousAttempt 1>\n\n"
+        f"<Feedback 1>\n{feedback}\n</Feedback 1>"
     )
+    assert "truncated" not in message["content"]
+
+
+def test_seq_ks_history_shows_an_output_as_its_call_stored_it() -> None:
+    """What the history may cut is what the call's bound cut (app.evaluation.bounds): the
+    stored output, mark included, and nothing more."""
+    cap = output_char_cap(16, 200_000)
+    stored, cut = capped_output("y" * 50_000, cap)
+    assert cut == 50_000 - cap
+    [message] = build_actor_messages(
+        "q", metric="seq@k", attempt_index=2, k=3, history=[_trial(1, stored, None)]
+    )
+    assert f"<PreviousAttempt 1>\n{stored}\n</PreviousAttempt 1>" in message["content"]
     assert "<Feedback 1>" not in message["content"]
 
 
@@ -99,12 +117,10 @@ def test_the_gauntlet_2025_style_keeps_the_earlier_words() -> None:
     ]
 
 
-def test_each_earlier_output_and_feedback_is_cut_at_its_own_limit() -> None:
+def test_gauntlet_2025_cuts_each_earlier_output_and_feedback_at_its_own_limit() -> None:
     output = "o" * (EARLIER_OUTPUT_CHARS + 123)
     feedback = "f" * (EARLIER_FEEDBACK_CHARS + 7)
-    [(number, kept_output, kept_feedback)] = bounded_history(
-        [_trial(1, output, feedback)], prompt_style=SEQ_K_STYLE
-    )
+    [(number, kept_output, kept_feedback)] = bounded_history([_trial(1, output, feedback)])
     assert number == 1
     assert kept_output == "o" * EARLIER_OUTPUT_CHARS + TRUNCATION_MARK.format(count=123)
     assert kept_feedback == "f" * EARLIER_FEEDBACK_CHARS + TRUNCATION_MARK.format(count=7)
@@ -114,7 +130,7 @@ def _kept_text(text: str) -> str:
     return text.split("\n[… truncated")[0]
 
 
-def test_the_whole_history_is_bounded_and_the_oldest_is_cut_first() -> None:
+def test_gauntlet_2025_bounds_the_whole_history_and_cuts_the_oldest_first() -> None:
     history = [_trial(index, chr(ord("a") + index) * 7000) for index in range(1, 20)]
     kept = bounded_history(history)
     assert [number for number, _, _ in kept] == list(range(1, 20))
@@ -131,20 +147,39 @@ def test_the_whole_history_is_bounded_and_the_oldest_is_cut_first() -> None:
     assert cut_points == list(range(cut_points[-1] + 1))  # every cut one is older than any whole
 
 
-def test_an_echo_s_seq_at_20_prompt_stops_growing() -> None:
-    """An echo repeats its prompt, which carries every earlier answer: unbounded, attempt t's
-    prompt would be 2^t times the first."""
+def _echo_lengths(style: str, cap: int) -> list[int]:
+    """The prompt lengths of a seq@20 attempt of an echo (it repeats its prompt) whose answers
+    are stored within `cap` characters, as a call's bound stores them."""
     task = "p" * 1200
     history: list[TrialRecord] = []
     lengths = []
     for attempt in range(1, 21):
         [message] = build_actor_messages(
-            task, metric="seq@k", attempt_index=attempt, k=20, history=history
+            task, metric="seq@k", attempt_index=attempt, k=20, history=history, prompt_style=style
         )
         lengths.append(len(message["content"]))
-        history.append(_trial(attempt, message["content"]))
+        stored, _ = capped_output(message["content"], cap)
+        history.append(_trial(attempt, stored))
+    return lengths
+
+
+def test_an_echo_s_seq_k_prompt_grows_by_one_stored_answer_an_attempt() -> None:
+    """An echo repeats its prompt, which carries every earlier answer: were the answers stored
+    whole, attempt t's prompt would be 2^t times the first. Each is stored within its call's
+    bound, so once answers reach it a prompt grows by one stored answer and its tags."""
+    cap = output_char_cap(256, 200_000)
+    lengths = _echo_lengths(SEQ_K_STYLE, cap)
+    growth = [after - before for before, after in itertools.pairwise(lengths)]
+    mark = len(TRUNCATION_MARK.format(count=10**9))
+    overhead = 200  # tags and the feedback of one attempt
+    assert max(growth) <= cap + mark + overhead
+    assert lengths[-1] <= 1200 + 19 * (cap + mark + overhead)
+
+
+def test_an_echo_s_gauntlet_2025_prompt_stops_growing() -> None:
+    lengths = _echo_lengths(GAUNTLET_2025_STYLE, 10**9)
     headers = 20 * 200  # headers and marks: well under 200 characters per earlier attempt
-    assert max(lengths) <= len(task) + HISTORY_CHARS + headers
+    assert max(lengths) <= 1200 + HISTORY_CHARS + headers
     # Once the history is full, each attempt adds only the headers and marks of one more.
     assert lengths[-1] - lengths[-2] < 200
 

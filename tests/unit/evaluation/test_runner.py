@@ -558,6 +558,44 @@ def test_benchmark_feedback_and_critic_calls_are_recorded_in_the_critic_section(
     ]
 
 
+JUDGE = ModelSpec(model="fake/judge")
+
+
+def test_attempts_name_the_judge_and_critic_models_as_seq_k_does() -> None:
+    """seq_k names an LLM verifier's judge model on every attempt, whether or not it called it,
+    and an LLM-critic mode's critic model on every attempt, asked for feedback or not (pass@k
+    and successes too); a deterministic verifier and a template mode name none."""
+
+    def verify(task: Task, attempt: AttemptView, *, judge_model: str | None) -> VerifierResult:
+        # Settled without a call (a keyword, say): the judge model is still the run's.
+        found = secret(task.canonical_index) in attempt.output
+        return VerifierResult(success=found, score=1.0 if found else 0.0)
+
+    llm_judged = make_benchmark(count=2, verifier="llm", verify=verify)
+    for metric in ("seq@k", "pass@k"):
+        store = MemoryRunStore()
+        run(
+            llm_judged,
+            config(metric=metric, k=2, feedback_mode="socratic", judge=JUDGE, critic=CRITIC),
+            ScriptedClient(solver({1: {1}})),
+            store,
+        )
+        trials = [trial for task in store.trials.values() for trial in task.values()]
+        assert {trial.judge.model for trial in trials} == {"fake/judge"}
+        assert {trial.critic.model for trial in trials} == {"fake/critic"}
+        assert any(trial.success for trial in trials)
+
+    store = MemoryRunStore()
+    run(
+        make_benchmark(count=2),
+        config(k=2, feedback_mode="raw", judge=JUDGE, critic=CRITIC),
+        ScriptedClient(solver({1: {1}})),
+        store,
+    )
+    trials = [trial for task in store.trials.values() for trial in task.values()]
+    assert {(trial.judge.model, trial.critic.model) for trial in trials} == {(None, None)}
+
+
 def test_run_attempt_sums_its_actor_calls() -> None:
     async def run_attempt(task: Task, messages: list[Message], *, actor: ModelSpec) -> str:
         first = await complete(actor.model, messages)
