@@ -531,7 +531,7 @@ def test_the_console_lists_the_tenant_s_mail_and_sets_its_address_policy(
     assert f"127.0.0.1:{mail_server.port}" in listing.text
     row = _mail_rows(owner["id"])[0]
     message = admin.get(f"/t/{slug}/admin/mail/{row.id}")
-    assert message.status_code == 200 and "The text is not kept" in message.text
+    assert message.status_code == 200 and "The text is not here" in message.text
     # Another tenant's console shows none of it.
     outsider = web_client()
     outsider.post_form(f"/t/{other['slug']}/admin/sign-in", {"api_key": other["api_key"]})
