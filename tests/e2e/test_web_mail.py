@@ -327,6 +327,25 @@ def test_a_forgotten_password_is_reset_once_by_its_link_and_signs_the_account_ou
     )
 
 
+def test_a_reset_link_never_leads_to_the_host_a_request_named(
+    owner: dict[str, Any], web_client: Clients, mail_server: MailServer
+) -> None:
+    slug = owner["slug"]
+    handle, email = _confirmed_account(web_client(), mail_server, slug)
+    client = web_client()
+    form = f"/t/{slug}/forgot-password"
+    token = client.csrf(form)
+    asked = client.http.post(
+        form,
+        data={"handle_or_email": handle, "csrf_token": token},
+        headers={"Host": "evil.example.com", "X-Forwarded-Host": "evil.example.com"},
+    )
+    assert asked.status_code == 303
+    text = _one(_reset_mails(mail_server, email)).text
+    assert "evil.example.com" not in text
+    assert f"{PUBLIC_URL}/t/{slug}/reset-password/" in text
+
+
 def test_a_reset_link_expires(
     owner: dict[str, Any], web_client: Clients, mail_server: MailServer
 ) -> None:
