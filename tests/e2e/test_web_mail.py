@@ -23,11 +23,13 @@ from sqlalchemy import select, update
 
 from app.auth.models import AccountToken
 from app.db import session_scope, utcnow
+from app.mail import service as mail
+from app.mail.message import Mail
 from app.mail.models import MailStatus, OutboundMail
 from app.tenant import account_mail
 from app.tenant import service as tenants
 from app.tenant.models import Participant
-from app.unit_of_work import unit_of_work
+from app.unit_of_work import UnitOfWork, unit_of_work
 from tests.conftest import PUBLIC_URL, Api, Worker
 from tests.e2e.conftest import PASSWORD, WebClient, create_tenant
 from tests.embedded import ADMIN_TOKEN as EMBEDDED_TOKEN
@@ -500,6 +502,20 @@ def test_mail_sent_while_the_server_is_down_is_tried_again_and_sent_when_it_is_b
     assert sent.run_count >= 3 and sent.finished_at is not None
     assert sent.message is None  # the text (a single-use link) is not kept once delivered
     assert sent.delivery == f"smtp {urlsplit(f'//127.0.0.1:{mail_server.port}').netloc}"
+
+
+def test_a_message_whose_task_never_reached_a_worker_is_sent_by_the_sweep(
+    owner: dict[str, Any], mail_server: MailServer
+) -> None:
+    email = f"{_handle()}@example.org"
+    with session_scope() as session:
+        # Committed, its task never sent: an API process that died between the two.
+        work = UnitOfWork(session)
+        mail.queue(work, uuid.UUID(owner["id"]), "notification", Mail(email, "Lost", "Found."))
+        assert [task.task.name for task in work.pending] == [mail.SEND_MAIL_TASK]
+    received = _one(mail_server.inbox.wait_for(email))
+    assert received.text == "Found.\n"
+    assert _wait_row(owner["id"], lambda r: r.status == MailStatus.SENT).run_count == 1
 
 
 def test_a_recipient_the_server_refuses_for_good_is_recorded_failed_after_one_try(
