@@ -162,6 +162,8 @@ def run_embedded(host: str, port: int) -> None:
 
     # The worker is part of this one service: /healthz fails without it (unless told not to).
     os.environ.setdefault("GAUNTLET_HEALTH_REQUIRES_WORKER", "true")
+    # Links in mail lead to where this process listens (its worker inherits the setting).
+    os.environ.setdefault("GAUNTLET_PUBLIC_URL", f"http://{host}:{port}")
     get_settings.cache_clear()
     settings = get_settings()
     configure_logging(settings.resolved_log_format, settings.log_level)
@@ -181,6 +183,12 @@ def run_embedded(host: str, port: int) -> None:
     )
     worker.start()
     base = f"http://{host}:{port}"
+    smtp = settings.smtp_server
+    mail_line = (
+        f"sent through {smtp.host}:{smtp.port}"
+        if smtp is not None
+        else f"written to {settings.mail_folder} (console: {base}/t/{info.tenant_slug}/admin/mail)"
+    )
     banner = f"""
 Gauntlet (embedded mode) — data in {settings.data_dir.resolve()}
   Web UI          {base}/        demo: {base}/t/{info.tenant_slug}/challenges/say-pwned
@@ -190,6 +198,7 @@ Gauntlet (embedded mode) — data in {settings.data_dir.resolve()}
   Demo tenant     {info.tenant_slug}   admin key: {info.api_key}
   Demo challenge  {base}/v1/challenges/{info.challenge_id}
   Leaderboard     {base}/v1/public/{info.tenant_slug}/challenges/say-pwned/leaderboard
+  Mail            {mail_line}
 
 Try it:
   curl -s -X POST {base}/v1/challenges/{info.challenge_id}/attempts \\

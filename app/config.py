@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import secrets
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +22,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from app.evaluation.bounds import DEFAULT_MAX_OUTPUT_CHARS, MIN_OUTPUT_CHARS
 from app.outbound.policy import OutboundPolicy, parse_allowed_bases
 from app.outbound.providers import ProviderPolicy, validate_provider_names
+from app.outbound.smtp import SmtpServer, one_address
 from app.outbound.trust import TrustedAuthorities
 from app.storable import STORED_VALUE_CHARS
 from app.strength import secret_problem
@@ -141,6 +143,61 @@ class Settings(BaseSettings):
     # Unset: the broker's Redis; in embedded mode (one API process) this process's memory.
     rate_limit_url: str | None = None
 
+    # Mail (docs/mail.md): the SMTP server as one URL, `smtp://[user:pass@]host[:port]`
+    # (STARTTLS when the server offers it) or `smtps://...` (TLS from the start). Unset: mail is
+    # written to `<data dir>/mail/` as .eml files and listed on the tenant's console.
+    smtp_url: str | None = None
+    # The From of every message: `Name <address>` or an address.
+    mail_from: str | None = None
+    # The address participants reach the web UI at: the links in mail (confirmation, password
+    # reset, unsubscribe) start with it, never with a Host header a request sent. Unset: the
+    # address `gauntlet run` listens on (embedded mode).
+    public_url: str | None = None
+    # A message the SMTP server did not take is tried again after this many seconds, doubling
+    # each time up to an hour, and recorded as failed after `mail_max_tries` tries.
+    mail_retry_base_seconds: float = Field(default=30.0, gt=0, le=3600)
+    mail_max_tries: int = Field(default=10, ge=1, le=100)
+
+    @field_validator("smtp_url", "mail_from", "public_url", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        # Compose passes `${GAUNTLET_SMTP_URL:-}`: an empty value means not configured.
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("smtp_url")
+    @classmethod
+    def _smtp_server(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                SmtpServer.parse(value)
+            except ValueError as exc:
+                raise ValueError(f"GAUNTLET_SMTP_URL {exc}") from None
+        return value
+
+    @field_validator("mail_from")
+    @classmethod
+    def _sender(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                one_address(value)
+            except ValueError as exc:
+                raise ValueError(f"GAUNTLET_MAIL_FROM {exc}") from None
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        scheme, _, rest = value.partition("://")
+        host = rest.split("/", 1)[0]
+        if scheme not in ("http", "https") or not host or re.search(r"[\s?#\\]", value):
+            raise ValueError(
+                "GAUNTLET_PUBLIC_URL must be the web UI's address, such as "
+                "https://gauntlet.example.org (no query or fragment)"
+            )
+        return value.rstrip("/")
+
     @field_validator("trusted_proxies")
     @classmethod
     def _proxy_addresses(cls, value: str) -> str:
@@ -247,6 +304,13 @@ class Settings(BaseSettings):
                 "GAUNTLET_RATE_LIMIT_URL must name a Redis database (limits are shared by "
                 "every API process)"
             )
+        if self.smtp_url and not self.public_url:
+            problems.append(
+                "GAUNTLET_PUBLIC_URL must be the web UI's address when GAUNTLET_SMTP_URL is set "
+                "(the links in mail start with it)"
+            )
+        if self.smtp_url and not self.mail_from:
+            problems.append("GAUNTLET_MAIL_FROM must be set when GAUNTLET_SMTP_URL is set")
         if problems:
             raise ValueError("unsafe production settings: " + "; ".join(problems))
         return self
@@ -268,6 +332,23 @@ class Settings(BaseSettings):
         if self.broker_url and self.broker_url.startswith(("redis://", "rediss://")):
             return self.broker_url
         return "memory://"
+
+    @property
+    def smtp_server(self) -> SmtpServer | None:
+        """The SMTP server mail goes to; None: mail is written to `mail_folder`."""
+        return SmtpServer.parse(self.smtp_url) if self.smtp_url else None
+
+    @property
+    def mail_folder(self) -> Path:
+        return (self.data_dir / "mail").resolve()
+
+    @property
+    def resolved_mail_from(self) -> str:
+        return self.mail_from or "Gauntlet <gauntlet@localhost>"
+
+    @property
+    def resolved_public_url(self) -> str:
+        return self.public_url or "http://127.0.0.1:8000"
 
     @property
     def resolved_scorer_sandbox(self) -> Literal["auto", "bubblewrap", "process"]:

@@ -2,10 +2,11 @@
 and those of the registered challenge kinds (their `model_modules`, imported by the registry)."""
 
 from app.attempt.models import Attempt, AttemptTask, Trial
-from app.auth.models import ApiKey, BrowserSession
+from app.auth.models import AccountToken, ApiKey, BrowserSession
 from app.challenge.models import Challenge
 from app.challenge.registry import registered
 from app.leaderboard.models import BoardFreeze, FrozenLeaderboardEntry, LeaderboardEntry
+from app.mail.models import OutboundMail
 from app.observability.models import WorkerHeartbeat
 from app.rescore.models import RescoreJob
 from app.scoring.models import ScorerPlugin
@@ -15,6 +16,7 @@ from app.tenant.models import Participant, Tenant, TenantSpend
 registered()
 
 __all__ = [
+    "AccountToken",
     "ApiKey",
     "Attempt",
     "AttemptTask",
@@ -23,6 +25,7 @@ __all__ = [
     "Challenge",
     "FrozenLeaderboardEntry",
     "LeaderboardEntry",
+    "OutboundMail",
     "Participant",
     "RescoreJob",
     "ScorerPlugin",

@@ -19,13 +19,16 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 import redis
 
 from app.seed import DEMO_CHALLENGE
+
+if TYPE_CHECKING:
+    from tests.fixtures.mail_server import MailServer
 
 # Skips fail under `make test` and in CI (tests/strict.py).
 from tests.strict import pytest_runtest_makereport  # noqa: F401
@@ -40,6 +43,19 @@ os.environ["GAUNTLET_DATA_DIR"] = tempfile.mkdtemp(prefix="gauntlet-test-data-")
 os.environ.setdefault("OPENAI_API_KEY", "sk-test-not-a-real-key")
 
 _RUN_ID = uuid.uuid4().hex[:12]
+
+
+def _free_port() -> int:
+    from tests.services import free_port
+
+    return free_port()
+
+
+# The SMTP server of this test process (`mail_server`, started by the tests that read mail):
+# its port is chosen now, so that the workers started with TEST_SETTINGS send to it.
+MAIL_PORT = _free_port()
+# Links in mail start with this address, whatever host a request named (tests take the path).
+PUBLIC_URL = "http://gauntlet.test"
 
 # Short leases and a fast sweep, so that recovery from a killed worker is seen within seconds.
 TEST_SETTINGS = {
@@ -72,6 +88,12 @@ TEST_SETTINGS = {
     "GAUNTLET_SECRET_KEY": secrets.token_urlsafe(32),
     # The test servers speak plain HTTP: a Secure cookie would never come back.
     "GAUNTLET_SECURE_COOKIES": "false",
+    # Mail goes to this process's SMTP server (tests/fixtures/mail_server.py); a message it
+    # did not take is tried again within seconds.
+    "GAUNTLET_SMTP_URL": f"smtp://127.0.0.1:{MAIL_PORT}",
+    "GAUNTLET_MAIL_FROM": "Gauntlet tests <gauntlet@tests.example.org>",
+    "GAUNTLET_PUBLIC_URL": PUBLIC_URL,
+    "GAUNTLET_MAIL_RETRY_BASE_SECONDS": "0.5",
     # The hostile scorers of tests/security/test_sandbox.py, and the original protocol's dict
     # scorers of tests/integration/test_original_scorer_protocol.py, may be registered.
     "GAUNTLET_SCORER_ALLOWED_MODULES": (
@@ -346,3 +368,14 @@ def api(api_url: str) -> Iterator[Api]:
 @pytest.fixture
 def tenant(api: Api) -> dict[str, Any]:
     return api.create_tenant()
+
+
+@pytest.fixture(scope="session")
+def mail_server(stack: Stack) -> Iterator[MailServer]:
+    """The SMTP server the workers send to (GAUNTLET_SMTP_URL), with what it received."""
+    from tests.fixtures.mail_server import MailServer
+
+    server = MailServer(MAIL_PORT)
+    server.start()
+    yield server
+    server.stop()

@@ -43,7 +43,10 @@ def make_celery() -> Celery:
     # The core's tasks, and those of the challenge kinds (app/challenge/challenge_kind.py).
 
     kind_tasks = worker_task_modules()
-    app = Celery("gauntlet", include=["app.attempt.tasks", "app.rescore.tasks", *kind_tasks])
+    app = Celery(
+        "gauntlet",
+        include=["app.attempt.tasks", "app.rescore.tasks", "app.mail.tasks", *kind_tasks],
+    )
     configure(app, settings)
     if settings.resolved_broker_url.startswith(("redis://", "rediss://")):
         # A worker takes a message only when a process is free to run it, so a worker that
@@ -58,6 +61,11 @@ def make_celery() -> Celery:
         beat_schedule={
             "sweep-attempts": {
                 "task": "gauntlet.sweep_attempts",
+                "schedule": settings.sweep_interval_seconds,
+                "options": {"queue": settings.queue, "expires": settings.sweep_interval_seconds},
+            },
+            "sweep-mail": {
+                "task": "gauntlet.sweep_mail",
                 "schedule": settings.sweep_interval_seconds,
                 "options": {"queue": settings.queue, "expires": settings.sweep_interval_seconds},
             },

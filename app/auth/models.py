@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from enum import StrEnum
 
 from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
@@ -51,5 +52,33 @@ class BrowserSession(Base):
     api_key_id: Mapped[uuid.UUID | None] = mapped_column(
         Uuid, ForeignKey("api_keys.id", ondelete="CASCADE"), index=True, default=None
     )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class TokenPurpose(StrEnum):
+    CONFIRM_EMAIL = "confirm_email"
+    RESET_PASSWORD = "reset_password"
+
+
+class AccountToken(Base):
+    """The secret of a single-use link sent by mail: an address's confirmation, a password
+    reset. Like a session's, the token is random (256 bits) and only its SHA-256 is stored;
+    using it deletes the row, so a link works once, and not after `expires_at`. `email` is
+    the address it was sent to: a confirmation confirms that address only (not one the
+    account changed to since)."""
+
+    __tablename__ = "account_tokens"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("tenants.id", ondelete="CASCADE"), index=True
+    )
+    participant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("participants.id", ondelete="CASCADE"), index=True
+    )
+    purpose: Mapped[TokenPurpose] = mapped_column(StrEnumColumn(TokenPurpose, 20))
+    email: Mapped[str] = mapped_column(String(254))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -8,6 +8,9 @@
 - Failed sign-ins per address, across handles (participants' and tenant admins'), stop one
   client trying many handles or keys; sign-ups per address stop one client creating accounts
   (and paying for password hashes) in bulk.
+- Mail an account's pages make others send: password-reset requests per address, and per
+  account asked for (so nobody fills a mailbox with reset links), and confirmation mails per
+  account (a resend button pressed in a loop sends a few, then waits).
 - Addresses are the connection's peer, or the client a trusted proxy names (see
   `client_address` in app/web/auth.py); IPv6 addresses count by their /64 network, which one
   client typically holds whole.
@@ -38,6 +41,9 @@ from app.config import get_settings
 ACCOUNT_FAILURES = "5/minute;10/15 minutes;20/hour;50/day"
 ADDRESS_FAILURES = "30/15 minutes;200/day"
 ADDRESS_SIGN_UPS = "30/15 minutes;100/day"
+ADDRESS_RESET_REQUESTS = "10/15 minutes;50/day"
+ACCOUNT_RESET_MAILS = "3/hour;10/day"
+ACCOUNT_CONFIRMATION_MAILS = "3/hour;10/day"
 REDIS_TIMEOUT_SECONDS = 2.0
 
 
@@ -85,11 +91,17 @@ class AccountLimits:
         account_failures: str = ACCOUNT_FAILURES,
         address_failures: str = ADDRESS_FAILURES,
         address_sign_ups: str = ADDRESS_SIGN_UPS,
+        address_reset_requests: str = ADDRESS_RESET_REQUESTS,
+        account_reset_mails: str = ACCOUNT_RESET_MAILS,
+        account_confirmation_mails: str = ACCOUNT_CONFIRMATION_MAILS,
         storage: Storage | None = None,
     ) -> None:
         self.account_failures = parse_many(account_failures)
         self.address_failures = parse_many(address_failures)
         self.address_sign_ups = parse_many(address_sign_ups)
+        self.address_reset_requests = parse_many(address_reset_requests)
+        self.account_reset_mails = parse_many(account_reset_mails)
+        self.account_confirmation_mails = parse_many(account_confirmation_mails)
         self._fixed_storage = storage
 
     @property
@@ -182,6 +194,51 @@ class AccountLimits:
 
     def signed_up(self, address: str) -> None:
         self._count(self.address_sign_ups, "sign-up-address", address)
+
+    def check_reset_request(self, address: str) -> Refusal | None:
+        """Password-reset requests from one address (whatever they name)."""
+        wait = self._wait(self.address_reset_requests, "reset-address", address)
+        if wait is None:
+            return None
+        return Refusal(
+            f"Too many password-reset requests from your network. Try again in {wait_text(wait)}.",
+            math.ceil(wait),
+        )
+
+    def reset_requested(self, address: str) -> None:
+        self._count(self.address_reset_requests, "reset-address", address)
+
+    def reset_mail_allowed(self, tenant_id: uuid.UUID, participant_id: uuid.UUID) -> bool:
+        """Whether one more reset link may go to this account now. Not a refusal the asker
+        sees: the answer to a reset request never tells whether a link went out."""
+        return (
+            self._wait(self.account_reset_mails, *self._mails("reset", tenant_id, participant_id))
+            is None
+        )
+
+    def reset_mailed(self, tenant_id: uuid.UUID, participant_id: uuid.UUID) -> None:
+        self._count(self.account_reset_mails, *self._mails("reset", tenant_id, participant_id))
+
+    def check_confirmation_mail(
+        self, tenant_id: uuid.UUID, participant_id: uuid.UUID
+    ) -> Refusal | None:
+        key = self._mails("confirm", tenant_id, participant_id)
+        wait = self._wait(self.account_confirmation_mails, *key)
+        if wait is None:
+            return None
+        return Refusal(
+            f"A confirmation link was sent a few times already. Try again in {wait_text(wait)}.",
+            math.ceil(wait),
+        )
+
+    def confirmation_mailed(self, tenant_id: uuid.UUID, participant_id: uuid.UUID) -> None:
+        self._count(
+            self.account_confirmation_mails, *self._mails("confirm", tenant_id, participant_id)
+        )
+
+    @staticmethod
+    def _mails(what: str, tenant_id: uuid.UUID, participant_id: uuid.UUID) -> tuple[str, ...]:
+        return (f"{what}-mails", str(tenant_id), str(participant_id))
 
     def reset(self) -> None:
         """Forgets every count under this deployment's key prefix (tests)."""

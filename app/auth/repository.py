@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import Table, bindparam, delete, select
 from sqlalchemy.orm import Session
 
-from app.auth.models import ApiKey, BrowserSession
+from app.auth.models import AccountToken, ApiKey, BrowserSession, TokenPurpose
 from app.auth.subjects import ApiKeyRole
 from app.db import page_where
 
@@ -128,3 +128,57 @@ class BrowserSessionRepository:
 
 def delete_by_token_hash(session: Session, token_hash: str) -> None:
     session.execute(delete(BrowserSession).where(BrowserSession.token_hash == token_hash))
+
+
+class AccountTokenRepository:
+    """Single-use links' tokens of one tenant, by the SHA-256 of the token."""
+
+    def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def add(self, token: AccountToken) -> None:
+        self.session.add(token)
+        self.session.flush()
+
+    def _live(self, token_hash: str, purpose: TokenPurpose, now: datetime) -> list[Any]:
+        return [
+            AccountToken.tenant_id == self.tenant_id,
+            AccountToken.token_hash == token_hash,
+            AccountToken.purpose == purpose,
+            AccountToken.expires_at > now,
+        ]
+
+    def live(self, token_hash: str, purpose: TokenPurpose, now: datetime) -> AccountToken | None:
+        """The token, if it is unused and unexpired (it stays so)."""
+        return self.session.scalar(
+            select(AccountToken).where(*self._live(token_hash, purpose, now))
+        )
+
+    def take(
+        self, token_hash: str, purpose: TokenPurpose, now: datetime
+    ) -> tuple[uuid.UUID, str] | None:
+        """Uses the token up: deletes it if it is unused and unexpired, in one statement (of
+        two requests with the same link, one gets it); returns its participant and address."""
+        row = self.session.execute(
+            delete(AccountToken)
+            .where(*self._live(token_hash, purpose, now))
+            .returning(AccountToken.participant_id, AccountToken.email)
+        ).one_or_none()
+        return None if row is None else (row[0], row[1])
+
+    def delete_for(self, participant_id: uuid.UUID, purpose: TokenPurpose) -> None:
+        self.session.execute(
+            delete(AccountToken).where(
+                AccountToken.tenant_id == self.tenant_id,
+                AccountToken.participant_id == participant_id,
+                AccountToken.purpose == purpose,
+            )
+        )
+
+    def delete_expired(self, now: datetime) -> None:
+        self.session.execute(
+            delete(AccountToken).where(
+                AccountToken.tenant_id == self.tenant_id, AccountToken.expires_at <= now
+            )
+        )

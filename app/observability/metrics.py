@@ -114,6 +114,12 @@ ENQUEUE_FAILURES = Counter(
     "gauntlet_enqueue_failures",
     "Attempts that could not be sent to the broker (the sweep sends them later).",
 )
+MAIL_TRIES = Counter(
+    "gauntlet_mail_tries",
+    "Tries to hand a message to the SMTP server (or the mail folder), by outcome: sent, retry "
+    "(not taken, tried again later) or failed (refused for good, or out of tries).",
+    ["outcome"],
+)
 
 # Admission and capacity of the API (app/middleware.py). Live gauges: a process's value counts
 # while it runs; the limits are the same in every process of a deployment (`livemax`).
@@ -247,6 +253,10 @@ def sweep_ran(queued: int, orphaned: int) -> None:
 
 def redblue_recomputed(part: str, seconds: float) -> None:
     REDBLUE_RECOMPUTE.labels(part).observe(max(0.0, seconds))
+
+
+def mail_tried(outcome: str) -> None:
+    MAIL_TRIES.labels(outcome).inc()
 
 
 def enqueue_failed() -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import date, datetime
+from enum import StrEnum
 
 from sqlalchemy import (
     Boolean,
@@ -15,10 +16,19 @@ from sqlalchemy import (
     Uuid,
     false,
     func,
+    true,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, UTCDateTime, new_id, utcnow
+from app.db import Base, StrEnumColumn, UTCDateTime, new_id, utcnow
+
+
+class EmailPolicy(StrEnum):
+    """What a tenant asks of its participants' email addresses (docs/accounts.md)."""
+
+    OPTIONAL = "optional"  # asked at sign-up, may be left out
+    REQUIRED = "required"  # an address to sign up, and to play
+    CONFIRMED = "confirmed"  # an address to sign up, confirmed (its link opened) to play
 
 
 class Tenant(Base):
@@ -28,6 +38,11 @@ class Tenant(Base):
     slug: Mapped[str] = mapped_column(String(64), unique=True)
     name: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    email_policy: Mapped[EmailPolicy] = mapped_column(
+        StrEnumColumn(EmailPolicy, 16),
+        default=EmailPolicy.OPTIONAL,
+        server_default=EmailPolicy.OPTIONAL.value,
+    )
 
 
 class Participant(Base):
@@ -53,6 +68,19 @@ class Participant(Base):
     # to the tenant's admin pages with its handle and password.
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # An account's address (as email-validator normalised it), when it gave one, and when its
+    # confirmation link was opened; changing the address clears the confirmation.
+    email: Mapped[str | None] = mapped_column(String(254), default=None)
+    email_confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # Notification emails (announcements, a challenge closing, results revealed): on until the
+    # participant turns them off (the account page, or a message's unsubscribe link).
+    notify_by_mail: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+
+    @property
+    def confirmed_email(self) -> str | None:
+        """The address, if it is confirmed: the only one account mail may go to besides its
+        own confirmation."""
+        return self.email if self.email_confirmed_at is not None else None
 
 
 Index(
@@ -61,6 +89,9 @@ Index(
     func.lower(Participant.handle),
     unique=True,
 )
+# A password reset asked by address finds its accounts (not unique: one person may hold
+# several handles).
+Index("ix_participants_tenant_id_lower_email", Participant.tenant_id, func.lower(Participant.email))
 
 
 class TenantSpend(Base):

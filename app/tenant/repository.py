@@ -162,6 +162,40 @@ class ParticipantRepository:
             self.session, Participant, scoped, (Participant.handle,), limit=limit, offset=offset
         )
 
+    def accounts_with_confirmed_email(self, email: str, limit: int) -> list[Participant]:
+        """The web accounts (with a password) whose confirmed address is this one, ignoring
+        case; the oldest `limit`."""
+        return list(
+            self.session.scalars(
+                select(Participant)
+                .where(
+                    Participant.tenant_id == self.tenant_id,
+                    func.lower(Participant.email) == email.lower(),
+                    Participant.email_confirmed_at.is_not(None),
+                    Participant.password_hash.is_not(None),
+                )
+                .order_by(Participant.created_at, Participant.id)
+                .limit(limit)
+            )
+        )
+
+    def notified(self, participant_ids: list[uuid.UUID]) -> list[Participant]:
+        """Those of the participants who get notification emails: accounts with a confirmed
+        address that did not turn them off."""
+        if not participant_ids:
+            return []
+        return list(
+            self.session.scalars(
+                select(Participant).where(
+                    Participant.tenant_id == self.tenant_id,
+                    Participant.id.in_(participant_ids),
+                    Participant.email_confirmed_at.is_not(None),
+                    Participant.notify_by_mail.is_(True),
+                    Participant.password_hash.is_not(None),
+                )
+            )
+        )
+
     def handles(self, participant_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
         if not participant_ids:
             return {}

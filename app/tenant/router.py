@@ -22,6 +22,7 @@ from app.tenant.schemas import (
     TenantCreated,
     TenantList,
     TenantRead,
+    TenantUpdate,
     TenantUsage,
 )
 
@@ -38,9 +39,7 @@ def post_tenant(body: TenantCreate, work: UnitOfWorkDep, _: PlatformAdminDep) ->
     """Create a tenant and its first admin API key (platform admin)."""
     tenant, _key_row, key = service.create_tenant(work.session, body.slug, body.name)
     work.commit()
-    return TenantCreated(
-        id=tenant.id, slug=tenant.slug, name=tenant.name, created_at=tenant.created_at, api_key=key
-    )
+    return TenantCreated(**TenantRead.model_validate(tenant).model_dump(), api_key=key)
 
 
 @router.get("/tenants", tags=["tenants"])
@@ -63,6 +62,17 @@ def get_tenant(tenant_id: uuid.UUID, session: SessionDep, _: PlatformAdminDep) -
 def get_own_tenant(session: SessionDep, caller: TenantKeyDep) -> TenantRead:
     """The tenant of the calling key."""
     return TenantRead.model_validate(service.get_tenant(session, caller.tenant_id))
+
+
+@router.patch("/tenant", tags=["tenants"])
+def patch_own_tenant(body: TenantUpdate, work: UnitOfWorkDep, caller: TenantAdminDep) -> TenantRead:
+    """Change the caller's tenant's settings (tenant admin): what it asks of participants'
+    email addresses (docs/accounts.md)."""
+    tenant = service.get_tenant(work.session, caller.tenant_id)
+    if body.email_policy is not None:
+        tenant = service.set_email_policy(work.session, caller.tenant_id, body.email_policy)
+    work.commit()
+    return TenantRead.model_validate(tenant)
 
 
 @router.get("/tenant/usage", tags=["tenants"])

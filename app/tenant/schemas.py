@@ -7,6 +7,7 @@ from pydantic import Field
 
 from app.auth.subjects import ApiKeyRole
 from app.schemas import InputSchema, Name, OutputSchema, Slug
+from app.tenant.models import EmailPolicy
 
 
 class TenantCreate(InputSchema):
@@ -19,6 +20,17 @@ class TenantRead(OutputSchema):
     slug: str
     name: str
     created_at: datetime
+    email_policy: EmailPolicy = Field(
+        description="What the tenant asks of participants' email addresses: `optional` (asked "
+        "at sign-up, may be left out), `required` (an address to sign up and to play), "
+        "`confirmed` (an address whose confirmation link was opened, to play)."
+    )
+
+
+class TenantUpdate(InputSchema):
+    """The settings to change; those left out stay as they are."""
+
+    email_policy: EmailPolicy | None = None
 
 
 class TenantCreated(TenantRead):

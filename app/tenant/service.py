@@ -18,7 +18,7 @@ from app.config import Settings
 from app.db import utcnow
 from app.errors import Conflict, NotFound
 from app.tenant import repository
-from app.tenant.models import Participant, Tenant
+from app.tenant.models import EmailPolicy, Participant, Tenant
 from app.tenant.repository import ParticipantRepository
 from app.tenant.schemas import SpendDay, TenantUsage
 
@@ -41,7 +41,13 @@ def create_tenant(session: Session, slug: str, name: str) -> tuple[Tenant, ApiKe
     taken = Conflict(f"a tenant with slug '{slug}' already exists")
     if repository.get_tenant_by_slug(session, slug) is not None:
         raise taken
-    tenant = Tenant(id=uuid.uuid4(), slug=slug, name=name, created_at=utcnow())
+    tenant = Tenant(
+        id=uuid.uuid4(),
+        slug=slug,
+        name=name,
+        created_at=utcnow(),
+        email_policy=EmailPolicy.OPTIONAL,
+    )
     if not repository.add_tenant(session, tenant):
         raise taken
     key_row, key = create_api_key(session, tenant.id, "initial admin key", ApiKeyRole.ADMIN)
@@ -57,6 +63,15 @@ def get_tenant(session: Session, tenant_id: uuid.UUID) -> Tenant:
 
 def tenant_by_slug(session: Session, slug: str) -> Tenant | None:
     return repository.get_tenant_by_slug(session, slug)
+
+
+def set_email_policy(session: Session, tenant_id: uuid.UUID, policy: EmailPolicy) -> Tenant:
+    """What the tenant asks of its participants' addresses from now on: at sign-up, and before
+    each play (accounts that signed up under a looser policy are asked when they play)."""
+    tenant = get_tenant(session, tenant_id)
+    tenant.email_policy = policy
+    session.flush()
+    return tenant
 
 
 def list_tenants(session: Session, *, limit: int, offset: int) -> tuple[list[Tenant], int]:

@@ -36,6 +36,7 @@ from app.config import get_settings
 from app.errors import AppError
 from app.observability.health import workers_missing
 from app.routing import ApiRoute
+from app.tenant.account_mail import play_problem
 from app.web import auth, formatting
 from app.web.forms import FormError
 from app.web.web_kind import WebKind
@@ -61,13 +62,17 @@ SECURITY_HEADERS = {
 
 
 class PageError(Exception):
-    """Ends a request with an HTML error page."""
+    """Ends a request with an HTML error page; `link` (address, text) is the way on that the
+    page offers besides the home page."""
 
-    def __init__(self, status_code: int, title: str, message: str) -> None:
+    def __init__(
+        self, status_code: int, title: str, message: str, link: tuple[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.title = title
         self.message = message
+        self.link = link
 
 
 class Answer(Exception):
@@ -137,6 +142,9 @@ def _environment(kinds: tuple[str, ...]) -> Environment:
     )
     env.globals["static_url"] = static_url
     env.globals["workers_missing"] = _workers_missing
+    # What the tenant's address policy still asks of a signed-in account before it plays
+    # (the banner of every page; the same rule refuses its plays).
+    env.globals["play_problem"] = play_problem
     env.filters["duration"] = formatting.format_duration
     env.filters["when"] = formatting.format_when
     env.filters["until"] = formatting.format_until
@@ -228,7 +236,13 @@ def json_response(
     return response
 
 
-def error_page(request: Request, status_code: int, title: str, message: str) -> Response:
+def error_page(
+    request: Request,
+    status_code: int,
+    title: str,
+    message: str,
+    link: tuple[str, str] | None = None,
+) -> Response:
     if request.url.path.endswith(".json") or "application/json" in request.headers.get(
         "accept", ""
     ):
@@ -246,6 +260,7 @@ def error_page(request: Request, status_code: int, title: str, message: str) -> 
         title=title,
         heading=title,
         message=message,
+        link=link,
     )
 
 
@@ -263,7 +278,7 @@ class HtmlRoute(ApiRoute):
             except Answer as exc:
                 response = exc.response
             except PageError as exc:
-                response = error_page(request, exc.status_code, exc.title, exc.message)
+                response = error_page(request, exc.status_code, exc.title, exc.message, exc.link)
             except AppError as exc:
                 # Rules the pages did not turn into a friendlier message themselves.
                 response = error_page(request, exc.status_code, "Request refused", exc.message)

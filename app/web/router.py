@@ -10,11 +10,15 @@ page family (each a package of its own: router and service).
 - `leaderboards`: `/t/{tenant}/challenges/{slug}/leaderboard`.
 - `attempts`: `/t/{tenant}/attempts/{id}` (one attempt of the participant's own) and
   `.../tasks/{index}`.
-- `accounts`: `/t/{tenant}/sign-up`, `/sign-in`, `/sign-out`, `/account`.
+- `accounts`: `/t/{tenant}/sign-up`, `/sign-in`, `/sign-out`, `/account` (password, email
+  address, notification emails), and what mail links open: `/confirm-email/{token}`,
+  `/forgot-password`, `/reset-password/{token}`, `/unsubscribe/{token}`.
 - `admin`: `/t/{tenant}/admin`, for tenant admins signed in with an API key, and a
   challenge's test runs (`.../admin/challenges/{id}/test-runs`).
 - `authoring`: `/t/{tenant}/admin/challenges/new`, `.../{id}/edit`, `.../{id}/duplicate`,
   `.../{id}/delete`: tenant admins' challenge forms, made from each kind's models.
+- `admin.mail`: `/t/{tenant}/admin/mail`: the tenant's email-address policy and the mail sent
+  to its participants (with each message's text when it went to the data folder).
 - `admin.baselines`: `/t/{tenant}/admin/challenges/{id}/baselines`: an admin's reference
   entries, of the kind's entry fields.
 
@@ -29,6 +33,7 @@ from starlette.responses import Response
 from app.challenge.registry import registered
 from app.web.accounts.router import router as accounts
 from app.web.admin.baselines import router as baselines
+from app.web.admin.mail import router as admin_mail
 from app.web.admin.router import router as admin
 from app.web.attempts.router import router as attempts
 from app.web.authoring.router import router as authoring
@@ -40,7 +45,17 @@ from app.web.web_kind import WebKind
 
 # `authoring` and `baselines` before `admin`: their challenge pages' addresses would match the
 # admin page's challenge buttons (`/admin/challenges/{id}/{action}`).
-FAMILIES = (challenges, teams, leaderboards, attempts, accounts, authoring, baselines, admin)
+FAMILIES = (
+    challenges,
+    teams,
+    leaderboards,
+    attempts,
+    accounts,
+    authoring,
+    baselines,
+    admin_mail,
+    admin,
+)
 
 unknown = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 

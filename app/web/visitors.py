@@ -15,6 +15,7 @@ from app.auth.subjects import Audience
 from app.challenge import service as challenges
 from app.challenge.config import Visibility
 from app.challenge.models import Challenge
+from app.tenant import account_mail
 from app.tenant import service as tenants
 from app.tenant.models import Participant, Tenant
 from app.web import auth
@@ -86,6 +87,26 @@ NOTICES = {
     ),
     "password-changed": (
         "Your password is changed. Every other session of your account is signed out."
+    ),
+    "signed-up-confirm": (
+        "Welcome! Your account is ready. We sent a link to your email address: open it to "
+        "confirm the address."
+    ),
+    "email-changed": "Your address is saved. We sent it a link: open it to confirm the address.",
+    "email-removed": "Your account has no email address any more.",
+    "email-unchanged": "That is the address your account has already.",
+    "email-confirmed": "Your email address is confirmed. Thank you!",
+    "confirmation-sent": "We sent a new link to your email address: open it to confirm it.",
+    "notifications-on": "Notification emails are on.",
+    "notifications-off": "Notification emails are off.",
+    "reset-asked": (
+        "If an account of this site has that handle or confirmed email address, a link to "
+        "reset its password is on its way to that address. It works once, within an hour."
+    ),
+    "policy-saved": "Saved: participants are asked for their address as it says now.",
+    "policy-unknown": "Choose one of the listed policies.",
+    "password-reset": (
+        "Your new password is set. Every other session of your account is signed out."
     ),
 }
 
@@ -200,9 +221,18 @@ def play_post(
 
 def player_of(visit: Visitor, title: str, detail: str) -> Participant:
     """The signed-in participant who plays from a form post: 401 with the page's `title` and
-    `detail` for a visitor without an account of the tenant."""
+    `detail` for a visitor without an account of the tenant; 403 with the way to the account
+    page for an account the tenant's address policy does not let play yet."""
     if visit.participant is None:
         raise PageError(401, title, detail)
+    problem = account_mail.play_problem(visit.tenant, visit.participant)
+    if problem is not None:
+        raise PageError(
+            403,
+            "Your email address first",
+            problem,
+            (tenant_url(visit.tenant, "account#email"), "Go to your account"),
+        )
     return visit.participant
 
 

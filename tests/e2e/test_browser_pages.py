@@ -25,12 +25,14 @@ import pytest
 
 from app.kinds.benchmark.config import BenchmarkSpec, SplitConfig
 from app.kinds.benchmark.split import parts_of
-from tests.conftest import Api, Worker
+from tests.conftest import PUBLIC_URL, Api, Worker
 from tests.e2e.conftest import create_tenant, horizontal_overflow, sign_up_in_browser
 
 if TYPE_CHECKING:
     from jinja2 import Environment, Template
     from playwright.sync_api import Browser, BrowserContext, Page
+
+    from tests.fixtures.mail_server import MailServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -139,8 +141,44 @@ def _post(api: Api, key: str, path: str, body: dict[str, Any]) -> dict[str, Any]
     return dict(response.json())
 
 
+def _mail_links(tenant_slug: str, handle: str, email: str) -> dict[str, str]:
+    """Gives the account an address (its confirmation queued, as the account page does) and
+    returns what mail links open: a confirmation, a reset and an unsubscribe link's paths, and
+    the console's page of the confirmation message."""
+    from app.auth import account_tokens
+    from app.auth.models import TokenPurpose
+    from app.mail import service as mail
+    from app.tenant import account_mail
+    from app.tenant import service as tenants
+    from app.unit_of_work import unit_of_work
+
+    with unit_of_work() as work:
+        tenant = tenants.tenant_by_slug(work.session, tenant_slug)
+        assert tenant is not None
+        account = tenants.participant_by_handle(work.session, tenant.id, handle)
+        assert account is not None
+        account_mail.change_email(work, tenant, account, email)
+        confirm = account_tokens.issue(
+            work.session, tenant.id, account.id, TokenPurpose.CONFIRM_EMAIL, email
+        )
+        reset = account_tokens.issue(
+            work.session, tenant.id, account.id, TokenPurpose.RESET_PASSWORD, email
+        )
+        unsubscribe = account_mail.unsubscribe_url(tenant, account)
+        sent, _ = mail.page_of_mail(work.session, tenant.id, limit=1, offset=0)
+    t = f"/t/{tenant_slug}"
+    return {
+        "confirm": f"{t}/confirm-email/{confirm}",
+        "reset": f"{t}/reset-password/{reset}",
+        "unsubscribe": unsubscribe.removeprefix(PUBLIC_URL),
+        "message": f"{t}/admin/mail/{sent[0].id}",
+    }
+
+
 @pytest.fixture(scope="module")
-def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[dict[str, Any]]:
+def world(
+    api: Api, worker: Worker, mail_server: MailServer, browser: Browser, api_url: str
+) -> Iterator[dict[str, Any]]:
     """A tenant with one challenge of each kind and everything its pages show: a participant
     (signed in, in `participant`) with a long handle's rival, attempts whose prompts and
     replies hold long unbroken words, red-blue matches on both sides, a benchmark attempt,
@@ -185,6 +223,8 @@ def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[
 
     participant = context().new_page()
     sign_up_in_browser(participant, slug, "alice")
+    # An address with no place to break (the account page and the console show it whole).
+    mail_links = _mail_links(slug, "alice", f"alice.{'x' * 50}@example.org")
 
     attempts = f"/v1/challenges/{prompt_challenge['id']}/attempts"
     mine = _post(api, key, attempts, {"prompt": LONG_PROMPT, "participant": "alice"})
@@ -290,6 +330,7 @@ def world(api: Api, worker: Worker, browser: Browser, api_url: str) -> Iterator[
         "teamed": teamed,
         "team_attempt": team_attempt["id"],
         "team_forms": team_forms,
+        "mail": mail_links,
     }
     for opened in contexts:
         opened.close()
@@ -343,6 +384,12 @@ def pages_to_visit(world: dict[str, Any]) -> list[tuple[str, str]]:
         ("admin", f"{t}/admin/deleted-challenges/{world['deleted']}/purge"),
         ("admin", f"{t}/admin/red-blue/matches/{world['match']}"),
         ("participant", f"{benchmark}/private-leaderboard"),
+        ("visitor", f"{t}/forgot-password"),
+        ("visitor", world["mail"]["confirm"]),
+        ("visitor", world["mail"]["reset"]),
+        ("visitor", world["mail"]["unsubscribe"]),
+        ("admin", f"{t}/admin/mail"),
+        ("admin", world["mail"]["message"]),
     ]
 
 

@@ -17,16 +17,11 @@ import ssl
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import h11
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from app.evaluation.direct import ConnectionPools
 from app.evaluation.llm import LLMClient, is_transient
@@ -42,6 +37,7 @@ from app.outbound.transport import (
     ResponseTooLarge,
     status_error,
 )
+from tests.fixtures.tls import private_authority
 
 COMPLETION = {
     "choices": [{"message": {"role": "assistant", "content": "hi"}}],
@@ -423,75 +419,10 @@ def test_status_errors_carry_the_openai_api_s_names_and_headers() -> None:
     assert not is_transient(status_error(401, {}, b""))
 
 
-def _private_authority(folder: Path) -> tuple[Path, ssl.SSLContext]:
-    """A certificate authority of our own (its PEM file) and a server context whose
-    certificate, for 127.0.0.1, it signed."""
-    now = datetime.now(UTC)
-
-    def certificate(
-        subject: str, key: ec.EllipticCurvePrivateKey, issuer: str, signer: Any, ca: bool
-    ) -> x509.Certificate:
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - timedelta(minutes=5))
-            .not_valid_after(now + timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-        )
-        if ca:
-            builder = builder.add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            ).add_extension(
-                x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False
-            )
-        else:
-            builder = builder.add_extension(
-                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                critical=False,
-            ).add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
-                critical=False,
-            )
-        return builder.sign(signer, hashes.SHA256())
-
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_cert = certificate("Gauntlet test CA", ca_key, "Gauntlet test CA", ca_key, ca=True)
-    server_key = ec.generate_private_key(ec.SECP256R1())
-    server_cert = certificate("127.0.0.1", server_key, "Gauntlet test CA", ca_key, ca=False)
-    ca_file = folder / "ca.pem"
-    ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    chain = folder / "server.pem"
-    chain.write_bytes(
-        server_key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-        + server_cert.public_bytes(serialization.Encoding.PEM)
-    )
-    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server.load_cert_chain(chain)
-    return ca_file, server
-
-
 def test_a_private_authority_is_trusted_through_ssl_cert_file_and_only_then(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ca_file, server_tls = _private_authority(tmp_path)
+    ca_file, server_tls = private_authority(tmp_path)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
 
     async def call(server: ScriptedServer) -> tuple[Any, int]:
@@ -613,7 +544,7 @@ class RecordingProxy:
 def test_the_operator_s_proxy_carries_the_operator_s_runs_and_never_a_tenant_s(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ca_file, server_tls = _private_authority(tmp_path)
+    ca_file, server_tls = private_authority(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
 
     async def call(policy: OutboundPolicy, base_url: str) -> Any:
