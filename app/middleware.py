@@ -120,7 +120,8 @@ class RequestObservability:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message["headers"] = [*message.get("headers", ()), id_header]
+                # A new message: the one given may be shared (a refusal's is built once).
+                message = {**message, "headers": [*message.get("headers", ()), id_header]}
             await send(message)
 
         token = context.begin(request_id=request_id)

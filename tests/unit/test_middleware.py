@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.middleware import AdmissionControl, ApiCaching
+from app.middleware import AdmissionControl, ApiCaching, RequestObservability
 
 Message = dict[str, Any]
 
@@ -176,5 +176,35 @@ def test_a_copy_larger_than_the_bound_is_not_kept() -> None:
         await _call(caching, _scope())
         await _call(caching, _scope())
         assert app.calls == 2
+
+    asyncio.run(scenario())
+
+
+def test_every_refusal_carries_its_own_request_id_alone() -> None:
+    """The refusals are built once; the request id added on the way out must not pile up in
+    the shared answer (it did: each 503 carried the ids of every earlier one)."""
+
+    async def scenario() -> None:
+        gate = asyncio.Event()
+        admission = AdmissionControl(Scripted(gate=gate), max_in_flight=1, per_client=5)
+        app = RequestObservability(admission)
+        held = asyncio.create_task(_call(app, _scope(client="a")))
+        await asyncio.sleep(0.01)
+        for client in ("b", "c", "d"):
+            sent: list[Message] = []
+
+            async def receive() -> Message:
+                return {"type": "http.request", "body": b"", "more_body": False}
+
+            async def send(message: Message, sent: list[Message] = sent) -> None:
+                sent.append(message)
+
+            await app(_scope(client=client), receive, send)
+            start = sent[0]
+            assert start["status"] == 503
+            names = [name for name, _ in start["headers"]]
+            assert names.count(b"x-request-id") == 1, start["headers"]
+        gate.set()
+        await held
 
     asyncio.run(scenario())
