@@ -199,10 +199,10 @@ class AdmissionControl:
 
     A request is refused at once, without touching a thread or the database: past
     `per_client` requests of one client address (after trusted proxies) at this process with
-    429; past its tenant's share (`shares`, the bucket `requesters` names: the tenant of its
-    key or session, or the anonymous readers of the tenant its path names) across all
-    processes with 429 and the `RateLimit-*` fields; past `max_in_flight` requests at this
-    process with 503. All carry `Retry-After`. An admitted request waits behind at most
+    429; past `max_in_flight` requests at this process with 503; past its tenant's share
+    (`shares`, the bucket `requesters` names: the tenant of its key or session, or the
+    anonymous readers of the tenant its path names) across all processes with 429 and the
+    `RateLimit-*` fields. All carry `Retry-After`. An admitted request waits behind at most
     `max_in_flight` others for the thread pool, and at most a share's worth of them come from
     any one tenant, so one tenant's flood cannot take the places of the others. `exempt` paths
     (health, metrics, static assets) always pass: a load balancer must see a busy process as
@@ -277,8 +277,15 @@ class AdmissionControl:
         if held >= self.per_client:
             await self._refuse(send, self._client_busy, "client")
             return
-        # Taken before the first await: the client's other requests see it meanwhile.
+        if self.in_flight >= self.max_in_flight:
+            await self._refuse(send, self._busy, "busy")
+            return
+        # Both places are taken before the first await, so that the client's and the process's
+        # other requests see them meanwhile; a request waiting for its share's answer holds
+        # the process's place, so a full process refuses at once whatever Redis is doing.
         self.by_client[address] = held + 1
+        self.in_flight += 1
+        metrics.request_admitted()
         lease = None
         try:
             if self.shares is not None and self.requesters is not None:
@@ -291,17 +298,10 @@ class AdmissionControl:
                         else:
                             await self._refuse(send, self._tenant_busy, "tenant")
                         return
-            if self.in_flight >= self.max_in_flight:
-                await self._refuse(send, self._busy, "busy")
-                return
-            self.in_flight += 1
-            metrics.request_admitted()
-            try:
-                await self.app(scope, receive, send)
-            finally:
-                self.in_flight -= 1
-                metrics.request_done()
+            await self.app(scope, receive, send)
         finally:
+            self.in_flight -= 1
+            metrics.request_done()
             left = self.by_client[address] - 1
             if left:
                 self.by_client[address] = left
