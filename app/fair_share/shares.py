@@ -18,7 +18,8 @@ until it gives back one of that bucket's places or FULL_HINT_SECONDS pass; then 
 at a time asks Redis again (the others meanwhile are refused here). A tenant sending far past
 its share so costs about one Redis call per place given back and per interval, not one per
 request, and gets its 429 in microseconds. The hint only ever delays a place of a bucket
-that was full a moment ago; it never lets a request in past the share.
+that was full a moment ago; it never lets a request in past the share. Nor does a process
+ask for more places than the share has: with as many held or asked for, it refuses at once.
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ class Shares:
         self._live: dict[str, set[str]] = {}
         self._full_until: dict[str, float] = {}
         self._asking: set[str] = set()
+        # Places this process is asking Redis for, by bucket.
+        self._pending: dict[str, int] = {}
         self._process = secrets.token_hex(8)
         self._numbers = itertools.count()
 
@@ -117,6 +120,9 @@ class Shares:
         now = self.clock()
         if now < self._redis_away_until:
             return self._take_here(bucket)
+        if len(self._live.get(bucket, ())) + self._pending.get(bucket, 0) >= self.limit:
+            # This process alone holds (or is asking for) the whole share.
+            return None
         full_until = self._full_until.get(bucket)
         if full_until is not None:
             # Found full lately: refused here until the hint passes, then one request at a
@@ -125,6 +131,7 @@ class Shares:
                 return None
             self._asking.add(bucket)
         lease_id = f"{self._process}:{next(self._numbers)}"
+        self._pending[bucket] = self._pending.get(bucket, 0) + 1
         try:
             taken = await self._take_in_redis(bucket, lease_id)
         except (RedisError, OSError) as error:
@@ -132,6 +139,11 @@ class Shares:
             return self._take_here(bucket)
         finally:
             self._asking.discard(bucket)
+            left = self._pending[bucket] - 1
+            if left:
+                self._pending[bucket] = left
+            else:
+                del self._pending[bucket]
         if not taken:
             self._remember_full(bucket, self.clock())
             return None

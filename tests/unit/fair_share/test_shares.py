@@ -47,12 +47,33 @@ class FakeRedis:
         return 1
 
 
-def _shares(limit: int, now: list[float]) -> tuple[Shares, FakeRedis]:
+def _shares(
+    limit: int, now: list[float], fake: FakeRedis | None = None
+) -> tuple[Shares, FakeRedis]:
+    """One process's shares over `fake` (a new one unless given: processes share it)."""
     shares = Shares(limit, "redis://unused", clock=lambda: now[0])
-    fake = FakeRedis(limit)
+    fake = fake or FakeRedis(limit)
     shares._take_in_redis = fake.take  # type: ignore[method-assign]
     shares._client = lambda: fake  # type: ignore[assignment, method-assign, return-value]
     return shares, fake
+
+
+def test_a_process_never_asks_for_more_places_than_the_share_has() -> None:
+    async def scenario() -> None:
+        now = [100.0]
+        shares, fake = _shares(3, now)
+        fake.gate = asyncio.Event()
+        asking = [asyncio.create_task(shares.take("tenant:a")) for _ in range(10)]
+        await asyncio.sleep(0.01)
+        assert fake.calls == 3  # the other seven were refused at once
+        assert sum(task.done() for task in asking) == 7
+        fake.gate.set()
+        leases = await asyncio.gather(*asking)
+        assert sum(lease is not None for lease in leases) == 3
+        assert await shares.take("tenant:a") is None
+        assert fake.calls == 3
+
+    asyncio.run(scenario())
 
 
 def test_a_bucket_holds_its_limit_in_the_process_and_places_come_back() -> None:
@@ -76,8 +97,9 @@ def test_a_bucket_holds_its_limit_in_the_process_and_places_come_back() -> None:
 def test_a_bucket_found_full_is_refused_here_until_the_hint_passes() -> None:
     async def scenario() -> None:
         now = [100.0]
-        shares, fake = _shares(1, now)
-        held = await shares.take("tenant:a")
+        other, fake = _shares(1, now)
+        shares, _ = _shares(1, now, fake)
+        held = await other.take("tenant:a")  # another process holds the place
         assert held is not None and held.in_redis
         assert await shares.take("tenant:a") is None
         asked = fake.calls
@@ -95,8 +117,9 @@ def test_a_bucket_found_full_is_refused_here_until_the_hint_passes() -> None:
 def test_after_the_hint_one_request_at_a_time_asks_redis() -> None:
     async def scenario() -> None:
         now = [100.0]
-        shares, fake = _shares(1, now)
-        held = await shares.take("tenant:a")
+        other, fake = _shares(1, now)
+        shares, _ = _shares(1, now, fake)
+        held = await other.take("tenant:a")
         assert held is not None
         assert await shares.take("tenant:a") is None
         now[0] += FULL_HINT_SECONDS + 0.001
@@ -117,12 +140,13 @@ def test_after_the_hint_one_request_at_a_time_asks_redis() -> None:
 def test_a_place_given_back_lets_the_next_request_ask_at_once() -> None:
     async def scenario() -> None:
         now = [100.0]
-        shares, fake = _shares(1, now)
+        shares, fake = _shares(2, now)
+        other, _ = _shares(2, now, fake)
         held = await shares.take("tenant:a")
-        assert held is not None
-        assert await shares.take("tenant:a") is None
+        assert held is not None and await other.take("tenant:a") is not None
+        assert await shares.take("tenant:a") is None  # found full in Redis
         await shares.give_back(held)
-        assert fake.held["tenant:a"] == set()
+        assert len(fake.held["tenant:a"]) == 1
         # Within the hint's interval, yet asked (and taken): the place is free again.
         again = await shares.take("tenant:a")
         assert again is not None and again.in_redis
