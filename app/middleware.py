@@ -8,7 +8,7 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -202,11 +202,16 @@ class AdmissionControl:
     429; past `max_in_flight` requests at this process with 503; past its tenant's share
     (`shares`, the bucket `requesters` names: the tenant of its key or session, or the
     anonymous readers of the tenant its path names) across all processes with 429 and the
-    `RateLimit-*` fields. All carry `Retry-After`. An admitted request waits behind at most
-    `max_in_flight` others for the thread pool, and at most a share's worth of them come from
-    any one tenant, so one tenant's flood cannot take the places of the others. `exempt` paths
-    (health, metrics, static assets) always pass: a load balancer must see a busy process as
-    alive. The counts of this process live on the event loop only, so they need no lock.
+    `RateLimit-*` fields. All carry `Retry-After`. A connection refused by a share that sends
+    again for that share before its Retry-After passed gets that refusal when it passes, holding
+    no place meanwhile: a client that ignores Retry-After then costs one request per connection
+    and second, where answering at once let it cost the service all its CPU in refusals.
+
+    An admitted request waits behind at most `max_in_flight` others for the thread pool, and
+    at most a share's worth of them come from any one tenant, so one tenant's flood cannot
+    take the places of the others. `exempt` paths (health, metrics, static assets) always
+    pass: a load balancer must see a busy process as alive. The counts of this process live
+    on the event loop only, so they need no lock.
     """
 
     def __init__(
@@ -219,6 +224,8 @@ class AdmissionControl:
         retry_after_seconds: int = 1,
         shares: Shares | None = None,
         requesters: Requesters | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.app = app
         self.max_in_flight = max_in_flight
@@ -228,6 +235,11 @@ class AdmissionControl:
         self.by_client: dict[str, int] = {}
         self.shares = shares if requesters is not None else None
         self.requesters = requesters
+        self.retry_after_seconds = retry_after_seconds
+        self.clock = clock
+        self.sleep = sleep
+        # When each connection (address, port) was last refused for a bucket, plus Retry-After.
+        self._refused: dict[tuple[str, int, str], float] = {}
         self._busy = _json_error(
             503,
             "unavailable",
@@ -287,6 +299,8 @@ class AdmissionControl:
         self.in_flight += 1
         metrics.request_admitted()
         lease = None
+        refusal: tuple[tuple[Message, Message], str] | None = None
+        wait = 0.0
         try:
             if self.shares is not None and self.requesters is not None:
                 bucket = await self.requesters.bucket(scope)
@@ -294,11 +308,15 @@ class AdmissionControl:
                     lease = await self.shares.take(bucket)
                     if lease is None:
                         if bucket.startswith("public:"):
-                            await self._refuse(send, self._public_busy, "public")
+                            refusal = self._public_busy, "public"
                         else:
-                            await self._refuse(send, self._tenant_busy, "tenant")
-                        return
-            await self.app(scope, receive, send)
+                            refusal = self._tenant_busy, "tenant"
+                        wait = self._hold_back(client, bucket)
+                        if not wait:
+                            await self._refuse(send, *refusal)
+                            return
+            if refusal is None:
+                await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
             metrics.request_done()
@@ -309,6 +327,29 @@ class AdmissionControl:
                 del self.by_client[address]
             if lease is not None and self.shares is not None:
                 await self.shares.give_back(lease)
+        if refusal is not None and wait:
+            # Sent again on the same connection before its Retry-After passed: answered when
+            # it passes, holding no place meanwhile (so a client that ignores Retry-After
+            # sends one request per connection and second, not thousands).
+            await self.sleep(wait)
+            await self._refuse(send, *refusal)
+
+    def _hold_back(self, client: tuple[str, int] | None, bucket: str) -> float:
+        """Seconds to wait before refusing this connection again for this bucket: none the
+        first time (and after its Retry-After passed), else what is left of it."""
+        if client is None:
+            return 0.0
+        now = self.clock()
+        key = (client[0], client[1], bucket)
+        until = self._refused.get(key, 0.0)
+        if until > now:
+            # Its answer comes at `until`; the next one not before another Retry-After.
+            self._refused[key] = until + self.retry_after_seconds
+            return until - now
+        if len(self._refused) >= 10_000:
+            self._refused = {name: at for name, at in self._refused.items() if at > now}
+        self._refused[key] = now + self.retry_after_seconds
+        return 0.0
 
     @staticmethod
     async def _refuse(send: Send, answer: tuple[Message, Message], reason: str) -> None:

@@ -431,10 +431,10 @@ def test_a_tenants_flood_is_refused_at_its_share_and_another_tenant_is_served(
     api: Api, layout: ProductionLayout
 ) -> None:
     """300 connections of one tenant's key, from 40 addresses, over its own attempts list,
-    sending again the moment an answer is in, for 20 s, at both API processes: the other
-    tenant's admin key gets at least 90 % of its answers 200 meanwhile, and the flood gets
-    429s carrying Retry-After and the RateLimit fields of its share. (The latencies are
-    bench/tenant_flood.py's to print.)"""
+    sending again the moment an answer is in (Retry-After ignored), for 20 s, at both API
+    processes: the other tenant's admin key gets at least 90 % of its answers 200 meanwhile,
+    and the flood gets 429s carrying Retry-After and the RateLimit fields of its share. (The
+    latencies are bench/tenant_flood.py's to print.)"""
     keys = []
     for _ in range(2):
         key = str(api.create_tenant()["api_key"])

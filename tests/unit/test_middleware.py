@@ -332,3 +332,53 @@ def test_a_refused_request_gives_its_client_place_back_and_a_failing_one_its_sha
         assert shares.held_here("tenant:a") == 0 and admission.by_client == {}
 
     asyncio.run(scenario())
+
+
+def test_a_connection_that_ignores_retry_after_is_refused_when_it_passes_holding_no_place() -> None:
+    async def scenario() -> None:
+        now = [100.0]
+        waits: list[tuple[float, int]] = []
+        gate = asyncio.Event()
+        admission: AdmissionControl
+
+        async def sleep(seconds: float) -> None:
+            waits.append((round(seconds, 3), admission.in_flight))
+            now[0] += seconds
+
+        admission = AdmissionControl(
+            Scripted(gate=gate),
+            max_in_flight=10,
+            per_client=10,
+            shares=Shares(1),
+            requesters=_tenant_requesters(),
+            clock=lambda: now[0],
+            sleep=sleep,
+        )
+
+        def on(connection: tuple[str, int], key: str) -> dict[str, Any]:
+            return {**_keyed(key), "client": connection}
+
+        held = asyncio.create_task(_call(admission, on(("10.0.0.1", 5000), "gk_a")))
+        await asyncio.sleep(0.05)
+        hammering = ("10.0.0.2", 6000)
+        assert (await _call(admission, on(hammering, "gk_a")))[0] == 429
+        assert waits == []  # the first refusal at once
+        now[0] += 0.2
+        assert (await _call(admission, on(hammering, "gk_a")))[0] == 429
+        assert waits == [(0.8, 1)]  # when its Retry-After passed; only the held request's place
+        assert (await _call(admission, on(hammering, "gk_a")))[0] == 429
+        assert waits[1:] == [(1.0, 1)]  # and the next a whole Retry-After after that answer
+        # Another connection, or another tenant on this one, is not held back.
+        assert (await _call(admission, on(("10.0.0.2", 6001), "gk_a")))[0] == 429
+        other = asyncio.create_task(_call(admission, on(hammering, "gk_b")))
+        await asyncio.sleep(0.05)
+        assert len(waits) == 2
+        # Once its Retry-After passed, the connection is answered at once again.
+        now[0] += 5
+        assert (await _call(admission, on(hammering, "gk_a")))[0] == 429
+        assert len(waits) == 2
+        gate.set()
+        assert (await held)[0] == 200 and (await other)[0] == 200
+        assert admission.in_flight == 0 and admission.by_client == {}
+
+    asyncio.run(scenario())
