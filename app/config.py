@@ -81,8 +81,9 @@ class Settings(BaseSettings):
     # Requests one tenant (its API keys and signed-in web sessions) has in flight across every
     # API process; more get 429 at once, so a tenant's flood cannot take the others' places.
     # The anonymous readers of one tenant's public pages and boards have a share of this size
-    # of their own. Counted in the rate limits' Redis (docs/capacity.md).
-    api_max_in_flight_per_tenant: int = Field(default=16, ge=1, le=100_000)
+    # of their own. Counted in the rate limits' Redis. As many as the default layout's threads
+    # (two processes of 4): docs/capacity.md.
+    api_max_in_flight_per_tenant: int = Field(default=8, ge=1, le=100_000)
     # Anonymous reads of public boards (`/v1/public/...`) are served from a copy this young
     # (one database read per URL and interval, however large the crowd); 0 turns it off.
     public_cache_seconds: float = Field(default=1.0, ge=0, le=60)

@@ -457,7 +457,7 @@ def test_a_tenants_flood_is_refused_at_its_share_and_another_tenant_is_served(
     assert set(statuses) <= {200, 429, 503}, record
     assert statuses.get(429, 0) > statuses.get(200, 0) > 0, record
     assert record["refused_headers"], record
-    share = {"retry-after": "1", "ratelimit-limit": "16", "ratelimit-remaining": "0"}
+    share = {"retry-after": "1", "ratelimit-limit": "8", "ratelimit-remaining": "0"}
     refusals = [headers for headers in record["refused_headers"] if headers["status"] == "429"]
     assert refusals, record
     for headers in refusals:
