@@ -80,6 +80,12 @@ class Settings(BaseSettings):
     # Requests one client (address) may have in flight at one API process; more get 429, so
     # one client's burst cannot take every place from the others.
     api_max_in_flight_per_client: int = Field(default=16, ge=1, le=100_000)
+    # Requests one tenant (its API keys and signed-in web sessions) has in flight across every
+    # API process; more get 429 at once, so a tenant's flood cannot take the others' places.
+    # The anonymous readers of one tenant's public pages and boards have a share of this size
+    # of their own. Counted in the rate limits' Redis. As many as the default layout's threads
+    # (two processes of 4): docs/capacity.md.
+    api_max_in_flight_per_tenant: int = Field(default=8, ge=1, le=100_000)
     # Anonymous reads of public boards (`/v1/public/...`) are served from a copy this young
     # (one database read per URL and interval, however large the crowd); 0 turns it off.
     public_cache_seconds: float = Field(default=1.0, ge=0, le=60)
@@ -139,8 +145,9 @@ class Settings(BaseSettings):
     # Session cookies carry the Secure flag (browsers send them over HTTPS only). Unset: on in
     # production, off in embedded mode (plain HTTP on 127.0.0.1); on for HTTPS requests always.
     secure_cookies: bool | None = None
-    # Where sign-in limits and lockouts are counted, shared by every API process: a Redis URL.
-    # Unset: the broker's Redis; in embedded mode (one API process) this process's memory.
+    # Where sign-in limits and lockouts, and each tenant's requests in flight, are counted,
+    # shared by every API process: a Redis URL. Unset: the broker's Redis; in embedded mode
+    # (one API process) this process's memory.
     rate_limit_url: str | None = None
 
     # Mail (docs/mail.md): the SMTP server as one URL, `smtp://[user:pass@]host[:port]`

@@ -21,14 +21,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.api_docs import install_api_docs, operation_id
 from app.attempt.router import router as attempt_router
 from app.attempt.telemetry import UNFINISHED_ATTEMPTS
+from app.auth.service import KEY_PREFIX, key_tenant
+from app.auth.sessions import session_tenant
 from app.broker.telemetry import QUEUE_DEPTH
 from app.challenge.deleted_router import router as deleted_challenge_router
 from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
 from app.config import get_settings
-from app.db import get_engine
+from app.db import get_autocommit_sessionmaker, get_engine
 from app.errors import AppError, request_error_details, validation_message
 from app.export.router import router as export_router
+from app.fair_share.requesters import Requesters, tenant_bucket
+from app.fair_share.shares import Shares
 from app.input_guard import refuse_unstorable_input
 from app.leaderboard.router import router as leaderboard_router
 from app.middleware import AdmissionControl, ApiCaching, BodySizeLimit, RequestObservability
@@ -39,6 +43,7 @@ from app.scoring.router import router as scoring_router
 from app.scoring.sandbox.service import log_scorer_sandbox
 from app.team.router import router as team_router
 from app.tenant.router import router as tenant_router
+from app.web.auth import ADMIN_COOKIE, SESSION_COOKIE, admin_token_of_cookie, signed_in_token
 from app.web.rendering import STATIC_DIR, STATIC_URL
 from app.web.router import web_router
 
@@ -134,6 +139,40 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(error_body("internal_error", "internal server error"), status_code=500)
 
 
+def _share_owner(kind: str, secret: str) -> str | None:
+    """The bucket whose share a credential's requests count against: its tenant's (blocking:
+    one database read; `Requesters` keeps the answer)."""
+    session = get_autocommit_sessionmaker()()
+    try:
+        if kind == "bearer":
+            tenant = key_tenant(session, secret)
+        else:
+            tenant = session_tenant(session, secret)
+    finally:
+        session.close()
+    return None if tenant is None else tenant_bucket(tenant)
+
+
+def fair_share() -> tuple[Shares, Requesters]:
+    """Each tenant's share of the API (docs/capacity.md): counted in the rate limits' Redis
+    (in this process's memory without one), against the tenant of a request's API key or
+    web session, or the anonymous share of the tenant its path names."""
+    settings = get_settings()
+    url = settings.resolved_rate_limit_url
+    shares = Shares(
+        settings.api_max_in_flight_per_tenant,
+        None if url.startswith("memory://") else url,
+        key_prefix=settings.redis_key_prefix,
+    )
+    requesters = Requesters(
+        _share_owner,
+        bearer=lambda token: token if token.startswith(KEY_PREFIX) else None,
+        cookies={ADMIN_COOKIE: admin_token_of_cookie, SESSION_COOKIE: signed_in_token},
+        unlimited=(settings.resolved_admin_token,),
+    )
+    return shares, requesters
+
+
 @asynccontextmanager
 async def lifespan(_: FastAPI) -> AsyncIterator[None]:
     # Registration checks plugins in the scorer sandbox: say at start-up what it isolates here
@@ -157,6 +196,7 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
             "api_threads": settings.api_threads,
             "api_in_flight": settings.api_max_in_flight,
             "api_in_flight_per_client": settings.api_max_in_flight_per_client,
+            "api_in_flight_per_tenant": settings.api_max_in_flight_per_tenant,
             "database_pool": settings.database_pool_size,
         }
     )
@@ -185,11 +225,14 @@ def create_app() -> FastAPI:
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     # Outside the body limit, inside the caching: a request served from the public cache takes
     # no place; what is admitted is bounded (docs/capacity.md).
+    shares, requesters = fair_share()
     app.add_middleware(
         AdmissionControl,
         max_in_flight=settings.api_max_in_flight,
         per_client=settings.api_max_in_flight_per_client,
         exempt=("/healthz", "/metrics", STATIC_URL + "/"),
+        shares=shares,
+        requesters=requesters,
     )
     app.add_middleware(ApiCaching, public_seconds=settings.public_cache_seconds)
     # Added last, so outermost: refused bodies and errors get a request id and are counted.

@@ -8,10 +8,12 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.fair_share.requesters import Requesters
+from app.fair_share.shares import Shares
 from app.observability import context, metrics
 
 access_log = logging.getLogger("gauntlet.access")
@@ -120,7 +122,8 @@ class RequestObservability:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message["headers"] = [*message.get("headers", ()), id_header]
+                # A new message: the one given may be shared (a refusal's is built once).
+                message = {**message, "headers": [*message.get("headers", ()), id_header]}
             await send(message)
 
         token = context.begin(request_id=request_id)
@@ -167,8 +170,15 @@ def _route_template(scope: Scope, mounts: tuple[str, ...]) -> str:
     return "unmatched"
 
 
-def _json_error(status: int, code: str, message: str, retry_after: int) -> tuple[Message, Message]:
-    body = json.dumps({"error": {"code": code, "message": message, "details": None}}).encode()
+def _json_error(
+    status: int,
+    code: str,
+    message: str,
+    retry_after: int,
+    details: dict[str, object] | None = None,
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+) -> tuple[Message, Message]:
+    body = json.dumps({"error": {"code": code, "message": message, "details": details}}).encode()
     start: Message = {
         "type": "http.response.start",
         "status": status,
@@ -177,20 +187,31 @@ def _json_error(status: int, code: str, message: str, retry_after: int) -> tuple
             (b"content-length", str(len(body)).encode()),
             (b"retry-after", str(retry_after).encode()),
             (b"cache-control", b"no-store"),
+            *headers,
         ],
     }
     return start, {"type": "http.response.body", "body": body}
 
 
 class AdmissionControl:
-    """Bounds the requests one API process works on at once, and those of any one client.
+    """Bounds the requests one API process works on at once, those of any one client, and,
+    with `shares`, those of any one tenant across every API process.
 
-    Past `max_in_flight` requests the process answers 503 with `Retry-After` at once, and past
-    `per_client` requests of one client address (after trusted proxies) that client gets 429:
-    an admitted request waits behind at most `max_in_flight` others for the thread pool, so
-    what is accepted is served within a bounded time, and one client's burst cannot take every
-    place. `exempt` paths (health, metrics, static assets) always pass: a load balancer must
-    see a busy process as alive. Runs on the event loop only, so its counts need no lock.
+    A request is refused at once, without touching a thread or the database: past
+    `per_client` requests of one client address (after trusted proxies) at this process with
+    429; past `max_in_flight` requests at this process with 503; past its tenant's share
+    (`shares`, the bucket `requesters` names: the tenant of its key or session, or the
+    anonymous readers of the tenant its path names) across all processes with 429 and the
+    `RateLimit-*` fields. All carry `Retry-After`. A connection refused by a share that sends
+    again for that share before its Retry-After passed gets that refusal when it passes, holding
+    no place meanwhile: a client that ignores Retry-After then costs one request per connection
+    and second, where answering at once let it cost the service all its CPU in refusals.
+
+    An admitted request waits behind at most `max_in_flight` others for the thread pool, and
+    at most a share's worth of them come from any one tenant, so one tenant's flood cannot
+    take the places of the others. `exempt` paths (health, metrics, static assets) always
+    pass: a load balancer must see a busy process as alive. The counts of this process live
+    on the event loop only, so they need no lock.
     """
 
     def __init__(
@@ -201,6 +222,10 @@ class AdmissionControl:
         per_client: int,
         exempt: tuple[str, ...] = (),
         retry_after_seconds: int = 1,
+        shares: Shares | None = None,
+        requesters: Requesters | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.app = app
         self.max_in_flight = max_in_flight
@@ -208,6 +233,13 @@ class AdmissionControl:
         self.exempt = exempt
         self.in_flight = 0
         self.by_client: dict[str, int] = {}
+        self.shares = shares if requesters is not None else None
+        self.requesters = requesters
+        self.retry_after_seconds = retry_after_seconds
+        self.clock = clock
+        self.sleep = sleep
+        # When each connection (address, port) was last refused for a bucket, plus Retry-After.
+        self._refused: dict[tuple[str, int, str], float] = {}
         self._busy = _json_error(
             503,
             "unavailable",
@@ -219,6 +251,32 @@ class AdmissionControl:
             "rate_limited",
             "too many requests at once from this client; retry shortly",
             retry_after_seconds,
+        )
+        share = shares.limit if shares is not None else 0
+        # The RateLimit header fields of the IETF draft (draft-ietf-httpapi-ratelimit-headers):
+        # the share's size, none left, and when to look again (as Retry-After).
+        rate_limit = (
+            (b"ratelimit-limit", str(share).encode()),
+            (b"ratelimit-remaining", b"0"),
+            (b"ratelimit-reset", str(retry_after_seconds).encode()),
+        )
+        self._tenant_busy = _json_error(
+            429,
+            "rate_limited",
+            f"this tenant has {share} requests in progress, its share of the service; "
+            "retry shortly",
+            retry_after_seconds,
+            {"limit": "tenant_in_flight", "share": share},
+            rate_limit,
+        )
+        self._public_busy = _json_error(
+            429,
+            "rate_limited",
+            f"this tenant's public pages have {share} anonymous requests in progress, their "
+            "share of the service; retry shortly",
+            retry_after_seconds,
+            {"limit": "public_in_flight", "share": share},
+            rate_limit,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -234,19 +292,64 @@ class AdmissionControl:
         if self.in_flight >= self.max_in_flight:
             await self._refuse(send, self._busy, "busy")
             return
-        self.in_flight += 1
+        # Both places are taken before the first await, so that the client's and the process's
+        # other requests see them meanwhile; a request waiting for its share's answer holds
+        # the process's place, so a full process refuses at once whatever Redis is doing.
         self.by_client[address] = held + 1
+        self.in_flight += 1
         metrics.request_admitted()
+        lease = None
+        refusal: tuple[tuple[Message, Message], str] | None = None
+        wait = 0.0
         try:
-            await self.app(scope, receive, send)
+            if self.shares is not None and self.requesters is not None:
+                bucket = await self.requesters.bucket(scope)
+                if bucket is not None:
+                    lease = await self.shares.take(bucket)
+                    if lease is None:
+                        if bucket.startswith("public:"):
+                            refusal = self._public_busy, "public"
+                        else:
+                            refusal = self._tenant_busy, "tenant"
+                        wait = self._hold_back(client, bucket)
+                        if not wait:
+                            await self._refuse(send, *refusal)
+                            return
+            if refusal is None:
+                await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
+            metrics.request_done()
             left = self.by_client[address] - 1
             if left:
                 self.by_client[address] = left
             else:
                 del self.by_client[address]
-            metrics.request_done()
+            if lease is not None and self.shares is not None:
+                await self.shares.give_back(lease)
+        if refusal is not None and wait:
+            # Sent again on the same connection before its Retry-After passed: answered when
+            # it passes, holding no place meanwhile (so a client that ignores Retry-After
+            # sends one request per connection and second, not thousands).
+            await self.sleep(wait)
+            await self._refuse(send, *refusal)
+
+    def _hold_back(self, client: tuple[str, int] | None, bucket: str) -> float:
+        """Seconds to wait before refusing this connection again for this bucket: none the
+        first time (and after its Retry-After passed), else what is left of it."""
+        if client is None:
+            return 0.0
+        now = self.clock()
+        key = (client[0], client[1], bucket)
+        until = self._refused.get(key, 0.0)
+        if until > now:
+            # Its answer comes at `until`; the next one not before another Retry-After.
+            self._refused[key] = until + self.retry_after_seconds
+            return until - now
+        if len(self._refused) >= 10_000:
+            self._refused = {name: at for name, at in self._refused.items() if at > now}
+        self._refused[key] = now + self.retry_after_seconds
+        return 0.0
 
     @staticmethod
     async def _refuse(send: Send, answer: tuple[Message, Message], reason: str) -> None:

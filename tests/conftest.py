@@ -78,9 +78,10 @@ TEST_SETTINGS = {
     # The only folder tenant benchmarks may read besides their bundled data.
     "GAUNTLET_BENCHMARK_DATA_DIR": tempfile.mkdtemp(prefix="gauntlet-test-benchmark-data-"),
     "GAUNTLET_SEED_DEMO": "false",
-    # Tests race tens of requests from one address on purpose (tests/integration/
-    # test_overload.py checks the limits at their defaults).
+    # Tests race tens of requests from one address and one tenant on purpose (tests/
+    # integration/test_overload.py and test_production.py check the limits at their defaults).
     "GAUNTLET_API_MAX_IN_FLIGHT_PER_CLIENT": "64",
+    "GAUNTLET_API_MAX_IN_FLIGHT_PER_TENANT": "64",
     # Test runs sharing one Redis (parallel checkouts) must not take each other's tasks, nor
     # touch each other's keys: each run has its own queue and its own key prefix.
     "GAUNTLET_QUEUE": f"test-{_RUN_ID}",

@@ -126,6 +126,15 @@ class BrowserSessionRepository:
         )
 
 
+def live_session_tenant(session: Session, token_hash: str, now: datetime) -> uuid.UUID | None:
+    """The tenant of the live browser session with this token hash."""
+    return session.scalar(
+        select(BrowserSession.tenant_id).where(
+            BrowserSession.token_hash == token_hash, BrowserSession.expires_at > now
+        )
+    )
+
+
 def delete_by_token_hash(session: Session, token_hash: str) -> None:
     session.execute(delete(BrowserSession).where(BrowserSession.token_hash == token_hash))
 

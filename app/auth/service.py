@@ -73,3 +73,12 @@ def authenticate(session: Session, token: str) -> PlatformAdmin | TenantKey:
         if key is not None:
             return tenant_key(key.tenant_id, key.id, key.role)
     raise Unauthorized("invalid or revoked credential")
+
+
+def key_tenant(session: Session, token: str) -> uuid.UUID | None:
+    """The tenant of an unrevoked API key (without the gate's other checks: what a request's
+    share is counted against, before the request runs)."""
+    if not token.startswith(KEY_PREFIX):
+        return None
+    key = active_key(session, hash_key(token))
+    return None if key is None else key.tenant_id

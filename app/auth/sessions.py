@@ -17,7 +17,11 @@ from datetime import timedelta
 from sqlalchemy.orm import Session
 
 from app.auth.models import ApiKey
-from app.auth.repository import BrowserSessionRepository, delete_by_token_hash
+from app.auth.repository import (
+    BrowserSessionRepository,
+    delete_by_token_hash,
+    live_session_tenant,
+)
 from app.auth.subjects import TenantAdmin
 from app.db import utcnow
 
@@ -98,3 +102,8 @@ def end_participant_sessions(
 ) -> int:
     """Ends every session of the participant (a password change); returns how many."""
     return BrowserSessionRepository(session, tenant_id).delete_for_participant(participant_id)
+
+
+def session_tenant(session: Session, token: str) -> uuid.UUID | None:
+    """The tenant whose live browser session this token opens, if any."""
+    return live_session_tenant(session, token_hash(token), utcnow())

@@ -131,13 +131,15 @@ HTTP_IN_FLIGHT = Gauge(
 HTTP_REFUSED = Counter(
     "gauntlet_http_refused",
     "Requests refused at admission, by reason (busy: the process works on its limit of "
-    "requests, answered 503; client: one client's limit of requests at once, answered 429).",
+    "requests, answered 503; client: one client's limit of requests at once, answered 429; "
+    "tenant: a tenant's share, public: the share of a tenant's anonymous readers, "
+    "across the API's processes, answered 429).",
     ["reason"],
 )
 CAPACITY = Gauge(
     "gauntlet_capacity",
     "Configured limits of one process, by what they limit (api_threads, "
-    "api_in_flight, api_in_flight_per_client, database_pool).",
+    "api_in_flight, api_in_flight_per_client, api_in_flight_per_tenant, database_pool).",
     ["limit"],
     multiprocess_mode="livemax",
 )

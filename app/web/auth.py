@@ -126,20 +126,31 @@ def _token_or_none(value: object) -> str | None:
     return value if isinstance(value, str) and 20 <= len(value) <= 100 else None
 
 
+def _session_of_cookie(raw: str) -> WebSession | None:
+    try:
+        data = _serializer("session").loads(raw, max_age=SESSION_MAX_AGE_SECONDS)
+    except BadData:
+        return None
+    if isinstance(data, dict):
+        session_id = _token_or_none(data.get("sid"))
+        if session_id is not None:
+            return WebSession(session_id, signed_in=data.get("in") is True)
+    return None
+
+
 def load_session(request: Request) -> WebSession:
     """The session from the cookie, or a new anonymous one when it is missing or not genuine.
     (Whether a signed-in session is still live is the server's to say: `sessions`.)"""
     raw = request.cookies.get(SESSION_COOKIE)
-    if raw:
-        try:
-            data = _serializer("session").loads(raw, max_age=SESSION_MAX_AGE_SECONDS)
-        except BadData:
-            data = None
-        if isinstance(data, dict):
-            session_id = _token_or_none(data.get("sid"))
-            if session_id is not None:
-                return WebSession(session_id, signed_in=data.get("in") is True)
-    return WebSession(_new_session_id(), changed=True)
+    found = _session_of_cookie(raw) if raw else None
+    return found if found is not None else WebSession(_new_session_id(), changed=True)
+
+
+def signed_in_token(raw_cookie: str) -> str | None:
+    """The server-side session token a genuine session cookie holds when it is signed in (not
+    yet checked against the database)."""
+    found = _session_of_cookie(raw_cookie)
+    return None if found is None else found.server_token
 
 
 def _secure(request: Request) -> bool:
@@ -189,8 +200,12 @@ def admin_session_token(request: Request) -> str | None:
     """The token of the admin session the admin cookie names (not yet checked against the
     database: the caller must, on every request)."""
     raw = request.cookies.get(ADMIN_COOKIE)
-    if not raw:
-        return None
+    return admin_token_of_cookie(raw) if raw else None
+
+
+def admin_token_of_cookie(raw: str) -> str | None:
+    """The admin session token a genuine admin cookie holds (not yet checked against the
+    database)."""
     try:
         data = _serializer("admin").loads(raw, max_age=ADMIN_MAX_AGE_SECONDS)
     except BadData:

@@ -1,6 +1,7 @@
 """A crowd at one API process (`gauntlet serve`, PostgreSQL): 200 requests at once, anonymous or
 keyed, get 200, 429 or 503 (with Retry-After) within seconds, never a 500 or a hang, and a
-request from another client made meanwhile is served.
+request from another client (of another tenant, past the crowd's tenant's share) made
+meanwhile is served.
 
 The crowd is sent over raw sockets from one event loop, so the test's own client costs little
 CPU beside the server's; the other client is a plain blocking socket on another loopback
@@ -104,7 +105,10 @@ def unlimited_server(stack: Stack) -> Iterator[Server]:
     """One API process that admits every request: only the thread pool and the connection pool
     bound what it does at once."""
     with _serving(
-        stack, GAUNTLET_API_MAX_IN_FLIGHT="100000", GAUNTLET_API_MAX_IN_FLIGHT_PER_CLIENT="100000"
+        stack,
+        GAUNTLET_API_MAX_IN_FLIGHT="100000",
+        GAUNTLET_API_MAX_IN_FLIGHT_PER_CLIENT="100000",
+        GAUNTLET_API_MAX_IN_FLIGHT_PER_TENANT="100000",
     ) as started:
         yield started
 
@@ -164,10 +168,13 @@ def _crowd_with_another_client(
     *,
     one_client: bool = False,
     other_deadline: float = OTHER_CLIENT_DEADLINE_S,
+    crowd_headers: list[dict[str, str]] | None = None,
+    other_headers: dict[str, str] | None = None,
 ) -> tuple[list[Answer], Answer]:
-    """Sends every target at once, each from its own client address (or all from one); once
-    the crowd is in flight, another client sends `other`. Answers the crowd's answers and the
-    other client's."""
+    """Sends every target at once, each from its own client address (or all from one), with
+    `headers` (or each with its own `crowd_headers`); once the crowd is in flight, another
+    client sends `other` (with `other_headers`, else `headers`). Answers the crowd's answers
+    and the other client's."""
     other_answer: list[Answer] = []
     other_error: list[BaseException] = []
     crowd_sent = threading.Event()
@@ -176,14 +183,23 @@ def _crowd_with_another_client(
         crowd_sent.wait(30)
         time.sleep(0.05)  # the crowd's requests are on the server by now
         try:
-            other_answer.append(_blocking_get(port, other, headers, other_deadline))
+            other_answer.append(
+                _blocking_get(
+                    port, other, headers if other_headers is None else other_headers, other_deadline
+                )
+            )
         except BaseException as error:  # reported below, with what the crowd got
             other_error.append(error)
 
     async def crowd() -> list[Answer]:
         requests = [
             asyncio.create_task(
-                _get(port, target, headers, _client_address(0 if one_client else number))
+                _get(
+                    port,
+                    target,
+                    headers if crowd_headers is None else crowd_headers[number],
+                    _client_address(0 if one_client else number),
+                )
             )
             for number, target in enumerate(targets)
         ]
@@ -242,10 +258,14 @@ def _distinct_public_reads(server: Server) -> tuple[list[str], str, str]:
 def test_two_hundred_anonymous_reads_at_once_are_answered_and_another_client_is_served(
     server: Server,
 ) -> None:
-    """One client's 200 reads at once: its first ones are served, the rest get 429 at once,
-    and another client is served meanwhile."""
+    """One client's 200 reads of a tenant's public boards at once: its first ones are served,
+    the rest get 429 at once, and another client reading another tenant's public board is
+    served meanwhile."""
     targets, board, matches = _distinct_public_reads(server)
-    answers, other = _crowd_with_another_client(server.port, targets, {}, board, one_client=True)
+    _, elsewhere, _ = _distinct_public_reads(server)
+    answers, other = _crowd_with_another_client(
+        server.port, targets, {}, elsewhere, one_client=True
+    )
     statuses = _check_crowd(answers)
     assert set(statuses) == {200, 429}, statuses
     assert other.status == 200, other.body[:300]
@@ -272,13 +292,20 @@ def test_two_hundred_keyed_reads_at_once_are_answered_and_another_client_is_serv
         f"/v1/challenges/{challenge['id']}/leaderboard",
     ]
     crowd = [targets[i % len(targets)] for i in range(CROWD)]
+    other_key = server.api.create_tenant()["api_key"]
+    other_challenge = server.api.create_challenge(other_key)
     answers, other = _crowd_with_another_client(
-        server.port, crowd, headers, targets[0], one_client=True
+        server.port,
+        crowd,
+        headers,
+        f"/v1/challenges/{other_challenge['id']}",
+        one_client=True,
+        other_headers={"Authorization": f"Bearer {other_key}"},
     )
     statuses = _check_crowd(answers)
     assert set(statuses) == {200, 429}, statuses
     assert other.status == 200, other.body[:300]
-    assert json.loads(other.body)["id"] == challenge["id"]
+    assert json.loads(other.body)["id"] == other_challenge["id"]
     # Private answers are never kept by a cache on the way.
     served = next(answer for answer in answers if answer.status == 200)
     assert served.headers["cache-control"] == "no-store"
@@ -286,20 +313,30 @@ def test_two_hundred_keyed_reads_at_once_are_answered_and_another_client_is_serv
 
 
 def test_a_crowd_of_two_hundred_clients_past_the_limit_gets_503_at_once(server: Server) -> None:
-    """200 clients at once, past what one process admits: the first are served, the others
-    get 503 with Retry-After, and nobody waits past the deadlines (a latecomer gets its answer,
-    served or refused, within a second)."""
-    targets, board, _ = _distinct_public_reads(server)
-    answers, other = _crowd_with_another_client(server.port, targets, {}, board)
+    """200 clients at once, of tenants that each stay within their share, past what one
+    process admits: the first are served, the others get 503 with Retry-After, and nobody
+    waits past the deadlines (a latecomer gets its answer, served or refused, within a
+    second)."""
+    # Each of the crowd's tenants sends 7 requests or fewer, within its share of 8.
+    boards, keyed = [], []
+    for _ in range(-(-CROWD // 7)):
+        tenant = server.api.create_tenant()
+        key = tenant["api_key"]
+        challenge = server.api.create_challenge(key, visibility="public")
+        boards += [f"/v1/public/{tenant['slug']}/challenges/{challenge['slug']}/leaderboard"] * 7
+        keyed += [(key, f"/v1/challenges/{challenge['id']}")] * 7
+    targets = [f"{board}?offset={i}" for i, board in enumerate(boards[:CROWD])]
+    answers, other = _crowd_with_another_client(server.port, targets, {}, targets[0])
     statuses = _check_crowd(answers)
     assert statuses.get(503, 0) >= CROWD - 64, statuses
     assert other.status in (200, 503)
-    tenant = server.api.create_tenant()
-    key = tenant["api_key"]
-    challenge = server.api.create_challenge(key)
-    keyed = [f"/v1/challenges/{challenge['id']}"] * CROWD
     answers, other = _crowd_with_another_client(
-        server.port, keyed, {"Authorization": f"Bearer {key}"}, keyed[0]
+        server.port,
+        [target for _, target in keyed[:CROWD]],
+        {},
+        keyed[0][1],
+        crowd_headers=[{"Authorization": f"Bearer {key}"} for key, _ in keyed[:CROWD]],
+        other_headers={"Authorization": f"Bearer {keyed[0][0]}"},
     )
     assert _check_crowd(answers).get(503, 0) >= CROWD - 64
     assert other.status in (200, 503)
@@ -349,5 +386,11 @@ def test_after_a_crowd_the_process_serves_as_before(server: Server) -> None:
         if line and not line.startswith("#")
     }
     assert values["gauntlet_http_requests_in_flight"] == 0  # /metrics itself is not counted
-    assert values['gauntlet_http_refused_total{reason="client"}'] > 0
+    # One client's crowd of one tenant's public reads: refused by the client's limit or (the
+    # smaller) the share of the tenant's anonymous readers.
+    refused = [
+        f'gauntlet_http_refused_total{{reason="{reason}"}}' for reason in ("client", "public")
+    ]
+    assert sum(values.get(name, 0) for name in refused) > 0, values
     assert values['gauntlet_capacity{limit="api_in_flight"}'] == 64
+    assert values['gauntlet_capacity{limit="api_in_flight_per_tenant"}'] == 8

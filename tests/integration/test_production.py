@@ -1,7 +1,8 @@
 """The production layout of docker-compose.yml (`gauntlet migrate`, `gauntlet serve --workers 2`,
 `gauntlet worker`, `gauntlet beat`), started as Compose starts it (tests/production.py), and the
 faults it must recover from by itself: each process killed mid-load, an API killed between its
-commit and its send, the broker or the database down, an attempt over its time limit.
+commit and its send, the broker or the database down, an attempt over its time limit, and one
+tenant's flood beside another tenant's requests.
 
 The processes are shared by the tests of this module; each test leaves them running.
 """
@@ -26,6 +27,7 @@ from app.db import make_engine, utcnow
 from app.leaderboard.models import LeaderboardEntry
 from tests.conftest import TEST_SETTINGS, Api, Stack
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
+from tests.fixtures.tenant_flood import finish_flood, measure, start_flood
 from tests.production import ProductionLayout
 
 pytestmark = pytest.mark.integration
@@ -420,3 +422,46 @@ def _interrupted(engine: Engine, challenge_id: str) -> list[uuid.UUID]:
                 .with_for_update()
             )
         )
+
+
+FLOOD_SECONDS = 20.0
+
+
+def test_a_tenants_flood_is_refused_at_its_share_and_another_tenant_is_served(
+    api: Api, layout: ProductionLayout
+) -> None:
+    """300 connections of one tenant's key, from 40 addresses, over its own attempts list,
+    sending again the moment an answer is in (Retry-After ignored), for 20 s, at both API
+    processes: the other tenant's admin key gets at least 90 % of its answers 200 meanwhile,
+    and the flood gets 429s carrying Retry-After and the RateLimit fields of its share. (The
+    latencies are bench/tenant_flood.py's to print.)"""
+    keys = []
+    for _ in range(2):
+        key = str(api.create_tenant()["api_key"])
+        challenge = api.create_challenge(key)
+        for number in range(5):
+            assert api.submit(key, challenge["id"], "PWNED", f"p{number}").status_code == 202
+        keys.append((key, challenge["id"]))
+    (flood_key, _), (other_key, other_challenge) = keys
+    flood = start_flood(layout.port, "/v1/attempts?limit=50", flood_key, duration=FLOOD_SECONDS)
+    try:
+        measured = measure(
+            layout.port,
+            ["/v1/attempts?limit=20", f"/v1/challenges/{other_challenge}"],
+            other_key,
+            duration=FLOOD_SECONDS,
+        )
+    finally:
+        record = finish_flood(flood)
+    statuses = {int(status): count for status, count in record["statuses"].items()}
+    assert set(statuses) <= {200, 429, 503}, record
+    assert statuses.get(429, 0) > statuses.get(200, 0) > 0, record
+    assert record["refused_headers"], record
+    share = {"retry-after": "1", "ratelimit-limit": "8", "ratelimit-remaining": "0"}
+    refusals = [headers for headers in record["refused_headers"] if headers["status"] == "429"]
+    assert refusals, record
+    for headers in refusals:
+        assert {name: headers[name] for name in share} == share, headers
+        assert int(headers["ratelimit-reset"]) >= 1
+    assert len(measured.answers) >= 10, measured.summary()
+    assert measured.served_share >= 0.9, measured.summary()

@@ -1,6 +1,6 @@
 """Admission and caching of API requests, against a scripted ASGI app: places are counted per
-process and per client and always given back; public reads are computed once per URL and
-interval; nothing private is kept."""
+process, per client and per tenant's share, and always given back; public reads are computed
+once per URL and interval; nothing private is kept."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from app.middleware import AdmissionControl, ApiCaching
+from app.fair_share.requesters import Requesters
+from app.fair_share.shares import Shares
+from app.middleware import AdmissionControl, ApiCaching, RequestObservability
 
 Message = dict[str, Any]
 
@@ -176,5 +178,207 @@ def test_a_copy_larger_than_the_bound_is_not_kept() -> None:
         await _call(caching, _scope())
         await _call(caching, _scope())
         assert app.calls == 2
+
+    asyncio.run(scenario())
+
+
+def test_every_refusal_carries_its_own_request_id_alone() -> None:
+    """The refusals are built once; the request id added on the way out must not pile up in
+    the shared answer (it did: each 503 carried the ids of every earlier one)."""
+
+    async def scenario() -> None:
+        gate = asyncio.Event()
+        admission = AdmissionControl(Scripted(gate=gate), max_in_flight=1, per_client=5)
+        app = RequestObservability(admission)
+        held = asyncio.create_task(_call(app, _scope(client="a")))
+        await asyncio.sleep(0.01)
+        for client in ("b", "c", "d"):
+            sent: list[Message] = []
+
+            async def receive() -> Message:
+                return {"type": "http.request", "body": b"", "more_body": False}
+
+            async def send(message: Message, sent: list[Message] = sent) -> None:
+                sent.append(message)
+
+            await app(_scope(client=client), receive, send)
+            start = sent[0]
+            assert start["status"] == 503
+            names = [name for name, _ in start["headers"]]
+            assert names.count(b"x-request-id") == 1, start["headers"]
+        gate.set()
+        await held
+
+    asyncio.run(scenario())
+
+
+def _tenant_requesters() -> Requesters:
+    owners = {"gk_a": "tenant:a", "gk_b": "tenant:b"}
+    return Requesters(lambda kind, secret: owners.get(secret), bearer=lambda token: token)
+
+
+def _keyed(key: str, client: str = "10.0.0.1", path: str = "/v1/attempts") -> dict[str, Any]:
+    return _scope(path, client=client, headers=[(b"authorization", f"Bearer {key}".encode())])
+
+
+def test_a_tenant_past_its_share_gets_429_at_once_and_the_others_are_served() -> None:
+    async def scenario() -> None:
+        gate = asyncio.Event()
+        shares = Shares(2)
+        admission = AdmissionControl(
+            Scripted(gate=gate),
+            max_in_flight=10,
+            per_client=10,
+            shares=shares,
+            requesters=_tenant_requesters(),
+        )
+        held = [
+            asyncio.create_task(_call(admission, _keyed("gk_a", client)))
+            for client in ("10.0.0.1", "10.0.0.2")
+        ]
+        await asyncio.sleep(0.05)
+        # From any address: the share is the tenant's.
+        status, headers, body = await _call(admission, _keyed("gk_a", "10.0.0.3"))
+        assert status == 429
+        assert headers[b"retry-after"] == b"1"
+        assert headers[b"ratelimit-limit"] == b"2"
+        assert headers[b"ratelimit-remaining"] == b"0"
+        assert headers[b"ratelimit-reset"] == b"1"
+        error = json.loads(body)["error"]
+        assert error["code"] == "rate_limited"
+        assert error["details"] == {"limit": "tenant_in_flight", "share": 2}
+        # Another tenant, and the anonymous readers of tenant a's public pages, have their own.
+        other = asyncio.create_task(_call(admission, _keyed("gk_b", "10.0.0.3")))
+        public = asyncio.create_task(_call(admission, _scope("/v1/public/a/challenges/c")))
+        await asyncio.sleep(0.05)
+        assert not other.done() and not public.done()  # admitted, waiting for the app
+        gate.set()
+        assert [answer[0] for answer in await asyncio.gather(*held, other, public)] == [200] * 4
+        assert shares.held_here("tenant:a") == shares.held_here("tenant:b") == 0
+        assert admission.in_flight == 0 and admission.by_client == {}
+
+    asyncio.run(scenario())
+
+
+def test_anonymous_readers_past_a_tenants_public_share_get_429_naming_it() -> None:
+    async def scenario() -> None:
+        gate = asyncio.Event()
+        shares = Shares(1)
+        admission = AdmissionControl(
+            Scripted(gate=gate),
+            max_in_flight=10,
+            per_client=10,
+            shares=shares,
+            requesters=_tenant_requesters(),
+        )
+        held = asyncio.create_task(_call(admission, _scope("/t/a/challenges/c", client="b")))
+        await asyncio.sleep(0.05)
+        status, headers, body = await _call(admission, _scope("/v1/public/a/x", client="c"))
+        assert status == 429 and headers[b"ratelimit-limit"] == b"1"
+        assert json.loads(body)["error"]["details"]["limit"] == "public_in_flight"
+        # The tenant's own key is not among them.
+        assert (await asyncio.wait_for(_call_after(gate, admission, _keyed("gk_a")), 5))[0] == 200
+        await held
+        assert shares.held_here("public:a") == 0
+
+    asyncio.run(scenario())
+
+
+async def _call_after(
+    gate: asyncio.Event, app: Any, scope: dict[str, Any]
+) -> tuple[int, dict[bytes, bytes], bytes]:
+    task = asyncio.create_task(_call(app, scope))
+    await asyncio.sleep(0.05)
+    gate.set()
+    return await task
+
+
+def test_a_request_the_process_refuses_gives_its_share_place_back() -> None:
+    async def scenario() -> None:
+        gate = asyncio.Event()
+        shares = Shares(5)
+        admission = AdmissionControl(
+            Scripted(gate=gate),
+            max_in_flight=1,
+            per_client=10,
+            shares=shares,
+            requesters=_tenant_requesters(),
+        )
+        held = asyncio.create_task(_call(admission, _keyed("gk_b")))
+        await asyncio.sleep(0.05)
+        for _ in range(3):
+            assert (await _call(admission, _keyed("gk_a", "10.0.0.9")))[0] == 503
+        assert shares.held_here("tenant:a") == 0
+        assert admission.by_client == {"10.0.0.1": 1}
+        gate.set()
+        await held
+        assert shares.held_here("tenant:b") == 0 and admission.by_client == {}
+
+    asyncio.run(scenario())
+
+
+def test_a_refused_request_gives_its_client_place_back_and_a_failing_one_its_share() -> None:
+    async def failing(scope: Any, receive: Any, send: Any) -> None:
+        raise RuntimeError("boom")
+
+    async def scenario() -> None:
+        shares = Shares(1)
+        admission = AdmissionControl(
+            failing, max_in_flight=5, per_client=5, shares=shares, requesters=_tenant_requesters()
+        )
+        for _ in range(3):
+            with pytest.raises(RuntimeError):
+                await _call(admission, _keyed("gk_a"))
+        assert shares.held_here("tenant:a") == 0 and admission.by_client == {}
+
+    asyncio.run(scenario())
+
+
+def test_a_connection_that_ignores_retry_after_is_refused_when_it_passes_holding_no_place() -> None:
+    async def scenario() -> None:
+        now = [100.0]
+        waits: list[tuple[float, int]] = []
+        gate = asyncio.Event()
+        admission: AdmissionControl
+
+        async def sleep(seconds: float) -> None:
+            waits.append((round(seconds, 3), admission.in_flight))
+            now[0] += seconds
+
+        admission = AdmissionControl(
+            Scripted(gate=gate),
+            max_in_flight=10,
+            per_client=10,
+            shares=Shares(1),
+            requesters=_tenant_requesters(),
+            clock=lambda: now[0],
+            sleep=sleep,
+        )
+
+        def on(connection: tuple[str, int], key: str) -> dict[str, Any]:
+            return {**_keyed(key), "client": connection}
+
+        held = asyncio.create_task(_call(admission, on(("10.0.0.1", 5000), "gk_a")))
+        await asyncio.sleep(0.05)
+        hammering = ("10.0.0.2", 6000)
+        assert (await _call(admission, on(hammering, "gk_a")))[0] == 429
+        assert waits == []  # the first refusal at once
+        now[0] += 0.2
+        assert (await _call(admission, on(hammering, "gk_a")))[0] == 429
+        assert waits == [(0.8, 1)]  # when its Retry-After passed; only the held request's place
+        assert (await _call(admission, on(hammering, "gk_a")))[0] == 429
+        assert waits[1:] == [(1.0, 1)]  # and the next a whole Retry-After after that answer
+        # Another connection, or another tenant on this one, is not held back.
+        assert (await _call(admission, on(("10.0.0.2", 6001), "gk_a")))[0] == 429
+        other = asyncio.create_task(_call(admission, on(hammering, "gk_b")))
+        await asyncio.sleep(0.05)
+        assert len(waits) == 2
+        # Once its Retry-After passed, the connection is answered at once again.
+        now[0] += 5
+        assert (await _call(admission, on(hammering, "gk_a")))[0] == 429
+        assert len(waits) == 2
+        gate.set()
+        assert (await held)[0] == 200 and (await other)[0] == 200
+        assert admission.in_flight == 0 and admission.by_client == {}
 
     asyncio.run(scenario())
