@@ -38,6 +38,7 @@ from app.db import (
 )
 from app.evaluation.types import TrialRecord
 from app.lease import repository as leases
+from app.lease.models import LeasedTable
 from app.team.models import Team, TeamMember
 from app.tenant.models import Participant
 
@@ -812,11 +813,20 @@ def mark_enqueued(session: Session, attempt_ids: list[uuid.UUID], now: datetime)
 
 
 def set_run_record(
-    session: Session, attempt_id: uuid.UUID, token: uuid.UUID, **values: Any
+    session: Session, table: LeasedTable[Any], row_id: uuid.UUID, token: uuid.UUID, **values: Any
 ) -> bool:
-    """Writes `run_config` / `progress` of a held attempt; False when the lease is lost."""
-    written = leases.write_held(session, ATTEMPT_LEASES, [attempt_id], token, **values)
+    """Writes `run_config` / `progress` of a held row (an attempt, or another run of an
+    attempt's trials with those columns); False when the lease is lost."""
+    written = leases.write_held(session, table, [row_id], token, **values)
     return written.first() is not None
+
+
+def run_config_of(
+    session: Session, table: LeasedTable[Any], row_id: uuid.UUID
+) -> dict[str, Any] | None:
+    """The run record a run stored on its row (None before its first run)."""
+    config = session.scalar(select(table.model.run_config).where(table.model.id == row_id))
+    return cast(dict[str, Any] | None, config)
 
 
 def task_trials(session: Session, attempt_id: uuid.UUID, task_index: int) -> Sequence[Trial]:
@@ -825,19 +835,6 @@ def task_trials(session: Session, attempt_id: uuid.UUID, task_index: int) -> Seq
         .where(Trial.attempt_id == attempt_id, Trial.task_index == task_index)
         .order_by(Trial.trial_index)
     ).all()
-
-
-def sealed_task_summaries(session: Session, attempt_id: uuid.UUID) -> list[dict[str, Any]]:
-    """The summaries of an attempt's sealed tasks (its challenge's private part), by index."""
-    return [
-        summary
-        for summary in session.scalars(
-            select(AttemptTask.summary)
-            .where(AttemptTask.attempt_id == attempt_id, AttemptTask.sealed.is_(True))
-            .order_by(AttemptTask.task_index)
-        )
-        if summary is not None
-    ]
 
 
 def upsert_attempt_task(session: Session, values: dict[str, Any], update_fields: list[str]) -> None:
