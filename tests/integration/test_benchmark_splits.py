@@ -18,6 +18,7 @@ from app.evaluation.metrics import pass_at_k
 from app.kinds.benchmark.config import BenchmarkSpec, SplitConfig
 from app.kinds.benchmark.split import parts_of
 from tests.conftest import Api, Worker
+from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 from tests.integration.test_benchmark_challenges import benchmark_challenge
 
 pytestmark = pytest.mark.integration
@@ -343,3 +344,42 @@ def test_a_split_stays_as_it_is_once_the_challenge_has_submissions(
     added = api.request("PATCH", f"/v1/challenges/{whole['id']}", key, json={"split": SPLIT})
     assert added.status_code == 409, added.text
     assert added.json()["error"]["details"][0]["loc"] == ["body", "split"]
+
+
+def test_a_private_part_that_ended_in_error_is_re_run_by_an_admin(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    member = _member_key(api, key)
+    with FakeOpenAIServer(default=Behaviour.server_error()) as provider:
+        # One task each part: the provider answers the public part's one call, then fails.
+        provider.enqueue(Behaviour.ok("[[0]]"))
+        benchmark = {"name": "arcagi2", "options": {}, "max_tasks": 2}
+        challenge = benchmark_challenge(
+            api,
+            key,
+            benchmark={**benchmark, "actor_api_base": provider.base_url},
+            evaluation={"metric": "pass@k", "k": 1},
+            split=SPLIT,
+        )
+        attempt_id = _attempt(api, member, challenge["id"], "ada", "openai/fake-model", 0.0)
+        seen = api.wait_finished(member, attempt_id, timeout=120)
+        # The attempt (its public part) completed; what happened to its private part is the
+        # admins' to see.
+        assert seen["status"] == "completed" and "sealed" not in (seen["kind_metrics"] or {})
+        failed = _private_part_ran(api, key, attempt_id)["kind_metrics"]["sealed"]
+        assert failed["status"] == "error" and failed["error"], failed
+        rerun = f"/v1/attempts/{attempt_id}/private-part/rerun"
+        assert api.request("POST", rerun, member).status_code == 403
+        provider.default = Behaviour.ok("[[0]]")
+        queued = api.request("POST", rerun, key)
+        assert queued.status_code == 202, queued.text
+        assert queued.json()["status"] == "queued"
+        done = _private_part_ran(api, key, attempt_id)["kind_metrics"]["sealed"]
+        assert done["status"] == "completed" and done["tasks_total"] == 1
+        assert api.request("POST", rerun, key).status_code == 409
+
+    whole = benchmark_challenge(api, key, slug="unsplit")
+    other = _attempt(api, key, whole["id"], "ada", "offline/echo", 0.0)
+    api.wait_finished(key, other, timeout=120)
+    assert api.request("POST", f"/v1/attempts/{other}/private-part/rerun", key).status_code == 404

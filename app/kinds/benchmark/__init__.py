@@ -34,7 +34,7 @@ from app.evaluation.benchmark import (
     confined_data_files,
 )
 from app.kinds.base import Kind
-from app.kinds.benchmark import repository, web
+from app.kinds.benchmark import private_part, repository, web
 from app.kinds.benchmark.config import (
     BenchmarkConfig,
     BenchmarkSpec,
@@ -42,7 +42,7 @@ from app.kinds.benchmark.config import (
     StoredFields,
     shown_fields,
 )
-from app.kinds.benchmark.dispatch import RUN_SEALED, SWEEP_TASK
+from app.kinds.benchmark.dispatch import SWEEP_TASK
 from app.kinds.benchmark.models import SealedRunStatus
 from app.kinds.benchmark.schemas import (
     BenchmarkMeasures,
@@ -307,10 +307,7 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
         config = _config(job.config)
         if config.split is None or not job.purpose.scored:
             return
-        if repository.queue_sealed_run(
-            work.session, job.attempt_id, job.tenant_id, job.challenge_id
-        ):
-            work.send_after_commit(RUN_SEALED, str(job.attempt_id))
+        private_part.start(work, job.attempt_id, job.tenant_id, job.challenge_id)
 
 
 KIND = BenchmarkKind()

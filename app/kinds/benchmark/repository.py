@@ -159,6 +159,22 @@ def sealed_run_source(session: Session, run_id: uuid.UUID) -> tuple[Attempt, Cha
     return None if row is None else (row[0], row[1])
 
 
+def sealed_run_of(
+    session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID
+) -> SealedRun | None:
+    """The tenant's attempt's private run, locked (None: none, or its challenge deleted)."""
+    return session.scalar(
+        select(SealedRun)
+        .join(Challenge, Challenge.id == SealedRun.challenge_id)
+        .where(
+            SealedRun.tenant_id == tenant_id,
+            SealedRun.id == attempt_id,
+            Challenge.deleted_at.is_(None),
+        )
+        .with_for_update(of=SealedRun)
+    )
+
+
 def held_sealed_run(session: Session, run_id: uuid.UUID, token: uuid.UUID) -> SealedRun | None:
     """The private run, locked, if this token still holds it."""
     return leases.lock_held(session, SEALED_RUN_LEASES, run_id, token)
