@@ -54,7 +54,7 @@ from app.errors import (
     ValidationFailed,
     telling_first,
 )
-from app.leaderboard.freeze import frozen_at
+from app.leaderboard import freeze
 from app.storable import SERVED_SECTION_CHARS, bounded_value
 from app.team.service import player_id
 from app.tenant.service import (
@@ -521,7 +521,7 @@ def _shown_kind_metrics(kind_metrics: dict[str, Any] | None, sealed: bool) -> di
     return {name: value for name, value in kind_metrics.items() if name != SEALED_MEASURES}
 
 
-def stood_at_freeze(attempt: Attempt, frozen_at: datetime | None) -> bool:
+def _stood_at_freeze(attempt: Attempt, frozen_at: datetime | None) -> bool:
     """Whether the attempt reads as it stood when its challenge's freeze began (`frozen_at`):
     it had not finished by then, so what it came to is a result since the freeze."""
     return frozen_at is not None and (
@@ -565,7 +565,7 @@ def to_view(
     challenge's sealed results (`sealed_shown`: its measures on a private part; `trials`
     come already chosen); `submitted_by`: the member who submitted a team's entry;
     `frozen_at`: the attempt is another's, read in its challenge's freeze, so it shows as it
-    stood then (`stood_at_freeze`). The one place that decides it."""
+    stood then (`_stood_at_freeze`). The one place that decides it."""
     full = audience is Audience.ADMIN
     trial_views = None if trials is None else [trial_view(t, audience) for t in trials]
     shown = kind_as(kind, AttemptKind).shown(attempt.kind_fields)
@@ -593,7 +593,7 @@ def to_view(
         score_details=attempt.score_details,
         trials=trial_views,
     )
-    if frozen_at is not None and stood_at_freeze(attempt, frozen_at):
+    if frozen_at is not None and _stood_at_freeze(attempt, frozen_at):
         return _as_it_stood(view, attempt, frozen_at)
     return view
 
@@ -623,7 +623,7 @@ def _frozen_for(
     list, board or page shows it to anyone else until the close)."""
     if reader.audience is Audience.ADMIN:
         return None
-    frozen = frozen_at(freeze_at, closes_at, utcnow())
+    frozen = freeze.frozen_at(freeze_at, closes_at, utcnow())
     if frozen is None or attempt.created_at >= frozen:
         return None
     if acting_for is not None:
@@ -759,7 +759,7 @@ def _list_views(
     frozen = {}
     if as_at_freezes is not None:
         frozen = {
-            challenge_id: frozen_at(freeze_at, closes_at, as_at_freezes)
+            challenge_id: freeze.frozen_at(freeze_at, closes_at, as_at_freezes)
             for challenge_id, (freeze_at, closes_at) in challenges.freezes.items()
         }
     return [
