@@ -48,6 +48,7 @@ from app.evaluation.llm import LLMClient
 from app.evaluation.types import InfrastructureError, TrialRecord
 from app.schemas import InputSchema
 from app.scoring.measures import AttemptMetrics
+from app.unit_of_work import UnitOfWork
 
 
 def _storable_text(value: str) -> str:
@@ -181,17 +182,11 @@ class RunContext:
         trials landing together are written together (app.attempt.trial_writer)."""
         await self.trials.save(LandedTrial(trial, task_index, task_id))
 
-    def run_store(self, sealed_task_ids: frozenset[str] = frozenset()) -> DatabaseRunStore:
+    def run_store(self) -> DatabaseRunStore:
         """The evaluation engine's store of a whole run (tasks, trials, summaries) for this
-        attempt, for kinds that run the engine's benchmark runner; the rows of
-        `sealed_task_ids` (a private part's tasks) are stored sealed."""
+        attempt, for kinds that run the engine's benchmark runner."""
         return DatabaseRunStore(
-            self.job.attempt_id,
-            self.job.tenant_id,
-            self.token,
-            self.settings,
-            self.trials,
-            sealed_task_ids,
+            self.job.attempt_id, self.job.tenant_id, self.token, self.settings, self.trials
         )
 
 
@@ -273,6 +268,13 @@ class RunsAttempts(ABC):
         document (none by default)."""
         return None
 
+    def after_completion(self, work: UnitOfWork, job: AttemptJob) -> None:
+        """What the kind starts once the attempt has completed, in the transaction that
+        completes it (the tasks it sends leave after that commit): nothing by default. The
+        benchmark kind starts a split challenge's private part here, a run of its own that
+        nothing participants see of the attempt waits for."""
+        return None
+
 
 def runner_of(kind: ChallengeKind) -> RunsAttempts:
     """The kind's runs; one that runs none here is a programming error (`app.kinds.base`
@@ -295,12 +297,6 @@ def unscored_fields(kind: ChallengeKind) -> type[KindSubmission] | None:
 def stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]:
     """An attempt's stored trials (its first task's), for a kind's `measure_own`."""
     return [repository.trial_record(row) for row in repository.trials_of(session, attempt_id)]
-
-
-def sealed_task_summaries(session: Session, attempt_id: uuid.UUID) -> list[dict[str, Any]]:
-    """The summaries of an attempt's sealed tasks (a split challenge's private part), for a
-    kind's `measure_own`."""
-    return repository.sealed_task_summaries(session, attempt_id)
 
 
 def checked_prompt(target: SubmissionTarget, prompt: str, field: str = "prompt") -> str:

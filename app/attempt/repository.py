@@ -12,9 +12,21 @@ from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Table, and_, bindparam, func, select, tuple_, update
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, defer
 
@@ -38,6 +50,7 @@ from app.db import (
 )
 from app.evaluation.types import TrialRecord
 from app.lease import repository as leases
+from app.lease.models import LeasedTable
 from app.team.models import Team, TeamMember
 from app.tenant.models import Participant
 
@@ -131,6 +144,51 @@ _INSERT_NEW = {
 }
 
 
+class AttemptWithChallenge(NamedTuple):
+    """An attempt with what its reads need of its challenge."""
+
+    attempt: Attempt
+    kind: str
+    closes_at: datetime | None
+    freeze_at: datetime | None
+
+
+@dataclass(frozen=True)
+class FrozenView:
+    """Conditions on an attempt, at a moment, about its challenge's freeze then (from its
+    `freeze_at` until its close): whether the attempt was submitted since the freeze began,
+    and its status as it stood when it began."""
+
+    submitted_since: ColumnElement[bool]
+    status: ColumnElement[str]
+
+
+def frozen_view(now: datetime) -> FrozenView:
+    """An attempt as it stood when its challenge's freeze began, for a freeze going on at
+    `now` (`app.leaderboard.freeze.frozen_at`: from `freeze_at` until the close); elsewhere
+    the attempt as it is. As it stood then, an attempt not finished before the freeze is
+    running if it had started, else queued."""
+
+    def in_freeze(*conditions: ColumnElement[bool]) -> ColumnElement[bool]:
+        return exists().where(
+            Challenge.id == Attempt.challenge_id,
+            Challenge.freeze_at <= now,
+            or_(Challenge.closes_at.is_(None), Challenge.closes_at > now),
+            *conditions,
+        )
+
+    unsettled = in_freeze(
+        or_(Attempt.finished_at.is_(None), Attempt.finished_at >= Challenge.freeze_at)
+    )
+    started = in_freeze(Attempt.started_at < Challenge.freeze_at)
+    status = case(
+        (~unsettled, Attempt.status),
+        (started, AttemptStatus.RUNNING.value),
+        else_=AttemptStatus.QUEUED.value,
+    )
+    return FrozenView(in_freeze(Attempt.created_at >= Challenge.freeze_at), status)
+
+
 class AttemptRepository:
     def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
         self.session = session
@@ -176,11 +234,11 @@ class AttemptRepository:
 
     def get_with_kind(
         self, attempt_id: uuid.UUID, purposes: Sequence[RunPurpose] = (RunPurpose.ENTRY,)
-    ) -> tuple[Attempt, str, datetime | None] | None:
-        """The attempt, if it has one of these purposes, its challenge's kind and when the
-        challenge closes, in one query."""
+    ) -> AttemptWithChallenge | None:
+        """The attempt, if it has one of these purposes, with its challenge's kind and
+        schedule, in one query."""
         row = self.session.execute(
-            select(Attempt, Challenge.kind, Challenge.closes_at)
+            select(Attempt, Challenge.kind, Challenge.closes_at, Challenge.freeze_at)
             .join(Challenge, Challenge.id == Attempt.challenge_id)
             .where(
                 Attempt.tenant_id == self.tenant_id,
@@ -189,7 +247,7 @@ class AttemptRepository:
                 Challenge.deleted_at.is_(None),
             )
         ).first()
-        return None if row is None else (row[0], row[1], row[2])
+        return None if row is None else AttemptWithChallenge(*row)
 
     def by_idempotency_key(self, key: str) -> Attempt | None:
         return self.session.scalar(
@@ -262,15 +320,25 @@ class AttemptRepository:
         offset: int,
         challenge_id: uuid.UUID | None = None,
         participant_id: uuid.UUID | None = None,
-        status: str | None = None,
+        status: AttemptStatus | None = None,
+        as_at_freezes: datetime | None = None,
     ) -> tuple[list[Attempt], int]:
+        """A page of the tenant's entries, newest first. `as_at_freezes` (now): the attempts
+        of challenges frozen now as they stood at the freeze (`frozen_view`): those
+        submitted since left out, the others' status as it was then."""
         conditions = [Attempt.tenant_id == self.tenant_id, _ENTRY, _CHALLENGE_KEPT]
         if challenge_id is not None:
             conditions.append(Attempt.challenge_id == challenge_id)
         if participant_id is not None:
             conditions.append(Attempt.participant_id == participant_id)
-        if status is not None:
-            conditions.append(Attempt.status == status)
+        if as_at_freezes is None:
+            if status is not None:
+                conditions.append(Attempt.status == status)
+        else:
+            frozen = frozen_view(as_at_freezes)
+            conditions.append(~frozen.submitted_since)
+            if status is not None:
+                conditions.append(frozen.status == status)
         return page_where(
             self.session, Attempt, conditions, _NEWEST_FIRST, limit=limit, offset=offset
         )
@@ -305,14 +373,18 @@ class AttemptRepository:
         limit: int,
         offset: int,
         with_sealed: bool = True,
+        stored_before: datetime | None = None,
     ) -> tuple[list[Trial], int]:
         """A page of an attempt's trials by task and index; `with_sealed`: with those of its
-        challenge's private part (`Trial.sealed`)."""
+        challenge's private part (`Trial.sealed`); `stored_before`: those stored by then
+        only (an attempt as it stood at a freeze)."""
         conditions = [Trial.tenant_id == self.tenant_id, Trial.attempt_id == attempt_id]
         if task_index is not None:
             conditions.append(Trial.task_index == task_index)
         if not with_sealed:
             conditions.append(Trial.sealed.is_(False))
+        if stored_before is not None:
+            conditions.append(Trial.created_at < stored_before)
         return page_where(
             self.session,
             Trial,
@@ -580,12 +652,20 @@ class AttemptRepository:
             if participant_id is not None
         ]
 
-    def trials(self, attempt_id: uuid.UUID, *, with_sealed: bool = True) -> list[Trial]:
+    def trials(
+        self,
+        attempt_id: uuid.UUID,
+        *,
+        with_sealed: bool = True,
+        stored_before: datetime | None = None,
+    ) -> list[Trial]:
         query = select(Trial).where(
             Trial.tenant_id == self.tenant_id, Trial.attempt_id == attempt_id
         )
         if not with_sealed:
             query = query.where(Trial.sealed.is_(False))
+        if stored_before is not None:
+            query = query.where(Trial.created_at < stored_before)
         return list(self.session.scalars(query.order_by(Trial.trial_index)))
 
 
@@ -812,11 +892,20 @@ def mark_enqueued(session: Session, attempt_ids: list[uuid.UUID], now: datetime)
 
 
 def set_run_record(
-    session: Session, attempt_id: uuid.UUID, token: uuid.UUID, **values: Any
+    session: Session, table: LeasedTable[Any], row_id: uuid.UUID, token: uuid.UUID, **values: Any
 ) -> bool:
-    """Writes `run_config` / `progress` of a held attempt; False when the lease is lost."""
-    written = leases.write_held(session, ATTEMPT_LEASES, [attempt_id], token, **values)
+    """Writes `run_config` / `progress` of a held row (an attempt, or another run of an
+    attempt's trials with those columns); False when the lease is lost."""
+    written = leases.write_held(session, table, [row_id], token, **values)
     return written.first() is not None
+
+
+def run_config_of(
+    session: Session, table: LeasedTable[Any], row_id: uuid.UUID
+) -> dict[str, Any] | None:
+    """The run record a run stored on its row (None before its first run)."""
+    config = session.scalar(select(table.model.run_config).where(table.model.id == row_id))
+    return cast(dict[str, Any] | None, config)
 
 
 def task_trials(session: Session, attempt_id: uuid.UUID, task_index: int) -> Sequence[Trial]:
@@ -825,19 +914,6 @@ def task_trials(session: Session, attempt_id: uuid.UUID, task_index: int) -> Seq
         .where(Trial.attempt_id == attempt_id, Trial.task_index == task_index)
         .order_by(Trial.trial_index)
     ).all()
-
-
-def sealed_task_summaries(session: Session, attempt_id: uuid.UUID) -> list[dict[str, Any]]:
-    """The summaries of an attempt's sealed tasks (its challenge's private part), by index."""
-    return [
-        summary
-        for summary in session.scalars(
-            select(AttemptTask.summary)
-            .where(AttemptTask.attempt_id == attempt_id, AttemptTask.sealed.is_(True))
-            .order_by(AttemptTask.task_index)
-        )
-        if summary is not None
-    ]
 
 
 def upsert_attempt_task(session: Session, values: dict[str, Any], update_fields: list[str]) -> None:

@@ -122,14 +122,32 @@ def _submit_in(
     )
 
 
+# A member key acts for the participant it names: in a freeze, their own results read live.
+ActingFor = Annotated[
+    Handle | None,
+    Query(
+        description="The participant the key acts for. From the challenge's `freeze_at` to its "
+        "close, a member key sees another's attempt submitted before the freeze as it stood "
+        "then (unfinished: no result); naming the attempt's participant (or a member of its "
+        "team), it sees the attempt live, as the participant sees their own "
+        "(docs/boards.md)."
+    ),
+]
+
+
 @router.get("/attempts/{attempt_id}")
-def get_attempt(attempt_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> AttemptRead:
+def get_attempt(
+    attempt_id: uuid.UUID,
+    session: SessionDep,
+    caller: TenantKeyDep,
+    participant: ActingFor = None,
+) -> AttemptRead:
     """Status, metrics, score and trials. Member keys get the participant view of trials.
 
     Benchmark attempts show their progress and curve here; their trials (tasks times k of them)
     are paged at `GET /v1/attempts/{id}/trials`.
     """
-    return service.read_attempt(session, caller, attempt_id)
+    return service.read_attempt(session, caller, attempt_id, acting_for=participant)
 
 
 @router.get("/attempts/{attempt_id}/trials")
@@ -140,10 +158,17 @@ def get_attempt_trials(
     task_index: Annotated[int | None, Query(ge=0, le=10_000_000)] = None,
     limit: TrialLimit = 100,
     offset: Offset = 0,
+    participant: ActingFor = None,
 ) -> TrialList:
     """An attempt's trials, by task then index (participant view for member keys)."""
     return service.read_trials(
-        session, caller, attempt_id, task_index=task_index, limit=limit, offset=offset
+        session,
+        caller,
+        attempt_id,
+        task_index=task_index,
+        limit=limit,
+        offset=offset,
+        acting_for=participant,
     )
 
 
@@ -162,7 +187,10 @@ def list_attempts(
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> AttemptList:
-    """The tenant's attempts, newest first, filtered by challenge, participant handle, status."""
+    """The tenant's attempts, newest first, filtered by challenge, participant handle, status.
+    From a challenge's `freeze_at` to its close, a member key naming no participant sees its
+    attempts as they stood at the freeze (those submitted since left out); naming one, it acts
+    for them and sees their attempts live."""
     return service.list_attempts(
         session,
         caller,
@@ -196,7 +224,8 @@ def list_challenge_attempts(
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> AttemptList:
-    """The attempts of one challenge (404 if the challenge is not the tenant's)."""
+    """The attempts of one challenge (404 if the challenge is not the tenant's); in a freeze,
+    as `GET /v1/attempts` shows them."""
     return service.list_challenge_attempts(
         session,
         caller,

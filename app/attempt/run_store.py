@@ -2,10 +2,11 @@
 (tasks, trials, summaries) stored as it lands.
 
 Trials land in the `trials` table (unique per attempt, task and index), task summaries in
-`attempt_tasks`, the run record and the latest summary on the attempt. A worker that takes
-over a dead worker's attempt runs the same configuration against the same store, so the
-engine skips finished tasks and continues partial ones without repeating a finished call.
-Every write checks the lease first.
+`attempt_tasks`, the run record and the latest summary on the row whose lease the run holds
+(the attempt's own; a split challenge's private part keeps them on its own run's row). A
+worker that takes over a dead worker's run runs the same configuration against the same
+store, so the engine skips finished tasks and continues partial ones without repeating a
+finished call. Every write checks the lease first.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.models import ATTEMPT_LEASES
 from app.attempt.repository import LandedTrial
 from app.attempt.trial_writer import TrialWriter
 from app.config import Settings
@@ -44,16 +44,19 @@ class DatabaseRunStore:
         self.sealed_task_ids = sealed_task_ids
 
     def _held(self, session: Session) -> None:
-        hold(session, ATTEMPT_LEASES, self.attempt_id, self.token, self.settings)
+        trials = self.trials
+        hold(session, trials.holder, trials.holder_id, self.token, self.settings)
 
     def _load_config(self) -> dict[str, Any] | None:
         with session_scope() as session:
-            row = repository.get(session, self.attempt_id)
-            return None if row is None else row.run_config
+            return repository.run_config_of(session, self.trials.holder, self.trials.holder_id)
 
-    def _write_attempt(self, **values: Any) -> None:
+    def _write_record(self, **values: Any) -> None:
+        trials = self.trials
         with session_scope() as session:
-            if not repository.set_run_record(session, self.attempt_id, self.token, **values):
+            if not repository.set_run_record(
+                session, trials.holder, trials.holder_id, self.token, **values
+            ):
                 raise LeaseLost()
 
     def _load_trials(self, task: Task) -> list[TrialRecord]:
@@ -81,7 +84,7 @@ class DatabaseRunStore:
         return await asyncio.to_thread(self._load_config)
 
     async def save_config(self, config: dict[str, Any]) -> None:
-        await asyncio.to_thread(self._write_attempt, run_config=config)
+        await asyncio.to_thread(self._write_record, run_config=config)
 
     async def load_trials(self, task: Task) -> list[TrialRecord]:
         return await asyncio.to_thread(self._load_trials, task)
@@ -102,4 +105,4 @@ class DatabaseRunStore:
         # The sealed part's results are measured when the attempt ends (the kind's own
         # measures), never shown as its progress.
         progress = {key: value for key, value in summary.items() if key not in ("tasks", "sealed")}
-        await asyncio.to_thread(self._write_attempt, progress=progress)
+        await asyncio.to_thread(self._write_record, progress=progress)

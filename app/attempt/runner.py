@@ -38,6 +38,7 @@ from app.observability import metrics as telemetry
 from app.scoring.measures import AttemptMetrics
 from app.scoring.service import ScoreResult, Scoring, prepare_scoring
 from app.tenant.service import DaySpend
+from app.unit_of_work import UnitOfWork, unit_of_work
 
 log = logging.getLogger(__name__)
 
@@ -151,15 +152,17 @@ async def _execute(job: AttemptJob, token: uuid.UUID, settings: Settings) -> Att
 def _finish(job: AttemptJob, token: uuid.UUID, measured: AttemptMetrics) -> None:
     """Metrics (what the kind's run measured, and its own measures), the score, the status
     and the leaderboard (entries only: an unscored run is scored for its reader and offered
-    to no board), written in one commit by the holder of the lease only. A scorer plugin
-    runs between two transactions, so a slow one holds no lock; other strategies need one."""
+    to no board), written in one commit by the holder of the lease only, with what the kind
+    starts once the attempt has completed (sent after that commit). A scorer plugin runs
+    between two transactions, so a slow one holds no lock; other strategies need one."""
     context = {
         "attempt_id": job.attempt_id,
         "tenant_id": job.tenant_id,
         "challenge_id": job.challenge_id,
         "participant_id": job.participant_id,
     }
-    with session_scope() as session:
+    with unit_of_work() as work:
+        session = work.session
         # Read now, not when the run began: an attempt that ends while a rescore runs is
         # scored by the configuration that rescore applies (app.rescore.service).
         saved = scoring_of(session, job.tenant_id, job.challenge_id)
@@ -172,19 +175,19 @@ def _finish(job: AttemptJob, token: uuid.UUID, measured: AttemptMetrics) -> None
         plugin = scoring.calls_plugin
         if not plugin:
             scored = scoring.score(metrics.as_plugin_input(), context)
-            ended = _complete(session, job, token, metrics, kind_metrics, scored, scoring)
+            ended = _complete(work, job, token, metrics, kind_metrics, scored, scoring)
         elif repository.locked_if_held(session, job.attempt_id, token) is None:
             return  # another worker took the attempt over: not worth a plugin's seconds
     if plugin:
         scored = scoring.score(metrics.as_plugin_input(), context)
-        with session_scope() as session:
-            ended = _complete(session, job, token, metrics, kind_metrics, scored, scoring)
+        with unit_of_work() as work:
+            ended = _complete(work, job, token, metrics, kind_metrics, scored, scoring)
     if ended is not None:
         ended()  # counted once committed
 
 
 def _complete(
-    session: Session,
+    work: UnitOfWork,
     job: AttemptJob,
     token: uuid.UUID,
     metrics: AttemptMetrics,
@@ -193,8 +196,10 @@ def _complete(
     scoring: Scoring,
 ) -> Callable[[], None] | None:
     """Completes the attempt if this token still holds it (one conditional UPDATE, which
-    locks the row before the leaderboard's) and offers it to the leaderboard; returns what
-    records its end in the metrics after the commit, or None when another worker holds it."""
+    locks the row before the leaderboard's), offers it to the leaderboard and starts what
+    its kind starts then; returns what records its end in the metrics after the commit, or
+    None when another worker holds it."""
+    session = work.session
     finished = utcnow()
     row = release(
         session,
@@ -214,6 +219,7 @@ def _complete(
     if job.purpose.scored and job.participant_id is not None:
         ranked = ranked_run(job, job.participant_id, metrics, scored.score)
         leaderboard.offer(session, ranked, scoring.strategy)
+    runner_of(find_kind(job.kind)).after_completion(work, job)
     created_at, started_at = row
     return _end_recorder(job.kind, AttemptStatus.COMPLETED, finished, created_at, started_at)
 

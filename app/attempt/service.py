@@ -54,6 +54,7 @@ from app.errors import (
     ValidationFailed,
     telling_first,
 )
+from app.leaderboard import freeze
 from app.storable import SERVED_SECTION_CHARS, bounded_value
 from app.team.service import player_id
 from app.tenant.service import (
@@ -520,6 +521,33 @@ def _shown_kind_metrics(kind_metrics: dict[str, Any] | None, sealed: bool) -> di
     return {name: value for name, value in kind_metrics.items() if name != SEALED_MEASURES}
 
 
+def _stood_at_freeze(attempt: Attempt, frozen_at: datetime | None) -> bool:
+    """Whether the attempt reads as it stood when its challenge's freeze began (`frozen_at`):
+    it had not finished by then, so what it came to is a result since the freeze."""
+    return frozen_at is not None and (
+        attempt.finished_at is None or attempt.finished_at >= frozen_at
+    )
+
+
+def _as_it_stood(view: AttemptRead, attempt: Attempt, frozen_at: datetime) -> AttemptRead:
+    """The attempt as it stood at `frozen_at`, which it had not finished by: running if it
+    had started, else queued; no result, no progress, no end."""
+    started = attempt.started_at is not None and attempt.started_at < frozen_at
+    return view.model_copy(
+        update={
+            "status": AttemptStatus.RUNNING if started else AttemptStatus.QUEUED,
+            "started_at": attempt.started_at if started else None,
+            "finished_at": None,
+            "progress": None,
+            "error": None,
+            "metrics": None,
+            "kind_metrics": None,
+            "score": None,
+            "score_details": None,
+        }
+    )
+
+
 def to_view(
     attempt: Attempt,
     kind: str,
@@ -529,17 +557,19 @@ def to_view(
     *,
     sealed: bool,
     submitted_by: str | None,
+    frozen_at: datetime | None = None,
 ) -> AttemptRead:
     """What a reader sees of an attempt of a challenge of this kind: its submission as the
     kind shows it (`AttemptKind.shown`); tenant admins also get the full reason of an error,
     the spend and every trial's hidden parts; `sealed`: whether the reader sees its
     challenge's sealed results (`sealed_shown`: its measures on a private part; `trials`
-    come already chosen); `submitted_by`: the member who submitted a team's entry. The one
-    place that decides it."""
+    come already chosen); `submitted_by`: the member who submitted a team's entry;
+    `frozen_at`: the attempt is another's, read in its challenge's freeze, so it shows as it
+    stood then (`_stood_at_freeze`). The one place that decides it."""
     full = audience is Audience.ADMIN
     trial_views = None if trials is None else [trial_view(t, audience) for t in trials]
     shown = kind_as(kind, AttemptKind).shown(attempt.kind_fields)
-    return AttemptRead(
+    view = AttemptRead(
         id=attempt.id,
         challenge_id=attempt.challenge_id,
         participant_id=attempt.participant_id,
@@ -563,6 +593,9 @@ def to_view(
         score_details=attempt.score_details,
         trials=trial_views,
     )
+    if frozen_at is not None and _stood_at_freeze(attempt, frozen_at):
+        return _as_it_stood(view, attempt, frozen_at)
+    return view
 
 
 # Reads of the API ----------------------------------------------------------------------------
@@ -575,19 +608,52 @@ def get_attempt(session: Session, tenant_id: uuid.UUID, attempt_id: uuid.UUID) -
     return attempt
 
 
-def read_attempt(session: Session, reader: TenantKey, attempt_id: uuid.UUID) -> AttemptRead:
+def _frozen_for(
+    session: Session,
+    reader: TenantKey,
+    attempt: Attempt,
+    freeze_at: datetime | None,
+    closes_at: datetime | None,
+    acting_for: str | None,
+) -> datetime | None:
+    """When the attempt's challenge froze, if the reader sees the attempt as it stood then:
+    a member key, in the freeze, reading an attempt submitted before it, unless the key acts
+    for the attempt's participant (`acting_for` names them, or their team's member). An
+    attempt submitted in the freeze reads live: its id was given to its submitter alone (no
+    list, board or page shows it to anyone else until the close)."""
+    if reader.audience is Audience.ADMIN:
+        return None
+    frozen = freeze.frozen_at(freeze_at, closes_at, utcnow())
+    if frozen is None or attempt.created_at >= frozen:
+        return None
+    if acting_for is not None:
+        found = participant_by_handle(session, reader.tenant_id, acting_for)
+        if found is not None and attempt.participant_id == player_id(
+            session, reader.tenant_id, attempt.challenge_id, found.id
+        ):
+            return None
+    return frozen
+
+
+def read_attempt(
+    session: Session, reader: TenantKey, attempt_id: uuid.UUID, *, acting_for: str | None = None
+) -> AttemptRead:
     """One attempt as the reader may see it, with its trials unless its kind's attempts have
-    many (tasks times k): those are paged at `read_trials`."""
+    many (tasks times k): those are paged at `read_trials`. In a freeze, a member key sees
+    another's attempt as it stood then (`_frozen_for`)."""
     repo = AttemptRepository(session, reader.tenant_id)
     found = repo.get_with_kind(attempt_id)
     if found is None:
         raise NotFound("attempt not found")
-    attempt, kind, closes_at = found
+    attempt, kind = found.attempt, found.kind
     names = entry_names(session, reader.tenant_id, [(attempt.entrant_id, attempt.submitted_by_id)])
     # Read with the attempt: a polled read pays no query for it.
-    sealed = sealed_shown(closes_at, reader.audience)
+    sealed = sealed_shown(found.closes_at, reader.audience)
+    frozen = _frozen_for(session, reader, attempt, found.freeze_at, found.closes_at, acting_for)
     with_trials = kind_as(kind, AttemptKind).reads_show_trials
-    trials = repo.trials(attempt.id, with_sealed=sealed) if with_trials else None
+    trials = (
+        repo.trials(attempt.id, with_sealed=sealed, stored_before=frozen) if with_trials else None
+    )
     return to_view(
         attempt,
         kind,
@@ -596,6 +662,7 @@ def read_attempt(session: Session, reader: TenantKey, attempt_id: uuid.UUID) -> 
         reader.audience,
         sealed=sealed,
         submitted_by=names.submitter(attempt.submitted_by_id),
+        frozen_at=frozen,
     )
 
 
@@ -613,14 +680,23 @@ def read_trials(
     task_index: int | None,
     limit: int,
     offset: int,
+    acting_for: str | None = None,
 ) -> TrialList:
-    attempt = get_attempt(session, reader.tenant_id, attempt_id)
-    rows, total = AttemptRepository(session, reader.tenant_id).trials_page(
+    """A page of an attempt's trials as the reader may see them (in a freeze, a member key
+    sees those of another's attempt stored by then: `_frozen_for`)."""
+    repo = AttemptRepository(session, reader.tenant_id)
+    found = repo.get_with_kind(attempt_id)
+    if found is None:
+        raise NotFound("attempt not found")
+    attempt = found.attempt
+    frozen = _frozen_for(session, reader, attempt, found.freeze_at, found.closes_at, acting_for)
+    rows, total = repo.trials_page(
         attempt.id,
         task_index=task_index,
         limit=limit,
         offset=offset,
-        with_sealed=_sealed_shown(session, reader, attempt.challenge_id),
+        with_sealed=sealed_shown(found.closes_at, reader.audience),
+        stored_before=frozen,
     )
     return TrialList(
         items=[trial_view(t, reader.audience) for t in rows],
@@ -641,7 +717,10 @@ def list_attempts(
     offset: int,
 ) -> AttemptList:
     """The tenant's attempts, newest first, filtered by challenge, participant handle, status
-    (another tenant's challenge id finds none)."""
+    (another tenant's challenge id finds none). A member key naming no participant sees the
+    attempts of a challenge frozen now as they stood at the freeze: those submitted since
+    left out, those then unfinished without what they came to. Naming one, it acts for them:
+    their attempts are theirs to see live."""
     tenant_id = reader.tenant_id
     participant_id = None
     if participant is not None:
@@ -649,24 +728,40 @@ def list_attempts(
         if found is None:
             return AttemptList(items=[], total=0, limit=limit, offset=offset)
         participant_id = found.id
+    as_at_freezes = (
+        utcnow() if participant_id is None and reader.audience is not Audience.ADMIN else None
+    )
     rows, total = AttemptRepository(session, tenant_id).page(
         limit=limit,
         offset=offset,
         challenge_id=challenge_id,
         participant_id=participant_id,
         status=status,
+        as_at_freezes=as_at_freezes,
     )
-    return AttemptList(
-        items=_list_views(session, reader, rows), total=total, limit=limit, offset=offset
-    )
+    items = _list_views(session, reader, rows, as_at_freezes=as_at_freezes)
+    return AttemptList(items=items, total=total, limit=limit, offset=offset)
 
 
-def _list_views(session: Session, reader: TenantKey, rows: Sequence[Attempt]) -> list[AttemptRead]:
-    """Attempts as a reader sees them in lists (no trials)."""
+def _list_views(
+    session: Session,
+    reader: TenantKey,
+    rows: Sequence[Attempt],
+    *,
+    as_at_freezes: datetime | None = None,
+) -> list[AttemptRead]:
+    """Attempts as a reader sees them in lists (no trials); `as_at_freezes` (now): those of
+    challenges frozen now as they stood at the freeze."""
     tenant_id = reader.tenant_id
     names = entry_names(session, tenant_id, [(a.entrant_id, a.submitted_by_id) for a in rows])
     challenge_ids = {a.challenge_id for a in rows}
     challenges = listed_challenges(session, tenant_id, challenge_ids, reader.audience)
+    frozen = {}
+    if as_at_freezes is not None:
+        frozen = {
+            challenge_id: freeze.frozen_at(freeze_at, closes_at, as_at_freezes)
+            for challenge_id, (freeze_at, closes_at) in challenges.freezes.items()
+        }
     return [
         to_view(
             a,
@@ -676,6 +771,7 @@ def _list_views(session: Session, reader: TenantKey, rows: Sequence[Attempt]) ->
             reader.audience,
             sealed=a.challenge_id in challenges.sealed_shown,
             submitted_by=names.submitter(a.submitted_by_id),
+            frozen_at=frozen.get(a.challenge_id),
         )
         for a in rows
     ]

@@ -13,23 +13,35 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 from app.attempt import repository
 from app.attempt.models import ATTEMPT_LEASES
 from app.attempt.repository import LandedTrial
 from app.config import Settings
 from app.db import session_scope
+from app.lease.models import LeasedTable
 from app.lease.service import hold
 
 
 class TrialWriter:
-    """The trials of one run of one attempt (used on one event loop)."""
+    """The trials of one run of one attempt (used on one event loop). Every write holds the
+    run's lease: the attempt's, or that of the row another run of the attempt's trials holds
+    (`holder`, `holder_id`: a split challenge's private part, app/kinds/benchmark/sealed.py)."""
 
     def __init__(
-        self, attempt_id: uuid.UUID, tenant_id: uuid.UUID, token: uuid.UUID, settings: Settings
+        self,
+        attempt_id: uuid.UUID,
+        tenant_id: uuid.UUID,
+        token: uuid.UUID,
+        settings: Settings,
+        *,
+        holder: LeasedTable[Any] = ATTEMPT_LEASES,
+        holder_id: uuid.UUID | None = None,
     ) -> None:
         self.attempt_id, self.tenant_id = attempt_id, tenant_id
         self.token, self.settings = token, settings
+        self.holder, self.holder_id = holder, holder_id or attempt_id
         self._landed: list[tuple[LandedTrial, asyncio.Future[None]]] = []
         self._writing: asyncio.Task[None] | None = None
         self.transactions = 0
@@ -60,7 +72,7 @@ class TrialWriter:
 
     def _write(self, batch: list[LandedTrial]) -> None:
         with session_scope() as session:
-            hold(session, ATTEMPT_LEASES, self.attempt_id, self.token, self.settings)
+            hold(session, self.holder, self.holder_id, self.token, self.settings)
             repository.insert_trials(
                 session, tenant_id=self.tenant_id, attempt_id=self.attempt_id, landed=batch
             )

@@ -136,18 +136,19 @@ class ChallengeRepository:
         """When each of these challenges of the tenant closes (null: never)."""
         return self._column_of(challenge_ids, Challenge.closes_at)
 
-    def kinds_and_closes(
+    def kinds_and_schedules(
         self, challenge_ids: Collection[uuid.UUID]
-    ) -> dict[uuid.UUID, tuple[str, datetime | None]]:
-        """The kind of each of these challenges of the tenant, and when it closes."""
+    ) -> dict[uuid.UUID, tuple[str, datetime | None, datetime | None]]:
+        """The kind of each of these challenges of the tenant, when it closes and when its
+        boards freeze."""
         if not challenge_ids:
             return {}
         rows = self.session.execute(
-            select(Challenge.id, Challenge.kind, Challenge.closes_at).where(
+            select(Challenge.id, Challenge.kind, Challenge.closes_at, Challenge.freeze_at).where(
                 Challenge.tenant_id == self.tenant_id, Challenge.id.in_(challenge_ids)
             )
         ).tuples()
-        return {found: (kind, closes_at) for found, kind, closes_at in rows}
+        return {found: (kind, closes_at, freeze_at) for found, kind, closes_at, freeze_at in rows}
 
     def _column_of(
         self, challenge_ids: Collection[uuid.UUID], column: InstrumentedAttribute[Value]

@@ -109,25 +109,31 @@ def sealed_shown_of(
 
 class ListedChallenges(NamedTuple):
     """What a list of attempts reads of their challenges: each one's kind (how its attempts'
-    fields show), and those whose sealed results the reader sees (`sealed_shown`)."""
+    fields show), those whose sealed results the reader sees (`sealed_shown`), and each
+    one's schedule of its freeze (`freeze_at`, `closes_at`)."""
 
     kinds: dict[uuid.UUID, str]
     sealed_shown: Container[uuid.UUID]
+    freezes: dict[uuid.UUID, tuple[datetime | None, datetime | None]]
 
 
 def listed_challenges(
     session: Session, tenant_id: uuid.UUID, challenge_ids: Collection[uuid.UUID], audience: Audience
 ) -> ListedChallenges:
-    """The kinds and sealed visibility of these challenges of the tenant (deleted ones
-    included), in one query."""
-    found = ChallengeRepository(session, tenant_id).kinds_and_closes(challenge_ids)
+    """The kinds, sealed visibility and freezes of these challenges of the tenant (deleted
+    ones included), in one query."""
+    found = ChallengeRepository(session, tenant_id).kinds_and_schedules(challenge_ids)
     now = utcnow()
     return ListedChallenges(
-        {challenge_id: kind for challenge_id, (kind, _) in found.items()},
+        {challenge_id: kind for challenge_id, (kind, _, _) in found.items()},
         {
             challenge_id
-            for challenge_id, (_, closes_at) in found.items()
+            for challenge_id, (_, closes_at, _) in found.items()
             if sealed_shown(closes_at, audience, now)
+        },
+        {
+            challenge_id: (freeze_at, closes_at)
+            for challenge_id, (_, closes_at, freeze_at) in found.items()
         },
     )
 

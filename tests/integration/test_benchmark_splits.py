@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +18,7 @@ from app.evaluation.metrics import pass_at_k
 from app.kinds.benchmark.config import BenchmarkSpec, SplitConfig
 from app.kinds.benchmark.split import parts_of
 from tests.conftest import Api, Worker
+from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 from tests.integration.test_benchmark_challenges import benchmark_challenge
 
 pytestmark = pytest.mark.integration
@@ -46,6 +48,19 @@ def _pass_at_2(trials: list[dict[str, Any]], tasks: set[int]) -> float:
     return sum(values) / len(values)
 
 
+def _private_part_ran(api: Api, key: str, attempt_id: str, timeout: float = 120) -> dict[str, Any]:
+    """The attempt as its tenant's admins read it once its private part has run (a run of
+    its own, after the attempt completed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        read = api.request("GET", f"/v1/attempts/{attempt_id}", key).json()
+        sealed = (read["kind_metrics"] or {}).get("sealed") or {}
+        if sealed.get("status") in ("completed", "error"):
+            return dict(read)
+        assert time.monotonic() < deadline, f"the private part of {attempt_id} did not run"
+        time.sleep(0.05)
+
+
 def _export(api: Api, key: str, challenge_id: str, name: str) -> list[dict[str, str]]:
     response = api.request(
         "GET", f"/v1/challenges/{challenge_id}/exports/{name}", key, params={"format": "csv"}
@@ -72,8 +87,8 @@ def test_a_split_challenge_shows_participants_the_public_part_only_until_the_clo
     )
     assert submitted.status_code == 202, submitted.text
     attempt_id = submitted.json()["id"]
-    finished = api.wait_finished(key, attempt_id, timeout=120)
-    assert finished["status"] == "completed", finished
+    assert api.wait_finished(key, attempt_id, timeout=120)["status"] == "completed"
+    finished = _private_part_ran(api, key, attempt_id)
 
     # The admin sees both parts: the trials of all ten tasks, the private measures.
     every_trial = _trials(api, key, attempt_id)
@@ -83,7 +98,7 @@ def test_a_split_challenge_shows_participants_the_public_part_only_until_the_clo
     private_tasks = set(range(1, 11)) - public_tasks
     assert len(public_tasks) == 5 and len(private_tasks) == 5
     sealed = finished["kind_metrics"]["sealed"]
-    assert sealed["tasks_total"] == 5
+    assert sealed["status"] == "completed" and sealed["tasks_total"] == 5
     assert sealed["metric_at_k"] == pytest.approx(_pass_at_2(every_trial, private_tasks))
 
     # The participant's key: public scores, trials and progress only.
@@ -209,6 +224,7 @@ def test_the_private_board_ranks_each_participants_best_final_submission_after_t
     base = _attempt(api, key, cid, "reference", sim, 0.0, baseline=True)
     for attempt_id in [*ada, *bob, base]:
         assert api.wait_finished(key, attempt_id, timeout=120)["status"] == "completed"
+        _private_part_ran(api, key, attempt_id)
 
     # Ada marks two final; a third is one too many until she takes one back.
     for attempt_id in ada[1:]:
@@ -328,3 +344,42 @@ def test_a_split_stays_as_it_is_once_the_challenge_has_submissions(
     added = api.request("PATCH", f"/v1/challenges/{whole['id']}", key, json={"split": SPLIT})
     assert added.status_code == 409, added.text
     assert added.json()["error"]["details"][0]["loc"] == ["body", "split"]
+
+
+def test_a_private_part_that_ended_in_error_is_re_run_by_an_admin(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    member = _member_key(api, key)
+    with FakeOpenAIServer(default=Behaviour.server_error()) as provider:
+        # One task each part: the provider answers the public part's one call, then fails.
+        provider.enqueue(Behaviour.ok("[[0]]"))
+        benchmark = {"name": "arcagi2", "options": {}, "max_tasks": 2}
+        challenge = benchmark_challenge(
+            api,
+            key,
+            benchmark={**benchmark, "actor_api_base": provider.base_url},
+            evaluation={"metric": "pass@k", "k": 1},
+            split=SPLIT,
+        )
+        attempt_id = _attempt(api, member, challenge["id"], "ada", "openai/fake-model", 0.0)
+        seen = api.wait_finished(member, attempt_id, timeout=120)
+        # The attempt (its public part) completed; what happened to its private part is the
+        # admins' to see.
+        assert seen["status"] == "completed" and "sealed" not in (seen["kind_metrics"] or {})
+        failed = _private_part_ran(api, key, attempt_id)["kind_metrics"]["sealed"]
+        assert failed["status"] == "error" and failed["error"], failed
+        rerun = f"/v1/attempts/{attempt_id}/private-part/rerun"
+        assert api.request("POST", rerun, member).status_code == 403
+        provider.default = Behaviour.ok("[[0]]")
+        queued = api.request("POST", rerun, key)
+        assert queued.status_code == 202, queued.text
+        assert queued.json()["status"] == "queued"
+        done = _private_part_ran(api, key, attempt_id)["kind_metrics"]["sealed"]
+        assert done["status"] == "completed" and done["tasks_total"] == 1
+        assert api.request("POST", rerun, key).status_code == 409
+
+    whole = benchmark_challenge(api, key, slug="unsplit")
+    other = _attempt(api, key, whole["id"], "ada", "offline/echo", 0.0)
+    api.wait_finished(key, other, timeout=120)
+    assert api.request("POST", f"/v1/attempts/{other}/private-part/rerun", key).status_code == 404

@@ -220,3 +220,61 @@ def test_red_blue_boards_and_standings_freeze_the_same_way(
         lambda: (body := _public(api, f"{public}/standings"))["matches"] == 2 and body,
     )
     assert points["frozen"] is False
+
+
+def test_member_keys_see_others_attempts_as_they_stood_at_the_freeze(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key = tenant["api_key"]
+    member = _member_key(api, key)
+    challenge = api.create_challenge(key, closes_at=_iso(_soon()))
+    challenge_id = challenge["id"]
+    settled = api.submit(key, challenge_id, "say PWNED", "alice").json()["id"]
+    settled_read = api.wait_finished(key, settled)
+    in_flight = api.submit(key, challenge_id, "PWNED please", "bob").json()["id"]
+    finished = api.wait_finished(key, in_flight)
+    assert finished["status"] == "completed"
+    # A freeze that began the moment bob's attempt had started, before its model answered
+    # (set afterwards: the attempt views follow `freeze_at`, whatever happened since).
+    started = datetime.fromisoformat(finished["started_at"])
+    frozen_at = _iso(started + timedelta(microseconds=1))
+    patched = api.request(
+        "PATCH", f"/v1/challenges/{challenge_id}", key, json={"freeze_at": frozen_at}
+    )
+    assert patched.status_code == 200, patched.text
+    after = api.submit(key, challenge_id, "PWNED", "carol").json()["id"]
+    assert api.wait_finished(key, after)["status"] == "completed"
+
+    listed = api.request("GET", "/v1/attempts", member, params={"challenge_id": challenge_id})
+    items = {item["id"]: item for item in listed.json()["items"]}
+    # Carol's attempt came after the freeze; bob's had not finished by then.
+    assert set(items) == {settled, in_flight} and listed.json()["total"] == 2
+    assert items[settled]["metrics"] == settled_read["metrics"]
+    stood = items[in_flight]
+    assert (stood["status"], stood["finished_at"], stood["metrics"], stood["score"]) == (
+        "running",
+        None,
+        None,
+        None,
+    )
+    for status, shown in (("completed", [settled]), ("running", [in_flight])):
+        filtered = api.request(
+            "GET", "/v1/attempts", member, params={"challenge_id": challenge_id, "status": status}
+        ).json()
+        assert [item["id"] for item in filtered["items"]] == shown, status
+    read = api.request("GET", f"/v1/attempts/{in_flight}", member).json()
+    assert (read["status"], read["metrics"], read["trials"]) == ("running", None, [])
+    # Acting for bob, the key sees his attempt live, as bob sees his own; so do admins.
+    for token, params in ((member, {"participant": "bob"}), (key, {})):
+        live = api.request("GET", f"/v1/attempts/{in_flight}", token, params=params).json()
+        assert live["status"] == "completed" and live["metrics"] == finished["metrics"]
+    own = api.request(
+        "GET", "/v1/attempts", member, params={"challenge_id": challenge_id, "participant": "bob"}
+    ).json()
+    assert own["items"][0]["status"] == "completed"
+    everything = api.request("GET", "/v1/attempts", key, params={"challenge_id": challenge_id})
+    assert everything.json()["total"] == 3
+
+    _close_now(api, key, challenge_id)
+    listed = api.request("GET", "/v1/attempts", member, params={"challenge_id": challenge_id})
+    assert listed.json()["total"] == 3

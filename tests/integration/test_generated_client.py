@@ -197,8 +197,12 @@ def test_every_operation_of_the_document_is_called_through_the_generated_client(
         def provider_fails(failing: bool) -> None:
             provider.default = Behaviour.server_error() if failing else Behaviour.ok("hello")
 
+        def provider_fails_after(answered: int) -> None:
+            provider.enqueue(*[Behaviour.ok("hello")] * answered)
+            provider_fails(True)
+
         importlib.import_module("tests.fixtures.typed_client_every_operation").call_every_operation(
-            api_url, ADMIN_TOKEN, watch, provider.base_url, provider_fails
+            api_url, ADMIN_TOKEN, watch, provider.base_url, provider_fails, provider_fails_after
         )
 
     succeeded = {

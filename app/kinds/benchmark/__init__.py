@@ -3,7 +3,7 @@ benchmark's tasks with pass@k or seq@k, and it ranks by the curve at k."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from fastapi import APIRouter
@@ -18,9 +18,8 @@ from app.attempt.attempt_kind import (
     Submitted,
     UnscoredRequest,
     fields_as,
-    sealed_task_summaries,
 )
-from app.attempt.metrics import KindMetrics
+from app.attempt.metrics import SEALED_MEASURES, KindMetrics
 from app.attempt.models import RunPurpose
 from app.attempt.repository import SubmissionTarget
 from app.challenge.challenge_kind import KindConfig, NamedModel
@@ -34,9 +33,8 @@ from app.evaluation.benchmark import (
     DataFileNotFound,
     confined_data_files,
 )
-from app.evaluation.metrics import TaskStats, run_curves
 from app.kinds.base import Kind
-from app.kinds.benchmark import repository, web
+from app.kinds.benchmark import private_part, repository, web
 from app.kinds.benchmark.config import (
     BenchmarkConfig,
     BenchmarkSpec,
@@ -44,10 +42,18 @@ from app.kinds.benchmark.config import (
     StoredFields,
     shown_fields,
 )
-from app.kinds.benchmark.schemas import BenchmarkMeasures, BenchmarkSubmission, BenchmarkTrialRun
-from app.kinds.benchmark.split import SplitTooSmall, part_measures, parts_of
+from app.kinds.benchmark.dispatch import SWEEP_TASK
+from app.kinds.benchmark.models import SealedRunStatus
+from app.kinds.benchmark.schemas import (
+    BenchmarkMeasures,
+    BenchmarkSubmission,
+    BenchmarkTrialRun,
+    SealedMeasures,
+)
+from app.kinds.benchmark.split import SplitTooSmall, parts_of
 from app.scoring.measures import AttemptMetrics
 from app.scoring.strategies import Strategy
+from app.unit_of_work import UnitOfWork
 
 
 def _config(config: KindConfig) -> BenchmarkConfig:
@@ -159,6 +165,11 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
     description: ClassVar[str] = "Participants submit a model; it runs on a benchmark's tasks."
     config_model: ClassVar[type[KindConfig]] = BenchmarkConfig
     model_modules: ClassVar[tuple[str, ...]] = ("app.kinds.benchmark.models",)
+    # A split challenge's private parts run as tasks of their own, re-sent by a sweep.
+    task_modules: ClassVar[tuple[str, ...]] = ("app.kinds.benchmark.tasks",)
+    periodic_tasks: ClassVar[Mapping[str, tuple[str, float]]] = {
+        "sweep": (SWEEP_TASK, get_settings().sweep_interval_seconds)
+    }
     strategies: ClassVar[tuple[Strategy, ...]] = (Strategy.METRIC_AT_K, Strategy.CUSTOM)
     default_strategy: ClassVar[Strategy] = Strategy.METRIC_AT_K
     reads_show_trials: ClassVar[bool] = False
@@ -279,19 +290,24 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
     def measure_own(
         self, session: Session, job: AttemptJob, metrics: AttemptMetrics
     ) -> KindMetrics | None:
-        """On a split challenge, the attempt's results on the private part, from its sealed
-        tasks' stored summaries (the private board's measure)."""
+        """On a split challenge, the attempt's private part: queued, to run once the attempt
+        has completed (`after_completion`); its results, once a private run wrote them,
+        are kept."""
         config = _config(job.config)
         if config.split is None or not job.purpose.scored:
             return None
-        parts = parts_of(config.benchmark, config.split, get_settings().benchmark_data_dir)
-        metric, k = config.evaluation.metric, config.evaluation.k
-        outcomes = (
-            TaskStats.from_summary(summary).outcome
-            for summary in sealed_task_summaries(session, job.attempt_id)
-        )
-        curves = run_curves(outcomes, metric, k).to_dict()
-        return BenchmarkMeasures(sealed=part_measures(curves, len(parts.private_ids), k))
+        stored = (repository.own_measures(session, job.attempt_id) or {}).get(SEALED_MEASURES)
+        if isinstance(stored, dict) and stored.get("status", "completed") == "completed":
+            return BenchmarkMeasures(sealed=SealedMeasures.model_validate(stored))
+        return BenchmarkMeasures(sealed=SealedMeasures(status=SealedRunStatus.QUEUED))
+
+    def after_completion(self, work: UnitOfWork, job: AttemptJob) -> None:
+        """A split challenge's scored attempt has run its public part: its private part runs
+        now, as a run of its own (app/kinds/benchmark/sealed.py)."""
+        config = _config(job.config)
+        if config.split is None or not job.purpose.scored:
+            return
+        private_part.start(work, job.attempt_id, job.tenant_id, job.challenge_id)
 
 
 KIND = BenchmarkKind()

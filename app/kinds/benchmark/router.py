@@ -6,14 +6,14 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, status
 
-from app.auth.gate import TenantKeyDep
+from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge.reference import ChallengeIdDep
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import NotFound
-from app.kinds.benchmark import finals
-from app.kinds.benchmark.schemas import FinalMarks, PrivateBoard
+from app.kinds.benchmark import finals, private_part
+from app.kinds.benchmark.schemas import FinalMarks, PrivateBoard, SealedMeasures
 from app.routing import ApiRoute
 from app.schemas import Limit, Offset
 from app.tenant.service import participant_by_handle
@@ -75,3 +75,23 @@ def get_private_leaderboard(
     """The private board of a split benchmark challenge: each participant's best counted
     submission on the private part (their final ones, or their best by the public part)."""
     return finals.read_private_board(session, caller, challenge_id, limit=limit, offset=offset)
+
+
+@router.post(
+    "/attempts/{attempt_id}/private-part/rerun",
+    tags=["attempts"],
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={
+        404: {"description": "No such attempt, or not one of a split challenge's."},
+        409: {"description": "Its private part did not end in error."},
+    },
+)
+def post_private_part_rerun(
+    attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
+) -> SealedMeasures:
+    """Re-run the private part of a split challenge's attempt that ended in error (tenant
+    admin; its finished tasks are kept): its `kind_metrics.sealed` says `queued` until it has
+    run again."""
+    queued = private_part.rerun(work, caller, attempt_id)
+    work.commit()
+    return queued

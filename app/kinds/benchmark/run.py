@@ -4,7 +4,9 @@ dead worker stopped without repeating a finished call."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from app.attempt.attempt_kind import RunContext, stored_fields
@@ -14,10 +16,13 @@ from app.evaluation.benchmark import (
     confined_data_files,
     select_tasks,
 )
+from app.evaluation.llm import LLMClient
 from app.evaluation.runner import (
     RunAborted,
+    RunConfig,
     RunConfigMismatch,
     RunResult,
+    RunStore,
     continuing_prompt_style,
     run_benchmark,
 )
@@ -33,8 +38,9 @@ def _sum_usage(summary: dict[str, Any], role: str, field: str) -> int:
 
 
 def attempt_metrics(result: RunResult, tasks_total: int, k: int) -> AttemptMetrics:
-    """The attempt's metrics from the run summary: the curve over `tasks_total` tasks (the
-    public part's, when the challenge is split), the spend over the whole run."""
+    """A run's metrics from its summary: the curve over its `tasks_total` tasks, and its
+    spend (on a split challenge, each part is a run of its own: the attempt's metrics are its
+    public part's, the private part's are its `kind_metrics.sealed`)."""
     summary = result.summary
     measures = part_measures(summary.get("curves") or {}, tasks_total, k)
     metric_at_k = measures.metric_at_k
@@ -54,47 +60,27 @@ def attempt_metrics(result: RunResult, tasks_total: int, k: int) -> AttemptMetri
     )
 
 
-async def run(context: RunContext, config: BenchmarkConfig) -> AttemptMetrics:
-    """Runs (or continues) the attempt's benchmark; returns its metrics, or raises
-    InfrastructureError when the run could not finish (the trials so far are kept)."""
-    job = context.job
-    submission = stored_fields(job.kind_fields, StoredFields)
-    run_config = config.run_config(submission, context.settings)
-    data_dir = context.settings.benchmark_data_dir
-    # A scored run of a split challenge: the private part's tasks are stored sealed, and its
-    # metrics are the public part's (`measure_own` measures the private part).
-    parts = (
-        parts_of(config.benchmark, config.split, data_dir)
-        if config.split is not None and job.purpose.scored
-        else None
-    )
-    if not job.purpose.scored:
-        # A practice or test run: one task, the one named or the first the challenge runs.
-        chosen = submission.task_index
-        indices = (chosen,) if chosen else run_config.task_indices
-        run_config = replace(run_config, task_indices=indices, max_tasks=1)
-    if parts is not None:
-        run_config = replace(run_config, sealed_task_ids=parts.private_ids)
+async def run_tasks(
+    run_config: RunConfig, store: RunStore, llm: LLMClient, data_dir: Path | None
+) -> tuple[RunResult, int]:
+    """Runs (or continues) the tasks `run_config` selects into `store`; returns the result and
+    how many tasks it selects. Raises InfrastructureError when the run could not finish (the
+    trials so far are kept)."""
     benchmark = Benchmark.load(run_config.benchmark)
     try:
         # A tenant's options name data files only inside the operator's data folder.
         with confined_data_files(data_dir):
-            tasks_total = (
-                len(parts.public_ids)
-                if parts is not None
-                else sum(
-                    1
-                    for _ in select_tasks(
-                        benchmark.iter_tasks(run_config.options),
-                        task_indices=run_config.task_indices,
-                        max_tasks=run_config.max_tasks,
-                    )
+            tasks_total = sum(
+                1
+                for _ in select_tasks(
+                    benchmark.iter_tasks(run_config.options),
+                    task_indices=run_config.task_indices,
+                    max_tasks=run_config.max_tasks,
                 )
             )
-            store = context.run_store(run_config.sealed_task_ids)
-            # An attempt begun before the prompt wording changed ends in the wording it began with.
+            # A run begun before the prompt wording changed ends in the wording it began with.
             run_config = continuing_prompt_style(run_config, await store.load_config())
-            result = await run_benchmark(benchmark, run_config, store, context.llm)
+            result = await run_benchmark(benchmark, run_config, store, llm)
     except DataFileNotFound as exc:
         raise InfrastructureError(f"the benchmark's data is gone: {exc}") from exc
     except RunConfigMismatch as exc:
@@ -112,4 +98,32 @@ async def run(context: RunContext, config: BenchmarkConfig) -> AttemptMetrics:
         raise InfrastructureError(
             message, detail="; ".join([message, *result.error_details])[:4000]
         )
+    return result, tasks_total
+
+
+def part_config(run_config: RunConfig, indices: Iterable[int]) -> RunConfig:
+    """The run of the challenge's tasks of these indices only (one part of a split)."""
+    return replace(run_config, task_indices=tuple(indices), max_tasks=None)
+
+
+async def run(context: RunContext, config: BenchmarkConfig) -> AttemptMetrics:
+    """Runs (or continues) the attempt's benchmark; returns its metrics, or raises
+    InfrastructureError when the run could not finish (the trials so far are kept)."""
+    job = context.job
+    submission = stored_fields(job.kind_fields, StoredFields)
+    run_config = config.run_config(submission, context.settings)
+    data_dir = context.settings.benchmark_data_dir
+    if not job.purpose.scored:
+        # A practice or test run: one task, the one named or the first the challenge runs.
+        chosen = submission.task_index
+        indices = (chosen,) if chosen else run_config.task_indices
+        run_config = replace(run_config, task_indices=indices, max_tasks=1)
+    elif config.split is not None:
+        # A scored attempt of a split challenge runs its public part: everything a
+        # participant sees of it (its status and times, its counts, its board row) is that
+        # part's alone. Its private part runs once it has completed, in a run of its own
+        # (app/kinds/benchmark/sealed.py), which nothing participants see waits for.
+        parts = parts_of(config.benchmark, config.split, data_dir)
+        run_config = part_config(run_config, parts.public_indices)
+    result, tasks_total = await run_tasks(run_config, context.run_store(), context.llm, data_dir)
     return attempt_metrics(result, tasks_total, run_config.k)

@@ -43,12 +43,32 @@ class PartMeasures(OutputSchema):
     tasks_solved: int
 
 
-class BenchmarkMeasures(KindMetrics):
-    """A benchmark attempt's own measures: on a split challenge, its results on the private
-    part (`sealed`: only the tenant's admins see them until the close); the core's metrics
-    are the public part's."""
+class SealedMeasures(OutputSchema):
+    """A scored attempt's private part on a split challenge: how its run stands (`status`:
+    `queued` until it has run, `completed`, or `error` with the reason), then its results
+    (the curve over the private tasks, tasks that never ran counting as unsolved) and what
+    it spent. Written before the private part ran as its own run, a document holds the
+    results alone (its status is `completed`)."""
 
-    sealed: PartMeasures | None = None
+    status: str = "completed"
+    metric_at: list[float] | None = None
+    metric_at_k: float | None = None
+    tasks_total: int | None = None
+    tasks_solved: int | None = None
+    trials: int | None = None
+    tokens_total: int | None = None
+    elapsed_ms: int | None = None
+    cost_usd: float | None = None
+    run_status: str | None = None
+    error: str | None = None
+
+
+class BenchmarkMeasures(KindMetrics):
+    """A benchmark attempt's own measures: on a split challenge, its private part (`sealed`:
+    only the tenant's admins see it until the close); the core's metrics are the public
+    part's, its spend included."""
+
+    sealed: SealedMeasures | None = None
 
 
 class FinalMarks(OutputSchema):

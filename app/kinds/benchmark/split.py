@@ -51,6 +51,7 @@ class TaskParts:
 
     public_ids: frozenset[str]
     private_ids: frozenset[str]
+    public_indices: tuple[int, ...]
     private_indices: frozenset[int]
     # The public part's first task in the challenge's order (a practice run's default).
     first_public_index: int
@@ -64,6 +65,7 @@ def task_parts(tasks: Iterable[tuple[str, int]], split: SplitConfig) -> TaskPart
     return TaskParts(
         public_ids=ids - private,
         private_ids=private,
+        public_indices=tuple(index for task_id, index in listed if task_id not in private),
         private_indices=frozenset(index for task_id, index in listed if task_id in private),
         first_public_index=next(index for task_id, index in listed if task_id not in private),
     )

@@ -24,7 +24,8 @@ from app.auth.subjects import Audience
 from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
 from app.challenge.service import sealed_shown
-from app.evaluation.benchmark import Benchmark, select_tasks
+from app.config import get_settings
+from app.evaluation.benchmark import Benchmark, confined_data_files, select_tasks
 from app.evaluation.offline import OFFLINE_MODELS
 from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec, shown_fields
 from app.kinds.benchmark.finals import FinalState, final_state
@@ -195,14 +196,16 @@ def _outline(spec_json: str) -> BenchmarkOutline:
         options = dict(spec.get("options") or {})
         slice_name = benchmark.slice_name(options)
         indices = spec.get("task_indices")
-        tasks = sum(
-            1
-            for _ in select_tasks(
-                benchmark.iter_tasks(options),
-                task_indices=tuple(indices) if indices else None,
-                max_tasks=spec.get("max_tasks"),
+        # A tenant's options name data files in the operator's data folder, as a run reads them.
+        with confined_data_files(get_settings().benchmark_data_dir):
+            tasks = sum(
+                1
+                for _ in select_tasks(
+                    benchmark.iter_tasks(options),
+                    task_indices=tuple(indices) if indices else None,
+                    max_tasks=spec.get("max_tasks"),
+                )
             )
-        )
     except Exception:
         log.warning("cannot outline benchmark %s", spec.get("name"), exc_info=True)
         return BenchmarkOutline(None, None)

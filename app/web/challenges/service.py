@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.attempt import service as attempt_service
+from app.auth.subjects import Audience
 from app.challenge import service as challenges
 from app.challenge.config import ChallengeStatus, Visibility
 from app.challenge.models import Challenge
@@ -18,11 +19,13 @@ from app.challenge.registry import kind_as
 from app.challenge.schemas import ChallengePublic
 from app.challenge.service import challenge_status, config_of, to_public_view
 from app.leaderboard import service as leaderboards
+from app.leaderboard.freeze import frozen_since
 from app.leaderboard.service import Standing, item_of
 from app.team.service import players_at
 from app.tenant.models import Participant, Tenant
 from app.web.forms import FormError
 from app.web.leaderboards.service import ranked_value, strategy_text
+from app.web.visitors import board_audience
 from app.web.web_kind import ListStanding, StrategyText, WebKind, by_kind
 
 
@@ -84,6 +87,8 @@ def _attempt_standings(
     ranked: dict[uuid.UUID, Standing] = {}
     counts: dict[uuid.UUID, int] = {}
     tenant_id = participant.tenant_id
+    # Frozen boards are frozen for everyone but accounts with the admin role.
+    frozen = board_audience(participant) is not Audience.ADMIN
     # A member's results at a challenge are their team's (one query per team).
     by_player = players_at(session, tenant_id, participant.id, [c.id for c in found])
     for player, ids in by_player.items():
@@ -96,9 +101,17 @@ def _attempt_standings(
         if standing is not None:
             key = strategy_text(challenge).key
             value = ranked_value(key, item_of(standing.entry, participant.handle, rank=0))
+            value = f"{value} tokens" if key == "fewest_tokens" else value
+            if frozen and frozen_since(challenge) is not None:
+                # A rank among results hidden since the freeze would tell about them: the
+                # participant's own live result, as the leaderboard page shows it then.
+                result[challenge.id] = ListStanding(
+                    note=f"Your live result: {value} (ranks are frozen until the close)"
+                )
+                continue
             result[challenge.id] = ListStanding(
                 rank=standing.rank,
-                value=f"{value} tokens" if key == "fewest_tokens" else value,
+                value=value,
                 path=f"attempts/{standing.entry.attempt_id}",
             )
         elif attempts:

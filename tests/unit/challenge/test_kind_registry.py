@@ -109,11 +109,17 @@ def test_the_worker_includes_a_kinds_tasks_and_beat_sends_its_periodic_ones(
     # process's Celery app before the test stack's settings).
     monkeypatch.setattr(registry, "registered", lambda: registry._load((WORD_COUNT,)))
     assert registry.worker_task_modules() == [
+        "app.kinds.benchmark.tasks",
         "app.kinds.red_blue.tasks",
         "tests.fixtures.word_count_kind.tasks",
     ]
     sweep_every = registry.find_kind("red_blue").periodic_tasks["sweep"][1]
     assert registry.periodic_tasks("q") == {
+        "benchmark-sweep": {
+            "task": "gauntlet.benchmark.sweep",
+            "schedule": sweep_every,
+            "options": {"queue": "q", "expires": sweep_every},
+        },
         "red_blue-sweep": {
             "task": "gauntlet.redblue.sweep",
             "schedule": sweep_every,

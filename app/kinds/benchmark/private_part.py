@@ -1,0 +1,46 @@
+"""A split challenge's private parts on the request side: starting one when its attempt
+completes, and a tenant admin's re-run of one that ended in error. Each runs on a worker as
+a run of its own (app/kinds/benchmark/sealed.py)."""
+
+from __future__ import annotations
+
+import uuid
+
+from app.attempt.metrics import SEALED_MEASURES
+from app.auth.subjects import TenantAdmin
+from app.db import utcnow
+from app.errors import Conflict, NotFound
+from app.kinds.benchmark import repository
+from app.kinds.benchmark.dispatch import RUN_SEALED
+from app.kinds.benchmark.models import SEALED_RUN_LEASES, SealedRunStatus
+from app.kinds.benchmark.schemas import SealedMeasures
+from app.unit_of_work import UnitOfWork
+
+
+def start(
+    work: UnitOfWork, attempt_id: uuid.UUID, tenant_id: uuid.UUID, challenge_id: uuid.UUID
+) -> None:
+    """Queues the attempt's private part, unless it has one; sent once the caller commits."""
+    if repository.queue_sealed_run(work.session, attempt_id, tenant_id, challenge_id):
+        work.send_after_commit(RUN_SEALED, str(attempt_id))
+
+
+def rerun(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> SealedMeasures:
+    """Queues again the attempt's private part that ended in error (its finished tasks and
+    trials kept); sent once the caller commits. 404 for an attempt without one."""
+    session = work.session
+    run = repository.sealed_run_of(session, admin.tenant_id, attempt_id)
+    if run is None:
+        raise NotFound("no private part: the attempt is not one of a split challenge's")
+    if run.status is not SealedRunStatus.ERROR:
+        raise Conflict(
+            f"only a private part that ended in error can be re-run; this one is {run.status}"
+        )
+    SEALED_RUN_LEASES.queue_again(run, utcnow())
+    run.error = None
+    queued = SealedMeasures(status=SealedRunStatus.QUEUED)
+    repository.set_own_measures(
+        session, attempt_id, SEALED_MEASURES, queued.model_dump(mode="json", exclude_none=True)
+    )
+    work.send_after_commit(RUN_SEALED, str(attempt_id))
+    return queued
