@@ -1052,35 +1052,3 @@ def run_summary(
         "unpriced_models": unpriced_models(usage),
         "calls": total_calls(usage),
     }
-
-
-# What a run spent, whichever tasks its results are shown of.
-SPEND_FIELDS = ("tokens", "attempts", "usage", "cost_usd", "unpriced_models", "calls")
-
-
-def split_summary(
-    stats: Iterable[TaskStats],
-    sealed_task_ids: frozenset[str],
-    *,
-    metric: str,
-    k: int,
-    prices: Mapping[str, Price] | None = None,
-) -> dict[str, Any]:
-    """`run_summary` of a run whose sealed tasks' results are kept apart: the curves, figures
-    and task counts are the other tasks'; the spend (`SPEND_FIELDS`) is the whole run's; the
-    sealed tasks' results are under `sealed`. With no sealed task, `run_summary` itself."""
-    stats_list = list(stats)
-    if not sealed_task_ids:
-        return run_summary(stats_list, metric=metric, k=k, prices=prices)
-    whole = run_summary(stats_list, metric=metric, k=k, prices=prices)
-    shown: list[TaskStats] = []
-    sealed: list[TaskStats] = []
-    for task in stats_list:
-        (sealed if task.outcome.task_id in sealed_task_ids else shown).append(task)
-    document = run_summary(shown, metric=metric, k=k, prices=prices)
-    document.update({name: whole[name] for name in SPEND_FIELDS})
-    sealed_document = run_summary(sealed, metric=metric, k=k, prices=prices)
-    document["sealed"] = {
-        name: value for name, value in sealed_document.items() if name not in SPEND_FIELDS
-    }
-    return document

@@ -43,8 +43,8 @@ from app.evaluation.llm import CompletionClient
 from app.evaluation.metrics import (
     TaskStats,
     price_map_info,
+    run_summary,
     seq_k_run_fields,
-    split_summary,
     task_figures,
     trial_calls,
     trial_view,
@@ -100,9 +100,6 @@ class RunConfig:
     cost_budget_usd: float | None = None  # no new task starts once spent
     max_task_errors: int = 10  # more errored tasks than this abort the run
     prices: Mapping[str, Price] = field(default_factory=dict)
-    # Tasks whose results the run's summary keeps apart, under `sealed` (a challenge's private
-    # part): its curves and figures are the other tasks'; its spend is the whole run's.
-    sealed_task_ids: frozenset[str] = frozenset()
 
 
 class RunConfigMismatch(Exception):
@@ -402,9 +399,8 @@ class _Run:
 
     def summary(self) -> dict[str, Any]:
         config = self.config
-        document = split_summary(
+        document = run_summary(
             self.stats.values(),
-            config.sealed_task_ids,
             metric=config.metric,
             k=config.k,
             prices=config.prices,

@@ -1,5 +1,5 @@
 """A benchmark challenge's split into a public and a private part: the documented rule, its
-stability, and a run summary that keeps the private part's results apart."""
+stability, and the private part's measures."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ import random
 import pytest
 
 from app.evaluation.metrics import (
-    SPEND_FIELDS,
     AttemptOutcome,
     TaskOutcome,
     TaskStats,
     UsageTotals,
     run_summary,
-    split_summary,
 )
 from app.kinds.benchmark.config import SplitConfig
 from app.kinds.benchmark.split import (
@@ -98,29 +96,6 @@ def _stats(task_id: str, successes: list[bool], cost: float) -> TaskStats:
     )
     usage = {"actor": {"m": UsageTotals(calls=len(successes), cost_usd=cost)}}
     return TaskStats(outcome=outcome, usage=usage, status="done")
-
-
-def test_a_split_summary_shows_the_public_tasks_results_and_the_whole_runs_spend() -> None:
-    stats = [
-        _stats("task-1", [True, True], 0.01),
-        _stats("task-2", [False, False], 0.02),
-        _stats("task-3", [False, True], 0.04),
-        _stats("task-4", [False, False], 0.08),
-    ]
-    sealed = frozenset({"task-3", "task-4"})
-    summary = split_summary(stats, sealed, metric="pass@k", k=2)
-    public = run_summary(stats[:2], metric="pass@k", k=2)
-    private = run_summary(stats[2:], metric="pass@k", k=2)
-    whole = run_summary(stats, metric="pass@k", k=2)
-    assert summary["curves"] == public["curves"] and summary["pass@2"] == public["pass@2"]
-    assert summary["task_status"]["total"] == 2
-    for name in SPEND_FIELDS:
-        assert summary[name] == whole[name]
-    assert summary["cost_usd"] == pytest.approx(0.15)
-    assert summary["sealed"]["curves"] == private["curves"]
-    assert not set(SPEND_FIELDS) & set(summary["sealed"])
-    # Without sealed tasks it is the run summary itself.
-    assert split_summary(stats, frozenset(), metric="pass@k", k=2) == whole
 
 
 def test_part_measures_count_tasks_that_never_ran_as_unsolved() -> None:
