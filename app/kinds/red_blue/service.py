@@ -467,14 +467,12 @@ def _entrant(entry: Defense | Attack) -> tuple[uuid.UUID, uuid.UUID | None]:
 def _entry_read(
     session: Session,
     subject: TenantKey | SignedInParticipant,
-    entry: Defense | Attack | None,
+    entry: Defense | Attack,
     what: str,
     acting_for: str | None,
 ) -> tuple[Reader, dict[MatchStatus, int], EntryNames]:
     """The reader of an entry read by id, its match counts and names; 404 for an entry the
     reader does not see (another's, made after the freeze they see)."""
-    if entry is None:
-        raise NotFound(f"{what} not found")
     challenge = get_challenge(session, subject.tenant_id, entry.challenge_id)
     reader = reader_for(session, challenge, subject, acting_for=acting_for)
     if not reader.sees(entry):
@@ -494,8 +492,9 @@ def read_defense(
     """A defense as the subject sees it (`acting_for`: the participant a member key reads
     for, `reader_for`)."""
     defense = RedBlueRepository(session, subject.tenant_id).defense(defense_id)
+    if defense is None:
+        raise NotFound("defense not found")
     reader, counts, names = _entry_read(session, subject, defense, "defense", acting_for)
-    assert defense is not None
     return defense_view(defense, names, reader, counts)
 
 
@@ -508,8 +507,9 @@ def read_attack(
 ) -> AttackRead:
     """An attack as the subject sees it (`acting_for` as `read_defense`'s)."""
     attack = RedBlueRepository(session, subject.tenant_id).attack(attack_id)
+    if attack is None:
+        raise NotFound("attack not found")
     reader, counts, names = _entry_read(session, subject, attack, "attack", acting_for)
-    assert attack is not None
     return attack_view(attack, names, reader, counts)
 
 
