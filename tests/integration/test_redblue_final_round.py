@@ -276,8 +276,11 @@ def test_a_round_survives_workers_killed_while_making_and_playing_it_and_the_fre
     assert playing["final_round"]["phase"] == "playing"
     counts = (playing["final_round"]["matches_played"], playing["final_round"]["matches_total"])
     assert counts == (None, None)
-    # The freeze is kept past the close while the round plays (admins see the live board).
+    # The freeze is kept past the close while the round plays (admins see the live board),
+    # on the matches too: the round's, made since, are not there for anyone else.
     assert (playing["frozen"], playing["matches"]) == (True, len(before))
+    listed = _public(api, f"{public}/matches?limit=200")
+    assert listed["total"] == len(before) and not any(m["final_round"] for m in listed["items"])
     admins = _standings(api, key, cid)
     assert admins["frozen"] is False and admins["frozen_at"] == frozen_at
     assert admins["final_round"]["phase"] == "playing"

@@ -6,7 +6,9 @@ participant it names; admin keys see everything live; at the close everyone does
 
 from __future__ import annotations
 
+import random
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import Api, Worker
+from tests.e2e.conftest import WebClient
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 from tests.integration.test_board_freeze import (
     _close_now,
@@ -202,3 +205,85 @@ def test_a_match_made_before_the_freeze_and_judged_after_stays_queued_for_others
 
     _close_now(api, key, cid)
     assert _json(api, f"{public}/matches")["items"][0]["status"] == "completed"
+
+
+def _web(api_url: str, address: str) -> WebClient:
+    return WebClient(api_url, local_address=address)
+
+
+def test_the_pages_hold_the_freeze_but_for_a_matchs_players_and_the_admins(
+    api: Api, api_url: str, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    key, slug = tenant["api_key"], tenant["slug"]
+    challenge = create(api, key, closes_at=_iso(_soon()))
+    cid = challenge["id"]
+    pages = f"/t/{slug}/challenges/{challenge['slug']}"
+    # Its own loopback address: its sign-ups count for no other test's limit.
+    address = f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(2, 254)}"
+    people = {}
+    for handle in ("bluebell", "redwood", "watcher", "olga"):
+        people[handle] = _web(api_url, address)
+        assert people[handle].sign_up(slug, handle).status_code == 303
+    admin = _web(api_url, address)
+    assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
+    given = admin.post_form(
+        f"/t/{slug}/admin/participants/olga/role",
+        {"admin": "yes"},
+        token_from=f"/t/{slug}/admin/participants/olga",
+    )
+    assert "role-given" in given.headers["location"]
+
+    def play(handle: str, side: str, text: str) -> None:
+        path, field = ("defenses", "system_prompt") if side == "blue" else ("attacks", "prompt")
+        sent = people[handle].post_form(
+            f"{pages}/{path}",
+            {field: text, "submission_id": uuid.uuid4().hex},
+            token_from=f"{pages}?side={side}",
+        )
+        assert sent.status_code == 303, sent.text
+
+    play("bluebell", "blue", WEAK)
+    until(
+        "the defense is active",
+        lambda: 'data-status="active"' in people["bluebell"].get(f"{pages}?side=blue").text,
+    )
+    attack(api, key, cid, "red1", PLAIN)
+    [first] = settled_matches(api, key, cid, 1)
+    rated_board(api, key, cid, 1)
+    _freeze_now(api, key, cid)
+    play("redwood", "red", OVERRIDE)
+    until(
+        "the attack is paired",
+        lambda: 'data-status="paired"' in people["redwood"].get(f"{pages}?side=red").text,
+    )
+    matches = settled_matches(api, key, cid, 2)
+    rated_board(api, key, cid, 2)
+    since = _between(matches, "redwood", "bluebell")
+
+    def page_of(who: WebClient | None, match: dict[str, Any]) -> httpx.Response:
+        path = f"{pages}/matches/{match['id']}"
+        if who is None:
+            return _get(api, path)
+        return who.get(path)
+
+    # Its two players see the match made after the freeze, with its answer; so does an
+    # account with the admin role, and a tenant admin on the admin pages.
+    for handle in ("redwood", "bluebell", "olga"):
+        shown = page_of(people[handle], since)
+        assert shown.status_code == 200 and "red-points" in shown.text, handle
+    for handle in ("redwood", "bluebell"):
+        assert "data-reply" in people[handle].get(f"{pages}/red-blue/live").text, handle
+    assert admin.get(f"/t/{slug}/admin/red-blue/matches/{since['id']}").status_code == 200
+    # Anyone else: as it stood at the freeze, the match of then and not the one made since.
+    for who in (people["watcher"], None):
+        assert page_of(who, since).status_code == 404
+        assert page_of(who, first).status_code == 200
+    watching = people["watcher"].get(f"{pages}/red-blue/live").json()
+    assert "Frozen" in watching["regions"]["rb-standings"]["html"]
+    assert "redwood" not in watching["regions"]["rb-board-red"]["html"]
+    assert "redwood" in people["olga"].get(f"{pages}/boards?side=red").text
+
+    _close_now(api, key, cid)
+    assert page_of(people["watcher"], since).status_code == 200
+    for client in (*people.values(), admin):
+        client.close()
