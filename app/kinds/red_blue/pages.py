@@ -256,7 +256,9 @@ def match_page(
     challenge = _red_blue(session, visit, challenge_slug)
     viewer = tenants.as_subject(participant) if participant is not None else None
     try:
-        match = service.read_challenge_match(session, challenge, match_id, viewer)
+        match = service.read_challenge_match(
+            session, challenge, match_id, viewer, board_audience(participant)
+        )
     except AppError:
         raise not_found() from None
     # A member's side of the match is their team's.

@@ -50,6 +50,7 @@ from app.kinds.red_blue.models import (
     Rating,
     Side,
 )
+from app.kinds.red_blue.readers import Reader
 from app.kinds.red_blue.rules.final_round import HOLDS_FREEZE, phase_of
 from app.leaderboard.freeze import before_board_write
 from app.lease import repository as leases
@@ -244,13 +245,12 @@ class RedBlueRepository:
             query = query.with_for_update()
         return self.session.scalar(query)
 
-    def match_counts(self, column: Any, entry_id: uuid.UUID) -> dict[MatchStatus, int]:
-        rows = self.session.execute(
-            select(Match.status, func.count())
-            .where(Match.tenant_id == self.tenant_id, column == entry_id)
-            .group_by(Match.status)
-        ).tuples()
-        return {status: int(count) for status, count in rows}
+    def match_counts(
+        self, column: Any, entry_id: uuid.UUID, reader: Reader
+    ) -> dict[MatchStatus, int]:
+        """A defense's (`column` Match.defense_id) or an attack's matches by status, as the
+        reader sees them."""
+        return self.match_counts_of(column, [entry_id], reader)[entry_id]
 
     def matches_page(
         self,
@@ -261,8 +261,13 @@ class RedBlueRepository:
         participant_id: uuid.UUID | None,
         limit: int,
         offset: int,
+        reader: Reader,
     ) -> tuple[list[Match], int]:
-        conditions = [Match.tenant_id == self.tenant_id, Match.challenge_id == challenge_id]
+        conditions = [
+            Match.tenant_id == self.tenant_id,
+            Match.challenge_id == challenge_id,
+            reader.shows(Match),
+        ]
         if attack_id is not None:
             conditions.append(Match.attack_id == attack_id)
         if defense_id is not None:
@@ -284,9 +289,10 @@ class RedBlueRepository:
         )
 
     def entries_of(
-        self, challenge_id: uuid.UUID, participant_id: uuid.UUID, *, limit: int
+        self, challenge_id: uuid.UUID, participant_id: uuid.UUID, reader: Reader, *, limit: int
     ) -> tuple[list[Defense], list[Attack]]:
-        """One participant's newest defenses and attacks at one challenge."""
+        """One participant's newest defenses and attacks at one challenge that the reader
+        sees."""
 
         def newest(model: type[EntryModel]) -> list[EntryModel]:
             return list(
@@ -296,6 +302,7 @@ class RedBlueRepository:
                         model.tenant_id == self.tenant_id,
                         model.challenge_id == challenge_id,
                         model.participant_id == participant_id,
+                        reader.shows(model),
                     )
                     .order_by(model.created_at.desc(), model.id)
                     .limit(limit)
@@ -360,9 +367,12 @@ class RedBlueRepository:
         challenge_id: uuid.UUID,
         after: tuple[datetime, uuid.UUID] | None,
         limit: int,
+        reader: Reader,
     ) -> list[Any]:
         query = select(model).where(
-            model.tenant_id == self.tenant_id, model.challenge_id == challenge_id
+            model.tenant_id == self.tenant_id,
+            model.challenge_id == challenge_id,
+            reader.shows(model),
         )
         if after is not None:
             query = query.where(
@@ -371,19 +381,20 @@ class RedBlueRepository:
         return list(self.session.scalars(query.order_by(model.created_at, model.id).limit(limit)))
 
     def match_counts_of(
-        self, column: Any, entry_ids: Sequence[uuid.UUID]
+        self, column: Any, entry_ids: Sequence[uuid.UUID], reader: Reader
     ) -> dict[uuid.UUID, dict[MatchStatus, int]]:
         """`match_counts` of many defenses (`column` Match.defense_id) or attacks at once."""
         counts: dict[uuid.UUID, dict[MatchStatus, int]] = {entry: {} for entry in entry_ids}
         if not entry_ids:
             return counts
+        status = reader.match_status()
         rows = self.session.execute(
-            select(column, Match.status, func.count())
-            .where(Match.tenant_id == self.tenant_id, column.in_(entry_ids))
-            .group_by(column, Match.status)
+            select(column, status, func.count())
+            .where(Match.tenant_id == self.tenant_id, column.in_(entry_ids), reader.shows(Match))
+            .group_by(column, status)
         ).tuples()
-        for entry, status, count in rows:
-            counts[entry][status] = int(count)
+        for entry, seen_status, count in rows:
+            counts[entry][MatchStatus(seen_status)] = int(count)
         return counts
 
     def activity_of(self, challenge_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Activity]:
@@ -425,21 +436,23 @@ class RedBlueRepository:
         return activity
 
     def places_of(
-        self, participant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]
+        self, participant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID], *, frozen: bool
     ) -> dict[uuid.UUID, Places]:
         """Where one participant stands on each challenge: their ratings (side, rank,
-        rating) and how many defenses and attacks they submitted."""
+        rating; `frozen`: on the boards' copies of when their freeze began) and how many
+        defenses and attacks they submitted."""
         places = {challenge: Places() for challenge in challenge_ids}
         if not challenge_ids:
             return places
+        rows_of: type[Rating] | type[FrozenRating] = FrozenRating if frozen else Rating
         ratings = self.session.execute(
-            select(Rating.challenge_id, Rating.side, Rating.rank, Rating.rating)
+            select(rows_of.challenge_id, rows_of.side, rows_of.rank, rows_of.rating)
             .where(
-                Rating.tenant_id == self.tenant_id,
-                Rating.participant_id == participant_id,
-                Rating.challenge_id.in_(challenge_ids),
+                rows_of.tenant_id == self.tenant_id,
+                rows_of.participant_id == participant_id,
+                rows_of.challenge_id.in_(challenge_ids),
             )
-            .order_by(Rating.rank, Rating.side)
+            .order_by(rows_of.rank, rows_of.side)
         ).tuples()
         for challenge, side, rank, rating in ratings:
             places[challenge].ratings.append((side, int(rank), float(rating)))

@@ -4,8 +4,9 @@ Each route parses, calls one service function and returns its view (docs/redblue
 from __future__ import annotations
 
 import uuid
+from typing import Annotated
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Query, Response, status
 
 from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge.reference import ChallengeIdDep
@@ -24,6 +25,16 @@ from app.routing import ApiRoute
 from app.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1", tags=["red-blue"], route_class=ApiRoute)
+
+# Whom a member key reads for, as it submits for them (docs/boards.md, "Freeze").
+ReadsFor = Annotated[
+    str | None,
+    Query(
+        description="The participant (handle) a member key reads for: in a freeze, their own "
+        "defenses, attacks and matches are live, others' as they stood at `freeze_at`. "
+        "Admin keys see everything live whatever it says.",
+    ),
+]
 
 _SUBMISSION_ANSWERS: dict[int | str, dict[str, str]] = {
     409: {
@@ -57,9 +68,11 @@ def post_defense(
 
 
 @router.get("/defenses/{defense_id}")
-def get_defense(defense_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> DefenseRead:
+def get_defense(
+    defense_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep, participant: ReadsFor = None
+) -> DefenseRead:
     """A defense: its status, the reason of a rejection, its self-test answer, its matches."""
-    return service.read_defense(session, caller, defense_id)
+    return service.read_defense(session, caller, defense_id, acting_for=participant)
 
 
 @router.post(
@@ -99,8 +112,11 @@ def post_attack(
 
 
 @router.get("/attacks/{attack_id}")
-def get_attack(attack_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> AttackRead:
-    return service.read_attack(session, caller, attack_id)
+def get_attack(
+    attack_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep, participant: ReadsFor = None
+) -> AttackRead:
+    """An attack: whether it is paired, its matches."""
+    return service.read_attack(session, caller, attack_id, acting_for=participant)
 
 
 @router.get("/challenges/{challenge_id}/matches")
@@ -110,11 +126,18 @@ def list_matches(
     caller: TenantKeyDep,
     attack_id: uuid.UUID | None = None,
     defense_id: uuid.UUID | None = None,
-    participant: str | None = None,
+    participant: Annotated[
+        str | None,
+        Query(
+            description="Matches this participant (handle) played, on either side; with a "
+            "member key, also whom it reads for: in a freeze, their matches are live.",
+        ),
+    ] = None,
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> MatchList:
-    """A red_blue challenge's matches, newest first; `participant` matches either side."""
+    """A red_blue challenge's matches, newest first; `participant` matches either side. In a
+    freeze, a member key sees others' matches as they stood at `freeze_at`."""
     return service.list_matches(
         session,
         caller,
@@ -128,10 +151,12 @@ def list_matches(
 
 
 @router.get("/matches/{match_id}")
-def get_match(match_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> MatchRead:
+def get_match(
+    match_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep, participant: ReadsFor = None
+) -> MatchRead:
     """A match with the exact system prompt, user message and output, and every category's
     verdict (`error_detail` for tenant admins only)."""
-    return service.read_match(session, caller, match_id)
+    return service.read_match(session, caller, match_id, acting_for=participant)
 
 
 @router.post(
@@ -171,7 +196,8 @@ def list_public_matches(
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> MatchList:
-    """The matches of a public red_blue challenge: statuses, verdicts and points."""
+    """The matches of a public red_blue challenge: statuses, verdicts and points; in a
+    freeze, as they stood at `freeze_at` (`participant` only filters)."""
     return service.list_public_matches(
         session,
         tenant_slug,

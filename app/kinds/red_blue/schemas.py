@@ -209,8 +209,11 @@ class FinalRoundRead(OutputSchema):
         "running), playing (its matches are being played), rating (all played; the final "
         "ratings are being computed), final (the boards are final)."
     )
-    matches_played: int = Field(description="The round's matches finished (judged or error).")
-    matches_total: int = Field(description="The round's matches.")
+    matches_played: int | None = Field(
+        description="The round's matches finished (judged or error); null for those who see "
+        "the boards frozen (which pairs the round plays depends on entries made since)."
+    )
+    matches_total: int | None = Field(description="The round's matches (null as above).")
     made_at: datetime | None = Field(default=None, description="When the round was made.")
     played_at: datetime | None = Field(
         default=None, description="When every one of its matches was found finished."

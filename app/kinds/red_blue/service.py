@@ -31,6 +31,7 @@ from app.kinds.red_blue import final_round, repository
 from app.kinds.red_blue.config import RedBlueLimitFields, text_limit
 from app.kinds.red_blue.dispatch import PAIR_ATTACK, RUN_MATCH, SELF_TEST
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, Match, MatchStatus, Side
+from app.kinds.red_blue.readers import Reader
 from app.kinds.red_blue.repository import (
     Activity,
     BoardLine,
@@ -43,6 +44,7 @@ from app.kinds.red_blue.schemas import (
     BoardItem,
     DefenseCreate,
     DefenseRead,
+    FinalRoundRead,
     MatchCounts,
     MatchList,
     MatchRead,
@@ -52,7 +54,7 @@ from app.kinds.red_blue.schemas import (
     Standings,
     verdict_views,
 )
-from app.leaderboard.freeze import read_as_seen
+from app.leaderboard.freeze import Seen, frozen_since, read_as_seen
 from app.leaderboard.models import BoardFreeze
 from app.team.service import member_handles, player_id, players_at, team_of
 from app.tenant.service import (
@@ -71,31 +73,9 @@ BOARD_SIDES = ", ".join(f"'{side.value}'" for side in Side)
 # Who reads ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Reader:
-    """What a reader may see of defenses, attacks and matches:
-
-    - a tenant admin key: everything, the full reason of errors included;
-    - a tenant member key (the tenant's own application): the texts (system prompts, attacks,
-      outputs), not the full reasons of errors;
-    - a signed-in participant (web UI): the texts of their own entries only (their defense's
-      system prompt, their attack, the output of matches they played);
-    - the public (a public challenge, no credential): no texts at all, only statuses,
-      verdicts, points and the boards.
-    """
-
-    admin: bool
-    all_texts: bool
-    participant_id: uuid.UUID | None = None
-
-    def sees_texts_of(self, *owners: uuid.UUID) -> bool:
-        return self.all_texts or (self.participant_id is not None and self.participant_id in owners)
-
-
-PUBLIC_READER = Reader(admin=False, all_texts=False)
-
-
 def reader_of(subject: TenantKey | SignedInParticipant) -> Reader:
+    """What the subject sees of texts, outside any challenge's freeze (what they submitted,
+    the admins' re-runs); `reader_for` at a challenge."""
     if isinstance(subject, SignedInParticipant):
         return Reader(admin=False, all_texts=False, participant_id=subject.participant_id)
     return Reader(admin=subject.audience is Audience.ADMIN, all_texts=True)
@@ -110,14 +90,49 @@ def player_at(
     return (subject.participant_id, subject.handle) if team is None else (team.id, team.name)
 
 
-def reader_at(
-    session: Session, subject: TenantKey | SignedInParticipant, challenge_id: uuid.UUID
+def freeze_cutoff(session: Session, challenge: Challenge, audience: Audience) -> datetime | None:
+    """The moment the audience sees the challenge's entries and matches as of: its
+    `freeze_at` while its boards are frozen for them (a final round keeps it past the close
+    until the boards are final, as the boards' own read does), else None (live)."""
+    if audience is Audience.ADMIN or challenge.freeze_at is None:
+        return None
+    now = utcnow()
+    if now < challenge.freeze_at:
+        return None
+    closed = challenge.closes_at is not None and now >= challenge.closes_at
+    held = closed and final_round.holds(final_round.state_of(session, challenge))
+    return frozen_since(challenge, now, held=held)
+
+
+def reader_for(
+    session: Session,
+    challenge: Challenge,
+    subject: TenantKey | SignedInParticipant | None,
+    *,
+    audience: Audience | None = None,
+    acting_for: str | None = None,
 ) -> Reader:
-    """`reader_of`, where a signed-in member's own texts at the challenge are their team's."""
-    if not isinstance(subject, SignedInParticipant):
-        return reader_of(subject)
-    player, _ = player_at(session, subject, challenge_id)
-    return Reader(admin=False, all_texts=False, participant_id=player)
+    """What `subject` (None: the public) sees of the challenge's entries and matches: texts
+    by who they are; in a freeze, others' as they stood at `freeze_at` and their own live.
+    A signed-in participant's own are their team's at the challenge, or theirs; a member
+    key's are those of the participant it names (`acting_for`, a handle: the key reads for
+    them, as it submits for them). `audience` (default the subject's): a web visitor's view
+    of the boards (an account with the admin role sees them live)."""
+    seen_by = audience or (Audience.PARTICIPANT if subject is None else subject.audience)
+    cutoff = freeze_cutoff(session, challenge, seen_by)
+    if subject is None:
+        return Reader(admin=False, all_texts=False, cutoff=cutoff)
+    if isinstance(subject, SignedInParticipant):
+        player, _ = player_at(session, subject, challenge.id)
+        return Reader(admin=False, all_texts=False, participant_id=player, cutoff=cutoff)
+    own = None
+    if cutoff is not None and acting_for is not None:
+        found = participant_by_handle(session, subject.tenant_id, acting_for)
+        if found is not None:
+            own = player_id(session, subject.tenant_id, challenge.id, found.id)
+    return Reader(
+        admin=subject.audience is Audience.ADMIN, all_texts=True, participant_id=own, cutoff=cutoff
+    )
 
 
 # Submissions --------------------------------------------------------------------------------
@@ -320,21 +335,23 @@ def defense_view(
     counts: Mapping[MatchStatus, int] | None = None,
 ) -> DefenseRead:
     """A defense as the reader sees it; `names` hold its participant's and its submitter's
-    handles (`entry_names`)."""
+    handles (`entry_names`). A self-test or a pairing the reader does not see yet (in a
+    freeze) leaves it pending, not paired."""
     texts = reader.sees_texts_of(defense.participant_id)
+    tested = reader.settled(defense, defense.finished_at)
     return DefenseRead(
         id=defense.id,
         challenge_id=defense.challenge_id,
         participant=names.of(defense.participant_id),
         submitted_by=names.submitter(defense.submitted_by_id),
-        status=defense.status,
+        status=defense.status if tested else DefenseStatus.PENDING,
         system_prompt=defense.system_prompt if texts else None,
-        reason=defense.reason,
+        reason=defense.reason if tested else None,
         error_detail=defense.error_detail if reader.admin else None,
-        self_test_output=defense.self_test_output if texts else None,
+        self_test_output=defense.self_test_output if texts and tested else None,
         created_at=defense.created_at,
-        finished_at=defense.finished_at,
-        paired=defense.paired_at is not None,
+        finished_at=defense.finished_at if tested else None,
+        paired=defense.paired_at is not None and reader.settled(defense, defense.paired_at),
         matches=None if counts is None else _counts(counts),
         baseline=defense.baseline,
     )
@@ -347,51 +364,84 @@ def attack_view(
     counts: Mapping[MatchStatus, int] | None = None,
 ) -> AttackRead:
     """An attack as the reader sees it; `names` as `defense_view`'s."""
+    paired = attack.paired_at is not None and reader.settled(attack, attack.paired_at)
     return AttackRead(
         id=attack.id,
         challenge_id=attack.challenge_id,
         participant=names.of(attack.participant_id),
         submitted_by=names.submitter(attack.submitted_by_id),
         prompt=attack.prompt if reader.sees_texts_of(attack.participant_id) else None,
-        status="paired" if attack.paired_at is not None else "pending",
+        status="paired" if paired else "pending",
         created_at=attack.created_at,
-        paired=attack.paired_at is not None,
+        paired=paired,
         matches=None if counts is None else _counts(counts),
         baseline=attack.baseline,
     )
 
 
-def _summary_fields(match: Match, named: Mapping[uuid.UUID, str]) -> dict[str, Any]:
-    return {
+def _summary_fields(
+    match: Match, named: Mapping[uuid.UUID, str], *, played: bool
+) -> dict[str, Any]:
+    """A match's fields; not `played` (its end came after the freeze the reader sees): as it
+    stood before it, queued, with nothing of how it went."""
+    fields: dict[str, Any] = {
         "id": match.id,
         "challenge_id": match.challenge_id,
         "attack_id": match.attack_id,
         "defense_id": match.defense_id,
         "red_participant": named.get(match.red_participant_id, ""),
         "blue_participant": named.get(match.blue_participant_id, ""),
-        "status": match.status,
-        "breached": match.breached,
-        "red_points": match.red_points,
-        "blue_points": match.blue_points,
-        "attack_won": match.attack_won,
-        "tokens_total": match.tokens_total,
-        "elapsed_ms": match.elapsed_ms,
-        "cost_usd": match.cost_usd,
-        "error": match.error,
+        "status": MatchStatus.QUEUED,
+        "breached": None,
+        "red_points": None,
+        "blue_points": None,
+        "attack_won": None,
+        "tokens_total": None,
+        "elapsed_ms": None,
+        "cost_usd": None,
+        "error": None,
         "created_at": match.created_at,
-        "finished_at": match.finished_at,
+        "finished_at": None,
         "final_round": match.final_round,
     }
+    if played:
+        fields.update(
+            status=match.status,
+            breached=match.breached,
+            red_points=match.red_points,
+            blue_points=match.blue_points,
+            attack_won=match.attack_won,
+            tokens_total=match.tokens_total,
+            elapsed_ms=match.elapsed_ms,
+            cost_usd=match.cost_usd,
+            error=match.error,
+            finished_at=match.finished_at,
+        )
+    return fields
 
 
-def match_summary(match: Match, named: Mapping[uuid.UUID, str]) -> MatchSummary:
-    return MatchSummary(**_summary_fields(match, named))
+def match_summary(match: Match, named: Mapping[uuid.UUID, str], reader: Reader) -> MatchSummary:
+    """A match of a list, as the reader sees it (`match_view` without the call)."""
+    return MatchSummary(
+        **_summary_fields(match, named, played=reader.settled(match, match.finished_at))
+    )
 
 
 def match_view(match: Match, named: Mapping[uuid.UUID, str], reader: Reader) -> MatchRead:
+    """A match as the reader sees it: texts by `Reader`; in a freeze, a match of others that
+    ended since is as it stood then (queued: no call, no verdict)."""
     red, blue = match.red_participant_id, match.blue_participant_id
+    if not reader.settled(match, match.finished_at):
+        return MatchRead(
+            **_summary_fields(match, named, played=False),
+            system_prompt=None,
+            user_message=None,
+            output=None,
+            verdicts=None,
+            run_count=0,
+        )
     return MatchRead(
-        **_summary_fields(match, named),
+        **_summary_fields(match, named, played=True),
         system_prompt=match.system_prompt if reader.sees_texts_of(blue) else None,
         user_message=match.user_message if reader.sees_texts_of(red) else None,
         output=match.output if reader.sees_texts_of(red, blue) else None,
@@ -414,28 +464,53 @@ def _entrant(entry: Defense | Attack) -> tuple[uuid.UUID, uuid.UUID | None]:
 # Reads (tenant keys and signed-in participants) ---------------------------------------------
 
 
+def _entry_read(
+    session: Session,
+    subject: TenantKey | SignedInParticipant,
+    entry: Defense | Attack,
+    what: str,
+    acting_for: str | None,
+) -> tuple[Reader, dict[MatchStatus, int], EntryNames]:
+    """The reader of an entry read by id, its match counts and names; 404 for an entry the
+    reader does not see (another's, made after the freeze they see)."""
+    challenge = get_challenge(session, subject.tenant_id, entry.challenge_id)
+    reader = reader_for(session, challenge, subject, acting_for=acting_for)
+    if not reader.sees(entry):
+        raise NotFound(f"{what} not found")
+    column = Match.defense_id if isinstance(entry, Defense) else Match.attack_id
+    counts = RedBlueRepository(session, subject.tenant_id).match_counts(column, entry.id, reader)
+    return reader, counts, entry_names(session, subject.tenant_id, [_entrant(entry)])
+
+
 def read_defense(
-    session: Session, subject: TenantKey | SignedInParticipant, defense_id: uuid.UUID
+    session: Session,
+    subject: TenantKey | SignedInParticipant,
+    defense_id: uuid.UUID,
+    *,
+    acting_for: str | None = None,
 ) -> DefenseRead:
-    repo = RedBlueRepository(session, subject.tenant_id)
-    defense = repo.defense(defense_id)
+    """A defense as the subject sees it (`acting_for`: the participant a member key reads
+    for, `reader_for`)."""
+    defense = RedBlueRepository(session, subject.tenant_id).defense(defense_id)
     if defense is None:
         raise NotFound("defense not found")
-    names = entry_names(session, subject.tenant_id, [_entrant(defense)])
-    counts = repo.match_counts(Match.defense_id, defense.id)
-    return defense_view(defense, names, reader_at(session, subject, defense.challenge_id), counts)
+    reader, counts, names = _entry_read(session, subject, defense, "defense", acting_for)
+    return defense_view(defense, names, reader, counts)
 
 
 def read_attack(
-    session: Session, subject: TenantKey | SignedInParticipant, attack_id: uuid.UUID
+    session: Session,
+    subject: TenantKey | SignedInParticipant,
+    attack_id: uuid.UUID,
+    *,
+    acting_for: str | None = None,
 ) -> AttackRead:
-    repo = RedBlueRepository(session, subject.tenant_id)
-    attack = repo.attack(attack_id)
+    """An attack as the subject sees it (`acting_for` as `read_defense`'s)."""
+    attack = RedBlueRepository(session, subject.tenant_id).attack(attack_id)
     if attack is None:
         raise NotFound("attack not found")
-    names = entry_names(session, subject.tenant_id, [_entrant(attack)])
-    counts = repo.match_counts(Match.attack_id, attack.id)
-    return attack_view(attack, names, reader_at(session, subject, attack.challenge_id), counts)
+    reader, counts, names = _entry_read(session, subject, attack, "attack", acting_for)
+    return attack_view(attack, names, reader, counts)
 
 
 def _red_blue_challenge(challenge: Challenge) -> Challenge:
@@ -447,16 +522,17 @@ def _red_blue_challenge(challenge: Challenge) -> Challenge:
 def _matches_page(
     session: Session,
     challenge: Challenge,
+    reader: Reader,
     *,
     attack_id: uuid.UUID | None,
     defense_id: uuid.UUID | None,
     participant: str | None,
     limit: int,
     offset: int,
-    reader: Reader | None = None,
+    calls: bool = False,
 ) -> MatchList:
-    """A page of matches: summaries, or with a `reader` each match as `match_view` shows it
-    to that reader (its texts only to whom they belong)."""
+    """A page of the matches the reader sees, each as they see it: summaries, or with
+    `calls` as `match_view` shows it (its texts only to whom they belong)."""
     tenant_id = challenge.tenant_id
     participant_id = None
     if participant is not None:
@@ -471,10 +547,11 @@ def _matches_page(
         participant_id=participant_id,
         limit=limit,
         offset=offset,
+        reader=reader,
     )
     named = _named(session, tenant_id, rows)
     items = [
-        match_summary(m, named) if reader is None else match_view(m, named, reader) for m in rows
+        match_view(m, named, reader) if calls else match_summary(m, named, reader) for m in rows
     ]
     return MatchList(items=items, total=total, limit=limit, offset=offset)
 
@@ -490,12 +567,15 @@ def list_matches(
     limit: int = 50,
     offset: int = 0,
 ) -> MatchList:
-    """The challenge's matches, newest first, filtered by attack, defense and participant
-    handle (either side); 404 for another tenant's challenge."""
+    """The challenge's matches the subject sees, newest first, filtered by attack, defense
+    and participant handle (either side); 404 for another tenant's challenge. A member key
+    naming a participant reads for them (`reader_for`): in a freeze, their matches are
+    live."""
     challenge = _red_blue_challenge(get_challenge(session, subject.tenant_id, challenge_id))
     return _matches_page(
         session,
         challenge,
+        reader_for(session, challenge, subject, acting_for=participant),
         attack_id=attack_id,
         defense_id=defense_id,
         participant=participant,
@@ -514,23 +594,42 @@ def list_match_views(
     page = _matches_page(
         session,
         challenge,
+        reader_for(session, challenge, subject),
         attack_id=None,
         defense_id=None,
         participant=name,
         limit=limit,
         offset=0,
-        reader=reader_at(session, subject, challenge_id),
+        calls=True,
     )
     return [item for item in page.items if isinstance(item, MatchRead)], page.total
 
 
-def read_match(
-    session: Session, subject: TenantKey | SignedInParticipant, match_id: uuid.UUID
+def _seen_match(
+    session: Session, challenge: Challenge, match: Match | None, reader: Reader
 ) -> MatchRead:
+    """The match as the reader sees it; 404 for one of another challenge, or that does not
+    exist for the reader (another's, made after the freeze they see)."""
+    if match is None or match.challenge_id != challenge.id or not reader.sees(match):
+        raise NotFound("match not found")
+    return match_view(match, _named(session, challenge.tenant_id, [match]), reader)
+
+
+def read_match(
+    session: Session,
+    subject: TenantKey | SignedInParticipant,
+    match_id: uuid.UUID,
+    *,
+    acting_for: str | None = None,
+) -> MatchRead:
+    """A match as the subject sees it (`acting_for`: the participant a member key reads for,
+    `reader_for`)."""
     match = RedBlueRepository(session, subject.tenant_id).match(match_id)
     if match is None:
         raise NotFound("match not found")
-    return match_view(match, _named(session, subject.tenant_id, [match]), reader_of(subject))
+    challenge = get_challenge(session, subject.tenant_id, match.challenge_id)
+    reader = reader_for(session, challenge, subject, acting_for=acting_for)
+    return _seen_match(session, challenge, match, reader)
 
 
 def read_challenge_match(
@@ -538,17 +637,17 @@ def read_challenge_match(
     challenge: Challenge,
     match_id: uuid.UUID,
     viewer: SignedInParticipant | None,
+    audience: Audience,
 ) -> MatchRead:
     """One match of a challenge its caller may already see (the web's match page, which
     checks the visitor's access to the challenge first), as the viewer may see it: a
-    signed-in participant the texts of their own side, anyone else the public view. 404 for
-    a match of another challenge."""
+    signed-in participant the texts of their own side, anyone else the public view; in a
+    freeze as `audience` sees it (an account with the admin role: live). 404 for a match of
+    another challenge."""
     challenge = _red_blue_challenge(challenge)
     match = RedBlueRepository(session, challenge.tenant_id).match(match_id)
-    if match is None or match.challenge_id != challenge.id:
-        raise NotFound("match not found")
-    reader = PUBLIC_READER if viewer is None else reader_at(session, viewer, challenge.id)
-    return match_view(match, _named(session, challenge.tenant_id, [match]), reader)
+    reader = reader_for(session, challenge, viewer, audience=audience)
+    return _seen_match(session, challenge, match, reader)
 
 
 def entries_left(
@@ -575,8 +674,8 @@ def entries_left(
 
 def participant_entries(
     session: Session,
-    subject: TenantKey | SignedInParticipant,
-    challenge_id: uuid.UUID,
+    subject: SignedInParticipant,
+    challenge: Challenge,
     participant_id: uuid.UUID,
     *,
     limit: int = 20,
@@ -584,11 +683,11 @@ def participant_entries(
     """One participant's newest defenses and attacks at a challenge (the web UI's own
     column), as the subject may see them."""
     repo = RedBlueRepository(session, subject.tenant_id)
-    defenses, attacks = repo.entries_of(challenge_id, participant_id, limit=limit)
+    reader = reader_for(session, challenge, subject)
+    defenses, attacks = repo.entries_of(challenge.id, participant_id, reader, limit=limit)
     names = entry_names(
         session, subject.tenant_id, [*map(_entrant, defenses), *map(_entrant, attacks)]
     )
-    reader = reader_at(session, subject, challenge_id)
     return (
         [defense_view(d, names, reader) for d in defenses],
         [attack_view(a, names, reader) for a in attacks],
@@ -640,16 +739,32 @@ def activity(
 
 
 def places(
-    session: Session, viewer: SignedInParticipant, challenge_ids: Sequence[uuid.UUID]
+    session: Session,
+    viewer: SignedInParticipant,
+    challenges: Sequence[Challenge],
+    audience: Audience,
 ) -> dict[uuid.UUID, Places]:
     """Where the signed-in participant stands on each challenge (the tenant's challenge
-    list)."""
+    list), on the boards as the audience sees them: in a freeze, where they stood at
+    `freeze_at` (a live rank would tell about results hidden from them)."""
     repo = RedBlueRepository(session, viewer.tenant_id)
+    by_id = {challenge.id: challenge for challenge in challenges}
     found: dict[uuid.UUID, Places] = {}
     # A member's places are their team's (one query per team).
-    ids = list(challenge_ids)
+    ids = list(by_id)
     for player, played in players_at(session, viewer.tenant_id, viewer.participant_id, ids).items():
-        found.update(repo.places_of(player, played))
+        frozen = [c for c in played if freeze_cutoff(session, by_id[c], audience) is not None]
+        found.update(repo.places_of(player, [c for c in played if c not in frozen], frozen=False))
+        for challenge_id in frozen:
+
+            def read(
+                snapshot: BoardFreeze | None, who: uuid.UUID = player, at: uuid.UUID = challenge_id
+            ) -> dict[uuid.UUID, Places]:
+                return repo.places_of(who, [at], frozen=snapshot is not None)
+
+            challenge = by_id[challenge_id]
+            held = final_round.holds(final_round.state_of(session, challenge))
+            found.update(read_as_seen(session, challenge, audience, read, held=held).board)
     return found
 
 
@@ -715,6 +830,20 @@ def board_item(
 
 
 Board = TypeVar("Board", RedBlueLeaderboard, Standings)
+T = TypeVar("T")
+
+
+def _seen(
+    session: Session,
+    challenge: Challenge,
+    audience: Audience,
+    read: Callable[[BoardFreeze | None], T],
+) -> tuple[Seen[T], FinalRoundRead | None]:
+    """A board as the audience sees it (frozen for non-admins in a freeze, which a final
+    round keeps past the close until the boards are final), and the final round's state."""
+    round_state = final_round.state_of(session, challenge)
+    seen = read_as_seen(session, challenge, audience, read, held=final_round.holds(round_state))
+    return seen, round_state
 
 
 def _as_seen(
@@ -723,10 +852,12 @@ def _as_seen(
     audience: Audience,
     read: Callable[[BoardFreeze | None], Board],
 ) -> Board:
-    """A board as the audience sees it (frozen for non-admins in a freeze, which a final
-    round keeps past the close until the boards are final), with the final round's state."""
-    round_state = final_round.state_of(session, challenge)
-    seen = read_as_seen(session, challenge, audience, read, held=final_round.holds(round_state))
+    """A board or the standings as the audience sees them, saying whether frozen, with the
+    final round's state. Frozen, the round says its phase but not its count of matches:
+    which pairs it plays depends on the entries made after the freeze."""
+    seen, round_state = _seen(session, challenge, audience, read)
+    if seen.frozen and round_state is not None:
+        round_state = round_state.model_copy(update={"matches_played": None, "matches_total": None})
     return seen.board.model_copy(
         update={"frozen": seen.frozen, "frozen_at": seen.frozen_at, "final_round": round_state}
     )
@@ -858,7 +989,10 @@ def _standings(session: Session, challenge: Challenge, audience: Audience) -> St
             return _live_standings(session, challenge)
         return _frozen_standings(challenge, snapshot)
 
-    return _as_seen(session, challenge, audience, read)
+    standings = _as_seen(session, challenge, audience, read)
+    # Frozen without a copy yet (no board written since the freeze): matches may have landed
+    # since, which the live board's `pending` would tell.
+    return standings.model_copy(update={"pending": False}) if standings.frozen else standings
 
 
 def read_standings(
@@ -900,11 +1034,14 @@ def list_public_matches(
     limit: int = 50,
     offset: int = 0,
 ) -> MatchList:
-    """Matches of a public challenge: statuses, verdicts and points, never the texts."""
+    """Matches of a public challenge as the public sees them: statuses, verdicts and points,
+    never the texts; in a freeze, those of then (`participant` only filters: the public reads
+    for no one)."""
     challenge = _public(session, tenant_slug, challenge_slug)
     return _matches_page(
         session,
         challenge,
+        reader_for(session, challenge, None),
         attack_id=attack_id,
         defense_id=defense_id,
         participant=participant,
@@ -917,12 +1054,10 @@ def read_public_match(
     session: Session, tenant_slug: str, challenge_slug: str, match_id: uuid.UUID
 ) -> MatchRead:
     """One match of a public challenge as the public sees it: no system prompt, no attack,
-    no output (verdict per category and points only)."""
+    no output (verdict per category and points only); in a freeze, as it stood then."""
     challenge = _public(session, tenant_slug, challenge_slug)
     match = RedBlueRepository(session, challenge.tenant_id).match(match_id)
-    if match is None or match.challenge_id != challenge.id:
-        raise NotFound("match not found")
-    return match_view(match, _named(session, challenge.tenant_id, [match]), PUBLIC_READER)
+    return _seen_match(session, challenge, match, reader_for(session, challenge, None))
 
 
 # Exports (tenant keys): a challenge's boards, entries and matches in order, a batch after a
@@ -938,6 +1073,11 @@ def _created_cursor(rows: list[Any]) -> CreatedCursor | None:
     return (rows[-1].created_at, rows[-1].id) if rows else None
 
 
+def _export_reader(session: Session, key: TenantKey, challenge_id: uuid.UUID) -> Reader:
+    """What an export shows the key: what its reads by id show it (its admins: all, live)."""
+    return reader_for(session, get_challenge(session, key.tenant_id, challenge_id), key)
+
+
 def defenses_in_order(
     session: Session,
     reader: TenantKey,
@@ -949,10 +1089,10 @@ def defenses_in_order(
     """Up to `limit` defenses after the cursor, oldest first, each as `GET /v1/defenses/{id}`
     answers it (its match counts included)."""
     repo = RedBlueRepository(session, reader.tenant_id)
-    rows: list[Defense] = repo.in_created_order(Defense, challenge_id, after, limit)
+    view = _export_reader(session, reader, challenge_id)
+    rows: list[Defense] = repo.in_created_order(Defense, challenge_id, after, limit, view)
     names = entry_names(session, reader.tenant_id, [_entrant(d) for d in rows])
-    counts = repo.match_counts_of(Match.defense_id, [d.id for d in rows])
-    view = reader_of(reader)
+    counts = repo.match_counts_of(Match.defense_id, [d.id for d in rows], view)
     items = [defense_view(d, names, view, counts[d.id]) for d in rows]
     return items, _created_cursor(rows)
 
@@ -968,10 +1108,10 @@ def attacks_in_order(
     """Up to `limit` attacks after the cursor, oldest first, each as `GET /v1/attacks/{id}`
     answers it."""
     repo = RedBlueRepository(session, reader.tenant_id)
-    rows: list[Attack] = repo.in_created_order(Attack, challenge_id, after, limit)
+    view = _export_reader(session, reader, challenge_id)
+    rows: list[Attack] = repo.in_created_order(Attack, challenge_id, after, limit, view)
     names = entry_names(session, reader.tenant_id, [_entrant(a) for a in rows])
-    counts = repo.match_counts_of(Match.attack_id, [a.id for a in rows])
-    view = reader_of(reader)
+    counts = repo.match_counts_of(Match.attack_id, [a.id for a in rows], view)
     items = [attack_view(a, names, view, counts[a.id]) for a in rows]
     return items, _created_cursor(rows)
 
@@ -987,9 +1127,9 @@ def matches_in_order(
     """Up to `limit` matches after the cursor, oldest first, each as `GET /v1/matches/{id}`
     answers the reader (texts and verdicts by `Reader`)."""
     repo = RedBlueRepository(session, reader.tenant_id)
-    rows: list[Match] = repo.in_created_order(Match, challenge_id, after, limit)
+    view = _export_reader(session, reader, challenge_id)
+    rows: list[Match] = repo.in_created_order(Match, challenge_id, after, limit, view)
     named = _named(session, reader.tenant_id, rows)
-    view = reader_of(reader)
     return [match_view(m, named, view) for m in rows], _created_cursor(rows)
 
 
@@ -1002,24 +1142,36 @@ def boards_in_order(
     limit: int,
 ) -> tuple[list[SideBoardItem], BoardCursor | None]:
     """Up to `limit` rows of the red board, then of the blue one, after the cursor, as
-    their pages show them; and the cursor of the last."""
+    their pages show them to the key (its admins: live, in a freeze too); and the cursor of
+    the last."""
     repo = RedBlueRepository(session, reader.tenant_id)
-    side_index, position = after if after is not None else (0, 0)
-    items: list[SideBoardItem] = []
-    last: BoardCursor | None = None
-    while side_index < len(SIDES) and len(items) < limit:
-        side = SIDES[side_index]
-        lines, _ = board_page_with_ties(
-            repo, challenge_id, side, limit=limit - len(items), offset=position
-        )
-        teams = _teams_on(session, reader.tenant_id, lines)
-        items.extend(
-            SideBoardItem(**dict(board_item(line, tied, teams)), side=side) for line, tied in lines
-        )
-        if lines:
-            # A side's positions are 1..n with no gap: the k-th row after p is at p + k.
-            position += len(lines)
-            last = (side_index, position)
-        if len(items) < limit:
-            side_index, position = side_index + 1, 0
-    return items, last
+    challenge = get_challenge(session, reader.tenant_id, challenge_id)
+
+    def read(snapshot: BoardFreeze | None) -> tuple[list[SideBoardItem], BoardCursor | None]:
+        side_index, position = after if after is not None else (0, 0)
+        items: list[SideBoardItem] = []
+        last: BoardCursor | None = None
+        while side_index < len(SIDES) and len(items) < limit:
+            side = SIDES[side_index]
+            lines, _ = board_page_with_ties(
+                repo,
+                challenge_id,
+                side,
+                limit=limit - len(items),
+                offset=position,
+                frozen=snapshot is not None,
+            )
+            teams = _teams_on(session, reader.tenant_id, lines)
+            items.extend(
+                SideBoardItem(**dict(board_item(line, tied, teams)), side=side)
+                for line, tied in lines
+            )
+            if lines:
+                # A side's positions are 1..n with no gap: the k-th row after p is at p + k.
+                position += len(lines)
+                last = (side_index, position)
+            if len(items) < limit:
+                side_index, position = side_index + 1, 0
+        return items, last
+
+    return _seen(session, challenge, reader.audience, read)[0].board

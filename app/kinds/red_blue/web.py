@@ -338,12 +338,13 @@ class RedBluePages(WebKind):
     def list_standings(
         self, session: Session, participant: Participant, challenges: Sequence[Challenge]
     ) -> Mapping[uuid.UUID, ListStanding] | None:
-        """The participant's best rank over the two sides, with that side's rating; a note
-        for entries not rated yet."""
+        """The participant's best rank over the two sides, with that side's rating (in a
+        freeze, on the frozen boards); a note for entries not rated yet."""
         slugs = {challenge.id: challenge.slug for challenge in challenges}
         viewer = tenants.as_subject(participant)
+        audience = board_audience(participant)
         standings = {}
-        for challenge, place in service.places(session, viewer, list(slugs)).items():
+        for challenge, place in service.places(session, viewer, challenges, audience).items():
             if place.ratings:
                 side, rank, rating = place.ratings[0]
                 standings[challenge] = ListStanding(
@@ -459,7 +460,7 @@ def play_state(
         player, name = service.player_at(session, subject, challenge.id)
         defenses_left, attacks_left = service.entries_left(session, challenge, participant.id)
         defenses, attacks = service.participant_entries(
-            session, subject, challenge.id, player, limit=ENTRIES_SHOWN
+            session, subject, challenge, player, limit=ENTRIES_SHOWN
         )
         listed, matches_total = service.list_match_views(
             session, subject, challenge.id, limit=MATCHES_SHOWN

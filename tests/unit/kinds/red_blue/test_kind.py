@@ -20,8 +20,9 @@ from app.evaluation.types import InfrastructureError
 from app.kinds.red_blue import KIND
 from app.kinds.red_blue.config import text_limit
 from app.kinds.red_blue.models import Side
+from app.kinds.red_blue.readers import PUBLIC_READER
 from app.kinds.red_blue.schemas import OneOffMatch
-from app.kinds.red_blue.service import PUBLIC_READER, board_side, reader_of
+from app.kinds.red_blue.service import board_side, reader_of
 
 SECTIONS = {
     "target": {"model": "offline/guarded-echo", "api_base": None},
