@@ -207,10 +207,15 @@ def _fill(events: tuple[Event, Event]) -> None:
             handle=sorted(ids),
             plugin_id=["builtin.weighted_scorer"],
             # Rows of other kinds and jobs neither world has: both answer alike.
-            **{name: [ABSENT_ID] for name in ("team_id", "job_id", "attempt_id", "run_id")},
+            **{
+                name: [ABSENT_ID]
+                for name in ("team_id", "job_id", "attempt_id", "run_id", "mail_id")
+            },
             task_index=["1"],
             name=["leaderboard", "defenses", "attacks", "matches"],
             rest=["no-such-page"],
+            # A link from mail neither world sent: both answer alike.
+            token=["no-such-token"],
         )
         world.queries.update(
             participant=[OBSERVER],

@@ -102,11 +102,16 @@ def _world(api: Api, api_url: str, label: str) -> tuple[World, dict[str, Any], s
         tenant_id=[tenant["id"]],
         plugin_id=["builtin.weighted_scorer"],
         # Rows of other kinds and jobs neither world has: both answer alike.
-        **{name: [ABSENT_ID] for name in ("team_id", "match_id", "attack_id", "defense_id")},
+        **{
+            name: [ABSENT_ID]
+            for name in ("team_id", "match_id", "attack_id", "defense_id", "mail_id")
+        },
         job_id=[ABSENT_ID],
         name=["leaderboard", "attempts", "trials"],
         # The web UI's answer to an address it has no page for.
         rest=["no-such-page"],
+        # A link from mail neither world sent: both answer alike.
+        token=["no-such-token"],
     )
     world.queries.update(participant=[OBSERVER], status=["completed", "running", "queued"])
     return world, tenant, member
