@@ -60,8 +60,9 @@ one-step bootstrap of Moulton and Zeger, 1991), until each one's step is under 1
 to 5 steps. Above REFIT_PAIRS distinct pairs the one-step resample is the resample: about an
 eighth of the cost, but it spreads as the posterior's Laplace approximation does (H⁻¹ (C + λP)
 H⁻¹ ≈ H⁻¹, a unit test pins it), which cuts the long tail of a participant who wins or loses
-nearly everything: with the prior fitted, its 95 % intervals held the truth 87.5 to 94.3 % of
-the time, the exact refits' 93.1 to 96.5 % (bench/README.md, "Red-blue interval coverage").
+nearly everything: with the intervals below, they held the truth 92.2 to 94.2 % of the time
+(87.0 to 95.2 % for the true top decile), the exact refits' 95.3 to 96.6 % (bench/README.md,
+"Red-blue intervals where people look").
 Matches resampled alone, without the prior draws, spread only as far as the matches say: a
 participant whose rating the prior mostly makes (few matches) got an interval far narrower than
 its uncertainty, and 95 % intervals held the true strength 69 % of the time at 4 matches a
