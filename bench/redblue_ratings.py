@@ -121,13 +121,20 @@ def _compare_with_exact_refits(reds: int, blues: int, resamples: int) -> None:
     )
     rows = [*ratings.red, *ratings.blue]
     at = [position[(row.side, row.participant)] for row in rows]
+    # Participants who won or lost every match have an open end now: compared where both
+    # ends are finite.
+    bounded = [
+        (row, index)
+        for row, index in zip(rows, at, strict=True)
+        if math.isfinite(row.rating_low) and math.isfinite(row.rating_high)
+    ]
     gaps = [
         gap
-        for row, index in zip(rows, at, strict=True)
+        for row, index in bounded
         for gap in (abs(row.rating_low - low[index]), abs(row.rating_high - high[index]))
     ]
-    widths = [row.rating_high - row.rating_low for row in rows]
-    exact_widths = [high[index] - low[index] for index in at]
+    widths = [row.rating_high - row.rating_low for row, _ in bounded]
+    exact_widths = [high[index] - low[index] for _, index in bounded]
     print(
         f"  exact refits of every resample, {reds:,} x {blues:,}: {exact_time:.1f} s against "
         f"{one_step_time:.2f} s one-step; interval ends differ by {statistics.mean(gaps):.1f} "

@@ -160,7 +160,16 @@ def test_blue_defends_red_attacks_and_both_see_matches_boards_and_standings(
         text = client.get(base).text
         assert 'id="rb-board-red"' in text and 'id="rb-board-blue"' in text
         assert "Team standings" in text and "Red share" in text
-        assert re.search(r'class="muted small interval">\d+\u2013\d+<', text)
+        # One match, red's: redwood won every match it played, bluebell lost every one, so
+        # their intervals are open above and below.
+        red_board, _, blue_board = text.partition('id="rb-board-blue"')
+        assert re.search(
+            r'class="muted small interval open" title="Won every match[^"]*">\u2265 \d+<', red_board
+        )
+        assert re.search(
+            r'class="muted small interval open" title="Lost every match[^"]*">\u2264 \d+<',
+            blue_board,
+        )
         assert f'<span class="side-chip {side}">{side}</span>' in text
         assert 'aria-current="page">' + ("Defend" if side == "blue" else "Attack") in text
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from typing import Any
 
 import pytest
@@ -102,8 +103,18 @@ def test_baseline_attempts_are_marked_and_take_no_participants_rank(
 def _ranked_by_the_rule(board: dict[str, Any]) -> None:
     """Every row's rank is 1 + the participants (never a baseline) wholly above it."""
     participants = [item for item in board["items"] if not item["baseline"]]
+
+    def end(item: dict[str, Any], which: str, open_end: float) -> float:
+        # An open end (null) is infinite: nothing lies above an interval open above.
+        value = item[which]
+        return open_end if value is None else float(value)
+
     for item in board["items"]:
-        above = sum(1 for other in participants if other["rating_low"] > item["rating_high"])
+        above = sum(
+            1
+            for other in participants
+            if end(other, "rating_low", -math.inf) > end(item, "rating_high", math.inf)
+        )
         assert item["rank"] == 1 + above, (item, board)
 
 

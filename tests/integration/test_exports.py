@@ -411,8 +411,9 @@ def _seed_boards(tenant_id: str, prompt_challenge: str, duel: str) -> None:
             "position": i + 1,
             "rank": 1 + i // 2,
             "rating": 2000.0 - i,
-            "rating_low": 1900.0 - i,
-            "rating_high": 2100.04 - i,
+            # Some intervals open at one end (null): won, or lost, every match.
+            "rating_low": None if i % 11 == 5 else 1900.0 - i,
+            "rating_high": None if i % 11 == 7 else 2100.04 - i,
             "points": 1000 - i // 2,
             "matches": 10,
             "wins": i % 10,

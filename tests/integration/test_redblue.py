@@ -4,6 +4,7 @@ bad input, errors and re-runs, redelivery, the sweep, tenancy and public reads."
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -227,7 +228,22 @@ def test_the_guarded_echo_competition_end_to_end(
         ranks = [i["rank"] for i in side_board["items"]]
         assert [i["tied"] for i in side_board["items"]] == [ranks.count(r) > 1 for r in ranks]
     for item in (*reds["items"], *blues["items"]):
-        assert item["rating_low"] <= item["rating"] <= item["rating_high"]
+        # null: the interval is open at that end.
+        low = -math.inf if item["rating_low"] is None else item["rating_low"]
+        high = math.inf if item["rating_high"] is None else item["rating_high"]
+        assert low < item["rating"] < high
+    # pam lost all three matches, dana held all three: their matches bound them on one side
+    # only, and their intervals say so; oscar won one, lost two: bounded both ways.
+    assert by_red["pam"]["rating_low"] is None and by_red["pam"]["rating_high"] is not None
+    assert by_blue["dana"]["rating_high"] is None and by_blue["dana"]["rating_low"] is not None
+    assert None not in (by_red["oscar"]["rating_low"], by_red["oscar"]["rating_high"])
+    pages = f"/t/{tenant['slug']}/challenges/{challenge['slug']}/boards"
+    red_page = api.request("GET", f"{pages}?side=red").text
+    blue_page = api.request("GET", f"{pages}?side=blue").text
+    assert f"≤ {by_red['pam']['rating_high']:.0f}</span>" in red_page
+    assert "Lost every match: its matches set no lower bound on the rating" in red_page
+    assert f"≥ {by_blue['dana']['rating_low']:.0f}</span>" in blue_page
+    assert "Won every match: its matches set no upper bound on the rating" in blue_page
 
     # Public reads: the boards, standings and matches, never the texts.
     slug, tenant_slug = challenge["slug"], tenant["slug"]

@@ -131,13 +131,20 @@ class _BoardState:
 
     def start_from_stored(self, stored: list[RatingRow], *, strengths: bool) -> None:
         """Takes the board as stored: its intervals as offsets (the last bootstrap's, whoever
-        wrote it) and, with `strengths`, its ratings as the fit's start."""
+        wrote it; an open end, null, as an infinite one) and, with `strengths`, its ratings as
+        the fit's start."""
         for row in stored:
             player = self.player(row.side, row.participant_id)
             if player is None:
                 continue
             strength, low, high = to_strength(
-                np.array([row.rating, row.rating_low, row.rating_high])
+                np.array(
+                    [
+                        row.rating,
+                        -math.inf if row.rating_low is None else row.rating_low,
+                        math.inf if row.rating_high is None else row.rating_high,
+                    ]
+                )
             )
             if strengths:
                 self.strength[player] = strength
@@ -258,8 +265,15 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
         state.intervals_seq = claim.landed_seq
         bootstrap_seconds = time.perf_counter() - bootstrapping
     else:
+        won_all, lost_all = state.tally.unbeaten()
         low, high = provisional_bounds(
-            fit.strength, fit.curvature, state.low_offset, state.high_offset
+            fit.strength,
+            fit.curvature,
+            state.low_offset,
+            state.high_offset,
+            prior_precision=fit.prior_precision,
+            won_all=won_all,
+            lost_all=lost_all,
         )
     rows = _rows(state, low, high)
     refresh_seconds = recount_seconds + bootstrap_seconds if claim.refresh_intervals else 0.0
@@ -412,8 +426,8 @@ def _rows(state: _BoardState, low: FloatArray, high: FloatArray) -> list[RatingR
         # Sorted by rank, then rating (highest first), then handle: lexsort's last key leads.
         order = np.lexsort((handle_order, -rating[members], ranks))
         side_rating = np.round(rating[members], 1).tolist()
-        side_low = np.round(rating_low[members], 1).tolist()
-        side_high = np.round(rating_high[members], 1).tolist()
+        side_low = _ends(rating_low[members])
+        side_high = _ends(rating_high[members])
         side_played = np.rint(played[members]).astype(np.int64).tolist()
         side_wins = np.rint(wins[members]).astype(np.int64).tolist()
         side_ranks = ranks.tolist()
@@ -434,6 +448,12 @@ def _rows(state: _BoardState, low: FloatArray, high: FloatArray) -> list[RatingR
             for position, index in enumerate(order.tolist(), start=1)
         )
     return rows
+
+
+def _ends(values: FloatArray) -> list[float | None]:
+    """Interval ends as stored: rounded to 0.1 points, an open (infinite) end as None."""
+    rounded: list[float] = np.round(values, 1).tolist()
+    return [value if math.isfinite(value) else None for value in rounded]
 
 
 def _follow_up(work: UnitOfWork, challenge_id: uuid.UUID, now: Any) -> None:

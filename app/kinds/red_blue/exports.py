@@ -38,8 +38,16 @@ LEADERBOARD = Dataset(
         ),
         Column("baseline", "true for an admin's reference entries (a baseline), else false."),
         Column("rating", "Bradley-Terry rating (one decimal)."),
-        Column("rating_low", "Low end of the bootstrap 95 % interval of the rating."),
-        Column("rating_high", "High end of that interval."),
+        Column(
+            "rating_low",
+            "Low end of the 95 % interval of the rating; empty (JSON null) where the interval "
+            "is open below: the participant lost every match.",
+        ),
+        Column(
+            "rating_high",
+            "High end of that interval; empty (JSON null) where it is open above: the "
+            "participant won every match.",
+        ),
         Column("points", "Points won on this side."),
         Column("matches", "Judged matches played on this side."),
         Column("wins", "Matches won on this side."),

@@ -254,8 +254,10 @@ class _RatingColumns:
     position: Mapped[int] = mapped_column(Integer)
     rank: Mapped[int] = mapped_column(Integer)
     rating: Mapped[float] = mapped_column(Float)
-    rating_low: Mapped[float] = mapped_column(Float)
-    rating_high: Mapped[float] = mapped_column(Float)
+    # Null where the interval is open at that end: a participant who lost (low) or won (high)
+    # every match has no bound on that side from its matches (app.kinds.red_blue.rules.ratings).
+    rating_low: Mapped[float | None] = mapped_column(Float, nullable=True)
+    rating_high: Mapped[float | None] = mapped_column(Float, nullable=True)
     points: Mapped[int] = mapped_column(BigInteger)
     matches: Mapped[int] = mapped_column(Integer)
     wins: Mapped[int] = mapped_column(Integer)

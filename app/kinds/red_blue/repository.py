@@ -86,8 +86,9 @@ class RatingRow:
     position: int
     rank: int
     rating: float
-    rating_low: float
-    rating_high: float
+    # None: the interval is open at that end (a participant who lost, or won, every match).
+    rating_low: float | None
+    rating_high: float | None
     points: int
     matches: int
     wins: int
@@ -101,8 +102,9 @@ class BoardLine:
     handle: str
     rank: int
     rating: float
-    rating_low: float
-    rating_high: float
+    # None: the interval is open at that end (a participant who lost, or won, every match).
+    rating_low: float | None
+    rating_high: float | None
     points: int
     matches: int
     wins: int

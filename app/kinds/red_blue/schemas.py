@@ -187,9 +187,15 @@ class BoardItem(OutputSchema):
     baseline: bool = Field(
         default=False, description="An admin's reference entries (a baseline), not a participant."
     )
-    rating: float
-    rating_low: float
-    rating_high: float
+    rating: float = Field(description="Bradley-Terry rating (1000: the average participant).")
+    rating_low: float | None = Field(
+        description="Low end of the rating's 95 % interval; null where the interval is open "
+        "below: the participant lost every match, which bounds its rating from above only."
+    )
+    rating_high: float | None = Field(
+        description="High end of that interval; null where it is open above: the participant "
+        "won every match, which bounds its rating from below only."
+    )
     points: int
     matches: int
     wins: int

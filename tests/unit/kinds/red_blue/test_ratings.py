@@ -11,16 +11,17 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from scipy import optimize
+from scipy.special import ndtri
 
 from app.kinds.red_blue.rules import ratings
 from app.kinds.red_blue.rules.ratings import (
+    OPEN_TAIL,
     POINTS_PER_LOGIT,
     PRIOR_PRECISION,
     PRIOR_STRENGTH_TOLERANCE,
     PRIOR_WEIGHT,
     RATING_CENTRE,
     STRENGTH_TOLERANCE,
-    WALD_Z,
     Fit,
     FloatArray,
     MatchOutcome,
@@ -36,6 +37,7 @@ from app.kinds.red_blue.rules.ratings import (
     bootstrap_bounds,
     compute_ratings,
     fit_strengths,
+    interval_bounds,
     interval_ranks,
     provisional_bounds,
     ratings_of,
@@ -130,7 +132,7 @@ def test_the_same_seed_gives_the_same_figures_in_any_match_order() -> None:
     assert [row.rating_low for row in other.red] != [row.rating_low for row in first.red]
 
 
-def test_always_winning_and_always_losing_players_stay_finite() -> None:
+def test_always_winning_and_always_losing_players_get_finite_ratings_and_open_intervals() -> None:
     matches = [
         *(MatchOutcome("ace", blue, True) for blue in ("b1", "b2", "b3") for _ in range(30)),
         *(MatchOutcome("dud", blue, False) for blue in ("b1", "b2", "b3") for _ in range(30)),
@@ -144,22 +146,36 @@ def test_always_winning_and_always_losing_players_stay_finite() -> None:
         MatchOutcome("dud", "wall", False),
     ]
     ratings = compute_ratings(matches)
-    for row in (*ratings.red, *ratings.blue):
-        assert all(math.isfinite(value) for value in (row.rating, row.rating_low, row.rating_high))
-        assert row.rating_low <= row.rating <= row.rating_high
-    assert [row.participant for row in ratings.red] == ["ace", "mid", "dud"]
     rows = _by_name(ratings)
+    for row in (*ratings.red, *ratings.blue):
+        assert math.isfinite(row.rating)
+        assert row.rating_low < row.rating < row.rating_high
+    # dud lost all 91 matches: its matches bound it from above only, so its interval is open
+    # below; wall won all 3 of its own (on blue): open above. ace lost one: bounded both ways.
+    assert rows[("red", "dud")].rating_low == -math.inf
+    assert math.isfinite(rows[("red", "dud")].rating_high)
+    assert rows[("blue", "wall")].rating_high == math.inf
+    assert math.isfinite(rows[("blue", "wall")].rating_low)
+    finite = [row for key, row in rows.items() if key not in {("red", "dud"), ("blue", "wall")}]
+    assert all(math.isfinite(row.rating_low + row.rating_high) for row in finite)
+    assert [row.participant for row in ratings.red] == ["ace", "mid", "dud"]
     assert rows[("blue", "wall")].wins == 3 and rows[("blue", "wall")].matches == 3
     assert rows[("red", "ace")].wins == 90 and rows[("red", "ace")].matches == 91
 
 
-def test_everyone_on_one_side_always_winning_stays_finite() -> None:
+def test_everyone_on_one_side_always_winning_is_rated_finitely_with_intervals_open_outwards() -> (
+    None
+):
     matches = [MatchOutcome(f"r{index % 3}", f"b{index % 4}", True) for index in range(120)]
     ratings = compute_ratings(matches)
     reds = [row.rating for row in ratings.red]
     blues = [row.rating for row in ratings.blue]
     assert all(math.isfinite(value) for value in (*reds, *blues))
     assert min(reds) > RATING_CENTRE > max(blues)
+    assert all(row.rating_high == math.inf for row in ratings.red)
+    assert all(row.rating_low == -math.inf for row in ratings.blue)
+    assert all(-math.inf < row.rating_low < row.rating for row in ratings.red)
+    assert all(row.rating < row.rating_high < math.inf for row in ratings.blue)
 
 
 def test_a_single_match_moves_ratings_a_little_from_the_centre() -> None:
@@ -188,15 +204,75 @@ def test_a_single_match_moves_ratings_a_little_from_the_centre() -> None:
     )
     share = weights / weights.sum()
     deviation = math.sqrt(share @ (optima / 2) ** 2 - (share @ (optima / 2)) ** 2)
-    expected = 2 * WALD_Z * deviation * POINTS_PER_LOGIT
     chance = 1.0 / (1.0 + math.exp(fit.strength[1] - fit.strength[0]))
     weight = chance * (1.0 - chance)
     laplace = math.sqrt(prior / 2) / (prior + 2 * weight)
-    assert expected > 1.05 * 2 * WALD_Z * laplace * POINTS_PER_LOGIT
-    assert alice.rating_low < alice.rating < alice.rating_high
+    assert deviation > 1.05 * laplace
+    # Alice won her one match: open above, her low end one-sided (OPEN_TAIL below it); Bob's
+    # interval is her mirror image.
+    assert alice.rating_high == math.inf and bob.rating_low == -math.inf
+    assert alice.rating_low < alice.rating
+    assert alice.rating - alice.rating_low == pytest.approx(bob.rating_high - bob.rating)
     # 2,000 resamples: their standard deviation within a few per cent.
     many = compute_ratings([MatchOutcome("alice", "bob", True)], resamples=2000).red[0]
-    assert many.rating_high - many.rating_low == pytest.approx(expected, rel=0.08)
+    one_sided = -float(ndtri(OPEN_TAIL))
+    expected = one_sided * deviation * POINTS_PER_LOGIT
+    assert many.rating - many.rating_low == pytest.approx(expected, rel=0.08)
+
+
+def test_an_interval_holds_more_of_its_tail_on_the_side_away_from_the_centre() -> None:
+    """The rule, by hand (λ = 0.5, so the prior's standard deviation is √2): b = 1 - λ s² of a
+    player's precision comes from its matches; q = 0.05 b + 0.01 (1 - b) is left outside its
+    interval; the upper side holds 0.02 + 0.96 Φ(-θ̂ √λ / 0.25) of q; ends at θ̂ ± s times the
+    normal quantiles. θ̂ = 0.8, s = 0.5: b = 0.875, q = 0.045, the upper side's share 0.0314,
+    so 0.00141 above (z 2.987) and 0.04359 below (z 1.711)."""
+    strength = np.array([0.8, -0.3, 0.0, 1.2, -0.5])
+    deviation = np.array([0.5, 1.2, 0.3, 0.7, 0.6])
+    won_all = np.array([False, False, False, True, False])
+    lost_all = np.array([False, False, False, False, True])
+    low, high = interval_bounds(strength, deviation, 0.5, won_all, lost_all)
+    assert low[:3] == pytest.approx([-0.0552370, -3.4385711, -0.5926803], abs=1e-6)
+    assert high[:3] == pytest.approx([2.2932586, 2.2513958, 0.5926803], abs=1e-6)
+    # Won every match: open above, the low end with 5 % below it (1.2 - 1.645 · 0.7); lost
+    # every match: open below.
+    assert (low[3], high[3]) == (pytest.approx(0.0486025, abs=1e-6), math.inf)
+    assert (low[4], high[4]) == (-math.inf, pytest.approx(0.4869122, abs=1e-6))
+
+
+def test_a_small_board_is_rated_and_bounded_exactly_so() -> None:
+    """Twelve matches, 100 resamples from seed 0: the figures the method gives, pinned (to
+    0.05 points). ace won all four of its matches, so its matches set it no upper bound: its
+    interval is open above; low lost all three: open below. Every interval is lopsided away
+    from the centre (1000): gate, rated 92 points above it, reaches 512 points up and 354 down."""
+    won = {"ace": "wwww", "mid": "wlwlw", "low": "lll"}
+    opponents = {
+        "ace": ("wall", "gate", "door", "wall"),
+        "mid": ("wall", "gate", "door", "wall", "door"),
+        "low": ("wall", "gate", "door"),
+    }
+    matches = [
+        MatchOutcome(red, blue, outcome == "w")
+        for red, outcomes in won.items()
+        for blue, outcome in zip(opponents[red], outcomes, strict=True)
+    ]
+    rows = _by_name(compute_ratings(matches, seed=0))
+    expected = {
+        ("red", "ace"): (1257.59, 1002.12, math.inf, 4, 4),
+        ("red", "mid"): (1026.58, 765.81, 1323.29, 5, 3),
+        ("red", "low"): (759.82, -math.inf, 1019.26, 3, 0),
+        ("blue", "gate"): (1091.54, 737.66, 1603.18, 3, 2),
+        ("blue", "wall"): (988.82, 684.20, 1277.44, 5, 2),
+        ("blue", "door"): (875.66, 468.09, 1123.66, 4, 1),
+    }
+    assert rows.keys() == expected.keys()
+    for key, (rating, low, high, played, wins) in expected.items():
+        row = rows[key]
+        assert (row.matches, row.wins) == (played, wins), key
+        assert row.rating == pytest.approx(rating, abs=0.05), key
+        assert row.rating_low == pytest.approx(low, abs=0.05), key
+        assert row.rating_high == pytest.approx(high, abs=0.05), key
+        # Nothing tells these six apart: every interval overlaps every other one of its side.
+        assert row.rank == 1
 
 
 def _one_step_covariance(tally: Tally, strength: np.ndarray, prior: bool) -> np.ndarray:
@@ -307,8 +383,10 @@ def test_refits_follow_the_long_tail_of_one_who_wins_nearly_everything() -> None
     champion = tally.red_number("r0")
     assert champion is not None
     assert tally.played()[champion] == tally.wins()[champion] == 7
-    assert exact_high[champion] - exact_low[champion] > 1.1 * (
-        step_high[champion] - step_low[champion]
+    # Open above either way (it won every match); the refits' spread reaches further down.
+    assert exact_high[champion] == step_high[champion] == math.inf
+    assert strength[champion] - exact_low[champion] > 1.1 * (
+        strength[champion] - step_low[champion]
     )
     assert np.all((exact_low < strength) & (strength < exact_high))
     # Where every pair is well matched and played often, the two agree.
@@ -369,7 +447,10 @@ def test_groups_that_never_met_are_each_centred() -> None:
     south_ratings = [rows[("red", "s-red")].rating, rows[("blue", "s-blue")].rating]
     assert sum(north_ratings) / 3 == pytest.approx(RATING_CENTRE)
     assert sum(south_ratings) / 2 == pytest.approx(RATING_CENTRE)
-    assert all(math.isfinite(row.rating_high) for row in rows.values())
+    assert all(math.isfinite(row.rating) for row in rows.values())
+    # s-red won all 50 of its matches: its interval is open above, s-blue's below.
+    assert rows[("red", "s-red")].rating_high == math.inf
+    assert rows[("blue", "s-blue")].rating_low == -math.inf
 
 
 def test_a_participant_on_both_sides_is_rated_on_each() -> None:
@@ -687,18 +768,40 @@ def test_the_bootstrap_of_a_grown_tally_is_that_of_the_list_of_matches() -> None
 
 
 def test_between_two_bootstraps_an_interval_keeps_its_width_around_the_moved_rating() -> None:
-    strength = np.array([0.5, -0.2, 0.0])
-    curvature = np.array([4.0, 9.0, 25.0])
-    low_offset = np.array([-0.3, -0.1, np.nan])
-    high_offset = np.array([0.2, 0.4, np.nan])
-    low, high = provisional_bounds(strength, curvature, low_offset, high_offset)
+    strength = np.array([0.5, -0.2, 0.0, 1.5, 1.2])
+    curvature = np.array([4.0, 9.0, 25.0, 2.0, 2.0])
+    low_offset = np.array([-0.3, -0.1, np.nan, -0.8, -0.9])
+    high_offset = np.array([0.2, 0.4, np.nan, math.inf, math.inf])
+    # Players 3 and 4 had won every match at the last bootstrap; 3 still has, 4 lost one since.
+    won_all = np.array([False, False, False, True, False])
+    lost_all = np.zeros(5, dtype=bool)
+    prior = 0.5
+
+    def bounds(
+        strength: FloatArray, curvature: FloatArray, low: FloatArray, high: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
+        return provisional_bounds(
+            strength,
+            curvature,
+            low,
+            high,
+            prior_precision=prior,
+            won_all=won_all[: len(strength)],
+            lost_all=lost_all[: len(strength)],
+        )
+
+    low, high = bounds(strength, curvature, low_offset, high_offset)
     assert low[:2] == pytest.approx([0.2, -0.3]) and high[:2] == pytest.approx([0.7, 0.2])
-    # Not bootstrapped yet: the Wald interval of its own curvature.
-    assert (low[2], high[2]) == pytest.approx((-WALD_Z / 5, WALD_Z / 5))
-    # Offsets on the wrong side of the rating (rounding) still give an interval around it.
-    low, high = provisional_bounds(
-        np.array([1.0]), np.array([1.0]), np.array([0.01]), np.array([-0.01])
+    assert (low[3], high[3]) == (pytest.approx(0.7), math.inf)
+    # Not bootstrapped yet, or its open end closed since: the interval of its own curvature.
+    wald_low, wald_high = interval_bounds(
+        strength, 1 / np.sqrt(curvature), prior, won_all, lost_all
     )
+    assert (low[2], high[2]) == (wald_low[2], wald_high[2])
+    assert (low[4], high[4]) == (wald_low[4], wald_high[4])
+    assert math.isfinite(high[4])
+    # Offsets on the wrong side of the rating (rounding) still give an interval around it.
+    low, high = bounds(np.array([1.0]), np.array([1.0]), np.array([0.01]), np.array([-0.01]))
     assert low[0] <= 1.0 <= high[0]
 
 
