@@ -8,9 +8,10 @@ does not, and readers who see different bodies of one board (a member's frozen v
 live one, another tenant's 404) get different tags. `ConditionalGet`, an ASGI middleware outside
 the public reads' cache (app/middleware.py), answers 304 with no body when the request's
 `If-None-Match` names the response's ETag, so a copy served from that cache is answered the
-same way. What caches may keep is the cache middleware's to say: keyed reads that carry an ETag
-are `private, no-cache` (a browser may keep one and must ask again each time; a shared cache
-never keeps it), public reads `public, max-age=GAUNTLET_PUBLIC_CACHE_SECONDS`.
+same way. What caches may keep stays the cache middleware's to say: keyed reads `no-store`, as
+every keyed answer (no cache, a browser's included, keeps a key, a hidden prompt or another
+reader's view; a client polling keeps its last body and tag itself), public reads
+`public, max-age=GAUNTLET_PUBLIC_CACHE_SECONDS`, which a shared cache revalidates with the tag.
 
 The body is still computed for a 304: the saving is the transfer and the client's parsing.
 Hashing the body costs little next to computing it (bench/conditional.py, bench/README.md).
@@ -47,9 +48,9 @@ _HEADERS = {
         "schema": {"type": "string", "examples": ['"3f2b8a4e5c1d4e6f9a7b0c1d2e3f4a5b"']},
     },
     "Cache-Control": {
-        "description": "`private, no-cache` for keyed reads (kept by the client only, and "
-        "asked again each time); public reads: `public, max-age=N` (N: "
-        "GAUNTLET_PUBLIC_CACHE_SECONDS), or `no-cache`.",
+        "description": "`no-store` for keyed reads (a client polling keeps its last body and "
+        "ETag itself); public reads: `public, max-age=N` (N: GAUNTLET_PUBLIC_CACHE_SECONDS), "
+        "or `no-cache`.",
         "schema": {"type": "string"},
     },
 }

@@ -275,8 +275,7 @@ class ApiCaching:
 
     Responses under `/v1/` carry `Cache-Control: no-store` (they hold keys, private texts and
     per-caller views), except the public reads under `/v1/public/`, which anyone may keep for
-    `public_seconds`, and keyed reads with an ETag, `private, no-cache`. Those public reads,
-    when anonymous (no credential, no cookie), are served
+    `public_seconds`. Those public reads, when anonymous (no credential, no cookie), are served
     from one copy per URL for `public_seconds`, and concurrent misses of one URL wait for a
     single computation: a crowd refreshing a public board costs one database read per URL and
     interval. Only 200 and 404 answers are kept, up to `max_entries` URLs of at most
@@ -308,7 +307,7 @@ class ApiCaching:
             await self.app(scope, receive, send)
             return
         if not path.startswith("/v1/public/"):
-            await self.app(scope, receive, self._keyed(send))
+            await self.app(scope, receive, self._with_header(send, (b"cache-control", b"no-store")))
             return
         if self.public_seconds <= 0 or not self._anonymous_read(scope):
             await self.app(scope, receive, self._with_header(send, self._public_header))
@@ -373,23 +372,6 @@ class ApiCaching:
         if scope["method"] != "GET":
             return False
         return all(name not in (b"authorization", b"cookie") for name, _ in scope["headers"])
-
-    @staticmethod
-    def _keyed(send: Send) -> Send:
-        """`no-store`, or `private, no-cache` for a response with an ETag (a conditional read,
-        app/conditional.py): the client may keep that one and asks again each time, naming it;
-        a shared cache never keeps it."""
-
-        async def send_keyed(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = message.get("headers", ())
-                names = {name.lower() for name, _ in headers}
-                if b"cache-control" not in names:
-                    policy = b"private, no-cache" if b"etag" in names else b"no-store"
-                    message = {**message, "headers": [*headers, (b"cache-control", policy)]}
-            await send(message)
-
-        return send_keyed
 
     @staticmethod
     def _with_header(send: Send, header: tuple[bytes, bytes]) -> Send:

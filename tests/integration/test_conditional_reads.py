@@ -66,14 +66,15 @@ def test_a_client_polling_a_board_gets_304_until_a_result_lands_then_the_new_boa
     )
 
     first = board.poll()
-    assert board.body["items"] == [] and first.headers["cache-control"] == "private, no-cache"
+    # Keyed answers are never kept by a cache: the client keeps its last body and tag.
+    assert board.body["items"] == [] and first.headers["cache-control"] == "no-store"
     first_public = public.poll()
     assert public.body["items"] == []
     assert first_public.headers["cache-control"] == "public, max-age=1"
     for _ in range(3):
         unchanged = board.poll()
         assert unchanged.status_code == 304
-        assert unchanged.headers["cache-control"] == "private, no-cache"
+        assert unchanged.headers["cache-control"] == "no-store"
         unchanged = public.poll()
         assert unchanged.status_code == 304
         assert unchanged.headers["cache-control"] == "public, max-age=1"
