@@ -8,7 +8,8 @@ plus a wrapper of `_posixsubprocess.fork_exec`, which multiprocessing's spawn an
 call without an audit event. What it sees is refused (the call raises `ImpureUnitTest`) and
 recorded, and the test fails with it even when the code under test swallowed the exception or
 it happened in a thread the test started. Threads that were running before the test began
-(another tier's servers in the same process, under `make test`) are not the test's: they pass.
+(another tier's servers in the same process, under `make test`), and the threads they start,
+are not the test's: they pass.
 
 Tests that need a process, a server or litellm live in tests/process (or tests/integration);
 docs/testing.md says what each tier holds.
@@ -57,7 +58,16 @@ class _Guard:
         self.refused: list[str] = []
 
     def watching(self) -> bool:
-        return self.active and threading.current_thread() not in self.bystanders
+        """Whether the calling thread is the test's: the test's own, or one started from it
+        (at any depth). Threads running before the test began, and those they start, are not."""
+        if not self.active:
+            return False
+        thread: threading.Thread | None = threading.current_thread()
+        while thread is not None:
+            if thread in self.bystanders:
+                return False
+            thread = getattr(thread, _STARTED_BY, None)
+        return True
 
     def refuse(self, what: str) -> None:
         self.refused.append(what)
@@ -68,6 +78,8 @@ class _Guard:
 
 
 _guard = _Guard()
+# Set on each thread as it starts: the thread that started it.
+_STARTED_BY = "_purity_started_by"
 
 
 def _is_address(host: object) -> bool:
@@ -119,17 +131,27 @@ def _guarded_fork_exec(*args: Any, **kwargs: Any) -> int:
     return _fork_exec(*args, **kwargs)
 
 
+_start_thread = threading.Thread.start
+
+
+def _start_recording_who(thread: threading.Thread) -> None:
+    setattr(thread, _STARTED_BY, threading.current_thread())
+    _start_thread(thread)
+
+
 _installed = False
 
 
 def install() -> None:
-    """Adds the audit hook (for the life of the process: hooks cannot be removed) and the
-    fork_exec wrapper; both do nothing outside `pure()`. Idempotent."""
+    """Adds the audit hook (for the life of the process: hooks cannot be removed), the
+    fork_exec wrapper, and a note on each thread of the thread that started it; all do nothing
+    outside `pure()` but the note. Idempotent."""
     global _installed
     if _installed:
         return
     sys.addaudithook(_audit)
     _posixsubprocess.fork_exec = _guarded_fork_exec
+    threading.Thread.start = _start_recording_who  # type: ignore[method-assign]
     _installed = True
 
 

@@ -76,18 +76,24 @@ def test_a_refusal_swallowed_in_a_thread_the_test_started_is_still_recorded() ->
     assert len(refused) == 1 and "starts a process" in refused[0]
 
 
-def test_threads_running_before_the_test_are_not_the_tests() -> None:
-    # Another tier's server thread in the same process (`make test`) may do what it does. The
-    # event is raised as an audit event only: nothing is looked up.
+def test_threads_running_before_the_test_and_those_they_start_are_not_the_tests() -> None:
+    # Another tier's server thread in the same process (`make test`) may do what it does, in
+    # a thread of its own too. The events are raised as audit events only: nothing is looked up.
     go, done = threading.Event(), threading.Event()
     raised: list[BaseException] = []
 
-    def bystander() -> None:
-        go.wait()
+    def look_up() -> None:
         try:
             sys.audit("socket.getaddrinfo", "example.com", 443, 0, 0, 0)
         except BaseException as error:
             raised.append(error)
+
+    def bystander() -> None:
+        go.wait()
+        look_up()
+        helper = threading.Thread(target=look_up)
+        helper.start()
+        helper.join()
         done.set()
 
     thread = threading.Thread(target=bystander)
@@ -97,6 +103,23 @@ def test_threads_running_before_the_test_are_not_the_tests() -> None:
         done.wait(timeout=10)
     thread.join()
     assert raised == [] and refused == []
+
+
+def test_a_thread_started_by_a_thread_the_test_started_is_the_tests() -> None:
+    def look_up() -> None:
+        with contextlib.suppress(ImpureUnitTest):
+            sys.audit("socket.getaddrinfo", "example.com", 443, 0, 0, 0)
+
+    def starter() -> None:
+        helper = threading.Thread(target=look_up)
+        helper.start()
+        helper.join()
+
+    with pure() as refused:
+        thread = threading.Thread(target=starter)
+        thread.start()
+        thread.join()
+    assert len(refused) == 1 and "example.com" in refused[0]
 
 
 def test_importing_litellm_is_recorded() -> None:
