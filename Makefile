@@ -9,6 +9,10 @@ UV_VERSION := 0.13.9
 TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+# Python keeps each module compiled (__pycache__), whatever the calling shell prefers: every test
+# process, worker and command imports the same thousands of modules, and compiling them again
+# in each one doubled the unit tier's CPU time (docs/testing.md).
+unexport PYTHONDONTWRITEBYTECODE
 export UV_PYTHON := $(PYTHON)
 export UV_PYTHON_DOWNLOADS := never
 
@@ -53,11 +57,11 @@ test: install lint typecheck
 	./scripts/ensure-chromium.sh
 	GAUNTLET_TEST_STRICT=1 $(BIN)/pytest $(PARALLEL)
 
-# Pure logic, in seconds (two processes, as `make test`). Tests that start the project's
-# processes (tests/process) and need services (tests/integration) are `make integration`'s;
-# `make test` runs them all.
+# Pure logic, in seconds (two processes, as `make test`): no process, server, socket or
+# litellm, which tests/unit/conftest.py refuses. Tests that start processes or servers or
+# import litellm (tests/process) and those that need services (tests/integration) are
+# `make integration`'s; `make test` runs them all.
 unit: install
-	./scripts/ensure-bubblewrap.sh
 	$(BIN)/pytest $(PARALLEL) tests/unit
 
 integration: install

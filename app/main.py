@@ -27,6 +27,7 @@ from app.broker.telemetry import QUEUE_DEPTH
 from app.challenge.deleted_router import router as deleted_challenge_router
 from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
+from app.conditional import ConditionalGet
 from app.config import get_settings
 from app.db import get_autocommit_sessionmaker, get_engine
 from app.errors import AppError, request_error_details, validation_message
@@ -235,6 +236,8 @@ def create_app() -> FastAPI:
         requesters=requesters,
     )
     app.add_middleware(ApiCaching, public_seconds=settings.public_cache_seconds)
+    # Outside the public reads' cache, so its copies are answered 304 too (app/conditional.py).
+    app.add_middleware(ConditionalGet)
     # Added last, so outermost: refused bodies and errors get a request id and are counted.
     app.add_middleware(RequestObservability, access_log=settings.access_log, mounts=(STATIC_URL,))
 

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from typing import Any
 
 from fastapi.routing import APIRoute
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from app import conditional
 
 # The request's session (`app.deps.get_session`). Set in the request's task; the request's
 # trips to the thread pool run in copies of that task's context, so they see it.
@@ -72,9 +76,26 @@ def _blocks(endpoint: Callable[..., Any]) -> bool:
 
 
 class ApiRoute(APIRoute):
-    """Every route of the service (`APIRouter(route_class=ApiRoute)`, or a subclass)."""
+    """Every route of the service (`APIRouter(route_class=ApiRoute)`, or a subclass). A route
+    that declares the 304 answer is a conditional read (app/conditional.py): its 200s carry
+    their ETag, and its operation takes `If-None-Match`."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         if _blocks(endpoint):
             endpoint = in_one_trip(endpoint)
+        self.conditional = conditional.is_conditional(kwargs.get("responses"))
+        if self.conditional:
+            kwargs["openapi_extra"] = conditional.with_if_none_match(kwargs.get("openapi_extra"))
         super().__init__(path, endpoint, **kwargs)
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        if not self.conditional:
+            return handler
+
+        async def tagged(request: Request) -> Response:
+            response = await handler(request)
+            conditional.tag(response)
+            return response
+
+        return tagged

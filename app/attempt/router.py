@@ -31,6 +31,7 @@ from app.challenge.reference import (
     ChallengeRef,
     resolve_challenge,
 )
+from app.conditional import CONDITIONAL_READ
 from app.db import get_autocommit_sessionmaker, get_sessionmaker
 from app.deps import IdempotencyKey, SessionDep, UnitOfWorkDep, accepted_headers
 from app.observability import context
@@ -135,7 +136,7 @@ ActingFor = Annotated[
 ]
 
 
-@router.get("/attempts/{attempt_id}")
+@router.get("/attempts/{attempt_id}", responses=CONDITIONAL_READ)
 def get_attempt(
     attempt_id: uuid.UUID,
     session: SessionDep,
@@ -150,7 +151,7 @@ def get_attempt(
     return service.read_attempt(session, caller, attempt_id, acting_for=participant)
 
 
-@router.get("/attempts/{attempt_id}/trials")
+@router.get("/attempts/{attempt_id}/trials", responses=CONDITIONAL_READ)
 def get_attempt_trials(
     attempt_id: uuid.UUID,
     session: SessionDep,
@@ -175,7 +176,8 @@ def get_attempt_trials(
 @router.get(
     "/attempts",
     responses={
-        404: {"description": "`challenge_id` is a slug of none of the tenant's challenges."}
+        **CONDITIONAL_READ,
+        404: {"description": "`challenge_id` is a slug of none of the tenant's challenges."},
     },
 )
 def list_attempts(
@@ -214,7 +216,7 @@ def attempts_left(
     return service.attempts_left(session, caller, challenge_id, participant)
 
 
-@router.get("/challenges/{challenge_id}/attempts")
+@router.get("/challenges/{challenge_id}/attempts", responses=CONDITIONAL_READ)
 def list_challenge_attempts(
     challenge_id: ChallengeIdDep,
     session: SessionDep,

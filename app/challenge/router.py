@@ -17,6 +17,7 @@ from app.challenge.schemas import (
     ChallengeUpdate,
     registered_kind,
 )
+from app.conditional import CONDITIONAL_READ
 from app.deps import SessionDep, UnitOfWorkDep
 from app.routing import ApiRoute
 from app.schemas import Limit, Offset
@@ -46,7 +47,7 @@ def post_challenge(
     return service.to_admin_view(challenge)
 
 
-@router.get("")
+@router.get("", responses=CONDITIONAL_READ)
 def list_challenges(
     session: SessionDep,
     caller: TenantKeyDep,
@@ -77,7 +78,7 @@ def list_challenges(
     )
 
 
-@router.get("/{challenge_id}")
+@router.get("/{challenge_id}", responses=CONDITIONAL_READ)
 def get_challenge(
     challenge_id: ChallengeIdDep, session: SessionDep, caller: TenantKeyDep
 ) -> ChallengeRead | ChallengePublic:

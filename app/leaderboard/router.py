@@ -7,6 +7,7 @@ from starlette.concurrency import run_in_threadpool
 from app.auth.gate import CredentialDep, check_tenant_key
 from app.auth.service import authenticate
 from app.challenge.reference import ChallengeRef, resolve_challenge
+from app.conditional import CONDITIONAL_READ
 from app.db import get_sessionmaker
 from app.deps import SessionDep
 from app.leaderboard import leaderboard_kind
@@ -36,7 +37,7 @@ def _answer(board: BaseModel) -> Response:
     response_model=Leaderboard,
     # The key is looked up inside the one trip to the thread pool (below), not by a
     # dependency that app/api_docs.py reads, so its 401 and 403 are declared here.
-    responses={401: {}, 403: {"description": "Not a tenant key."}},
+    responses={**CONDITIONAL_READ, 401: {}, 403: {"description": "Not a tenant key."}},
 )
 async def get_leaderboard(
     challenge_id: ChallengeRef,
@@ -73,7 +74,9 @@ def _read(
 
 
 @router.get(
-    "/public/{tenant_slug}/challenges/{challenge_slug}/leaderboard", response_model=Leaderboard
+    "/public/{tenant_slug}/challenges/{challenge_slug}/leaderboard",
+    response_model=Leaderboard,
+    responses=CONDITIONAL_READ,
 )
 def get_public_leaderboard(
     tenant_slug: str,

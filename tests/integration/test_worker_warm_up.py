@@ -1,5 +1,5 @@
 """Fair timing on the real worker: every pool process makes litellm's cold first call before it
-takes work, so no attempt's `elapsed_ms` holds litellm's lazy imports (tests/unit/
+takes work, so no attempt's `elapsed_ms` holds litellm's lazy imports (tests/process/
 test_eval_timing.py shows what the warm-up removes from the timed span)."""
 
 from __future__ import annotations

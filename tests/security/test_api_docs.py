@@ -207,3 +207,57 @@ def test_times_are_iso_timestamps_and_durations_name_their_unit(api: Api) -> Non
             if numeric and any(word in field for word in words):
                 assert field.endswith(("_ms", "_seconds")), (name, field)
     assert "created_at" in timed
+
+
+# The reads clients poll: boards, standings, matches, challenges, attempts and red_blue entries.
+CONDITIONAL_READS = {
+    "/v1/challenges/{challenge_id}/leaderboard",
+    "/v1/public/{tenant_slug}/challenges/{challenge_slug}/leaderboard",
+    "/v1/challenges/{challenge_id}/standings",
+    "/v1/public/{tenant_slug}/challenges/{challenge_slug}/standings",
+    "/v1/challenges/{challenge_id}/matches",
+    "/v1/public/{tenant_slug}/challenges/{challenge_slug}/matches",
+    "/v1/matches/{match_id}",
+    "/v1/public/{tenant_slug}/challenges/{challenge_slug}/matches/{match_id}",
+    "/v1/challenges",
+    "/v1/challenges/{challenge_id}",
+    "/v1/attempts",
+    "/v1/attempts/{attempt_id}",
+    "/v1/attempts/{attempt_id}/trials",
+    "/v1/challenges/{challenge_id}/attempts",
+    "/v1/defenses/{defense_id}",
+    "/v1/attacks/{attack_id}",
+}
+
+
+def test_the_reads_clients_poll_declare_their_etag_and_304(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    """Each such read declares the ETag (and Cache-Control) of its 200, the bodiless 304 with
+    the same headers and the If-None-Match header it takes; no other operation declares a 304,
+    and the operations that declare one answer it."""
+    document = _document(api)
+    declared = set()
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            responses = operation["responses"]
+            if "304" not in responses:
+                continue
+            declared.add(path)
+            assert method == "get", path
+            for status in ("200", "304"):
+                headers = responses[status]["headers"]
+                assert {"ETag", "Cache-Control"} <= set(headers), (path, status)
+                assert headers["ETag"]["schema"]["type"] == "string", (path, status)
+            assert "content" in responses["200"] and "content" not in responses["304"], path
+            assert responses["304"]["description"].startswith("Not Modified"), path
+            taken = {(p["in"], p["name"]) for p in operation.get("parameters", [])}
+            assert ("header", "If-None-Match") in taken, path
+    assert declared == CONDITIONAL_READS
+    key = tenant["api_key"]
+    first = api.request("GET", "/v1/challenges", key)
+    again = api.request(
+        "GET", "/v1/challenges", key, headers={"If-None-Match": first.headers["etag"]}
+    )
+    assert (first.status_code, again.status_code) == (200, 304)
+    assert "etag" not in api.request("GET", "/v1/tenant", key).headers

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Response, status
 
 from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge.reference import ChallengeIdDep
+from app.conditional import CONDITIONAL_READ
 from app.deps import IdempotencyKey, SessionDep, UnitOfWorkDep, accepted_headers
 from app.kinds.red_blue import service
 from app.kinds.red_blue.schemas import (
@@ -67,7 +68,7 @@ def post_defense(
     return service.defense_view(entry, submitted.names, service.reader_of(caller))  # type: ignore[arg-type]
 
 
-@router.get("/defenses/{defense_id}")
+@router.get("/defenses/{defense_id}", responses=CONDITIONAL_READ)
 def get_defense(
     defense_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep, participant: ReadsFor = None
 ) -> DefenseRead:
@@ -111,7 +112,7 @@ def post_attack(
     return service.attack_view(entry, submitted.names, service.reader_of(caller))  # type: ignore[arg-type]
 
 
-@router.get("/attacks/{attack_id}")
+@router.get("/attacks/{attack_id}", responses=CONDITIONAL_READ)
 def get_attack(
     attack_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep, participant: ReadsFor = None
 ) -> AttackRead:
@@ -119,7 +120,7 @@ def get_attack(
     return service.read_attack(session, caller, attack_id, acting_for=participant)
 
 
-@router.get("/challenges/{challenge_id}/matches")
+@router.get("/challenges/{challenge_id}/matches", responses=CONDITIONAL_READ)
 def list_matches(
     challenge_id: ChallengeIdDep,
     session: SessionDep,
@@ -150,7 +151,7 @@ def list_matches(
     )
 
 
-@router.get("/matches/{match_id}")
+@router.get("/matches/{match_id}", responses=CONDITIONAL_READ)
 def get_match(
     match_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep, participant: ReadsFor = None
 ) -> MatchRead:
@@ -171,7 +172,7 @@ def post_match_rerun(match_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdm
     return view
 
 
-@router.get("/challenges/{challenge_id}/standings")
+@router.get("/challenges/{challenge_id}/standings", responses=CONDITIONAL_READ)
 def get_standings(
     challenge_id: ChallengeIdDep, session: SessionDep, caller: TenantKeyDep
 ) -> Standings:
@@ -179,13 +180,15 @@ def get_standings(
     return service.read_standings(session, caller, challenge_id)
 
 
-@router.get("/public/{tenant_slug}/challenges/{challenge_slug}/standings")
+@router.get(
+    "/public/{tenant_slug}/challenges/{challenge_slug}/standings", responses=CONDITIONAL_READ
+)
 def get_public_standings(tenant_slug: str, challenge_slug: str, session: SessionDep) -> Standings:
     """The team standings of a public red_blue challenge, without credentials."""
     return service.read_public_standings(session, tenant_slug, challenge_slug)
 
 
-@router.get("/public/{tenant_slug}/challenges/{challenge_slug}/matches")
+@router.get("/public/{tenant_slug}/challenges/{challenge_slug}/matches", responses=CONDITIONAL_READ)
 def list_public_matches(
     tenant_slug: str,
     challenge_slug: str,
@@ -210,7 +213,10 @@ def list_public_matches(
     )
 
 
-@router.get("/public/{tenant_slug}/challenges/{challenge_slug}/matches/{match_id}")
+@router.get(
+    "/public/{tenant_slug}/challenges/{challenge_slug}/matches/{match_id}",
+    responses=CONDITIONAL_READ,
+)
 def get_public_match(
     tenant_slug: str, challenge_slug: str, match_id: uuid.UUID, session: SessionDep
 ) -> MatchRead:

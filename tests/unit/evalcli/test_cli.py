@@ -1,14 +1,8 @@
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +18,6 @@ from app.evaluation.benchmark import Task
 from app.evaluation.metrics import TaskOutcome, TaskStats
 from app.evaluation.runner import RunEvent
 from app.evaluation.types import ActorSection, JudgeSection, TrialRecord
-from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "benchmarks" / "jsonl" / "variants" / "example.yaml"
@@ -196,29 +189,6 @@ def test_gauntlet_has_the_eval_commands() -> None:
     assert (args.command, args.eval_command, args.k) == ("eval", "metrics", 3)
 
 
-def test_metrics_and_inspect_never_import_litellm(finished_run: Path) -> None:
-    script = (
-        "import sys\n"
-        "from app.cli import main\n"
-        "for argv in (['eval', 'metrics', sys.argv[1]],\n"
-        "             ['eval', 'inspect', sys.argv[1], '--task-index', '1', '--attempt', '1']):\n"
-        "    try:\n"
-        "        main(argv)\n"
-        "    except SystemExit as done:\n"
-        "        assert done.code == 0, done.code\n"
-        "print('litellm' in sys.modules)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(finished_run)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().endswith("False")
-
-
 def test_console_without_a_terminal_prints_lines_and_clips_prompts() -> None:
     out, err = io.StringIO(), io.StringIO()
     console = Console(total=2, char_limit=5, out=out, err=err, interactive=False)
@@ -241,102 +211,6 @@ def test_console_without_a_terminal_prints_lines_and_clips_prompts() -> None:
     assert "task 1 (a) failed: boom" in lines
     assert lines[-1].startswith("[############------------] 1/2 tasks | 1 attempts")
     assert "\r" not in err.getvalue()
-
-
-@contextlib.contextmanager
-def _sigint_at_its_default_in_children() -> Iterator[None]:
-    """Processes started inside get SIGINT at its default, as from a terminal, whoever started
-    the tests. A test runner started as a background job (`pytest &` in a script) ignores
-    SIGINT, and an ignored signal stays ignored across exec: the CLI would never see the
-    Ctrl-C. A caught one is reset to the default, so SIGINT is caught here meanwhile."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
-
-
-# Longer than any test may take (pytest-timeout stops a test at 300 s); the server's stop wakes
-# a held call at once.
-HELD_CALL_S = 600
-
-
-def test_ctrl_c_stops_cleanly_and_a_rerun_repeats_no_finished_call(tmp_path: Path) -> None:
-    rows = [{"id": f"r{i}", "prompt": f"Say {i}", "answer": "never"} for i in range(1, 7)]
-    data = tmp_path / "rows.jsonl"
-    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    with FakeOpenAIServer(default=Behaviour.slow(0.3, text="no")) as server:
-        # Three calls are answered, every later one is held until the server stops: the run
-        # is still going when Ctrl-C comes, however long the test takes to send it (a run
-        # left to finish on its own would end with status 0 before a late signal).
-        held = Behaviour.slow(HELD_CALL_S, text="no")
-        server.enqueue(*[Behaviour.ok(text="no")] * 3, *[held] * 9)
-        variant = tmp_path / "slow.yaml"
-        variant.write_text(
-            yaml.safe_dump(
-                {
-                    "benchmark": "jsonl",
-                    "metric": "pass@k",
-                    "k": 2,
-                    "model": {
-                        "model": "openai/fake-model",
-                        "api_base": server.base_url,
-                        # Longer than a held call: no held call times out and is retried.
-                        "timeout_s": HELD_CALL_S * 2,
-                    },
-                    "options": {"path": str(data)},
-                    "concurrency": 2,
-                    "console_char_limit": 0,
-                }
-            )
-        )
-        command = [
-            sys.executable,
-            "-m",
-            "app.cli",
-            "eval",
-            "run",
-            str(variant),
-            "--runs-root",
-            str(tmp_path / "runs"),
-        ]
-        env = {
-            **os.environ,
-            "OPENAI_API_KEY": "sk-test-dummy",
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        }
-        with _sigint_at_its_default_in_children():
-            process = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        runs = tmp_path / "runs"
-        deadline = time.monotonic() + 60
-        while len(list(runs.rglob("attempt-*.json"))) < 3:
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
-        assert process.returncode == 130, err
-        assert "run the same command to resume" in err
-        (folder,) = {path.parent.parent for path in runs.rglob("attempt-*.json")}
-        saved = len(list(folder.glob("task-*/attempt-*.json")))
-        assert saved == 3
-        assert json.loads((folder / "summary.json").read_text())["status"] == "stopped"
-
-        server.reset()
-        rerun = subprocess.run(
-            command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-        )
-        assert rerun.returncode == 0, rerun.stderr
-        assert len(list(folder.glob("task-*/attempt-*.json"))) == 12
-        assert server.request_count == 12 - saved
 
 
 @pytest.mark.parametrize(

@@ -2,11 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
-import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -28,7 +24,6 @@ from app.evaluation.simulated import (
 )
 from app.evaluation.types import ActorSection, CriticSection, JudgeSection, ModelSpec, TrialRecord
 
-ROOT = Path(__file__).resolve().parents[3]
 CORRECT = "The answer is RIGHT."
 WRONG = ("The answer is WRONG-A.", "The answer is WRONG-B.", "The answer is WRONG-C.")
 
@@ -245,31 +240,3 @@ def test_through_litellm_temperature_reaches_the_simulation_and_usage_counts_wor
     assert record.input_tokens == len(prompts[0].split()) + 2
     assert record.output_tokens == len(record.output.split())
     assert record.cost_usd == 0.0
-
-
-def test_a_new_process_registers_the_tasks_it_loads_like_a_worker_does() -> None:
-    # A Celery worker loads the benchmark's tasks in the process that then calls the model;
-    # nothing is shared with the process that started the run.
-    code = textwrap.dedent(
-        """
-        import asyncio, os
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        from app.evaluation.benchmark import Benchmark
-        from app.evaluation.llm import LLMClient
-        from app.evaluation.simulated import UNREGISTERED_REPLY
-        from app.evaluation.types import ModelSpec
-
-        task = Benchmark.load("arcagi2").load_tasks({})[0]
-        spec = ModelSpec("offline/solver-sim", temperature=0.0)
-        record = asyncio.run(
-            LLMClient().complete(spec, [{"role": "user", "content": task.prompt}])
-        )
-        assert record.output != UNREGISTERED_REPLY, record.output
-        print("grid" if "[" in record.output or "rule" in record.output else record.output)
-        """
-    )
-    finished = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert finished.returncode == 0, finished.stderr[-2000:]
-    assert finished.stdout.strip() == "grid"

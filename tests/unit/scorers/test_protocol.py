@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from app.scoring.sandbox.child import HEADER, encode_frame
-from app.scoring.sandbox.pool import ScorerSandbox
 from scorers.frugal import FrugalScorer
 from scorers.protocol import AttemptMetrics, ScoringContext
 from scorers.testing import EchoScorer
@@ -262,35 +261,3 @@ def test_echo_scorer_on_plain_dicts() -> None:
     assert details is not None
     assert details["metrics"]["succeeded"] is True and "extra" not in details["metrics"]
     assert details["ctx"] == CTX_DATA
-
-
-def test_dict_plugins_in_the_sandbox() -> None:
-    """The child builds the protocol objects from the request frame; a plugin written for dicts
-    reads them, and echoes them back as dicts."""
-    prefixes = ("scorers.", "tests.fixtures.original_scorers.")
-    metrics = {"succeeded": True, "tokens_total": 30, "rating": None, "unknown_metric": 1}
-    with ScorerSandbox(pool_size=1, allowed_modules=prefixes) as sandbox:
-        example = sandbox.score(
-            "tests.fixtures.original_scorers:OriginalExampleScorer",
-            metrics,
-            {"token_cost": 1},
-            CTX_DATA,
-            5000,
-        )
-        probe = sandbox.score(
-            "tests.fixtures.original_scorers:OriginalProbingScorer", metrics, {}, CTX_DATA, 5000
-        )
-    assert example.error is None and example.score == 70.0
-    assert example.details == {"tenant_id": "t1", "succeeded": True, "tokens_total": 30}
-    assert probe.error is None and probe.score == 2.0
-    assert probe.details == {
-        "app_id": None,
-        "end_user_id": "absent",
-        "app_id_in_ctx": False,
-        "tenant_in_ctx": True,
-        "ctx_keys": ["challenge_id", "participant_id", "tenant_id", "timeout_ms"],
-        "metric_keys": ["succeeded", "tokens_total"],
-        "metrics": {"succeeded": True, "tokens_total": 30},
-        "ctx": CTX_DATA,
-        "as_attribute": True,
-    }

@@ -12,7 +12,6 @@ import asyncio
 import gzip
 import ipaddress
 import json
-import socket
 import ssl
 import zlib
 from collections.abc import Awaitable, Callable
@@ -27,7 +26,7 @@ from app.evaluation.direct import ConnectionPools
 from app.evaluation.llm import LLMClient, is_transient
 from app.evaluation.types import InfrastructureError, ModelSpec, RetryPolicy
 from app.outbound import transport
-from app.outbound.addresses import DestinationRefused, ResolutionFailed, system_resolve_async
+from app.outbound.addresses import DestinationRefused, ResolutionFailed
 from app.outbound.policy import OutboundPolicy
 from app.outbound.proxy import ProxySettings
 from app.outbound.transport import (
@@ -35,7 +34,6 @@ from app.outbound.transport import (
     APITimeoutError,
     GuardedClient,
     ResponseTooLarge,
-    status_error,
 )
 from tests.fixtures.tls import private_authority
 
@@ -315,22 +313,6 @@ def test_every_address_of_a_host_is_tried_in_turn() -> None:
     assert asyncio.run(scenario()) == (COMPLETION, 1)
 
 
-def test_a_resolver_that_cannot_answer_now_is_retried_not_refused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    async def unavailable(*_: Any, **__: Any) -> Any:
-        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
-
-    async def scenario() -> None:
-        monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", unavailable)
-        await system_resolve_async("models.test", 443)
-
-    with pytest.raises(ResolutionFailed) as caught:
-        asyncio.run(scenario())
-    assert is_transient(caught.value)
-    assert not isinstance(caught.value, DestinationRefused)
-
-
 def test_a_fresh_connection_dropped_without_an_answer_is_a_connection_error() -> None:
     async def drop(_c: int, _r: int, _h: dict[str, str]) -> bytes | None:
         return None
@@ -398,25 +380,6 @@ def test_a_stalled_answer_times_out_and_its_connection_is_closed() -> None:
     with pytest.raises(APITimeoutError) as caught:
         asyncio.run(failing_call(stall, timeout_s=0.2))
     assert is_transient(caught.value)
-
-
-def test_status_errors_carry_the_openai_api_s_names_and_headers() -> None:
-    cases = {
-        400: "BadRequestError",
-        401: "AuthenticationError",
-        404: "NotFoundError",
-        429: "RateLimitError",
-        500: "InternalServerError",
-        503: "InternalServerError",
-        418: "APIStatusError",
-    }
-    for status, name in cases.items():
-        error = status_error(status, {"retry-after": "2"}, b'{"error": "no"}')
-        assert type(error).__name__ == name
-        assert error.status_code == status and error.headers["retry-after"] == "2"
-        assert str(error) == f'HTTP {status}: {{"error": "no"}}'
-    assert is_transient(status_error(429, {}, b"")) and is_transient(status_error(503, {}, b""))
-    assert not is_transient(status_error(401, {}, b""))
 
 
 def test_a_private_authority_is_trusted_through_ssl_cert_file_and_only_then(

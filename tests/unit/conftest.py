@@ -1,0 +1,33 @@
+"""Every unit test runs pure (tests/purity.py): its set-up, call and tear-down fail when they
+start a process, listen on or connect a socket, look up a host name or import litellm."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import pytest
+
+from tests.purity import pure
+
+
+def _guarded() -> Generator[None, object, object]:
+    with pure() as refused:
+        outcome = yield
+    if refused:
+        pytest.fail("; ".join(dict.fromkeys(refused)), pytrace=False)
+    return outcome
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _guarded())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _guarded())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _guarded())
