@@ -3,9 +3,9 @@ and, in a freeze, which of them and how far along (docs/redblue.md, "What reader
 docs/boards.md, "Freeze").
 
 One `Reader` per request decides both, and every read of entries and matches goes through it:
-lists, pages and counts filter by its SQL predicates (`shows`, `match_status`), a row read
-by id is checked by `sees` and every view is cut by `settled` (the same rule over a loaded
-row). No route has a freeze rule of its own.
+lists, pages and counts filter by its SQL predicates (`shown_to`, `match_status_for` in the
+kind's repository), a row read by id is checked by `sees` and every view is cut by `settled`
+(the same rule over a loaded row). No route has a freeze rule of its own.
 
 The freeze, for every reader but the challenge's admins, from `freeze_at` until the boards
 are revealed (the close, or with a final round the final boards): other people's entries
@@ -26,11 +26,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import ColumnElement, case, false, or_, true
-
-from app.kinds.red_blue.models import Attack, Defense, Match, MatchStatus
+from app.kinds.red_blue.models import Attack, Defense, Match
 
 Entry = Defense | Attack
 
@@ -60,52 +57,24 @@ class Reader:
     cutoff: datetime | None = None
 
     def sees_texts_of(self, *owners: uuid.UUID) -> bool:
-        return self.all_texts or self._owns(*owners)
+        return self.all_texts or self.owns(*owners)
 
-    def _owns(self, *owners: uuid.UUID) -> bool:
+    def owns(self, *owners: uuid.UUID) -> bool:
         return self.participant_id is not None and self.participant_id in owners
 
     # Over a loaded row ---------------------------------------------------------------------
 
     def sees(self, row: Entry | Match) -> bool:
         """Whether the row exists for the reader (`shows`, over one row)."""
-        return self.cutoff is None or row.created_at < self.cutoff or self._owns(*_owners(row))
+        return self.cutoff is None or row.created_at < self.cutoff or self.owns(*_owners(row))
 
     def settled(self, row: Entry | Match, moment: datetime | None) -> bool:
         """Whether the reader sees what became of the row at `moment` (a match's or a
         self-test's end, a pairing; None: not yet): always outside a freeze and for their
         own rows, else only if it came before the freeze."""
-        if self.cutoff is None or self._owns(*_owners(row)):
+        if self.cutoff is None or self.owns(*_owners(row)):
             return True
         return moment is not None and moment < self.cutoff
-
-    # SQL, for lists and counts ---------------------------------------------------------------
-
-    def shows(self, model: type[Defense] | type[Attack] | type[Match]) -> ColumnElement[bool]:
-        """The rows of `model` that exist for the reader."""
-        if self.cutoff is None:
-            return true()
-        return or_(model.created_at < self.cutoff, self._owned(model))
-
-    def match_status(self) -> ColumnElement[Any]:
-        """A match's status as the reader sees it: a match whose end came after the freeze
-        (not their own) is still queued for them."""
-        if self.cutoff is None:
-            return Match.status.expression
-        ended_before = Match.finished_at.is_not(None) & (Match.finished_at < self.cutoff)
-        return case(
-            (or_(self._owned(Match), ended_before), Match.status),
-            else_=MatchStatus.QUEUED.value,
-        )
-
-    def _owned(self, model: type[Defense] | type[Attack] | type[Match]) -> ColumnElement[bool]:
-        owner = self.participant_id
-        if owner is None:
-            return false()
-        if model is Match:
-            return or_(Match.red_participant_id == owner, Match.blue_participant_id == owner)
-        entry: type[Defense] | type[Attack] = model  # type: ignore[assignment]
-        return entry.participant_id == owner
 
 
 def _owners(row: Entry | Match) -> tuple[uuid.UUID, ...]:

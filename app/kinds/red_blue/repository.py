@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import (
+    ColumnElement,
     Integer,
     Select,
     Table,
@@ -23,10 +24,12 @@ from sqlalchemy import (
     case,
     cast,
     delete,
+    false,
     func,
     insert,
     or_,
     select,
+    true,
     tuple_,
     update,
 )
@@ -68,6 +71,43 @@ EntryModel = TypeVar("EntryModel", Defense, Attack)
 
 _MATCHES: Table = Match.__table__  # type: ignore[assignment]
 _RATINGS: Table = Rating.__table__  # type: ignore[assignment]
+
+
+# What a reader sees (app/kinds/red_blue/readers.py), as SQL for lists and counts: the same
+# rule as `Reader.sees` and `Reader.settled` over a loaded row.
+
+
+def shown_to(
+    reader: Reader, model: type[Defense] | type[Attack] | type[Match]
+) -> ColumnElement[bool]:
+    """The rows of `model` that exist for the reader."""
+    if reader.cutoff is None:
+        return true()
+    return or_(model.created_at < reader.cutoff, _owned_by(reader, model))
+
+
+def match_status_for(reader: Reader) -> ColumnElement[Any]:
+    """A match's status as the reader sees it: a match whose end came after the freeze (not
+    their own) is still queued for them."""
+    if reader.cutoff is None:
+        return Match.status.expression
+    ended_before = Match.finished_at.is_not(None) & (Match.finished_at < reader.cutoff)
+    return case(
+        (or_(_owned_by(reader, Match), ended_before), Match.status),
+        else_=MatchStatus.QUEUED.value,
+    )
+
+
+def _owned_by(
+    reader: Reader, model: type[Defense] | type[Attack] | type[Match]
+) -> ColumnElement[bool]:
+    owner = reader.participant_id
+    if owner is None:
+        return false()
+    if model is Match:
+        return or_(Match.red_participant_id == owner, Match.blue_participant_id == owner)
+    entry: type[Defense] | type[Attack] = model  # type: ignore[assignment]
+    return entry.participant_id == owner
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,7 +308,7 @@ class RedBlueRepository:
         conditions = [
             Match.tenant_id == self.tenant_id,
             Match.challenge_id == challenge_id,
-            reader.shows(Match),
+            shown_to(reader, Match),
         ]
         if attack_id is not None:
             conditions.append(Match.attack_id == attack_id)
@@ -304,7 +344,7 @@ class RedBlueRepository:
                         model.tenant_id == self.tenant_id,
                         model.challenge_id == challenge_id,
                         model.participant_id == participant_id,
-                        reader.shows(model),
+                        shown_to(reader, model),
                     )
                     .order_by(model.created_at.desc(), model.id)
                     .limit(limit)
@@ -374,7 +414,7 @@ class RedBlueRepository:
         query = select(model).where(
             model.tenant_id == self.tenant_id,
             model.challenge_id == challenge_id,
-            reader.shows(model),
+            shown_to(reader, model),
         )
         if after is not None:
             query = query.where(
@@ -389,10 +429,12 @@ class RedBlueRepository:
         counts: dict[uuid.UUID, dict[MatchStatus, int]] = {entry: {} for entry in entry_ids}
         if not entry_ids:
             return counts
-        status = reader.match_status()
+        status = match_status_for(reader)
         rows = self.session.execute(
             select(column, status, func.count())
-            .where(Match.tenant_id == self.tenant_id, column.in_(entry_ids), reader.shows(Match))
+            .where(
+                Match.tenant_id == self.tenant_id, column.in_(entry_ids), shown_to(reader, Match)
+            )
             .group_by(column, status)
         ).tuples()
         for entry, seen_status, count in rows:
