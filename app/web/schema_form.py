@@ -25,6 +25,8 @@ from pydantic import AwareDatetime, BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
+from app.error_words import json_error_words
+
 # A text the model allows to be longer than this is a text area, not a one-line input.
 LONG_TEXT_CHARS = 500
 # What a datetime-local input sends (no offset): the form's dates and times are UTC.
@@ -326,10 +328,8 @@ def body_from_form(
         try:
             value = _value(item, form.get(item.path, ""))
         except json.JSONDecodeError as error:
-            where = f"line {error.lineno}, column {error.colno}"
-            problems.append(
-                (tuple(item.path.split(".")), f"{item.path}: not valid JSON ({error.msg}, {where})")
-            )
+            text = f"{item.path}: {json_error_words(error)}"
+            problems.append((tuple(item.path.split(".")), text))
             return
         if value is not _NOT_GIVEN:
             into[name] = value

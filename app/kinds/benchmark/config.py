@@ -10,8 +10,9 @@ from pydantic import Field, StringConstraints
 
 from app.attempt.attempt_kind import ShownFields
 from app.challenge.challenge_kind import KindConfig
-from app.challenge.sections import EvaluationConfig
+from app.challenge.sections import NAME_PATTERN, EvaluationConfig
 from app.config import Settings
+from app.error_words import pattern_words
 from app.evaluation.types import ModelSpec
 from app.schemas import InputSchema, ModelId
 
@@ -20,14 +21,22 @@ if TYPE_CHECKING:
 
 # A glob over model ids: the characters of model ids and the glob's own `*?[]!`.
 ModelPattern = Annotated[
-    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:@+/*?\[\]!-]+$")
+    str,
+    StringConstraints(
+        min_length=1,
+        max_length=200,
+        pattern=pattern_words(
+            r"^[A-Za-z0-9._:@+/*?\[\]!-]+$",
+            "a model id, with * for any characters, ? for one and [...] for one of a set",
+        ),
+    ),
 ]
 
 
 class BenchmarkSpec(InputSchema):
     """A benchmark challenge: which benchmark runs, on which tasks, judged and critiqued how."""
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=100, examples=["arcagi2"])
+    name: str = Field(pattern=NAME_PATTERN, max_length=100, examples=["arcagi2"])
     options: dict[str, Any] = Field(default_factory=dict)
     task_indices: list[Annotated[int, Field(ge=1, le=10_000_000)]] | None = Field(
         default=None, max_length=10_000

@@ -196,11 +196,12 @@ def save_challenge(
     visit = admin_form(request, session, tenant_slug, csrf_token)
     challenge = _challenge(session, visit.tenant, challenge_id)
     form = _form_of(challenge.kind, editing=True)
+    slug = challenge.slug
     # The update reads the challenge again under its row lock: it must not see this copy.
     session.expire(challenge)
     try:
         saved, problems = service.update_from_form(
-            work, visit.subject.tenant_id, challenge.id, form, values
+            work, visit.subject.tenant_id, challenge_id, slug, form, values
         )
     except NotFound:
         raise not_found() from None

@@ -20,7 +20,7 @@ from app.challenge.config import ChallengeState
 from app.challenge.models import Challenge
 from app.challenge.registry import find_kind, registered
 from app.challenge.schemas import ChallengeCreate, ChallengeUpdate
-from app.errors import AppError, detail_text, error_details
+from app.errors import AppError, detail_text
 from app.input_guard import refuse_unstorable_value
 from app.unit_of_work import UnitOfWork
 from app.web.schema_form import (
@@ -124,68 +124,94 @@ def free_copy_slug(session: Session, tenant_id: uuid.UUID, slug: str) -> str:
 # Saving ------------------------------------------------------------------------------------------
 
 
-def _problems_of(error: ValidationError) -> list[Problem]:
-    """A body's validation errors, each in the words of the API's 422 message."""
+def _placed(details: Sequence[Mapping[str, Any]]) -> list[Problem]:
+    """A 422's problems (or a refusal's), each at its field, in the API's plain words."""
     return [
-        (tuple(detail["loc"][1:]), detail_text(detail))
-        for detail in error_details(error.errors(), ["body"])
+        (tuple(part for part in detail.get("loc", ()) if part != "body"), detail_text(detail))
+        for detail in details
     ]
 
 
-def _problem_of(error: AppError) -> list[Problem]:
-    """A service's refusal: its message (the API's), at the field its details name."""
+def _refused(error: AppError) -> list[Problem]:
+    """A service's refusal: each problem its details name (a 422's), else its message (the
+    API's) about the body as a whole."""
     details = error.details
-    if isinstance(details, list) and details and isinstance(details[0], Mapping):
-        location = details[0].get("loc")
-        if isinstance(location, list):
-            return [(tuple(part for part in location if part != "body"), error.message)]
+    if isinstance(details, list) and details and all(isinstance(d, Mapping) for d in details):
+        return _placed([dict(d) for d in details])
     return [((), error.message)]
+
+
+def _with_unreadable(problems: list[Problem], unreadable: list[Problem]) -> list[Problem]:
+    """The body's problems and the form's JSON texts that do not parse: a field whose text
+    does not parse is not "required" too."""
+    broken = {path for path, _ in unreadable}
+    kept = [
+        (path, text)
+        for path, text in problems
+        if not any(path[: len(field)] == field for field in broken)
+    ]
+    return [*unreadable, *kept]
 
 
 def create_from_form(
     work: UnitOfWork, tenant_id: uuid.UUID, form: ChallengeForm, values: Mapping[str, str]
 ) -> tuple[Challenge | None, list[Problem]]:
-    """A draft challenge made from the form's values, or what is wrong with them."""
-    body, problems = body_from_form(form.items, values)
-    if problems:
-        return None, problems
+    """A draft challenge made from the form's values, or everything wrong with them: the
+    body's problems as the API lists them (`body_problems`), and each JSON text that does not
+    parse."""
+    body, unreadable = body_from_form(form.items, values)
     body = {**body, "kind": form.kind, "state": ChallengeState.DRAFT.value}
     try:
         refuse_unstorable_value(body, ("body",))
         created = ChallengeCreate.model_validate(body)
+    except ValidationError:
+        return None, _with_unreadable(_placed(challenges.body_problems(body)), unreadable)
+    except AppError as error:
+        return None, _with_unreadable(_refused(error), unreadable)
+    if unreadable:
+        return None, _with_unreadable(_placed(challenges.body_problems(body)), unreadable)
+    try:
         return challenges.create_challenge(work.session, tenant_id, created), []
-    except ValidationError as error:
-        return None, _problems_of(error)
     except AppError as error:
         if error.status_code == 404:
             raise
-        return None, _problem_of(error)
+        return None, _refused(error)
 
 
 def update_from_form(
     work: UnitOfWork,
     tenant_id: uuid.UUID,
     challenge_id: uuid.UUID,
+    slug: str,
     form: ChallengeForm,
     values: Mapping[str, str],
 ) -> tuple[Challenge | None, list[Problem]]:
-    """The challenge changed to the form's values, or what is wrong with them. The form holds
-    the whole challenge: a field left empty is set back to its default (a PATCH naming every
-    field the form has)."""
-    body, problems = body_from_form(form.items, values)
-    if problems:
-        return None, problems
+    """The challenge changed to the form's values, or everything wrong with them. The form
+    holds the whole challenge: a field left empty is set back to its default (a PATCH naming
+    every field the form has)."""
+    body, unreadable = body_from_form(form.items, values)
     for item in form.items:
         if item.path not in body:
             body[item.path] = {} if isinstance(item, FieldGroup) else item.default
+
+    def every_problem() -> list[Problem]:
+        # The form holds the whole challenge: checked as that challenge's creation would be.
+        whole = {**body, "slug": slug, "kind": form.kind}
+        return _with_unreadable(_placed(challenges.body_problems(whole)), unreadable)
+
     try:
         refuse_unstorable_value(body, ("body",))
         changes = ChallengeUpdate.model_validate(body)
-        challenge, _ = challenges.update_challenge(work, tenant_id, challenge_id, changes)
-        return challenge, []
-    except ValidationError as error:
-        return None, _problems_of(error)
+    except ValidationError:
+        return None, every_problem()
+    except AppError as error:
+        return None, _with_unreadable(_refused(error), unreadable)
+    if unreadable:
+        return None, every_problem()
+    try:
+        saved, _ = challenges.update_challenge(work, tenant_id, challenge_id, changes)
+        return saved, []
     except AppError as error:
         if error.status_code == 404:
             raise
-        return None, _problem_of(error)
+        return None, _refused(error)

@@ -186,7 +186,13 @@ def test_an_optional_section_left_as_a_new_form_shows_it_is_not_given() -> None:
 def test_json_that_does_not_parse_is_reported_at_its_field() -> None:
     body, problems = body_from_form(ITEMS, {"shapes": '{"options":\n  {"a": }', "count": "2"})
     assert body == {"count": 2, "section": {}}
-    assert problems == [(("shapes",), "shapes: not valid JSON (Expecting value, line 2, column 9)")]
+    assert problems == [
+        (
+            ("shapes",),
+            "shapes: not valid JSON: a value was expected (text in double quotes, a number, "
+            "true, false, null, an object {...} or a list [...]) at line 2, character 9",
+        )
+    ]
 
 
 def test_errors_are_placed_beside_the_nearest_input() -> None:
