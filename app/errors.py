@@ -195,7 +195,8 @@ def telling_first(
 ) -> list[dict[str, Any]]:
     """Validation errors with the one that says what to fix first: a field that is not
     allowed beside a missing one is a misspelling (`target.modle` for `target.model`), and
-    "Field required" alone would send the reader looking for what they already wrote.
+    "Field required" would send the reader looking for what they already wrote (it is left
+    out: one mistake, one message).
     Such an unknown field's message names the field it probably meant: a missing one, else,
     knowing the `model` validated (a model or a union of them), one it has there that the body
     does not give; at the top, also one of `beside` (the fields of a request body around the
@@ -210,23 +211,34 @@ def telling_first(
         if error.get("type") == "missing" and error.get("loc"):
             missing.setdefault(tuple(error["loc"][:-1]), []).append(str(error["loc"][-1]))
     unknown = [error for error in copied if error.get("type") == "extra_forbidden"]
+    explained: set[tuple[Any, ...]] = set()
     for error in unknown:
         where = tuple(error["loc"][:-1])
         candidates = missing.get(where, [])
-        if not candidates and given is not None:
-            written = _value_at(given, where)
-            present = set(written) if isinstance(written, Mapping) else set()
+        known: set[str] = set()
+        if given is not None:
             known = fields_at(model, where) if model is not None else set()
             if where == ():
                 known |= set(beside)
+        if not candidates and given is not None:
+            written = _value_at(given, where)
+            present = set(written) if isinstance(written, Mapping) else set()
             candidates = sorted(known - present)
         meant = difflib.get_close_matches(str(error["loc"][-1]), candidates, n=1)
         if meant:
             error["msg"] = f"{MISSPELT} '{meant[0]}'?"
-        elif candidates:
+            # The field it meant is not missing: it was misspelt (one mistake, one message).
+            explained.add((*where, meant[0]))
+        elif known or candidates:
             # No close one: the plain message lists what this part of the body takes.
-            error["known"] = candidates
-    return unknown + [error for error in copied if error.get("type") != "extra_forbidden"]
+            error["known"] = sorted(known | set(candidates))
+    rest = [
+        error
+        for error in copied
+        if error.get("type") != "extra_forbidden"
+        and not (error.get("type") == "missing" and tuple(error.get("loc", ())) in explained)
+    ]
+    return unknown + rest
 
 
 def error_details(

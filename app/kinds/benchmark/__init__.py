@@ -23,7 +23,7 @@ from app.attempt.attempt_kind import (
 from app.attempt.metrics import KindMetrics
 from app.attempt.models import RunPurpose
 from app.attempt.repository import SubmissionTarget
-from app.challenge.challenge_kind import KindConfig, NamedModel
+from app.challenge.challenge_kind import ChallengeTemplate, KindConfig, NamedModel
 from app.challenge.models import Challenge
 from app.challenge.reachability import checked_api_base, refuse_unreachable
 from app.config import Settings, get_settings
@@ -37,6 +37,7 @@ from app.evaluation.benchmark import (
 from app.evaluation.metrics import TaskStats, run_curves
 from app.kinds.base import Kind
 from app.kinds.benchmark import repository, web
+from app.kinds.benchmark.challenge_templates import benchmark_templates
 from app.kinds.benchmark.config import (
     BenchmarkConfig,
     BenchmarkSpec,
@@ -167,6 +168,9 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
     unscored_model: ClassVar[type[KindSubmission] | None] = BenchmarkTrialRun
 
     # Configuration ------------------------------------------------------------------------
+
+    def templates(self) -> Sequence[ChallengeTemplate]:
+        return benchmark_templates()
 
     def prepare(self, config: KindConfig) -> KindConfig:
         benchmark = _config(config)
