@@ -114,6 +114,8 @@ class ChallengeKind:
     the checks they need; the defaults accept."""
 
     name: ClassVar[str]
+    # Its name in people's words ("Red team vs blue team"); empty: made from `name`.
+    title: ClassVar[str] = ""
     # One line for people: what a participant submits and how it is judged.
     description: ClassVar[str] = ""
     config_model: ClassVar[type[KindConfig]]
@@ -159,6 +161,11 @@ class ChallengeKind:
         """The sections as participants and member keys see them: nothing hidden (system
         prompts, answer keys, judge rubrics, server addresses)."""
         return config.model_dump(mode="json")
+
+    @property
+    def people_name(self) -> str:
+        """The kind's name in people's words."""
+        return self.title or self.name.replace("_", " ").capitalize()
 
     def templates(self) -> Sequence[ChallengeTemplate]:
         """Challenges of this kind that work as they are, offline (the first is the kind's

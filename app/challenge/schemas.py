@@ -141,7 +141,7 @@ class ChallengeCreate(InputSchema):
     slug: ChallengeSlug | None = Field(
         default=None,
         description="Lowercase letters, digits and hyphens; not given: made from the title "
-        "(`Make it say PWNED` is `make-it-say-pwned`, `-2`, `-3`... when taken).",
+        "('Make it say PWNED' makes make-it-say-pwned; -2, -3... when it is taken).",
     )
     title: Name
     goal: str = Field(default="", max_length=20_000)

@@ -156,6 +156,17 @@ class WebKind:
     has_chart: ClassVar[bool] = False
     # Its full leaderboard's page, under the challenge's address (None: the web's own).
     leaderboard_path: ClassVar[str | None] = None
+    # Its challenge form's fields that come first, by path, after the title, slug, visibility
+    # and goal every form starts with; the others are folded under "More settings".
+    essential_fields: ClassVar[tuple[str, ...]] = ()
+    # Its challenge form's fields that name a model: each suggests the models this server can
+    # call (the offline ones, and those of the providers it has keys for).
+    model_fields: ClassVar[tuple[str, ...]] = ()
+
+    def form_choices(self) -> Mapping[str, Sequence[tuple[str, str]]]:
+        """What its challenge form's fields offer, by path: each value with its label in
+        people's words (a text field becomes a choice of them)."""
+        return {}
 
     def web_routers(self) -> Sequence[APIRouter]:
         """Pages of its own (mounted with the web's, before its catch-all 404)."""

@@ -157,6 +157,7 @@ def _check_split_edit(
 
 class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
     name: ClassVar[str] = "benchmark"
+    title: ClassVar[str] = "Benchmark"
     description: ClassVar[str] = "Participants submit a model; it runs on a benchmark's tasks."
     config_model: ClassVar[type[KindConfig]] = BenchmarkConfig
     model_modules: ClassVar[tuple[str, ...]] = ("app.kinds.benchmark.models",)

@@ -47,6 +47,11 @@ def _template(benchmark: str, path: Path, variant: Variant) -> ChallengeTemplate
             spec[field] = value
     described = variant.description or f"{benchmark}, {path.stem}"
     tries = f"{variant.k} {'try' if variant.k == 1 else 'tries'} a task ({variant.metric})"
+    shown_by = (
+        "offline/solver-sim, a simulated solver told the answers"
+        if actor == "offline/solver-sim"
+        else actor
+    )
     test_run: dict[str, Any] = {"model": actor}
     if variant.temperature is not None:
         test_run["temperature"] = variant.temperature
@@ -54,10 +59,7 @@ def _template(benchmark: str, path: Path, variant: Variant) -> ChallengeTemplate
         name=f"benchmark-{benchmark}-{path.stem}".replace("_", "-"),
         kind="benchmark",
         title=f"Benchmark: {described}",
-        description=f"Participants submit a model; it runs on every task of {benchmark}, "
-        f"{tries}, and the board ranks by the share of tasks solved. Offline: {actor} "
-        "shows it working (offline/solver-sim is a simulated solver, told the answers and "
-        "right by a seeded draw); participants name real models.",
+        description=f"Every task of {benchmark}, {tries}. Its test run: {shown_by}.",
         body={
             "kind": "benchmark",
             "goal": f"Submit a model (its id and a temperature): it runs on every task of the "

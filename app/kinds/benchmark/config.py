@@ -4,6 +4,7 @@ critiqued how, and pass@k or seq@k. Participants submit a model spec."""
 from __future__ import annotations
 
 import fnmatch
+import secrets
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, StringConstraints
@@ -106,6 +107,11 @@ def shown_fields(kind_fields: dict[str, Any] | None) -> ShownFields:
     return ShownFields(model_spec=spec if given else None, kind_fields=rest or None)
 
 
+def new_split_seed() -> int:
+    """A seed for a split given without one: random, nine digits at most, saved with it."""
+    return secrets.randbelow(1_000_000_000)
+
+
 class SplitConfig(InputSchema):
     """A benchmark challenge's split into a public and a private part."""
 
@@ -117,10 +123,12 @@ class SplitConfig(InputSchema):
         "it is open; the other tasks' results only the tenant's admins see until the close.",
     )
     seed: int = Field(
+        default_factory=new_split_seed,
         ge=0,
         le=2**63 - 1,
         description="Chooses which tasks are public (the rule is in docs/boards.md); the same "
-        "seed always splits the same tasks the same way.",
+        "seed always splits the same tasks the same way. Not given: a random one, saved with "
+        "the challenge (a split is never dropped for the want of one).",
     )
     final_submissions: int = Field(
         default=2,

@@ -39,6 +39,7 @@ def _config(config: KindConfig) -> PromptConfig:
 
 class PromptKind(web.PromptPages, RunsAttempts, Kind):
     name: ClassVar[str] = "prompt"
+    title: ClassVar[str] = "Prompt"
     description: ClassVar[str] = "Participants write a prompt; the challenge's model answers it."
     config_model: ClassVar[type[KindConfig]] = PromptConfig
     strategies: ClassVar[tuple[Strategy, ...]] = (

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 
 class RedBlueKind(RedBluePages, RunsAttempts, Kind):
     name: ClassVar[str] = "red_blue"
+    title: ClassVar[str] = "Red team vs blue team"
     description: ClassVar[str] = (
         "Blue writes defenses (system prompts), red writes attacks; every match is judged by "
         "the challenge's categories."

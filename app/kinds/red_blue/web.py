@@ -307,9 +307,28 @@ def version_of(html: str) -> str:
     return hashlib.sha256(html.encode()).hexdigest()[:16]
 
 
+# The pairing policies in people's words (docs/redblue.md, "Pairing").
+PAIRING_POLICY_WORDS = {
+    "round_robin": "Every opponent, newest first (round robin)",
+    "latest_best": "The n best rated opponents (latest best)",
+    "random_active": "n opponents drawn at random (random active)",
+}
+
+
 class RedBluePages(WebKind):
     templates_dir: ClassVar[Path | None] = Path(__file__).resolve().parent / "templates"
     leaderboard_path: ClassVar[str | None] = "/boards"
+    essential_fields: ClassVar[tuple[str, ...]] = (
+        "target.model",
+        "judge_suite",
+        "self_test.prompt",
+        "self_test.verifier",
+        "pairing.policy",
+    )
+    model_fields: ClassVar[tuple[str, ...]] = ("target.model",)
+
+    def form_choices(self) -> Mapping[str, Sequence[tuple[str, str]]]:
+        return {"pairing.policy": list(PAIRING_POLICY_WORDS.items())}
 
     def describe_strategy(self, strategy: Strategy, config: KindConfig) -> StrategyText | None:
         return StrategyText(
