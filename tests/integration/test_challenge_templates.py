@@ -161,8 +161,7 @@ THREE_PROBLEMS = [
     ("judge_suite.categries", "unknown field; did you mean 'categories'?"),
     (
         "closes_at",
-        "must be after opens_at: it is 2030-01-01 00:00 UTC, and opens_at is 2030-01-02 "
-        "00:00 UTC",
+        "must be after opens_at: it is 2030-01-01 00:00 UTC, and opens_at is 2030-01-02 00:00 UTC",
     ),
 ]
 
