@@ -18,7 +18,7 @@ from markupsafe import escape
 
 from app.errors import detail_text
 from app.web.authoring.router import DELETED_PAGE_SIZE
-from tests.conftest import Api
+from tests.conftest import Api, Worker
 from tests.e2e.conftest import WebClient, create_tenant
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
@@ -614,3 +614,30 @@ def test_the_deleted_challenges_page_lists_every_deleted_challenge_a_page_at_a_t
     past = admin.get(f"{listing}?page=3")
     assert past.status_code == 200 and "the first page" in past.text
     assert admin.get(f"{listing}?page=0").status_code == 404  # as every page of a list
+
+
+def test_test_runs_read_as_their_kind_says_and_cost_the_same_on_every_offline_model(
+    api: Api, worker: Worker, web_client: Clients
+) -> None:
+    from tests.integration.test_challenge_templates import _finished
+
+    tenant = create_tenant(api)
+    key, tenant_slug = tenant["api_key"], tenant["slug"]
+    admin = _admin(web_client, tenant)
+    expected = {
+        "red-blue-guard": ("pass", "Defense held"),  # a held defense: the run's success
+        "prompt-injection": ("pass", "Passed"),
+    }
+    for name, (tone, verdict) in expected.items():
+        template = api.request("GET", f"/v1/challenge-templates/{name}", key).json()
+        made = api.request("POST", "/v1/challenges", key, json={"template": name, "title": name})
+        assert made.status_code == 201, made.text
+        cid = made.json()["id"]
+        started = api.request(
+            "POST", f"/v1/challenges/{cid}/test-runs", key, json=template["test_run"]
+        )
+        assert started.status_code == 202, started.text
+        assert _finished(api, key, started.json()["id"])["status"] == "completed"
+        page = admin.get(f"/t/{tenant_slug}/admin/challenges/{cid}/test-runs").text
+        assert f'<span class="verdict {tone}" data-verdict>{verdict}</span>' in page, name
+        assert "<dd data-cost>$0.00</dd>" in page, name
