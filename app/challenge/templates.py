@@ -48,10 +48,12 @@ def default_template(kind: str) -> ChallengeTemplate | None:
 
 def merge_patch(target: Any, patch: Any) -> Any:
     """JSON Merge Patch (RFC 7386): an object merges into an object field by field (a null
-    removes the field), anything else replaces the target."""
-    if not isinstance(patch, Mapping):
+    removes the field), anything else replaces the target. Where the target has no object,
+    the patch's value is taken as it is (its nulls are the body's "not given"), so the walk
+    is only as deep as the template, however deep a body nests."""
+    if not isinstance(patch, Mapping) or not isinstance(target, Mapping):
         return patch
-    merged = dict(target) if isinstance(target, Mapping) else {}
+    merged = dict(target)
     for name, value in patch.items():
         if value is None:
             merged.pop(name, None)
