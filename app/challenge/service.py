@@ -283,11 +283,20 @@ def _validated(
     config, scoring, limits, problems = _kind_parts(kind, body.sections, body.limits, body.scoring)
     problems.raise_any()
     assert config is not None and scoring is not None and limits is not None
-    kind.check(config, scoring)
-    config = kind.prepare(config)
-    refuse_unreachable(named for named in kind.named_models(config) if named not in kept)
-    validate_scoring(session, scoring.model_dump())
-    return Validated(config, scoring, limits)
+    # Then the checks that need the sections valid, each on its own, all found at once.
+    with problems.collect():
+        kind.check(config, scoring)
+    prepared = None
+    with problems.collect():
+        prepared = kind.prepare(config)
+    named = kind.named_models(prepared or config)
+    with problems.collect():
+        refuse_unreachable(model for model in named if model not in kept)
+    with problems.collect():
+        validate_scoring(session, scoring.model_dump())
+    problems.raise_any()
+    assert prepared is not None
+    return Validated(prepared, scoring, limits)
 
 
 def _core_problems(data: Any) -> list[dict[str, Any]]:

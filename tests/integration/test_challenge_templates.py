@@ -186,3 +186,23 @@ def test_a_body_with_three_mistakes_gets_three_problems_in_plain_words(
     # The message lists them, in plain words.
     for field, message in THREE_PROBLEMS:
         assert f"{field}: {message}" in error["message"]
+
+
+def test_the_checks_that_need_the_world_outside_come_all_at_once_too(
+    api: Api, tenant: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the body is well formed, every model no worker could call is named at once, with
+    the kind's own rules."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    keyless = "anthropic/claude-3-5-haiku-latest"
+    body = {
+        "template": "prompt-injection",
+        "title": "T",
+        "target": {"model": keyless},
+        "verifier": {"type": "llm_judge", "model": keyless, "rubric": "r"},
+        "evaluation": {"metric": "seq@k", "k": 2, "feedback_mode": "nope"},
+    }
+    refused = api.request("POST", "/v1/challenges", tenant["api_key"], json=body)
+    assert refused.status_code == 422, refused.text
+    fields = sorted(detail["field"] for detail in refused.json()["error"]["details"])
+    assert fields == ["evaluation.feedback_mode", "target.model", "verifier.model"], fields
