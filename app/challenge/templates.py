@@ -48,10 +48,15 @@ def default_template(kind: str) -> ChallengeTemplate | None:
 
 def merge_patch(target: Any, patch: Any) -> Any:
     """JSON Merge Patch (RFC 7386): an object merges into an object field by field (a null
-    removes the field), anything else replaces the target. Where the target has no object,
+    removes the field), anything else replaces the target; and an object of another `type`
+    than the target's (another verifier) replaces it whole. Where the target has no object,
     the patch's value is taken as it is (its nulls are the body's "not given"), so the walk
     is only as deep as the template, however deep a body nests."""
     if not isinstance(patch, Mapping) or not isinstance(target, Mapping):
+        return patch
+    if "type" in patch and "type" in target and patch["type"] != target["type"]:
+        # Another shape of a union (an llm_judge verifier for a contains one): the template's
+        # fields are the other shape's, so the body's object stands alone.
         return patch
     merged = dict(target)
     for name, value in patch.items():

@@ -138,6 +138,12 @@ def test_a_template_is_merged_under_a_body_as_a_json_merge_patch() -> None:
         "new": {"a": 1},
     }
     assert template["target"]["max_tokens"] == 5  # the template is not changed
+    # Another shape of a union is the body's whole: no field of the template's shape is left.
+    verifier = {"verifier": {"type": "contains", "pattern": "PWNED"}}
+    judge = {"verifier": {"type": "llm_judge", "model": "m", "rubric": "r"}}
+    assert merge_patch(verifier, judge) == judge
+    same = {"verifier": {"type": "contains", "pattern": "BANANA"}}
+    assert merge_patch(verifier, same) == same
     # However deep a body nests, the walk goes no deeper than the template.
     deep: dict[str, object] = {}
     for _ in range(5000):
