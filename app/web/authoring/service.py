@@ -297,11 +297,18 @@ def _placed(details: Sequence[Mapping[str, Any]]) -> list[Problem]:
 
 
 def _refused(error: AppError) -> list[Problem]:
-    """A service's refusal: a 422's problems, each at its field; another refusal's message
-    (the API's), at the field its details name, if they name one."""
+    """A service's refusal: a 422's problems (or another refusal's listed as problems: a slug
+    taken), each at its field; another refusal's message (the API's), at the field its
+    details name, if they name one."""
     if isinstance(error, ValidationFailed):
         return _placed(error.problems)
     details = error.details
+    if (
+        isinstance(details, list)
+        and details
+        and all(isinstance(detail, Mapping) and "message" in detail for detail in details)
+    ):
+        return _placed(details)
     if isinstance(details, list) and details and isinstance(details[0], Mapping):
         location = details[0].get("loc")
         if isinstance(location, list):
