@@ -56,8 +56,9 @@ ERROR_DESCRIPTIONS = {
     "404 too.",
     409: "The request conflicts with the current state.",
     413: "The request body is larger than the server accepts (GAUNTLET_MAX_REQUEST_BYTES).",
-    422: "A parameter, header or the body is not valid: `error.details` lists each problem "
-    "with its location (`loc`), e.g. text with NUL characters or a number out of range.",
+    422: "A parameter, header or the body is not valid: `error.details` lists every problem "
+    "at once, each with its location (`loc`, `field`) and in plain words (`message`), e.g. "
+    "text with NUL characters or a number out of range.",
     429: "Too many requests: try again after `Retry-After` seconds.",
     503: "The database, or (saving a challenge) the DNS resolver, is unavailable: retry after "
     "`Retry-After` seconds.",
@@ -77,8 +78,11 @@ class ErrorBody(BaseModel):
     message: str = Field(examples=["title: must not contain NUL (U+0000) characters"])
     details: Any = Field(
         default=None,
-        description="For 422: a list of `{loc, msg, type}`, `loc` naming the field path "
-        "(`['body', 'scoring', 'config', 'x']`, `['query', 'offset']`).",
+        description="For 422: every problem of the request, each `{loc, field, message, type, "
+        "validator_message, msg}`: `loc` the path (`['body', 'scoring', 'config', 'x']`, "
+        "`['query', 'offset']`), `field` the same dotted without `body`, `message` what is "
+        "wrong in plain words, `type` and `validator_message` the validator's code and words "
+        "(`msg`: the same, for older clients).",
     )
 
 

@@ -7,10 +7,13 @@ render them, FastAPI's validation errors and anything unexpected in that one sha
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, get_args
 
 from pydantic import BaseModel
+
+from app.error_words import plain_message
 
 
 class AppError(Exception):
@@ -44,17 +47,84 @@ class Conflict(AppError):
     code = "conflict"
 
 
+def problem(
+    loc: Sequence[str | int], validator_message: str, kind: str, message: str | None = None
+) -> dict[str, Any]:
+    """One entry of a 422's `details`: where (`loc`, and `field`, the dotted path as the body
+    wrote it, without `body`), what in plain words (`message`, what the web forms show), and
+    in the validator's (`validator_message`; `msg` is the same, kept for older clients), and
+    its `type`."""
+    # A body that is not JSON is located at the character where parsing stopped: no field.
+    named = [] if kind == "json_invalid" else [part for part in loc if part != "body"]
+    return {
+        "loc": list(loc),
+        "msg": validator_message,
+        "type": kind,
+        "field": ".".join(str(part) for part in named),
+        "message": validator_message if message is None else message,
+        "validator_message": validator_message,
+    }
+
+
 class ValidationFailed(AppError):
+    """A 422. Its details are `problem`s; entries given in the older `{loc, msg, type}` shape
+    get the rest (`field`, `message`, `validator_message`), so every 422 lists the same."""
+
     status_code = 422
     code = "validation_error"
+
+    def __init__(self, message: str, *, details: Any = None, headers: dict[str, str] | None = None):
+        if isinstance(details, list):
+            details = [_completed(detail) for detail in details]
+        super().__init__(message, details=details, headers=headers)
 
     @classmethod
     def at(cls, path: Sequence[str | int], message: str) -> ValidationFailed:
         """A 422 naming the field path, in the same form as request validation errors."""
-        return cls(
-            f"{'.'.join(str(p) for p in path)}: {message}",
-            details=[{"loc": ["body", *path], "msg": message, "type": "value_error"}],
-        )
+        return cls.of([problem(["body", *path], message, "value_error")])
+
+    @classmethod
+    def of(cls, details: Sequence[Mapping[str, Any]]) -> ValidationFailed:
+        """A 422 listing every problem (`problem`s, as `error_details` makes them)."""
+        listed = [dict(detail) for detail in details]
+        return cls(validation_message(listed), details=listed)
+
+    @property
+    def problems(self) -> list[dict[str, Any]]:
+        """Its details, each a `problem`."""
+        if not isinstance(self.details, list):
+            return []
+        return [dict(detail) for detail in self.details if isinstance(detail, Mapping)]
+
+
+def _completed(detail: Any) -> Any:
+    if not isinstance(detail, Mapping) or "message" in detail or "loc" not in detail:
+        return detail
+    message = str(detail.get("msg", ""))
+    return {**problem(detail["loc"], message, str(detail.get("type", "value_error"))), **detail}
+
+
+class Problems:
+    """Collects a body's problems from checks that do not depend on each other, so one 422
+    lists them all (an organizer fixes a form once, not once per check)."""
+
+    def __init__(self) -> None:
+        self.details: list[dict[str, Any]] = []
+
+    @contextmanager
+    def collect(self) -> Iterator[None]:
+        """Runs a check; a `ValidationFailed` it raises is added, not raised."""
+        try:
+            yield
+        except ValidationFailed as failed:
+            self.details.extend(failed.problems)
+
+    def add(self, details: Sequence[Mapping[str, Any]]) -> None:
+        self.details.extend(dict(detail) for detail in details)
+
+    def raise_any(self) -> None:
+        if self.details:
+            raise ValidationFailed.of(self.details)
 
 
 # How `telling_first` words an unknown field it takes for a misspelling.
@@ -125,7 +195,8 @@ def telling_first(
 ) -> list[dict[str, Any]]:
     """Validation errors with the one that says what to fix first: a field that is not
     allowed beside a missing one is a misspelling (`target.modle` for `target.model`), and
-    "Field required" alone would send the reader looking for what they already wrote.
+    "Field required" would send the reader looking for what they already wrote (it is left
+    out: one mistake, one message).
     Such an unknown field's message names the field it probably meant: a missing one, else,
     knowing the `model` validated (a model or a union of them), one it has there that the body
     does not give; at the top, also one of `beside` (the fields of a request body around the
@@ -140,35 +211,53 @@ def telling_first(
         if error.get("type") == "missing" and error.get("loc"):
             missing.setdefault(tuple(error["loc"][:-1]), []).append(str(error["loc"][-1]))
     unknown = [error for error in copied if error.get("type") == "extra_forbidden"]
+    explained: set[tuple[Any, ...]] = set()
     for error in unknown:
         where = tuple(error["loc"][:-1])
         candidates = missing.get(where, [])
-        if not candidates and given is not None:
-            written = _value_at(given, where)
-            present = set(written) if isinstance(written, Mapping) else set()
+        known: set[str] = set()
+        if given is not None:
             known = fields_at(model, where) if model is not None else set()
             if where == ():
                 known |= set(beside)
+        if not candidates and given is not None:
+            written = _value_at(given, where)
+            present = set(written) if isinstance(written, Mapping) else set()
             candidates = sorted(known - present)
         meant = difflib.get_close_matches(str(error["loc"][-1]), candidates, n=1)
         if meant:
             error["msg"] = f"{MISSPELT} '{meant[0]}'?"
-    return unknown + [error for error in copied if error.get("type") != "extra_forbidden"]
+            # The field it meant is not missing: it was misspelt (one mistake, one message).
+            explained.add((*where, meant[0]))
+        elif known or candidates:
+            # No close one: the plain message lists what this part of the body takes.
+            error["known"] = sorted(known | set(candidates))
+    rest = [
+        error
+        for error in copied
+        if error.get("type") != "extra_forbidden"
+        and not (error.get("type") == "missing" and tuple(error.get("loc", ())) in explained)
+    ]
+    return unknown + rest
 
 
 def error_details(
     errors: Sequence[Mapping[str, Any]],
-    within: Sequence[str] = (),
+    within: Sequence[str | int] = (),
     given: Mapping[str, Any] | None = None,
     model: Any = None,
+    beside: Collection[str] = (),
 ) -> list[dict[str, Any]]:
-    """Validation errors as a 422 lists them (`details`): the telling one first, each with its
-    location (`within` the part of the request that held the value: `body`), message and
-    type (`given` and `model`: as `telling_first` takes them). The API and the web forms both
-    use it, so a form shows what the API says."""
+    """Validation errors as a 422 lists them (`details`, each a `problem`): the telling one
+    first, each with its location (`within` the part of the request that held the value:
+    `body`), its message in plain words and in the validator's, and its type (`given`,
+    `model` and `beside`: as `telling_first` takes them). The API and the web forms both use
+    it, so a form shows what the API says."""
     return [
-        {"loc": [*within, *error["loc"]], "msg": error["msg"], "type": error["type"]}
-        for error in telling_first(errors, given, model)
+        problem(
+            [*within, *error["loc"]], str(error["msg"]), str(error["type"]), plain_message(error)
+        )
+        for error in telling_first(errors, given, model, beside)
     ]
 
 
@@ -192,15 +281,23 @@ def request_error_details(
 
 
 def detail_text(detail: Mapping[str, Any]) -> str:
-    """One error of a 422 in words: its field path (without `body`), then its message."""
-    location = ".".join(str(part) for part in detail.get("loc", ()) if part != "body")
-    message = str(detail.get("msg"))
+    """One error of a 422 in words: its field path (without `body`), then its plain message."""
+    location = detail.get("field")
+    if location is None:
+        location = ".".join(str(part) for part in detail.get("loc", ()) if part != "body")
+    message = str(detail.get("message", detail.get("msg")))
     return f"{location}: {message}" if location else message
 
 
+# A 422's message lists this many of its problems; `details` has them all.
+MESSAGE_PROBLEMS = 5
+
+
 def validation_message(details: Sequence[Mapping[str, Any]]) -> str:
-    """A 422's message: its first five errors in words."""
-    return "; ".join(detail_text(detail) for detail in details[:5])
+    """A 422's message: its first problems in plain words (how many more, when there are)."""
+    text = "; ".join(detail_text(detail) for detail in details[:MESSAGE_PROBLEMS])
+    more = len(details) - MESSAGE_PROBLEMS
+    return f"{text}; and {more} more (error.details lists them all)" if more > 0 else text
 
 
 class TooManyRequests(AppError):

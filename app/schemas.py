@@ -10,16 +10,20 @@ from fastapi import Query
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, StringConstraints
 
 from app.config import get_settings
+from app.error_words import pattern_words
 from app.evaluation.model_ids import model_id_problem
 
-Slug = Annotated[
-    str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$", max_length=64)
-]
+SLUG_PATTERN = pattern_words(
+    r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
+    "1 to 64 lowercase letters, digits and hyphens, starting and ending with a letter or digit",
+)
+Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN, max_length=64)]
+HANDLE_PATTERN = pattern_words(
+    r"^[A-Za-z0-9_.-]{1,64}$", "1 to 64 letters, digits and the characters _ . -"
+)
 Handle = Annotated[
     str,
-    StringConstraints(
-        strip_whitespace=True, pattern=r"^[A-Za-z0-9_.-]{1,64}$", min_length=1, max_length=64
-    ),
+    StringConstraints(strip_whitespace=True, pattern=HANDLE_PATTERN, min_length=1, max_length=64),
 ]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from app.challenge.config import KindLimits
 from app.db import STORED
-from app.errors import ValidationFailed, telling_first
+from app.errors import ValidationFailed, error_details
 from app.schemas import InputSchema
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
@@ -79,6 +79,20 @@ class NamedModel:
     pattern: bool = False
 
 
+@dataclass(frozen=True)
+class ChallengeTemplate:
+    """A challenge that works as it is, offline, for an organizer to start from: the body of a
+    challenge of the kind without its slug and title, and the body of a test run that shows it
+    working (`POST /v1/challenges/{id}/test-runs`)."""
+
+    name: str  # lowercase letters, digits and hyphens: `prompt-injection`
+    kind: str
+    title: str  # in people's words
+    description: str
+    body: Mapping[str, Any]
+    test_run: Mapping[str, Any]
+
+
 def validation_failed(
     error: ValidationError,
     within: Sequence[str] = (),
@@ -86,12 +100,13 @@ def validation_failed(
     model: type[BaseModel] | None = None,
     beside: Collection[str] = (),
 ) -> ValidationFailed:
-    """The first error of a kind's model as a 422 naming its field path as the body wrote it
-    (`within` the body's field that holds the model: `limits`; `given`: what `model`
+    """Every error of a kind's model as a 422, each naming its field path as the body wrote
+    it (`within` the body's field that holds the model: `limits`; `given`: what `model`
     validated; `beside`: the fields around it that it does not give, which a misspelling may
     have meant)."""
-    first = telling_first(error.errors(), given, model, beside)[0]
-    return ValidationFailed.at([*within, *(str(part) for part in first["loc"])], first["msg"])
+    return ValidationFailed.of(
+        error_details(error.errors(), ["body", *within], given, model, beside)
+    )
 
 
 class ChallengeKind:
@@ -99,6 +114,8 @@ class ChallengeKind:
     the checks they need; the defaults accept."""
 
     name: ClassVar[str]
+    # Its name in people's words ("Red team vs blue team"); empty: made from `name`.
+    title: ClassVar[str] = ""
     # One line for people: what a participant submits and how it is judged.
     description: ClassVar[str] = ""
     config_model: ClassVar[type[KindConfig]]
@@ -144,6 +161,16 @@ class ChallengeKind:
         """The sections as participants and member keys see them: nothing hidden (system
         prompts, answer keys, judge rubrics, server addresses)."""
         return config.model_dump(mode="json")
+
+    @property
+    def people_name(self) -> str:
+        """The kind's name in people's words."""
+        return self.title or self.name.replace("_", " ").capitalize()
+
+    def templates(self) -> Sequence[ChallengeTemplate]:
+        """Challenges of this kind that work as they are, offline (the first is the kind's
+        default: a new form opens filled with it)."""
+        return ()
 
     def entries_hint(self, challenge_id: uuid.UUID) -> str:
         """Where a kind that takes entries of its own takes them: the refusal of an attempt

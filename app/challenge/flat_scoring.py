@@ -103,13 +103,19 @@ def errors_named_as_given(flat: Mapping[str, Any]) -> Iterator[None]:
 
 
 def _renamed(exc: ValidationFailed) -> ValidationFailed | None:
-    details = exc.details
-    if not isinstance(details, list) or not details or not isinstance(details[0], dict):
-        return None
-    location = list(details[0].get("loc", []))
-    if location[:1] == ["body"]:
-        location = location[1:]
-    if len(location) < 2 or location[0] != "scoring" or location[1] not in _SCORING_KEY_TO_FLAT:
-        return None
-    flat_name = _SCORING_KEY_TO_FLAT[str(location[1])]
-    return ValidationFailed.at([flat_name, *location[2:]], str(details[0].get("msg", "")))
+    """The same problems, those about `scoring.<key>` named by the flat field; None when none
+    is about one."""
+    renamed = False
+    details = []
+    for detail in exc.problems:
+        location = list(detail.get("loc", []))
+        if location[:1] == ["body"]:
+            location = location[1:]
+        if len(location) >= 2 and location[0] == "scoring" and location[1] in _SCORING_KEY_TO_FLAT:
+            flat_name = _SCORING_KEY_TO_FLAT[str(location[1])]
+            path = ["body", flat_name, *location[2:]]
+            field = ".".join(str(part) for part in path[1:])
+            detail = {**detail, "loc": path, "field": field}
+            renamed = True
+        details.append(detail)
+    return ValidationFailed.of(details) if renamed else None

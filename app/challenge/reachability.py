@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from app.challenge.challenge_kind import NamedModel
 from app.config import get_settings
-from app.errors import ServiceUnavailable, ValidationFailed
+from app.errors import Problems, ServiceUnavailable, ValidationFailed
 from app.evaluation.model_ids import base_url_problem, model_id_problem
 from app.outbound.addresses import ResolutionFailed
 from app.outbound.policy import OutboundRefused
@@ -48,11 +48,14 @@ _GLOB = frozenset("*?[]!")
 
 
 def refuse_unreachable(models: Iterable[NamedModel]) -> None:
-    """ValidationFailed, naming the field, at the first model no worker could call."""
+    """ValidationFailed, naming each field, for every model no worker could call."""
+    problems = Problems()
     for named in models:
         problem = _pattern_problem(named.model) if named.pattern else _model_problem(named)
         if problem is not None:
-            raise ValidationFailed.at(list(named.path), problem)
+            with problems.collect():
+                raise ValidationFailed.at(list(named.path), problem)
+    problems.raise_any()
 
 
 def _model_problem(named: NamedModel) -> str | None:

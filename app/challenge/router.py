@@ -1,9 +1,12 @@
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response, status
+from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator
+from starlette.requests import Request
 
 from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge import service
@@ -19,10 +22,38 @@ from app.challenge.schemas import (
 )
 from app.conditional import CONDITIONAL_READ
 from app.deps import SessionDep, UnitOfWorkDep
+from app.errors import ValidationFailed, request_error_details
 from app.routing import ApiRoute
 from app.schemas import Limit, Offset
 
-router = APIRouter(prefix="/v1/challenges", tags=["challenges"], route_class=ApiRoute)
+
+class ChallengeBodyRoute(ApiRoute):
+    """A route taking a new challenge's body: refused, it lists every problem of the body at
+    once (`service.body_problems`), its kind's sections' too, where validating the body's
+    model alone would stop at the fields every challenge has."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        body_field = self.body_field
+        if body_field is None or body_field.field_info.annotation is not ChallengeCreate:
+            return handler
+
+        async def every_problem(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as error:
+                if not isinstance(error.body, Mapping):
+                    raise  # not an object (or not JSON): nothing of a challenge to check
+                elsewhere = [e for e in error.errors() if tuple(e.get("loc", ()))[:1] != ("body",)]
+                problems = [*service.body_problems(error.body), *request_error_details(elsewhere)]
+                if not problems:
+                    raise
+                raise ValidationFailed.of(problems) from error
+
+        return every_problem
+
+
+router = APIRouter(prefix="/v1/challenges", tags=["challenges"], route_class=ChallengeBodyRoute)
 
 
 def _known_kind(name: str | None) -> str | None:

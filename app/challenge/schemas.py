@@ -10,10 +10,18 @@ unknown one included. Two read shapes exist: `ChallengeRead` (tenant admins: eve
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from app.challenge.config import ChallengeState, ChallengeStatus, LimitsConfig, Visibility
@@ -91,10 +99,50 @@ KindName = Annotated[
 _WITH_SECTIONS = ConfigDict(extra="allow", allow_inf_nan=False)
 
 
+def _when(moment: datetime) -> str:
+    shape = "%Y-%m-%d %H:%M" if moment.second == 0 else "%Y-%m-%d %H:%M:%S"
+    return f"{moment.astimezone(UTC).strftime(shape)} UTC"
+
+
+def check_closes_at(closes_at: datetime | None, opens_at: datetime | None) -> None:
+    """A challenge closes after it opens; the message names both dates."""
+    if closes_at is not None and opens_at is not None and closes_at <= opens_at:
+        raise ValueError(
+            f"must be after opens_at: it is {_when(closes_at)}, and opens_at is {_when(opens_at)}"
+        )
+
+
+def check_freeze_at(
+    freeze_at: datetime | None, opens_at: datetime | None, closes_at: datetime | None
+) -> None:
+    """A freeze ends at the close, so it needs one, and begins while the challenge is open."""
+    if freeze_at is None:
+        return
+    if closes_at is None:
+        raise ValueError("needs closes_at: a freeze lasts until the close")
+    if freeze_at >= closes_at:
+        raise ValueError(f"must be before closes_at ({_when(closes_at)}): it is {_when(freeze_at)}")
+    if opens_at is not None and freeze_at <= opens_at:
+        raise ValueError(f"must be after opens_at ({_when(opens_at)}): it is {_when(freeze_at)}")
+
+
 class ChallengeCreate(InputSchema):
     model_config = _WITH_SECTIONS
 
-    slug: ChallengeSlug
+    template: str | None = Field(
+        default=None,
+        exclude=True,
+        max_length=100,
+        description="Start from a template (`GET /v1/challenge-templates`): its body, with this "
+        "body's fields laid over it as a JSON merge patch (RFC 7386: an object merges field by "
+        "field, anything else replaces, null removes). Never stored.",
+        examples=["prompt-injection"],
+    )
+    slug: ChallengeSlug | None = Field(
+        default=None,
+        description="Lowercase letters, digits and hyphens; not given: made from the title "
+        "('Make it say PWNED' makes make-it-say-pwned; -2, -3... when it is taken).",
+    )
     title: Name
     goal: str = Field(default="", max_length=20_000)
     kind: KindName = "prompt"
@@ -125,11 +173,21 @@ class ChallengeCreate(InputSchema):
     def _one_scoring_form(cls, data: Any) -> Any:
         return refuse_both_scoring_forms(data)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> ChallengeCreate:
-        if self.opens_at and self.closes_at and self.closes_at <= self.opens_at:
-            raise ValueError("closes_at must be after opens_at")
-        return self
+    # Field validators (not one on the model), so that these errors name their field and come
+    # with every other error of the body; the dates before them are in `info.data` when valid.
+    @field_validator("closes_at")
+    @classmethod
+    def _closes_after_opening(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        check_closes_at(value, info.data.get("opens_at"))
+        return value
+
+    @field_validator("freeze_at")
+    @classmethod
+    def _freezes_while_open(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        if "closes_at" not in info.data:
+            return value  # closes_at is not valid: its own error says why
+        check_freeze_at(value, info.data.get("opens_at"), info.data["closes_at"])
+        return value
 
     @property
     def sections(self) -> dict[str, Any]:

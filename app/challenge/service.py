@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import difflib
 import uuid
-from collections.abc import Collection, Container
+from collections.abc import Collection, Container, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
 from app.auth.subjects import Audience
@@ -34,11 +34,26 @@ from app.challenge.flat_scoring import (
 )
 from app.challenge.models import Challenge
 from app.challenge.reachability import refuse_unreachable
-from app.challenge.registry import find_kind, kinds_taking, not_for, registered
+from app.challenge.registry import KindNotFound, find_kind, kinds_taking, not_for, registered
 from app.challenge.repository import ChallengeRepository
-from app.challenge.schemas import ChallengeCreate, ChallengePublic, ChallengeRead, ChallengeUpdate
+from app.challenge.schemas import (
+    FLAT_SCORING_FIELDS,
+    ChallengeCreate,
+    ChallengePublic,
+    ChallengeRead,
+    ChallengeUpdate,
+)
+from app.challenge.templates import slug_of_title, with_template
 from app.db import utcnow
-from app.errors import MISSPELT, Conflict, NotFound, ValidationFailed
+from app.errors import (
+    MISSPELT,
+    Conflict,
+    NotFound,
+    Problems,
+    ValidationFailed,
+    error_details,
+    problem,
+)
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
 from app.scoring.validation import validate_scoring
@@ -157,40 +172,51 @@ def _limit_names(kind: ChallengeKind) -> Container[str]:
     return kind.limits_model.model_fields
 
 
-def _refuse_foreign_sections(kind: ChallengeKind, sections: dict[str, Any]) -> None:
-    """A section of another kind names the kind it belongs to; anything else is unknown."""
+def _refuse_foreign_sections(kind: ChallengeKind, sections: Mapping[str, Any]) -> None:
+    """A section of another kind names the kind it belongs to; anything else is unknown (each
+    one a problem of its own)."""
+    problems = Problems()
     for name in sections:
         if name in kind.config_model.model_fields:
             continue
-        owners = kinds_taking(name, _section_names)
-        if owners:
-            raise not_for([name], owners, kind.name)
-        fields = [*kind.config_model.model_fields, *ChallengeCreate.model_fields]
-        meant = difflib.get_close_matches(name, [f for f in fields if f not in sections], n=1)
-        if meant:
-            raise ValidationFailed.at([name], f"{MISSPELT} '{meant[0]}'?")
-        raise ValidationFailed.at([name], "is not a field of a challenge (of this kind)")
+        with problems.collect():
+            owners = kinds_taking(name, _section_names)
+            if owners:
+                raise not_for([name], owners, kind.name)
+            fields = [*kind.config_model.model_fields, *ChallengeCreate.model_fields]
+            meant = difflib.get_close_matches(name, [f for f in fields if f not in sections], n=1)
+            if meant:
+                raise ValidationFailed.at([name], f"{MISSPELT} '{meant[0]}'?")
+            raise ValidationFailed.at([name], "is not a field of a challenge (of this kind)")
+    problems.raise_any()
 
 
 def _limits_for(kind: ChallengeKind, limits: LimitsConfig) -> LimitsConfig:
     """The limits with the kind's own validated by its `limits_model` (a 422 naming the
     field); a limit only other kinds take names the kinds it is for."""
     given = limits.kind_limits
-    for name in given:
-        if name in kind.limits_model.model_fields:
-            continue
-        owners = kinds_taking(name, _limit_names)
+    problems = Problems()
+    own_given = {}
+    for name, value in given.items():
+        owners = [] if name in kind.limits_model.model_fields else kinds_taking(name, _limit_names)
         if owners:
-            raise not_for(["limits", name], owners, kind.name)
-        # Any other unknown limit is the kind's model's to refuse (it names the field).
+            with problems.collect():
+                raise not_for(["limits", name], owners, kind.name)
+        else:
+            # Any other unknown limit is the kind's model's to refuse (it names the field).
+            own_given[name] = value
+    own = None
     try:
-        own = kind.limits_model.model_validate(given)
+        own = kind.limits_model.model_validate(own_given)
     except ValidationError as error:
         # The core's limits the body does not give may be what a misspelling meant.
         unwritten = LimitsConfig.model_fields.keys() - limits.model_fields_set
-        raise validation_failed(
-            error, ["limits"], given, kind.limits_model, beside=sorted(unwritten)
-        ) from error
+        with problems.collect():
+            raise validation_failed(
+                error, ["limits"], own_given, kind.limits_model, beside=sorted(unwritten)
+            ) from error
+    problems.raise_any()
+    assert own is not None
     core = limits.model_dump(mode="json", include=set(LimitsConfig.model_fields))
     return LimitsConfig.model_validate({**core, **own.model_dump(mode="json")})
 
@@ -212,50 +238,139 @@ class Validated(NamedTuple):
     limits: LimitsConfig
 
 
+class _Checked(NamedTuple):
+    """What the checks that need nothing outside made of a body's kind parts (None where a
+    check failed), and every problem they found."""
+
+    config: KindConfig | None
+    scoring: ScoringConfig | None
+    limits: LimitsConfig | None
+    problems: Problems
+
+
+def _kind_parts(
+    kind: ChallengeKind,
+    sections: Mapping[str, Any],
+    limits: LimitsConfig | None,
+    scoring: ScoringConfig | None,
+) -> _Checked:
+    """The kind's sections, its limits and the scoring's strategy, each checked on its own so
+    that every problem is found at once. `limits` or `scoring` None: not valid as the fields
+    every challenge has (their problems are found there), not checked here."""
+    problems = Problems()
+    with problems.collect():
+        _refuse_foreign_sections(kind, sections)
+    checked_limits = None
+    if limits is not None:
+        with problems.collect():
+            checked_limits = _limits_for(kind, limits)
+    config = None
+    own = {
+        name: value for name, value in sections.items() if name in kind.config_model.model_fields
+    }
+    with problems.collect():
+        config = kind.parse(own)
+    checked_scoring = None
+    if scoring is not None:
+        with problems.collect():
+            checked_scoring = _scoring_for(kind, scoring)
+    return _Checked(config, checked_scoring, checked_limits, problems)
+
+
 def _validated(
     session: Session, body: ChallengeCreate, kept: Collection[NamedModel] = ()
 ) -> Validated:
     """The kind's sections, limits and the scoring of a body, checked as a whole: the kind's own
-    rules, then what needs the world outside (policy, benchmark data, whether its models can
-    be called), then the scorer. `kept`: models an edit leaves as they were, whose provider
-    keys are not asked again (the worker says so if one went away; closing or retitling such
-    a challenge must still work)."""
-    _check_freeze(body)
+    rules (every problem at once), then what needs the world outside (policy, benchmark
+    data, whether its models can be called), then the scorer. `kept`: models an edit leaves
+    as they were, whose provider keys are not asked again (the worker says so if one went
+    away; closing or retitling such a challenge must still work)."""
     kind = find_kind(body.kind)
-    sections = body.sections
-    _refuse_foreign_sections(kind, sections)
-    limits = _limits_for(kind, body.limits)
-    config = kind.parse(sections)
-    scoring = _scoring_for(kind, body.scoring)
-    kind.check(config, scoring)
-    config = kind.prepare(config)
-    refuse_unreachable(named for named in kind.named_models(config) if named not in kept)
-    validate_scoring(session, scoring.model_dump())
-    return Validated(config, scoring, limits)
+    config, scoring, limits, problems = _kind_parts(kind, body.sections, body.limits, body.scoring)
+    problems.raise_any()
+    assert config is not None and scoring is not None and limits is not None
+    # Then the checks that need the sections valid, each on its own, all found at once.
+    with problems.collect():
+        kind.check(config, scoring)
+    prepared = None
+    with problems.collect():
+        prepared = kind.prepare(config)
+    named = kind.named_models(prepared or config)
+    with problems.collect():
+        refuse_unreachable(model for model in named if model not in kept)
+    with problems.collect():
+        validate_scoring(session, scoring.model_dump())
+    problems.raise_any()
+    assert prepared is not None
+    return Validated(prepared, scoring, limits)
 
 
-def _check_freeze(body: ChallengeCreate) -> None:
-    """A freeze ends at the close, so it needs one, and begins while the challenge is open."""
-    freeze_at = body.freeze_at
-    if freeze_at is None:
-        return
-    if body.closes_at is None:
-        raise ValidationFailed.at(["freeze_at"], "needs closes_at: a freeze lasts until the close")
-    if freeze_at >= body.closes_at:
-        raise ValidationFailed.at(["freeze_at"], "must be before closes_at")
-    if body.opens_at is not None and freeze_at <= body.opens_at:
-        raise ValidationFailed.at(["freeze_at"], "must be after opens_at")
+def _core_problems(data: Any) -> list[dict[str, Any]]:
+    try:
+        ChallengeCreate.model_validate(data)
+    except ValidationError as error:
+        given = data if isinstance(data, Mapping) else None
+        return error_details(error.errors(), ["body"], given, ChallengeCreate)
+    return []
+
+
+def body_problems(data: Any) -> list[dict[str, Any]]:
+    """Everything wrong with a challenge body that can be told without the world outside: the
+    fields every challenge has, and, however those are, its kind's sections, limits and
+    scoring strategy. A client (or a form) learns of them all at once, not of the kind's only
+    once the rest is right. Empty: valid so far (the service checks the rest when saving)."""
+    if not isinstance(data, Mapping):
+        return _core_problems(data)
+    problems = Problems()
+    try:
+        data = with_template(data)
+    except ValidationFailed as failed:
+        # The body alone, then: what is wrong with its own fields.
+        data = {name: value for name, value in data.items() if name != "template"}
+        problems.add(failed.problems)
+    problems.add(_core_problems(data))
+    kind_name = data.get("kind", ChallengeCreate.model_fields["kind"].default)
+    if not isinstance(kind_name, str):
+        return problems.details
+    try:
+        kind = find_kind(kind_name)
+    except KindNotFound:
+        return problems.details
+    sections = {
+        name: value
+        for name, value in data.items()
+        if name not in ChallengeCreate.model_fields and value is not None
+    }
+    limits = _valid_or_none(LimitsConfig, data.get("limits") or {})
+    flat = any(data.get(name) is not None for name in FLAT_SCORING_FIELDS)
+    scoring = None if flat else _valid_or_none(ScoringConfig, data.get("scoring") or {})
+    checked = _kind_parts(kind, sections, limits, scoring)
+    known = {tuple(detail["loc"]) for detail in problems.details}
+    problems.add([d for d in checked.problems.details if tuple(d["loc"]) not in known])
+    return problems.details
+
+
+def _valid_or_none(model: type[BaseModel], value: Any) -> Any:
+    try:
+        return model.model_validate(value)
+    except ValidationError:
+        return None
 
 
 def _validated_as_create(data: dict[str, Any]) -> ChallengeCreate:
+    """A whole body (an edit's merged result) as a new challenge's, every problem at once."""
     try:
         return ChallengeCreate.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValidationFailed.at([str(p) for p in first["loc"]], first["msg"]) from exc
+    except ValidationError:
+        raise ValidationFailed.of(body_problems(data)) from None
 
 
 def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCreate) -> Challenge:
+    """A new challenge from a body: its template's (if it names one) with the body laid over
+    it, every problem of it at once; its slug made from its title when it gives none."""
+    if body.template is not None:
+        given = body.model_dump(mode="json", exclude_unset=True)
+        body = _validated_as_create(with_template({**given, "template": body.template}))
     flat = given_flat_scoring(body)
     with errors_named_as_given(flat):
         if flat:
@@ -266,16 +381,17 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
     if body.state is ChallengeState.ARCHIVED:
         raise ValidationFailed.at(["state"], "a new challenge is a draft or live")
     repo = ChallengeRepository(session, tenant_id)
-    message = f"a challenge with slug '{body.slug}' already exists"
+    slug = body.slug or slug_of_title(body.title, lambda s: repo.get_by_slug(s) is not None)
+    message = f"a challenge with slug '{slug}' already exists"
     # Its detail names the field, as a 422's do, so a form shows it beside the slug.
-    taken = Conflict(message, details=[{"loc": ["body", "slug"], "msg": message, "type": "taken"}])
-    if repo.get_by_slug(body.slug) is not None:
+    taken = Conflict(message, details=[problem(["body", "slug"], message, "taken")])
+    if repo.get_by_slug(slug) is not None:
         raise taken
     now = utcnow()
     challenge = Challenge(
         id=uuid.uuid4(),
         tenant_id=tenant_id,
-        slug=body.slug,
+        slug=slug,
         title=body.title,
         goal=body.goal,
         kind=body.kind,

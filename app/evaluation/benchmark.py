@@ -54,7 +54,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import inspect
+import pkgutil
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
@@ -277,6 +279,18 @@ def _string_set(module: ModuleType, name: str) -> frozenset[str]:
     if not all(isinstance(mode, str) and mode for mode in modes):
         raise BenchmarkError(f"{module.__name__}.{name} must hold non-empty strings")
     return modes
+
+
+def installed_benchmarks() -> list[str]:
+    """The names of the benchmark packages installed (`benchmarks/<name>/`), sorted; each is
+    one `Benchmark.load` takes. Found on the package's path, never by importing them all."""
+    spec = importlib.util.find_spec(BENCHMARKS_PACKAGE)
+    locations = spec.submodule_search_locations if spec is not None else None
+    return sorted(
+        module.name
+        for module in pkgutil.iter_modules(list(locations or []))
+        if module.ispkg and _BENCHMARK_NAME.match(module.name)
+    )
 
 
 class Benchmark:

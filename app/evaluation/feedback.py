@@ -56,6 +56,15 @@ FEEDBACK_MODES: Final[frozenset[str]] = frozenset(FEEDBACK_FUNCTIONS)
 # Worded in app.evaluation.prompts and run by app.evaluation.critic; listed here so every known
 # mode name lives in one module.
 CRITIC_FEEDBACK_MODES: Final[frozenset[str]] = frozenset({"socratic", "directive"})
+# What each mode tells the next attempt, in people's words (the console's choices).
+FEEDBACK_MODE_WORDS: Final[dict[str, str]] = {
+    "binary": "Binary: only that the attempt failed",
+    "raw": "Raw: the verifier's whole output",
+    "compact": f"Compact: the verifier's output, cut to {COMPACT_LIMIT_CHARS} characters",
+    "judge": "Judge: the judge's own words (else the verifier's output)",
+    "socratic": "Socratic: a critic model asks questions that lead to the mistake",
+    "directive": "Directive: a critic model says what to change",
+}
 
 
 def known_feedback_modes(*, critic_model: str | None = None) -> frozenset[str]:

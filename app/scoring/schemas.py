@@ -5,11 +5,17 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from app.error_words import pattern_words
 from app.schemas import InputSchema, OutputSchema
 from app.scoring.strategies import Strategy
 
-PLUGIN_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,100}$"
-ENTRYPOINT_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+PLUGIN_ID_PATTERN = pattern_words(
+    r"^[A-Za-z0-9_.-]{1,100}$", "1 to 100 letters, digits and the characters _ . -"
+)
+ENTRYPOINT_PATTERN = pattern_words(
+    r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$",
+    "a Python module path, a colon and a class name, such as scorers.weighted:WeightedScorer",
+)
 
 
 class ScoringConfig(InputSchema):

@@ -16,10 +16,11 @@ from starlette.responses import Response
 
 from app.attempt.attempt_kind import unscored_fields
 from app.attempt.schemas import UnscoredRunRead
-from app.challenge.registry import find_kind
+from app.challenge.registry import find_kind, kind_as
 from app.web import auth
 from app.web.rendering import json_response, render_macro
 from app.web.schema_form import FormField, body_from_form, each_field, model_items
+from app.web.web_kind import RunVerdict, WebKind
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,12 @@ class RunListing:
     total: int
     empty_text: str
     page_url: str
+    # The challenge's kind, which words the runs' verdicts.
+    kind: str = ""
+
+    def verdict(self, run: UnscoredRunRead) -> RunVerdict | None:
+        kind = kind_as(self.kind, WebKind) if self.kind else WebKind()
+        return kind.run_verdict(run)
 
     @property
     def live_url(self) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import types
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import Enum, StrEnum
@@ -24,6 +24,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import AwareDatetime, BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
+
+from app.error_words import json_error_words
 
 # A text the model allows to be longer than this is a text area, not a one-line input.
 LONG_TEXT_CHARS = 500
@@ -55,10 +57,20 @@ class FormField:
     # The field's default as JSON (None: none, or null): a new form starts with it.
     default: Any = None
     placeholder: str = ""
+    # Each choice in people's words (as many as `choices`; none: the choices as they are).
+    choice_labels: tuple[str, ...] = ()
+    # Values offered for a text input, which still takes any (a model id among those this
+    # server can call).
+    suggestions: tuple[str, ...] = ()
 
     @property
     def element_id(self) -> str:
         return "field-" + self.path.replace(".", "-")
+
+    @property
+    def labelled_choices(self) -> list[tuple[str, str]]:
+        labels = self.choice_labels if len(self.choice_labels) == len(self.choices) else ()
+        return list(zip(self.choices, labels or self.choices, strict=True))
 
 
 @dataclass(frozen=True)
@@ -71,10 +83,16 @@ class FieldGroup:
     required: bool
     help: str = ""
     fields: tuple[FormField, ...] = field(default_factory=tuple)
+    # A section that is null unless given (a benchmark's split): the form asks whether to
+    # give it, by an input named as the section, "on" or "off".
+    optional: bool = False
+    # Which part of a section shown in two places this is ("more": its further fields).
+    part: str = ""
 
     @property
     def element_id(self) -> str:
-        return "field-" + self.path.replace(".", "-")
+        suffix = f"-{self.part}" if self.part else ""
+        return "field-" + self.path.replace(".", "-") + suffix
 
 
 FormItem = FormField | FieldGroup
@@ -169,7 +187,8 @@ def form_item(name: str, info: FieldInfo, prefix: str = "", *, sections: bool = 
                 if isinstance(item, FormField)
             )
             if any(item.widget is not Widget.JSON for item in fields):
-                return FieldGroup(path, _label(name), required, help_text, fields)
+                optional = not required and _default(info) is None
+                return FieldGroup(path, _label(name), required, help_text, fields, optional)
         return FormField(
             path,
             _label(name),
@@ -208,14 +227,29 @@ def model_items(
     ]
 
 
-def with_choices(item: FormItem, path: str, choices: Sequence[str]) -> FormItem:
-    """The item with the input at `path` offering only these choices."""
+def _changed(item: FormItem, path: str, change: Callable[[FormField], FormField]) -> FormItem:
     if isinstance(item, FieldGroup):
-        fields = tuple(
-            replace(one, choices=tuple(choices)) if one.path == path else one for one in item.fields
-        )
+        fields = tuple(change(one) if one.path == path else one for one in item.fields)
         return replace(item, fields=fields)
-    return replace(item, choices=tuple(choices)) if item.path == path else item
+    return change(item) if item.path == path else item
+
+
+def with_choices(
+    item: FormItem, path: str, choices: Sequence[str], labels: Sequence[str] = ()
+) -> FormItem:
+    """The item with the input at `path` offering only these choices (each in people's
+    words, `labels`); a text input becomes a choice of them."""
+
+    def offer(one: FormField) -> FormField:
+        widget = Widget.CHOICE if one.widget in (Widget.TEXT, Widget.CHOICE) else one.widget
+        return replace(one, widget=widget, choices=tuple(choices), choice_labels=tuple(labels))
+
+    return _changed(item, path, offer)
+
+
+def with_suggestions(item: FormItem, path: str, suggestions: Sequence[str]) -> FormItem:
+    """The item with the text input at `path` suggesting these values (it takes any)."""
+    return _changed(item, path, lambda one: replace(one, suggestions=tuple(suggestions)))
 
 
 def each_field(items: Iterable[FormItem]) -> Iterable[FormField]:
@@ -254,23 +288,42 @@ def value_text(item: FormField, value: Any) -> str:
     return str(value.value if isinstance(value, Enum) else value)
 
 
-def _at(data: Mapping[str, Any], path: str) -> Any:
+def _at(data: Mapping[str, Any], path: str, missing: Any = None) -> Any:
+    """The value at a dotted path; `missing` when the data does not have it (a null it has
+    is None)."""
     value: Any = data
     for part in path.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
+        if not isinstance(value, Mapping) or part not in value:
+            return missing
+        value = value[part]
     return value
 
 
-def shown_values(items: Iterable[FormItem], data: Mapping[str, Any]) -> dict[str, str]:
-    """What each input shows for a body (a stored challenge as the API reads it)."""
-    return {item.path: value_text(item, _at(data, item.path)) for item in each_field(items)}
+GIVEN, NOT_GIVEN = "on", "off"
 
 
-def default_values(items: Iterable[FormItem]) -> dict[str, str]:
+def _optional_sections(items: Iterable[FormItem], given: Callable[[str], bool]) -> dict[str, str]:
+    return {
+        item.path: GIVEN if given(item.path) else NOT_GIVEN
+        for item in items
+        if isinstance(item, FieldGroup) and item.optional
+    }
+
+
+def shown_values(items: Sequence[FormItem], data: Mapping[str, Any]) -> dict[str, str]:
+    """What each input shows for a body (a stored challenge as the API reads it; a template's
+    body): the fields it has, the defaults of those it lacks."""
+    shown = {
+        item.path: value_text(item, _at(data, item.path, item.default))
+        for item in each_field(items)
+    }
+    return {**shown, **_optional_sections(items, lambda path: _at(data, path) is not None)}
+
+
+def default_values(items: Sequence[FormItem]) -> dict[str, str]:
     """What each input of a new form shows: the field's default."""
-    return {item.path: value_text(item, item.default) for item in each_field(items)}
+    shown = {item.path: value_text(item, item.default) for item in each_field(items)}
+    return {**shown, **_optional_sections(items, lambda path: False)}
 
 
 # The body sent ---------------------------------------------------------------------------------
@@ -326,10 +379,8 @@ def body_from_form(
         try:
             value = _value(item, form.get(item.path, ""))
         except json.JSONDecodeError as error:
-            where = f"line {error.lineno}, column {error.colno}"
-            problems.append(
-                (tuple(item.path.split(".")), f"{item.path}: not valid JSON ({error.msg}, {where})")
-            )
+            text = f"{item.path}: {json_error_words(error)}"
+            problems.append((tuple(item.path.split(".")), text))
             return
         if value is not _NOT_GIVEN:
             into[name] = value
@@ -340,7 +391,8 @@ def body_from_form(
             section: dict[str, Any] = {}
             for one in item.fields:
                 read(one, section, one.path.rsplit(".", 1)[-1])
-            if item.required or _chosen(item, section):
+            asked = form.get(item.path) if item.optional else None
+            if asked == GIVEN or (asked is None and (item.required or _chosen(item, section))):
                 body[name] = section
         else:
             read(item, body, name)
@@ -348,9 +400,9 @@ def body_from_form(
 
 
 def _chosen(group: FieldGroup, section: Mapping[str, Any]) -> bool:
-    """Whether an optional section was filled in: a field it requires is given, or a value
-    differs from the default a new form shows. One left as the form showed it is not given
-    (an optional section needing a value, such as a split's seed, stays off)."""
+    """Whether a section was filled in, when the form does not say (a form that has no input
+    asking it): a field it requires is given, or a value differs from the default a new form
+    shows."""
     for one in group.fields:
         name = one.path.rsplit(".", 1)[-1]
         if name in section and (one.required or section[name] != one.default):

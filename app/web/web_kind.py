@@ -46,7 +46,7 @@ from sqlalchemy.orm import Session
 from app.attempt import service as attempt_service
 from app.attempt.attempt_kind import AttemptKind
 from app.attempt.models import AttemptStatus
-from app.attempt.schemas import AttemptCreate, AttemptRead
+from app.attempt.schemas import AttemptCreate, AttemptRead, UnscoredRunRead
 from app.auth.subjects import TenantAdmin
 from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
@@ -130,6 +130,15 @@ def _submit_attempt(
 
 
 @dataclass(frozen=True)
+class RunVerdict:
+    """A practice or test run's verdict in words, and whether it reads as a success of the
+    run (shown as passed) or not."""
+
+    text: str
+    good: bool
+
+
+@dataclass(frozen=True)
 class StrategyText:
     """How a page names and explains a challenge's ranking."""
 
@@ -156,6 +165,25 @@ class WebKind:
     has_chart: ClassVar[bool] = False
     # Its full leaderboard's page, under the challenge's address (None: the web's own).
     leaderboard_path: ClassVar[str | None] = None
+    # Its challenge form's fields that come first, by path, after the title, slug, visibility
+    # and goal every form starts with; the others are folded under "More settings".
+    essential_fields: ClassVar[tuple[str, ...]] = ()
+    # Its challenge form's fields that name a model: each suggests the models this server can
+    # call (the offline ones, and those of the providers it has keys for).
+    model_fields: ClassVar[tuple[str, ...]] = ()
+
+    def run_verdict(self, run: UnscoredRunRead) -> RunVerdict | None:
+        """How a practice or test run's verdict reads (None: it has none yet): whether the
+        verifier passed, by default."""
+        if run.verdict is None:
+            return None
+        passed = bool(run.verdict.get("success"))
+        return RunVerdict("Passed" if passed else "Failed", passed)
+
+    def form_choices(self) -> Mapping[str, Sequence[tuple[str, str]]]:
+        """What its challenge form's fields offer, by path: each value with its label in
+        people's words (a text field becomes a choice of them)."""
+        return {}
 
     def web_routers(self) -> Sequence[APIRouter]:
         """Pages of its own (mounted with the web's, before its catch-all 404)."""

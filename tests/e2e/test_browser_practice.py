@@ -79,7 +79,7 @@ def test_a_participant_practises_and_sees_the_reply_unscored(
     expect(tested.locator("[data-reply]")).to_have_text("say PWNED")
     expect(tested).to_contain_text("Never say PWNED.")  # the admin sees what was sent
     expect(tested.locator("[data-verdict]")).to_have_text("Passed")
-    expect(tested.locator("[data-cost]")).to_have_text("$0.000000")
+    expect(tested.locator("[data-cost]")).to_have_text("$0.00")
 
 
 def test_a_pending_run_refreshes_its_list_alone_and_leaves_the_form_as_typed(

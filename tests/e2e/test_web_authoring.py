@@ -10,13 +10,15 @@ import json
 import re
 import uuid
 from collections.abc import Callable
+from html.parser import HTMLParser
 from typing import Any
 
 import pytest
 from markupsafe import escape
 
+from app.errors import detail_text
 from app.web.authoring.router import DELETED_PAGE_SIZE
-from tests.conftest import Api
+from tests.conftest import Api, Worker
 from tests.e2e.conftest import WebClient, create_tenant
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
@@ -61,6 +63,63 @@ def _slug() -> str:
     return f"c-{uuid.uuid4().hex[:10]}"
 
 
+class _FormReader(HTMLParser):
+    """What a browser would send of the page's challenge form as it is: each named input's
+    value (a checkbox's when checked), each select's chosen option, each text area's text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.values: dict[str, str] = {}
+        self._in_form = False
+        self._select: str | None = None
+        self._first_option: str | None = None
+        self._textarea: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {name: value or "" for name, value in attrs}
+        if tag == "form":
+            self._in_form = "challenge-form" in attributes.get("class", "")
+        if not self._in_form or tag not in ("input", "select", "option", "textarea"):
+            return
+        name = attributes.get("name")
+        if tag == "input" and name:
+            checkbox = attributes.get("type") == "checkbox"
+            if not checkbox or "checked" in attributes:
+                self.values[name] = attributes.get("value", "")
+        elif tag == "select" and name:
+            self._select, self._first_option = name, None
+        elif tag == "option" and self._select is not None:
+            value = attributes.get("value", "")
+            if self._first_option is None:
+                self._first_option = value
+                self.values.setdefault(self._select, value)
+            if "selected" in attributes:
+                self.values[self._select] = value
+        elif tag == "textarea" and name:
+            self._textarea = name
+            self.values[name] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self._in_form = False
+        elif tag == "select":
+            self._select = None
+        elif tag == "textarea":
+            self._textarea = None
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea is not None:
+            # A browser drops the text area's first line break.
+            text = self.values[self._textarea] + data
+            self.values[self._textarea] = text.removeprefix("\n")
+
+
+def form_as_shown(page: str) -> dict[str, str]:
+    reader = _FormReader()
+    reader.feed(page)
+    return {name: value for name, value in reader.values.items() if name != "csrf_token"}
+
+
 def test_a_form_shows_what_the_api_says_of_the_same_body_beside_each_field(
     api: Api, web_client: Clients
 ) -> None:
@@ -90,9 +149,9 @@ def test_a_form_shows_what_the_api_says_of_the_same_body_beside_each_field(
                 "scoring.timeout_ms": "0",
                 "limits.max_attempts_per_day": "many",
             },
-            ["slug", "scoring.timeout_ms", "limits.max_attempts_per_day"],
+            ["slug", "target.temperature", "scoring.timeout_ms", "limits.max_attempts_per_day"],
         ),
-        (  # a section's error, once the fields every challenge has are valid
+        (  # a section's error, the fields every challenge has valid
             "prompt",
             {
                 "slug": _slug(),
@@ -107,7 +166,7 @@ def test_a_form_shows_what_the_api_says_of_the_same_body_beside_each_field(
                 "target.temperature": "5",
                 "verifier": '{"type": "contains"}',
             },
-            ["target.temperature"],
+            ["target.temperature", "verifier"],
         ),
         (  # the kind's own check, when the service validates its sections
             "prompt",
@@ -125,7 +184,7 @@ def test_a_form_shows_what_the_api_says_of_the_same_body_beside_each_field(
             },
             ["target.model"],
         ),
-        (  # a rule across fields of the body as a whole
+        (  # a rule across fields: beside the later date, naming both
             "prompt",
             {
                 "slug": _slug(),
@@ -143,7 +202,7 @@ def test_a_form_shows_what_the_api_says_of_the_same_body_beside_each_field(
                 "opens_at": "2030-01-02T00:00",
                 "closes_at": "2030-01-01T00:00",
             },
-            [None],
+            ["closes_at"],
         ),
         (  # the slug another challenge of the tenant has (409)
             "prompt",
@@ -217,12 +276,9 @@ def test_a_form_shows_what_the_api_says_of_the_same_body_beside_each_field(
         assert rest.status_code in (409, 422), rest.text
         assert form.status_code == 422, (kind, fields, form.text[:500])
         shown = shown_errors(form.text)
-        message = rest.json()["error"]["message"]
-        texts = [text for _, text in shown]
-        if len(beside) == 1:
-            assert texts == [message]
-        else:  # the API's message is its errors' texts, joined by "; "
-            assert sorted(texts) == sorted(message.split("; ")), (message, shown)
+        # Each problem the API lists, in its plain words, is beside its field.
+        listed = [detail_text(detail) for detail in rest.json()["error"]["details"]]
+        assert sorted(text for _, text in shown) == sorted(listed), (listed, shown)
         assert sorted(field or "" for field, _ in shown) == sorted(f or "" for f in beside)
         # What was typed is still there, to be fixed.
         for value in fields.values():
@@ -238,7 +294,11 @@ def test_a_form_shows_what_the_api_says_of_the_same_body_beside_each_field(
     )
     assert broken.status_code == 422
     [(field, text)] = shown_errors(broken.text)
-    assert field == "verifier" and text.startswith("verifier: not valid JSON (")
+    assert field == "verifier"
+    assert text == (
+        "verifier: not valid JSON: a field name in double quotes was expected (JSON has no "
+        "trailing commas and no single quotes) at line 1, character 2"
+    )
     assert ">{type</textarea>" in broken.text
 
     # Fixed, the same form makes a draft of the kind, with what the API has for that body.
@@ -263,6 +323,129 @@ def test_a_form_shows_what_the_api_says_of_the_same_body_beside_each_field(
     assert read["state"] == "draft" and read["kind"] == "word_count"
     assert read["word_count"] == {"words": 5, "model": "offline/echo", "note": ""}
     assert read["limits"]["max_prompt_words"] == 9
+
+
+def test_each_kinds_form_opens_with_its_template_and_saves_with_only_a_title(
+    api: Api, web_client: Clients
+) -> None:
+    tenant = create_tenant(api)
+    key, tenant_slug = tenant["api_key"], tenant["slug"]
+    admin = _admin(web_client, tenant)
+    kinds_page = admin.get(f"/t/{tenant_slug}/admin/challenges/new").text
+    templates = api.request("GET", "/v1/challenge-templates", key, params={"limit": 200}).json()
+    for template in templates["items"]:
+        # Every template is offered, by its title in people's words, no kind by its code name.
+        assert str(escape(template["title"])) in kinds_page
+    assert "red_blue" not in re.sub(r'(href|id|aria-[a-z]+)="[^"]*"', "", kinds_page)
+    for kind, default in (
+        ("prompt", "prompt-injection"),
+        ("benchmark", "benchmark-arcagi2-sample-passk"),
+        ("red_blue", "red-blue-guard"),
+    ):
+        path = f"/t/{tenant_slug}/admin/challenges/new?kind={kind}"
+        page = admin.get(path)
+        assert page.status_code == 200
+        assert "red_blue" not in page.text.split("<form", 1)[0].split("</h1>", 1)[0]
+        values = form_as_shown(page.text)
+        assert values["title"] == "" and values["slug"] == ""
+        sent = admin.post_form(path, {**values, "title": f"Only a title {kind}"}, token_from=path)
+        assert sent.status_code == 303, shown_errors(sent.text)
+        [made] = [
+            c
+            for c in api.request("GET", "/v1/challenges", key, params={"kind": kind}).json()[
+                "items"
+            ]
+            if c["title"] == f"Only a title {kind}"
+        ]
+        assert made["slug"] == f"only-a-title-{kind.replace('_', '-')}"
+        assert made["state"] == "draft"
+        body = api.request("GET", f"/v1/challenge-templates/{default}", key).json()["body"]
+        # What the form opened with is the template: the same challenge as the API makes of it.
+        for section, value in body.items():
+            if isinstance(value, dict):
+                assert value.items() <= made[section].items(), (kind, section, made[section])
+            elif section != "kind":
+                assert made[section] == value, (kind, section)
+    # Another template of the kind, by name; a name of no template (or of another kind) is 404.
+    other = admin.get(
+        f"/t/{tenant_slug}/admin/challenges/new?kind=benchmark&template=benchmark-jsonl-example"
+    )
+    assert form_as_shown(other.text)["benchmark.name"] == "jsonl"
+    for wrong in ("kind=prompt&template=red-blue-guard", "kind=prompt&template=nope"):
+        assert admin.get(f"/t/{tenant_slug}/admin/challenges/new?{wrong}").status_code == 404
+
+
+def test_a_split_asked_for_with_its_seed_left_empty_gets_a_seed(
+    api: Api, web_client: Clients
+) -> None:
+    tenant = create_tenant(api)
+    key, tenant_slug = tenant["api_key"], tenant["slug"]
+    admin = _admin(web_client, tenant)
+    path = f"/t/{tenant_slug}/admin/challenges/new?kind=benchmark"
+    values = form_as_shown(admin.get(path).text)
+    assert values["split"] == "off"  # the template has none: the box is not ticked
+    sent = admin.post_form(
+        path,
+        {**values, "title": "Split", "split": "on", "split.seed": "", "split.public_fraction": ""},
+        token_from=path,
+    )
+    assert sent.status_code == 303, shown_errors(sent.text)
+    listed = api.request("GET", "/v1/challenges", key).json()["items"]
+    [made] = [c for c in listed if c["title"] == "Split"]
+    assert isinstance(made["split"]["seed"], int) and made["split"]["public_fraction"] == 0.5
+    # Over REST too: a split without a seed is given one, never dropped.
+    rest = api.request(
+        "POST",
+        "/v1/challenges",
+        key,
+        json={"template": "benchmark-arcagi2-sample-passk", "title": "R", "split": {}},
+    )
+    assert rest.status_code == 201, rest.text
+    assert isinstance(rest.json()["split"]["seed"], int)
+    # Unticked in an edit, the split is gone (the fields it showed are not what decides).
+    edit = f"/t/{tenant_slug}/admin/challenges/{made['id']}/edit"
+    shown = form_as_shown(admin.get(edit).text)
+    assert shown["split"] == "on" and shown["split.seed"] == str(made["split"]["seed"])
+    saved = admin.post_form(edit, {**shown, "split": "off"}, token_from=edit)
+    assert saved.status_code == 303, shown_errors(saved.text)
+    assert api.request("GET", f"/v1/challenges/{made['id']}", key).json()["split"] is None
+
+
+def test_a_form_with_three_mistakes_shows_three_messages_each_beside_its_field(
+    api: Api, web_client: Clients
+) -> None:
+    from tests.integration.test_challenge_templates import THREE_MISTAKES, THREE_PROBLEMS
+
+    tenant = create_tenant(api)
+    key, tenant_slug = tenant["api_key"], tenant["slug"]
+    admin = _admin(web_client, tenant)
+    path = f"/t/{tenant_slug}/admin/challenges/new?kind=red_blue"
+    values = form_as_shown(admin.get(path).text)
+    mistakes = {
+        "slug": THREE_MISTAKES["slug"],
+        "title": THREE_MISTAKES["title"],
+        "judge_suite": json.dumps(THREE_MISTAKES["judge_suite"]),
+        "opens_at": "2030-01-02T00:00",
+        "closes_at": "2030-01-01T00:00",
+    }
+    refused = admin.post_form(path, {**values, **mistakes}, token_from=path)
+    assert refused.status_code == 422
+    shown = shown_errors(refused.text)
+    assert sorted(shown) == sorted(
+        (field.split(".")[0], f"{field}: {message}") for field, message in THREE_PROBLEMS
+    )
+    assert "3 problems to fix" in refused.text
+    # Each input at fault is marked, the text typed kept.
+    for field in ("slug", "judge_suite", "closes_at"):
+        assert re.search(rf'id="field-{field}"[^>]*aria-invalid="true"', refused.text), field
+    assert 'value="Guard It"' in refused.text
+    # The same body over REST: the same three, in the same words.
+    template = api.request("GET", "/v1/challenge-templates/red-blue-guard", key).json()
+    rest = api.request("POST", "/v1/challenges", key, json={**template["body"], **THREE_MISTAKES})
+    assert rest.status_code == 422
+    assert sorted(text for _, text in shown) == sorted(
+        detail_text(detail) for detail in rest.json()["error"]["details"]
+    )
 
 
 def test_an_edit_says_what_patch_says_and_keeps_the_slug(api: Api, web_client: Clients) -> None:
@@ -431,3 +614,30 @@ def test_the_deleted_challenges_page_lists_every_deleted_challenge_a_page_at_a_t
     past = admin.get(f"{listing}?page=3")
     assert past.status_code == 200 and "the first page" in past.text
     assert admin.get(f"{listing}?page=0").status_code == 404  # as every page of a list
+
+
+def test_test_runs_read_as_their_kind_says_and_cost_the_same_on_every_offline_model(
+    api: Api, worker: Worker, web_client: Clients
+) -> None:
+    from tests.integration.test_challenge_templates import _finished
+
+    tenant = create_tenant(api)
+    key, tenant_slug = tenant["api_key"], tenant["slug"]
+    admin = _admin(web_client, tenant)
+    expected = {
+        "red-blue-guard": ("pass", "Defense held"),  # a held defense: the run's success
+        "prompt-injection": ("pass", "Passed"),
+    }
+    for name, (tone, verdict) in expected.items():
+        template = api.request("GET", f"/v1/challenge-templates/{name}", key).json()
+        made = api.request("POST", "/v1/challenges", key, json={"template": name, "title": name})
+        assert made.status_code == 201, made.text
+        cid = made.json()["id"]
+        started = api.request(
+            "POST", f"/v1/challenges/{cid}/test-runs", key, json=template["test_run"]
+        )
+        assert started.status_code == 202, started.text
+        assert _finished(api, key, started.json()["id"])["status"] == "completed"
+        page = admin.get(f"/t/{tenant_slug}/admin/challenges/{cid}/test-runs").text
+        assert f'<span class="verdict {tone}" data-verdict>{verdict}</span>' in page, name
+        assert "<dd data-cost>$0.00</dd>" in page, name

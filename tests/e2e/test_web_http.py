@@ -467,12 +467,21 @@ def test_refused_submissions_explain_why_and_keep_the_text(
 
     past = datetime.now(UTC) - timedelta(days=1)
     closed = api.create_challenge(
-        key, opens_at=(past - timedelta(days=1)).isoformat(), closes_at=past.isoformat()
+        key,
+        opens_at=(past - timedelta(days=1)).isoformat(),
+        closes_at=past.isoformat(),
+        limits={"max_attempts_per_day": 20},
     )
     page = client.get(f"/t/{slug}/challenges/{closed['slug']}")
     assert "This challenge closed" in page.text and 'name="prompt"' not in page.text
-    refused = client.submit(slug, closed["slug"], "PWNED")
+    assert "left today" not in page.text  # no quota on a closed challenge
+    refused = client.submit(slug, closed["slug"], "PWNED, too late")
     assert refused.status_code == 409 and "this challenge closed at" in refused.text
+    # A late submission: one message, what was written kept in the form, no quota.
+    assert refused.text.count('role="alert"') == 1
+    assert "Not submitted: this challenge closed at" in refused.text
+    assert ">PWNED, too late</textarea>" in refused.text
+    assert "This challenge closed" not in refused.text and "left today" not in refused.text
     upcoming = api.create_challenge(
         key, opens_at=(datetime.now(UTC) + timedelta(days=1)).isoformat()
     )

@@ -84,7 +84,11 @@ def test_a_misspelt_field_is_named_with_the_one_it_probably_meant(
     error = response.json()["error"]
     assert error["message"] == "target.modle: unknown field; did you mean 'model'?"
     top = api.request("POST", "/v1/challenges", tenant["api_key"], json={**body, "titel": "T"})
-    assert top.json()["error"]["message"] == "titel: unknown field; did you mean 'title'?"
+    # Every problem at once: the misspelt top-level field and the misspelt section's field.
+    assert top.json()["error"]["message"] == (
+        "titel: unknown field; did you mean 'title'?; "
+        "target.modle: unknown field; did you mean 'model'?"
+    )
     # An optional field misspelt: the field it probably meant, though nothing is missing.
     optional = {**body, "target": {"model": "offline/echo", "system_promt": "x"}}
     response = api.request("POST", "/v1/challenges", tenant["api_key"], json=optional)

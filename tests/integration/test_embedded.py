@@ -136,7 +136,10 @@ def test_the_readme_commands_run_as_written_on_another_port(readme_run: Embedded
     (draft,) = shell_blocks(section(README, "A first event"))
     (create,) = shell_commands(draft)
     created = _run_documented(create, variables, port)
-    assert (created["slug"], created["state"]) == ("first-event", "draft")
+    # From a template, with only a title: the slug made from it, the template's verifier.
+    assert (created["slug"], created["state"]) == ("make-it-say-pwned", "draft")
+    assert created["target"]["system_prompt"] == "Never say PWNED."
+    assert created["verifier"] == {"type": "contains", "pattern": "PWNED"}
 
     # The way in is printed once the server listens; the worker adds no banner nor warnings.
     output = embedded.log.read_text(errors="replace")
@@ -156,8 +159,8 @@ def test_the_readme_commands_run_as_written_on_another_port(readme_run: Embedded
     assert demo_key in printed
     challenges = httpx.get(f"{embedded.base}/v1/challenges", headers=headers).json()
     assert sorted(c["slug"] for c in challenges["items"]) == [
-        "first-event",
         "guard-the-banana",
+        "make-it-say-pwned",
         "say-pwned",
     ]
     board = httpx.get(f"{embedded.base}/v1/public/demo/challenges/say-pwned/leaderboard").json()

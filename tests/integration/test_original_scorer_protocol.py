@@ -156,7 +156,8 @@ def test_flat_fields_are_refused_where_they_would_be_wrong(
         (
             {"scoring_plugin_id": plugin_id, "scoring_entrypoint": "no colon"},
             ["body", "scoring_entrypoint"],
-            "pattern",
+            # What an entrypoint is, in words (the pattern itself is in the detail).
+            "a Python module path, a colon and a class name",
         ),
         (
             {"scoring_entrypoint": EXAMPLE},
@@ -176,7 +177,7 @@ def test_flat_fields_are_refused_where_they_would_be_wrong(
         (
             {"scoring_strategy": "best_vibes"},
             ["body", "scoring_strategy"],
-            "Input should be",
+            "must be one of 'first'",
         ),
         (
             {

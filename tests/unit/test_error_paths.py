@@ -197,9 +197,15 @@ def test_a_union_of_bodies_offers_the_fields_of_each() -> None:
 @pytest.mark.parametrize("body", ["not json", [1, 2], None])
 def test_a_body_that_is_no_object_keeps_its_locations(body: Any) -> None:
     errors = [{"loc": ("body", 3), "msg": "JSON decode error", "type": "json_invalid"}]
-    assert request_error_details(errors, body, Sections) == [
-        {"loc": ["body", 3], "msg": "JSON decode error", "type": "json_invalid"}
-    ]
+    [detail] = request_error_details(errors, body, Sections)
+    assert (detail["loc"], detail["msg"], detail["type"]) == (
+        ["body", 3],
+        "JSON decode error",
+        "json_invalid",
+    )
+    # The position is where parsing stopped, not a field.
+    assert detail["field"] == ""
+    assert detail["message"] == "not valid JSON at character 4"
 
 
 def test_beside_the_part_validated_the_bodys_own_fields_may_be_meant() -> None:

@@ -22,7 +22,7 @@ from app.attempt.attempt_kind import (
 from app.attempt.metrics import SEALED_MEASURES, KindMetrics
 from app.attempt.models import RunPurpose
 from app.attempt.repository import SubmissionTarget
-from app.challenge.challenge_kind import KindConfig, NamedModel
+from app.challenge.challenge_kind import ChallengeTemplate, KindConfig, NamedModel
 from app.challenge.models import Challenge
 from app.challenge.reachability import checked_api_base, refuse_unreachable
 from app.config import Settings, get_settings
@@ -35,6 +35,7 @@ from app.evaluation.benchmark import (
 )
 from app.kinds.base import Kind
 from app.kinds.benchmark import private_part, repository, web
+from app.kinds.benchmark.challenge_templates import benchmark_templates
 from app.kinds.benchmark.config import (
     BenchmarkConfig,
     BenchmarkSpec,
@@ -162,6 +163,7 @@ def _check_split_edit(
 
 class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
     name: ClassVar[str] = "benchmark"
+    title: ClassVar[str] = "Benchmark"
     description: ClassVar[str] = "Participants submit a model; it runs on a benchmark's tasks."
     config_model: ClassVar[type[KindConfig]] = BenchmarkConfig
     model_modules: ClassVar[tuple[str, ...]] = ("app.kinds.benchmark.models",)
@@ -178,6 +180,9 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
     unscored_model: ClassVar[type[KindSubmission] | None] = BenchmarkTrialRun
 
     # Configuration ------------------------------------------------------------------------
+
+    def templates(self) -> Sequence[ChallengeTemplate]:
+        return benchmark_templates()
 
     def prepare(self, config: KindConfig) -> KindConfig:
         benchmark = _config(config)

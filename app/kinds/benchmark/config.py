@@ -4,14 +4,16 @@ critiqued how, and pass@k or seq@k. Participants submit a model spec."""
 from __future__ import annotations
 
 import fnmatch
+import secrets
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, StringConstraints
 
 from app.attempt.attempt_kind import ShownFields
 from app.challenge.challenge_kind import KindConfig
-from app.challenge.sections import EvaluationConfig
+from app.challenge.sections import NAME_PATTERN, EvaluationConfig
 from app.config import Settings
+from app.error_words import pattern_words
 from app.evaluation.types import ModelSpec
 from app.schemas import InputSchema, ModelId
 
@@ -20,14 +22,22 @@ if TYPE_CHECKING:
 
 # A glob over model ids: the characters of model ids and the glob's own `*?[]!`.
 ModelPattern = Annotated[
-    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:@+/*?\[\]!-]+$")
+    str,
+    StringConstraints(
+        min_length=1,
+        max_length=200,
+        pattern=pattern_words(
+            r"^[A-Za-z0-9._:@+/*?\[\]!-]+$",
+            "a model id, with * for any characters, ? for one and [...] for one of a set",
+        ),
+    ),
 ]
 
 
 class BenchmarkSpec(InputSchema):
     """A benchmark challenge: which benchmark runs, on which tasks, judged and critiqued how."""
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=100, examples=["arcagi2"])
+    name: str = Field(pattern=NAME_PATTERN, max_length=100, examples=["arcagi2"])
     options: dict[str, Any] = Field(default_factory=dict)
     task_indices: list[Annotated[int, Field(ge=1, le=10_000_000)]] | None = Field(
         default=None, max_length=10_000
@@ -97,6 +107,11 @@ def shown_fields(kind_fields: dict[str, Any] | None) -> ShownFields:
     return ShownFields(model_spec=spec if given else None, kind_fields=rest or None)
 
 
+def new_split_seed() -> int:
+    """A seed for a split given without one: random, nine digits at most, saved with it."""
+    return secrets.randbelow(1_000_000_000)
+
+
 class SplitConfig(InputSchema):
     """A benchmark challenge's split into a public and a private part."""
 
@@ -108,10 +123,12 @@ class SplitConfig(InputSchema):
         "it is open; the other tasks' results only the tenant's admins see until the close.",
     )
     seed: int = Field(
+        default_factory=new_split_seed,
         ge=0,
         le=2**63 - 1,
         description="Chooses which tasks are public (the rule is in docs/boards.md); the same "
-        "seed always splits the same tasks the same way.",
+        "seed always splits the same tasks the same way. Not given: a random one, saved with "
+        "the challenge (a split is never dropped for the want of one).",
     )
     final_submissions: int = Field(
         default=2,

@@ -25,7 +25,14 @@ from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
 from app.challenge.service import sealed_shown
 from app.config import get_settings
-from app.evaluation.benchmark import Benchmark, confined_data_files, select_tasks
+from app.evaluation.benchmark import (
+    Benchmark,
+    BenchmarkError,
+    confined_data_files,
+    installed_benchmarks,
+    select_tasks,
+)
+from app.evaluation.feedback import CRITIC_FEEDBACK_MODES, FEEDBACK_MODE_WORDS, FEEDBACK_MODES
 from app.evaluation.offline import OFFLINE_MODELS
 from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec, shown_fields
 from app.kinds.benchmark.finals import FinalState, final_state
@@ -483,6 +490,31 @@ class AttemptDetails:
     final: FinalState | None = None
 
 
+@lru_cache(maxsize=1)
+def feedback_mode_choices() -> tuple[tuple[str, str], ...]:
+    """The feedback modes a benchmark challenge may name: every benchmark's (the engine's, the
+    critic modes, which need a critic model) and those of the installed benchmarks' own, each
+    marked with the benchmarks that have it."""
+    generic = [
+        mode for mode in FEEDBACK_MODE_WORDS if mode in FEEDBACK_MODES | CRITIC_FEEDBACK_MODES
+    ]
+    choices = [(mode, FEEDBACK_MODE_WORDS[mode]) for mode in generic]
+    own: dict[str, list[str]] = {}
+    for name in installed_benchmarks():
+        try:
+            benchmark = Benchmark.load(name)
+        except BenchmarkError:
+            continue
+        for mode in sorted(benchmark.feedback_modes | benchmark.llm_critic_modes):
+            if mode not in generic:
+                own.setdefault(mode, []).append(name)
+    for mode, names in own.items():
+        choices.append(
+            (mode, f"{mode.replace('_', ' ').capitalize()}: {' and '.join(names)}'s own")
+        )
+    return tuple(choices)
+
+
 class BenchmarkPages(WebKind):
     templates_dir: ClassVar[Path | None] = Path(__file__).resolve().parent / "templates"
     form_fields: ClassVar[tuple[str, ...]] = tuple(MODEL_SPEC_FIELDS)
@@ -491,6 +523,20 @@ class BenchmarkPages(WebKind):
     cards_show_trials: ClassVar[bool] = False
     board_columns: ClassVar[int] = 3
     has_chart: ClassVar[bool] = True
+    essential_fields: ClassVar[tuple[str, ...]] = (
+        "benchmark.name",
+        "benchmark.options",
+        "evaluation.metric",
+        "evaluation.k",
+        "evaluation.feedback_mode",
+    )
+    model_fields: ClassVar[tuple[str, ...]] = ("benchmark.judge_model", "benchmark.critic_model")
+
+    def form_choices(self) -> Mapping[str, Sequence[tuple[str, str]]]:
+        return {
+            "benchmark.name": [(name, name) for name in installed_benchmarks()],
+            "evaluation.feedback_mode": feedback_mode_choices(),
+        }
 
     def describe_strategy(self, strategy: Strategy, config: KindConfig) -> StrategyText | None:
         if strategy is not Strategy.METRIC_AT_K:

@@ -17,12 +17,13 @@ from app.attempt.attempt_kind import (
     fields_as,
 )
 from app.attempt.repository import SubmissionTarget
-from app.challenge.challenge_kind import KindConfig, NamedModel
+from app.challenge.challenge_kind import ChallengeTemplate, KindConfig, NamedModel
 from app.challenge.reachability import checked_api_base
 from app.errors import ValidationFailed
 from app.evaluation.feedback import FEEDBACK_MODES
 from app.kinds.base import Kind
 from app.kinds.prompt import web
+from app.kinds.prompt.challenge_templates import PROMPT_INJECTION
 from app.kinds.prompt.config import PromptConfig
 from app.kinds.prompt.schemas import PromptSubmission
 from app.scoring.measures import AttemptMetrics
@@ -38,6 +39,7 @@ def _config(config: KindConfig) -> PromptConfig:
 
 class PromptKind(web.PromptPages, RunsAttempts, Kind):
     name: ClassVar[str] = "prompt"
+    title: ClassVar[str] = "Prompt"
     description: ClassVar[str] = "Participants write a prompt; the challenge's model answers it."
     config_model: ClassVar[type[KindConfig]] = PromptConfig
     strategies: ClassVar[tuple[Strategy, ...]] = (
@@ -51,6 +53,9 @@ class PromptKind(web.PromptPages, RunsAttempts, Kind):
     submission_model: ClassVar[type[KindSubmission]] = PromptSubmission
 
     # Configuration ------------------------------------------------------------------------
+
+    def templates(self) -> Sequence[ChallengeTemplate]:
+        return (PROMPT_INJECTION,)
 
     def check(self, config: KindConfig, scoring: ScoringConfig) -> None:
         prompt = _config(config)

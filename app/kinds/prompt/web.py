@@ -51,6 +51,12 @@ def _refusal_text(error: ValidationError) -> str:
 class PromptPages(WebKind):
     templates_dir: ClassVar[Path | None] = Path(__file__).resolve().parent / "templates"
     form_fields: ClassVar[tuple[str, ...]] = ("prompt",)
+    essential_fields: ClassVar[tuple[str, ...]] = (
+        "target.model",
+        "target.system_prompt",
+        "verifier",
+    )
+    model_fields: ClassVar[tuple[str, ...]] = ("target.model",)
 
     def facts(self, challenge: Challenge, config: KindConfig) -> Any:
         prompt = _prompt(config)

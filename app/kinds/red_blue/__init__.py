@@ -35,7 +35,7 @@ from app.attempt.attempt_kind import (
 from app.attempt.metrics import KindMetrics
 from app.attempt.models import RunPurpose
 from app.auth.subjects import Audience
-from app.challenge.challenge_kind import Accepts, KindConfig, NamedModel
+from app.challenge.challenge_kind import Accepts, ChallengeTemplate, KindConfig, NamedModel
 from app.challenge.config import KindLimits
 from app.challenge.models import Challenge
 from app.challenge.reachability import checked_api_base
@@ -44,6 +44,7 @@ from app.errors import ValidationFailed
 from app.export.stream import Dataset
 from app.kinds.base import Kind
 from app.kinds.red_blue import final_round, service
+from app.kinds.red_blue.challenge_templates import RED_BLUE_GUARD
 from app.kinds.red_blue.config import (
     RedBlueLimitFields,
     RedBlueSections,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 
 class RedBlueKind(RedBluePages, RunsAttempts, Kind):
     name: ClassVar[str] = "red_blue"
+    title: ClassVar[str] = "Red team vs blue team"
     description: ClassVar[str] = (
         "Blue writes defenses (system prompts), red writes attacks; every match is judged by "
         "the challenge's categories."
@@ -84,6 +86,9 @@ class RedBlueKind(RedBluePages, RunsAttempts, Kind):
     unscored_model: ClassVar[type[KindSubmission] | None] = OneOffMatch
 
     # Configuration ------------------------------------------------------------------------
+
+    def templates(self) -> Sequence[ChallengeTemplate]:
+        return (RED_BLUE_GUARD,)
 
     def entries_hint(self, challenge_id: uuid.UUID) -> str:
         return (

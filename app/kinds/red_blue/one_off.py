@@ -53,7 +53,9 @@ async def play(context: RunContext, sections: RedBlueSections) -> AttemptMetrics
         ),
     )
     await context.save_trial(trial)
-    costs = [c for c in [record.cost_usd, *(call.get("cost_usd") for call in calls)] if c]
+    # A free call (an offline model's) costs 0, which is a known cost: not left out as unknown.
+    priced = [record.cost_usd, *(call.get("cost_usd") for call in calls)]
+    costs = [c for c in priced if isinstance(c, int | float) and not isinstance(c, bool)]
     return AttemptMetrics(
         succeeded=match.attack_won,
         tokens_total=match.tokens_total,

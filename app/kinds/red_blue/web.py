@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy.orm import Session
 
+from app.attempt.schemas import UnscoredRunRead
 from app.auth.subjects import TenantAdmin
 from app.challenge.challenge_kind import KindConfig
 from app.challenge.config import ChallengeStatus
@@ -54,6 +55,7 @@ from app.web.web_kind import (
     BaselineSubmitted,
     Count,
     ListStanding,
+    RunVerdict,
     StrategyText,
     WebKind,
 )
@@ -307,9 +309,38 @@ def version_of(html: str) -> str:
     return hashlib.sha256(html.encode()).hexdigest()[:16]
 
 
+# The pairing policies in people's words (docs/redblue.md, "Pairing").
+PAIRING_POLICY_WORDS = {
+    "round_robin": "Every opponent, newest first (round robin)",
+    "latest_best": "The n best rated opponents (latest best)",
+    "random_active": "n opponents drawn at random (random active)",
+}
+
+
 class RedBluePages(WebKind):
     templates_dir: ClassVar[Path | None] = Path(__file__).resolve().parent / "templates"
     leaderboard_path: ClassVar[str | None] = "/boards"
+    essential_fields: ClassVar[tuple[str, ...]] = (
+        "target.model",
+        "judge_suite",
+        "self_test.prompt",
+        "self_test.verifier",
+        "pairing.policy",
+    )
+    model_fields: ClassVar[tuple[str, ...]] = ("target.model",)
+
+    def form_choices(self) -> Mapping[str, Sequence[tuple[str, str]]]:
+        return {"pairing.policy": list(PAIRING_POLICY_WORDS.items())}
+
+    def run_verdict(self, run: UnscoredRunRead) -> RunVerdict | None:
+        # The trial "succeeds" when the attack breaches: a defense that held is what a test
+        # run of a guard hopes to see, not a failure.
+        if run.verdict is None:
+            return None
+        breached = (run.kind_metrics or {}).get("breached") or []
+        if not run.verdict.get("success"):
+            return RunVerdict("Defense held", True)
+        return RunVerdict("Breached: " + ", ".join(str(name) for name in breached), False)
 
     def describe_strategy(self, strategy: Strategy, config: KindConfig) -> StrategyText | None:
         return StrategyText(

@@ -369,6 +369,7 @@ TEST_RUNS_SHOWN = 10
 
 def _test_run_listing(session: Session, visit: AdminVisit, challenge_id: uuid.UUID) -> RunListing:
     try:
+        challenge = challenges.get_challenge(session, visit.tenant.id, challenge_id)
         runs = unscored.list_test_runs(
             session, visit.subject, challenge_id, limit=TEST_RUNS_SHOWN, offset=0
         )
@@ -380,6 +381,7 @@ def _test_run_listing(session: Session, visit: AdminVisit, challenge_id: uuid.UU
         total=runs.total,
         empty_text="No test run yet.",
         page_url=visit.url(f"admin/challenges/{challenge_id}/test-runs"),
+        kind=challenge.kind,
     )
 
 

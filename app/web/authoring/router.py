@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from app.challenge import service as challenges
+from app.challenge.challenge_kind import ChallengeTemplate
 from app.challenge.config import ChallengeState
 from app.challenge.models import Challenge
 from app.challenge.registry import KindNotFound
@@ -67,6 +68,8 @@ def _form_page(
     submit: str,
     problems: list[Problem] | None = None,
     challenge: Challenge | None = None,
+    template: ChallengeTemplate | None = None,
+    copying: bool = False,
 ) -> Response:
     beside, apart = placed(form.items, problems or [])
     return visit.page(
@@ -81,6 +84,9 @@ def _form_page(
         action=action,
         submit=submit,
         challenge=challenge,
+        starting_template=template,
+        copying=copying,
+        models=service.form_models(form),
     )
 
 
@@ -91,16 +97,19 @@ def _creation_page(
     *,
     heading: str | None = None,
     problems: list[Problem] | None = None,
+    template: ChallengeTemplate | None = None,
 ) -> Response:
     """The form that creates a challenge of the form's kind (new, or a copy), as a draft."""
     return _form_page(
         visit,
         form,
         values,
-        heading=heading or f"New {form.kind} challenge",
+        heading=heading or f"New {form.title.lower()} challenge",
         action=visit.url(f"admin/challenges/new?kind={form.kind}"),
         submit="Create draft",
         problems=problems,
+        template=template,
+        copying=heading is not None,
     )
 
 
@@ -126,16 +135,26 @@ def _edit_page(
 
 @router.get("/t/{tenant_slug}/admin/challenges/new")
 def new_challenge(
-    tenant_slug: str, request: Request, session: SessionDep, kind: str | None = None
+    tenant_slug: str,
+    request: Request,
+    session: SessionDep,
+    kind: str | None = None,
+    template: str | None = None,
 ) -> Response:
-    """The kinds to choose from, or (`kind`) the form of a new challenge of that kind."""
+    """The kinds and their templates to choose from, or (`kind`) the form of a new challenge
+    of that kind, filled with its template (`template`, else the kind's default), which works
+    as it is."""
     visit = admin_page_visit(request, session, tenant_slug)
-    if kind is None:
+    if kind is None and template is None:
         return visit.page(
             "admin_challenge_kinds.html", title="New challenge", kinds=service.kind_choices()
         )
-    form = _form_of(kind)
-    return _creation_page(visit, form, service.new_values(form))
+    try:
+        chosen = service.chosen_template(kind, template)
+    except NotFound:
+        raise not_found() from None
+    form = _form_of(kind or (chosen.kind if chosen else ""))
+    return _creation_page(visit, form, service.new_values(form, chosen), template=chosen)
 
 
 @router.post("/t/{tenant_slug}/admin/challenges/new")
@@ -196,11 +215,12 @@ def save_challenge(
     visit = admin_form(request, session, tenant_slug, csrf_token)
     challenge = _challenge(session, visit.tenant, challenge_id)
     form = _form_of(challenge.kind, editing=True)
+    slug = challenge.slug
     # The update reads the challenge again under its row lock: it must not see this copy.
     session.expire(challenge)
     try:
         saved, problems = service.update_from_form(
-            work, visit.subject.tenant_id, challenge.id, form, values
+            work, visit.subject.tenant_id, challenge_id, slug, form, values
         )
     except NotFound:
         raise not_found() from None

@@ -159,15 +159,23 @@ def challenge_page_response(
         )
         shown = participant.handle if team is None else team.name
         cards = attempt_cards(session, tenant.id, challenge, attempts, shown)
-        left = attempt_service.participant_attempts_left(
-            session, tenant.id, challenge.limits, challenge.id, participant.id
-        )
+        if challenge_status(challenge) is ChallengeStatus.OPEN:
+            # What is left to play only means something while the challenge is open.
+            left = attempt_service.participant_attempts_left(
+                session, tenant.id, challenge.limits, challenge.id, participant.id
+            )
     if parts.play is None:
         board = leaderboard_view(
             session, challenge, participant, limit=LEADERBOARD_PANEL_SIZE, offset=0
         )
         chart = leaderboard_chart(session, challenge, participant, board, first_page=True)
     public = to_public_view(challenge)
+    if error is not None and public.status is ChallengeStatus.CLOSED:
+        # A late submission: one message, above the form that keeps what was written.
+        error = (
+            f"Not submitted: {error}, so it takes no more attempts and its leaderboard is "
+            "final. What you wrote is kept below."
+        )
     base_url = challenge_url(tenant, challenge)
     submission_id = uuid.uuid4().hex
     return page(
@@ -381,6 +389,7 @@ def _practice_listing(session: Session, visit: Visitor, challenge: Challenge) ->
         total=total,
         empty_text="No practice runs yet.",
         page_url=challenge_url(tenant, challenge, "/practice"),
+        kind=challenge.kind,
     )
 
 

@@ -28,6 +28,25 @@ LEADERBOARD_PANEL_SIZE = 10
 CHART_ROWS = 8
 
 
+# How the pages name each strategy: its label, its board column, and what it ranks by.
+STRATEGY_WORDS: dict[Strategy, tuple[str, str, str]] = {
+    Strategy.FIRST: ("First to succeed", "Solved at", "The earliest success ranks first."),
+    Strategy.FASTEST: ("Fastest", "Time", "Successful attempts rank by model time."),
+    Strategy.FEWEST_TOKENS: (
+        "Fewest tokens",
+        "Tokens",
+        "Successful attempts rank by tokens used, fewest first.",
+    ),
+    Strategy.HIGHEST_RATING: (
+        "Highest rating",
+        "Rating",
+        "Successful attempts rank by the judge's rating.",
+    ),
+    Strategy.METRIC_AT_K: ("Best metric", "Metric", "Higher first; among equals, cheaper."),
+    Strategy.CUSTOM: ("Custom score", "Score", "Attempts rank by a scorer plugin's score."),
+}
+
+
 def strategy_text(challenge: Challenge, config: KindConfig | None = None) -> StrategyText:
     """How the pages name and explain the challenge's ranking (the kind may say it its way)."""
     strategy = challenge.strategy
@@ -36,24 +55,12 @@ def strategy_text(challenge: Challenge, config: KindConfig | None = None) -> Str
     if own is not None:
         return own
     key = str(strategy)
-    if strategy is Strategy.FIRST:
+    if strategy is Strategy.CUSTOM:
+        plugin = challenge.scoring.plugin_id or "a scorer plugin"
         return StrategyText(
-            key, "First to succeed", "Solved at", "The earliest success ranks first."
+            key, "Custom score", "Score", f"Attempts rank by the score of {plugin}."
         )
-    if strategy is Strategy.FASTEST:
-        return StrategyText(key, "Fastest", "Time", "Successful attempts rank by model time.")
-    if strategy is Strategy.FEWEST_TOKENS:
-        return StrategyText(
-            key, "Fewest tokens", "Tokens", "Successful attempts rank by tokens used, fewest first."
-        )
-    if strategy is Strategy.HIGHEST_RATING:
-        return StrategyText(
-            key, "Highest rating", "Rating", "Successful attempts rank by the judge's rating."
-        )
-    if strategy is Strategy.METRIC_AT_K:
-        return StrategyText(key, "Best metric", "Metric", "Higher first; among equals, cheaper.")
-    plugin = challenge.scoring.plugin_id or "a scorer plugin"
-    return StrategyText(key, "Custom score", "Score", f"Attempts rank by the score of {plugin}.")
+    return StrategyText(key, *STRATEGY_WORDS[strategy])
 
 
 def ranked_value(strategy: str, item: LeaderboardItem) -> str:

@@ -131,3 +131,39 @@ def test_the_worker_includes_a_kinds_tasks_and_beat_sends_its_periodic_ones(
             "options": {"queue": "q", "expires": 3600.0},
         },
     }
+
+
+def test_a_template_is_merged_under_a_body_as_a_json_merge_patch() -> None:
+    from app.challenge.templates import merge_patch
+
+    template = {"target": {"model": "m", "system_prompt": "s", "max_tokens": 5}, "k": [1, 2]}
+    patch = {"target": {"system_prompt": "t", "max_tokens": None}, "k": [3], "new": {"a": 1}}
+    assert merge_patch(template, patch) == {
+        "target": {"model": "m", "system_prompt": "t"},
+        "k": [3],
+        "new": {"a": 1},
+    }
+    assert template["target"]["max_tokens"] == 5  # the template is not changed
+    # Another shape of a union is the body's whole: no field of the template's shape is left.
+    verifier = {"verifier": {"type": "contains", "pattern": "PWNED"}}
+    judge = {"verifier": {"type": "llm_judge", "model": "m", "rubric": "r"}}
+    assert merge_patch(verifier, judge) == judge
+    same = {"verifier": {"type": "contains", "pattern": "BANANA"}}
+    assert merge_patch(verifier, same) == same
+    # However deep a body nests, the walk goes no deeper than the template.
+    deep: dict[str, object] = {}
+    for _ in range(5000):
+        deep = {"x": deep}
+    assert merge_patch({"x": 1}, deep) == deep
+
+
+def test_a_slug_is_made_from_the_title_and_the_next_free_one_taken() -> None:
+    from app.challenge.templates import slug_of_title
+
+    taken = {"make-it-say-pwned", "make-it-say-pwned-2"}
+    assert slug_of_title("Make it say PWNED!", taken.__contains__) == "make-it-say-pwned-3"
+    assert slug_of_title("Café déjà vu", lambda s: False) == "cafe-deja-vu"
+    assert slug_of_title("???", lambda s: False) == "challenge"
+    # A title that would make a slug reading as an id gets one that does not.
+    assert slug_of_title("0" * 32, lambda s: False) == "challenge-" + "0" * 32
+    assert len(slug_of_title("word " * 40, lambda s: False)) <= 56

@@ -171,22 +171,38 @@ class WithOptionalSection(BaseModel):
     split: Split | None = None
 
 
-def test_an_optional_section_left_as_a_new_form_shows_it_is_not_given() -> None:
+def test_an_optional_section_is_given_when_the_form_says_so() -> None:
     items = model_items(WithOptionalSection)
     shown = default_values(items)
-    assert shown == {"split.fraction": "0.5", "split.seed": ""}
+    # The form asks whether to give it (an input named as the section), not given at first.
+    assert shown == {"split": "off", "split.fraction": "0.5", "split.seed": ""}
     assert body_from_form(items, shown) == ({}, [])
-    # A value of its own, or the field it requires, gives it.
-    changed = {**shown, "split.fraction": "0.25"}
-    assert body_from_form(items, changed)[0] == {"split": {"fraction": 0.25}}
-    seeded = {**shown, "split.seed": "7"}
+    # Asked for, it is given with its fields as typed (a field left empty: not given).
+    assert body_from_form(items, {**shown, "split": "on"})[0] == {"split": {"fraction": 0.5}}
+    # Not asked for, whatever its fields show: an edit that unticks it removes it.
+    changed = {**shown, "split.fraction": "0.25", "split.seed": "7"}
+    assert body_from_form(items, changed) == ({}, [])
+    # A form without the question (sent by a client of older pages): a value of its own, or
+    # the field it requires, gives it.
+    unasked = {name: value for name, value in changed.items() if name != "split"}
+    assert body_from_form(items, unasked)[0] == {"split": {"fraction": 0.25, "seed": 7}}
+    seeded = {"split.fraction": "0.5", "split.seed": "7"}
     assert body_from_form(items, seeded)[0] == {"split": {"fraction": 0.5, "seed": 7}}
+    shown_again = shown_values(items, {"split": {"fraction": 0.25, "seed": 7}})
+    assert shown_again == {"split": "on", "split.fraction": "0.25", "split.seed": "7"}
+    assert shown_values(items, {"split": None})["split"] == "off"
 
 
 def test_json_that_does_not_parse_is_reported_at_its_field() -> None:
     body, problems = body_from_form(ITEMS, {"shapes": '{"options":\n  {"a": }', "count": "2"})
     assert body == {"count": 2, "section": {}}
-    assert problems == [(("shapes",), "shapes: not valid JSON (Expecting value, line 2, column 9)")]
+    assert problems == [
+        (
+            ("shapes",),
+            "shapes: not valid JSON: a value was expected (text in double quotes, a number, "
+            "true, false, null, an object {...} or a list [...]) at line 2, character 9",
+        )
+    ]
 
 
 def test_errors_are_placed_beside_the_nearest_input() -> None:

@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from app.config import get_settings
+from app.error_words import pattern_words
 from app.evaluation.model_ids import base_url_problem, model_id_problem
 from app.evaluation.verifiers import LLMJudgeConfig, VerifierConfig
 from app.schemas import InputSchema, ModelId
@@ -34,7 +35,14 @@ SELF_TEST_PROMPT_MAX_CHARS: Final = 20_000
 # Category names are keys in every match's verdicts and in its `breached` list.
 CategoryName = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9_-]*$"),
+    StringConstraints(
+        min_length=1,
+        max_length=64,
+        pattern=pattern_words(
+            r"^[a-z0-9][a-z0-9_-]*$",
+            "lowercase letters, digits, _ and -, starting with a letter or digit",
+        ),
+    ),
 ]
 
 
