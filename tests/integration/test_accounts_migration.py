@@ -10,26 +10,19 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import String, Uuid, column, insert, select, table
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
-from app.db import UTCDateTime, make_engine
-from app.tenant.models import Participant, Tenant
+from app.db import make_engine
+from app.tenant.models import Participant
 from tests.conftest import Stack
+from tests.fixtures.tables_before import PARTICIPANTS_BEFORE, TENANTS_BEFORE
 from tests.integration.test_migrations import _config
 from tests.services import scratch_database
 
 pytestmark = pytest.mark.integration
 
 BEFORE = "0004"
-# The participants table as it was at BEFORE (the model has columns added since).
-PARTICIPANTS_BEFORE = table(
-    "participants",
-    column("id", Uuid()),
-    column("tenant_id", Uuid()),
-    column("handle", String()),
-    column("created_at", UTCDateTime()),
-)
 
 
 def _check_case_duplicates_are_renamed(url: str) -> None:
@@ -43,7 +36,7 @@ def _check_case_duplicates_are_renamed(url: str) -> None:
     try:
         with engine.begin() as connection:
             connection.execute(
-                insert(Tenant),
+                insert(TENANTS_BEFORE),
                 [
                     {"id": t, "slug": f"t-{t.hex[:8]}", "name": "t", "created_at": start}
                     for t in (tenant, other)

@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 from app.attempt.attempt_kind import AttemptKind
 from app.challenge.registry import kind_as
 from app.db import UTCDateTime, make_engine
-from app.tenant.models import Participant, Tenant
 from tests.conftest import Stack
+from tests.fixtures.tables_before import PARTICIPANTS_BEFORE, TENANTS_BEFORE
 from tests.fixtures.word_count_kind import KIND as WORD_COUNT
 from tests.integration.test_challenge_sections_migration import CHALLENGES_BEFORE, challenge_before
 from tests.integration.test_migrations import _config
@@ -89,27 +89,36 @@ def _check_fields_move_and_come_back(url: str) -> None:
     ids = {name: uuid.uuid4() for name in ROWS_BEFORE}
     try:
         with Session(engine) as session, session.begin():
-            tenant = Tenant(id=uuid.uuid4(), slug=f"t-{uuid.uuid4().hex[:10]}", name="t")
-            session.add(tenant)
-            session.flush()
+            tenant_id = uuid.uuid4()
+            session.execute(
+                insert(TENANTS_BEFORE),
+                {
+                    "id": tenant_id,
+                    "slug": f"t-{tenant_id.hex[:10]}",
+                    "name": "t",
+                    "created_at": now,
+                },
+            )
             kinds = {kind for kind, *_ in ROWS_BEFORE.values()}
             # The challenges table as it was then (its sections in columns).
             challenges = {
                 kind: challenge_before(
-                    tenant.id, f"c-{kind}", kind, target={"model": "offline/echo"}
+                    tenant_id, f"c-{kind}", kind, target={"model": "offline/echo"}
                 )
                 for kind in kinds
             }
             session.execute(insert(CHALLENGES_BEFORE), list(challenges.values()))
-            amy = Participant(id=uuid.uuid4(), tenant_id=tenant.id, handle="amy")
-            session.add(amy)
-            session.flush()
+            amy_id = uuid.uuid4()
+            session.execute(
+                insert(PARTICIPANTS_BEFORE),
+                {"id": amy_id, "tenant_id": tenant_id, "handle": "amy", "created_at": now},
+            )
             rows: list[dict[str, Any]] = [
                 {
                     "id": ids[name],
-                    "tenant_id": tenant.id,
+                    "tenant_id": tenant_id,
                     "challenge_id": challenges[kind]["id"],
-                    "participant_id": amy.id,
+                    "participant_id": amy_id,
                     "status": "completed",
                     "prompt": prompt,
                     "model_spec": model_spec,

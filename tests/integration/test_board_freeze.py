@@ -5,6 +5,7 @@ board and the participant's own results do; at the close everyone sees the live 
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -53,7 +54,13 @@ def _member_key(api: Api, key: str) -> str:
 
 
 def _freeze_now(api: Api, key: str, challenge_id: str) -> str:
-    """Freezes the challenge's boards from a moment ago; its freeze_at as the API gives it."""
+    """Freezes the challenge's boards from a moment ago; its freeze_at as the API gives it.
+
+    The moment is a second before the change, and the change waits a second first, so
+    everything made before the call is made before the freeze (a row made within the last
+    second would otherwise count as made in it, and be hidden from the readers the freeze
+    holds for)."""
+    time.sleep(1.05)
     frozen_at = _iso(datetime.now(UTC) - timedelta(seconds=1))
     response = api.request(
         "PATCH", f"/v1/challenges/{challenge_id}", key, json={"freeze_at": frozen_at}

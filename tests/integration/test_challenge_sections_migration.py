@@ -18,8 +18,8 @@ from app.challenge.challenge_kind import ChallengeKind
 from app.challenge.models import Challenge
 from app.challenge.registry import find_kind
 from app.db import UTCDateTime, make_engine
-from app.tenant.models import Tenant
 from tests.conftest import Stack
+from tests.fixtures.tables_before import TENANTS_BEFORE
 from tests.fixtures.word_count_kind import KIND as WORD_COUNT
 from tests.integration.test_migrations import _config
 from tests.services import scratch_database
@@ -117,11 +117,18 @@ def _check_sections_move_and_come_back(url: str) -> None:
     engine = make_engine(url)
     try:
         with Session(engine) as session, session.begin():
-            tenant = Tenant(id=uuid.uuid4(), slug=f"t-{uuid.uuid4().hex[:10]}", name="t")
-            session.add(tenant)
-            session.flush()
+            tenant_id = uuid.uuid4()
+            session.execute(
+                insert(TENANTS_BEFORE),
+                {
+                    "id": tenant_id,
+                    "slug": f"t-{tenant_id.hex[:10]}",
+                    "name": "t",
+                    "created_at": datetime.now(UTC),
+                },
+            )
             rows = {
-                name: challenge_before(tenant.id, name.replace("_", "-"), kind, **sections)
+                name: challenge_before(tenant_id, name.replace("_", "-"), kind, **sections)
                 for name, (kind, sections) in ROWS_BEFORE.items()
             }
             session.execute(insert(CHALLENGES_BEFORE), list(rows.values()))

@@ -216,6 +216,7 @@ def _fill(events: tuple[Event, Event]) -> None:
             rest=["no-such-page"],
             # A link from mail neither world sent: both answer alike.
             token=["no-such-token"],
+            template_name=["prompt-injection"],
         )
         world.queries.update(
             participant=[OBSERVER],

@@ -112,6 +112,7 @@ def _world(api: Api, api_url: str, label: str) -> tuple[World, dict[str, Any], s
         rest=["no-such-page"],
         # A link from mail neither world sent: both answer alike.
         token=["no-such-token"],
+        template_name=["prompt-injection"],
     )
     world.queries.update(participant=[OBSERVER], status=["completed", "running", "queued"])
     return world, tenant, member
