@@ -12,6 +12,7 @@ from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
 
 from app.auth.subjects import TenantAdmin
+from app.auth.tenant_access import TenantStatus
 from app.deps import SessionDep, UnitOfWorkDep
 from app.hosting import service as hosting
 from app.tenant import service as tenants
@@ -155,10 +156,11 @@ def host_request(
 def host_request_confirmation(
     tenant_slug: str, request: Request, work: UnitOfWorkDep, csrf_token: CsrfField = ""
 ) -> Response:
-    """Sends the signed-in organizer's address a new confirmation link (a few an hour)."""
+    """Sends the signed-in organizer of a pending tenant a new confirmation link (a few an
+    hour); an active tenant's organizers have their account page, a suspended one's nothing."""
     web, tenant, organizer = _requested(request, work.session, tenant_slug)
     require_csrf(web, csrf_token)
-    if organizer is None:
+    if organizer is None or tenant.status is not TenantStatus.PENDING:
         raise not_found()
     try:
         accounts.resend_confirmation(work, tenant, organizer)

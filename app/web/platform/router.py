@@ -17,6 +17,7 @@ from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import Conflict
 from app.hosting import service as hosting
 from app.hosting.schemas import TenantAdminUpdate
+from app.tenant import service as tenants
 from app.web import auth
 from app.web.forms import FormError
 from app.web.platform import service
@@ -111,7 +112,7 @@ def platform_tenant_status(
 ) -> Response:
     """Approves (a pending tenant), suspends or resumes the tenant."""
     visit = platform_form(request, work.session, csrf_token)
-    before = hosting.overview(work.session, tenant_id).status
+    before = tenants.get_tenant(work.session, tenant_id).status
     try:
         hosting.change_tenant(work, tenant_id, TenantAdminUpdate(status=status))
     except Conflict as exc:
