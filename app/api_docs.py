@@ -51,7 +51,8 @@ ERROR_SCHEMA = "ErrorResponse"
 
 ERROR_DESCRIPTIONS = {
     401: "No credential, or one that is not valid (`Authorization: Bearer <token>`).",
-    403: "The credential is valid but may not do this (wrong kind of key or role).",
+    403: "The credential is valid but may not do this (wrong kind of key or role), or its "
+    "tenant is closed: `tenant_suspended`, `tenant_pending`.",
     404: "Nothing with this id or slug that the caller may see; another tenant's ids answer "
     "404 too.",
     409: "The request conflicts with the current state.",
@@ -132,7 +133,8 @@ def error_statuses(route: APIRoute) -> set[int]:
     statuses = {422, 503}
     if get_credential in calls:
         statuses.add(401)
-    if calls & _ROLE_CHECKS:
+    # A public read of a suspended or pending tenant answers 403 too (its doors are closed).
+    if calls & _ROLE_CHECKS or route.path.startswith("/v1/public/"):
         statuses.add(403)
     if _takes_path_parameters(route.dependant):
         statuses.add(404)

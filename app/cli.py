@@ -189,15 +189,18 @@ def run_embedded(host: str, port: int) -> None:
         if smtp is not None
         else f"written to {settings.mail_folder} (console: {base}/t/{info.tenant_slug}/admin/mail)"
     )
+    signup = settings.resolved_tenant_signup
     banner = f"""
 Gauntlet (embedded mode) — data in {settings.data_dir.resolve()}
   Web UI          {base}/        demo: {base}/t/{info.tenant_slug}/challenges/say-pwned
   Red-blue demo   {base}/t/{info.tenant_slug}/challenges/guard-the-banana
+  Console         {base}/t/{info.tenant_slug}/admin   opens with the Demo tenant line's key
   API             {base}        OpenAPI docs: {base}/docs
-  Admin token     {admin_token}
+  Admin token     {admin_token}   the platform admin's: {base}/admin, not a console
   Demo tenant     {info.tenant_slug}   admin key: {info.api_key}
   Demo challenge  {base}/v1/challenges/{info.challenge_id}
   Leaderboard     {base}/v1/public/{info.tenant_slug}/challenges/say-pwned/leaderboard
+  New events      {base}/host   "Host a challenge": {signup} (GAUNTLET_TENANT_SIGNUP)
   Mail            {mail_line}
 
 Try it:

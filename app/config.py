@@ -133,6 +133,12 @@ class Settings(BaseSettings):
 
     seed_demo: bool = True
 
+    # Who makes tenants (docs/accounts.md, "Hosting"): `open`, anyone from the web ("Host a
+    # challenge"), active at once; `approval`, anyone from the web, pending until a platform
+    # admin approves it; `closed`, the platform admin alone (`POST /v1/tenants`). Unset:
+    # `open` in embedded mode (`make run` listens on 127.0.0.1), `approval` in production.
+    tenant_signup: Literal["open", "approval", "closed"] | None = None
+
     # No longer read: kinds beyond the built-in ones are installed packages declaring an entry
     # point (app.challenge.registry). Kept so that a deployment still setting it is told so at
     # start-up, instead of losing its kinds without a word.
@@ -356,6 +362,12 @@ class Settings(BaseSettings):
     @property
     def resolved_public_url(self) -> str:
         return self.public_url or "http://127.0.0.1:8000"
+
+    @property
+    def resolved_tenant_signup(self) -> Literal["open", "approval", "closed"]:
+        if self.tenant_signup is not None:
+            return self.tenant_signup
+        return "approval" if self.mode == "production" else "open"
 
     @property
     def resolved_scorer_sandbox(self) -> Literal["auto", "bubblewrap", "process"]:

@@ -252,6 +252,12 @@ def get_autocommit_sessionmaker() -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False)
 
 
+class TransactionNeeded(Exception):
+    """Work that must hold a lock (attempt limits, a quota) was given a session whose
+    statements commit one by one (`autocommits`), before it wrote anything: run it again in
+    a transaction."""
+
+
 def autocommits(session: Session) -> bool:
     """Whether the session's statements commit one by one (so no lock outlives a statement)."""
     options = session.connection().get_execution_options()

@@ -35,6 +35,7 @@ from app.errors import AppError, request_error_details, validation_message
 from app.export.router import router as export_router
 from app.fair_share.requesters import Requesters, tenant_bucket
 from app.fair_share.shares import Shares
+from app.hosting.router import router as hosting_router
 from app.input_guard import refuse_unstorable_input
 from app.leaderboard.router import router as leaderboard_router
 from app.middleware import AdmissionControl, ApiCaching, BodySizeLimit, RequestObservability
@@ -249,6 +250,7 @@ def create_app() -> FastAPI:
     for router in (
         attempt_router,
         tenant_router,
+        hosting_router,
         challenge_router,
         deleted_challenge_router,
         challenge_template_router,

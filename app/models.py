@@ -2,7 +2,7 @@
 and those of the registered challenge kinds (their `model_modules`, imported by the registry)."""
 
 from app.attempt.models import Attempt, AttemptTask, Trial
-from app.auth.models import AccountToken, ApiKey, BrowserSession
+from app.auth.models import AccountToken, ApiKey, BrowserSession, PlatformSession
 from app.challenge.models import Challenge
 from app.challenge.registry import registered
 from app.leaderboard.models import BoardFreeze, FrozenLeaderboardEntry, LeaderboardEntry
@@ -27,6 +27,7 @@ __all__ = [
     "LeaderboardEntry",
     "OutboundMail",
     "Participant",
+    "PlatformSession",
     "RescoreJob",
     "ScorerPlugin",
     "Team",

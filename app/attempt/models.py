@@ -19,7 +19,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, validates
 
-from app.challenge.models import challenge_not_deleted
+from app.challenge.models import challenge_work_runs
 from app.db import (
     Base,
     JSONType,
@@ -162,7 +162,7 @@ ATTEMPT_LEASES = LeasedTable(
     Attempt,
     waiting=AttemptStatus.QUEUED,
     running=AttemptStatus.RUNNING,
-    runnable=challenge_not_deleted(Attempt.challenge_id),
+    runnable=challenge_work_runs(Attempt.challenge_id),
 )
 
 

@@ -40,7 +40,7 @@ from app.attempt.models import (
 )
 from app.attempt.schemas import FailedAttempt, RunRow
 from app.challenge.config import ChallengeState, LimitsConfig
-from app.challenge.models import Challenge, challenge_not_deleted
+from app.challenge.models import Challenge, challenge_not_deleted, challenge_work_runs
 from app.db import (
     count_where,
     insert_for,
@@ -52,7 +52,7 @@ from app.evaluation.types import TrialRecord
 from app.lease import repository as leases
 from app.lease.models import LeasedTable
 from app.team.models import Team, TeamMember
-from app.tenant.models import Participant
+from app.tenant.models import Participant, Tenant
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +73,8 @@ class SubmissionTarget:
     team_name: str | None = None
     # Whether the handle is a team's own: a team submits through its members, never by name.
     participant_is_team: bool = False
+    # The tenant's quota of entries a day (app.tenant.quotas); None: none.
+    tenant_attempts_per_day: int | None = None
 
 
 # The submission's statements are the busiest of the service (bench/README.md), so they are
@@ -82,6 +84,7 @@ class SubmissionTarget:
 _ATTEMPTS: Table = Attempt.__table__  # type: ignore[assignment]
 _CHALLENGES: Table = Challenge.__table__  # type: ignore[assignment]
 _PARTICIPANTS: Table = Participant.__table__  # type: ignore[assignment]
+_TENANTS: Table = Tenant.__table__  # type: ignore[assignment]
 _TEAM_MEMBERS: Table = TeamMember.__table__  # type: ignore[assignment]
 _TEAM_PARTICIPANTS = _PARTICIPANTS.alias("team_participants")
 _OWN_TEAMS = Team.__table__.alias("own_teams")
@@ -98,9 +101,11 @@ _SUBMISSION_TARGET = (
         _TEAM_MEMBERS.c.team_id,
         _TEAM_PARTICIPANTS.c.handle.label("team_name"),
         _OWN_TEAMS.c.id.is_not(None).label("participant_is_team"),
+        _TENANTS.c.max_attempts_per_day,
     )
     .select_from(
-        _CHALLENGES.outerjoin(
+        _CHALLENGES.join(_TENANTS, _TENANTS.c.id == _CHALLENGES.c.tenant_id)
+        .outerjoin(
             _PARTICIPANTS,
             and_(
                 _PARTICIPANTS.c.tenant_id == _CHALLENGES.c.tenant_id,
@@ -865,8 +870,9 @@ def stuck_queued(session: Session, before: datetime, limit: int) -> list[uuid.UU
         Attempt.id,
         Attempt.status == AttemptStatus.QUEUED,
         Attempt.enqueued_at < before,
-        # A deleted challenge's attempts wait, unsent, until it is restored.
-        _CHALLENGE_KEPT,
+        # A deleted challenge's attempts wait, unsent, until it is restored; a suspended
+        # tenant's until it is resumed.
+        challenge_work_runs(Attempt.challenge_id),
         oldest_first=Attempt.enqueued_at,
         limit=limit,
     )

@@ -32,7 +32,7 @@ from app.challenge.reference import (
     resolve_challenge,
 )
 from app.conditional import CONDITIONAL_READ
-from app.db import get_autocommit_sessionmaker, get_sessionmaker
+from app.db import TransactionNeeded, get_autocommit_sessionmaker, get_sessionmaker
 from app.deps import IdempotencyKey, SessionDep, UnitOfWorkDep, accepted_headers
 from app.observability import context
 from app.observability import metrics as telemetry
@@ -76,12 +76,13 @@ def _submit(
     challenge_ref: str, body: AttemptCreate, credential: str, idempotency_key: str | None
 ) -> Response:
     # Most submissions write one row, so their statements run without a transaction around
-    # them (no BEGIN and COMMIT round trips); a challenge with attempt limits needs one.
+    # them (no BEGIN and COMMIT round trips); a challenge with attempt limits, or a tenant's
+    # quota, needs one.
     try:
         return _submit_in(
             get_autocommit_sessionmaker(), challenge_ref, body, credential, idempotency_key
         )
-    except service.TransactionNeeded:
+    except TransactionNeeded:
         return _submit_in(get_sessionmaker(), challenge_ref, body, credential, idempotency_key)
 
 

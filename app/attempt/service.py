@@ -45,7 +45,7 @@ from app.challenge.service import (
     sealed_shown_of,
 )
 from app.config import get_settings
-from app.db import autocommits, utcnow
+from app.db import TransactionNeeded, autocommits, utcnow
 from app.errors import (
     MISSPELT,
     Conflict,
@@ -57,6 +57,7 @@ from app.errors import (
 from app.leaderboard import freeze
 from app.storable import SERVED_SECTION_CHARS, bounded_value
 from app.team.service import player_id
+from app.tenant.quotas import count_entry
 from app.tenant.service import (
     entry_names,
     handles,
@@ -65,10 +66,6 @@ from app.tenant.service import (
     participant_for_handle,
 )
 from app.unit_of_work import UnitOfWork
-
-
-class TransactionNeeded(Exception):
-    """This submission checks attempt limits, which needs a transaction: run it in one."""
 
 
 class StoredSubmission(NamedTuple):
@@ -416,6 +413,7 @@ def _submit(
     if limited:
         lock_participant(session, tenant_id, participant_id)
         _check_limits(repo, challenge, participant_id, now)
+    count_entry(session, tenant_id, challenge.tenant_attempts_per_day, now)
     attempt = queued_attempt(
         tenant_id,
         challenge_id,

@@ -82,3 +82,19 @@ class AccountToken(Base):
     email: Mapped[str] = mapped_column(String(254))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class PlatformSession(Base):
+    """A browser signed in to the platform admin's pages with the platform admin token. As a
+    tenant admin's session: the cookie holds a random token, this table its SHA-256; signing
+    out deletes the row, and `expires_at` is checked on every request. `admin_token_hash` is
+    the SHA-256 of the admin token it was opened with, so a new GAUNTLET_ADMIN_TOKEN ends
+    every session opened with the old one."""
+
+    __tablename__ = "platform_sessions"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    admin_token_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)

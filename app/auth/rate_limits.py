@@ -5,9 +5,10 @@
   20 in an hour, 50 in a day) make the wait grow as failures pile up. Another address is not
   locked, so an attacker cannot lock the owner out of their account; a success clears the
   counts of that (handle, address).
-- Failed sign-ins per address, across handles (participants' and tenant admins'), stop one
-  client trying many handles or keys; sign-ups per address stop one client creating accounts
-  (and paying for password hashes) in bulk.
+- Failed sign-ins per address, across handles (participants' and tenant admins', and the
+  platform admin's token), stop one client trying many handles or keys; sign-ups per address
+  stop one client creating accounts (and paying for password hashes) in bulk, and new tenants
+  per address (an organizer's sign-up, "Host a challenge") one client creating tenants.
 - Mail an account's pages make others send: password-reset requests per address, and per
   account asked for (so nobody fills a mailbox with reset links), and confirmation mails per
   account (a resend button pressed in a loop sends a few, then waits).
@@ -41,6 +42,7 @@ from app.config import get_settings
 ACCOUNT_FAILURES = "5/minute;10/15 minutes;20/hour;50/day"
 ADDRESS_FAILURES = "30/15 minutes;200/day"
 ADDRESS_SIGN_UPS = "30/15 minutes;100/day"
+ADDRESS_TENANT_SIGN_UPS = "5/hour;20/day"
 ADDRESS_RESET_REQUESTS = "10/15 minutes;50/day"
 ACCOUNT_RESET_MAILS = "3/hour;10/day"
 ACCOUNT_CONFIRMATION_MAILS = "3/hour;10/day"
@@ -91,6 +93,7 @@ class AccountLimits:
         account_failures: str = ACCOUNT_FAILURES,
         address_failures: str = ADDRESS_FAILURES,
         address_sign_ups: str = ADDRESS_SIGN_UPS,
+        address_tenant_sign_ups: str = ADDRESS_TENANT_SIGN_UPS,
         address_reset_requests: str = ADDRESS_RESET_REQUESTS,
         account_reset_mails: str = ACCOUNT_RESET_MAILS,
         account_confirmation_mails: str = ACCOUNT_CONFIRMATION_MAILS,
@@ -99,6 +102,7 @@ class AccountLimits:
         self.account_failures = parse_many(account_failures)
         self.address_failures = parse_many(address_failures)
         self.address_sign_ups = parse_many(address_sign_ups)
+        self.address_tenant_sign_ups = parse_many(address_tenant_sign_ups)
         self.address_reset_requests = parse_many(address_reset_requests)
         self.account_reset_mails = parse_many(account_reset_mails)
         self.account_confirmation_mails = parse_many(account_confirmation_mails)
@@ -194,6 +198,19 @@ class AccountLimits:
 
     def signed_up(self, address: str) -> None:
         self._count(self.address_sign_ups, "sign-up-address", address)
+
+    def check_tenant_sign_up(self, address: str) -> Refusal | None:
+        """New tenants from one address (organizers' sign-ups)."""
+        wait = self._wait(self.address_tenant_sign_ups, "tenant-sign-up-address", address)
+        if wait is None:
+            return None
+        return Refusal(
+            f"Too many new events from your network. Try again in {wait_text(wait)}.",
+            math.ceil(wait),
+        )
+
+    def tenant_signed_up(self, address: str) -> None:
+        self._count(self.address_tenant_sign_ups, "tenant-sign-up-address", address)
 
     def check_reset_request(self, address: str) -> Refusal | None:
         """Password-reset requests from one address (whatever they name)."""

@@ -11,19 +11,26 @@ import uuid
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Table, bindparam, delete, select
+from sqlalchemy import String, Table, Uuid, bindparam, column, delete, select, table
 from sqlalchemy.orm import Session
 
-from app.auth.models import AccountToken, ApiKey, BrowserSession, TokenPurpose
+from app.auth.models import AccountToken, ApiKey, BrowserSession, PlatformSession, TokenPurpose
 from app.auth.subjects import ApiKeyRole
+from app.auth.tenant_access import TenantStatus
 from app.db import page_where
 
 # Built once: every API request runs it, and composing the select each time cost ~4 % of
 # an attempt submission's CPU (SQLAlchemy caches the compiled SQL either way). It reads the
 # table, not the mapped class: the ORM layer would add a third to the statement's CPU.
 _API_KEYS: Table = ApiKey.__table__  # type: ignore[assignment]
-_ACTIVE_KEY = select(_API_KEYS.c.id, _API_KEYS.c.tenant_id, _API_KEYS.c.role).where(
-    _API_KEYS.c.key_hash == bindparam("key_hash"), _API_KEYS.c.revoked_at.is_(None)
+# The tenant's status is read with the key (a suspended tenant's keys open nothing), from the
+# tenants table by name: credentials sit below the tenants' domain, as the foreign keys of
+# this package's tables name "tenants.id".
+_TENANTS = table("tenants", column("id", Uuid()), column("status", String()))
+_ACTIVE_KEY = (
+    select(_API_KEYS.c.id, _API_KEYS.c.tenant_id, _API_KEYS.c.role, _TENANTS.c.status)
+    .join(_TENANTS, _TENANTS.c.id == _API_KEYS.c.tenant_id)
+    .where(_API_KEYS.c.key_hash == bindparam("key_hash"), _API_KEYS.c.revoked_at.is_(None))
 )
 
 
@@ -31,12 +38,16 @@ class ActiveKey(NamedTuple):
     id: uuid.UUID
     tenant_id: uuid.UUID
     role: ApiKeyRole
+    tenant_status: TenantStatus
 
 
 def active_key(session: Session, key_hash: str) -> ActiveKey | None:
-    """The unrevoked key with this hash."""
+    """The unrevoked key with this hash, and its tenant's status."""
     row = session.execute(_ACTIVE_KEY, {"key_hash": key_hash}).one_or_none()
-    return None if row is None else ActiveKey(*row)
+    if row is None:
+        return None
+    key_id, tenant_id, role, status = row
+    return ActiveKey(key_id, tenant_id, ApiKeyRole(role), TenantStatus(status))
 
 
 class ApiKeyRepository:
@@ -191,3 +202,32 @@ class AccountTokenRepository:
                 AccountToken.tenant_id == self.tenant_id, AccountToken.expires_at <= now
             )
         )
+
+
+class PlatformSessionRepository:
+    """Browsers signed in to the platform admin's pages (no tenant: the platform's own)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add(self, row: PlatformSession) -> None:
+        self.session.add(row)
+        self.session.flush()
+
+    def live(self, token_hash: str, admin_token_hash: str, now: datetime) -> bool:
+        found = self.session.scalar(
+            select(PlatformSession.id).where(
+                PlatformSession.token_hash == token_hash,
+                PlatformSession.admin_token_hash == admin_token_hash,
+                PlatformSession.expires_at > now,
+            )
+        )
+        return found is not None
+
+    def delete(self, token_hash: str) -> None:
+        self.session.execute(
+            delete(PlatformSession).where(PlatformSession.token_hash == token_hash)
+        )
+
+    def delete_expired(self, now: datetime) -> None:
+        self.session.execute(delete(PlatformSession).where(PlatformSession.expires_at <= now))

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from app.auth.models import ApiKey
 from app.auth.repository import ApiKeyRepository, active_key
 from app.auth.subjects import ApiKeyRole, PlatformAdmin, TenantKey, tenant_key
+from app.auth.tenant_access import refuse_unless_active
 from app.config import get_settings
 from app.db import utcnow
 from app.errors import NotFound, Unauthorized
@@ -64,13 +65,16 @@ def revoke_api_key(session: Session, tenant_id: uuid.UUID, key_id: uuid.UUID) ->
 
 
 def authenticate(session: Session, token: str) -> PlatformAdmin | TenantKey:
-    """The one place where a bearer credential turns into a subject (and so into a tenant)."""
+    """The one place where a bearer credential turns into a subject (and so into a tenant).
+    A key of a tenant that is not active (suspended, or not yet approved) is refused with
+    403 saying so (`TenantClosed`)."""
     admin_token = get_settings().resolved_admin_token
     if hmac.compare_digest(token.encode(), admin_token.encode()):
         return PlatformAdmin()
     if token.startswith(KEY_PREFIX):
         key = active_key(session, hash_key(token))
         if key is not None:
+            refuse_unless_active(key.tenant_status)
             return tenant_key(key.tenant_id, key.id, key.role)
     raise Unauthorized("invalid or revoked credential")
 

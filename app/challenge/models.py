@@ -14,14 +14,17 @@ from sqlalchemy import (
     Text,
     Uuid,
     exists,
+    or_,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.auth.tenant_access import TenantStatus
 from app.challenge.config import ChallengeState, LimitsConfig, Visibility
 from app.db import Base, JSONType, ModelColumn, StrEnumColumn, UTCDateTime, new_id, utcnow
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
+from app.tenant.models import Tenant
 
 
 class Challenge(Base):
@@ -92,10 +95,21 @@ class Challenge(Base):
 
 
 def challenge_not_deleted(challenge_id: SQLColumnExpression[uuid.UUID]) -> ColumnElement[bool]:
-    """Rows (of a table with this challenge id column) whose challenge is not deleted: the
-    claims and sweeps of queued work take only these, so a deleted challenge's work waits,
-    unrun, until it is restored."""
+    """Rows (of a table with this challenge id column) whose challenge is not deleted: every
+    read of a challenge's work leaves out those of a deleted one."""
     return ~exists().where(Challenge.id == challenge_id, Challenge.deleted_at.is_not(None))
+
+
+def challenge_work_runs(challenge_id: SQLColumnExpression[uuid.UUID]) -> ColumnElement[bool]:
+    """Rows (of a table with this challenge id column) a worker may run: their challenge is
+    not deleted and its tenant is active. The claims and sweeps of queued work take only
+    these, so the work of a deleted challenge, or of a suspended tenant, waits unrun until
+    the challenge is restored or the tenant resumed."""
+    stopped = or_(
+        Challenge.deleted_at.is_not(None),
+        exists().where(Tenant.id == Challenge.tenant_id, Tenant.status != TenantStatus.ACTIVE),
+    )
+    return ~exists().where(Challenge.id == challenge_id, stopped)
 
 
 def strategy_of(scoring: ScoringConfig) -> Strategy:

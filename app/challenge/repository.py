@@ -13,9 +13,10 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
+from app.auth.tenant_access import TenantStatus
 from app.challenge.config import ChallengeState, Visibility
 from app.challenge.models import Challenge
-from app.db import page_where
+from app.db import count_where, page_where
 from app.scoring.schemas import ScoringConfig
 from app.tenant.models import Tenant
 
@@ -70,6 +71,12 @@ class ChallengeRepository:
         query = _BY_ID.with_for_update() if for_update else _BY_ID
         return self.session.scalar(
             query, {"tenant_id": self.tenant_id, "challenge_id": challenge_id}
+        )
+
+    def count_kept(self) -> int:
+        """The tenant's challenges that are not deleted (drafts and archived ones too)."""
+        return count_where(
+            self.session, Challenge, Challenge.tenant_id == self.tenant_id, _NOT_DELETED
         )
 
     def get_deleted(self, challenge_id: uuid.UUID) -> Challenge | None:
@@ -191,11 +198,12 @@ class ChallengeRepository:
 
 def get_public_challenge(
     session: Session, tenant_slug: str, challenge_slug: str
-) -> Challenge | None:
+) -> tuple[Challenge, TenantStatus] | None:
     """The one unauthenticated lookup: a public challenge by its tenant's and its own slug
-    (an archived one too: its pages and boards stay; never a draft)."""
-    return session.scalar(
-        select(Challenge)
+    (an archived one too: its pages and boards stay; never a draft), with its tenant's
+    status."""
+    found = session.execute(
+        select(Challenge, Tenant.status)
         .join(Tenant, Tenant.id == Challenge.tenant_id)
         .where(
             Tenant.slug == tenant_slug,
@@ -204,7 +212,8 @@ def get_public_challenge(
             Challenge.state != ChallengeState.DRAFT,
             _NOT_DELETED,
         )
-    )
+    ).one_or_none()
+    return None if found is None else (found[0], found[1])
 
 
 def tenants_with_public_challenges(
@@ -212,9 +221,10 @@ def tenants_with_public_challenges(
 ) -> tuple[list[tuple[Tenant, list[Challenge]]], int]:
     """Tenants that have at least one public challenge, by name, each with its newest public
     challenges; and how many such tenants there are."""
-    has_public = (
-        select(Challenge.id).where(Challenge.tenant_id == Tenant.id, _LISTED_PUBLICLY).exists()
-    )
+    # Only active tenants are listed: a suspended or pending one's pages are closed.
+    has_public = select(Challenge.id).where(
+        Challenge.tenant_id == Tenant.id, _LISTED_PUBLICLY
+    ).exists() & (Tenant.status == TenantStatus.ACTIVE)
     tenants = list(
         session.scalars(
             select(Tenant)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
 from app.auth.subjects import Audience
+from app.auth.tenant_access import refuse_unless_active
 from app.challenge import repository
 from app.challenge.challenge_kind import (
     ChallengeKind,
@@ -58,6 +59,7 @@ from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
 from app.scoring.validation import validate_scoring
 from app.tenant.models import Tenant
+from app.tenant.quotas import refuse_new_challenge
 from app.unit_of_work import UnitOfWork
 
 
@@ -387,6 +389,7 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
     taken = Conflict(message, details=[problem(["body", "slug"], message, "taken")])
     if repo.get_by_slug(slug) is not None:
         raise taken
+    refuse_new_challenge(session, tenant_id, repo.count_kept)
     now = utcnow()
     challenge = Challenge(
         id=uuid.uuid4(),
@@ -468,10 +471,13 @@ def list_challenges(
 
 
 def public_challenge(session: Session, tenant_slug: str, challenge_slug: str) -> Challenge:
-    """A public challenge by its tenant's slug and its own; anything else answers 404."""
-    challenge = repository.get_public_challenge(session, tenant_slug, challenge_slug)
-    if challenge is None:
+    """A public challenge by its tenant's slug and its own; anything else answers 404, and a
+    challenge of a tenant that is not active 403 saying so (`TenantClosed`)."""
+    found = repository.get_public_challenge(session, tenant_slug, challenge_slug)
+    if found is None:
         raise NotFound("no public challenge at this address")
+    challenge, status = found
+    refuse_unless_active(status)
     return challenge
 
 
@@ -689,6 +695,7 @@ def restore_challenge(
     repo = ChallengeRepository(session, tenant_id)
     challenge = _deleted(repo, challenge_id)
     slug = slug or challenge.slug
+    refuse_new_challenge(session, tenant_id, repo.count_kept)
     if repo.get_by_slug(slug) is not None or not repo.restore(challenge, slug):
         raise _slug_taken(slug)
     return challenge

@@ -47,11 +47,16 @@ def _today() -> date:
 
 
 class Spend(Protocol):
-    """Where spend is kept (a job's row, the tenant's day): read, and added to atomically."""
+    """Where spend is kept (a job's row, the tenant's day): read, added to atomically, and
+    the budget it keeps of its own, if any (a tenant's, set by the platform admin)."""
 
     def spent(self, session: Session) -> float: ...
 
     def add(self, session: Session, amount_usd: float) -> None: ...
+
+    def budget_usd(self, session: Session) -> float | None:
+        """Its own budget, read with the spend (None: the one the `CostBudget` was given)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -67,11 +72,15 @@ class RowSpend:
     def add(self, session: Session, amount_usd: float) -> None:
         repository.add_spend(session, self.model, self.row_id, amount_usd)
 
+    def budget_usd(self, session: Session) -> float | None:
+        return None
+
 
 class CostBudget:
     """The service's `CallBudget` for one job (used on one event loop): its own spend, if it
     keeps one (`own`; a defense's self-test does not), against `attempt_budget_usd`, and its
-    tenant's of the day (`tenant_day`) against `tenant_daily_budget_usd`."""
+    tenant's of the day (`tenant_day`) against the tenant's own daily budget, or
+    `tenant_daily_budget_usd` when it has none."""
 
     def __init__(
         self,
@@ -98,10 +107,15 @@ class CostBudget:
         tokens = record.input_tokens + record.output_tokens
         return tokens * self.unpriced_usd_per_million_tokens / 1_000_000
 
-    def _spent(self) -> tuple[float, float]:
+    def _spent(self) -> tuple[float, float, float]:
+        """The job's spend, the tenant's of the day, and the tenant's daily budget (its own,
+        when the platform admin set one: a change applies from the next call)."""
         with session_scope() as session:
             own = self.own.spent(session) if self.own is not None else 0.0
-            return own, self.tenant_day.spent(session)
+            tenant_budget = self.tenant_day.budget_usd(session)
+            if tenant_budget is None:
+                tenant_budget = self.tenant_daily_budget_usd
+            return own, self.tenant_day.spent(session), tenant_budget
 
     def _charge(self, amount_usd: float) -> None:
         with session_scope() as session:
@@ -128,15 +142,19 @@ class CostBudget:
                 # Counted before the read: a call charged while the read runs is then seen
                 # in flight, in the read, or both (never neither).
                 in_flight = self._in_flight
-                attempt_spent, tenant_spent = await asyncio.to_thread(self._spent)
+                attempt_spent, tenant_spent, tenant_budget = await asyncio.to_thread(self._spent)
                 reserved = in_flight * (self._highest_charge or 0.0)
-                self._refuse_when_spent(attempt_spent + reserved, tenant_spent + reserved)
+                self._refuse_when_spent(
+                    attempt_spent + reserved, tenant_spent + reserved, tenant_budget
+                )
                 self._in_flight += 1
         except BaseException:
             self._release_unpriced()
             raise
 
-    def _refuse_when_spent(self, attempt_spent: float, tenant_spent: float) -> None:
+    def _refuse_when_spent(
+        self, attempt_spent: float, tenant_spent: float, tenant_budget: float
+    ) -> None:
         if attempt_spent >= self.attempt_budget_usd:
             budget = format_usd(self.attempt_budget_usd)
             raise CostBudgetExhausted(
@@ -145,13 +163,13 @@ class CostBudget:
                 detail=f"attempt spent {format_usd(attempt_spent)} (calls in flight included) "
                 f"of its {budget} budget",
             )
-        if tenant_spent >= self.tenant_daily_budget_usd:
+        if tenant_spent >= tenant_budget:
             raise CostBudgetExhausted(
                 "this tenant's model budget for today is spent; the attempt can be re-run "
                 "after 00:00 UTC",
                 scope="tenant",
                 detail=f"tenant spent {format_usd(tenant_spent)} of its "
-                f"{format_usd(self.tenant_daily_budget_usd)} budget for {_today()} (UTC)",
+                f"{format_usd(tenant_budget)} budget for {_today()} (UTC)",
             )
 
     async def after_call(self, spec: ModelSpec, record: CallRecord) -> None:

@@ -20,6 +20,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.auth.tenant_access import TenantStatus
 from app.db import Base, StrEnumColumn, UTCDateTime, new_id, utcnow
 
 
@@ -43,6 +44,34 @@ class Tenant(Base):
         default=EmailPolicy.OPTIONAL,
         server_default=EmailPolicy.OPTIONAL.value,
     )
+    # Pending (an organizer's sign-up waiting for approval), active, or suspended by a
+    # platform admin (app.auth.tenant_access): only an active tenant's doors open.
+    status: Mapped[TenantStatus] = mapped_column(
+        StrEnumColumn(TenantStatus, 16),
+        default=TenantStatus.ACTIVE,
+        server_default=TenantStatus.ACTIVE.value,
+    )
+    # Quotas a platform admin sets (app.tenant.quotas); None: no quota. Challenges not
+    # deleted; participants (accounts, handles its keys name, teams); entries a day (attempts,
+    # red-blue defenses and attacks); the model spend of a day, in place of the platform's
+    # GAUNTLET_TENANT_DAILY_COST_BUDGET_USD.
+    max_challenges: Mapped[int | None] = mapped_column(Integer, default=None)
+    max_participants: Mapped[int | None] = mapped_column(Integer, default=None)
+    max_attempts_per_day: Mapped[int | None] = mapped_column(Integer, default=None)
+    daily_cost_budget_usd: Mapped[float | None] = mapped_column(Float, default=None)
+
+    @property
+    def quotas(self) -> dict[str, int | float | None]:
+        """The quota columns by name (what `TenantRead.quotas` shows)."""
+        return {name: getattr(self, name) for name in QUOTA_COLUMNS}
+
+
+QUOTA_COLUMNS = (
+    "max_challenges",
+    "max_participants",
+    "max_attempts_per_day",
+    "daily_cost_budget_usd",
+)
 
 
 class Participant(Base):
@@ -96,7 +125,9 @@ Index("ix_participants_tenant_id_lower_email", Participant.tenant_id, func.lower
 
 class TenantSpend(Base):
     """Model spend of one tenant in one UTC day; every worker adds to it atomically (one
-    upsert per charged call), and no call starts once it reaches the daily budget."""
+    upsert per charged call), and no call starts once it reaches the daily budget. While the
+    tenant has a daily quota of entries, each entry is counted here too (`attempts`), by a
+    conditional upsert that refuses the one past the quota."""
 
     __tablename__ = "tenant_spend"
 
@@ -106,3 +137,4 @@ class TenantSpend(Base):
     day: Mapped[date] = mapped_column(Date, primary_key=True)
     spent_usd: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     calls: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")

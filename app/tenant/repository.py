@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import uuid
 from datetime import date, datetime
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.auth.models import BrowserSession
-from app.db import insert_for, page_where, take_write_lock, utcnow
+from app.auth.tenant_access import TenantStatus
+from app.db import count_where, insert_for, page_where, take_write_lock, utcnow
 from app.tenant.models import Participant, Tenant, TenantSpend
 
 
@@ -32,12 +34,63 @@ def add_tenant(session: Session, tenant: Tenant) -> bool:
     return True
 
 
-def list_tenants(session: Session, limit: int, offset: int) -> tuple[list[Tenant], int]:
-    rows = session.scalars(
-        select(Tenant).order_by(Tenant.created_at, Tenant.id).limit(limit).offset(offset)
+def list_tenants(
+    session: Session, limit: int, offset: int, status: TenantStatus | None = None
+) -> tuple[list[Tenant], int]:
+    """Tenants, oldest first (those of one status, when given)."""
+    conditions = [] if status is None else [Tenant.status == status]
+    return page_where(
+        session, Tenant, conditions, (Tenant.created_at, Tenant.id), limit=limit, offset=offset
     )
-    total = session.scalar(select(func.count()).select_from(Tenant)) or 0
-    return list(rows), total
+
+
+def lock_tenant(session: Session, tenant_id: uuid.UUID) -> None:
+    """Holds the tenant's row until the transaction ends: what a quota counts (challenges,
+    participants) is counted and added to one at a time.
+
+    PostgreSQL locks the row FOR NO KEY UPDATE, which the foreign-key checks of rows inserted
+    meanwhile (they take KEY SHARE) do not wait for. SQLite has no row locks: it takes the
+    database's write lock up front.
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        take_write_lock(session)
+        return
+    session.execute(select(Tenant.id).where(Tenant.id == tenant_id).with_for_update(key_share=True))
+
+
+def quota_of(session: Session, tenant_id: uuid.UUID, column: InstrumentedAttribute[Any]) -> Any:
+    """One quota column of the tenant (None: no quota), read alone."""
+    return session.scalar(select(column).where(Tenant.id == tenant_id))
+
+
+def count_entry(session: Session, tenant_id: uuid.UUID, day: date, limit: int) -> bool:
+    """Counts one entry of the tenant's day if fewer than `limit` are counted; False (and
+    nothing counted) when the day has `limit` already. One statement: the upsert's condition
+    is checked on the row it locks, so concurrent entries never pass the limit."""
+    if limit < 1:
+        return False
+    insert = insert_for(session)
+    statement = insert(TenantSpend).values(
+        tenant_id=tenant_id, day=day, spent_usd=0.0, calls=0, attempts=1
+    )
+    counted = session.execute(
+        statement.on_conflict_do_update(
+            index_elements=["tenant_id", "day"],
+            set_={"attempts": TenantSpend.attempts + 1},
+            where=TenantSpend.attempts < limit,
+        ).returning(TenantSpend.attempts)
+    ).first()
+    return counted is not None
+
+
+def entries_on(session: Session, tenant_id: uuid.UUID, day: date) -> int:
+    """The entries counted on the tenant's day (while it had a daily quota)."""
+    counted = session.scalar(
+        select(TenantSpend.attempts).where(
+            TenantSpend.tenant_id == tenant_id, TenantSpend.day == day
+        )
+    )
+    return int(counted or 0)
 
 
 class ParticipantRepository:
@@ -73,6 +126,24 @@ class ParticipantRepository:
             .with_for_update()
         )
         return locked is not None
+
+    def count(self) -> int:
+        """The tenant's participants: accounts, handles its keys named, teams."""
+        return count_where(self.session, Participant, Participant.tenant_id == self.tenant_id)
+
+    def admins(self) -> list[Participant]:
+        """The tenant's accounts with the admin role, oldest first."""
+        return list(
+            self.session.scalars(
+                select(Participant)
+                .where(
+                    Participant.tenant_id == self.tenant_id,
+                    Participant.is_admin.is_(True),
+                    Participant.password_hash.is_not(None),
+                )
+                .order_by(Participant.created_at, Participant.id)
+            )
+        )
 
     def get_by_handle(self, handle: str) -> Participant | None:
         """The participant with this handle, ignoring case."""

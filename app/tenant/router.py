@@ -20,7 +20,6 @@ from app.tenant.schemas import (
     ParticipantRead,
     TenantCreate,
     TenantCreated,
-    TenantList,
     TenantRead,
     TenantUpdate,
     TenantUsage,
@@ -40,22 +39,6 @@ def post_tenant(body: TenantCreate, work: UnitOfWorkDep, _: PlatformAdminDep) ->
     tenant, _key_row, key = service.create_tenant(work.session, body.slug, body.name)
     work.commit()
     return TenantCreated(**TenantRead.model_validate(tenant).model_dump(), api_key=key)
-
-
-@router.get("/tenants", tags=["tenants"])
-def get_tenants(
-    session: SessionDep, _: PlatformAdminDep, limit: Limit = 50, offset: Offset = 0
-) -> TenantList:
-    """List tenants (platform admin)."""
-    rows, total = service.list_tenants(session, limit=limit, offset=offset)
-    return TenantList(
-        items=[TenantRead.model_validate(t) for t in rows], total=total, limit=limit, offset=offset
-    )
-
-
-@router.get("/tenants/{tenant_id}", tags=["tenants"])
-def get_tenant(tenant_id: uuid.UUID, session: SessionDep, _: PlatformAdminDep) -> TenantRead:
-    return TenantRead.model_validate(service.get_tenant(session, tenant_id))
 
 
 @router.get("/tenant", tags=["tenants"])

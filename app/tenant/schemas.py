@@ -6,6 +6,7 @@ from datetime import date, datetime
 from pydantic import Field
 
 from app.auth.subjects import ApiKeyRole
+from app.auth.tenant_access import TenantStatus
 from app.schemas import InputSchema, Name, OutputSchema, Slug
 from app.tenant.models import EmailPolicy
 
@@ -13,6 +14,22 @@ from app.tenant.models import EmailPolicy
 class TenantCreate(InputSchema):
     slug: Slug
     name: Name
+
+
+class TenantQuotas(OutputSchema):
+    """What the platform admin allows the tenant; null: no quota (the daily budget: the
+    platform's, `GAUNTLET_TENANT_DAILY_COST_BUDGET_USD`)."""
+
+    max_challenges: int | None = Field(description="Challenges not deleted.")
+    max_participants: int | None = Field(
+        description="Participants: accounts, handles its API keys name, teams."
+    )
+    max_attempts_per_day: int | None = Field(
+        description="Entries a UTC day: attempts, red-blue defenses and attacks."
+    )
+    daily_cost_budget_usd: float | None = Field(
+        description="Model spend a UTC day, in place of the platform's budget."
+    )
 
 
 class TenantRead(OutputSchema):
@@ -25,6 +42,12 @@ class TenantRead(OutputSchema):
         "at sign-up, may be left out), `required` (an address to sign up and to play), "
         "`confirmed` (an address whose confirmation link was opened, to play)."
     )
+    status: TenantStatus = Field(
+        description="`active`; `pending`: an organizer's sign-up waiting for a platform "
+        "admin's approval; `suspended` by a platform admin (its keys, pages and play answer "
+        "403 `tenant_suspended`, nothing runs, its data is kept)."
+    )
+    quotas: TenantQuotas
 
 
 class TenantUpdate(InputSchema):
@@ -35,14 +58,6 @@ class TenantUpdate(InputSchema):
 
 class TenantCreated(TenantRead):
     api_key: str = Field(description="An admin key of the new tenant. Shown once, never again.")
-
-
-class TenantList(OutputSchema):
-    items: list[TenantRead]
-    total: int
-    # The page asked for: `limit` items at most, after `offset`.
-    limit: int
-    offset: int
 
 
 class ApiKeyCreate(InputSchema):

@@ -14,18 +14,21 @@ from app.auth.models import ApiKey
 from app.auth.service import create_api_key
 from app.auth.sessions import token_hash
 from app.auth.subjects import ApiKeyRole, SignedInParticipant
+from app.auth.tenant_access import TenantStatus
 from app.config import Settings
 from app.db import utcnow
 from app.errors import Conflict, NotFound
 from app.tenant import repository
 from app.tenant.models import EmailPolicy, Participant, Tenant
+from app.tenant.quotas import refuse_new_participant
 from app.tenant.repository import ParticipantRepository
 from app.tenant.schemas import SpendDay, TenantUsage
 
 
 @dataclass(frozen=True)
 class DaySpend:
-    """A tenant's model spend of the current UTC day (the budgets' `Spend`)."""
+    """A tenant's model spend of the current UTC day (the budgets' `Spend`), against its own
+    daily budget when the platform admin set one."""
 
     tenant_id: uuid.UUID
 
@@ -35,23 +38,86 @@ class DaySpend:
     def add(self, session: Session, amount_usd: float) -> None:
         repository.add_spend(session, self.tenant_id, utcnow().date(), amount_usd)
 
+    def budget_usd(self, session: Session) -> float | None:
+        budget = repository.quota_of(session, self.tenant_id, Tenant.daily_cost_budget_usd)
+        return None if budget is None else float(budget)
 
-def create_tenant(session: Session, slug: str, name: str) -> tuple[Tenant, ApiKey, str]:
-    """A tenant comes with its first admin key, the only way into it."""
-    taken = Conflict(f"a tenant with slug '{slug}' already exists")
+
+def daily_budget_usd(tenant: Tenant, settings: Settings) -> float:
+    """The model spend a UTC day allows the tenant: its own budget, else the platform's."""
+    if tenant.daily_cost_budget_usd is not None:
+        return tenant.daily_cost_budget_usd
+    return settings.tenant_daily_cost_budget_usd
+
+
+def slug_taken(slug: str) -> Conflict:
+    return Conflict(f"a tenant with slug '{slug}' already exists")
+
+
+def new_tenant(session: Session, slug: str, name: str, status: TenantStatus) -> Tenant:
+    """A tenant with no key yet (409 when the slug is taken)."""
     if repository.get_tenant_by_slug(session, slug) is not None:
-        raise taken
+        raise slug_taken(slug)
     tenant = Tenant(
         id=uuid.uuid4(),
         slug=slug,
         name=name,
         created_at=utcnow(),
         email_policy=EmailPolicy.OPTIONAL,
+        status=status,
     )
     if not repository.add_tenant(session, tenant):
-        raise taken
-    key_row, key = create_api_key(session, tenant.id, "initial admin key", ApiKeyRole.ADMIN)
+        raise slug_taken(slug)
+    return tenant
+
+
+def first_admin_key(session: Session, tenant: Tenant) -> tuple[ApiKey, str]:
+    """The admin key a tenant is made with (the key itself is shown once)."""
+    return create_api_key(session, tenant.id, "initial admin key", ApiKeyRole.ADMIN)
+
+
+def create_tenant(session: Session, slug: str, name: str) -> tuple[Tenant, ApiKey, str]:
+    """An active tenant with its first admin key, the only way into it."""
+    tenant = new_tenant(session, slug, name, TenantStatus.ACTIVE)
+    key_row, key = first_admin_key(session, tenant)
     return tenant, key_row, key
+
+
+# Which status a tenant may go to from which: approving a pending one, suspending and resuming
+# (a pending one may be refused, which suspends it). Nothing goes back to pending.
+STATUS_CHANGES = {
+    TenantStatus.PENDING: {TenantStatus.ACTIVE, TenantStatus.SUSPENDED},
+    TenantStatus.ACTIVE: {TenantStatus.SUSPENDED},
+    TenantStatus.SUSPENDED: {TenantStatus.ACTIVE},
+}
+
+
+def set_status(session: Session, tenant: Tenant, status: TenantStatus) -> bool:
+    """Moves the tenant to `status` (platform admin); False when it has it already. 409 for a
+    change that is not made (anything back to pending)."""
+    if tenant.status == status:
+        return False
+    if status not in STATUS_CHANGES[tenant.status]:
+        raise Conflict(f"a {tenant.status.value} tenant cannot become {status.value}")
+    tenant.status = status
+    session.flush()
+    return True
+
+
+def set_quotas(session: Session, tenant: Tenant, quotas: dict[str, int | float | None]) -> None:
+    """Sets the given quotas (platform admin); None removes one."""
+    for name, value in quotas.items():
+        setattr(tenant, name, value)
+    session.flush()
+
+
+def admin_accounts(session: Session, tenant_id: uuid.UUID) -> list[Participant]:
+    """The tenant's accounts with the admin role (its organizers), oldest first."""
+    return ParticipantRepository(session, tenant_id).admins()
+
+
+def participant_count(session: Session, tenant_id: uuid.UUID) -> int:
+    return ParticipantRepository(session, tenant_id).count()
 
 
 def get_tenant(session: Session, tenant_id: uuid.UUID) -> Tenant:
@@ -74,8 +140,10 @@ def set_email_policy(session: Session, tenant_id: uuid.UUID, policy: EmailPolicy
     return tenant
 
 
-def list_tenants(session: Session, *, limit: int, offset: int) -> tuple[list[Tenant], int]:
-    return repository.list_tenants(session, limit, offset)
+def list_tenants(
+    session: Session, *, limit: int, offset: int, status: TenantStatus | None = None
+) -> tuple[list[Tenant], int]:
+    return repository.list_tenants(session, limit, offset, status)
 
 
 USAGE_HISTORY_DAYS = 30
@@ -89,7 +157,7 @@ def tenant_usage(session: Session, tenant_id: uuid.UUID, settings: Settings) -> 
         session, tenant_id, today - timedelta(days=USAGE_HISTORY_DAYS - 1)
     )
     spent = next((row.spent_usd for row in days if row.day == today), 0.0)
-    budget = settings.tenant_daily_cost_budget_usd
+    budget = daily_budget_usd(get_tenant(session, tenant_id), settings)
     return TenantUsage(
         day=today,
         spent_usd=spent,
@@ -158,14 +226,25 @@ def participant_by_handle(
 def participant_for_handle(
     session: Session, tenant_id: uuid.UUID, handle: str
 ) -> tuple[uuid.UUID, str]:
-    """The handle's participant (ignoring case), created on first use, and its handle as
-    first spelled."""
-    return ParticipantRepository(session, tenant_id).id_and_handle_for(handle)
+    """The handle's participant (ignoring case), created on first use (within the tenant's
+    participant quota), and its handle as first spelled."""
+    participants = ParticipantRepository(session, tenant_id)
+    if repository.quota_of(session, tenant_id, Tenant.max_participants) is not None:
+        existing = participants.get_by_handle(handle)
+        if existing is not None:
+            return existing.id, existing.handle
+        refuse_new_participant(session, tenant_id)
+    return participants.id_and_handle_for(handle)
 
 
 def add_passwordless(session: Session, tenant_id: uuid.UUID, handle: str) -> Participant | None:
-    """A new participant that cannot sign in (a team's); None when the handle is taken."""
-    return ParticipantRepository(session, tenant_id).add_with_password(handle, None)
+    """A new participant that cannot sign in (a team's), within the tenant's participant
+    quota; None when the handle is taken."""
+    participants = ParticipantRepository(session, tenant_id)
+    if participants.handle_in_use(handle):
+        return None
+    refuse_new_participant(session, tenant_id)
+    return participants.add_with_password(handle, None)
 
 
 def handles(
@@ -214,6 +293,7 @@ def register_participant(
     taken = Conflict("This handle is taken. Choose another one.")
     if participants.handle_in_use(handle):
         raise taken
+    refuse_new_participant(session, tenant_id)
     participant = participants.add_with_password(handle, password_hash)
     if participant is None:
         raise taken

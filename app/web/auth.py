@@ -235,6 +235,48 @@ def clear_admin_cookie(request: Request, response: Response, tenant_slug: str) -
     )
 
 
+# Platform admin cookie --------------------------------------------------------------------------
+
+PLATFORM_COOKIE = "gauntlet_platform"
+# The platform admin's pages; the cookie goes nowhere else (a tenant's pages never see it).
+PLATFORM_PATH = "/admin"
+
+
+def platform_session_token(request: Request) -> str | None:
+    """The token of the platform admin session the cookie names (not yet checked against the
+    database: the caller must, on every request)."""
+    raw = request.cookies.get(PLATFORM_COOKIE)
+    if not raw:
+        return None
+    try:
+        data = _serializer("platform").loads(raw, max_age=ADMIN_MAX_AGE_SECONDS)
+    except BadData:
+        return None
+    return _token_or_none(data.get("token")) if isinstance(data, dict) else None
+
+
+def set_platform_cookie(request: Request, response: Response, token: str) -> None:
+    response.set_cookie(
+        PLATFORM_COOKIE,
+        _serializer("platform").dumps({"token": token}),
+        max_age=ADMIN_MAX_AGE_SECONDS,
+        path=PLATFORM_PATH,
+        httponly=True,
+        samesite="lax",
+        secure=_secure(request),
+    )
+
+
+def clear_platform_cookie(request: Request, response: Response) -> None:
+    response.delete_cookie(
+        PLATFORM_COOKIE,
+        path=PLATFORM_PATH,
+        httponly=True,
+        samesite="lax",
+        secure=_secure(request),
+    )
+
+
 # Rate limiting --------------------------------------------------------------------------------
 
 limits = AccountLimits()

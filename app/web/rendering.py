@@ -145,6 +145,8 @@ def _environment(kinds: tuple[str, ...]) -> Environment:
     # What the tenant's address policy still asks of a signed-in account before it plays
     # (the banner of every page; the same rule refuses its plays).
     env.globals["play_problem"] = play_problem
+    # Whether organizers may sign up ("Host a challenge" in the header and on the home page).
+    env.globals["hosting_open"] = _hosting_open
     env.filters["duration"] = formatting.format_duration
     env.filters["when"] = formatting.format_when
     env.filters["until"] = formatting.format_until
@@ -152,6 +154,10 @@ def _environment(kinds: tuple[str, ...]) -> Environment:
     env.filters["cost"] = formatting.format_cost
     env.filters["percent"] = formatting.format_percent
     return env
+
+
+def _hosting_open() -> bool:
+    return get_settings().resolved_tenant_signup != "closed"
 
 
 def _workers_missing() -> bool:
@@ -190,6 +196,7 @@ def page(
     context.setdefault("notice", None)
     context.setdefault("title", "Gauntlet")
     context.setdefault("admin_page", False)
+    context.setdefault("platform_page", False)
     html = render_template(
         template,
         request=request,

@@ -21,6 +21,10 @@ page family (each a package of its own: router and service).
   to its participants (with each message's text when it went to the data folder).
 - `admin.baselines`: `/t/{tenant}/admin/challenges/{id}/baselines`: an admin's reference
   entries, of the kind's entry fields.
+- `hosting`: `/host` ("Host a challenge": an organizer's sign-up, which makes a tenant as the
+  operator's policy says) and `/host/{tenant}` (where the request stands).
+- `platform`: `/admin`, the platform admin's pages (signed in with the platform admin token):
+  the tenants, their approval, suspension and quotas.
 
 What differs between challenge kinds is the kind's (`app.web.web_kind`).
 """
@@ -38,7 +42,9 @@ from app.web.admin.router import router as admin
 from app.web.attempts.router import router as attempts
 from app.web.authoring.router import router as authoring
 from app.web.challenges.router import router as challenges
+from app.web.hosting.router import router as hosting
 from app.web.leaderboards.router import router as leaderboards
+from app.web.platform.router import router as platform
 from app.web.rendering import HtmlRoute, not_found
 from app.web.teams.router import router as teams
 from app.web.web_kind import WebKind
@@ -55,6 +61,8 @@ FAMILIES = (
     baselines,
     admin_mail,
     admin,
+    hosting,
+    platform,
 )
 
 unknown = APIRouter(route_class=HtmlRoute, include_in_schema=False)

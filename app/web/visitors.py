@@ -12,6 +12,7 @@ from fastapi import Form, Query, Request
 from sqlalchemy.orm import Session
 
 from app.auth.subjects import Audience
+from app.auth.tenant_access import TenantStatus, closed_message
 from app.challenge import service as challenges
 from app.challenge.config import Visibility
 from app.challenge.models import Challenge
@@ -108,6 +109,14 @@ NOTICES = {
     "password-reset": (
         "Your new password is set. Every other session of your account is signed out."
     ),
+    "email-confirmed-request": (
+        "Your email address is confirmed: the platform admin can approve your request now."
+    ),
+    "host-requested": (
+        "Your request is sent. We sent a link to your email address: open it to confirm the "
+        "address, which the approval is mailed to."
+    ),
+    "host-ready": "Your event is ready, and this is its console. You are signed in as its admin.",
 }
 
 CsrfField = Annotated[str, Form(alias="csrf_token")]
@@ -144,11 +153,30 @@ def board_audience(participant: Participant | None) -> Audience:
     return Audience.PARTICIPANT
 
 
-def tenant_named(session: Session, slug: str) -> Tenant:
+def tenant_named(session: Session, slug: str, *, while_pending: bool = False) -> Tenant:
+    """The tenant with this slug (404 without one), if its pages are open: a suspended
+    tenant's, and a pending one's (but for the pages that say `while_pending`: its
+    organizer's address confirmation), answer 403 saying why."""
     tenant = tenants.tenant_by_slug(session, slug)
     if tenant is None:
         raise not_found()
-    return tenant
+    if tenant.status is TenantStatus.ACTIVE:
+        return tenant
+    if tenant.status is TenantStatus.PENDING:
+        if while_pending:
+            return tenant
+        raise PageError(
+            403,
+            "Waiting for approval",
+            closed_message(tenant.status, tenant.name),
+            (host_request_url(tenant), "The request's page"),
+        )
+    raise PageError(403, f"{tenant.name} is suspended", closed_message(tenant.status, tenant.name))
+
+
+def host_request_url(tenant: Tenant) -> str:
+    """The page of an organizer's request for a tenant (its status; the organizer's address)."""
+    return f"/host/{tenant.slug}"
 
 
 def signed_in_participant(
@@ -162,15 +190,25 @@ def signed_in_participant(
     return tenants.signed_in_participant(session, tenant.id, token)
 
 
-def visitor(request: Request, session: Session, tenant_slug: str) -> Visitor:
+def visitor(
+    request: Request, session: Session, tenant_slug: str, *, while_pending: bool = False
+) -> Visitor:
+    """Who visits the tenant's pages (403 for a tenant whose pages are closed: `tenant_named`)."""
     web = auth.load_session(request)
-    tenant = tenant_named(session, tenant_slug)
+    tenant = tenant_named(session, tenant_slug, while_pending=while_pending)
     return Visitor(web, tenant, signed_in_participant(session, web, tenant))
 
 
-def form_visit(request: Request, session: Session, tenant_slug: str, csrf_token: str) -> Visitor:
+def form_visit(
+    request: Request,
+    session: Session,
+    tenant_slug: str,
+    csrf_token: str,
+    *,
+    while_pending: bool = False,
+) -> Visitor:
     """The opening of every form post: the visitor, once the form's CSRF token is checked."""
-    visit = visitor(request, session, tenant_slug)
+    visit = visitor(request, session, tenant_slug, while_pending=while_pending)
     require_csrf(visit.web, csrf_token)
     return visit
 

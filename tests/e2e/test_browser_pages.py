@@ -25,7 +25,7 @@ import pytest
 
 from app.kinds.benchmark.config import BenchmarkSpec, SplitConfig
 from app.kinds.benchmark.split import parts_of
-from tests.conftest import PUBLIC_URL, Api, Worker
+from tests.conftest import ADMIN_TOKEN, PUBLIC_URL, Api, Worker
 from tests.e2e.conftest import create_tenant, horizontal_overflow, sign_up_in_browser
 
 if TYPE_CHECKING:
@@ -312,6 +312,17 @@ def world(
     admin.get_by_label("Admin API key").fill(key)
     admin.get_by_role("button", name="Sign in").click()
     admin.wait_for_load_state()
+    # Quotas, so the console shows their table; and the platform admin's pages.
+    quotas = {"max_challenges": 100, "max_participants": 1000, "max_attempts_per_day": 5000}
+    limited = api.request(
+        "PATCH", f"/v1/tenants/{tenant['id']}", ADMIN_TOKEN, json={"quotas": quotas}
+    )
+    assert limited.status_code == 200, limited.text
+    platform = context().new_page()
+    platform.goto("/admin/sign-in")
+    platform.get_by_label("Platform admin token").fill(ADMIN_TOKEN)
+    platform.get_by_role("button", name="Sign in").click()
+    platform.wait_for_load_state()
 
     yield {
         "slug": slug,
@@ -319,6 +330,8 @@ def world(
         "participant": participant,
         "visitor": context().new_page(),
         "admin": admin,
+        "platform": platform,
+        "tenant_id": tenant["id"],
         "prompt": prompt_challenge,
         "red_blue": red_blue,
         "benchmark": benchmark,
@@ -337,7 +350,8 @@ def world(
 
 
 def pages_to_visit(world: dict[str, Any]) -> list[tuple[str, str]]:
-    """(who, path): who visits ("visitor" signed out, "participant", "admin") which page."""
+    """(who, path): who visits ("visitor" signed out, "participant", "admin", "platform": the
+    platform admin) which page."""
     t = f"/t/{world['slug']}"
     prompt = f"{t}/challenges/{world['prompt']['slug']}"
     red_blue = f"{t}/challenges/{world['red_blue']['slug']}"
@@ -390,6 +404,11 @@ def pages_to_visit(world: dict[str, Any]) -> list[tuple[str, str]]:
         ("visitor", world["mail"]["unsubscribe"]),
         ("admin", f"{t}/admin/mail"),
         ("admin", world["mail"]["message"]),
+        ("visitor", "/host"),
+        ("visitor", f"/host/{world['slug']}"),
+        ("visitor", "/admin/sign-in"),
+        ("platform", "/admin"),
+        ("platform", f"/admin/tenants/{world['tenant_id']}"),
     ]
 
 

@@ -114,6 +114,7 @@ def test_the_readme_commands_run_as_written_on_another_port(readme_run: Embedded
     assert "embedded-token" in printed
     demo_key = (embedded.data_dir / "demo_api_key").read_text().strip()
     assert demo_key in printed
+    assert _banner_as_documented(printed, embedded, demo_key) == _documented_banner()
     assert (embedded.data_dir / "gauntlet.db").exists()
     headers = {"Authorization": f"Bearer {demo_key}"}
 
@@ -165,6 +166,33 @@ def test_the_readme_commands_run_as_written_on_another_port(readme_run: Embedded
     ]
     board = httpx.get(f"{embedded.base}/v1/public/demo/challenges/say-pwned/leaderboard").json()
     assert board["total"] == 1
+
+
+def _documented_banner() -> list[str]:
+    """The README's banner block, line by line."""
+    found = re.search(
+        r"```\n(Gauntlet \(embedded mode\).*?)\n```", section(README, "Two commands"), re.S
+    )
+    assert found, "the README shows no banner"
+    return found.group(1).splitlines()
+
+
+def _banner_as_documented(printed: str, embedded: Embedded, demo_key: str) -> list[str]:
+    """The banner `gauntlet run` printed, line by line, with what differs from one run to
+    another (the data folder, the address, the secrets, the demo challenge's id) written as
+    the README writes it."""
+    shown = printed[printed.index("Gauntlet (embedded mode)") : printed.index("\nTry it:")]
+    challenge = re.search(r"/v1/challenges/([0-9a-f-]{36})", shown)
+    assert challenge, shown
+    for real, documented in (
+        (str(embedded.data_dir.resolve()), "/home/you/gauntlet/.gauntlet"),
+        (embedded.base, "http://127.0.0.1:8000"),
+        ("embedded-token", "gadm_…"),
+        (demo_key, "gk_…"),
+        (challenge.group(1), "<id>"),
+    ):
+        shown = shown.replace(real, documented)
+    return shown.strip().splitlines()
 
 
 def _until(what: str, check: Any, timeout: float = 60) -> Any:

@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.challenge.models import challenge_not_deleted
+from app.challenge.models import challenge_work_runs
 from app.db import Base, JSONType, ProducedJSON, ProducedText, StrEnumColumn, UTCDateTime, new_id
 from app.lease.models import Leased, LeasedTable, Metered
 
@@ -233,13 +233,13 @@ SELF_TEST_LEASES = LeasedTable(
     Defense,
     waiting=DefenseStatus.PENDING,
     running=DefenseStatus.PENDING,
-    runnable=challenge_not_deleted(Defense.challenge_id),
+    runnable=challenge_work_runs(Defense.challenge_id),
 )
 MATCH_LEASES = LeasedTable(
     Match,
     waiting=MatchStatus.QUEUED,
     running=MatchStatus.RUNNING,
-    runnable=challenge_not_deleted(Match.challenge_id),
+    runnable=challenge_work_runs(Match.challenge_id),
 )
 
 

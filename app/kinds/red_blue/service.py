@@ -57,6 +57,7 @@ from app.kinds.red_blue.schemas import (
 from app.leaderboard.freeze import Seen, frozen_since, read_as_seen
 from app.leaderboard.models import BoardFreeze
 from app.team.service import member_handles, player_id, players_at, team_of
+from app.tenant.quotas import count_entry
 from app.tenant.service import (
     EntryNames,
     entry_names,
@@ -238,6 +239,7 @@ def _submit(
         counter = repo.count_defenses if is_defense else repo.count_attacks
         left = left_under(limits, lambda since: counter(challenge_id, participant_id, since), now)
         refuse_when_none_left(left, limits, what.removesuffix("s"), what, now)
+    count_entry(session, tenant_id, target.tenant_attempts_per_day, now)
     common: dict[str, Any] = {
         "id": uuid.uuid4(),
         "tenant_id": tenant_id,

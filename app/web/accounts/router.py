@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
 
+from app.auth.tenant_access import TenantStatus
 from app.deps import SessionDep, UnitOfWorkDep
 from app.tenant.models import Participant, Tenant
 from app.unit_of_work import UnitOfWork
@@ -25,7 +26,14 @@ from app.web.rendering import (
     page,
     redirect,
 )
-from app.web.visitors import CsrfField, form_visit, safe_next, tenant_url, visitor
+from app.web.visitors import (
+    CsrfField,
+    form_visit,
+    host_request_url,
+    safe_next,
+    tenant_url,
+    visitor,
+)
 from app.web.visitors import notice as notice_text
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
@@ -313,8 +321,9 @@ def confirm_email_page(
     tenant_slug: str, token: str, request: Request, session: SessionDep
 ) -> Response:
     """What a confirmation link opens: the address and the button that confirms it (mail
-    scanners that open links do not press buttons)."""
-    web, tenant, participant = visitor(request, session, tenant_slug)
+    scanners that open links do not press buttons). Open while the tenant waits for its
+    approval: its organizer confirms the address the approval is mailed to."""
+    web, tenant, participant = visitor(request, session, tenant_slug, while_pending=True)
     account = service.confirmation_pending(session, tenant, token)
     if account is None:
         raise _spent_link(tenant, (tenant_url(tenant, "account#email"), "Your account page"))
@@ -338,12 +347,16 @@ def confirm_email(
     work: UnitOfWorkDep,
     csrf_token: CsrfField = "",
 ) -> Response:
-    web, tenant, participant = form_visit(request, work.session, tenant_slug, csrf_token)
+    web, tenant, participant = form_visit(
+        request, work.session, tenant_slug, csrf_token, while_pending=True
+    )
     account = service.confirm_email(work.session, tenant, token)
     if account is None:
         work.rollback()
         raise _spent_link(tenant, (tenant_url(tenant, "account#email"), "Your account page"))
     work.commit()
+    if tenant.status is TenantStatus.PENDING:
+        return redirect(request, web, f"{host_request_url(tenant)}?notice=email-confirmed-request")
     if participant is not None and participant.id == account.id:
         return redirect(request, web, tenant_url(tenant, "account?notice=email-confirmed#email"))
     return redirect(request, web, tenant_url(tenant, "?notice=email-confirmed"))

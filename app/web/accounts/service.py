@@ -19,6 +19,7 @@ from app.tenant import account_mail
 from app.tenant import service as tenants
 from app.tenant.account_mail import EmailRefused
 from app.tenant.models import EmailPolicy, Participant, Tenant
+from app.tenant.quotas import QuotaReached
 from app.unit_of_work import UnitOfWork
 from app.web import auth
 from app.web.forms import FormError
@@ -73,6 +74,12 @@ def sign_up(
         )
     except Conflict as exc:
         raise FormError(exc.message, field="handle", status_code=409) from exc
+    except QuotaReached as exc:
+        raise FormError(
+            f"{tenant.name} takes no new accounts: it has as many participants as the "
+            "platform allows it.",
+            status_code=409,
+        ) from exc
     if address is not None:
         account_mail.change_email(work, tenant, participant, address)
         auth.limits.confirmation_mailed(tenant.id, participant.id)

@@ -26,6 +26,7 @@ from app.auth import sessions
 from app.auth.models import ApiKey
 from app.auth.service import authenticate, create_api_key, list_api_keys, revoke_api_key
 from app.auth.subjects import ApiKeyRole, TenantAdmin
+from app.auth.tenant_access import TenantClosed
 from app.challenge import service as challenges
 from app.challenge.config import ChallengeState
 from app.challenge.registry import kind_as, kind_names
@@ -35,6 +36,7 @@ from app.errors import AppError, Conflict, NotFound, Unauthorized, telling_first
 from app.export import service as exports
 from app.export.formats import ExportFormat
 from app.export.responses import export_response
+from app.hosting import service as hosting
 from app.observability import metrics as telemetry
 from app.scoring import registry
 from app.tenant import service as tenants
@@ -84,18 +86,21 @@ def admin(
     tenant_slug: str, request: Request, session: SessionDep, notice: str | None = None
 ) -> Response:
     visit = admin_page_visit(request, session, tenant_slug)
-    return _dashboard(visit, session, notice=notice_text(notice))
+    return dashboard(visit, session, notice=notice_text(notice))
 
 
-def _dashboard(
+def dashboard(
     visit: AdminVisit,
     session: Session,
     *,
     notice: str | None = None,
     created_key: tuple[ApiKey, str] | None = None,
     key_error: str | None = None,
+    first_key: str | None = None,
     status_code: int = 200,
 ) -> Response:
+    """The console's main page; `first_key` is a new tenant's first admin key, shown at the
+    top this once (an organizer's landing, "Host a challenge")."""
     tenant = visit.tenant
     rows = service.dashboard_rows(session, tenant.id, limit=200)
     downloads = [(row.challenge, exports.datasets_of(row.challenge.kind)) for row in rows]
@@ -120,6 +125,8 @@ def _dashboard(
         export_formats=list(ExportFormat),
         errors=attempt_service.recent_errors(session, tenant.id, limit=20),
         usage=tenants.tenant_usage(session, tenant.id, get_settings()),
+        quotas=hosting.quota_usage(session, tenant.id),
+        first_key=first_key,
         plugins=registry.list_registered(session),
         kind_panels=panels,
         notice=notice,
@@ -259,7 +266,7 @@ def admin_sign_in(
         )
     try:
         caller = authenticate(session, api_key.strip())
-    except Unauthorized:
+    except (Unauthorized, TenantClosed):
         caller = None
     if (
         not isinstance(caller, TenantAdmin)
@@ -272,7 +279,7 @@ def admin_sign_in(
             web,
             tenant,
             status_code=401,
-            error=f"This is not a valid admin API key of {tenant.name}.",
+            error=service.wrong_console_credential(caller, tenant),
         )
     token = sessions.start_admin_session(
         session, tenant.id, caller.api_key_id, auth.admin_session_token(request)
@@ -316,10 +323,10 @@ def admin_create_key(
     except ValidationError as error:
         problem = telling_first(error.errors())[0]
         message = f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
-        return _dashboard(visit, session, key_error=message, status_code=422)
+        return dashboard(visit, session, key_error=message, status_code=422)
     created = create_api_key(session, visit.tenant.id, body.name, body.role)
     work.commit()
-    return _dashboard(visit, session, created_key=created)
+    return dashboard(visit, session, created_key=created)
 
 
 @router.post("/t/{tenant_slug}/admin/api-keys/{key_id}/revoke")

@@ -12,12 +12,13 @@ from sqlalchemy.orm import Session
 
 from app.attempt import service as attempts
 from app.attempt.models import Attempt
+from app.auth.subjects import PlatformAdmin, TenantAdmin, TenantKey
 from app.challenge import service as challenges
 from app.challenge.config import ChallengeStatus, Visibility
 from app.challenge.models import Challenge
 from app.challenge.service import challenge_status
 from app.tenant import service as tenants
-from app.tenant.models import Participant
+from app.tenant.models import Participant, Tenant
 from app.web.challenges.service import ChallengeCard, challenge_cards
 from app.web.leaderboards.service import strategy_text
 from app.web.web_kind import Count, StrategyText, by_kind
@@ -41,6 +42,28 @@ def dashboard_rows(session: Session, tenant_id: uuid.UUID, *, limit: int) -> lis
     return [
         DashboardRow(c, challenge_status(c), strategy_text(c), counts.get(c.id, ())) for c in newest
     ]
+
+
+def wrong_console_credential(caller: PlatformAdmin | TenantKey | None, tenant: Tenant) -> str:
+    """What the console's sign-in says of a credential that does not open it, and which one
+    does (the platform admin token is often tried first: `make run` prints it first)."""
+    opens = (
+        f"The console of {tenant.name} opens with one of its admin API keys (gk_…: the one it "
+        "was made with, or one made on this console; `make run` prints the demo tenant's as "
+        "its “admin key”), or with your account if it has the admin role: sign in to "
+        f"/t/{tenant.slug}/sign-in."
+    )
+    if isinstance(caller, PlatformAdmin):
+        return (
+            "This is the platform admin's token: it opens the platform admin page, /admin "
+            "(tenants, approvals, quotas), not a tenant's console. " + opens
+        )
+    if caller is not None and caller.tenant_id == tenant.id and not isinstance(caller, TenantAdmin):
+        return (
+            f"This is a member key of {tenant.name}: it submits and reads through the API, "
+            "but does not open the console. " + opens
+        )
+    return f"This is not a valid admin API key of {tenant.name}. " + opens
 
 
 # Participants ---------------------------------------------------------------------------------

@@ -114,6 +114,9 @@ class Unread:
     def add(self, session: Any, amount_usd: float) -> None:
         raise AssertionError("written to the database")
 
+    def budget_usd(self, session: Any) -> float | None:
+        raise AssertionError("read from the database")
+
 
 class MemoryCostBudget(CostBudget):
     """The service's budget logic with the database replaced by two numbers."""
@@ -129,8 +132,8 @@ class MemoryCostBudget(CostBudget):
         self.attempt_spent = 0.0
         self.tenant_spent = 0.0
 
-    def _spent(self) -> tuple[float, float]:
-        snapshot = self.attempt_spent, self.tenant_spent
+    def _spent(self) -> tuple[float, float, float]:
+        snapshot = self.attempt_spent, self.tenant_spent, self.tenant_daily_budget_usd
         # A database read takes time; charges committed meanwhile are not in its snapshot.
         time.sleep(0.002)
         return snapshot

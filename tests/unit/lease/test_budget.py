@@ -18,16 +18,20 @@ SPEC = ModelSpec("openai/gpt-4o")
 
 
 class Kept:
-    """Spend kept in memory."""
+    """Spend kept in memory, with a budget of its own when given."""
 
-    def __init__(self, spent: float = 0.0) -> None:
+    def __init__(self, spent: float = 0.0, budget: float | None = None) -> None:
         self.total = spent
+        self.budget = budget
 
     def spent(self, session: Any) -> float:
         return self.total
 
     def add(self, session: Any, amount_usd: float) -> None:
         self.total += amount_usd
+
+    def budget_usd(self, session: Any) -> float | None:
+        return self.budget
 
 
 @pytest.fixture(autouse=True)
@@ -82,3 +86,18 @@ def test_a_job_whose_own_budget_is_spent_starts_no_call() -> None:
         _call(_budget(own, tenant_day), 0.25)
     assert refused.value.scope == "attempt"
     assert (own.total, tenant_day.total) == (1.0, 0.0)
+
+
+def test_a_tenant_with_a_budget_of_its_own_is_held_to_it_from_its_next_call() -> None:
+    tenant_day = Kept(2.0, budget=2.5)
+    budget = _budget(None, tenant_day, own_budget=5.0)
+    _call(budget, 0.5)
+    with pytest.raises(CostBudgetExhausted) as refused:
+        _call(budget, 0.5)
+    assert refused.value.scope == "tenant"
+    assert "$2.5 budget" in refused.value.detail
+    # Raised by the platform admin: the next call goes, whatever the platform's budget says.
+    tenant_day.budget = 50.0
+    tenant_day.total = 20.0
+    _call(budget, 0.5)
+    assert tenant_day.total == 20.5

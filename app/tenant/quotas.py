@@ -1,0 +1,127 @@
+"""A tenant's quotas, set by the platform admin (none by default), and the refusals past them:
+one rule per quota, called where the thing it counts is made.
+
+- `max_challenges`: challenges not deleted (drafts and archived ones count; a deleted one
+  counts again when restored). Past it, creating or restoring one answers 409
+  `quota_max_challenges`.
+- `max_participants`: the tenant's participants: accounts, handles its API keys name (made on
+  their first use), teams (a team is a participant its members submit as). Past it, a new one
+  answers 409 `quota_max_participants`.
+- `max_attempts_per_day`: entries a UTC day (attempts, red-blue defenses and attacks; practice
+  and test runs have limits of their own). Past it, 429 `quota_max_attempts_per_day` with
+  `Retry-After` until 00:00 UTC. They are counted while the quota is set, in the tenant's day
+  row, by one conditional statement, so concurrent entries never pass it.
+- `daily_cost_budget_usd`: the model spend of a UTC day, in place of the platform's
+  `GAUNTLET_TENANT_DAILY_COST_BUDGET_USD` (read before every paid call, app.lease.budget).
+
+Challenges and participants are counted under a lock of the tenant's row, so two requests at
+once cannot both take the last place.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.db import TransactionNeeded, autocommits
+from app.errors import AppError
+from app.tenant import repository
+from app.tenant.models import Tenant
+from app.tenant.repository import ParticipantRepository
+
+
+class Quota(StrEnum):
+    CHALLENGES = "max_challenges"
+    PARTICIPANTS = "max_participants"
+    ATTEMPTS_PER_DAY = "max_attempts_per_day"
+    DAILY_COST_BUDGET_USD = "daily_cost_budget_usd"
+
+
+class QuotaReached(AppError):
+    """A tenant's quota is used up; the code names it (`quota_max_challenges`, ...)."""
+
+    def __init__(
+        self,
+        quota: Quota,
+        message: str,
+        *,
+        status_code: int = 409,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message, details={"quota": quota.value}, headers=headers)
+        self.quota = quota
+        self.code = f"quota_{quota.value}"
+        self.status_code = status_code
+
+
+ASK_FOR_MORE = "the platform admin sets it, and can raise it"
+
+
+def _limit(session: Session, tenant_id: uuid.UUID, quota: Quota) -> Any:
+    return repository.quota_of(session, tenant_id, getattr(Tenant, quota.value))
+
+
+def refuse_new_challenge(
+    session: Session, tenant_id: uuid.UUID, count_kept: Callable[[], int]
+) -> None:
+    """Before a challenge is made or restored: 409 when the tenant has as many as its quota
+    allows. `count_kept` counts the tenant's challenges that are not deleted."""
+    limit = _limit(session, tenant_id, Quota.CHALLENGES)
+    if limit is None:
+        return
+    repository.lock_tenant(session, tenant_id)
+    if count_kept() >= limit:
+        raise QuotaReached(
+            Quota.CHALLENGES,
+            f"challenge quota reached: this tenant may have {limit} challenges (deleted ones "
+            f"do not count); delete one, or ask for more: {ASK_FOR_MORE}",
+        )
+
+
+def refuse_new_participant(session: Session, tenant_id: uuid.UUID) -> None:
+    """Before a participant is made (an account, a handle's first use, a team): 409 when the
+    tenant has as many as its quota allows. In a session without a transaction it asks for
+    one (`TransactionNeeded`): the count and the insert must be one at a time."""
+    limit = _limit(session, tenant_id, Quota.PARTICIPANTS)
+    if limit is None:
+        return
+    if autocommits(session):
+        raise TransactionNeeded()
+    repository.lock_tenant(session, tenant_id)
+    if ParticipantRepository(session, tenant_id).count() >= limit:
+        raise QuotaReached(
+            Quota.PARTICIPANTS,
+            f"participant quota reached: this tenant may have {limit} participants (accounts, "
+            f"handles its API keys named, and teams); ask for more: {ASK_FOR_MORE}",
+        )
+
+
+def count_entry(session: Session, tenant_id: uuid.UUID, limit: int | None, now: datetime) -> None:
+    """Counts one entry against the tenant's daily quota (`limit`, read with the submission's
+    challenge; None: no quota, nothing counted); 429 with `Retry-After` until midnight UTC
+    past it."""
+    if limit is None:
+        return
+    if repository.count_entry(session, tenant_id, now.date(), limit):
+        return
+    day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    reset = day_start + timedelta(days=1)
+    raise QuotaReached(
+        Quota.ATTEMPTS_PER_DAY,
+        f"daily attempt quota reached: this tenant may take {limit} entries a day (attempts, "
+        f"red-blue defenses and attacks); it resets at {reset:%Y-%m-%d %H:%M} UTC; "
+        f"{ASK_FOR_MORE}",
+        status_code=429,
+        headers={"Retry-After": str(math.ceil((reset - now).total_seconds()))},
+    )
+
+
+def entries_today(session: Session, tenant_id: uuid.UUID, now: datetime) -> int:
+    """The entries counted today (counted while the tenant has a daily quota)."""
+    return repository.entries_on(session, tenant_id, now.date())
