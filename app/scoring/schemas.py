@@ -34,7 +34,7 @@ class ScoringConfig(InputSchema):
     timeout_ms: int = Field(default=5000, ge=1, le=60_000)
 
     @model_validator(mode="after")
-    def _plugin_only_for_custom(self) -> ScoringConfig:
+    def _plugin_only_where_the_strategy_needs_one(self) -> ScoringConfig:
         needs_plugin = scored_by_plugin(self.strategy)
         if needs_plugin and not self.plugin_id:
             raise ValueError(f"plugin_id is required when strategy is '{self.strategy}'")
