@@ -20,6 +20,7 @@ from app.challenge.schemas import FLAT_SCORING_FIELDS, ChallengeCreate, Challeng
 from app.errors import ValidationFailed
 from app.scoring.repository import get_plugin
 from app.scoring.sandbox.child import canonical_entrypoint
+from app.scoring.strategies import PLUGIN_STRATEGY, scored_by_plugin
 
 # Where each flat field lands in `scoring`; errors about those places name the flat field.
 _SCORING_KEY_TO_FLAT = {
@@ -41,26 +42,29 @@ def scoring_from_flat(stored: Mapping[str, Any] | None, flat: Mapping[str, Any])
     """The `scoring` section the flat fields describe, over `stored` (none on create, the
     challenge's on update, where, as for any top-level field, only the given fields change).
 
-    Naming a plugin without a strategy means 'custom' (the only strategy that uses one); leaving
-    'custom' drops the plugin; a config belongs to its plugin, so it is reset when the plugin
-    changes and no new `scoring_config` comes with it."""
+    Naming a plugin without a strategy means the strategy scored by a plugin ('custom', the
+    only one that uses one); leaving it drops the plugin; a config belongs to its plugin, so
+    it is reset when the plugin changes and no new `scoring_config` comes with it."""
     before = dict(stored or {})
     scoring = dict(before)
     if "scoring_strategy" in flat:
         scoring["strategy"] = flat["scoring_strategy"]
     elif any(name in flat for name in _NAMES_A_PLUGIN):
-        scoring["strategy"] = "custom"
+        scoring["strategy"] = str(PLUGIN_STRATEGY.name)
     if "scoring_plugin_id" in flat:
         scoring["plugin_id"] = flat["scoring_plugin_id"]
-    if scoring.get("strategy") == "custom":
+    strategy = scoring.get("strategy")
+    if scored_by_plugin(strategy):
         if not scoring.get("plugin_id"):
             raise ValidationFailed.at(
-                ["scoring_plugin_id"], "is required when the strategy is 'custom'"
+                ["scoring_plugin_id"], f"is required when the strategy is '{strategy}'"
             )
     else:
         for name in _NAMES_A_PLUGIN:
             if name in flat:
-                raise ValidationFailed.at([name], "is only used with scoring_strategy 'custom'")
+                raise ValidationFailed.at(
+                    [name], f"is only used with scoring_strategy '{PLUGIN_STRATEGY.name}'"
+                )
         scoring["plugin_id"] = None
     if "scoring_config" in flat:
         scoring["config"] = flat["scoring_config"]

@@ -56,7 +56,7 @@ from app.errors import (
     problem,
 )
 from app.scoring.schemas import ScoringConfig
-from app.scoring.strategies import Strategy
+from app.scoring.strategies import scored_by_plugin
 from app.scoring.validation import validate_scoring
 from app.tenant.models import Tenant
 from app.tenant.quotas import refuse_new_challenge
@@ -522,7 +522,7 @@ def scoring_with_plugin(session: Session, plugin_id: str) -> list[tuple[uuid.UUI
     return [
         (challenge_id, tenant_id)
         for challenge_id, tenant_id, scoring in repository.scoring_of_every_challenge(session)
-        if scoring.strategy is Strategy.CUSTOM and scoring.plugin_id == plugin_id
+        if scored_by_plugin(scoring.strategy) and scoring.plugin_id == plugin_id
     ]
 
 

@@ -1,20 +1,20 @@
-"""Scoring strategies as rank keys.
+"""Finished attempts placed in the leaderboard's order.
 
 Each strategy maps a finished attempt onto `(rank_key, rank_tiebreak)`, smaller first, or None
-when the attempt does not rank. Ties after that go to the earlier attempt (its `created_at` to
-the millisecond), then to the attempt id, so the order is total and stable.
+when the attempt does not rank (its `ScoringStrategy.rank`, app/scoring/strategies.py). Ties
+after that go to the earlier attempt (its `created_at` to the millisecond), then to the attempt
+id, so the order is total and stable.
 """
 
 from __future__ import annotations
 
-import math
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from app.db import epoch_ms
 from app.scoring.measures import AttemptMetrics
-from app.scoring.strategies import Strategy
+from app.scoring.strategies import UNKNOWN_COST as UNKNOWN_COST
+from app.scoring.strategies import RankKey, Strategy, scoring_strategy
 
 
 @dataclass(frozen=True)
@@ -38,51 +38,11 @@ class RankedAttempt:
         return self.metrics.submitted_at()
 
 
-@dataclass(frozen=True, order=True)
-class RankKey:
-    rank_key: float
-    rank_tiebreak: float
-
-
-def _number(value: float | int | None) -> float | None:
-    """The value as a float if it is a finite number; NaN, inf and None do not rank."""
-    if value is None or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-# Stands in for an unknown cost, so attempts with a known cost win ties over those without.
-UNKNOWN_COST = 1e300
-
-
 def rank_key(
     strategy: Strategy | str, metrics: AttemptMetrics, score: float | None
 ) -> RankKey | None:
     """The attempt's place in the strategy's order, or None if it does not rank at all."""
-    try:
-        strategy = Strategy(strategy)
-    except ValueError:
-        raise ValueError(f"unknown strategy {strategy!r}") from None
-    if strategy is Strategy.CUSTOM:
-        # Every attempt with a score ranks, succeeded or not: the plugin decides what counts.
-        scored = _number(score)
-        return None if scored is None else RankKey(-scored, 0.0)
-    if strategy is Strategy.METRIC_AT_K:
-        metric = _number(metrics.metric_at_k)
-        if metric is None:
-            return None
-        cost = _number(metrics.cost_usd)
-        return RankKey(-metric, UNKNOWN_COST if cost is None else cost)
-    if not metrics.succeeded:
-        return None
-    measure = {
-        # The key is a number: the submission time in epoch milliseconds.
-        Strategy.FIRST: None if metrics.created_at is None else epoch_ms(metrics.created_at),
-        Strategy.FASTEST: _number(metrics.elapsed_ms),
-        Strategy.FEWEST_TOKENS: _number(metrics.tokens_total),
-        Strategy.HIGHEST_RATING: None if metrics.rating is None else _number(-metrics.rating),
-    }[strategy]
-    return None if measure is None else RankKey(float(measure), 0.0)
+    return scoring_strategy(strategy).rank(metrics, score)
 
 
 @dataclass(frozen=True)

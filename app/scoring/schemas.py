@@ -7,7 +7,7 @@ from pydantic import Field, model_validator
 
 from app.error_words import pattern_words
 from app.schemas import InputSchema, OutputSchema
-from app.scoring.strategies import Strategy
+from app.scoring.strategies import PLUGIN_STRATEGY, STRATEGIES, Strategy, scored_by_plugin
 
 PLUGIN_ID_PATTERN = pattern_words(
     r"^[A-Za-z0-9_.-]{1,100}$", "1 to 100 letters, digits and the characters _ . -"
@@ -18,22 +18,28 @@ ENTRYPOINT_PATTERN = pattern_words(
 )
 
 
+# How each strategy ranks, in the API's terms, from the registry of strategies.
+_STRATEGY_DESCRIPTION = (
+    "How attempts rank: "
+    + "; ".join(f"`{strategy.name}`: {strategy.description}" for strategy in STRATEGIES)
+    + ". Ties go to the earlier attempt. Default: the kind's ('first' for prompt challenges, "
+    "'metric_at_k' for benchmark ones)."
+)
+
+
 class ScoringConfig(InputSchema):
-    strategy: Strategy | None = Field(
-        default=None,
-        description="Default: the kind's ('first' for prompt challenges, 'metric_at_k' for "
-        "benchmark ones).",
-    )
+    strategy: Strategy | None = Field(default=None, description=_STRATEGY_DESCRIPTION)
     plugin_id: str | None = Field(default=None, max_length=100)
     config: dict[str, Any] = Field(default_factory=dict)
     timeout_ms: int = Field(default=5000, ge=1, le=60_000)
 
     @model_validator(mode="after")
-    def _plugin_only_for_custom(self) -> ScoringConfig:
-        if self.strategy == "custom" and not self.plugin_id:
-            raise ValueError("plugin_id is required when strategy is 'custom'")
-        if self.strategy != "custom" and self.plugin_id:
-            raise ValueError("plugin_id is only used with strategy 'custom'")
+    def _plugin_only_where_the_strategy_needs_one(self) -> ScoringConfig:
+        needs_plugin = scored_by_plugin(self.strategy)
+        if needs_plugin and not self.plugin_id:
+            raise ValueError(f"plugin_id is required when strategy is '{self.strategy}'")
+        if not needs_plugin and self.plugin_id:
+            raise ValueError(f"plugin_id is only used with strategy '{PLUGIN_STRATEGY.name}'")
         return self
 
 

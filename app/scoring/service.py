@@ -1,6 +1,6 @@
-"""Scores of finished attempts. Built-in strategies rank by metrics and need no score
-(`metric_at_k` shows the curve at k as the score); `custom` asks the challenge's scorer plugin,
-always inside the sandbox.
+"""Scores of finished attempts. Most strategies rank by metrics and need no score (one may
+repeat a measure as the score: `metric_at_k`'s curve at k); those scored by a plugin ask the
+challenge's scorer plugin, always inside the sandbox.
 
 Scoring is prepared from the database once (`prepare_scoring`), then run without it
 (`Scoring.score`): a plugin call may take its whole timeout, and no transaction or row lock
@@ -22,7 +22,7 @@ from app.scoring.repository import get_plugin
 from app.scoring.sandbox.pool import resolve_timeout_ms
 from app.scoring.sandbox.service import scorer_sandbox
 from app.scoring.schemas import ScoringConfig
-from app.scoring.strategies import Strategy
+from app.scoring.strategies import ScoringStrategy, Strategy, scoring_strategy
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +47,16 @@ class Scoring:
     @property
     def calls_plugin(self) -> bool:
         """Whether scoring runs a plugin (and so may take up to its timeout)."""
-        return self.strategy == Strategy.CUSTOM and self.entrypoint is not None
+        return self.rules.scored_by_plugin and self.entrypoint is not None
+
+    @property
+    def rules(self) -> ScoringStrategy:
+        return scoring_strategy(self.strategy)
 
     def score(self, metrics: dict[str, Any], context: dict[str, Any]) -> ScoreResult:
         """The attempt's score; never raises for a scorer's misbehaviour (see the sandbox)."""
-        if self.strategy == Strategy.METRIC_AT_K:
-            return ScoreResult(metrics.get("metric_at_k"), None)
-        if self.strategy != Strategy.CUSTOM:
-            return ScoreResult(None, None)
+        if not self.rules.scored_by_plugin:
+            return ScoreResult(self.rules.builtin_score(metrics), None)
         if self.unavailable is not None or self.entrypoint is None:
             log.warning("attempt %s not scored: %s", context.get("attempt_id"), self.unavailable)
             telemetry.scorer_call(self.plugin_id, "unavailable", None)
@@ -96,7 +98,7 @@ def _outcome_label(error: str | None) -> str:
 
 
 def prepare_scoring(session: Session, strategy: Strategy, scoring: ScoringConfig) -> Scoring:
-    if strategy is not Strategy.CUSTOM:
+    if not scoring_strategy(strategy).scored_by_plugin:
         return Scoring(strategy)
     plugin_id = scoring.plugin_id
     plugin = get_plugin(session, plugin_id) if plugin_id else None

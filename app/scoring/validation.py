@@ -9,11 +9,13 @@ from sqlalchemy.orm import Session
 
 from app.errors import ValidationFailed
 from app.scoring.repository import get_plugin
+from app.scoring.strategies import scored_by_plugin
 
 
 def validate_scoring(session: Session, scoring: dict[str, Any]) -> None:
-    """A custom strategy needs an enabled, registered plugin and a config its schema accepts."""
-    if scoring.get("strategy") != "custom":
+    """A strategy scored by a plugin needs an enabled, registered plugin and a config its
+    schema accepts."""
+    if not scored_by_plugin(scoring.get("strategy")):
         return
     plugin_id = scoring.get("plugin_id")
     plugin = get_plugin(session, plugin_id) if plugin_id else None

@@ -12,6 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.figures import format_percent as percent
+
 # Drawn at most about this size (app.css caps it): in a narrow column or on a phone it
 # shrinks, so the labels are set large enough to stay legible at two thirds of it.
 WIDTH = 420
@@ -91,14 +93,6 @@ class CurveChart:
 
     def metric_at(self, t: int) -> str:
         return metric_name_at(self.metric, str(t))
-
-
-def percent(value: float | None) -> str:
-    """A share in [0, 1] as a percentage: "33.3%", "100%", "—" when unknown."""
-    if value is None or not math.isfinite(value):
-        return "—"
-    shown = round(value * 100, 1)
-    return f"{shown:g}%"
 
 
 def metric_name_at(metric: str, at: str) -> str:

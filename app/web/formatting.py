@@ -1,5 +1,6 @@
-"""How the pages write numbers, durations, dates and costs (also Jinja filters), and the
-coercions that read figures from stored documents without trusting their types."""
+"""How the pages write numbers, durations, shares (app.figures, shared with the scoring
+strategies' columns), dates and costs (also Jinja filters), and the coercions that read figures
+from stored documents without trusting their types."""
 
 from __future__ import annotations
 
@@ -8,18 +9,9 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from app.web import charts
-
-
-def format_duration(milliseconds: int | float | None) -> str:
-    if milliseconds is None:
-        return "—"
-    if milliseconds < 1000:
-        return f"{milliseconds:.0f} ms"
-    seconds = milliseconds / 1000
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+from app.figures import format_duration as format_duration
+from app.figures import format_number as format_number
+from app.figures import format_percent as format_percent
 
 
 def format_when(value: datetime | None) -> str:
@@ -42,14 +34,6 @@ def format_until(value: datetime, now: datetime | None = None) -> str:
     return "in " + " ".join(part for part in parts if not part.startswith("0 "))
 
 
-def format_number(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.2f}"
-
-
 def format_cost(value: float | None) -> str:
     """US dollars; small amounts keep their significant digits ("$0.0042")."""
     if value is None or not math.isfinite(value):
@@ -59,9 +43,6 @@ def format_cost(value: float | None) -> str:
     if abs(value) < 0.01:
         return f"${value:.4f}"
     return f"${value:,.2f}"
-
-
-format_percent = charts.percent
 
 
 def detail_text(value: Any) -> str:

@@ -51,7 +51,7 @@ from app.auth.subjects import TenantAdmin
 from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
 from app.challenge.registry import find_kind, kind_as
-from app.scoring.strategies import Strategy
+from app.scoring.strategies import Measure, ScoringStrategy
 from app.tenant.models import Participant
 from app.unit_of_work import UnitOfWork
 from app.web.forms import FormError
@@ -146,6 +146,9 @@ class StrategyText:
     label: str
     column: str
     explanation: str
+    # What its column shows (the strategy's `measure`, unless the kind says): a board leaves
+    # out a column of its own that would show it again (the submission time, the curve at k).
+    measure: Measure | None = None
 
 
 class WebKind:
@@ -259,7 +262,9 @@ class WebKind:
         their best attempt's rank on the leaderboard, or how many attempts they made."""
         return None
 
-    def describe_strategy(self, strategy: Strategy, config: KindConfig) -> StrategyText | None:
+    def describe_strategy(
+        self, strategy: ScoringStrategy, config: KindConfig
+    ) -> StrategyText | None:
         """How the kind names a strategy of its own; None: the pages' usual words."""
         return None
 

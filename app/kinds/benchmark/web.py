@@ -39,7 +39,7 @@ from app.kinds.benchmark.finals import FinalState, final_state
 from app.kinds.benchmark.schemas import BenchmarkSubmission
 from app.kinds.benchmark.split import public_count
 from app.scoring.measures import AttemptMetrics
-from app.scoring.strategies import Strategy
+from app.scoring.strategies import Measure, ScoringStrategy
 from app.web import charts
 from app.web.attempts.service import TASKS_PAGE_SIZE, TaskRow, actor_tokens, task_rows
 from app.web.formatting import (
@@ -538,8 +538,11 @@ class BenchmarkPages(WebKind):
             "evaluation.feedback_mode": feedback_mode_choices(),
         }
 
-    def describe_strategy(self, strategy: Strategy, config: KindConfig) -> StrategyText | None:
-        if strategy is not Strategy.METRIC_AT_K:
+    def describe_strategy(
+        self, strategy: ScoringStrategy, config: KindConfig
+    ) -> StrategyText | None:
+        # A strategy that ranks by the curve at k is named by the curve.
+        if strategy.measure is not Measure.METRIC_AT_K:
             return None
         evaluation = _config(config).evaluation
         metric, k = evaluation.metric, evaluation.k
@@ -555,7 +558,7 @@ class BenchmarkPages(WebKind):
         else:
             meaning = f"the chance that one of {k} independent tries solves a task"
         return StrategyText(
-            strategy,
+            strategy.name,
             f"Best {name}",
             name,
             f"Models rank by {name}: {meaning}, averaged over the tasks. Higher first; among "

@@ -28,7 +28,7 @@ from app.kinds.prompt.config import PromptConfig
 from app.kinds.prompt.schemas import PromptSubmission
 from app.scoring.measures import AttemptMetrics
 from app.scoring.schemas import ScoringConfig
-from app.scoring.strategies import Strategy
+from app.scoring.strategies import Measure, Strategy, scoring_strategy
 
 
 def _config(config: KindConfig) -> PromptConfig:
@@ -64,10 +64,14 @@ class PromptKind(web.PromptPages, RunsAttempts, Kind):
             raise ValidationFailed.at(
                 ["evaluation", "feedback_mode"], f"unknown feedback mode; known: {known}"
             )
-        if scoring.strategy is Strategy.HIGHEST_RATING and prompt.verifier.type != "llm_judge":
+        strategy = scoring.strategy
+        ranks_by_rating = (
+            strategy is not None and scoring_strategy(strategy).measure is Measure.RATING
+        )
+        if ranks_by_rating and prompt.verifier.type != "llm_judge":
             raise ValidationFailed.at(
                 ["scoring", "strategy"],
-                "strategy 'highest_rating' needs an 'llm_judge' verifier (only a judge rates)",
+                f"strategy '{strategy}' needs an 'llm_judge' verifier (only a judge rates)",
             )
 
     def prepare(self, config: KindConfig) -> KindConfig:

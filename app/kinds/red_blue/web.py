@@ -44,7 +44,7 @@ from app.kinds.red_blue.schemas import (
     RedBlueLeaderboard,
     Standings,
 )
-from app.scoring.strategies import Strategy
+from app.scoring.strategies import ScoringStrategy
 from app.tenant import service as tenants
 from app.tenant.models import Participant
 from app.unit_of_work import UnitOfWork
@@ -342,7 +342,9 @@ class RedBluePages(WebKind):
             return RunVerdict("Defense held", True)
         return RunVerdict("Breached: " + ", ".join(str(name) for name in breached), False)
 
-    def describe_strategy(self, strategy: Strategy, config: KindConfig) -> StrategyText | None:
+    def describe_strategy(
+        self, strategy: ScoringStrategy, config: KindConfig
+    ) -> StrategyText | None:
         return StrategyText(
             "rating",
             "Ratings",

@@ -19,7 +19,7 @@ from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.challenge.service import config_of, find_challenge, sealed_shown
 from app.evaluation.patterns import linear
-from app.scoring.strategies import Strategy
+from app.scoring.strategies import scoring_strategy
 from app.storable import encodable
 from app.team.service import player_id
 from app.tenant.models import Participant, Tenant
@@ -138,7 +138,7 @@ class AttemptCard:
     trials: list[TrialView]
     score_details: list[tuple[str, str]] = field(default_factory=list)
     extra: Any = None
-    show_score: bool = True  # not when the score only repeats the metric (strategy metric_at_k)
+    show_score: bool = True  # not when the score only repeats the measure ranked by
     macros: str = "kind_default.html"
     extra_version: str = ""
 
@@ -208,7 +208,7 @@ def attempt_cards(
     ]
     extras = kind.card_extras(session, challenge, config, views)
     # A score that only repeats the ranked metric is not shown twice.
-    show_score = challenge.strategy is not Strategy.METRIC_AT_K
+    show_score = not scoring_strategy(challenge.strategy).score_repeats_measure
     cards = []
     for view in views:
         extra = extras.get(view.id)

@@ -28,9 +28,8 @@ from app.evaluation.feedback import FEEDBACK_MODE_WORDS, FEEDBACK_MODES
 from app.evaluation.offline import OFFLINE_MODELS
 from app.input_guard import refuse_unstorable_value
 from app.outbound.prices import bundled_prices
-from app.scoring.strategies import Strategy
+from app.scoring.strategies import Strategy, scoring_strategy
 from app.unit_of_work import UnitOfWork
-from app.web.leaderboards.service import STRATEGY_WORDS
 from app.web.schema_form import (
     FieldGroup,
     FormField,
@@ -153,8 +152,8 @@ def _core_choices(strategies: Sequence[Strategy]) -> dict[str, list[tuple[str, s
         "visibility": [(str(value), words) for value, words in VISIBILITY_WORDS.items()],
         # Only the strategies the kind allows are offered.
         "scoring.strategy": [
-            (str(strategy), f"{STRATEGY_WORDS[strategy][0]}: {STRATEGY_WORDS[strategy][2]}")
-            for strategy in strategies
+            (str(strategy.name), f"{strategy.label}: {strategy.explanation}")
+            for strategy in map(scoring_strategy, strategies)
         ],
         "evaluation.metric": list(METRIC_WORDS.items()),
         "evaluation.feedback_mode": [

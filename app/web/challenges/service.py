@@ -21,10 +21,11 @@ from app.challenge.service import challenge_status, config_of, to_public_view
 from app.leaderboard import service as leaderboards
 from app.leaderboard.freeze import frozen_since
 from app.leaderboard.service import Standing, item_of
+from app.scoring.strategies import scoring_strategy
 from app.team.service import players_at
 from app.tenant.models import Participant, Tenant
 from app.web.forms import FormError
-from app.web.leaderboards.service import ranked_value, strategy_text
+from app.web.leaderboards.service import strategy_text
 from app.web.visitors import board_audience
 from app.web.web_kind import ListStanding, StrategyText, WebKind, by_kind
 
@@ -99,9 +100,8 @@ def _attempt_standings(
         standing = ranked.get(challenge.id)
         attempts = counts.get(challenge.id, 0)
         if standing is not None:
-            key = strategy_text(challenge).key
-            value = ranked_value(key, item_of(standing.entry, participant.handle, rank=0))
-            value = f"{value} tokens" if key == "fewest_tokens" else value
+            item = item_of(standing.entry, participant.handle, rank=0)
+            value = scoring_strategy(challenge.strategy).shown_with_unit(item)
             if frozen and frozen_since(challenge) is not None:
                 # A rank among results hidden since the freeze would tell about them: the
                 # participant's own live result, as the leaderboard page shows it then.

@@ -14,11 +14,10 @@ from app.challenge.registry import kind_as
 from app.challenge.service import config_of
 from app.leaderboard import service as leaderboards
 from app.leaderboard.schemas import LeaderboardItem
-from app.scoring.strategies import Strategy
+from app.scoring.strategies import scoring_strategy
 from app.team import service as teams
 from app.tenant.models import Participant
 from app.web import charts
-from app.web.formatting import format_duration, format_number, format_percent
 from app.web.visitors import board_audience
 from app.web.web_kind import DEFAULT_MACROS, StrategyText, WebKind
 
@@ -28,54 +27,25 @@ LEADERBOARD_PANEL_SIZE = 10
 CHART_ROWS = 8
 
 
-# How the pages name each strategy: its label, its board column, and what it ranks by.
-STRATEGY_WORDS: dict[Strategy, tuple[str, str, str]] = {
-    Strategy.FIRST: ("First to succeed", "Solved at", "The earliest success ranks first."),
-    Strategy.FASTEST: ("Fastest", "Time", "Successful attempts rank by model time."),
-    Strategy.FEWEST_TOKENS: (
-        "Fewest tokens",
-        "Tokens",
-        "Successful attempts rank by tokens used, fewest first.",
-    ),
-    Strategy.HIGHEST_RATING: (
-        "Highest rating",
-        "Rating",
-        "Successful attempts rank by the judge's rating.",
-    ),
-    Strategy.METRIC_AT_K: ("Best metric", "Metric", "Higher first; among equals, cheaper."),
-    Strategy.CUSTOM: ("Custom score", "Score", "Attempts rank by a scorer plugin's score."),
-}
-
-
 def strategy_text(challenge: Challenge, config: KindConfig | None = None) -> StrategyText:
     """How the pages name and explain the challenge's ranking (the kind may say it its way)."""
-    strategy = challenge.strategy
+    strategy = scoring_strategy(challenge.strategy)
     kind = kind_as(challenge.kind, WebKind)
     own = kind.describe_strategy(strategy, config if config is not None else config_of(challenge))
     if own is not None:
-        return own
-    key = str(strategy)
-    if strategy is Strategy.CUSTOM:
-        plugin = challenge.scoring.plugin_id or "a scorer plugin"
-        return StrategyText(
-            key, "Custom score", "Score", f"Attempts rank by the score of {plugin}."
-        )
-    return StrategyText(key, *STRATEGY_WORDS[strategy])
+        return own if own.measure is not None else replace(own, measure=strategy.measure)
+    return StrategyText(
+        str(strategy.name),
+        strategy.label,
+        strategy.column,
+        strategy.explained(challenge.scoring.plugin_id),
+        strategy.measure,
+    )
 
 
-def ranked_value(strategy: str, item: LeaderboardItem) -> str:
-    """The value the strategy ranks this row by, as shown in its column."""
-    if strategy == Strategy.FIRST:
-        return f"{item.created_at:%Y-%m-%d %H:%M:%S} UTC"
-    if strategy == Strategy.FASTEST:
-        return format_duration(item.elapsed_ms)
-    if strategy == Strategy.FEWEST_TOKENS:
-        return format_number(item.tokens_total)
-    if strategy == Strategy.HIGHEST_RATING:
-        return "—" if item.rating is None else f"{item.rating:g} / 10"
-    if strategy == Strategy.METRIC_AT_K:
-        return format_percent(item.score)
-    return format_number(item.score)
+def ranked_value(challenge: Challenge, item: LeaderboardItem) -> str:
+    """The value the challenge's strategy ranks this row by, as shown in its column."""
+    return scoring_strategy(challenge.strategy).shown(item)
 
 
 @dataclass(frozen=True)
@@ -105,10 +75,10 @@ class LeaderboardView:
 
 
 def _row(
-    strategy: StrategyText, item: LeaderboardItem, handle: str | None, macros: str
+    challenge: Challenge, item: LeaderboardItem, handle: str | None, macros: str
 ) -> LeaderboardRow:
     return LeaderboardRow(
-        item, ranked_value(strategy.key, item), item.participant == handle, macros=macros
+        item, ranked_value(challenge, item), item.participant == handle, macros=macros
     )
 
 
@@ -136,7 +106,7 @@ def leaderboard_view(
     members = None
     if team is not None:
         handle, members = team.name, [member.participant for member in team.members]
-    rows = [_row(strategy, item, handle, kind.macros) for item in board.items]
+    rows = [_row(challenge, item, handle, kind.macros) for item in board.items]
     own = next((row for row in rows if row.is_you), None)
     own_on_page = own is not None
     if participant is not None and handle is not None and (own is None or board.frozen):
@@ -148,7 +118,7 @@ def leaderboard_view(
         )
         if standing is not None:
             item = leaderboards.item_of(standing.entry, handle, rank=standing.rank, members=members)
-            own = _row(strategy, item, handle, kind.macros)
+            own = _row(challenge, item, handle, kind.macros)
     wanted = [row.item.attempt_id for row in rows]
     if own is not None and not own_on_page:
         wanted.append(own.item.attempt_id)
