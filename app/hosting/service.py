@@ -136,9 +136,16 @@ def host_tenant(
 
 
 def list_overviews(
-    session: Session, *, limit: int, offset: int, status: TenantStatus | None = None
+    session: Session,
+    *,
+    limit: int,
+    offset: int,
+    status: TenantStatus | None = None,
+    newest_first: bool = False,
 ) -> tuple[list[TenantOverview], int]:
-    rows, total = tenants.list_tenants(session, limit=limit, offset=offset, status=status)
+    rows, total = tenants.list_tenants(
+        session, limit=limit, offset=offset, status=status, newest_first=newest_first
+    )
     return overviews(session, rows), total
 
 

@@ -35,13 +35,21 @@ def add_tenant(session: Session, tenant: Tenant) -> bool:
 
 
 def list_tenants(
-    session: Session, limit: int, offset: int, status: TenantStatus | None = None
+    session: Session,
+    limit: int,
+    offset: int,
+    status: TenantStatus | None = None,
+    *,
+    newest_first: bool = False,
 ) -> tuple[list[Tenant], int]:
-    """Tenants, oldest first (those of one status, when given)."""
+    """Tenants, oldest first or newest first (those of one status, when given)."""
     conditions = [] if status is None else [Tenant.status == status]
-    return page_where(
-        session, Tenant, conditions, (Tenant.created_at, Tenant.id), limit=limit, offset=offset
+    order = (
+        (Tenant.created_at.desc(), Tenant.id.desc())
+        if newest_first
+        else (Tenant.created_at, Tenant.id)
     )
+    return page_where(session, Tenant, conditions, order, limit=limit, offset=offset)
 
 
 def lock_tenant(session: Session, tenant_id: uuid.UUID) -> None:

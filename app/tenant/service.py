@@ -141,9 +141,14 @@ def set_email_policy(session: Session, tenant_id: uuid.UUID, policy: EmailPolicy
 
 
 def list_tenants(
-    session: Session, *, limit: int, offset: int, status: TenantStatus | None = None
+    session: Session,
+    *,
+    limit: int,
+    offset: int,
+    status: TenantStatus | None = None,
+    newest_first: bool = False,
 ) -> tuple[list[Tenant], int]:
-    return repository.list_tenants(session, limit, offset, status)
+    return repository.list_tenants(session, limit, offset, status, newest_first=newest_first)
 
 
 USAGE_HISTORY_DAYS = 30

@@ -53,7 +53,7 @@ def platform_tenants(
     visit = platform_visit(request, session)
     size = service.TENANTS_PAGE_SIZE
     rows, total = hosting.list_overviews(
-        session, limit=size, offset=(page_number - 1) * size, status=status
+        session, limit=size, offset=(page_number - 1) * size, status=status, newest_first=True
     )
     return page(
         request,
