@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+# matplotlib lists the machine's fonts once (it runs `fc-list`) and caches the list in its
+# config folder; loaded here, before any guard, so that on a fresh machine the first unit test
+# that draws a chart does not start that process (and fail as impure) depending on the order.
+import matplotlib.font_manager  # noqa: F401
 import pytest
 
 from tests.purity import pure
