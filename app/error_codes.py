@@ -19,6 +19,8 @@ from typing import Any
 
 # The OpenAPI extension on an error response that lists its codes.
 CODES_EXTENSION = "x-error-codes"
+# How the warning begins that an operation answered a code it does not declare.
+UNDECLARED_ERROR_CODE = "undeclared error code:"
 
 
 class ErrorCode(str):
@@ -265,3 +267,12 @@ def declared_codes(responses: Mapping[int | str, Any], status: int) -> list[Erro
 def codes_described(codes: Iterable[ErrorCode]) -> str:
     """An error response's description: each of its codes with its meaning."""
     return "\n".join(f"- `{code}`: {code.meaning}" for code in codes)
+
+
+def code_table() -> str:
+    """The table of every code, as docs/errors.md shows it (a test keeps the two equal)."""
+    rows = ["| Code | Status | Meaning |", "|---|---|---|"]
+    for code in ERROR_CODES.values():
+        where = " (web pages only)" if code.pages_only else ""
+        rows.append(f"| `{code}` | {code.status} | {code.meaning}{where} |")
+    return "\n".join(rows)

@@ -40,6 +40,7 @@ from app.error_codes import (
     PAYLOAD_TOO_LARGE,
     RATE_LIMITED,
     UNAUTHORIZED,
+    UNDECLARED_ERROR_CODE,
     UNSUPPORTED_MEDIA_TYPE,
     VALIDATION_ERROR,
     declared_codes,
@@ -64,8 +65,6 @@ from app.web.rendering import STATIC_DIR, STATIC_URL
 from app.web.router import web_router
 
 log = logging.getLogger(__name__)
-# How the warning about an error code an operation does not declare begins.
-UNDECLARED_ERROR_CODE = "undeclared error code:"
 
 # The code of an HTTP error Starlette raises itself (an unknown path, a method it does not take).
 HTTP_CODES = {
