@@ -5,7 +5,9 @@ Errors: each operation lists the errors it can answer, all in the one error shap
 (`ErrorResponse`): 401 and 403 from its credential dependencies, 404 where it has path
 parameters, 413 and 422 where it takes a body or parameters (every request's text is checked,
 app/input_guard.py), 503 everywhere (the database), and what a route declares itself with
-FastAPI's `responses=` (a 409 or a 429 only its rules know about).
+FastAPI's `responses=` (a 409 or a 429 only its rules know about: `raises(...)`). Each error
+response lists the codes it may carry (app/error_codes.py): in `x-error-codes`, and each with
+its meaning in the description.
 
 Swagger UI: swagger-ui-dist's bundle comes from the `fastapi-offline` package and is served
 under DOCS_STATIC_URL, so /docs loads nothing from another host (no CDN, no online validator),
@@ -42,6 +44,13 @@ from app.auth.gate import (
     require_tenant_key,
 )
 from app.challenge.registry import registered
+from app.error_codes import (
+    CODES_EXTENSION,
+    GENERAL,
+    ErrorCode,
+    codes_described,
+    declared_codes,
+)
 
 DOCS_URL = "/docs"
 OAUTH2_REDIRECT_URL = "/docs/oauth2-redirect"
@@ -143,13 +152,21 @@ def error_statuses(route: APIRoute) -> set[int]:
     return statuses
 
 
-def _error_response(status: int, description: str | None) -> dict[str, Any]:
+def _error_response(
+    status: int, description: str | None, codes: Sequence[ErrorCode]
+) -> dict[str, Any]:
+    said = description or ERROR_DESCRIPTIONS.get(status, "Error.")
+    # The codes of the operation's own, each with its meaning (the general ones the
+    # description of the status says).
+    own = [code for code in codes if code not in GENERAL.get(status, ())]
     response: dict[str, Any] = {
-        "description": description or ERROR_DESCRIPTIONS.get(status, "Error."),
+        "description": f"{said}\n\n{codes_described(own)}" if own else said,
         "content": {
             "application/json": {"schema": {"$ref": f"#/components/schemas/{ERROR_SCHEMA}"}}
         },
     }
+    if codes:
+        response[CODES_EXTENSION] = [str(code) for code in codes]
     if status in (429, 503):
         response["headers"] = _RETRY_AFTER
     return response
@@ -202,9 +219,13 @@ def document_errors(app: FastAPI, document: dict[str, Any]) -> dict[str, Any]:
             declared = {int(code) for code in responses if code.isdigit() and int(code) >= 400}
             for status in sorted(error_statuses(route) | declared):
                 given = responses.get(str(status), {}).get("description")
-                # FastAPI's default 422 description is replaced along with its schema.
-                keep = given if status in declared and status != 422 else None
-                responses[str(status)] = _error_response(status, keep)
+                # FastAPI's default 422 description is replaced along with its schema, and
+                # a description the route did not give (FastAPI writes one for a status
+                # declared only by its codes) by this API's own.
+                own = route.responses.get(status, route.responses.get(str(status), {}))
+                keep = given if status != 422 and own.get("description") else None
+                codes = declared_codes(route.responses, status)
+                responses[str(status)] = _error_response(status, keep, codes)
     return document
 
 

@@ -13,38 +13,72 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
+from app.error_codes import (
+    BAD_REQUEST,
+    FORBIDDEN,
+    NOT_FOUND,
+    RATE_LIMITED,
+    UNAUTHORIZED,
+    UNAVAILABLE,
+    VALIDATION_ERROR,
+    ErrorCode,
+)
 from app.error_words import plain_message
 
 
 class AppError(Exception):
-    status_code = 400
-    code = "bad_request"
+    """An error with its HTTP status and its code (app/error_codes.py): a kind's own, or the
+    `code` given, which names the condition more closely."""
 
-    def __init__(self, message: str, *, details: Any = None, headers: dict[str, str] | None = None):
+    status_code = 400
+    code: str = BAD_REQUEST
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: ErrorCode | None = None,
+        details: Any = None,
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.details = details
         self.headers = headers
+        if code is not None:
+            self.code = code
 
 
 class NotFound(AppError):
     status_code = 404
-    code = "not_found"
+    code = NOT_FOUND
 
 
 class Unauthorized(AppError):
     status_code = 401
-    code = "unauthorized"
+    code = UNAUTHORIZED
 
 
 class Forbidden(AppError):
     status_code = 403
-    code = "forbidden"
+    code = FORBIDDEN
 
 
 class Conflict(AppError):
+    """A 409: the request conflicts with the state of things. Its code says which conflict
+    (`challenge_closed`, `slug_taken`, ...): there is no general one."""
+
     status_code = 409
-    code = "conflict"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: ErrorCode,
+        details: Any = None,
+        headers: dict[str, str] | None = None,
+    ):
+        super().__init__(message, code=code, details=details, headers=headers)
 
 
 def problem(
@@ -71,7 +105,7 @@ class ValidationFailed(AppError):
     get the rest (`field`, `message`, `validator_message`), so every 422 lists the same."""
 
     status_code = 422
-    code = "validation_error"
+    code = VALIDATION_ERROR
 
     def __init__(self, message: str, *, details: Any = None, headers: dict[str, str] | None = None):
         if isinstance(details, list):
@@ -302,9 +336,9 @@ def validation_message(details: Sequence[Mapping[str, Any]]) -> str:
 
 class TooManyRequests(AppError):
     status_code = 429
-    code = "rate_limited"
+    code = RATE_LIMITED
 
 
 class ServiceUnavailable(AppError):
     status_code = 503
-    code = "unavailable"
+    code = UNAVAILABLE

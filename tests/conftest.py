@@ -7,6 +7,7 @@ Each integration test works in tenants of its own, so tests never see each other
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import signal
@@ -25,6 +26,7 @@ import httpx
 import pytest
 import redis
 
+from app.error_codes import UNDECLARED_ERROR_CODE
 from app.seed import DEMO_CHALLENGE
 
 if TYPE_CHECKING:
@@ -112,6 +114,33 @@ TEST_KINDS = {
         filter(None, [str(INSTALLED_KINDS), str(ROOT), os.environ.get("PYTHONPATH")])
     )
 }
+
+
+class _Undeclared(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.met: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith(UNDECLARED_ERROR_CODE):
+            self.met.append(message)
+
+
+@pytest.fixture(autouse=True)
+def undeclared_error_codes() -> Iterator[list[str]]:
+    """Fails a test in which the API answered an error code its operation does not declare
+    (docs/errors.md): the document would not have told a client of it. The API serves in
+    this process (`ServerThread`), so its log is read here."""
+    handler = _Undeclared()
+    logger = logging.getLogger("app.main")
+    logger.addHandler(handler)
+    try:
+        yield handler.met
+    finally:
+        logger.removeHandler(handler)
+    if handler.met:
+        pytest.fail("; ".join(dict.fromkeys(handler.met)), pytrace=False)
 
 
 def _reset_caches() -> None:

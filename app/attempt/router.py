@@ -34,6 +34,19 @@ from app.challenge.reference import (
 from app.conditional import CONDITIONAL_READ
 from app.db import TransactionNeeded, get_autocommit_sessionmaker, get_sessionmaker
 from app.deps import IdempotencyKey, SessionDep, UnitOfWorkDep, accepted_headers
+from app.error_codes import (
+    DAILY_LIMIT_REACHED,
+    IDEMPOTENCY_KEY_REUSED,
+    KIND_TAKES_NO_ATTEMPTS,
+    NO_UNSCORED_RUNS,
+    NOT_IN_ERROR,
+    NOT_OPEN,
+    PRACTICE_OFF,
+    QUOTA_MAX_ATTEMPTS_PER_DAY,
+    QUOTA_MAX_PARTICIPANTS,
+    TOTAL_LIMIT_REACHED,
+    raises,
+)
 from app.observability import context
 from app.observability import metrics as telemetry
 from app.routing import ApiRoute
@@ -49,15 +62,15 @@ router = APIRouter(prefix="/v1", tags=["attempts"], route_class=ApiRoute)
     response_model=AttemptRead,
     # Its credential is read in its one trip to the thread pool, not by the dependencies
     # app/api_docs.py reads, so its 401 and 403 are declared here.
-    responses={
-        401: {},
-        403: {"description": "Not a tenant key."},
-        409: {
-            "description": "The challenge is not open, the participant's attempt limit is "
-            "reached, or the Idempotency-Key was used for a different request."
-        },
-        429: {"description": "The participant's daily attempt limit is reached."},
-    },
+    responses=raises(
+        *NOT_OPEN,
+        IDEMPOTENCY_KEY_REUSED,
+        TOTAL_LIMIT_REACHED,
+        DAILY_LIMIT_REACHED,
+        QUOTA_MAX_PARTICIPANTS,
+        QUOTA_MAX_ATTEMPTS_PER_DAY,
+        also={401: {}, 403: {"description": "Not a tenant key."}},
+    ),
 )
 async def post_attempt(
     challenge_id: ChallengeRef,
@@ -205,7 +218,7 @@ def list_attempts(
     )
 
 
-@router.get("/challenges/{challenge_id}/attempts/left")
+@router.get("/challenges/{challenge_id}/attempts/left", responses=raises(KIND_TAKES_NO_ATTEMPTS))
 def attempts_left(
     challenge_id: ChallengeIdDep,
     session: SessionDep,
@@ -257,7 +270,7 @@ def post_challenge_rerun_failed(
 @router.post(
     "/attempts/{attempt_id}/rerun",
     status_code=status.HTTP_202_ACCEPTED,
-    responses={409: {"description": "The attempt did not end in error."}},
+    responses=raises(NOT_IN_ERROR),
 )
 def post_attempt_rerun(
     attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
@@ -272,7 +285,7 @@ def post_attempt_rerun(
 @router.post(
     "/attempts/{attempt_id}/retry",
     status_code=status.HTTP_202_ACCEPTED,
-    responses={409: {"description": "The attempt did not end in error."}},
+    responses=raises(NOT_IN_ERROR),
     deprecated=True,
 )
 def post_attempt_retry(
@@ -288,7 +301,7 @@ def post_attempt_retry(
 @router.post(
     "/challenges/{challenge_id}/test-runs",
     status_code=status.HTTP_202_ACCEPTED,
-    responses={409: {"description": "The challenge's kind has no test runs."}},
+    responses=raises(NO_UNSCORED_RUNS),
 )
 def post_test_run(
     challenge_id: ChallengeIdDep, body: TestRunCreate, work: UnitOfWorkDep, caller: TenantAdminDep
@@ -324,10 +337,9 @@ def list_test_runs(
 @router.post(
     "/challenges/{challenge_id}/practice-runs",
     status_code=status.HTTP_202_ACCEPTED,
-    responses={
-        409: {"description": "The challenge is not open, or has practice off."},
-        429: {"description": "The participant's practice runs for today are used up."},
-    },
+    responses=raises(
+        NO_UNSCORED_RUNS, *NOT_OPEN, PRACTICE_OFF, DAILY_LIMIT_REACHED, QUOTA_MAX_PARTICIPANTS
+    ),
 )
 def post_practice_run(
     challenge_id: ChallengeIdDep, body: PracticeCreate, work: UnitOfWorkDep, caller: TenantKeyDep

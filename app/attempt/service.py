@@ -46,6 +46,7 @@ from app.challenge.service import (
 )
 from app.config import get_settings
 from app.db import TransactionNeeded, autocommits, utcnow
+from app.error_codes import IDEMPOTENCY_KEY_REUSED, KIND_TAKES_NO_ATTEMPTS, NOT_IN_ERROR
 from app.errors import (
     MISSPELT,
     Conflict,
@@ -109,7 +110,8 @@ def _replay(existing: Attempt, challenge_id: uuid.UUID, fingerprint: str) -> Att
     if existing.challenge_id != challenge_id or existing.request_fingerprint != fingerprint:
         raise Conflict(
             "this Idempotency-Key was already used for a different request; "
-            "use a new key for a new attempt"
+            "use a new key for a new attempt",
+            code=IDEMPOTENCY_KEY_REUSED,
         )
     return existing
 
@@ -285,7 +287,8 @@ def attempts_left(
         where = kind.entries_hint(challenge.id)
         raise Conflict(
             f"this is a {kind.name} challenge: it takes no attempts"
-            + (f"; {where}" if where else "")
+            + (f"; {where}" if where else ""),
+            code=KIND_TAKES_NO_ATTEMPTS,
         )
     limits = challenge.limits
     found = participant_by_handle(session, reader.tenant_id, handle)
@@ -450,7 +453,8 @@ def rerun_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID)
         raise NotFound("attempt not found")
     if attempt.status is not AttemptStatus.ERROR:
         raise Conflict(
-            f"only attempts that ended in error can be re-run; this one is {attempt.status}"
+            f"only attempts that ended in error can be re-run; this one is {attempt.status}",
+            code=NOT_IN_ERROR,
         )
     _requeue(work, attempt)
     work.session.flush()

@@ -47,6 +47,7 @@ from app.challenge.service import (
     refuse_unless_open,
 )
 from app.db import utcnow
+from app.error_codes import NO_UNSCORED_RUNS, PRACTICE_OFF
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.tenant.service import (
     handle_of,
@@ -92,7 +93,9 @@ def _start(
     challenge_kind = find_kind(target.kind)
     model = unscored_fields(challenge_kind)
     if model is None:
-        raise Conflict(f"a {target.kind} challenge has no practice or test runs")
+        raise Conflict(
+            f"a {target.kind} challenge has no practice or test runs", code=NO_UNSCORED_RUNS
+        )
     kind = kind_as(target.kind, AttemptKind)
     fields = kind_fields(kind, target.kind, body, model)
     now = utcnow()
@@ -158,7 +161,7 @@ def _refuse_past_quota(
     """409 when the challenge has practice off; 429 (with Retry-After) past the day's quota."""
     per_day = target.limits.max_practice_per_day
     if per_day == 0:
-        raise Conflict("this challenge has no practice runs")
+        raise Conflict("this challenge has no practice runs", code=PRACTICE_OFF)
     quota = LimitsConfig(max_attempts_per_day=per_day)
     left = _practice_left(repo, target.limits, target.challenge_id, participant_id)
     refuse_when_none_left(left, quota, "practice", "practice runs", utcnow())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from app.error_codes import TENANT_PENDING, TENANT_SUSPENDED
 from app.errors import AppError
 
 
@@ -33,8 +34,8 @@ class TenantClosed(AppError):
 
     def __init__(self, status: TenantStatus, name: str | None = None) -> None:
         self.status = status
-        self.code = f"tenant_{status.value}"
-        super().__init__(closed_message(status, name))
+        code = TENANT_PENDING if status is TenantStatus.PENDING else TENANT_SUSPENDED
+        super().__init__(closed_message(status, name), code=code)
 
 
 def closed_message(status: TenantStatus, name: str | None = None) -> str:

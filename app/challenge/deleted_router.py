@@ -11,6 +11,7 @@ from app.auth.gate import TenantAdminDep
 from app.challenge import service
 from app.challenge.schemas import ChallengeList, ChallengeRead, ChallengeRestore
 from app.deps import SessionDep, UnitOfWorkDep
+from app.error_codes import QUOTA_MAX_CHALLENGES, SLUG_TAKEN, raises
 from app.routing import ApiRoute
 from app.schemas import Limit, Offset
 
@@ -30,7 +31,7 @@ def list_deleted_challenges(
 
 @router.post(
     "/{challenge_id}/restore",
-    responses={409: {"description": "A challenge took its slug: give another `slug`."}},
+    responses=raises(SLUG_TAKEN, QUOTA_MAX_CHALLENGES),
 )
 def restore_challenge(
     challenge_id: uuid.UUID,

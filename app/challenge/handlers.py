@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.challenge.service import count_naming_plugin
+from app.error_codes import SCORER_IN_USE
 from app.errors import Conflict
 from app.scoring.events import ScorerRemoving
 from app.unit_of_work import UnitOfWork, handles
@@ -15,5 +16,6 @@ def refuse_removing_a_scorer_in_use(work: UnitOfWork, event: ScorerRemoving) -> 
     if in_use:
         raise Conflict(
             f"scorer '{event.plugin_id}' is used by {in_use} challenge(s); disable it instead "
-            '(PATCH {"enabled": false})'
+            '(PATCH {"enabled": false})',
+            code=SCORER_IN_USE,
         )

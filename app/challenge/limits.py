@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from app.challenge.config import LimitsConfig
+from app.error_codes import DAILY_LIMIT_REACHED, TOTAL_LIMIT_REACHED
 from app.errors import Conflict, TooManyRequests
 
 
@@ -43,13 +44,15 @@ def refuse_when_none_left(
     if left.total == 0:
         raise Conflict(
             f"{noun} limit reached: this challenge allows {limits.max_attempts_total} {plural} "
-            "per participant"
+            "per participant",
+            code=TOTAL_LIMIT_REACHED,
         )
     if left.today == 0:
         reset = left.resets_at
         raise TooManyRequests(
             f"daily {noun} limit reached: {limits.max_attempts_per_day} {plural} per "
             f"participant per day; it resets at {reset:%Y-%m-%d %H:%M} UTC",
+            code=DAILY_LIMIT_REACHED,
             # Whole seconds, rounded up: a client that waits this long is past midnight.
             headers={"Retry-After": str(math.ceil((reset - now).total_seconds()))},
         )

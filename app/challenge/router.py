@@ -22,6 +22,13 @@ from app.challenge.schemas import (
 )
 from app.conditional import CONDITIONAL_READ
 from app.deps import SessionDep, UnitOfWorkDep
+from app.error_codes import (
+    CHALLENGE_ARCHIVED,
+    QUOTA_MAX_CHALLENGES,
+    SLUG_TAKEN,
+    SPLIT_FROZEN,
+    raises,
+)
 from app.errors import ValidationFailed, request_error_details
 from app.routing import ApiRoute
 from app.schemas import Limit, Offset
@@ -67,7 +74,7 @@ KindFilter = Annotated[str | None, Query(max_length=16), AfterValidator(_known_k
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    responses={409: {"description": "The tenant has a challenge with this slug."}},
+    responses=raises(SLUG_TAKEN, QUOTA_MAX_CHALLENGES),
 )
 def post_challenge(
     body: ChallengeCreate, work: UnitOfWorkDep, caller: TenantAdminDep
@@ -117,7 +124,7 @@ def get_challenge(
     return service.challenge_view(challenge, caller.audience)
 
 
-@router.patch("/{challenge_id}")
+@router.patch("/{challenge_id}", responses=raises(CHALLENGE_ARCHIVED, SPLIT_FROZEN))
 def patch_challenge(
     challenge_id: ChallengeIdDep,
     body: ChallengeUpdate,

@@ -46,6 +46,13 @@ from app.challenge.schemas import (
 )
 from app.challenge.templates import slug_of_title, with_template
 from app.db import utcnow
+from app.error_codes import (
+    CHALLENGE_ARCHIVED,
+    CHALLENGE_CLOSED,
+    CHALLENGE_DRAFT,
+    CHALLENGE_UPCOMING,
+    SLUG_TAKEN,
+)
 from app.errors import (
     MISSPELT,
     Conflict,
@@ -93,13 +100,24 @@ def refuse_unless_open(challenge: Scheduled, now: datetime) -> None:
     """A 409 saying why the challenge takes no submission now (attempts and entries alike)."""
     status = challenge_status(challenge, now)
     if status is ChallengeStatus.DRAFT:
-        raise Conflict("this challenge is a draft: it takes submissions once it is published")
+        raise Conflict(
+            "this challenge is a draft: it takes submissions once it is published",
+            code=CHALLENGE_DRAFT,
+        )
     if status is ChallengeStatus.ARCHIVED:
-        raise Conflict("this challenge is archived: it takes no more submissions")
+        raise Conflict(
+            "this challenge is archived: it takes no more submissions", code=CHALLENGE_ARCHIVED
+        )
     if status is ChallengeStatus.UPCOMING:
-        raise Conflict(f"this challenge opens at {challenge.opens_at:%Y-%m-%d %H:%M:%S} UTC")
+        raise Conflict(
+            f"this challenge opens at {challenge.opens_at:%Y-%m-%d %H:%M:%S} UTC",
+            code=CHALLENGE_UPCOMING,
+        )
     if status is ChallengeStatus.CLOSED:
-        raise Conflict(f"this challenge closed at {challenge.closes_at:%Y-%m-%d %H:%M:%S} UTC")
+        raise Conflict(
+            f"this challenge closed at {challenge.closes_at:%Y-%m-%d %H:%M:%S} UTC",
+            code=CHALLENGE_CLOSED,
+        )
 
 
 def sealed_shown(
@@ -386,7 +404,9 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
     slug = body.slug or slug_of_title(body.title, lambda s: repo.get_by_slug(s) is not None)
     message = f"a challenge with slug '{slug}' already exists"
     # Its detail names the field, as a 422's do, so a form shows it beside the slug.
-    taken = Conflict(message, details=[problem(["body", "slug"], message, "taken")])
+    taken = Conflict(
+        message, code=SLUG_TAKEN, details=[problem(["body", "slug"], message, "taken")]
+    )
     if repo.get_by_slug(slug) is not None:
         raise taken
     refuse_new_challenge(session, tenant_id, repo.count_kept)
@@ -571,7 +591,10 @@ def update_challenge(
         raise NotFound("challenge not found")
     changes = body.model_dump(exclude_unset=True, mode="json")
     if challenge.state is ChallengeState.ARCHIVED and set(changes) - {"state"}:
-        raise Conflict("this challenge is archived: set its state to live to change it")
+        raise Conflict(
+            "this challenge is archived: set its state to live to change it",
+            code=CHALLENGE_ARCHIVED,
+        )
     merged = _as_create(challenge)
     merged.update(changes)
     flat = given_flat_scoring(body)
@@ -683,7 +706,11 @@ def deleted_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid
 
 def _slug_taken(slug: str) -> Conflict:
     message = f"a challenge with slug '{slug}' already exists: restore this one under another slug"
-    return Conflict(message, details=[{"loc": ["body", "slug"], "msg": message, "type": "taken"}])
+    return Conflict(
+        message,
+        code=SLUG_TAKEN,
+        details=[{"loc": ["body", "slug"], "msg": message, "type": "taken"}],
+    )
 
 
 def restore_challenge(

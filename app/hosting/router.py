@@ -10,6 +10,7 @@ from fastapi import APIRouter
 from app.auth.gate import PlatformAdminDep, TenantAdminDep
 from app.auth.tenant_access import TenantStatus
 from app.deps import SessionDep, UnitOfWorkDep
+from app.error_codes import ORGANIZER_UNCONFIRMED, STATUS_CHANGE_REFUSED, raises
 from app.hosting import service
 from app.hosting.schemas import (
     TenantAdminUpdate,
@@ -47,13 +48,7 @@ def get_tenant(tenant_id: uuid.UUID, session: SessionDep, _: PlatformAdminDep) -
 @router.patch(
     "/tenants/{tenant_id}",
     tags=["tenants"],
-    responses={
-        409: {
-            "description": "`organizer_unconfirmed`: a pending tenant is approved once an "
-            "organizer's address is confirmed; `conflict`: a status it cannot go to (nothing "
-            "goes back to `pending`)."
-        }
-    },
+    responses=raises(ORGANIZER_UNCONFIRMED, STATUS_CHANGE_REFUSED),
 )
 def patch_tenant(
     tenant_id: uuid.UUID, body: TenantAdminUpdate, work: UnitOfWorkDep, _: PlatformAdminDep

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from app.auth.tenant_access import TenantStatus
 from app.config import get_settings
 from app.db import utcnow
+from app.error_codes import ORGANIZER_UNCONFIRMED, SLUG_TAKEN
 from app.errors import Conflict, Forbidden, ValidationFailed
 from app.hosting import repository
 from app.hosting.schemas import (
@@ -56,7 +57,8 @@ SLUG_RULES = "1 to 64 lowercase letters, digits and hyphens, not starting or end
 class OrganizerUnconfirmed(Conflict):
     """A pending tenant is approved only once an organizer's address is confirmed."""
 
-    code = "organizer_unconfirmed"
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code=ORGANIZER_UNCONFIRMED)
 
 
 def signup_policy() -> SignupPolicy:
@@ -123,7 +125,9 @@ def host_tenant(
     except Conflict:
         message = f"the address /t/{slug}/ is taken: choose another"
         raise Conflict(
-            message, details=[{"loc": ["body", "slug"], "msg": message, "type": "taken"}]
+            message,
+            code=SLUG_TAKEN,
+            details=[{"loc": ["body", "slug"], "msg": message, "type": "taken"}],
         ) from None
     key = tenants.first_admin_key(session, tenant)[1] if status is TenantStatus.ACTIVE else None
     organizer = tenants.register_participant(session, tenant.id, handle, password_hash)

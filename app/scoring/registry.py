@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.config import get_settings
 from app.db import utcnow
+from app.error_codes import PLUGIN_ID_TAKEN
 from app.errors import Conflict, NotFound, ServiceUnavailable, ValidationFailed
 from app.scoring import repository
 from app.scoring.events import ScorerChanged, ScorerRemoving
@@ -80,7 +81,7 @@ def register(session: Session, body: ScorerCreate) -> ScorerPlugin:
                 f"'{body.plugin_id}'",
             )
     if repository.get_plugin(session, body.plugin_id) is not None:
-        raise Conflict(f"a scorer '{body.plugin_id}' is already registered")
+        raise Conflict(f"a scorer '{body.plugin_id}' is already registered", code=PLUGIN_ID_TAKEN)
     _check_schema(body.config_schema, ["config_schema"])
     _check_default_config(body.config_schema, body.default_config)
     check_entrypoint(entrypoint)

@@ -4,6 +4,7 @@ from fastapi import APIRouter, Response, status
 
 from app.auth.gate import CallerDep, PlatformAdminDep
 from app.deps import SessionDep, UnitOfWorkDep
+from app.error_codes import PLUGIN_ID_TAKEN, SCORER_IN_USE, raises
 from app.routing import ApiRoute
 from app.schemas import Limit, Offset, page_of
 from app.scoring import registry
@@ -21,7 +22,7 @@ router = APIRouter(prefix="/v1/scorers", tags=["scorers"], route_class=ApiRoute)
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    responses={409: {"description": "A scorer with this plugin id is registered."}},
+    responses=raises(PLUGIN_ID_TAKEN),
 )
 def post_scorer(body: ScorerCreate, work: UnitOfWorkDep, _: PlatformAdminDep) -> ScorerRead:
     """Register a scorer plugin (platform admin). The entrypoint is loaded in the sandbox."""
@@ -74,7 +75,7 @@ def patch_scorer(
 @router.delete(
     "/{plugin_id}",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses={409: {"description": "Challenges use the scorer: disable it instead."}},
+    responses=raises(SCORER_IN_USE),
 )
 def delete_scorer(plugin_id: str, work: UnitOfWorkDep, _: PlatformAdminDep) -> Response:
     """Remove a scorer no challenge uses; one in use must be disabled instead."""

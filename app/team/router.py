@@ -11,6 +11,17 @@ from fastapi import APIRouter, Response, status
 from app.auth.gate import TenantKeyDep
 from app.challenge.reference import ChallengeIdDep
 from app.deps import SessionDep, UnitOfWorkDep
+from app.error_codes import (
+    ALREADY_IN_TEAM,
+    CHALLENGE_NOT_LIVE,
+    HAS_OWN_ENTRIES,
+    QUOTA_MAX_PARTICIPANTS,
+    TEAM_FULL,
+    TEAM_HAS_ENTRIES,
+    TEAM_NAME_TAKEN,
+    TEAMS_NOT_ALLOWED,
+    raises,
+)
 from app.routing import ApiRoute
 from app.schemas import Handle, Limit, Offset
 from app.team import service
@@ -26,18 +37,16 @@ from app.team.schemas import (
 
 router = APIRouter(prefix="/v1", tags=["teams"], route_class=ApiRoute)
 
-_REFUSALS: dict[int | str, dict[str, str]] = {
-    409: {
-        "description": "The challenge allows no teams, or the team rules refuse (already in a "
-        "team, entries of one's own, the team full or past its first entry, a name taken)."
-    },
-}
+# Why a challenge has no team to form or join.
+_NO_TEAMS = (TEAMS_NOT_ALLOWED, CHALLENGE_NOT_LIVE)
 
 
 @router.post(
     "/challenges/{challenge_id}/teams",
     status_code=status.HTTP_201_CREATED,
-    responses=_REFUSALS,
+    responses=raises(
+        *_NO_TEAMS, ALREADY_IN_TEAM, HAS_OWN_ENTRIES, TEAM_NAME_TAKEN, QUOTA_MAX_PARTICIPANTS
+    ),
 )
 def post_team(
     challenge_id: ChallengeIdDep,
@@ -54,7 +63,17 @@ def post_team(
     return created
 
 
-@router.post("/challenges/{challenge_id}/teams/join", responses=_REFUSALS)
+@router.post(
+    "/challenges/{challenge_id}/teams/join",
+    responses=raises(
+        *_NO_TEAMS,
+        ALREADY_IN_TEAM,
+        HAS_OWN_ENTRIES,
+        TEAM_FULL,
+        TEAM_HAS_ENTRIES,
+        QUOTA_MAX_PARTICIPANTS,
+    ),
+)
 def post_team_join(
     challenge_id: ChallengeIdDep, body: TeamJoin, work: UnitOfWorkDep, caller: TenantKeyDep
 ) -> TeamRead:
@@ -68,7 +87,7 @@ def post_team_join(
 @router.delete(
     "/challenges/{challenge_id}/teams/{team_id}/members/{participant}",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=_REFUSALS,
+    responses=raises(TEAM_HAS_ENTRIES),
 )
 def delete_team_member(
     challenge_id: ChallengeIdDep,

@@ -23,6 +23,15 @@ from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.challenge.service import get_challenge
 from app.db import utcnow
+from app.error_codes import (
+    ALREADY_IN_TEAM,
+    CHALLENGE_NOT_LIVE,
+    HAS_OWN_ENTRIES,
+    TEAM_FULL,
+    TEAM_HAS_ENTRIES,
+    TEAM_NAME_TAKEN,
+    TEAMS_NOT_ALLOWED,
+)
 from app.errors import Conflict, NotFound, ValidationFailed
 from app.team.models import Team, TeamMember
 from app.team.repository import TeamRepository
@@ -54,11 +63,15 @@ def _team_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.U
     if challenge.limits.max_team_size is None:
         raise Conflict(
             "this challenge is played individually: it allows no teams "
-            "(its limits.max_team_size is not set)"
+            "(its limits.max_team_size is not set)",
+            code=TEAMS_NOT_ALLOWED,
         )
     if challenge.state is not ChallengeState.LIVE:
         # A draft is its admins' alone and an archive read-only: neither is played.
-        raise Conflict(f"this challenge is {challenge.state.value}: teams form on live ones")
+        raise Conflict(
+            f"this challenge is {challenge.state.value}: teams form on live ones",
+            code=CHALLENGE_NOT_LIVE,
+        )
     return challenge
 
 
@@ -80,12 +93,14 @@ def _player(
     if repo.team_of_member(challenge.id, participant_id) is not None:
         raise Conflict(
             f"{first_spelling} is already in a team in this challenge: leave it first "
-            "(a participant plays a challenge in one team at most)"
+            "(a participant plays a challenge in one team at most)",
+            code=ALREADY_IN_TEAM,
         )
     if _entrants(session, challenge, [participant_id]):
         raise Conflict(
             f"{first_spelling} has entries of their own in this challenge, so joins no team "
-            "in it (their entries would stay apart from the team's, outside its limits)"
+            "in it (their entries would stay apart from the team's, outside its limits)",
+            code=HAS_OWN_ENTRIES,
         )
     return participant_id, first_spelling
 
@@ -116,7 +131,8 @@ def create_team(
     if named is None:
         raise Conflict(
             f"the name {body.name} is taken by a participant or a team of this tenant: "
-            "choose another"
+            "choose another",
+            code=TEAM_NAME_TAKEN,
         )
     code = secrets.token_urlsafe(24)
     now = utcnow()
@@ -135,7 +151,9 @@ def create_team(
         joined_at=now,
     )
     if not repo.add(team, first):
-        raise Conflict(f"{body.participant} joined a team in this challenge meanwhile")
+        raise Conflict(
+            f"{body.participant} joined a team in this challenge meanwhile", code=ALREADY_IN_TEAM
+        )
     return TeamCreated(**_view(repo, team, named.handle).model_dump(), invite_code=code)
 
 
@@ -153,12 +171,16 @@ def join_team(
     lock_participant(session, tenant_id, team.id)
     max_size = challenge.limits.max_team_size
     if max_size is not None and repo.member_count(team.id) >= max_size:
-        raise Conflict(f"team {name} is full: this challenge allows {max_size} members a team")
+        raise Conflict(
+            f"team {name} is full: this challenge allows {max_size} members a team",
+            code=TEAM_FULL,
+        )
     if not challenge.limits.team_joins_after_first_entry and _entrants(
         session, challenge, [team.id]
     ):
         raise Conflict(
-            f"team {name} has entries in this challenge: joining closed at its first entry"
+            f"team {name} has entries in this challenge: joining closed at its first entry",
+            code=TEAM_HAS_ENTRIES,
         )
     member = TeamMember(
         challenge_id=challenge.id,
@@ -168,7 +190,7 @@ def join_team(
         joined_at=utcnow(),
     )
     if not repo.add_member(member):
-        raise Conflict(f"{handle} joined a team in this challenge meanwhile")
+        raise Conflict(f"{handle} joined a team in this challenge meanwhile", code=ALREADY_IN_TEAM)
     return _view(repo, team, name)
 
 
@@ -232,7 +254,8 @@ def leave_team(
     if _entrants(session, challenge, [team.id]):
         raise Conflict(
             f"team {name} has entries in this challenge: its members stay in it (a member who "
-            "left could play again and count the team's limits twice)"
+            "left could play again and count the team's limits twice)",
+            code=TEAM_HAS_ENTRIES,
         )
     repo.remove_member(challenge_id, member_id)
     if repo.member_count(team.id) == 0:

@@ -30,6 +30,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.db import TransactionNeeded, autocommits
+from app.error_codes import (
+    QUOTA_MAX_ATTEMPTS_PER_DAY,
+    QUOTA_MAX_CHALLENGES,
+    QUOTA_MAX_PARTICIPANTS,
+)
 from app.errors import AppError
 from app.tenant import repository
 from app.tenant.models import Tenant
@@ -44,20 +49,24 @@ class Quota(StrEnum):
 
 
 class QuotaReached(AppError):
-    """A tenant's quota is used up; the code names it (`quota_max_challenges`, ...)."""
+    """A tenant's quota is used up; the code names it (`quota_max_challenges`, ...) and says
+    the status (409, or 429 for the day's)."""
 
     def __init__(
-        self,
-        quota: Quota,
-        message: str,
-        *,
-        status_code: int = 409,
-        headers: dict[str, str] | None = None,
+        self, quota: Quota, message: str, *, headers: dict[str, str] | None = None
     ) -> None:
-        super().__init__(message, details={"quota": quota.value}, headers=headers)
+        code = QUOTA_CODES[quota]
+        super().__init__(message, code=code, details={"quota": quota.value}, headers=headers)
         self.quota = quota
-        self.code = f"quota_{quota.value}"
-        self.status_code = status_code
+        self.status_code = code.status
+
+
+# The code of each quota a request can use up.
+QUOTA_CODES = {
+    Quota.CHALLENGES: QUOTA_MAX_CHALLENGES,
+    Quota.PARTICIPANTS: QUOTA_MAX_PARTICIPANTS,
+    Quota.ATTEMPTS_PER_DAY: QUOTA_MAX_ATTEMPTS_PER_DAY,
+}
 
 
 ASK_FOR_MORE = "the platform admin sets it, and can raise it"
@@ -117,7 +126,6 @@ def count_entry(session: Session, tenant_id: uuid.UUID, limit: int | None, now: 
         f"daily attempt quota reached: this tenant may take {limit} entries a day (attempts, "
         f"red-blue defenses and attacks); it resets at {reset:%Y-%m-%d %H:%M} UTC; "
         f"{ASK_FOR_MORE}",
-        status_code=429,
         headers={"Retry-After": str(math.ceil((reset - now).total_seconds()))},
     )
 

@@ -8,6 +8,7 @@ from app.auth.gate import PlatformAdminDep, TenantAdminDep, TenantKeyDep
 from app.auth.service import create_api_key, page_api_keys, revoke_api_key
 from app.config import get_settings
 from app.deps import SessionDep, UnitOfWorkDep
+from app.error_codes import SLUG_TAKEN, raises
 from app.routing import ApiRoute
 from app.schemas import Limit, Offset
 from app.tenant import service
@@ -32,7 +33,7 @@ router = APIRouter(prefix="/v1", route_class=ApiRoute)
     "/tenants",
     status_code=status.HTTP_201_CREATED,
     tags=["tenants"],
-    responses={409: {"description": "A tenant has this slug."}},
+    responses=raises(SLUG_TAKEN),
 )
 def post_tenant(body: TenantCreate, work: UnitOfWorkDep, _: PlatformAdminDep) -> TenantCreated:
     """Create a tenant and its first admin API key (platform admin)."""

@@ -17,6 +17,7 @@ from app.auth.subjects import ApiKeyRole, SignedInParticipant
 from app.auth.tenant_access import TenantStatus
 from app.config import Settings
 from app.db import utcnow
+from app.error_codes import ADMIN_NEEDS_ACCOUNT, HANDLE_TAKEN, SLUG_TAKEN, STATUS_CHANGE_REFUSED
 from app.errors import Conflict, NotFound
 from app.tenant import repository
 from app.tenant.models import EmailPolicy, Participant, Tenant
@@ -51,7 +52,7 @@ def daily_budget_usd(tenant: Tenant, settings: Settings) -> float:
 
 
 def slug_taken(slug: str) -> Conflict:
-    return Conflict(f"a tenant with slug '{slug}' already exists")
+    return Conflict(f"a tenant with slug '{slug}' already exists", code=SLUG_TAKEN)
 
 
 def new_tenant(session: Session, slug: str, name: str, status: TenantStatus) -> Tenant:
@@ -98,7 +99,10 @@ def set_status(session: Session, tenant: Tenant, status: TenantStatus) -> bool:
     if tenant.status == status:
         return False
     if status not in STATUS_CHANGES[tenant.status]:
-        raise Conflict(f"a {tenant.status.value} tenant cannot become {status.value}")
+        raise Conflict(
+            f"a {tenant.status.value} tenant cannot become {status.value}",
+            code=STATUS_CHANGE_REFUSED,
+        )
     tenant.status = status
     session.flush()
     return True
@@ -208,7 +212,8 @@ def set_admin_role(
     if is_admin and participant.password_hash is None:
         raise Conflict(
             f"{participant.handle} has no account to sign in with: only a participant who "
-            "signed up on the web can have the admin role"
+            "signed up on the web can have the admin role",
+            code=ADMIN_NEEDS_ACCOUNT,
         )
     participant.is_admin = is_admin
     session.flush()
@@ -295,7 +300,7 @@ def register_participant(
     one an API key created without a password (claiming it would take over that player's
     results), and so is one differing only in case ('Alice' next to 'alice')."""
     participants = ParticipantRepository(session, tenant_id)
-    taken = Conflict("This handle is taken. Choose another one.")
+    taken = Conflict("This handle is taken. Choose another one.", code=HANDLE_TAKEN)
     if participants.handle_in_use(handle):
         raise taken
     refuse_new_participant(session, tenant_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from app.error_codes import VALIDATION_ERROR
 from app.errors import AppError
 
 
@@ -11,7 +12,7 @@ class FormError(AppError):
     """A form the page shows again with this message; `field` names the input at fault."""
 
     status_code = 422
-    code = "validation_error"
+    code = VALIDATION_ERROR
 
     def __init__(
         self,

@@ -147,7 +147,7 @@ def test_a_suspended_tenants_queued_work_is_not_run_until_it_is_resumed(
 def test_nothing_goes_back_to_pending_and_a_pending_tenant_may_be_refused(api: Api) -> None:
     tenant = api.create_tenant()
     back = _patch(api, tenant["id"], {"status": "pending"})
-    assert back.status_code == 409 and back.json()["error"]["code"] == "conflict"
+    assert back.status_code == 409 and back.json()["error"]["code"] == "status_change_refused"
     assert _patch(api, str(uuid.uuid4()), {"status": "suspended"}).status_code == 404
     # The same status again changes nothing.
     assert _patch(api, tenant["id"], {"status": "active"}).status_code == 200

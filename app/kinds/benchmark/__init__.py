@@ -26,6 +26,7 @@ from app.challenge.challenge_kind import ChallengeTemplate, KindConfig, NamedMod
 from app.challenge.models import Challenge
 from app.challenge.reachability import checked_api_base, refuse_unreachable
 from app.config import Settings, get_settings
+from app.error_codes import SPLIT_FROZEN
 from app.errors import Conflict, ValidationFailed
 from app.evaluation.benchmark import (
     Benchmark,
@@ -158,7 +159,11 @@ def _check_split_edit(
         "would mix two splits. Only split.final_submissions may still change; duplicate the "
         "challenge to run another split."
     )
-    raise Conflict(message, details=[{"loc": ["body", *path], "msg": message, "type": "conflict"}])
+    raise Conflict(
+        message,
+        code=SPLIT_FROZEN,
+        details=[{"loc": ["body", *path], "msg": message, "type": "conflict"}],
+    )
 
 
 class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):

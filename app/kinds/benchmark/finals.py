@@ -27,6 +27,12 @@ from app.auth.subjects import Audience, SignedInParticipant, TenantKey, TenantSu
 from app.challenge.models import Challenge
 from app.challenge.service import config_of, get_challenge, sealed_shown
 from app.db import utcnow
+from app.error_codes import (
+    ATTEMPT_NOT_COMPLETED,
+    BASELINE_NOT_FINAL,
+    CHALLENGE_CLOSED,
+    FINAL_PICKS_EXHAUSTED,
+)
 from app.errors import Conflict, Forbidden, NotFound
 from app.kinds.benchmark import repository
 from app.kinds.benchmark.config import BenchmarkConfig, SplitConfig
@@ -59,17 +65,25 @@ def mark_final(
     challenge = get_challenge(session, reader.tenant_id, attempt.challenge_id)
     split = _split_of(challenge)
     if challenge.closes_at is not None and utcnow() >= challenge.closes_at:
-        raise Conflict("the challenge has closed: its final submissions are fixed")
+        raise Conflict(
+            "the challenge has closed: its final submissions are fixed", code=CHALLENGE_CLOSED
+        )
     participant_id = attempt.participant_id
     if participant_id is None or attempt.baseline:
-        raise Conflict("a baseline is not a participant's submission: it cannot be final")
+        raise Conflict(
+            "a baseline is not a participant's submission: it cannot be final",
+            code=BASELINE_NOT_FINAL,
+        )
     lock_participant(session, reader.tenant_id, participant_id)
     marked = repository.marked(session, challenge.id, participant_id)
     if final and attempt.id not in marked:
         if attempt.status is not AttemptStatus.COMPLETED:
-            raise Conflict("only a completed submission can be final")
+            raise Conflict("only a completed submission can be final", code=ATTEMPT_NOT_COMPLETED)
         if len(marked) >= split.final_submissions:
-            raise Conflict(f"at most {split.final_submissions} final submissions: unmark one first")
+            raise Conflict(
+                f"at most {split.final_submissions} final submissions: unmark one first",
+                code=FINAL_PICKS_EXHAUSTED,
+            )
         repository.mark(session, attempt, participant_id)
     elif not final:
         repository.unmark(session, attempt.id)

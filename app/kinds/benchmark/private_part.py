@@ -9,6 +9,7 @@ import uuid
 from app.attempt.metrics import SEALED_MEASURES
 from app.auth.subjects import TenantAdmin
 from app.db import utcnow
+from app.error_codes import NOT_IN_ERROR
 from app.errors import Conflict, NotFound
 from app.kinds.benchmark import repository
 from app.kinds.benchmark.dispatch import RUN_SEALED
@@ -34,7 +35,8 @@ def rerun(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> Sealed
         raise NotFound("no private part: the attempt is not one of a split challenge's")
     if run.status is not SealedRunStatus.ERROR:
         raise Conflict(
-            f"only a private part that ended in error can be re-run; this one is {run.status}"
+            f"only a private part that ended in error can be re-run; this one is {run.status}",
+            code=NOT_IN_ERROR,
         )
     SEALED_RUN_LEASES.queue_again(run, utcnow())
     run.error = None

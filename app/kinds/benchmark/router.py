@@ -11,6 +11,14 @@ from fastapi import APIRouter, Query, status
 from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge.reference import ChallengeIdDep
 from app.deps import SessionDep, UnitOfWorkDep
+from app.error_codes import (
+    ATTEMPT_NOT_COMPLETED,
+    BASELINE_NOT_FINAL,
+    CHALLENGE_CLOSED,
+    FINAL_PICKS_EXHAUSTED,
+    NOT_IN_ERROR,
+    raises,
+)
 from app.errors import NotFound
 from app.kinds.benchmark import finals, private_part
 from app.kinds.benchmark.schemas import FinalMarks, PrivateBoard, SealedMeasures
@@ -20,16 +28,22 @@ from app.tenant.service import participant_by_handle
 
 router = APIRouter(prefix="/v1", route_class=ApiRoute)
 
-_MARK_ANSWERS: dict[int | str, dict[str, str]] = {
-    404: {"description": "No such attempt, or its challenge has no private part."},
-    409: {
-        "description": "The challenge has closed, the attempt did not complete or is a "
-        "baseline, or the participant has marked as many as the challenge allows."
-    },
+_NO_SUCH_ATTEMPT: dict[int | str, dict[str, str]] = {
+    404: {"description": "No such attempt, or its challenge has no private part."}
 }
 
 
-@router.post("/attempts/{attempt_id}/final", tags=["attempts"], responses=_MARK_ANSWERS)
+@router.post(
+    "/attempts/{attempt_id}/final",
+    tags=["attempts"],
+    responses=raises(
+        CHALLENGE_CLOSED,
+        BASELINE_NOT_FINAL,
+        ATTEMPT_NOT_COMPLETED,
+        FINAL_PICKS_EXHAUSTED,
+        also=_NO_SUCH_ATTEMPT,
+    ),
+)
 def post_final(attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantKeyDep) -> FinalMarks:
     """Mark a completed submission to a split benchmark challenge final, before the close:
     the private board ranks the participant's best final one."""
@@ -38,7 +52,11 @@ def post_final(attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantKeyDep)
     return marks
 
 
-@router.delete("/attempts/{attempt_id}/final", tags=["attempts"], responses=_MARK_ANSWERS)
+@router.delete(
+    "/attempts/{attempt_id}/final",
+    tags=["attempts"],
+    responses=raises(CHALLENGE_CLOSED, BASELINE_NOT_FINAL, also=_NO_SUCH_ATTEMPT),
+)
 def delete_final(attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantKeyDep) -> FinalMarks:
     """Take back a final mark, before the close."""
     marks = finals.mark_final(work, caller, attempt_id, final=False)
@@ -81,10 +99,10 @@ def get_private_leaderboard(
     "/attempts/{attempt_id}/private-part/rerun",
     tags=["attempts"],
     status_code=status.HTTP_202_ACCEPTED,
-    responses={
-        404: {"description": "No such attempt, or not one of a split challenge's."},
-        409: {"description": "Its private part did not end in error."},
-    },
+    responses=raises(
+        NOT_IN_ERROR,
+        also={404: {"description": "No such attempt, or not one of a split challenge's."}},
+    ),
 )
 def post_private_part_rerun(
     attempt_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep

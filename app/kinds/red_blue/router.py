@@ -12,6 +12,16 @@ from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge.reference import ChallengeIdDep
 from app.conditional import CONDITIONAL_READ
 from app.deps import IdempotencyKey, SessionDep, UnitOfWorkDep, accepted_headers
+from app.error_codes import (
+    DAILY_LIMIT_REACHED,
+    IDEMPOTENCY_KEY_REUSED,
+    NOT_IN_ERROR,
+    NOT_OPEN,
+    QUOTA_MAX_ATTEMPTS_PER_DAY,
+    QUOTA_MAX_PARTICIPANTS,
+    TOTAL_LIMIT_REACHED,
+    raises,
+)
 from app.kinds.red_blue import service
 from app.kinds.red_blue.schemas import (
     AttackCreate,
@@ -37,13 +47,14 @@ ReadsFor = Annotated[
     ),
 ]
 
-_SUBMISSION_ANSWERS: dict[int | str, dict[str, str]] = {
-    409: {
-        "description": "The challenge is not open, the participant's limit is reached, or the "
-        "Idempotency-Key was used for a different request."
-    },
-    429: {"description": "The participant's daily limit (of this side) is reached."},
-}
+_SUBMISSION_ANSWERS = raises(
+    *NOT_OPEN,
+    IDEMPOTENCY_KEY_REUSED,
+    TOTAL_LIMIT_REACHED,
+    DAILY_LIMIT_REACHED,
+    QUOTA_MAX_PARTICIPANTS,
+    QUOTA_MAX_ATTEMPTS_PER_DAY,
+)
 
 
 @router.post(
@@ -79,7 +90,7 @@ def get_defense(
 @router.post(
     "/defenses/{defense_id}/rerun",
     status_code=status.HTTP_202_ACCEPTED,
-    responses={409: {"description": "The defense's self-test did not end in error."}},
+    responses=raises(NOT_IN_ERROR),
 )
 def post_defense_rerun(
     defense_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep
@@ -163,7 +174,7 @@ def get_match(
 @router.post(
     "/matches/{match_id}/rerun",
     status_code=status.HTTP_202_ACCEPTED,
-    responses={409: {"description": "The match did not end in error."}},
+    responses=raises(NOT_IN_ERROR),
 )
 def post_match_rerun(match_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDep) -> MatchRead:
     """Run again a match that ended in error (tenant admin)."""

@@ -26,6 +26,7 @@ from app.challenge.models import Challenge
 from app.challenge.service import get_challenge, public_challenge, refuse_unless_open
 from app.config import get_settings
 from app.db import utcnow
+from app.error_codes import IDEMPOTENCY_KEY_REUSED, NOT_IN_ERROR
 from app.errors import AppError, Conflict, Forbidden, NotFound, ValidationFailed
 from app.kinds.red_blue import final_round, repository
 from app.kinds.red_blue.config import RedBlueLimitFields, text_limit
@@ -280,7 +281,8 @@ def _replay(
     if existing.challenge_id != challenge_id or existing.request_fingerprint != fingerprint:
         raise Conflict(
             "this Idempotency-Key was already used for a different request; "
-            "use a new key for a new submission"
+            "use a new key for a new submission",
+            code=IDEMPOTENCY_KEY_REUSED,
         )
     return EntrySubmission(
         existing,
@@ -707,7 +709,8 @@ def rerun_match(work: UnitOfWork, admin: TenantKey, match_id: uuid.UUID) -> Matc
         raise NotFound("match not found")
     if match.status is not MatchStatus.ERROR:
         raise Conflict(
-            f"only matches that ended in error can be re-run; this one is {match.status}"
+            f"only matches that ended in error can be re-run; this one is {match.status}",
+            code=NOT_IN_ERROR,
         )
     repo.requeue_match(match, utcnow())
     work.send_after_commit(RUN_MATCH, str(match.id))
@@ -779,7 +782,8 @@ def rerun_defense(work: UnitOfWork, admin: TenantKey, defense_id: uuid.UUID) -> 
     if defense.status is not DefenseStatus.ERROR:
         raise Conflict(
             f"only defenses whose self-test ended in error can be re-run; this one is "
-            f"{defense.status}"
+            f"{defense.status}",
+            code=NOT_IN_ERROR,
         )
     repo.requeue_defense(defense, utcnow())
     work.send_after_commit(SELF_TEST, str(defense.id))
