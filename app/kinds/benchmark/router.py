@@ -8,15 +8,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from app.auth.gate import TenantAdminDep, TenantKeyDep
-from app.challenge.reference import ChallengeIdDep
-from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import NotFound
+from app.kinds.api import Limit, NotFound, Offset
+from app.kinds.api.http import (
+    ApiRoute,
+    ChallengeIdDep,
+    SessionDep,
+    TenantAdminDep,
+    TenantKeyDep,
+    UnitOfWorkDep,
+)
+from app.kinds.api.services import participant_by_handle
 from app.kinds.benchmark import finals, private_part
 from app.kinds.benchmark.schemas import FinalMarks, PrivateBoard, SealedMeasures
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset
-from app.tenant.service import participant_by_handle
 
 router = APIRouter(prefix="/v1", route_class=ApiRoute)
 

@@ -36,8 +36,18 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from app.challenge.models import Challenge, challenge_not_deleted
-from app.db import count_where, insert_for, lock_some_ids, page_where, take_write_lock
+from app.kinds.api import leases
+from app.kinds.api.services import before_board_write
+from app.kinds.api.storage import (
+    Challenge,
+    Participant,
+    challenge_not_deleted,
+    count_where,
+    insert_for,
+    lock_some_ids,
+    page_where,
+    take_write_lock,
+)
 from app.kinds.red_blue.match_result import JudgedMatch, MatchResult
 from app.kinds.red_blue.models import (
     MATCH_LEASES,
@@ -55,9 +65,6 @@ from app.kinds.red_blue.models import (
 )
 from app.kinds.red_blue.readers import Reader
 from app.kinds.red_blue.rules.final_round import HOLDS_FREEZE, phase_of
-from app.leaderboard.freeze import before_board_write
-from app.lease import repository as leases
-from app.tenant.models import Participant
 
 if TYPE_CHECKING:
     import numpy as np

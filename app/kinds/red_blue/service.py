@@ -17,16 +17,47 @@ from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
-from app.attempt.repository import SubmissionTarget
-from app.attempt.service import entry_player, shown_handle, shown_submitter, submission_target
-from app.auth.subjects import Audience, SignedInParticipant, TenantAdmin, TenantKey
-from app.challenge.config import LimitsConfig
-from app.challenge.limits import Left, left_under, refuse_when_none_left
-from app.challenge.models import Challenge
-from app.challenge.service import get_challenge, public_challenge, refuse_unless_open
-from app.config import get_settings
-from app.db import utcnow
-from app.errors import AppError, Conflict, Forbidden, NotFound, ValidationFailed
+from app.kinds.api import (
+    AppError,
+    Audience,
+    Conflict,
+    Forbidden,
+    LimitsConfig,
+    NotFound,
+    SignedInParticipant,
+    SubmissionTarget,
+    TenantAdmin,
+    TenantKey,
+    UnitOfWork,
+    ValidationFailed,
+    get_settings,
+)
+from app.kinds.api.services import (
+    EntryNames,
+    Left,
+    Seen,
+    count_entry,
+    entry_names,
+    entry_player,
+    frozen_since,
+    get_challenge,
+    handles,
+    left_under,
+    lock_participant,
+    member_handles,
+    participant_by_handle,
+    player_id,
+    players_at,
+    public_challenge,
+    read_as_seen,
+    refuse_unless_open,
+    refuse_when_none_left,
+    shown_handle,
+    shown_submitter,
+    submission_target,
+    team_of,
+)
+from app.kinds.api.storage import BoardFreeze, Challenge, utcnow
 from app.kinds.red_blue import final_round, repository
 from app.kinds.red_blue.config import RedBlueLimitFields, text_limit
 from app.kinds.red_blue.dispatch import PAIR_ATTACK, RUN_MATCH, SELF_TEST
@@ -54,18 +85,6 @@ from app.kinds.red_blue.schemas import (
     Standings,
     verdict_views,
 )
-from app.leaderboard.freeze import Seen, frozen_since, read_as_seen
-from app.leaderboard.models import BoardFreeze
-from app.team.service import member_handles, player_id, players_at, team_of
-from app.tenant.quotas import count_entry
-from app.tenant.service import (
-    EntryNames,
-    entry_names,
-    handles,
-    lock_participant,
-    participant_by_handle,
-)
-from app.unit_of_work import UnitOfWork
 
 KIND_NAME = "red_blue"
 BOARD_SIDES = ", ".join(f"'{side.value}'" for side in Side)
