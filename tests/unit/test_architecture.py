@@ -60,7 +60,8 @@ SESSION_CALLS = {
     "refresh",
 }
 # Modules that hold SQL by their nature: repositories, the table definitions (their indexes
-# are SQL expressions), and the engine's own set-up.
+# are SQL expressions), and the engine's own set-up; a repository too large for one module is
+# a `repository` package, split by concern.
 ALLOWED = {"repository.py", "models.py"}
 ALLOWED_PATHS = {APP / "db.py"}
 
@@ -77,7 +78,7 @@ def _names_session(node: ast.expr) -> bool:
 def sql_outside_repositories(package: Path = APP) -> list[str]:
     found = []
     for path in sorted(package.rglob("*.py")):
-        if path.name in ALLOWED or path in ALLOWED_PATHS:
+        if path.name in ALLOWED or path in ALLOWED_PATHS or path.parent.name == "repository":
             continue
         where = path.relative_to(package.parent)
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
