@@ -60,7 +60,8 @@ SESSION_CALLS = {
     "refresh",
 }
 # Modules that hold SQL by their nature: repositories, the table definitions (their indexes
-# are SQL expressions), and the engine's own set-up.
+# are SQL expressions), and the engine's own set-up; a repository too large for one module is
+# a `repository` package, split by concern.
 ALLOWED = {"repository.py", "models.py"}
 ALLOWED_PATHS = {APP / "db.py"}
 
@@ -77,7 +78,7 @@ def _names_session(node: ast.expr) -> bool:
 def sql_outside_repositories(package: Path = APP) -> list[str]:
     found = []
     for path in sorted(package.rglob("*.py")):
-        if path.name in ALLOWED or path in ALLOWED_PATHS:
+        if path.name in ALLOWED or path in ALLOWED_PATHS or path.parent.name == "repository":
             continue
         where = path.relative_to(package.parent)
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -133,9 +134,10 @@ def test_the_import_contracts_hold(
     """No import cycle among the sibling packages of app/, workers/, scorers/ and benchmarks/;
     the command, the worker side and the domains layered; infrastructure importing no domain;
     nothing under app/ but the command importing the worker side; routers never importing
-    repositories; the eval commands over the benchmarks over the engine, neither importing the
-    service; scorer plugins importing nothing of the project, and imported by the sandbox
-    alone (pyproject.toml, [tool.importlinter])."""
+    repositories; each kind (and the test suite's) importing of the service only the published
+    kinds surface, app.kinds.api; the eval commands over the benchmarks over the engine,
+    neither importing the service; scorer plugins importing nothing of the project, and
+    imported by the sandbox alone (pyproject.toml, [tool.importlinter])."""
     # In this process, through what the `lint-imports` command calls (the command also sets
     # up logging, which would silence the loggers of every module already imported): the unit
     # tier starts no process. The contracts are read from the working directory.
@@ -144,7 +146,7 @@ def test_the_import_contracts_hold(
     kept = lint_imports(cache_dir=None, no_logo=True)
     said = capsys.readouterr().out
     assert kept, said
-    assert "9 kept, 0 broken" in said, said
+    assert "10 kept, 0 broken" in said, said
 
 
 def _constrained_by_contracts() -> set[str]:
@@ -174,6 +176,25 @@ def test_every_package_is_under_an_import_contract() -> None:
         module for module in [*top, "workers", "scorers", "benchmarks"] if module not in named
     )
     assert missing == []
+
+
+def test_every_kind_is_held_to_the_kinds_surface() -> None:
+    """Each kind's package under app/kinds/ is a source of the contract that lets it import of
+    the service only app.kinds.api: a new kind is held to the surface before it lands."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (contract,) = (
+        contract
+        for contract in config["tool"]["importlinter"]["contracts"]
+        if "app.kinds.api" in contract["name"]
+    )
+    kinds = {
+        f"app.kinds.{path.name}"
+        for path in (APP / "kinds").iterdir()
+        if (path / "__init__.py").exists() and path.name != "api"
+    }
+    assert len(kinds) >= 3  # prompt, benchmark, red_blue: the scan finds them
+    assert kinds <= set(contract["source_modules"])
+    assert kinds <= set(contract["forbidden_modules"])
 
 
 def test_every_route_gives_its_database_connection_back_within_its_thread_trip() -> None:

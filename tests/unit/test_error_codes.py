@@ -244,3 +244,11 @@ def test_a_declared_or_general_code_is_not_logged(
         answer = _app_raising(error, declared).post("/things")
     assert answer.json()["error"]["code"] == error.code
     assert _undeclared(caplog) == []
+
+
+def test_the_kinds_surface_offers_every_code_of_the_table() -> None:
+    from app.kinds.api import error_codes as surface
+
+    offered = {getattr(surface, name) for name in surface.__all__}
+    assert set(ERROR_CODES.values()) <= offered
+    assert surface.raises is raises

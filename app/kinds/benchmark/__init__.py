@@ -9,32 +9,41 @@ from typing import Any, ClassVar
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
-from app.attempt.attempt_kind import (
+from app.kinds.api import (
+    SEALED_MEASURES,
     AttemptJob,
+    AttemptMetrics,
+    ChallengeTemplate,
+    Conflict,
+    Kind,
+    KindConfig,
+    KindMetrics,
     KindSubmission,
+    NamedModel,
     RunContext,
+    RunPurpose,
     RunsAttempts,
+    Settings,
     ShownFields,
+    Strategy,
+    SubmissionTarget,
     Submitted,
+    UnitOfWork,
     UnscoredRequest,
+    ValidationFailed,
+    checked_api_base,
     fields_as,
+    get_settings,
+    refuse_unreachable,
 )
-from app.attempt.metrics import SEALED_MEASURES, KindMetrics
-from app.attempt.models import RunPurpose
-from app.attempt.repository import SubmissionTarget
-from app.challenge.challenge_kind import ChallengeTemplate, KindConfig, NamedModel
-from app.challenge.models import Challenge
-from app.challenge.reachability import checked_api_base, refuse_unreachable
-from app.config import Settings, get_settings
-from app.error_codes import SPLIT_FROZEN
-from app.errors import Conflict, ValidationFailed
-from app.evaluation.benchmark import (
+from app.kinds.api.error_codes import SPLIT_FROZEN
+from app.kinds.api.evaluation import (
     Benchmark,
     BenchmarkError,
     DataFileNotFound,
     confined_data_files,
 )
-from app.kinds.base import Kind
+from app.kinds.api.storage import Challenge
 from app.kinds.benchmark import private_part, repository, web
 from app.kinds.benchmark.challenge_templates import benchmark_templates
 from app.kinds.benchmark.config import (
@@ -53,9 +62,6 @@ from app.kinds.benchmark.schemas import (
     SealedMeasures,
 )
 from app.kinds.benchmark.split import SplitTooSmall, parts_of
-from app.scoring.measures import AttemptMetrics
-from app.scoring.strategies import Strategy
-from app.unit_of_work import UnitOfWork
 
 
 def _config(config: KindConfig) -> BenchmarkConfig:

@@ -8,12 +8,18 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from app.challenge.challenge_kind import ChallengeTemplate
-from app.challenge.sections import EvaluationConfig
-from app.evalcli.variant import CliError, Variant, load_yaml, parse_variant
-from app.evaluation.benchmark import Benchmark, BenchmarkError, installed_benchmarks
-from app.evaluation.offline import PROVIDER
-from app.evaluation.types import ModelSpec
+from app.kinds.api import ChallengeTemplate, EvaluationConfig
+from app.kinds.api.evaluation import (
+    PROVIDER,
+    Benchmark,
+    BenchmarkError,
+    CliError,
+    ModelSpec,
+    Variant,
+    installed_benchmarks,
+    load_yaml,
+    parse_variant,
+)
 
 _MAX_K = next(
     bound.le for bound in EvaluationConfig.model_fields["k"].metadata if hasattr(bound, "le")

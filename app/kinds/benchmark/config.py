@@ -9,16 +9,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from app.attempt.attempt_kind import ShownFields
-from app.challenge.challenge_kind import KindConfig
-from app.challenge.sections import NAME_PATTERN, EvaluationConfig
-from app.config import Settings
-from app.error_words import pattern_words
-from app.evaluation.types import ModelSpec
-from app.schemas import InputSchema, ModelId
+from app.kinds.api import (
+    NAME_PATTERN,
+    EvaluationConfig,
+    InputSchema,
+    KindConfig,
+    ModelId,
+    Settings,
+    ShownFields,
+    pattern_words,
+)
+from app.kinds.api.evaluation import ModelSpec
 
 if TYPE_CHECKING:
-    from app.evaluation.runner import RunConfig
+    from app.kinds.api.runs import RunConfig
 
 # A glob over model ids: the characters of model ids and the glob's own `*?[]!`.
 ModelPattern = Annotated[
@@ -150,7 +154,7 @@ class BenchmarkConfig(KindConfig):
         """The engine's run of one submitted model: the one place this configuration becomes
         a `RunConfig` (and its roles `ModelSpec`s)."""
         # The engine's runner is the worker's: the API loads this configuration, never the run.
-        from app.evaluation.runner import RunConfig
+        from app.kinds.api.runs import RunConfig
 
         spec = self.benchmark
         timeout = settings.model_timeout_seconds

@@ -4,7 +4,7 @@ queued, and the kind's periodic sweep sends it again."""
 
 from __future__ import annotations
 
-from app.unit_of_work import WorkerTask
+from app.kinds.api import WorkerTask
 
 RUN_SEALED_TASK = "gauntlet.benchmark.run_sealed"
 SWEEP_TASK = "gauntlet.benchmark.sweep"

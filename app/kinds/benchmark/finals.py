@@ -19,27 +19,39 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.attempt.metrics import SEALED_MEASURES
-from app.attempt.models import AttemptStatus, RunPurpose
-from app.attempt.schemas import AttemptRead
-from app.attempt.service import find_attempt
-from app.auth.subjects import Audience, SignedInParticipant, TenantKey, TenantSubject
-from app.challenge.models import Challenge
-from app.challenge.service import config_of, get_challenge, sealed_shown
-from app.db import utcnow
-from app.error_codes import (
+from app.kinds.api import (
+    SEALED_MEASURES,
+    AttemptRead,
+    AttemptStatus,
+    Audience,
+    Conflict,
+    Forbidden,
+    NotFound,
+    RunPurpose,
+    SignedInParticipant,
+    TenantKey,
+    TenantSubject,
+    UnitOfWork,
+)
+from app.kinds.api.error_codes import (
     ATTEMPT_NOT_COMPLETED,
     BASELINE_NOT_FINAL,
     CHALLENGE_CLOSED,
     FINAL_PICKS_EXHAUSTED,
 )
-from app.errors import Conflict, Forbidden, NotFound
+from app.kinds.api.services import (
+    config_of,
+    find_attempt,
+    get_challenge,
+    handle_of,
+    handles,
+    lock_participant,
+    sealed_shown,
+)
+from app.kinds.api.storage import Challenge, Participant, utcnow
 from app.kinds.benchmark import repository
 from app.kinds.benchmark.config import BenchmarkConfig, SplitConfig
 from app.kinds.benchmark.schemas import FinalMarks, PrivateBoard, PrivateBoardItem
-from app.tenant.models import Participant
-from app.tenant.service import handle_of, handles, lock_participant
-from app.unit_of_work import UnitOfWork
 
 
 def _split_of(challenge: Challenge) -> SplitConfig:

@@ -12,16 +12,16 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.challenge.models import challenge_not_deleted
-from app.db import (
+from app.kinds.api.leases import Leased, LeasedTable
+from app.kinds.api.storage import (
     Base,
     ProducedJSON,
     ProducedText,
     StrEnumColumn,
     UTCDateTime,
+    challenge_not_deleted,
     utcnow,
 )
-from app.lease.models import Leased, LeasedTable
 
 
 class FinalMark(Base):

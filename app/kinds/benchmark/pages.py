@@ -9,25 +9,28 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
 
-from app.challenge.service import to_public_view
-from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import AppError, NotFound
-from app.kinds.benchmark import finals
-from app.tenant import service as tenants
-from app.web.attempts.service import own_attempt
-from app.web.rendering import HtmlRoute, PageError, not_found, page, redirect
-from app.web.visitors import (
+from app.kinds.api import AppError, NotFound
+from app.kinds.api.http import SessionDep, UnitOfWorkDep
+from app.kinds.api.pages import (
     CsrfField,
+    HtmlRoute,
     ListPage,
-    board_audience,
+    PageError,
     challenge_url,
     form_visit,
+    not_found,
+    own_attempt,
+    page,
     pages_of,
     player_of,
+    redirect,
     tenant_url,
     visible_challenge,
     visitor,
 )
+from app.kinds.api.services import as_subject, to_public_view
+from app.kinds.api.web import board_audience
+from app.kinds.benchmark import finals
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
@@ -52,7 +55,7 @@ def mark_final(
     if own_attempt(work.session, visit.tenant, participant, attempt_id) is None:
         raise not_found()
     try:
-        finals.mark_final(work, tenants.as_subject(participant), attempt_id, final=final == "true")
+        finals.mark_final(work, as_subject(participant), attempt_id, final=final == "true")
     except NotFound:
         raise not_found() from None
     except AppError as exc:

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import uuid
 
-from app.attempt.metrics import SEALED_MEASURES
-from app.auth.subjects import TenantAdmin
-from app.db import utcnow
-from app.error_codes import NOT_IN_ERROR
-from app.errors import Conflict, NotFound
+from app.kinds.api import SEALED_MEASURES, Conflict, NotFound, TenantAdmin, UnitOfWork
+from app.kinds.api.error_codes import NOT_IN_ERROR
+from app.kinds.api.storage import utcnow
 from app.kinds.benchmark import repository
 from app.kinds.benchmark.dispatch import RUN_SEALED
 from app.kinds.benchmark.models import SEALED_RUN_LEASES, SealedRunStatus
 from app.kinds.benchmark.schemas import SealedMeasures
-from app.unit_of_work import UnitOfWork
 
 
 def start(

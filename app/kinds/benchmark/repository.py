@@ -11,17 +11,14 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from app.attempt.models import Attempt, AttemptStatus, RunPurpose
-from app.challenge.models import Challenge
-from app.db import insert_for, utcnow
+from app.kinds.api import AttemptMetrics, AttemptStatus, RunPurpose, leases
+from app.kinds.api.storage import Attempt, Challenge, insert_for, utcnow
 from app.kinds.benchmark.models import (
     SEALED_RUN_LEASES,
     FinalMark,
     SealedRun,
     SealedRunStatus,
 )
-from app.lease import repository as leases
-from app.scoring.measures import AttemptMetrics
 
 # A completed entry as the private board reads it: (attempt id, participant id, baseline,
 # created_at, metrics, cost, kind_metrics).

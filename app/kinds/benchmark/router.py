@@ -8,10 +8,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from app.auth.gate import TenantAdminDep, TenantKeyDep
-from app.challenge.reference import ChallengeIdDep
-from app.deps import SessionDep, UnitOfWorkDep
-from app.error_codes import (
+from app.kinds.api import Limit, NotFound, Offset
+from app.kinds.api.error_codes import (
     ATTEMPT_NOT_COMPLETED,
     BASELINE_NOT_FINAL,
     CHALLENGE_CLOSED,
@@ -19,12 +17,17 @@ from app.error_codes import (
     NOT_IN_ERROR,
     raises,
 )
-from app.errors import NotFound
+from app.kinds.api.http import (
+    ApiRoute,
+    ChallengeIdDep,
+    SessionDep,
+    TenantAdminDep,
+    TenantKeyDep,
+    UnitOfWorkDep,
+)
+from app.kinds.api.services import participant_by_handle
 from app.kinds.benchmark import finals, private_part
 from app.kinds.benchmark.schemas import FinalMarks, PrivateBoard, SealedMeasures
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset
-from app.tenant.service import participant_by_handle
 
 router = APIRouter(prefix="/v1", route_class=ApiRoute)
 

@@ -9,15 +9,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from app.attempt.attempt_kind import RunContext, stored_fields
-from app.evaluation.benchmark import (
+from app.kinds.api import AttemptMetrics, RunContext, stored_fields
+from app.kinds.api.evaluation import (
     Benchmark,
     DataFileNotFound,
+    InfrastructureError,
+    LLMClient,
     confined_data_files,
     select_tasks,
 )
-from app.evaluation.llm import LLMClient
-from app.evaluation.runner import (
+from app.kinds.api.runs import (
     RunAborted,
     RunConfig,
     RunConfigMismatch,
@@ -26,10 +27,8 @@ from app.evaluation.runner import (
     continuing_prompt_style,
     run_benchmark,
 )
-from app.evaluation.types import InfrastructureError
 from app.kinds.benchmark.config import BenchmarkConfig, StoredFields
 from app.kinds.benchmark.split import part_measures, parts_of
-from app.scoring.measures import AttemptMetrics
 
 
 def _sum_usage(summary: dict[str, Any], role: str, field: str) -> int:

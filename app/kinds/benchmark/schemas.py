@@ -6,9 +6,7 @@ import uuid
 
 from pydantic import Field
 
-from app.attempt.attempt_kind import KindSubmission, SubmittedText
-from app.attempt.metrics import KindMetrics
-from app.schemas import ModelId, OutputSchema
+from app.kinds.api import KindMetrics, KindSubmission, ModelId, OutputSchema, SubmittedText
 
 
 class BenchmarkSubmission(KindSubmission):

@@ -21,14 +21,27 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.attempt.attempt_kind import stored_fields
-from app.attempt.models import Attempt
-from app.attempt.run_store import DatabaseRunStore
-from app.attempt.trial_writer import TrialWriter
-from app.challenge.service import config_of
-from app.config import Settings, get_settings
-from app.db import session_scope, utcnow
-from app.errors import ValidationFailed
+from app.kinds.api import (
+    AttemptMetrics,
+    Settings,
+    ValidationFailed,
+    get_settings,
+    stored_fields,
+    unit_of_work,
+)
+from app.kinds.api.leases import (
+    CostBudget,
+    DatabaseRunStore,
+    DaySpend,
+    Failure,
+    LeasedRun,
+    RowSpend,
+    TrialWriter,
+    model_client,
+    run_leased,
+)
+from app.kinds.api.services import config_of
+from app.kinds.api.storage import Attempt, session_scope, utcnow
 from app.kinds.benchmark import repository
 from app.kinds.benchmark.config import BenchmarkConfig, StoredFields
 from app.kinds.benchmark.dispatch import RUN_SEALED
@@ -36,12 +49,6 @@ from app.kinds.benchmark.models import SEALED_RUN_LEASES, SealedRun, SealedRunSt
 from app.kinds.benchmark.run import attempt_metrics, part_config, run_tasks
 from app.kinds.benchmark.schemas import SealedMeasures
 from app.kinds.benchmark.split import parts_of
-from app.lease.budget import CostBudget, RowSpend
-from app.lease.model_client import model_client
-from app.lease.run import Failure, LeasedRun, run_leased
-from app.scoring.measures import AttemptMetrics
-from app.tenant.service import DaySpend
-from app.unit_of_work import unit_of_work
 
 SEALED = "sealed"
 SWEEP_BATCH = 500

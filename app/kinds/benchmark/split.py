@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from app.evaluation.benchmark import Benchmark, confined_data_files, select_tasks
+from app.kinds.api.evaluation import Benchmark, confined_data_files, select_tasks
 from app.kinds.benchmark.config import BenchmarkSpec, SplitConfig
 from app.kinds.benchmark.schemas import PartMeasures
 

@@ -9,7 +9,7 @@ import uuid
 from celery import shared_task
 from sqlalchemy.exc import OperationalError
 
-from app.config import get_settings
+from app.kinds.api import get_settings
 from app.kinds.benchmark import sealed
 from app.kinds.benchmark.dispatch import RUN_SEALED_TASK, SWEEP_TASK
 

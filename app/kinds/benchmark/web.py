@@ -18,39 +18,52 @@ from fastapi import APIRouter
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from app.attempt import service as attempt_service
-from app.attempt.schemas import AttemptCreate, AttemptRead, RunRow
-from app.auth.subjects import Audience
-from app.challenge.challenge_kind import KindConfig
-from app.challenge.models import Challenge
-from app.challenge.service import sealed_shown
-from app.config import get_settings
-from app.evaluation.benchmark import (
+from app.kinds.api import (
+    AttemptCreate,
+    AttemptMetrics,
+    AttemptRead,
+    Audience,
+    KindConfig,
+    Measure,
+    RunRow,
+    ScoringStrategy,
+    get_settings,
+)
+from app.kinds.api.evaluation import (
+    CRITIC_FEEDBACK_MODES,
+    FEEDBACK_MODE_WORDS,
+    FEEDBACK_MODES,
+    OFFLINE_MODELS,
     Benchmark,
     BenchmarkError,
     confined_data_files,
     installed_benchmarks,
     select_tasks,
 )
-from app.evaluation.feedback import CRITIC_FEEDBACK_MODES, FEEDBACK_MODE_WORDS, FEEDBACK_MODES
-from app.evaluation.offline import OFFLINE_MODELS
-from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec, shown_fields
-from app.kinds.benchmark.finals import FinalState, final_state
-from app.kinds.benchmark.schemas import BenchmarkSubmission
-from app.kinds.benchmark.split import public_count
-from app.scoring.measures import AttemptMetrics
-from app.scoring.strategies import Measure, ScoringStrategy
-from app.web import charts
-from app.web.attempts.service import TASKS_PAGE_SIZE, TaskRow, actor_tokens, task_rows
-from app.web.formatting import (
+from app.kinds.api.services import attempt_runs, sealed_shown
+from app.kinds.api.storage import Challenge
+from app.kinds.api.web import (
+    TASKS_PAGE_SIZE,
+    CurveChart,
+    CurveInput,
+    FormError,
+    StrategyText,
+    TaskRow,
+    WebKind,
+    actor_tokens,
+    curve_chart,
     detail_text,
     float_or_none,
     floats,
     format_percent,
     int_or_none,
+    metric_name_at,
+    task_rows,
 )
-from app.web.forms import FormError
-from app.web.web_kind import StrategyText, WebKind
+from app.kinds.benchmark.config import BenchmarkConfig, BenchmarkSpec, shown_fields
+from app.kinds.benchmark.finals import FinalState, final_state
+from app.kinds.benchmark.schemas import BenchmarkSubmission
+from app.kinds.benchmark.split import public_count
 
 log = logging.getLogger(__name__)
 
@@ -160,13 +173,13 @@ class BenchmarkProgress:
 
     @property
     def metric_at_k_name(self) -> str:
-        return charts.metric_name_at(self.metric, str(self.k))
+        return metric_name_at(self.metric, str(self.k))
 
     @property
     def curve_points(self) -> list[tuple[str, str]]:
         """("pass@1", "33.3%"), … for t = 1..len(curve)."""
         return [
-            (charts.metric_name_at(self.metric, str(t)), format_percent(value))
+            (metric_name_at(self.metric, str(t)), format_percent(value))
             for t, value in enumerate(self.curve, start=1)
         ]
 
@@ -366,7 +379,7 @@ def benchmark_facts(config: BenchmarkConfig) -> BenchmarkFacts:
         tasks=outline.tasks,
         metric=metric,
         k=k,
-        metric_at_k=charts.metric_name_at(metric, str(k)),
+        metric_at_k=metric_name_at(metric, str(k)),
         feedback_mode=config.evaluation.feedback_mode if metric == "seq@k" else None,
         judge_model=spec.judge_model or None,
         critic_model=spec.critic_model or None,
@@ -413,11 +426,11 @@ CHART_MODELS = 8  # the leaderboard's top N on the curve chart
 
 def leaderboard_chart(
     config: BenchmarkConfig, rows: Sequence[Any], *, element_id: str = "curve-chart"
-) -> charts.CurveChart:
+) -> CurveChart:
     """The curves of the top-ranked models; `rows` are the leaderboard's first page's."""
     metric, k = config.evaluation.metric, config.evaluation.k
     curves = [
-        charts.CurveInput(
+        CurveInput(
             participant=row.item.participant,
             model=row.extra.model,
             values=row.extra.metric_at,
@@ -427,35 +440,35 @@ def leaderboard_chart(
         for row in rows[:CHART_MODELS]
         if isinstance(row.extra, RunFacts) and row.extra.metric_at
     ]
-    return charts.curve_chart(
+    return curve_chart(
         curves,
         metric=metric,
         k=k,
         element_id=element_id,
-        heading=f"{charts.metric_name_at(metric, 't')} curves of the top models",
+        heading=f"{metric_name_at(metric, 't')} curves of the top models",
     )
 
 
 def attempt_chart(
     config: BenchmarkConfig, view: AttemptRead, progress: BenchmarkProgress
-) -> charts.CurveChart:
+) -> CurveChart:
     """The curve of one benchmark attempt (so far, while it runs)."""
     curves = []
     if progress.curve:
         curves.append(
-            charts.CurveInput(
+            CurveInput(
                 participant=view.participant,
                 model=progress.model,
                 values=progress.curve,
                 is_you=True,
             )
         )
-    return charts.curve_chart(
+    return curve_chart(
         curves,
         metric=progress.metric,
         k=max(config.evaluation.k, progress.k),
         element_id="attempt-curve",
-        heading=f"{charts.metric_name_at(progress.metric, 't')} curve"
+        heading=f"{metric_name_at(progress.metric, 't')} curve"
         + ("" if view.status.finished else " so far"),
         empty_text="No task is complete yet: the curve appears as tasks complete.",
     )
@@ -481,7 +494,7 @@ class AttemptDetails:
     """The attempt page below its summary: the curve and a page of the tasks."""
 
     progress: BenchmarkProgress | None
-    chart: charts.CurveChart | None
+    chart: CurveChart | None
     tasks: list[TaskRow]
     tasks_total: int
     tasks_page: int
@@ -546,7 +559,7 @@ class BenchmarkPages(WebKind):
             return None
         evaluation = _config(config).evaluation
         metric, k = evaluation.metric, evaluation.k
-        name = charts.metric_name_at(metric, str(k))
+        name = metric_name_at(metric, str(k))
         tries = "1 try" if k == 1 else f"{k} tries"
         if metric == "seq@k":
             meaning = (
@@ -597,9 +610,7 @@ class BenchmarkPages(WebKind):
         return SpecForm(
             typed=typed,
             k=benchmark.evaluation.k,
-            metric_at_k=charts.metric_name_at(
-                benchmark.evaluation.metric, str(benchmark.evaluation.k)
-            ),
+            metric_at_k=metric_name_at(benchmark.evaluation.metric, str(benchmark.evaluation.k)),
             custom_server=bool(benchmark.benchmark.actor_api_base),
             offline_models=list(OFFLINE_MODELS),
             system_prompt_limit=SYSTEM_PROMPT_LIMIT,
@@ -635,13 +646,13 @@ class BenchmarkPages(WebKind):
         config: KindConfig,
         attempt_ids: Sequence[uuid.UUID],
     ) -> Mapping[uuid.UUID, Any]:
-        found = attempt_service.runs(session, challenge.tenant_id, attempt_ids)
+        found = attempt_runs(session, challenge.tenant_id, attempt_ids)
         return {attempt_id: _run_facts(row) for attempt_id, row in found.items()}
 
     def board_info(self, challenge: Challenge, config: KindConfig) -> Any:
         """The heading of the measure column: the benchmark's curve at k ("pass@2")."""
         evaluation = _config(config).evaluation
-        return charts.metric_name_at(evaluation.metric, str(evaluation.k))
+        return metric_name_at(evaluation.metric, str(evaluation.k))
 
     def chart(
         self,
@@ -650,7 +661,7 @@ class BenchmarkPages(WebKind):
         rows: Sequence[Any],
         *,
         element_id: str,
-    ) -> charts.CurveChart | None:
+    ) -> CurveChart | None:
         return leaderboard_chart(_config(config), rows, element_id=element_id)
 
     def attempt_details(

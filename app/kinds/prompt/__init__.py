@@ -7,28 +7,32 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from app.attempt.attempt_kind import (
+from app.kinds.api import (
+    AttemptMetrics,
+    ChallengeTemplate,
+    Kind,
+    KindConfig,
     KindSubmission,
+    Measure,
+    NamedModel,
     RunContext,
     RunsAttempts,
+    ScoringConfig,
     ShownFields,
+    Strategy,
+    SubmissionTarget,
     Submitted,
+    ValidationFailed,
+    checked_api_base,
     checked_prompt,
     fields_as,
+    scoring_strategy,
 )
-from app.attempt.repository import SubmissionTarget
-from app.challenge.challenge_kind import ChallengeTemplate, KindConfig, NamedModel
-from app.challenge.reachability import checked_api_base
-from app.errors import ValidationFailed
-from app.evaluation.feedback import FEEDBACK_MODES
-from app.kinds.base import Kind
+from app.kinds.api.evaluation import FEEDBACK_MODES
 from app.kinds.prompt import web
 from app.kinds.prompt.challenge_templates import PROMPT_INJECTION
 from app.kinds.prompt.config import PromptConfig
 from app.kinds.prompt.schemas import PromptSubmission
-from app.scoring.measures import AttemptMetrics
-from app.scoring.schemas import ScoringConfig
-from app.scoring.strategies import Measure, Strategy, scoring_strategy
 
 
 def _config(config: KindConfig) -> PromptConfig:

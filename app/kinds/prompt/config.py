@@ -7,11 +7,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from app.challenge.challenge_kind import KindConfig
-from app.challenge.sections import EvaluationConfig
-from app.evaluation.types import ModelSpec
-from app.evaluation.verifiers import VerifierConfig
-from app.schemas import InputSchema, ModelId
+from app.kinds.api import EvaluationConfig, InputSchema, KindConfig, ModelId
+from app.kinds.api.evaluation import ModelSpec, VerifierConfig
 
 PROMPT_SLOT = "{prompt}"
 

@@ -3,14 +3,11 @@ or in sequence with feedback (seq@k), each answer judged by the verifier."""
 
 from __future__ import annotations
 
-from app.attempt.attempt_kind import RunContext, stored_fields
-from app.attempt.metrics import trial_metrics
-from app.evaluation.engine import run_trials
-from app.evaluation.types import TrialRecord
-from app.evaluation.verifiers import build_verifier
+from app.kinds.api import AttemptMetrics, RunContext, stored_fields, trial_metrics
+from app.kinds.api.evaluation import TrialRecord, build_verifier
+from app.kinds.api.runs import run_trials
 from app.kinds.prompt.config import PromptConfig
 from app.kinds.prompt.schemas import PromptSubmission
-from app.scoring.measures import AttemptMetrics
 
 
 async def run(context: RunContext, config: PromptConfig) -> AttemptMetrics:

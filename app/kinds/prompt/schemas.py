@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from app.attempt.attempt_kind import KindSubmission, SubmittedText
+from app.kinds.api import KindSubmission, SubmittedText
 
 
 class PromptSubmission(KindSubmission):

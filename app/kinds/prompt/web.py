@@ -9,15 +9,11 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from app.attempt.schemas import AttemptCreate
-from app.challenge.challenge_kind import KindConfig
-from app.challenge.models import Challenge
-from app.config import get_settings
-from app.errors import telling_first
+from app.kinds.api import AttemptCreate, KindConfig, get_settings, telling_first
+from app.kinds.api.storage import Challenge
+from app.kinds.api.web import FormError, WebKind
 from app.kinds.prompt.config import PromptConfig
 from app.kinds.prompt.schemas import PromptSubmission
-from app.web.forms import FormError
-from app.web.web_kind import WebKind
 
 
 @dataclass(frozen=True)

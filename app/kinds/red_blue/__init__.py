@@ -21,28 +21,33 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from app.attempt.attempt_kind import (
+from app.kinds.api import (
+    Accepts,
     AttemptJob,
+    AttemptMetrics,
+    Audience,
+    ChallengeTemplate,
+    Kind,
+    KindConfig,
+    KindLimits,
+    KindMetrics,
     KindSubmission,
+    NamedModel,
     RunContext,
+    RunPurpose,
     RunsAttempts,
     ShownFields,
+    Strategy,
     Submitted,
     UnscoredRequest,
+    ValidationFailed,
+    checked_api_base,
     fields_as,
+    get_settings,
     stored_trials,
 )
-from app.attempt.metrics import KindMetrics
-from app.attempt.models import RunPurpose
-from app.auth.subjects import Audience
-from app.challenge.challenge_kind import Accepts, ChallengeTemplate, KindConfig, NamedModel
-from app.challenge.config import KindLimits
-from app.challenge.models import Challenge
-from app.challenge.reachability import checked_api_base
-from app.config import get_settings
-from app.errors import ValidationFailed
-from app.export.stream import Dataset
-from app.kinds.base import Kind
+from app.kinds.api.exports import Dataset
+from app.kinds.api.storage import Challenge
 from app.kinds.red_blue import final_round, service
 from app.kinds.red_blue.challenge_templates import RED_BLUE_GUARD
 from app.kinds.red_blue.config import (
@@ -55,8 +60,6 @@ from app.kinds.red_blue.dispatch import SWEEP_TASK
 from app.kinds.red_blue.exports import RED_BLUE_DATASETS
 from app.kinds.red_blue.schemas import OneOffMatch, verdicts_of
 from app.kinds.red_blue.web import RedBluePages
-from app.scoring.measures import AttemptMetrics
-from app.scoring.strategies import Strategy
 
 if TYPE_CHECKING:
     from fastapi import APIRouter

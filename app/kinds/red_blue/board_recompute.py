@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from app.config import Settings, get_settings
-from app.db import session_scope, utcnow
+from app.kinds.api import Settings, UnitOfWork, get_settings, unit_of_work
+from app.kinds.api.services import redblue_recomputed
+from app.kinds.api.storage import session_scope, utcnow
 from app.kinds.red_blue import repository
 from app.kinds.red_blue.dispatch import INTERVALS_ONLY, recompute_in
 from app.kinds.red_blue.models import Side
@@ -36,8 +37,6 @@ from app.kinds.red_blue.rules.ratings import (
     to_rating,
     to_strength,
 )
-from app.observability import metrics as telemetry
-from app.unit_of_work import UnitOfWork, unit_of_work
 
 # Ratings and standings ------------------------------------------------------------------------
 #
@@ -332,9 +331,9 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
             )
         _follow_up(work, challenge_id, utcnow())
     if claim.took_landings:
-        telemetry.redblue_recomputed("ratings", ratings_seconds)
+        redblue_recomputed("ratings", ratings_seconds)
     if claim.refresh_intervals:
-        telemetry.redblue_recomputed("intervals", refresh_seconds)
+        redblue_recomputed("intervals", refresh_seconds)
     if written is None:
         return "skipped: a later recompute wrote"
     refreshed = ", intervals bootstrapped" if claim.refresh_intervals else ""

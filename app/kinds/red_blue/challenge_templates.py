@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.challenge.challenge_kind import ChallengeTemplate
+from app.kinds.api import ChallengeTemplate
 
 _PATTERN_JUDGE = {"type": "contains", "pattern": "PWNED"}
 

@@ -15,9 +15,8 @@ from typing import Any
 
 from pydantic import Field
 
-from app.challenge.challenge_kind import KindConfig
-from app.challenge.config import KindLimits, LimitsConfig
-from app.evaluation.types import ModelSpec
+from app.kinds.api import KindConfig, KindLimits, LimitsConfig
+from app.kinds.api.evaluation import ModelSpec
 from app.kinds.red_blue.rules.config import (
     JudgeSuite,
     PairingConfig,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.unit_of_work import WorkerTask
+from app.kinds.api import WorkerTask
 
 SELF_TEST_TASK = "gauntlet.redblue.self_test"
 PAIR_ATTACK_TASK = "gauntlet.redblue.pair_attack"

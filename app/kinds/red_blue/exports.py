@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from app.export.formats import Column
-from app.export.stream import Dataset, in_batches
+from app.kinds.api.exports import Column, Dataset, in_batches
 from app.kinds.red_blue import service
 
 

@@ -30,10 +30,9 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from app.challenge.models import Challenge
-from app.challenge.service import config_of
-from app.db import utcnow
-from app.errors import ValidationFailed
+from app.kinds.api import UnitOfWork, ValidationFailed, unit_of_work
+from app.kinds.api.services import config_of
+from app.kinds.api.storage import Challenge, utcnow
 from app.kinds.red_blue import repository
 from app.kinds.red_blue.config import sections_of
 from app.kinds.red_blue.dispatch import FINAL_ROUND, INTERVALS_ONLY, RECOMPUTE, RUN_MATCHES, chunks
@@ -47,7 +46,6 @@ from app.kinds.red_blue.rules.final_round import (
     phase_of,
 )
 from app.kinds.red_blue.schemas import FinalRoundRead
-from app.unit_of_work import UnitOfWork, unit_of_work
 
 log = logging.getLogger(__name__)
 

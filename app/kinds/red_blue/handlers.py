@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from app.challenge.events import ChallengeClosed
+from app.kinds.api import ChallengeClosed, UnitOfWork, handles
 from app.kinds.red_blue import final_round, repository
-from app.unit_of_work import UnitOfWork, handles
 
 
 @handles(ChallengeClosed)

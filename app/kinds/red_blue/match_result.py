@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     # Types only: the API reads and writes match rows without loading the worker's modules.
-    from app.evaluation.types import CallRecord, VerifierResult
+    from app.kinds.api.evaluation import CallRecord, VerifierResult
+    from app.kinds.api.leases import Failure
     from app.kinds.red_blue.rules.judging import CategoryVerdict, MatchJudgement
-    from app.lease.run import Failure
 
 
 @dataclass(frozen=True, slots=True)

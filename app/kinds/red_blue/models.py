@@ -29,9 +29,17 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.challenge.models import challenge_work_runs
-from app.db import Base, JSONType, ProducedJSON, ProducedText, StrEnumColumn, UTCDateTime, new_id
-from app.lease.models import Leased, LeasedTable, Metered
+from app.kinds.api.leases import Leased, LeasedTable, Metered
+from app.kinds.api.storage import (
+    Base,
+    JSONType,
+    ProducedJSON,
+    ProducedText,
+    StrEnumColumn,
+    UTCDateTime,
+    challenge_work_runs,
+    new_id,
+)
 
 
 class DefenseStatus(StrEnum):

@@ -10,13 +10,12 @@ would give, are in the attempt's `kind_metrics`.
 
 from __future__ import annotations
 
-from app.attempt.attempt_kind import RunContext, stored_fields
-from app.evaluation.types import JudgeSection, TrialRecord
+from app.kinds.api import AttemptMetrics, RunContext, stored_fields
+from app.kinds.api.evaluation import JudgeSection, TrialRecord
 from app.kinds.red_blue.config import RedBlueSections
 from app.kinds.red_blue.match_result import judged
 from app.kinds.red_blue.rules.judging import judge_match, verify_categories
 from app.kinds.red_blue.schemas import OneOffMatch, OneOffVerdicts
-from app.scoring.measures import AttemptMetrics
 
 
 async def play(context: RunContext, sections: RedBlueSections) -> AttemptMetrics:

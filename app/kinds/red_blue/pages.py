@@ -15,11 +15,31 @@ from fastapi import APIRouter, Depends, Form, Request
 from pydantic import ValidationError
 from starlette.responses import Response
 
-from app.challenge.config import Visibility
-from app.challenge.models import Challenge
-from app.challenge.service import config_of, get_challenge, to_public_view
-from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import AppError, telling_first
+from app.kinds.api import AppError, Visibility, telling_first
+from app.kinds.api.http import SessionDep, UnitOfWorkDep
+from app.kinds.api.pages import (
+    CsrfField,
+    HtmlRoute,
+    ListPage,
+    Visitor,
+    admin_form,
+    admin_page_visit,
+    challenge_page_response,
+    challenge_url,
+    form_fields,
+    json_response,
+    not_found,
+    page,
+    play_post,
+    redirect,
+    render_macro,
+    visible_challenge,
+    visitor,
+)
+from app.kinds.api.pages import notice as notice_text
+from app.kinds.api.services import as_subject, config_of, get_challenge, to_public_view
+from app.kinds.api.storage import Challenge
+from app.kinds.api.web import FormError, board_audience, error_field
 from app.kinds.red_blue import service
 from app.kinds.red_blue.models import Side
 from app.kinds.red_blue.schemas import AttackCreate, DefenseCreate
@@ -31,29 +51,6 @@ from app.kinds.red_blue.web import (
     play_state,
     version_of,
 )
-from app.tenant import service as tenants
-from app.web.admin.visits import admin_form, admin_page_visit
-from app.web.challenges.router import challenge_page_response, form_fields
-from app.web.forms import FormError, error_field
-from app.web.rendering import (
-    HtmlRoute,
-    json_response,
-    not_found,
-    page,
-    redirect,
-    render_macro,
-)
-from app.web.visitors import (
-    CsrfField,
-    ListPage,
-    Visitor,
-    board_audience,
-    challenge_url,
-    play_post,
-    visible_challenge,
-    visitor,
-)
-from app.web.visitors import notice as notice_text
 
 router = APIRouter(route_class=HtmlRoute, include_in_schema=False)
 
@@ -114,7 +111,7 @@ def _submit_entry(
     text = fields.get(field, "")
     if not text.strip():
         return again(FormError(f"Write your {what} first: it must not be blank.", field=field))
-    submitter = tenants.as_subject(participant)
+    submitter = as_subject(participant)
     # The form's one-time id makes a double submit (double click, resent form) one entry.
     idempotency_key = None
     with contextlib.suppress(ValueError):
@@ -254,7 +251,7 @@ def match_page(
     visit = visitor(request, session, tenant_slug)
     web, tenant, participant = visit
     challenge = _red_blue(session, visit, challenge_slug)
-    viewer = tenants.as_subject(participant) if participant is not None else None
+    viewer = as_subject(participant) if participant is not None else None
     try:
         match = service.read_challenge_match(
             session, challenge, match_id, viewer, board_audience(participant)

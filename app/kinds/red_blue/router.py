@@ -8,11 +8,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from app.auth.gate import TenantAdminDep, TenantKeyDep
-from app.challenge.reference import ChallengeIdDep
-from app.conditional import CONDITIONAL_READ
-from app.deps import IdempotencyKey, SessionDep, UnitOfWorkDep, accepted_headers
-from app.error_codes import (
+from app.kinds.api import Limit, Offset
+from app.kinds.api.error_codes import (
     DAILY_LIMIT_REACHED,
     IDEMPOTENCY_KEY_REUSED,
     NOT_IN_ERROR,
@@ -21,6 +18,17 @@ from app.error_codes import (
     QUOTA_MAX_PARTICIPANTS,
     TOTAL_LIMIT_REACHED,
     raises,
+)
+from app.kinds.api.http import (
+    CONDITIONAL_READ,
+    ApiRoute,
+    ChallengeIdDep,
+    IdempotencyKey,
+    SessionDep,
+    TenantAdminDep,
+    TenantKeyDep,
+    UnitOfWorkDep,
+    accepted_headers,
 )
 from app.kinds.red_blue import service
 from app.kinds.red_blue.schemas import (
@@ -32,8 +40,6 @@ from app.kinds.red_blue.schemas import (
     MatchRead,
     Standings,
 )
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1", tags=["red-blue"], route_class=ApiRoute)
 

@@ -8,12 +8,18 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from app.attempt.attempt_kind import KindSubmission, SubmittedText
-from app.attempt.metrics import KindMetrics
+from app.kinds.api import (
+    FROZEN_AT_DESCRIPTION,
+    FROZEN_DESCRIPTION,
+    Handle,
+    InputSchema,
+    KindMetrics,
+    KindSubmission,
+    OutputSchema,
+    SubmittedText,
+)
 from app.kinds.red_blue.models import DefenseStatus, MatchStatus, Side
 from app.kinds.red_blue.rules.final_round import Phase as FinalRoundPhase
-from app.leaderboard.schemas import FROZEN_AT_DESCRIPTION, FROZEN_DESCRIPTION
-from app.schemas import Handle, InputSchema, OutputSchema
 
 
 def _storable(value: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from celery import shared_task
 from sqlalchemy.exc import OperationalError
 
-from app.config import get_settings
+from app.kinds.api import get_settings
 
 # The module's name is taken by its task below.
 from app.kinds.red_blue import final_round as rounds

@@ -22,14 +22,28 @@ from typing import Any, ClassVar
 
 from sqlalchemy.orm import Session
 
-from app.attempt.schemas import UnscoredRunRead
-from app.auth.subjects import TenantAdmin
-from app.challenge.challenge_kind import KindConfig
-from app.challenge.config import ChallengeStatus
-from app.challenge.limits import Left
-from app.challenge.models import Challenge
-from app.challenge.service import challenge_status, config_of
-from app.config import get_settings
+from app.kinds.api import (
+    ChallengeStatus,
+    KindConfig,
+    ScoringStrategy,
+    TenantAdmin,
+    UnitOfWork,
+    UnscoredRunRead,
+    get_settings,
+)
+from app.kinds.api.services import Left, as_subject, challenge_status, config_of
+from app.kinds.api.storage import Challenge, Participant
+from app.kinds.api.web import (
+    BaselineForm,
+    BaselineSubmitted,
+    Count,
+    FormError,
+    ListStanding,
+    RunVerdict,
+    StrategyText,
+    WebKind,
+    board_audience,
+)
 from app.kinds.red_blue import final_round, service
 from app.kinds.red_blue.config import RedBlueLimitFields, RedBlueSections, sections_of, text_limit
 from app.kinds.red_blue.models import DefenseStatus, MatchStatus, Side
@@ -43,21 +57,6 @@ from app.kinds.red_blue.schemas import (
     MatchRead,
     RedBlueLeaderboard,
     Standings,
-)
-from app.scoring.strategies import ScoringStrategy
-from app.tenant import service as tenants
-from app.tenant.models import Participant
-from app.unit_of_work import UnitOfWork
-from app.web.forms import FormError
-from app.web.visitors import board_audience
-from app.web.web_kind import (
-    BaselineForm,
-    BaselineSubmitted,
-    Count,
-    ListStanding,
-    RunVerdict,
-    StrategyText,
-    WebKind,
 )
 
 KIND_TEMPLATE = "kinds/red_blue/macros.html"
@@ -189,7 +188,7 @@ def _board(
     board = service.read_leaderboard(session, challenge, side, audience, limit=limit, offset=offset)
     handle = None
     if participant is not None:  # a member's row is their team's
-        handle = service.player_at(session, tenants.as_subject(participant), challenge.id)[1]
+        handle = service.player_at(session, as_subject(participant), challenge.id)[1]
     rows = [
         BoardRow(item, handle is not None and item.participant == handle) for item in board.items
     ]
@@ -374,7 +373,7 @@ class RedBluePages(WebKind):
         """The participant's best rank over the two sides, with that side's rating (in a
         freeze, on the frozen boards); a note for entries not rated yet."""
         slugs = {challenge.id: challenge.slug for challenge in challenges}
-        viewer = tenants.as_subject(participant)
+        viewer = as_subject(participant)
         audience = board_audience(participant)
         standings = {}
         for challenge, place in service.places(session, viewer, challenges, audience).items():
@@ -488,7 +487,7 @@ def play_state(
     matches_total = 0
     defenses_left = attacks_left = None
     if participant is not None:
-        subject = tenants.as_subject(participant)
+        subject = as_subject(participant)
         # A member plays as their team: its entries, quota and matches are theirs.
         player, name = service.player_at(session, subject, challenge.id)
         defenses_left, attacks_left = service.entries_left(session, challenge, participant.id)

@@ -31,11 +31,24 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.orm import Session
 
-from app.challenge.service import config_of
-from app.config import Settings, get_settings
-from app.db import session_scope, utcnow
-from app.errors import ValidationFailed
-from app.evaluation.verifiers import build_verifier
+from app.kinds.api import Settings, UnitOfWork, ValidationFailed, get_settings, unit_of_work
+from app.kinds.api.evaluation import build_verifier
+from app.kinds.api.leases import (
+    CostBudget,
+    DaySpend,
+    Failure,
+    Heartbeat,
+    LeasedRun,
+    RowSpend,
+    failure_of,
+    lease_until,
+    model_client,
+    renewer,
+    run_leased,
+    run_on_process_loop,
+)
+from app.kinds.api.services import config_of
+from app.kinds.api.storage import session_scope, utcnow
 from app.kinds.red_blue import final_round, repository
 from app.kinds.red_blue.config import RedBlueSections, sections_of
 from app.kinds.red_blue.dispatch import (
@@ -59,13 +72,6 @@ from app.kinds.red_blue.models import (
 from app.kinds.red_blue.repository import Entry
 from app.kinds.red_blue.rules.judging import judge_match, verify_categories
 from app.kinds.red_blue.rules.pairing import NewEntry, Opponent, choose_opponents
-from app.lease.budget import CostBudget, RowSpend
-from app.lease.heartbeat import Heartbeat
-from app.lease.model_client import model_client
-from app.lease.run import Failure, LeasedRun, failure_of, run_leased, run_on_process_loop
-from app.lease.service import lease_until, renewer
-from app.tenant.service import DaySpend
-from app.unit_of_work import UnitOfWork, unit_of_work
 
 log = logging.getLogger(__name__)
 

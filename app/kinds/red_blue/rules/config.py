@@ -18,11 +18,13 @@ from pydantic import (
     field_validator,
 )
 
-from app.config import get_settings
-from app.error_words import pattern_words
-from app.evaluation.model_ids import base_url_problem, model_id_problem
-from app.evaluation.verifiers import LLMJudgeConfig, VerifierConfig
-from app.schemas import InputSchema, ModelId
+from app.kinds.api import InputSchema, ModelId, get_settings, pattern_words
+from app.kinds.api.evaluation import (
+    LLMJudgeConfig,
+    VerifierConfig,
+    base_url_problem,
+    model_id_problem,
+)
 
 PairingPolicy = Literal["round_robin", "latest_best", "random_active"]
 PAIRING_POLICIES: Final[tuple[PairingPolicy, ...]] = ("round_robin", "latest_best", "random_active")

@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Protocol
 
-from app.evaluation.llm import CompletionClient
-from app.evaluation.types import VerifierResult
-from app.evaluation.verifiers import LLMJudgeConfig, build_verifier
+from app.kinds.api.evaluation import (
+    CompletionClient,
+    LLMJudgeConfig,
+    VerifierResult,
+    build_verifier,
+)
 from app.kinds.red_blue.rules.config import JudgeSuite, PointsConfig
 
 

@@ -1,0 +1,42 @@
+"""The leased-run mechanism, for a kind's work on workers: its tables mix in `Leased` (and
+`Metered` for spend) and describe themselves with a `LeasedTable`; `claim`, `lock_held`,
+`release` and `lapsed` are the claims on them; a `LeasedRun` given to `run_leased` does one
+row's work under a renewed lease, within its cost budget, storing trials through the attempt's
+`DatabaseRunStore` and `TrialWriter`."""
+
+from __future__ import annotations
+
+from app.attempt.run_store import DatabaseRunStore
+from app.attempt.trial_writer import TrialWriter
+from app.lease.budget import CostBudget, RowSpend
+from app.lease.heartbeat import Heartbeat
+from app.lease.model_client import model_client
+from app.lease.models import Leased, LeasedTable, Metered
+from app.lease.repository import claim, lapsed, lock_held, release
+from app.lease.run import Failure, LeasedRun, failure_of, run_leased, run_on_process_loop
+from app.lease.service import lease_until, renewer
+from app.tenant.service import DaySpend
+
+__all__ = [
+    "CostBudget",
+    "DatabaseRunStore",
+    "DaySpend",
+    "Failure",
+    "Heartbeat",
+    "Leased",
+    "LeasedRun",
+    "LeasedTable",
+    "Metered",
+    "RowSpend",
+    "TrialWriter",
+    "claim",
+    "failure_of",
+    "lapsed",
+    "lease_until",
+    "lock_held",
+    "model_client",
+    "release",
+    "renewer",
+    "run_leased",
+    "run_on_process_loop",
+]
