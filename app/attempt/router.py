@@ -54,7 +54,8 @@ router = APIRouter(prefix="/v1", tags=["attempts"], route_class=ApiRoute)
         403: {"description": "Not a tenant key."},
         409: {
             "description": "The challenge is not open, the participant's attempt limit is "
-            "reached, or the Idempotency-Key was used for a different request."
+            "reached, the participant has not accepted the challenge's rules "
+            "(`rules_not_accepted`), or the Idempotency-Key was used for a different request."
         },
         429: {"description": "The participant's daily attempt limit is reached."},
     },

@@ -4,6 +4,7 @@ benchmark's tasks with pass@k or seq@k, and it ranks by the curve at k."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, ClassVar
 
 from fastapi import APIRouter
@@ -25,6 +26,7 @@ from app.attempt.repository import SubmissionTarget
 from app.challenge.challenge_kind import ChallengeTemplate, KindConfig, NamedModel
 from app.challenge.models import Challenge
 from app.challenge.reachability import checked_api_base, refuse_unreachable
+from app.challenge.service import config_of
 from app.config import Settings, get_settings
 from app.errors import Conflict, ValidationFailed
 from app.evaluation.benchmark import (
@@ -225,6 +227,11 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
             # Which tasks are private is the organizer's to know.
             sections["split"].pop("seed", None)
         return sections
+
+    def private_board_revealed(self, session: Session, challenge: Challenge, now: datetime) -> bool:
+        # A split challenge's private board is revealed at the close.
+        closed = challenge.closes_at is not None and challenge.closes_at <= now
+        return closed and _config(config_of(challenge)).split is not None
 
     def api_routers(self) -> Sequence[APIRouter]:
         # Final submissions and the private board load with the API's routes, not the worker.

@@ -39,7 +39,8 @@ ReadsFor = Annotated[
 
 _SUBMISSION_ANSWERS: dict[int | str, dict[str, str]] = {
     409: {
-        "description": "The challenge is not open, the participant's limit is reached, or the "
+        "description": "The challenge is not open, the participant's limit is reached, the "
+        "participant has not accepted the challenge's rules (`rules_not_accepted`), or the "
         "Idempotency-Key was used for a different request."
     },
     429: {"description": "The participant's daily limit (of this side) is reached."},

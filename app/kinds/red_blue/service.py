@@ -24,6 +24,7 @@ from app.challenge.config import LimitsConfig
 from app.challenge.limits import Left, left_under, refuse_when_none_left
 from app.challenge.models import Challenge
 from app.challenge.service import get_challenge, public_challenge, refuse_unless_open
+from app.competition.service import refuse_unless_accepted
 from app.config import get_settings
 from app.db import utcnow
 from app.errors import AppError, Conflict, Forbidden, NotFound, ValidationFailed
@@ -231,6 +232,9 @@ def _submit(
     _checked_text(text, own.max_defense_chars if is_defense else own.max_attack_chars, field)
     now = utcnow()
     refuse_unless_open(target, now)
+    refuse_unless_accepted(
+        challenge_id, target.rules_sha256, target.rules_accepted, baseline=body.baseline
+    )
     # A team's member submits as the team: one side of every match, never against itself.
     player = entry_player(session, tenant_id, target, handle_given)
     participant_id, handle = player.participant_id, player.handle
@@ -298,6 +302,11 @@ def entrants(
 ) -> set[uuid.UUID]:
     """Those of the participants with a defense or an attack at the challenge."""
     return RedBlueRepository(session, tenant_id).entrants(challenge_id, participant_ids)
+
+
+def players(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> set[uuid.UUID]:
+    """Everyone with a defense or an attack (not a baseline) at the challenge."""
+    return RedBlueRepository(session, tenant_id).players(challenge_id)
 
 
 def submit_defense(
