@@ -97,7 +97,12 @@ def test_a_prompt_challenges_exports_equal_the_apis_reads(
         api.wait_finished(key, attempt["id"])
 
     offered = api.request("GET", f"/v1/challenges/{cid}/exports", key).json()["items"]
-    assert [e["name"] for e in offered] == ["leaderboard", "attempts", "trials", "rules_acceptances"]
+    assert [e["name"] for e in offered] == [
+        "leaderboard",
+        "attempts",
+        "trials",
+        "rules_acceptances",
+    ]
     assert offered[1]["formats"] == {
         "csv": f"/v1/challenges/{cid}/exports/attempts?format=csv",
         "json": f"/v1/challenges/{cid}/exports/attempts?format=json",
