@@ -111,9 +111,7 @@ def test_a_submission_waits_for_the_rules_to_be_accepted(api: Api, tenant: dict[
     newer = _accept(api, key, cid, handle)
     assert newer.status_code == 201 and newer.json()["rules_sha256"] != record["rules_sha256"]
 
-    exported = api.request(
-        "GET", f"/v1/challenges/{cid}/exports/rules_acceptances?format=csv", key
-    )
+    exported = api.request("GET", f"/v1/challenges/{cid}/exports/rules_acceptances?format=csv", key)
     assert exported.status_code == 200, exported.text
     rows = list(csv.DictReader(io.StringIO(exported.text)))
     assert [(r["participant"], r["current"]) for r in rows] == [
@@ -189,8 +187,6 @@ def test_another_tenants_challenge_answers_404(api: Api, tenant: dict[str, Any])
     assert exported.status_code == 404
     # The other tenant's own challenge does not reach this one's announcement either.
     theirs = api.create_challenge(other)["id"]
-    wrong = api.request(
-        "DELETE", f"/v1/challenges/{theirs}/announcements/{posted['id']}", other
-    )
+    wrong = api.request("DELETE", f"/v1/challenges/{theirs}/announcements/{posted['id']}", other)
     assert wrong.status_code == 404
     assert api.request("GET", f"{path}/announcements", key).json()["total"] == 1
