@@ -96,7 +96,7 @@ def notify_challenge(
     them, or the challenge changed since it was found)."""
     with unit_of_work() as work:
         session = work.session
-        challenge = session.get(Challenge, challenge_id)
+        challenge = repository.challenge_of_any_tenant(session, challenge_id)
         if challenge is None or challenge.closes_at != closes_at or challenge.deleted_at:
             return 0
         repo = CompetitionRepository(session, challenge.tenant_id)

@@ -178,6 +178,11 @@ class CompetitionRepository:
             self.session.flush()
 
 
+def challenge_of_any_tenant(session: Session, challenge_id: uuid.UUID) -> Challenge | None:
+    """The challenge, whichever tenant's (the notices' sweep only)."""
+    return session.get(Challenge, challenge_id)
+
+
 def due_notices(
     session: Session,
     event: str,
