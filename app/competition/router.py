@@ -28,7 +28,10 @@ router = APIRouter(prefix="/v1/challenges", tags=["challenges"], route_class=Api
     "/{challenge_id}/rules/acceptance",
     status_code=status.HTTP_201_CREATED,
     responses={
-        200: {"description": "This participant had accepted this version: the same record."},
+        200: {
+            "model": RulesAcceptanceRead,
+            "description": "This participant had accepted this version: the same record.",
+        },
         409: {"description": "`no_rules`: the challenge has no rules to accept."},
     },
 )
