@@ -194,6 +194,15 @@ FINAL_PICKS_EXHAUSTED = _code(
     "The participant has marked as many final submissions as allowed: unmark one first.",
 )
 
+# Rules.
+RULES_NOT_ACCEPTED = _code(
+    "rules_not_accepted",
+    409,
+    "The challenge has rules the participant has not accepted: accept them "
+    "(`POST /v1/challenges/{id}/rules/acceptance`), then submit again.",
+)
+NO_RULES = _code("no_rules", 409, "The challenge has no rules to accept.")
+
 # Scorers and tenants.
 SCORER_IN_USE = _code(
     "scorer_in_use", 409, "Challenges use the scorer: disable it instead of removing it."

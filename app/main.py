@@ -29,6 +29,7 @@ from app.challenge.deleted_router import router as deleted_challenge_router
 from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
 from app.challenge.templates_router import router as challenge_template_router
+from app.competition.router import router as competition_router
 from app.conditional import ConditionalGet
 from app.config import get_settings
 from app.db import get_autocommit_sessionmaker, get_engine
@@ -287,6 +288,7 @@ def create_app() -> FastAPI:
         challenge_router,
         deleted_challenge_router,
         challenge_template_router,
+        competition_router,
         leaderboard_router,
         team_router,
         export_router,

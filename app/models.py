@@ -5,6 +5,7 @@ from app.attempt.models import Attempt, AttemptTask, Trial
 from app.auth.models import AccountToken, ApiKey, BrowserSession, PlatformSession
 from app.challenge.models import Challenge
 from app.challenge.registry import registered
+from app.competition.models import Announcement, ChallengeNotice, RulesAcceptance
 from app.leaderboard.models import BoardFreeze, FrozenLeaderboardEntry, LeaderboardEntry
 from app.mail.models import OutboundMail
 from app.observability.models import WorkerHeartbeat
@@ -17,18 +18,21 @@ registered()
 
 __all__ = [
     "AccountToken",
+    "Announcement",
     "ApiKey",
     "Attempt",
     "AttemptTask",
     "BoardFreeze",
     "BrowserSession",
     "Challenge",
+    "ChallengeNotice",
     "FrozenLeaderboardEntry",
     "LeaderboardEntry",
     "OutboundMail",
     "Participant",
     "PlatformSession",
     "RescoreJob",
+    "RulesAcceptance",
     "ScorerPlugin",
     "Team",
     "TeamMember",

@@ -45,7 +45,13 @@ def make_celery() -> Celery:
     kind_tasks = worker_task_modules()
     app = Celery(
         "gauntlet",
-        include=["app.attempt.tasks", "app.rescore.tasks", "app.mail.tasks", *kind_tasks],
+        include=[
+            "app.attempt.tasks",
+            "app.rescore.tasks",
+            "app.mail.tasks",
+            "app.competition.tasks",
+            *kind_tasks,
+        ],
     )
     configure(app, settings)
     if settings.resolved_broker_url.startswith(("redis://", "rediss://")):
@@ -66,6 +72,11 @@ def make_celery() -> Celery:
             },
             "sweep-mail": {
                 "task": "gauntlet.sweep_mail",
+                "schedule": settings.sweep_interval_seconds,
+                "options": {"queue": settings.queue, "expires": settings.sweep_interval_seconds},
+            },
+            "sweep-notices": {
+                "task": "gauntlet.sweep_notices",
                 "schedule": settings.sweep_interval_seconds,
                 "options": {"queue": settings.queue, "expires": settings.sweep_interval_seconds},
             },

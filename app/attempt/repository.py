@@ -41,6 +41,7 @@ from app.attempt.models import (
 from app.attempt.schemas import FailedAttempt, RunRow
 from app.challenge.config import ChallengeState, LimitsConfig
 from app.challenge.models import Challenge, challenge_not_deleted, challenge_work_runs
+from app.competition.models import RulesAcceptance
 from app.db import (
     count_where,
     insert_for,
@@ -75,6 +76,10 @@ class SubmissionTarget:
     participant_is_team: bool = False
     # The tenant's quota of entries a day (app.tenant.quotas); None: none.
     tenant_attempts_per_day: int | None = None
+    # The version of the challenge's rules (None: it has none), and whether the handle's
+    # participant accepted a version of them (app.competition.service).
+    rules_sha256: str | None = None
+    rules_accepted: bool = False
 
 
 # The submission's statements are the busiest of the service (bench/README.md), so they are
@@ -88,6 +93,7 @@ _TENANTS: Table = Tenant.__table__  # type: ignore[assignment]
 _TEAM_MEMBERS: Table = TeamMember.__table__  # type: ignore[assignment]
 _TEAM_PARTICIPANTS = _PARTICIPANTS.alias("team_participants")
 _OWN_TEAMS = Team.__table__.alias("own_teams")
+_ACCEPTANCES: Table = RulesAcceptance.__table__  # type: ignore[assignment]
 _SUBMISSION_TARGET = (
     select(
         _CHALLENGES.c.id,
@@ -102,6 +108,13 @@ _SUBMISSION_TARGET = (
         _TEAM_PARTICIPANTS.c.handle.label("team_name"),
         _OWN_TEAMS.c.id.is_not(None).label("participant_is_team"),
         _TENANTS.c.max_attempts_per_day,
+        _CHALLENGES.c.rules_sha256,
+        exists()
+        .where(
+            _ACCEPTANCES.c.challenge_id == _CHALLENGES.c.id,
+            _ACCEPTANCES.c.participant_id == _PARTICIPANTS.c.id,
+        )
+        .label("rules_accepted"),
     )
     .select_from(
         _CHALLENGES.join(_TENANTS, _TENANTS.c.id == _CHALLENGES.c.tenant_id)
@@ -281,6 +294,23 @@ class AttemptRepository:
         if since is not None:
             conditions.append(Attempt.created_at >= since)
         return count_where(self.session, Attempt, *conditions)
+
+    def players(self, challenge_id: uuid.UUID) -> set[uuid.UUID]:
+        """Everyone with an entry (not practice, not a baseline) at the challenge: the
+        participant it is recorded under and the member who submitted a team's."""
+        conditions = (
+            Attempt.tenant_id == self.tenant_id,
+            Attempt.challenge_id == challenge_id,
+            Attempt.baseline.is_(False),
+            _ENTRY,
+        )
+        recorded = select(Attempt.participant_id).where(
+            *conditions, Attempt.participant_id.is_not(None)
+        )
+        submitters = select(Attempt.submitted_by_id).where(
+            *conditions, Attempt.submitted_by_id.is_not(None)
+        )
+        return set(self.session.scalars(recorded.union(submitters)))
 
     def entrants(
         self, challenge_id: uuid.UUID, participant_ids: Collection[uuid.UUID]

@@ -44,6 +44,7 @@ from app.error_codes import (
     PRACTICE_OFF,
     QUOTA_MAX_ATTEMPTS_PER_DAY,
     QUOTA_MAX_PARTICIPANTS,
+    RULES_NOT_ACCEPTED,
     TOTAL_LIMIT_REACHED,
     raises,
 )
@@ -65,6 +66,7 @@ router = APIRouter(prefix="/v1", tags=["attempts"], route_class=ApiRoute)
     responses=raises(
         *NOT_OPEN,
         IDEMPOTENCY_KEY_REUSED,
+        RULES_NOT_ACCEPTED,
         TOTAL_LIMIT_REACHED,
         DAILY_LIMIT_REACHED,
         QUOTA_MAX_PARTICIPANTS,

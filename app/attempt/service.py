@@ -44,6 +44,7 @@ from app.challenge.service import (
     sealed_shown,
     sealed_shown_of,
 )
+from app.competition.service import refuse_unless_accepted
 from app.config import get_settings
 from app.db import TransactionNeeded, autocommits, utcnow
 from app.error_codes import IDEMPOTENCY_KEY_REUSED, KIND_TAKES_NO_ATTEMPTS, NOT_IN_ERROR
@@ -276,6 +277,12 @@ def entrants(
     return AttemptRepository(session, tenant_id).entrants(challenge_id, participant_ids)
 
 
+def players(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> set[uuid.UUID]:
+    """Everyone with an attempt (not practice, not a baseline) at the challenge, a team's
+    submitting members included."""
+    return AttemptRepository(session, tenant_id).players(challenge_id)
+
+
 def attempts_left(
     session: Session, reader: TenantKey, challenge_id: uuid.UUID, handle: str
 ) -> AttemptsLeft:
@@ -404,6 +411,9 @@ def _submit(
         raise ValidationFailed.at(["participant"], "is required when submitting with a tenant key")
     now = utcnow()
     refuse_unless_open(challenge, now)
+    refuse_unless_accepted(
+        challenge_id, challenge.rules_sha256, challenge.rules_accepted, baseline=body.baseline
+    )
     submitted = kind.submission(
         challenge, fields, lambda: config_of(get_challenge(session, tenant_id, challenge_id))
     )

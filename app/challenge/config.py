@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from enum import StrEnum
 from typing import Any, Self
 
@@ -103,3 +104,48 @@ class KindLimits(InputSchema):
     def of(cls, limits: LimitsConfig) -> Self:
         """The kind's limits of a challenge (validated when it was saved)."""
         return cls.model_validate(limits.kind_limits)
+
+
+# A page's Markdown: long enough for a competition's full rules, short enough to render in a
+# request.
+MAX_PAGE_CHARS = 100_000
+_PAGE = "Markdown (CommonMark with tables), shown sanitized: raw HTML is shown as text."
+
+
+class ChallengePages(InputSchema):
+    """A challenge's pages, shown as tabs on its page, each Markdown ('' : no such tab).
+    Rules, when written, are what a participant accepts before a first submission."""
+
+    overview: str = Field(default="", max_length=MAX_PAGE_CHARS, description=_PAGE)
+    rules: str = Field(
+        default="",
+        max_length=MAX_PAGE_CHARS,
+        description=_PAGE + " When not empty, each participant accepts them before their "
+        "first submission (POST /v1/challenges/{id}/rules/acceptance).",
+    )
+    data: str = Field(
+        default="", max_length=MAX_PAGE_CHARS, description=_PAGE + " The data or tasks."
+    )
+    evaluation: str = Field(
+        default="",
+        max_length=MAX_PAGE_CHARS,
+        description=_PAGE + " How entries are judged and ranked, in words.",
+    )
+
+    @property
+    def rules_sha256(self) -> str | None:
+        """The version of the rules a participant accepts: the SHA-256 of their text (with
+        line ends and surrounding blanks made uniform); None when there are none."""
+        text = "\n".join(line.rstrip() for line in self.rules.strip().splitlines())
+        if not text:
+            return None
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ChallengePagesUpdate(InputSchema):
+    """The pages to change; those not named stay as they are."""
+
+    overview: str | None = Field(default=None, max_length=MAX_PAGE_CHARS)
+    rules: str | None = Field(default=None, max_length=MAX_PAGE_CHARS)
+    data: str | None = Field(default=None, max_length=MAX_PAGE_CHARS)
+    evaluation: str | None = Field(default=None, max_length=MAX_PAGE_CHARS)

@@ -20,7 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.auth.tenant_access import TenantStatus
-from app.challenge.config import ChallengeState, LimitsConfig, Visibility
+from app.challenge.config import ChallengePages, ChallengeState, LimitsConfig, Visibility
 from app.db import Base, JSONType, ModelColumn, StrEnumColumn, UTCDateTime, new_id, utcnow
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
@@ -66,6 +66,11 @@ class Challenge(Base):
     state: Mapped[ChallengeState] = mapped_column(
         StrEnumColumn(ChallengeState, 16), default=ChallengeState.LIVE, server_default="live"
     )
+    # Its pages (Overview, Rules, Data, Evaluation), Markdown; null: none written.
+    pages: Mapped[ChallengePages | None] = mapped_column(ModelColumn(ChallengePages), default=None)
+    # The version of its rules participants accept (`ChallengePages.rules_sha256`), kept
+    # beside the pages so a submission checks acceptance in its one statement; null: no rules.
+    rules_sha256: Mapped[str | None] = mapped_column(String(64), default=None)
     opens_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     closes_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # From then until `closes_at`, public boards show what they showed then (app.leaderboard
@@ -88,6 +93,17 @@ class Challenge(Base):
         reads them; a section with no value is left out."""
         kept = {name: value for name, value in sections.items() if value is not None}
         self.kind_sections = kept or None
+
+    @property
+    def page_texts(self) -> ChallengePages:
+        """Its pages, each '' when not written."""
+        return self.pages or ChallengePages()
+
+    def store_pages(self, pages: ChallengePages) -> None:
+        """Keeps the pages and the version of the rules they hold."""
+        written = any(pages.model_dump().values())
+        self.pages = pages if written else None
+        self.rules_sha256 = pages.rules_sha256
 
     @property
     def strategy(self) -> Strategy:

@@ -24,7 +24,14 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from app.challenge.config import ChallengeState, ChallengeStatus, LimitsConfig, Visibility
+from app.challenge.config import (
+    ChallengePages,
+    ChallengePagesUpdate,
+    ChallengeState,
+    ChallengeStatus,
+    LimitsConfig,
+    Visibility,
+)
 from app.challenge.reference import ChallengeSlug
 from app.challenge.registry import KindNotFound, find_kind
 from app.schemas import BoundedDatetime, InputSchema, Name, OutputSchema
@@ -145,6 +152,11 @@ class ChallengeCreate(InputSchema):
     )
     title: Name
     goal: str = Field(default="", max_length=20_000)
+    pages: ChallengePages = Field(
+        default_factory=ChallengePages,
+        description="Its pages, shown as tabs on the challenge page: overview, rules, data, "
+        "evaluation (Markdown, sanitized when shown).",
+    )
     kind: KindName = "prompt"
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
@@ -206,6 +218,11 @@ class ChallengeUpdate(InputSchema):
 
     title: Name | None = None
     goal: str | None = Field(default=None, max_length=20_000)
+    pages: ChallengePagesUpdate | None = Field(
+        default=None,
+        description="The pages to change (those not named stay). Changing the rules makes a "
+        "new version: participants who accepted an earlier one keep playing.",
+    )
     scoring: ScoringConfig | None = None
     limits: LimitsConfig | None = None
     opens_at: BoundedDatetime | None = None
@@ -245,6 +262,9 @@ class ChallengePublic(OutputSchema):
     slug: str
     title: str
     goal: str
+    pages: ChallengePages
+    # The version of the rules participants accept (SHA-256 of their text); null: no rules.
+    rules_sha256: str | None
     kind: str
     target: dict[str, Any] | None
     verifier: dict[str, Any] | None

@@ -429,6 +429,7 @@ def create_challenge(session: Session, tenant_id: uuid.UUID, body: ChallengeCrea
         updated_at=now,
     )
     challenge.store_sections(config.model_dump(mode="json"))
+    challenge.store_pages(body.pages)
     if not repo.add(challenge):
         raise taken
     return challenge
@@ -559,6 +560,7 @@ def _as_create(challenge: Challenge) -> dict[str, Any]:
         "slug": challenge.slug,
         "title": challenge.title,
         "goal": challenge.goal,
+        "pages": challenge.page_texts.model_dump(),
         "kind": challenge.kind,
         **challenge.stored_sections(kind.config_model.model_fields),
         "scoring": challenge.scoring.model_dump(mode="json"),
@@ -596,7 +598,10 @@ def update_challenge(
             code=CHALLENGE_ARCHIVED,
         )
     merged = _as_create(challenge)
-    merged.update(changes)
+    # Pages not named stay as they are.
+    named = changes.pop("pages", None) or {}
+    pages = {**merged["pages"], **{name: text for name, text in named.items() if text is not None}}
+    merged.update(changes, pages=pages)
     flat = given_flat_scoring(body)
     with errors_named_as_given(flat):
         if flat:
@@ -611,6 +616,7 @@ def update_challenge(
     scoring_changed = scoring != challenge.scoring
     challenge.title = validated.title
     challenge.goal = validated.goal
+    challenge.store_pages(validated.pages)
     challenge.store_sections(config.model_dump(mode="json"))
     challenge.scoring = scoring
     challenge.limits = limits
@@ -749,6 +755,8 @@ def _common(challenge: Challenge) -> dict[str, Any]:
         "slug": challenge.slug,
         "title": challenge.title,
         "goal": challenge.goal,
+        "pages": challenge.page_texts,
+        "rules_sha256": challenge.rules_sha256,
         "kind": challenge.kind,
         # The built-in kinds' section columns are always shown, null where a kind has none.
         "target": None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from app.attempt import service as attempts
+from app.competition import service as competition
 from app.export.formats import Column
 from app.export.stream import Batch, Cursor, Dataset, ExportSource, in_batches
 from app.leaderboard import service as leaderboards
@@ -133,3 +134,20 @@ TRIALS = Dataset(
 )
 
 CORE_DATASETS = (LEADERBOARD, ATTEMPTS, TRIALS)
+
+RULES_ACCEPTANCES = Dataset(
+    name="rules_acceptances",
+    title="Rules acceptances",
+    description="Who accepted the challenge's rules, when, and which version, oldest first "
+    "(every challenge has it; empty for one without rules).",
+    columns=(
+        Column("participant", "The participant's handle."),
+        Column("participant_id", "The participant's id."),
+        Column("rules_sha256", "The version accepted: the SHA-256 of the rules' text."),
+        Column("current", "true when it is the version the challenge has now."),
+        Column("accepted_at", "When it was accepted (ISO 8601, UTC)."),
+    ),
+    read=in_batches(competition.acceptances_in_order),
+)
+# Every challenge's, whatever its kind, after the kind's own.
+COMMON_DATASETS = (RULES_ACCEPTANCES,)

@@ -16,6 +16,7 @@ from app.challenge.registry import kind_as
 from app.challenge.service import get_challenge
 from app.db import get_sessionmaker, utcnow
 from app.errors import NotFound
+from app.export.datasets import COMMON_DATASETS
 from app.export.export_kind import ExportKind
 from app.export.formats import ExportFormat
 from app.export.schemas import ColumnRead, ExportList, ExportRead
@@ -25,7 +26,7 @@ from app.schemas import page_of
 
 
 def datasets_of(kind: str) -> Sequence[Dataset]:
-    return kind_as(kind, ExportKind).exports()
+    return (*kind_as(kind, ExportKind).exports(), *COMMON_DATASETS)
 
 
 def _frozen_at(session: Session, challenge: Challenge) -> datetime | None:

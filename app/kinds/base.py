@@ -11,19 +11,28 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.attempt.attempt_kind import AttemptKind, RunsAttempts
-from app.attempt.service import entrants
+from app.attempt.service import entrants, players
 from app.challenge.challenge_kind import ChallengeKind
+from app.competition.competition_kind import CompetitionKind
 from app.export.export_kind import ExportKind
 from app.leaderboard.leaderboard_kind import LeaderboardKind
 from app.team.team_kind import TeamKind
 from app.web.web_kind import WebKind
 
 
-class Kind(ChallengeKind, LeaderboardKind, TeamKind, AttemptKind, WebKind, ExportKind):
+class Kind(
+    ChallengeKind,
+    LeaderboardKind,
+    TeamKind,
+    AttemptKind,
+    WebKind,
+    ExportKind,
+    CompetitionKind,
+):
     """Configuration and checks (`ChallengeKind`), leaderboard (`LeaderboardKind`), who has
     entries (`TeamKind`), submissions (`AttemptKind`), web fragments (`WebKind`), exports
-    (`ExportKind`); and runs, for a kind that takes attempts or runs unscored ones
-    (`RunsAttempts`)."""
+    (`ExportKind`), who plays and what is revealed (`CompetitionKind`); and runs, for a
+    kind that takes attempts or runs unscored ones (`RunsAttempts`)."""
 
     def entrants(
         self,
@@ -34,6 +43,12 @@ class Kind(ChallengeKind, LeaderboardKind, TeamKind, AttemptKind, WebKind, Expor
     ) -> set[uuid.UUID]:
         """A kind's entries are attempts unless it keeps entries of its own (and says so)."""
         return entrants(session, tenant_id, challenge_id, participant_ids)
+
+    def players(
+        self, session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID
+    ) -> set[uuid.UUID]:
+        """A kind's entries are attempts unless it keeps entries of its own (and says so)."""
+        return players(session, tenant_id, challenge_id)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

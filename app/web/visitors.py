@@ -41,6 +41,7 @@ NOTICES = {
     "match-requeued": "The match is queued again.",
     "team-joined": "You are in the team: your entries here are the team's from now on.",
     "team-left": "You left the team: you play this challenge on your own again.",
+    "rules-accepted": "You accepted the rules: you may submit now.",
     "challenge-opened": "The challenge is open now.",
     "key-revoked": "The API key is revoked: it stops working at once.",
     "key-in-use": "This admin session signed in with that key: sign in with another to revoke it.",

@@ -97,7 +97,12 @@ def test_a_prompt_challenges_exports_equal_the_apis_reads(
         api.wait_finished(key, attempt["id"])
 
     offered = api.request("GET", f"/v1/challenges/{cid}/exports", key).json()["items"]
-    assert [e["name"] for e in offered] == ["leaderboard", "attempts", "trials"]
+    assert [e["name"] for e in offered] == [
+        "leaderboard",
+        "attempts",
+        "trials",
+        "rules_acceptances",
+    ]
     assert offered[1]["formats"] == {
         "csv": f"/v1/challenges/{cid}/exports/attempts?format=csv",
         "json": f"/v1/challenges/{cid}/exports/attempts?format=json",
@@ -154,7 +159,13 @@ def test_a_red_blue_challenges_exports_equal_the_apis_reads(
     rated_board(api, key, cid, 4)
 
     offered = api.request("GET", f"/v1/challenges/{cid}/exports", key).json()["items"]
-    assert [e["name"] for e in offered] == ["leaderboard", "defenses", "attacks", "matches"]
+    assert [e["name"] for e in offered] == [
+        "leaderboard",
+        "defenses",
+        "attacks",
+        "matches",
+        "rules_acceptances",
+    ]
 
     # Both boards, red first, each row with its side.
     sides = [

@@ -22,6 +22,7 @@ from app.challenge.service import (
     sealed_shown,
     to_public_view,
 )
+from app.competition.service import refuse_unless_accepted
 from app.leaderboard.freeze import Seen, before_board_write, frozen_since, read_as_seen
 from app.observability.metrics import redblue_recomputed
 from app.team.service import member_handles, player_id, players_at, team_of
@@ -62,6 +63,7 @@ __all__ = [
     "public_challenge",
     "read_as_seen",
     "redblue_recomputed",
+    "refuse_unless_accepted",
     "refuse_unless_open",
     "refuse_when_none_left",
     "sealed_shown",

@@ -4,6 +4,7 @@ benchmark's tasks with pass@k or seq@k, and it ranks by the curve at k."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, ClassVar
 
 from fastapi import APIRouter
@@ -43,6 +44,7 @@ from app.kinds.api.evaluation import (
     DataFileNotFound,
     confined_data_files,
 )
+from app.kinds.api.services import config_of
 from app.kinds.api.storage import Challenge
 from app.kinds.benchmark import private_part, repository, web
 from app.kinds.benchmark.challenge_templates import benchmark_templates
@@ -236,6 +238,11 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
             # Which tasks are private is the organizer's to know.
             sections["split"].pop("seed", None)
         return sections
+
+    def private_board_revealed(self, session: Session, challenge: Challenge, now: datetime) -> bool:
+        # A split challenge's private board is revealed at the close.
+        closed = challenge.closes_at is not None and challenge.closes_at <= now
+        return closed and _config(config_of(challenge)).split is not None
 
     def api_routers(self) -> Sequence[APIRouter]:
         # Final submissions and the private board load with the API's routes, not the worker.

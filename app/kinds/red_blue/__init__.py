@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
@@ -58,6 +59,7 @@ from app.kinds.red_blue.config import (
 )
 from app.kinds.red_blue.dispatch import SWEEP_TASK
 from app.kinds.red_blue.exports import RED_BLUE_DATASETS
+from app.kinds.red_blue.rules.final_round import Phase
 from app.kinds.red_blue.schemas import OneOffMatch, verdicts_of
 from app.kinds.red_blue.web import RedBluePages
 
@@ -108,6 +110,17 @@ class RedBlueKind(RedBluePages, RunsAttempts, Kind):
     ) -> set[uuid.UUID]:
         # Its entries are defenses and attacks (it takes no attempts).
         return service.entrants(session, tenant_id, challenge_id, participant_ids)
+
+    def players(
+        self, session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID
+    ) -> set[uuid.UUID]:
+        return service.players(session, tenant_id, challenge_id)
+
+    def private_board_revealed(self, session: Session, challenge: Challenge, now: datetime) -> bool:
+        # With a final round, the boards are revealed once final; without one, at the close
+        # (nothing private to reveal: the close's own notice says it).
+        state = final_round.state_of(session, challenge)
+        return state is not None and state.phase == Phase.FINAL
 
     def prepare(self, config: KindConfig) -> KindConfig:
         sections = sections_of(config)

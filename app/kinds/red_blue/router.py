@@ -16,6 +16,7 @@ from app.kinds.api.error_codes import (
     NOT_OPEN,
     QUOTA_MAX_ATTEMPTS_PER_DAY,
     QUOTA_MAX_PARTICIPANTS,
+    RULES_NOT_ACCEPTED,
     TOTAL_LIMIT_REACHED,
     raises,
 )
@@ -56,6 +57,7 @@ ReadsFor = Annotated[
 _SUBMISSION_ANSWERS = raises(
     *NOT_OPEN,
     IDEMPOTENCY_KEY_REUSED,
+    RULES_NOT_ACCEPTED,
     TOTAL_LIMIT_REACHED,
     DAILY_LIMIT_REACHED,
     QUOTA_MAX_PARTICIPANTS,

@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Mapping
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
@@ -24,6 +25,7 @@ from app.challenge.config import ChallengeStatus
 from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.challenge.service import challenge_status, config_of, to_public_view
+from app.competition import service as competition_service
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import AppError
 from app.observability import metrics as telemetry
@@ -32,6 +34,7 @@ from app.tenant import service as tenants
 from app.web import auth
 from app.web.attempts.service import ATTEMPTS_PAGE_SIZE, AttemptCard, attempt_cards
 from app.web.challenges import service
+from app.web.challenges.competition import competition_parts
 from app.web.forms import FormError, error_field
 from app.web.leaderboards.service import (
     LEADERBOARD_PANEL_SIZE,
@@ -41,6 +44,7 @@ from app.web.leaderboards.service import (
 )
 from app.web.rendering import (
     HtmlRoute,
+    PageError,
     json_response,
     not_found,
     page,
@@ -49,10 +53,12 @@ from app.web.rendering import (
 )
 from app.web.run_forms import RunListing, run_body, run_fields, run_list_response
 from app.web.visitors import (
+    CsrfField,
     ListPage,
     PageNumber,
     Visitor,
     challenge_url,
+    form_visit,
     pages_of,
     play_post,
     tenant_named,
@@ -124,6 +130,7 @@ def challenge_page_response(
     play_error: FormError | None = None,
     team_code: str | None = None,
     team_error: str | None = None,
+    tab: str | None = None,
 ) -> Response:
     """The challenge page; a kind's own form routes show it again with a refused form's
     `fields` and `play_error` (see `WebKind.play`), the team forms with `team_error`, or a
@@ -178,6 +185,7 @@ def challenge_page_response(
         )
     base_url = challenge_url(tenant, challenge)
     submission_id = uuid.uuid4().hex
+    competition = competition_parts(session, challenge, participant, tab)
     return page(
         request,
         web,
@@ -211,6 +219,7 @@ def challenge_page_response(
         teams_allowed=challenge.limits.max_team_size is not None,
         team_code=team_code,
         team_error=team_error,
+        competition=competition,
     )
 
 
@@ -222,11 +231,50 @@ def challenge_page(
     session: SessionDep,
     notice: str | None = None,
     attempts_page: PageNumber = 1,
+    tab: Annotated[str | None, Query(max_length=32)] = None,
 ) -> Response:
     visit = visitor(request, session, tenant_slug)
     challenge = visible_challenge(session, visit, challenge_slug)
     return challenge_page_response(
-        request, session, visit, challenge, attempts_page=attempts_page, notice=notice_text(notice)
+        request,
+        session,
+        visit,
+        challenge,
+        attempts_page=attempts_page,
+        notice=notice_text(notice),
+        tab=tab,
+    )
+
+
+@router.post("/t/{tenant_slug}/challenges/{challenge_slug}/rules")
+def accept_rules(
+    tenant_slug: str,
+    challenge_slug: str,
+    request: Request,
+    work: UnitOfWorkDep,
+    csrf_token: CsrfField = "",
+    accept: Annotated[str, Form()] = "",
+) -> Response:
+    """The signed-in participant accepts the challenge's rules as they are now (the form's
+    box ticked); back to the challenge page."""
+    visit = form_visit(request, work.session, tenant_slug, csrf_token)
+    challenge = visible_challenge(work.session, visit, challenge_slug)
+    if visit.participant is None:
+        raise PageError(
+            401, "Sign in to accept the rules", f"Sign in with an account of {visit.tenant.name}."
+        )
+    if accept != "yes":
+        return redirect(request, visit.web, challenge_url(visit.tenant, challenge, "?tab=rules"))
+    try:
+        competition_service.accept_rules(
+            work.session, tenants.as_subject(visit.participant), challenge.id, None
+        )
+    except AppError as exc:
+        work.rollback()
+        raise PageError(exc.status_code, "Rules", exc.message) from None
+    work.commit()
+    return redirect(
+        request, visit.web, challenge_url(visit.tenant, challenge, "?notice=rules-accepted")
     )
 
 

@@ -75,6 +75,27 @@ class RedBlueRepository:
             conditions.append(Attack.created_at >= since)
         return count_where(self.session, Attack, *conditions)
 
+    def players(self, challenge_id: uuid.UUID) -> set[uuid.UUID]:
+        """Everyone with a defense or an attack (not a baseline) at the challenge: the
+        participant it is recorded under and the member who submitted a team's."""
+        found: set[uuid.UUID] = set()
+        for model in (Defense, Attack):
+            conditions = (
+                model.tenant_id == self.tenant_id,
+                model.challenge_id == challenge_id,
+                model.baseline.is_(False),
+            )
+            recorded = select(model.participant_id).where(*conditions)
+            submitters = select(model.submitted_by_id).where(
+                *conditions, model.submitted_by_id.is_not(None)
+            )
+            found.update(
+                value
+                for value in self.session.scalars(recorded.union(submitters))
+                if value is not None
+            )
+        return found
+
     def entrants(
         self, challenge_id: uuid.UUID, participant_ids: Collection[uuid.UUID]
     ) -> set[uuid.UUID]:

@@ -36,6 +36,7 @@ from app.kinds.api.services import (
     left_under,
     lock_participant,
     player_id,
+    refuse_unless_accepted,
     refuse_unless_open,
     refuse_when_none_left,
     shown_handle,
@@ -154,6 +155,9 @@ def _submit(
     _checked_text(text, own.max_defense_chars if is_defense else own.max_attack_chars, field)
     now = utcnow()
     refuse_unless_open(target, now)
+    refuse_unless_accepted(
+        challenge_id, target.rules_sha256, target.rules_accepted, baseline=body.baseline
+    )
     # A team's member submits as the team: one side of every match, never against itself.
     player = entry_player(session, tenant_id, target, handle_given)
     participant_id, handle = player.participant_id, player.handle
@@ -212,6 +216,11 @@ def _replay(
         shown_handle(target, handle_given),
         shown_submitter(target, existing.submitted_by_id),
     )
+
+
+def players(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID) -> set[uuid.UUID]:
+    """Everyone with a defense or an attack (not a baseline) at the challenge."""
+    return RedBlueRepository(session, tenant_id).players(challenge_id)
 
 
 def entrants(
