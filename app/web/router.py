@@ -21,6 +21,9 @@ page family (each a package of its own: router and service).
   to its participants (with each message's text when it went to the data folder).
 - `admin.baselines`: `/t/{tenant}/admin/challenges/{id}/baselines`: an admin's reference
   entries, of the kind's entry fields.
+- `admin.console`: `/t/{tenant}/admin/challenges/{id}` (a challenge's console: its overview
+  and launch checklist), `.../participants` and `.../exports`, and the tabs every page of a
+  challenge's console shows.
 - `hosting`: `/host` ("Host a challenge": an organizer's sign-up, which makes a tenant as the
   operator's policy says) and `/host/{tenant}` (where the request stands).
 - `platform`: `/admin`, the platform admin's pages (signed in with the platform admin token):
@@ -37,6 +40,7 @@ from starlette.responses import Response
 from app.challenge.registry import registered
 from app.web.accounts.router import router as accounts
 from app.web.admin.baselines import router as baselines
+from app.web.admin.console import router as console
 from app.web.admin.mail import router as admin_mail
 from app.web.admin.router import router as admin
 from app.web.attempts.router import router as attempts
@@ -49,8 +53,8 @@ from app.web.rendering import HtmlRoute, not_found
 from app.web.teams.router import router as teams
 from app.web.web_kind import WebKind
 
-# `authoring` and `baselines` before `admin`: their challenge pages' addresses would match the
-# admin page's challenge buttons (`/admin/challenges/{id}/{action}`).
+# `authoring`, `baselines` and `console` before `admin`: their challenge pages' addresses
+# would match the challenge buttons' (`/admin/challenges/{id}/{action}`).
 FAMILIES = (
     challenges,
     teams,
@@ -59,6 +63,7 @@ FAMILIES = (
     accounts,
     authoring,
     baselines,
+    console,
     admin_mail,
     admin,
     hosting,
