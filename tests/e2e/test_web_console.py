@@ -15,7 +15,6 @@ import pytest
 from tests.conftest import Api, Worker
 from tests.e2e.conftest import WebClient, create_tenant
 from tests.e2e.test_web_authoring import _admin
-from tests.e2e.test_web_http import _benchmark_challenge
 from tests.e2e.test_web_redblue import create as create_red_blue
 from tests.e2e.test_web_redblue import until
 
@@ -25,7 +24,8 @@ Clients = Callable[[], WebClient]
 TABS = ("", "/edit", "/test-runs", "/participants", "/baselines", "/exports")
 
 
-def _row(home: str, slug: str) -> str:
+def console_row(home: str, slug: str) -> str:
+    """The console home's row of the challenge with this slug."""
     found = re.search(rf'<tr data-challenge="{slug}">(.*?)</tr>', home, re.S)
     assert found, f"no row of {slug}"
     return found.group(1)
@@ -45,19 +45,29 @@ def test_the_console_home_lists_each_challenge_in_one_row_linking_its_console(
     tenant = create_tenant(api)
     key, slug = tenant["api_key"], tenant["slug"]
     prompt = api.create_challenge(key, title="Say it", visibility="public")
-    benchmark = _benchmark_challenge(api, key, slug="arc-home", state="draft")
+    benchmark = api.create_challenge(
+        key,
+        title="ARC sample",
+        kind="benchmark",
+        target=None,
+        verifier=None,
+        benchmark={"name": "arcagi2", "options": {}, "max_tasks": 3},
+        evaluation={"metric": "pass@k", "k": 2},
+        scoring={"strategy": "metric_at_k"},
+        state="draft",
+    )
     red_blue = create_red_blue(api, key, title="Guard it")
     api.submit(key, prompt["id"], "PWNED", "ada")
     home = _admin(web_client, tenant).get(f"/t/{slug}/admin")
     assert home.status_code == 200
 
-    row = _row(home.text, prompt["slug"])
+    row = console_row(home.text, prompt["slug"])
     assert f'href="/t/{slug}/admin/challenges/{prompt["id"]}">Say it</a>' in row
     assert "<td>Prompt</td>" in row and "state-open" in row
     assert re.search(r'data-count="Queued"|data-count="Running"|data-count="Completed"', row)
-    assert "<td>Benchmark</td>" in _row(home.text, benchmark["slug"])
-    assert "state-draft" in _row(home.text, benchmark["slug"])
-    assert "<td>Red team vs blue team</td>" in _row(home.text, red_blue["slug"])
+    assert "<td>Benchmark</td>" in console_row(home.text, benchmark["slug"])
+    assert "state-draft" in console_row(home.text, benchmark["slug"])
+    assert "<td>Red team vs blue team</td>" in console_row(home.text, red_blue["slug"])
     # The buttons and the downloads are each challenge's console's, not the home's.
     assert "/exports/" not in home.text and "Open now" not in home.text
 
@@ -162,3 +172,17 @@ def test_a_closed_challenge_opens_again_without_the_checklist(
     assert _status(api, key, challenge["id"]) == "closed"
     assert admin.post_form(f"{console}/open", {}, token_from=console).status_code == 303
     assert _status(api, key, challenge["id"]) == "open"
+
+
+def passed_test_run(api: Api, key: str, challenge_id: str, prompt: str = "Say hello") -> None:
+    """A test run of the challenge, through the worker, completed: the launch checklist's
+    required item."""
+    started = api.request(
+        "POST", f"/v1/challenges/{challenge_id}/test-runs", key, json={"prompt": prompt}
+    )
+    assert started.status_code == 202, started.text
+    run = f"/v1/test-runs/{started.json()['id']}"
+    until(
+        "the test run completes",
+        lambda: api.request("GET", run, key).json()["status"] == "completed",
+    )
