@@ -107,6 +107,7 @@ def console_tab(page: Page, title: str, tab: str = "Overview") -> None:
     """From the console home, the challenge's console (its row's link), at one of its tabs."""
     from playwright.sync_api import expect
 
+    page.goto(page.url.split("/admin")[0] + "/admin")  # the console home
     page.get_by_role("link", name=title, exact=True).click()
     expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible()
     if tab != "Overview":
@@ -118,7 +119,6 @@ def tried_once(page: Page, title: str, fields: dict[str, str]) -> Any:
     """Starts a test run of the challenge from its console's tab; the finished run's card."""
     from playwright.sync_api import expect
 
-    page.goto(page.url.split("/admin")[0] + "/admin")
     console_tab(page, title, "Test runs")
     expect(page.get_by_role("heading", name=f"Test runs of {title}")).to_be_visible()
     for label, value in fields.items():  # a label may go on with "required"
