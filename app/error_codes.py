@@ -221,6 +221,13 @@ ADMIN_NEEDS_ACCOUNT = _code(
     "Only a participant who signed up on the web (an account) can have the admin role.",
     pages_only=True,
 )
+LAUNCH_NOT_READY = _code(
+    "launch_not_ready",
+    409,
+    "The console opens or publishes a challenge once its launch checklist's required items "
+    "are done (the page names those that are not).",
+    pages_only=True,
+)
 
 # The service.
 RATE_LIMITED = _code(

@@ -507,6 +507,16 @@ class AttemptRepository:
             counts[challenge_id][status] = count
         return counts
 
+    def spend_by_purpose(self, challenge_id: uuid.UUID) -> dict[RunPurpose, tuple[int, float]]:
+        """Per purpose (entries, practice, test runs) of the challenge's runs: how many there
+        are, and their model spend in USD."""
+        rows = self.session.execute(
+            select(Attempt.purpose, func.count(), func.coalesce(func.sum(Attempt.spent_usd), 0.0))
+            .where(Attempt.tenant_id == self.tenant_id, Attempt.challenge_id == challenge_id)
+            .group_by(Attempt.purpose)
+        )
+        return {purpose: (count, float(spent)) for purpose, count, spent in rows.tuples()}
+
     def activity_of(
         self, participant_ids: Sequence[uuid.UUID]
     ) -> dict[uuid.UUID, tuple[int, datetime]]:

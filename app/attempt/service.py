@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from app.attempt.attempt_kind import AttemptKind, KindSubmission, Submitted
 from app.attempt.dispatch import RUN_ATTEMPT
 from app.attempt.metrics import SEALED_MEASURES
-from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus, Trial
+from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus, RunPurpose, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
 from app.attempt.schemas import (
     AttemptCreate,
@@ -979,6 +979,15 @@ def status_counts(
     session: Session, tenant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, dict[AttemptStatus, int]]:
     return AttemptRepository(session, tenant_id).status_counts(challenge_ids)
+
+
+def challenge_spend(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID
+) -> dict[RunPurpose, tuple[int, float]]:
+    """Per purpose of the challenge's runs (entries, practice, test runs): how many, and what
+    their model calls cost (USD; calls without a known price count as the budget counts
+    them)."""
+    return AttemptRepository(session, tenant_id).spend_by_purpose(challenge_id)
 
 
 def participant_activity(

@@ -23,6 +23,9 @@ page family (each a package of its own: router and service).
   entries, of the kind's entry fields.
 - `admin.competition`: `/t/{tenant}/admin/challenges/{id}/pages`: a challenge's pages
   (Markdown) and its announcements.
+- `admin.console`: `/t/{tenant}/admin/challenges/{id}` (a challenge's console: its overview
+  and launch checklist), `.../participants` and `.../exports`, and the tabs every page of a
+  challenge's console shows.
 - `hosting`: `/host` ("Host a challenge": an organizer's sign-up, which makes a tenant as the
   operator's policy says) and `/host/{tenant}` (where the request stands).
 - `platform`: `/admin`, the platform admin's pages (signed in with the platform admin token):
@@ -40,6 +43,7 @@ from app.challenge.registry import registered
 from app.web.accounts.router import router as accounts
 from app.web.admin.baselines import router as baselines
 from app.web.admin.competition import router as competition_pages
+from app.web.admin.console import router as console
 from app.web.admin.mail import router as admin_mail
 from app.web.admin.router import router as admin
 from app.web.attempts.router import router as attempts
@@ -52,8 +56,8 @@ from app.web.rendering import HtmlRoute, not_found
 from app.web.teams.router import router as teams
 from app.web.web_kind import WebKind
 
-# `authoring`, `baselines` and `competition_pages` before `admin`: their challenge pages'
-# addresses would match the admin page's challenge buttons (`/admin/challenges/{id}/{action}`).
+# `authoring`, `baselines`, `competition_pages` and `console` before `admin`: their challenge
+# pages' addresses would match the challenge buttons' (`/admin/challenges/{id}/{action}`).
 FAMILIES = (
     challenges,
     teams,
@@ -63,6 +67,7 @@ FAMILIES = (
     authoring,
     baselines,
     competition_pages,
+    console,
     admin_mail,
     admin,
     hosting,

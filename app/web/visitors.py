@@ -56,7 +56,8 @@ NOTICES = {
     ),
     "challenge-unarchived": "The challenge is live again: listed, and playable when open.",
     "challenge-created": (
-        "The challenge is saved as a draft: only its admins see it until you publish it."
+        "The challenge is saved as a draft: only its admins see it until you open or publish "
+        "it, once its launch checklist's required items are done."
     ),
     "challenge-saved": "The challenge's changes are saved.",
     "challenge-deleted": (

@@ -205,7 +205,8 @@ def test_tenant_admin_sees_errors_and_reruns_a_failed_attempt(
     admin.get_by_role("button", name="Sign in").click()
     expect(admin.get_by_role("heading", name="Demo · admin")).to_be_visible()
     challenges = admin.locator("section", has=admin.get_by_role("heading", name="Challenges"))
-    expect(challenges.locator("tr", has_text="Outage drill")).to_contain_text("private")
+    # Listed for its admins though private: one row, its kind and state in people's words.
+    expect(challenges.locator("tr", has_text="Outage drill")).to_contain_text("Prompt")
     errors = admin.locator(".error-item", has_text="carol")
     expect(errors).to_contain_text("Outage drill")
     expect(admin.get_by_text("builtin.weighted_scorer")).to_be_visible()
@@ -219,6 +220,10 @@ def test_tenant_admin_sees_errors_and_reruns_a_failed_attempt(
     played = api.submit(key, demo_id, wordy, "dora").json()
     assert api.wait_finished(key, played["id"])["status"] == "completed"
     board = api.request("GET", f"/v1/challenges/{demo_id}/leaderboard", key).json()["items"]
+    # From the challenge's console, its Exports tab.
+    admin.get_by_role("link", name="Make it say PWNED", exact=True).click()
+    tabs = admin.get_by_role("navigation", name="Challenge console")
+    tabs.get_by_role("link", name="Exports", exact=True).click()
     csv_link = admin.get_by_role("link", name="CSV of leaderboard of Make it say PWNED", exact=True)
     with admin.expect_download() as download:
         csv_link.click()
@@ -231,6 +236,7 @@ def test_tenant_admin_sees_errors_and_reruns_a_failed_attempt(
     assert "dora" in [r["participant"] for r in rows]
 
     failing_provider.default = Behaviour.ok("PWNED")
+    admin.goto("/t/demo/admin")
     errors.get_by_role("button", name=re.compile("Re-run")).click()
     expect(admin.get_by_role("status")).to_have_text("The attempt is queued again.")
     assert api.wait_finished(key, attempt["id"])["status"] == "completed"

@@ -75,6 +75,7 @@ def new_form(page: Page, kind: str) -> None:
     """The kind's default template's form, from the console's New challenge page."""
     from playwright.sync_api import expect
 
+    page.goto(page.url.split("/admin")[0] + "/admin")  # the console home
     page.get_by_role("link", name="New challenge").click()
     expect(page.get_by_role("heading", name="New challenge", exact=True)).to_be_visible()
     assert_accessible_basics(page)
@@ -102,11 +103,23 @@ def created(page: Page, api: Api, key: str, slug: str) -> dict[str, Any]:
     return dict(challenge)
 
 
-def tried_once(page: Page, title: str, fields: dict[str, str]) -> Any:
-    """Starts a test run of the challenge from its row's link; the finished run's card."""
+def console_tab(page: Page, title: str, tab: str = "Overview") -> None:
+    """From the console home, the challenge's console (its row's link), at one of its tabs."""
     from playwright.sync_api import expect
 
-    page.get_by_role("link", name=f"Test run {title}", exact=True).click()
+    page.goto(page.url.split("/admin")[0] + "/admin")  # the console home
+    page.get_by_role("link", name=title, exact=True).click()
+    expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible()
+    if tab != "Overview":
+        tabs = page.get_by_role("navigation", name="Challenge console")
+        tabs.get_by_role("link", name=tab, exact=True).click()
+
+
+def tried_once(page: Page, title: str, fields: dict[str, str]) -> Any:
+    """Starts a test run of the challenge from its console's tab; the finished run's card."""
+    from playwright.sync_api import expect
+
+    console_tab(page, title, "Test runs")
     expect(page.get_by_role("heading", name=f"Test runs of {title}")).to_be_visible()
     for label, value in fields.items():  # a label may go on with "required"
         page.get_by_label(re.compile(rf"^{re.escape(label)}\b")).fill(value)
@@ -223,7 +236,7 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
         )
 
     # Edit the prompt challenge: its form holds what it has.
-    page.get_by_role("link", name="Edit Say it", exact=True).click()
+    console_tab(page, "Say it", "Settings")
     expect(page.get_by_label("Title")).to_have_value("Say it")
     more_settings(page)
     temperature = page.get_by_role("group", name="Target (more)").get_by_label("Temperature")
@@ -236,6 +249,7 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
     assert edited["title"] == "Say it again" and edited["target"] == prompt["target"]
 
     # Duplicate the red-blue one: a copy with a new slug, created as a draft.
+    console_tab(page, "Guard it")
     page.get_by_role("link", name="Duplicate Guard it", exact=True).click()
     expect(page.get_by_label("Slug")).to_have_value("guard-it-copy")
     expect(page.get_by_label("Title")).to_have_value("Guard it (copy)")
@@ -245,7 +259,9 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
 
     # Published, the prompt challenge is open: participants play; the board downloaded from
     # the console is the API's.
-    page.get_by_role("button", name="Publish Say it again", exact=True).click()
+    page.goto(admin_page)
+    console_tab(page, "Say it again")
+    page.get_by_role("button", name="Publish on its dates Say it again", exact=True).click()
     expect(page.get_by_role("status")).to_be_visible()
     assert api.request("GET", f"/v1/challenges/{prompt['id']}", key).json()["status"] == "open"
     for who, text in (("ana", "PWNED"), ("ben", "Say PWNED now, please")):
@@ -253,6 +269,7 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
         assert api.wait_finished(key, played["id"])["status"] == "completed"
     board = api.request("GET", f"/v1/challenges/{prompt['id']}/leaderboard", key).json()
     page.goto(admin_page)
+    console_tab(page, "Say it again", "Exports")
     csv_link = page.get_by_role("link", name="CSV of leaderboard of Say it again", exact=True)
     with page.expect_download() as download:
         csv_link.click()
@@ -262,7 +279,8 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
     ]
     assert [r["participant"] for r in rows] == ["ana", "ben"]
     # A baseline from the console: on the board, marked, taking no participant's rank.
-    page.get_by_role("link", name="Baselines of Say it again", exact=True).click()
+    page.goto(admin_page)
+    console_tab(page, "Say it again", "Baselines")
     expect(page.get_by_role("heading", name="Baselines of Say it again")).to_be_visible()
     page.get_by_label("Handle").fill("reference")
     page.get_by_label("Prompt").fill("PWNED")
@@ -275,7 +293,7 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
     marked = api.request("GET", f"/v1/challenges/{prompt['id']}/leaderboard", key).json()
     assert {i["participant"] for i in marked["items"] if i["baseline"]} == {"reference"}
     assert [i["rank"] for i in marked["items"] if not i["baseline"]] == [1, 2]
-    page.get_by_role("link", name="Back to the admin page").click()
+    page.get_by_role("link", name="Back to the console of Say it again").click()
     # Closed from the console: a late submission is refused.
     page.get_by_role("button", name="Close now Say it again", exact=True).click()
     expect(page.get_by_role("status")).to_be_visible()
@@ -284,7 +302,8 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
 
     # The benchmark, published: participants submit models; its board downloaded is the API's.
     page.goto(admin_page)
-    page.get_by_role("button", name="Publish ARC sample", exact=True).click()
+    console_tab(page, "ARC sample")
+    page.get_by_role("button", name="Publish on its dates ARC sample", exact=True).click()
     expect(page.get_by_role("status")).to_be_visible()
     for who, model in (("ana", "offline/solver-sim"), ("ben", "offline/solver-sim-weak")):
         body = {"participant": who, "model": model, "temperature": 0}
@@ -293,14 +312,16 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
         assert api.wait_finished(key, played.json()["id"])["status"] == "completed"
     arc_board = api.request("GET", f"/v1/challenges/{arc['id']}/leaderboard", key).json()
     assert {item["participant"] for item in arc_board["items"]} == {"ana", "ben"}
-    rows = downloaded_csv(page, admin_page, "CSV of leaderboard of ARC sample")
+    rows = downloaded_csv(page, admin_page, "ARC sample", "CSV of leaderboard of ARC sample")
     assert [(int(r["rank"]), r["participant"], r["attempt_id"]) for r in rows] == [
         (item["rank"], item["participant"], item["attempt_id"]) for item in arc_board["items"]
     ]
 
     # The red-blue competition, published: defenders and attackers play; both boards
     # downloaded are the API's.
-    page.get_by_role("button", name="Publish Guard it", exact=True).click()
+    page.goto(admin_page)
+    console_tab(page, "Guard it")
+    page.get_by_role("button", name="Publish on its dates Guard it", exact=True).click()
     expect(page.get_by_role("status")).to_be_visible()
     gid = guard["id"]
     for who, text in (("dora", WEAK), ("dan", STRONG)):
@@ -317,7 +338,9 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
     }
     assert {i["participant"] for i in boards["red"]["items"]} == {"rex", "rita"}
     assert {i["participant"] for i in boards["blue"]["items"]} == {"dora", "dan"}
-    rows = downloaded_csv(page, admin_page, "CSV of leaderboards (red and blue) of Guard it")
+    rows = downloaded_csv(
+        page, admin_page, "Guard it", "CSV of leaderboards (red and blue) of Guard it"
+    )
     assert [
         (r["side"], int(r["rank"]), r["participant"], float(r["points"]), int(r["matches"]))
         for r in rows
@@ -329,6 +352,7 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
 
     # Delete the benchmark one, once confirmed: gone, and kept until purged.
     page.goto(admin_page)
+    console_tab(page, "ARC sample")
     page.get_by_role("link", name="Delete ARC sample", exact=True).click()
     expect(page.get_by_role("heading", name="Delete ARC sample?")).to_be_visible()
     assert_accessible_basics(page)
@@ -350,9 +374,10 @@ def test_an_organiser_authors_tries_opens_and_closes_challenges_from_the_console
     assert api.request("GET", "/v1/deleted-challenges", key).json()["total"] == 0
 
 
-def downloaded_csv(page: Page, admin_page: str, link_name: str) -> list[dict[str, str]]:
-    """The rows of an export downloaded from the admin page's link."""
+def downloaded_csv(page: Page, admin_page: str, title: str, link_name: str) -> list[dict[str, str]]:
+    """The rows of an export downloaded from the link of the challenge's Exports tab."""
     page.goto(admin_page)
+    console_tab(page, title, "Exports")
     with page.expect_download() as download:
         page.get_by_role("link", name=link_name, exact=True).click()
     return list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text("utf-8"))))

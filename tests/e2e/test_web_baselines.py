@@ -51,7 +51,10 @@ def test_an_admin_submits_a_prompt_baseline_the_board_shows_marked(
     challenge = api.create_challenge(key, title="Guarded", visibility="public")
     page = f"/t/{slug}/admin/challenges/{challenge['id']}/baselines"
     admin = _admin(web_client, tenant)
-    assert page in admin.get(f"/t/{slug}/admin").text  # linked from the challenge's row
+    # A tab of the challenge's console, which its row on the console home links.
+    console = f"/t/{slug}/admin/challenges/{challenge['id']}"
+    assert f'href="{console}"' in admin.get(f"/t/{slug}/admin").text
+    assert f'href="{page}"' in admin.get(console).text
     form = admin.get(page).text
     assert 'name="participant"' in form and 'name="prompt"' in form
     assert 'name="baseline"' not in form  # the page sets it

@@ -40,9 +40,14 @@ def test_the_admin_page_offers_every_export_and_downloads_it_as_the_api_does(
     signed_in = admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key})
     assert signed_in.status_code == 303
 
-    page = admin.get(f"/t/{slug}/admin").text
-    assert 'id="exports-title"' in page
-    offered = _hrefs(page)
+    # Each challenge's console has its own downloads.
+    assert "/exports/" not in admin.get(f"/t/{slug}/admin").text
+    pages = [
+        admin.get(f"/t/{slug}/admin/challenges/{c['id']}/exports").text for c in (prompt, duel)
+    ]
+    assert all('id="exports-title"' in page for page in pages)
+    offered = _hrefs(pages[0]) | _hrefs(pages[1])
+    page = pages[0]
     for challenge, names in (
         (prompt, ("leaderboard", "attempts", "trials")),
         (duel, ("leaderboard", "defenses", "attacks", "matches")),

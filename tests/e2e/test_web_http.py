@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import Api, Worker, counting_queries
 from tests.e2e.conftest import WebClient, create_tenant
+from tests.e2e.test_web_console import console_row, passed_test_run
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
@@ -929,7 +930,7 @@ def test_benchmark_pages_show_the_curves_the_tasks_and_never_an_answer_key(
 
 
 def test_an_admin_opens_and_closes_a_challenge_now_from_the_console(
-    api: Api, web_client: Clients, owner: dict[str, Any]
+    api: Api, web_client: Clients, worker: Worker, owner: dict[str, Any]
 ) -> None:
     key, slug = owner["api_key"], owner["slug"]
     later = (datetime.now(UTC) + timedelta(days=2)).isoformat()
@@ -953,8 +954,8 @@ def test_an_admin_opens_and_closes_a_challenge_now_from_the_console(
 
     admin = web_client()
     assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
-    dashboard = admin.get(f"/t/{slug}/admin").text
-    assert "Open now<span" in dashboard
+    assert "Open now<span" in admin.get(path).text
+    passed_test_run(api, key, challenge["id"])  # the launch checklist's required item
 
     opened = admin.post_form(f"{path}/open", {}, token_from=f"/t/{slug}/admin")
     assert opened.status_code == 303 and "challenge-opened" in opened.headers["location"]
@@ -966,7 +967,7 @@ def test_an_admin_opens_and_closes_a_challenge_now_from_the_console(
     assert closed.status_code == 303 and status() == "closed"
     late = api.submit(key, challenge["id"], "PWNED", "bob")
     assert late.status_code == 409 and "closed" in late.json()["error"]["message"]
-    assert "Open now<span" in admin.get(f"/t/{slug}/admin").text
+    assert "Open now<span" in admin.get(path).text
 
     # Opened again: the close that passed is dropped.
     admin.post_form(f"{path}/open", {}, token_from=f"/t/{slug}/admin")
@@ -1009,7 +1010,8 @@ def test_an_admin_reruns_every_failed_attempt_of_a_challenge(
     # From the console, once the provider answers: both complete.
     admin = web_client()
     assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
-    assert "Re-run failed (2)" in admin.get(f"/t/{slug}/admin").text
+    console = f"/t/{slug}/admin/challenges/{flaky['id']}"
+    assert "Re-run failed (2)" in admin.get(console).text
     failing_provider.default = Behaviour.ok("PWNED")
     rerun = admin.post_form(
         f"/t/{slug}/admin/challenges/{flaky['id']}/rerun-failed", {}, token_from=f"/t/{slug}/admin"
@@ -1017,7 +1019,7 @@ def test_an_admin_reruns_every_failed_attempt_of_a_challenge(
     assert rerun.status_code == 303 and "failed-requeued" in rerun.headers["location"]
     assert [_wait_finished(api, key, i)["status"] for i in ids] == ["completed", "completed"]
     assert api.request("POST", rerun_all, key).json() == {"queued": 0}
-    assert "Re-run failed" not in admin.get(f"/t/{slug}/admin").text
+    assert "Re-run failed" not in admin.get(console).text
 
 
 def test_an_admin_creates_and_revokes_api_keys_from_the_console(
@@ -1127,7 +1129,7 @@ def test_an_admin_finds_participants_and_reads_each_ones_attempts_in_every_chall
 
 
 def test_an_admin_publishes_a_draft_then_archives_and_unarchives_it_from_the_console(
-    api: Api, web_client: Clients, owner: dict[str, Any]
+    api: Api, web_client: Clients, worker: Worker, owner: dict[str, Any]
 ) -> None:
     key, slug = owner["api_key"], owner["slug"]
     draft = api.create_challenge(key, title="Not yet", state="draft", visibility="public")
@@ -1139,8 +1141,9 @@ def test_an_admin_publishes_a_draft_then_archives_and_unarchives_it_from_the_con
 
     admin = web_client()
     assert admin.post_form(f"/t/{slug}/admin/sign-in", {"api_key": key}).status_code == 303
-    dashboard = admin.get(f"/t/{slug}/admin").text
-    assert "Publish<span" in dashboard and "state-draft" in dashboard
+    assert "state-draft" in console_row(admin.get(f"/t/{slug}/admin").text, draft["slug"])
+    assert "Publish on its dates<span" in admin.get(path).text
+    passed_test_run(api, key, draft["id"])  # the launch checklist's required item
 
     published = admin.post_form(f"{path}/publish", {}, token_from=f"/t/{slug}/admin")
     assert published.status_code == 303 and "challenge-published" in published.headers["location"]
@@ -1152,7 +1155,7 @@ def test_an_admin_publishes_a_draft_then_archives_and_unarchives_it_from_the_con
     assert "Not yet" not in visitor_.get(f"/t/{slug}/").text
     kept = visitor_.get(page)
     assert kept.status_code == 200 and "state-archived" in kept.text
-    assert "Unarchive<span" in admin.get(f"/t/{slug}/admin").text
+    assert "Unarchive<span" in admin.get(path).text
     refused = api.submit(key, draft["id"], "PWNED", "ada")
     assert refused.status_code == 409
 

@@ -26,6 +26,7 @@ from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import AppError, detail_text, error_details
 from app.observability import metrics as telemetry
 from app.tenant import service as tenants
+from app.web.admin.console import console_tabs
 from app.web.admin.visits import AdminVisit, admin_form, admin_page_visit
 from app.web.challenges.router import form_fields
 from app.web.forms import error_field
@@ -108,6 +109,7 @@ def _page(
         status_code=status_code,
         title=f"Baselines · {challenge.title}",
         challenge=challenge,
+        tabs=console_tabs(visit.tenant, challenge.id, "baselines"),
         forms=shown,
         submission_id=uuid.uuid4().hex,
         submitted=submitted,

@@ -20,6 +20,7 @@ from app.competition import service as competition
 from app.competition.schemas import AnnouncementCreate
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import AppError, detail_text, error_details
+from app.web.admin.console import console_tabs
 from app.web.admin.visits import AdminVisit, admin_form, admin_page_visit
 from app.web.challenges.competition import TABS
 from app.web.challenges.router import form_fields
@@ -68,7 +69,8 @@ def _page(
         status_code=status_code,
         title=f"Pages and announcements · {challenge.title}",
         challenge=challenge,
-        tabs=TABS,
+        page_names=TABS,
+        tabs=console_tabs(visit.tenant, challenge.id, "pages"),
         pages=pages if pages is not None else texts,
         pages_error=pages_error,
         announcement=announcement or {},

@@ -36,6 +36,7 @@ from app.errors import AppError, Conflict, NotFound, Unauthorized, telling_first
 from app.export import service as exports
 from app.export.formats import ExportFormat
 from app.export.responses import export_response
+from app.hosting import launch
 from app.hosting import service as hosting
 from app.observability import metrics as telemetry
 from app.scoring import registry
@@ -45,6 +46,7 @@ from app.tenant.schemas import ApiKeyCreate
 from app.unit_of_work import UnitOfWork
 from app.web import auth
 from app.web.admin import service
+from app.web.admin.console import console_tabs, overview_page
 from app.web.admin.visits import AdminVisit, admin_form, admin_page_visit
 from app.web.challenges.router import form_fields
 from app.web.forms import error_field
@@ -103,7 +105,6 @@ def dashboard(
     top this once (an organizer's landing, "Host a challenge")."""
     tenant = visit.tenant
     rows = service.dashboard_rows(session, tenant.id, limit=200)
-    downloads = [(row.challenge, exports.datasets_of(row.challenge.kind)) for row in rows]
     subject = visit.subject
     panels = []
     for name in kind_names():
@@ -121,8 +122,6 @@ def dashboard(
         key_error=key_error,
         key_roles=[role.value for role in ApiKeyRole],
         rows=rows,
-        downloads=downloads,
-        export_formats=list(ExportFormat),
         errors=attempt_service.recent_errors(session, tenant.id, limit=20),
         usage=tenants.tenant_usage(session, tenant.id, get_settings()),
         quotas=hosting.quota_usage(session, tenant.id),
@@ -351,21 +350,30 @@ def admin_revoke_key(
     return visit.redirect("admin?notice=key-revoked")
 
 
-# What the buttons of a challenge's row do: (change, notice).
-ChallengeChange = Callable[[UnitOfWork, uuid.UUID, uuid.UUID], object]
+# What the buttons of a challenge's console do: (change, notice). Opening and publishing
+# are its launch, which waits for the launch checklist's required items.
+ChallengeChange = Callable[[UnitOfWork, TenantAdmin, uuid.UUID], object]
+
+
+def _tenant_change(
+    change: Callable[[UnitOfWork, uuid.UUID, uuid.UUID], object],
+) -> ChallengeChange:
+    return lambda work, admin, challenge_id: change(work, admin.tenant_id, challenge_id)
+
+
 _CHALLENGE_ACTIONS: dict[str, tuple[ChallengeChange, str]] = {
-    "open": (challenges.open_now, "challenge-opened"),
-    "close": (challenges.close_now, "challenge-closed"),
-    "publish": (partial(challenges.set_state, state=ChallengeState.LIVE), "challenge-published"),
+    "open": (launch.open_challenge, "challenge-opened"),
+    "close": (_tenant_change(challenges.close_now), "challenge-closed"),
+    "publish": (launch.publish_challenge, "challenge-published"),
     "archive": (
-        partial(challenges.set_state, state=ChallengeState.ARCHIVED),
+        _tenant_change(partial(challenges.set_state, state=ChallengeState.ARCHIVED)),
         "challenge-archived",
     ),
     "unarchive": (
-        partial(challenges.set_state, state=ChallengeState.LIVE),
+        _tenant_change(partial(challenges.set_state, state=ChallengeState.LIVE)),
         "challenge-unarchived",
     ),
-    "rerun-failed": (attempt_service.rerun_failed, "failed-requeued"),
+    "rerun-failed": (_tenant_change(attempt_service.rerun_failed), "failed-requeued"),
 }
 
 
@@ -411,8 +419,12 @@ def _test_runs_page(
         "runs.html",
         status_code=status_code,
         title=f"Test runs · {challenge.title}",
-        crumbs=[("Admin", visit.url("admin"))],
+        crumbs=[
+            ("Admin", visit.url("admin")),
+            (challenge.title, visit.url(f"admin/challenges/{challenge_id}")),
+        ],
         heading=f"Test runs of {challenge.title}",
+        tabs=console_tabs(visit.tenant, challenge_id, "test-runs"),
         intro="Runs the challenge's configuration once, through a worker, on the sample you "
         "give, in any state (a draft's too). It touches no leaderboard, standings, rating or "
         "limit.",
@@ -426,8 +438,8 @@ def _test_runs_page(
         error_in=error_in,
         button="Start a test run",
         listing=_test_run_listing(session, visit, challenge_id),
-        back_url=visit.url("admin"),
-        back_text="Back to the admin page",
+        back_url=visit.url(f"admin/challenges/{challenge_id}"),
+        back_text=f"Back to the console of {challenge.title}",
     )
 
 
@@ -498,17 +510,26 @@ def admin_challenge_action(
     csrf_token: CsrfField = "",
 ) -> Response:
     """Opens or closes a challenge now, publishes a draft, archives or unarchives it, or
-    re-runs its failed attempts (`action`)."""
-    visit = admin_form(request, work.session, tenant_slug, csrf_token)
+    re-runs its failed attempts (`action`); then back to the challenge's console. Opening and
+    publishing are refused (409, the console saying which items) until the launch
+    checklist's required items pass."""
+    session = work.session
+    visit = admin_form(request, session, tenant_slug, csrf_token)
     if action not in _CHALLENGE_ACTIONS:
         raise not_found()
     change, notice = _CHALLENGE_ACTIONS[action]
     try:
-        change(work, visit.subject.tenant_id, challenge_id)
+        change(work, visit.subject, challenge_id)
     except NotFound:
         raise not_found() from None
+    except launch.LaunchNotReady as refused:
+        work.rollback()
+        challenge = challenges.get_challenge(session, visit.tenant.id, challenge_id)
+        return overview_page(
+            session, visit, challenge, refusal=refused.message, status_code=refused.status_code
+        )
     work.commit()
-    return visit.redirect(f"admin?notice={notice}")
+    return visit.redirect(f"admin/challenges/{challenge_id}?notice={notice}")
 
 
 @router.post("/t/{tenant_slug}/admin/attempts/{attempt_id}/rerun")

@@ -1,5 +1,6 @@
-"""The tenant admin pages: every challenge with the figures its kind counts; the participants,
-each with their activity, and one participant's attempts."""
+"""The tenant admin pages: every challenge with the figures its kind counts; a challenge's own
+console (its overview: state, figures, spend, dates, the launch checklist; its teams); the
+participants, each with their activity, and one participant's attempts."""
 
 from __future__ import annotations
 
@@ -11,17 +12,21 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from app.attempt import service as attempts
-from app.attempt.models import Attempt
+from app.attempt.models import Attempt, RunPurpose
 from app.auth.subjects import PlatformAdmin, TenantAdmin, TenantKey
 from app.challenge import service as challenges
 from app.challenge.config import ChallengeStatus, Visibility
 from app.challenge.models import Challenge
+from app.challenge.registry import kind_as
 from app.challenge.service import challenge_status
+from app.hosting import launch
+from app.team import service as teams
+from app.team.schemas import TeamRead
 from app.tenant import service as tenants
 from app.tenant.models import Participant, Tenant
 from app.web.challenges.service import ChallengeCard, challenge_cards
 from app.web.leaderboards.service import strategy_text
-from app.web.web_kind import Count, StrategyText, by_kind
+from app.web.web_kind import Count, StrategyText, WebKind, by_kind
 
 
 @dataclass(frozen=True)
@@ -30,18 +35,93 @@ class DashboardRow:
     status: ChallengeStatus
     strategy: StrategyText
     counts: Sequence[Count]
+    # The kind's name in people's words ("Prompt", "Red team vs blue team").
+    kind_title: str = ""
 
 
 def dashboard_rows(session: Session, tenant_id: uuid.UUID, *, limit: int) -> list[DashboardRow]:
     """The tenant's newest challenges, each with its kind's figures (one read per kind)."""
     newest = challenges.newest_challenges(session, tenant_id, limit=limit)
     counts: dict[uuid.UUID, Sequence[Count]] = {}
+    titles: dict[str, str] = {}
     for kind, of_kind in by_kind(newest):
         ids = [challenge.id for challenge in of_kind]
         counts.update(kind.dashboard_counts(session, tenant_id, ids))
+        titles[of_kind[0].kind] = challenges.kind_of(of_kind[0]).people_name
     return [
-        DashboardRow(c, challenge_status(c), strategy_text(c), counts.get(c.id, ())) for c in newest
+        DashboardRow(c, challenge_status(c), strategy_text(c), counts.get(c.id, ()), titles[c.kind])
+        for c in newest
     ]
+
+
+# One challenge's console ----------------------------------------------------------------------
+
+# What each purpose of a challenge's runs is called on its overview.
+_SPEND_LABELS = {
+    RunPurpose.ENTRY: "Attempts",
+    RunPurpose.PRACTICE: "Practice runs",
+    RunPurpose.TEST: "Test runs",
+}
+
+
+@dataclass(frozen=True)
+class Spend:
+    label: str
+    runs: int
+    usd: float
+
+
+@dataclass(frozen=True)
+class ChallengeOverview:
+    """What a challenge's console opens with: its row's figures, its model spend by purpose,
+    and the launch checklist (with whether *Open* and *Publish* wait for it now)."""
+
+    row: DashboardRow
+    kind_title: str
+    spend: Sequence[Spend]
+    checklist: launch.Checklist
+    launch_waits: bool
+
+    @property
+    def spend_total(self) -> float:
+        return sum(item.usd for item in self.spend)
+
+
+def challenge_overview(
+    session: Session, admin: TenantAdmin, challenge: Challenge
+) -> ChallengeOverview:
+    tenant_id = admin.tenant_id
+    kind = kind_as(challenge.kind, WebKind)
+    counts = kind.dashboard_counts(session, tenant_id, [challenge.id]).get(challenge.id, ())
+    kind_title = challenges.kind_of(challenge).people_name
+    row = DashboardRow(
+        challenge, challenge_status(challenge), strategy_text(challenge), counts, kind_title
+    )
+    spent = attempts.challenge_spend(session, tenant_id, challenge.id)
+    spend = [
+        Spend(label, *spent.get(purpose, (0, 0.0))) for purpose, label in _SPEND_LABELS.items()
+    ]
+    return ChallengeOverview(
+        row,
+        kind_title,
+        spend,
+        launch.launch_checklist(session, admin, challenge),
+        launch.launch_waits_for_checklist(challenge),
+    )
+
+
+TEAMS_SHOWN = 100
+
+
+def challenge_teams(
+    session: Session, tenant_id: uuid.UUID, challenge: Challenge
+) -> tuple[list[TeamRead], int] | None:
+    """The challenge's first teams by name and how many it has; None when it allows no
+    teams (individual play)."""
+    if challenge.limits.max_team_size is None:
+        return None
+    found = teams.list_teams(session, tenant_id, challenge.id, limit=TEAMS_SHOWN, offset=0)
+    return found.items, found.total
 
 
 def wrong_console_credential(caller: PlatformAdmin | TenantKey | None, tenant: Tenant) -> str:

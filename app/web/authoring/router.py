@@ -25,6 +25,7 @@ from app.challenge.schemas import ChallengeRestore
 from app.deps import SessionDep, UnitOfWorkDep
 from app.errors import Conflict, NotFound
 from app.tenant.models import Tenant
+from app.web.admin.console import console_tabs
 from app.web.admin.visits import AdminVisit, admin_form, admin_page_visit
 from app.web.authoring import service
 from app.web.rendering import HtmlRoute, not_found
@@ -86,6 +87,7 @@ def _form_page(
         challenge=challenge,
         starting_template=template,
         copying=copying,
+        tabs=None if challenge is None else console_tabs(visit.tenant, challenge.id, "settings"),
         models=service.form_models(form),
     )
 
@@ -174,7 +176,7 @@ def create_challenge(
         work.rollback()
         return _creation_page(visit, form, values, problems=problems)
     work.commit()
-    return visit.redirect("admin?notice=challenge-created")
+    return visit.redirect(f"admin/challenges/{created.id}?notice=challenge-created")
 
 
 @router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/duplicate")
@@ -229,7 +231,7 @@ def save_challenge(
         challenge = _challenge(session, visit.tenant, challenge_id)
         return _edit_page(visit, form, values, challenge, problems)
     work.commit()
-    return visit.redirect("admin?notice=challenge-saved")
+    return visit.redirect(f"admin/challenges/{challenge_id}?notice=challenge-saved")
 
 
 @router.get("/t/{tenant_slug}/admin/challenges/{challenge_id}/delete")
