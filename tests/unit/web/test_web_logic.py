@@ -371,7 +371,7 @@ def test_the_model_spec_form_is_checked_as_the_api_checks_it() -> None:
 def test_the_task_selection_is_described(
     spec: dict[str, Any], tasks: int | None, text: str
 ) -> None:
-    from app.kinds.benchmark.web import _selection_text
+    from app.kinds.benchmark.web_fragments import _selection_text
 
     assert _selection_text(spec, tasks) == text
 

@@ -29,11 +29,6 @@ from app.kinds.red_blue.rules.ratings import (
     ParticipantRating,
     Ratings,
     Tally,
-    _bootstrap,
-    _cells,
-    _drawn_cells,
-    _prior_draws,
-    _refit_bootstrap,
     bootstrap_bounds,
     compute_ratings,
     fit_strengths,
@@ -42,6 +37,13 @@ from app.kinds.red_blue.rules.ratings import (
     provisional_bounds,
     ratings_of,
     win_probability,
+)
+from app.kinds.red_blue.rules.ratings.intervals import (
+    _bootstrap,
+    _cells,
+    _drawn_cells,
+    _prior_draws,
+    _refit_bootstrap,
 )
 
 
@@ -418,7 +420,7 @@ def test_boards_above_the_refit_size_get_the_one_step_resamples(
     exact, one_step = bounds(refit=True), bounds(refit=False)
     assert np.abs(exact - one_step).max() > 0.01
     assert bounds() == pytest.approx(exact)
-    monkeypatch.setattr(ratings, "REFIT_PAIRS", tally.pairs - 1)
+    monkeypatch.setattr(ratings.intervals, "REFIT_PAIRS", tally.pairs - 1)
     assert bounds() == pytest.approx(one_step)
 
 
@@ -693,7 +695,7 @@ def test_above_the_dense_size_the_fitted_prior_stays_within_a_few_per_cent(
     tally = Tally.of(_synthetic(red, blue, 600, seed=4))
     assert tally.players > ratings.DENSE_PRIOR_PLAYERS
     series = fit_strengths(tally).prior_precision
-    monkeypatch.setattr(ratings, "DENSE_PRIOR_PLAYERS", tally.players)
+    monkeypatch.setattr(ratings.fit, "DENSE_PRIOR_PLAYERS", tally.players)
     exact = fit_strengths(tally).prior_precision
     assert series == pytest.approx(exact, rel=0.05)
     assert series != exact
