@@ -391,6 +391,7 @@ def pages_to_visit(world: dict[str, Any]) -> list[tuple[str, str]]:
         ("admin", admin_challenge),
         ("admin", f"{t}/admin/challenges/{world['teamed']['id']}/participants"),
         ("admin", f"{admin_challenge}/exports"),
+        ("admin", f"{admin_challenge}/pages"),
         ("admin", f"{admin_challenge}/edit"),
         ("admin", f"{t}/admin/challenges/{world['benchmark']['id']}/duplicate"),
         ("admin", f"{admin_challenge}/delete"),

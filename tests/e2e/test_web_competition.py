@@ -105,7 +105,8 @@ def test_the_console_saves_pages_and_an_announcement_reaches_players_by_mail(
 
     admin: WebClient = _admin(web_client, owner)
     console = f"/t/{slug}/admin/challenges/{challenge['id']}/pages"
-    assert f"/admin/challenges/{challenge['id']}/pages" in admin.get(f"/t/{slug}/admin").text
+    # The challenge's console has the Pages tab.
+    assert console in admin.get(f"/t/{slug}/admin/challenges/{challenge['id']}").text
     saved = admin.post_form(
         console,
         {"overview": "Solve it.", "rules": "Be fair.", "data": "", "evaluation": "Fewest tokens."},

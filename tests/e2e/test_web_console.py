@@ -21,7 +21,7 @@ from tests.e2e.test_web_redblue import until
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 Clients = Callable[[], WebClient]
-TABS = ("", "/edit", "/test-runs", "/participants", "/baselines", "/exports")
+TABS = ("", "/edit", "/test-runs", "/participants", "/baselines", "/pages", "/exports")
 
 
 def console_row(home: str, slug: str) -> str:
@@ -116,9 +116,10 @@ def test_open_waits_for_the_checklists_required_items_then_opens(
         "test_run": "failed",
         "dates": "failed",
         "visibility": "failed",
-        "rules": "unknown",
+        "rules": "failed",
     }
     assert "No test run yet." in page
+    assert f'href="{console}/pages">Write the rules</a>' in page
     # Each item links where it is fixed.
     assert f'href="{console}/test-runs">Start a test run</a>' in page
     assert f'href="{console}/edit">Change the visibility</a>' in page
@@ -145,9 +146,14 @@ def test_open_waits_for_the_checklists_required_items_then_opens(
             in ("completed", "error")
         ),
     )
+    written = api.request(
+        "PATCH", f"/v1/challenges/{draft['id']}", key, json={"pages": {"rules": "Play fair."}}
+    )
+    assert written.status_code == 200, written.text
     page = admin.get(console).text
     # The advisory items still not done do not hold the launch.
     assert _check_states(page)["test_run"] == "passed"
+    assert _check_states(page)["rules"] == "passed"
     assert "The required items are done: it can open." in page
     assert not re.search(r"<button[^>]*disabled[^>]*>Open now", page)
 
