@@ -140,6 +140,20 @@ def release(
     )
 
 
+def give_back(
+    session: Session,
+    table: LeasedTable[L],
+    ids: Sequence[uuid.UUID],
+    token: uuid.UUID,
+    now: datetime,
+) -> int:
+    """Ends the lease of those of the rows this token still holds, leaving them unfinished
+    for the next claim (a retry of the run's task, sent `now`); how many. Their lease runs
+    out now, so a claim takes them at once; the sweep counts them as sent now, so it sends
+    them again only if that retry never comes."""
+    return len(write_held(session, table, ids, token, lease_expires_at=now, enqueued_at=now).all())
+
+
 def lock_held(
     session: Session, table: LeasedTable[L], row_id: uuid.UUID, token: uuid.UUID
 ) -> L | None:

@@ -63,7 +63,12 @@ from app.lease.budget import CostBudget, RowSpend
 from app.lease.heartbeat import Heartbeat
 from app.lease.model_client import model_client
 from app.lease.run import Failure, LeasedRun, failure_of, run_leased, run_on_process_loop
-from app.lease.service import lease_until, renewer
+from app.lease.service import (
+    TRANSIENT_ERRORS,
+    given_back_on_transient_error,
+    lease_until,
+    renewer,
+)
 from app.tenant.service import DaySpend
 from app.unit_of_work import UnitOfWork, unit_of_work
 
@@ -363,11 +368,14 @@ async def _play(job: MatchJob, settings: Settings) -> JudgedMatch:
 
 async def _play_or_error(job: MatchJob, settings: Settings, gate: asyncio.Semaphore) -> MatchResult:
     """One match of a chunk: judged, or failed (it counts for no one). The soft time limit
-    is not caught here: it ends the whole chunk."""
+    and a transient database error are not caught here: they end the whole chunk (the
+    latter's retry plays again what was not written)."""
     async with gate:
         try:
             return await _play(job, settings)
         except SoftTimeLimitExceeded:
+            raise
+        except TRANSIENT_ERRORS:
             raise
         except Exception as exc:
             return failure_of(exc, settings, f"match {job.match_id}")
@@ -482,18 +490,22 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
             else:
                 outcomes[match_id] = labels.get(match_id, "error")
 
-    if unplayable:
-        land(unplayable)
-    if jobs:
-        held = [job.match_id for job in jobs]
-        try:
-            # A call with its retries, or a slow judge, may outlast one lease.
-            renew = renewer(MATCH_LEASES, held, token, settings)
-            with Heartbeat(renew, settings, "a match chunk"):
-                run_on_process_loop(_play_all(jobs, settings, land))
-        except SoftTimeLimitExceeded as exc:
-            timed_out = failure_of(exc, settings, "a match chunk")
-            land({job.match_id: timed_out for job in jobs if job.match_id not in outcomes})
+    claimed_ids = [*unplayable, *(job.match_id for job in jobs)]
+    # A transient database error gives back the matches not yet written: the chunk's retry
+    # takes them at once.
+    with given_back_on_transient_error(MATCH_LEASES, claimed_ids, token):
+        if unplayable:
+            land(unplayable)
+        if jobs:
+            held = [job.match_id for job in jobs]
+            try:
+                # A call with its retries, or a slow judge, may outlast one lease.
+                renew = renewer(MATCH_LEASES, held, token, settings)
+                with Heartbeat(renew, settings, "a match chunk"):
+                    run_on_process_loop(_play_all(jobs, settings, land))
+            except SoftTimeLimitExceeded as exc:
+                timed_out = failure_of(exc, settings, "a match chunk")
+                land({job.match_id: timed_out for job in jobs if job.match_id not in outcomes})
     return outcomes
 
 
