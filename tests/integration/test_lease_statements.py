@@ -159,11 +159,11 @@ def test_a_row_whose_worker_died_is_taken_over_and_the_dead_worker_writes_nothin
         assert not leases.claim(
             session, leased, [row_id], taker, now, now, returning=[leased.model.id]
         ).all()
-        assert leases.lapsed(session, leased, now, this_row, limit=10) == []
+        assert leases.lapsed(session, leased, now, now, this_row, limit=10) == []
     # A minute and a half later, the dead worker never having renewed:
     later = now + timedelta(seconds=90)
     with session_scope() as session:
-        assert leases.lapsed(session, leased, later, this_row, limit=10) == [row_id]
+        assert leases.lapsed(session, leased, later, later, this_row, limit=10) == [row_id]
         until = later + timedelta(minutes=1)
         taken = leases.claim(
             session, leased, [row_id], taker, later, until, returning=[leased.model.id]
@@ -267,8 +267,8 @@ def test_two_sweeps_at_once_never_take_the_same_row(api: Api, tenant: dict[str, 
     mine = [Attempt.id.in_(row_ids)]
     first, second = get_sessionmaker()(), get_sessionmaker()()
     try:
-        taken = leases.lapsed(first, ATTEMPT_LEASES, later, *mine, limit=2)
-        others = leases.lapsed(second, ATTEMPT_LEASES, later, *mine, limit=10)
+        taken = leases.lapsed(first, ATTEMPT_LEASES, later, later, *mine, limit=2)
+        others = leases.lapsed(second, ATTEMPT_LEASES, later, later, *mine, limit=10)
         assert len(taken) == 2 and set(taken) | set(others) == set(row_ids)
         assert not set(taken) & set(others)
     finally:

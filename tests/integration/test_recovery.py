@@ -1,6 +1,7 @@
 """Recovery in seconds, with the sweep's re-send window at its default (a minute): a run that a
-transient database error stopped is retried at once: it does not wait for that window, which
-only a message lost on its way to a worker needs.
+transient database error stopped is retried at once, and a dead worker's attempt is taken
+over by a live one as soon as its lease runs out. Neither waits for that window, which only a
+message lost on its way to a worker needs.
 
 The session's worker is restarted for this module with that window at its default (the suite
 shortens it for lost messages), and restarted as it was afterwards.
@@ -8,8 +9,10 @@ shortens it for lost messages), and restarted as it was afterwards.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,16 +20,20 @@ from sqlalchemy import text
 
 from app.attempt.models import Attempt
 from app.config import Settings
-from app.db import session_scope
+from app.db import session_scope, utcnow
 from tests.conftest import Api, Worker
+from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
+from tests.integration.test_leases import _queued_attempt
+from tests.integration.test_reliability import _send_run_attempt
 
 pytestmark = pytest.mark.integration
 
 # What the suite shortens (tests/conftest.py), left here at its default.
 REQUEUE_SETTING = "GAUNTLET_QUEUED_REQUEUE_SECONDS"
 DEFAULT_REQUEUE_SECONDS = Settings.model_fields["queued_requeue_seconds"].default
-# The bound these tests hold the service to: far below the re-send window.
+# The bounds these tests hold the service to: far below the re-send window.
 RETRIED_WITHIN_SECONDS = 15
+TAKEN_OVER_WITHIN_SECONDS = 20
 
 
 @pytest.fixture(scope="module")
@@ -123,3 +130,34 @@ def test_a_run_stopped_by_a_transient_database_error_is_retried_at_once(
     assert _runs(submitted["id"]) == 2  # the run the error stopped, and its retry
     board = api.request("GET", f"/v1/challenges/{challenge['id']}/leaderboard", key).json()
     assert [row["attempt_id"] for row in board["items"]] == [submitted["id"]]
+
+
+def test_a_killed_worker_s_attempt_is_taken_over_once_its_lease_runs_out(
+    api: Api, recovering_worker: Worker, tenant: dict[str, Any], tmp_path: Path
+) -> None:
+    """A second worker, on a queue of its own, is SIGKILLed mid-call: as soon as the lease it
+    held has run out, the sweep sends the attempt again and the session's worker completes
+    it, though the attempt was sent only seconds before (well within the re-send window)."""
+    key = tenant["api_key"]
+    env = {**recovering_worker.env, "GAUNTLET_QUEUE": f"test-private-{uuid.uuid4().hex[:8]}"}
+    doomed = Worker(env, tmp_path / "doomed.log", concurrency=1, beat=False)
+    with FakeOpenAIServer(default=Behaviour.ok("PWNED")) as provider:
+        target = {"model": "openai/fake-model", "api_base": provider.base_url}
+        challenge = api.create_challenge(key, target=target)
+        # The first call hangs until its worker is killed; the next one answers.
+        provider.enqueue(Behaviour.slow(30, "nope"))
+        doomed.start()
+        try:
+            # Stored queued and sent now, to the doomed worker only.
+            attempt_id = _queued_attempt(tenant, challenge, enqueued_at=utcnow())
+            _send_run_attempt(attempt_id, env["GAUNTLET_QUEUE"])
+            deadline = time.monotonic() + 60
+            while provider.request_count < 1:
+                assert time.monotonic() < deadline, "the doomed worker never called the model"
+                time.sleep(0.02)
+        finally:
+            doomed.kill()
+        result = api.wait_finished(key, str(attempt_id), timeout=TAKEN_OVER_WITHIN_SECONDS)
+        assert result["status"] == "completed", result
+        assert provider.request_count == 2
+    assert _runs(str(attempt_id)) == 2
