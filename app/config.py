@@ -44,11 +44,12 @@ class Settings(BaseSettings):
 
     # How long a worker may hold an attempt (a self-test, a match chunk) without a sign of life
     # before another takes it over. Renewed every third of it; with the sweep's interval it
-    # bounds how long a dead worker's work waits: about 30 + 10 s (docs/capacity.md).
-    attempt_lease_seconds: int = Field(default=30, ge=5, le=3600)
-    # An attempt still queued this long after its last enqueue is sent again by the sweep.
+    # bounds how long a dead worker's work waits: at most 10 + 5 s (docs/capacity.md).
+    attempt_lease_seconds: int = Field(default=10, ge=5, le=3600)
+    # An attempt still queued this long after its last enqueue is sent again by the sweep (its
+    # message was lost); a dead worker's attempt is sent again as soon as its lease ran out.
     queued_requeue_seconds: int = Field(default=60, ge=1, le=86400)
-    sweep_interval_seconds: float = Field(default=10.0, gt=0, le=3600)
+    sweep_interval_seconds: float = Field(default=5.0, gt=0, le=3600)
     # Deliveries after which the sweep gives up and ends the attempt with an error.
     max_attempt_runs: int = Field(default=5, ge=1, le=100)
     attempt_time_limit_seconds: int = Field(default=900, ge=10, le=86400)

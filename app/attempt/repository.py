@@ -921,12 +921,13 @@ def stuck_queued(session: Session, before: datetime, limit: int) -> list[uuid.UU
 def stuck_running(
     session: Session, now: datetime, requeued_before: datetime, limit: int
 ) -> list[uuid.UUID]:
-    """Running attempts whose lease ran out (their worker is gone) and not re-sent just now."""
+    """Running attempts whose lease ran out since they were last sent (their worker is gone:
+    at once), or whose re-send before `requeued_before` was lost too (`leases.lapsed`)."""
     return leases.lapsed(
         session,
         ATTEMPT_LEASES,
         now,
-        Attempt.enqueued_at < requeued_before,
+        requeued_before,
         oldest_first=Attempt.lease_expires_at,
         limit=limit,
     )

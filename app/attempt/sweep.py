@@ -1,7 +1,9 @@
 """The periodic sweep: no attempt stays unfinished.
 
 Attempts still queued long after they were sent (the broker lost the message, or it could not
-be sent at all) and attempts running under an expired lease (their worker died) are sent again.
+be sent at all) are sent again, and so are attempts running under an expired lease (their
+worker died), as soon as it has expired: a dead worker's attempt waits for its lease, not for
+the re-send window (`app.lease.repository.lapsed`).
 The run that picks one up either claims it or sees it is taken; runs beyond the limit end it
 with an error.
 """

@@ -140,6 +140,20 @@ def release(
     )
 
 
+def give_back(
+    session: Session,
+    table: LeasedTable[L],
+    ids: Sequence[uuid.UUID],
+    token: uuid.UUID,
+    now: datetime,
+) -> int:
+    """Ends the lease of those of the rows this token still holds, leaving them unfinished
+    for the next claim (a retry of the run's task, sent `now`); how many. Their lease runs
+    out now, so a claim takes them at once; the sweep counts them as sent now, so it sends
+    them again only if that retry never comes."""
+    return len(write_held(session, table, ids, token, lease_expires_at=now, enqueued_at=now).all())
+
+
 def lock_held(
     session: Session, table: LeasedTable[L], row_id: uuid.UUID, token: uuid.UUID
 ) -> L | None:
@@ -155,21 +169,34 @@ def lapsed(
     session: Session,
     table: LeasedTable[L],
     now: datetime,
+    resent_before: datetime,
     *conditions: Any,
     limit: int,
     oldest_first: Any = None,
     waiting: bool = False,
     also: ColumnElement[bool] | None = None,
 ) -> list[uuid.UUID]:
-    """For the sweep: ids of the rows whose lease ran out (their worker died), with
-    `waiting` those no worker took either, with `also` any others the caller re-sends, among
-    those matching `conditions`; up to `limit`, locked, skipping rows another sweep holds."""
-    found = table.claimable(now) if waiting else table.expired(now)
+    """For the sweep: ids of the rows to send again, among those matching `conditions`; up to
+    `limit`, locked, skipping rows another sweep holds.
+
+    - A row whose lease ran out after it was last sent: its worker died holding it (or
+      stopped renewing); sent again at once, so a dead worker's work waits only for its
+      lease. Sent, it counts as sent after its lease ended, so the next sweeps leave it to
+      the message just sent.
+    - A row whose lease ran out, last sent before `resent_before`: that message was lost too.
+    - With `waiting`, a row no worker holds, last sent before `resent_before` (its message
+      was lost, or never left the process that stored the row); with `also`, the caller's
+      others, last sent before `resent_before` too.
+    """
+    model = table.model
+    sent_long_ago = model.enqueued_at < resent_before
+    died_holding = table.expired(now) & (model.enqueued_at < model.lease_expires_at)
+    free = table.claimable(now) if waiting else table.expired(now)
+    found = or_(died_holding, free & sent_long_ago)
     if also is not None:
-        found = or_(found, also)
+        found = or_(found, also & sent_long_ago)
     if table.runnable is not None:
         found = found & table.runnable
-    model = table.model
     return lock_some_ids(
         session, model.id, *conditions, found, oldest_first=oldest_first, limit=limit
     )

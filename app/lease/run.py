@@ -4,8 +4,9 @@ One short transaction claims the row (a conditional update taking a lease) and l
 run needs; the run executes on the process's event loop while a heartbeat renews the lease;
 then the holder of the lease completes the row, or records why the run failed. Every step is
 safe to repeat: a redelivered task finds the row held or finished and runs nothing; a worker
-that died leaves a lease that runs out, and the next claim takes the row over; a row claimed
-more than `max_attempt_runs` times ends in error instead of running again.
+that died leaves a lease that runs out, and the next claim takes the row over; a run that a
+transient database error stopped gives its lease back, and its task's retry takes the row at
+once; a row claimed more than `max_attempt_runs` times ends in error instead of running again.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ from app.db import session_scope, utcnow
 from app.evaluation.types import InfrastructureError
 from app.lease.heartbeat import Heartbeat
 from app.lease.models import LeasedTable
-from app.lease.service import LeaseLost, lease_until, renewer
+from app.lease.service import (
+    TRANSIENT_ERRORS,
+    LeaseLost,
+    given_back_on_transient_error,
+    lease_until,
+    renewer,
+)
 
 log = logging.getLogger(__name__)
 
@@ -160,11 +167,24 @@ def run_leased(run: LeasedRun[Claimed, Job, Result], row_id: uuid.UUID) -> str:
         return run.unclaimed(row_id)
     if runs > settings.max_attempt_runs:
         gave_up = f"gave up after {settings.max_attempt_runs} runs without finishing"
-        run.fail(row_id, token, Failure.of(gave_up))
+        with given_back_on_transient_error(run.table, [row_id], token):
+            run.fail(row_id, token, Failure.of(gave_up))
         return "error: too many runs"
     if job is None:
-        run.fail(row_id, token, Failure.of("the challenge has no runnable configuration"))
+        with given_back_on_transient_error(run.table, [row_id], token):
+            run.fail(row_id, token, Failure.of("the challenge has no runnable configuration"))
         return "error: not runnable"
+    with given_back_on_transient_error(run.table, [row_id], token):
+        return _execute_held(run, row_id, token, job, settings)
+
+
+def _execute_held(
+    run: LeasedRun[Claimed, Job, Result],
+    row_id: uuid.UUID,
+    token: uuid.UUID,
+    job: Job,
+    settings: Settings,
+) -> str:
     run.started(job)
     what = run.name(row_id)
     try:
@@ -172,6 +192,9 @@ def run_leased(run: LeasedRun[Claimed, Job, Result], row_id: uuid.UUID) -> str:
             result = run_on_process_loop(run.execute(job, token, settings))
     except LeaseLost:
         return "stopped: lease taken over by another worker"
+    except TRANSIENT_ERRORS:
+        # The task is retried (its lease given back): the run continues from its stored work.
+        raise
     except Exception as error:
         # A run must not stay running forever, whatever stopped it: a bug included.
         failure = failure_of(error, settings, what)

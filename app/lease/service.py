@@ -3,16 +3,25 @@ a run that finds it lost (`LeaseLost`) stops without writing anything more."""
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db import session_scope, utcnow
 from app.lease import repository
 from app.lease.models import L, LeasedTable
+
+log = logging.getLogger(__name__)
+
+# What a run's task is retried on (its `autoretry_for`): the database failed it (a deadlock, a
+# serialization failure, a dropped connection), not the run.
+TRANSIENT_ERRORS: tuple[type[Exception], ...] = (OperationalError,)
 
 
 class LeaseLost(Exception):
@@ -48,3 +57,22 @@ def renewer(
             return repository.renew(session, table, held, token, lease_until(settings)) > 0
 
     return renew
+
+
+@contextmanager
+def given_back_on_transient_error(
+    table: LeasedTable[L], ids: Sequence[uuid.UUID], token: uuid.UUID
+) -> Iterator[None]:
+    """A transient database error (`TRANSIENT_ERRORS`) raised within gives the leases this
+    token still holds back before it propagates, so the task's retry claims the rows at once
+    instead of finding them held by the run that failed (until its lease ran out and the sweep
+    came). If the database refuses that too, the leases run out by themselves."""
+    try:
+        yield
+    except TRANSIENT_ERRORS:
+        try:
+            with session_scope() as session:
+                repository.give_back(session, table, ids, token, utcnow())
+        except TRANSIENT_ERRORS:
+            log.warning("could not give back the lease of %s", ids, exc_info=True)
+        raise

@@ -79,7 +79,7 @@ def stuck(session: Session, now: datetime, sent_before: datetime, limit: int) ->
         session,
         MAIL_LEASES,
         now,
-        OutboundMail.enqueued_at <= sent_before,
+        sent_before,
         waiting=True,
         oldest_first=OutboundMail.enqueued_at,
         limit=limit,

@@ -117,8 +117,13 @@ class ParticipantRepository:
         """Holds the participant's row until the transaction ends; False when there is no such
         row (a team deleted meanwhile).
 
-        PostgreSQL locks the row. SQLite has no row locks: it takes the database's write lock up
-        front, or two transactions could both read before either writes.
+        PostgreSQL locks the row FOR NO KEY UPDATE: holders of this lock wait for each other,
+        while the foreign-key checks of rows that name the participant (an attempt submitted
+        meanwhile, a leaderboard row a worker writes; they take KEY SHARE) never wait for it.
+        FOR UPDATE would make them wait, and a worker's completion that already holds rows a
+        submission then waits for deadlocks with it. SQLite has no row locks: it takes the
+        database's write lock up front, or two transactions could both read before either
+        writes.
         """
         if self.session.get_bind().dialect.name == "sqlite":
             take_write_lock(self.session)
@@ -131,7 +136,7 @@ class ParticipantRepository:
         locked = self.session.scalar(
             select(Participant.id)
             .where(Participant.tenant_id == self.tenant_id, Participant.id == participant_id)
-            .with_for_update()
+            .with_for_update(key_share=True)
         )
         return locked is not None
 

@@ -107,6 +107,113 @@ def test_concurrent_retries_with_one_key_make_one_attempt(api: Api, tenant: dict
     assert listed["total"] == 1
 
 
+def _deadlocks_detected() -> int:
+    """Deadlocks PostgreSQL has detected in this run's database (API and workers alike)."""
+    from sqlalchemy import text
+
+    from app.db import session_scope
+
+    with session_scope() as session:
+        # Statistics reach the shared counters a moment after a transaction ends; flush ours
+        # and read them afresh.
+        session.execute(text("SELECT pg_stat_force_next_flush()"))
+        session.execute(text("SELECT pg_stat_clear_snapshot()"))
+        found = session.scalar(
+            text("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
+        )
+    return int(found or 0)
+
+
+def test_concurrent_sends_of_many_keys_answer_with_one_attempt_each_run_once_without_deadlock(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    """Forty keys, each sent four times at once, for four participants under attempt limits
+    (their rows are held for the count) while the worker completes the earlier ones (its
+    leaderboard writes name the same participants): every send is answered 202 with its key's
+    attempt, PostgreSQL detects no deadlock, and each attempt runs once."""
+    from sqlalchemy import func, select
+
+    from app.attempt.models import Attempt, Trial
+    from app.db import session_scope
+
+    key = tenant["api_key"]
+    challenge = api.create_challenge(
+        key, evaluation={"metric": "pass@k", "k": 3}, limits={"max_attempts_per_day": 50}
+    )
+    keys = [f"k-{uuid.uuid4()}" for _ in range(40)]
+    sends = [(number, idempotency_key) for number, idempotency_key in enumerate(keys)] * 4
+    deadlocks_before = _deadlocks_detected()
+
+    def send(sent: tuple[int, str]) -> Any:
+        number, idempotency_key = sent
+        return api.submit(
+            key,
+            challenge["id"],
+            f"PWNED {number}",
+            f"player-{number % 4}",
+            headers={"Idempotency-Key": idempotency_key},
+        )
+
+    with ThreadPoolExecutor(48) as pool:
+        responses = list(pool.map(send, sends))
+    assert [r.status_code for r in responses] == [202] * 160, [
+        r.text for r in responses if r.status_code != 202
+    ][:3]
+    ids_by_key: dict[str, set[str]] = {}
+    for (_, idempotency_key), response in zip(sends, responses, strict=True):
+        ids_by_key.setdefault(idempotency_key, set()).add(response.json()["id"])
+    assert all(len(ids) == 1 for ids in ids_by_key.values())
+    assert sum("Idempotent-Replayed" not in r.headers for r in responses) == 40
+    attempt_ids = [next(iter(ids)) for ids in ids_by_key.values()]
+    for attempt_id in attempt_ids:
+        assert api.wait_finished(key, attempt_id, timeout=60)["status"] == "completed"
+    assert _deadlocks_detected() == deadlocks_before
+    with session_scope() as session:
+        runs = session.scalars(
+            select(Attempt.run_count).where(Attempt.challenge_id == uuid.UUID(challenge["id"]))
+        ).all()
+        trials = session.scalar(
+            select(func.count())
+            .select_from(Trial)
+            .join(Attempt, Attempt.id == Trial.attempt_id)
+            .where(Attempt.challenge_id == uuid.UUID(challenge["id"]))
+        )
+    assert sorted(runs) == [1] * 40
+    assert trials == 40 * 3
+
+
+def test_a_participant_held_for_a_count_never_holds_up_a_row_that_names_it(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    """While a submission holds its participant's row (limits, a team's entry), a worker's
+    leaderboard row or another submission naming that participant goes ahead: its foreign-key
+    check does not wait (NOWAIT here: it would fail at once if it had to)."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    from app.db import session_scope
+    from app.tenant.repository import ParticipantRepository
+    from app.tenant.service import lock_participant
+
+    tenant_id = uuid.UUID(tenant["id"])
+    with session_scope() as session:
+        participant_id = ParticipantRepository(session, tenant_id).id_for_handle("held")
+    with session_scope() as holder, session_scope() as other:
+        assert lock_participant(holder, tenant_id, participant_id)
+        # What the foreign-key check of an INSERT naming the participant runs.
+        checked = other.scalar(
+            text("SELECT 1 FROM participants WHERE id = :id FOR KEY SHARE NOWAIT"),
+            {"id": participant_id},
+        )
+        assert checked == 1
+        # Another holder still waits: counts of one participant still happen one at a time.
+        with pytest.raises(OperationalError, match="could not obtain lock"):
+            other.execute(
+                text("SELECT 1 FROM participants WHERE id = :id FOR NO KEY UPDATE NOWAIT"),
+                {"id": participant_id},
+            )
+
+
 def test_a_participant_s_attempts_left_are_read_as_the_limits_count_them(
     api: Api, tenant: dict[str, Any]
 ) -> None:

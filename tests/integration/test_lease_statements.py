@@ -159,11 +159,11 @@ def test_a_row_whose_worker_died_is_taken_over_and_the_dead_worker_writes_nothin
         assert not leases.claim(
             session, leased, [row_id], taker, now, now, returning=[leased.model.id]
         ).all()
-        assert leases.lapsed(session, leased, now, this_row, limit=10) == []
+        assert leases.lapsed(session, leased, now, now, this_row, limit=10) == []
     # A minute and a half later, the dead worker never having renewed:
     later = now + timedelta(seconds=90)
     with session_scope() as session:
-        assert leases.lapsed(session, leased, later, this_row, limit=10) == [row_id]
+        assert leases.lapsed(session, leased, later, later, this_row, limit=10) == [row_id]
         until = later + timedelta(minutes=1)
         taken = leases.claim(
             session, leased, [row_id], taker, later, until, returning=[leased.model.id]
@@ -179,6 +179,39 @@ def test_a_row_whose_worker_died_is_taken_over_and_the_dead_worker_writes_nothin
     with session_scope() as session:
         assert leases.release(session, leased, [row_id], taker).all() == [(row_id,)]
     assert _row(leased, row_id).lease_expires_at is None
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_a_lease_given_back_is_claimed_at_once_and_only_its_holder_gives_it_back(
+    api: Api, tenant: dict[str, Any], table: str
+) -> None:
+    """A run that a transient database error stopped gives its lease back: its task's retry
+    (a new token) claims the row at once, long before the lease would have run out; the row
+    counts as sent then; another token gives nothing back."""
+    leased = TABLES[table]
+    (row_id,) = _waiting_rows(api, tenant, table, 1)
+    failed, retry = uuid.uuid4(), uuid.uuid4()
+    now = utcnow()
+    until = now + timedelta(minutes=1)
+    with session_scope() as session:
+        leases.claim(session, leased, [row_id], failed, now, until, returning=[leased.model.id])
+    given_back_at = now + timedelta(seconds=1)
+    with session_scope() as session:
+        assert leases.give_back(session, leased, [row_id], uuid.uuid4(), given_back_at) == 0
+        assert leases.give_back(session, leased, [row_id], failed, given_back_at) == 1
+    row = _row(leased, row_id)
+    assert (row.lease_expires_at, row.enqueued_at) == (given_back_at, given_back_at)
+    assert row.status == leased.running
+    retried_at = given_back_at + timedelta(milliseconds=500)
+    with session_scope() as session:
+        taken = leases.claim(
+            session, leased, [row_id], retry, retried_at, until, returning=[leased.model.id]
+        )
+        assert taken.scalars().all() == [row_id]
+        # The run that failed writes nothing more.
+        assert leases.renew(session, leased, [row_id], failed, until) == 0
+    row = _row(leased, row_id)
+    assert (row.run_token, row.run_count) == (retry, 2)
 
 
 def test_a_lease_is_renewed_only_with_its_holders_token_and_not_after_release(
@@ -234,8 +267,8 @@ def test_two_sweeps_at_once_never_take_the_same_row(api: Api, tenant: dict[str, 
     mine = [Attempt.id.in_(row_ids)]
     first, second = get_sessionmaker()(), get_sessionmaker()()
     try:
-        taken = leases.lapsed(first, ATTEMPT_LEASES, later, *mine, limit=2)
-        others = leases.lapsed(second, ATTEMPT_LEASES, later, *mine, limit=10)
+        taken = leases.lapsed(first, ATTEMPT_LEASES, later, later, *mine, limit=2)
+        others = leases.lapsed(second, ATTEMPT_LEASES, later, later, *mine, limit=10)
         assert len(taken) == 2 and set(taken) | set(others) == set(row_ids)
         assert not set(taken) & set(others)
     finally:

@@ -1,7 +1,8 @@
 """The leased-run mechanism, for a kind's work on workers: its tables mix in `Leased` (and
 `Metered` for spend) and describe themselves with a `LeasedTable`; `claim`, `lock_held`,
 `release` and `lapsed` are the claims on them; a `LeasedRun` given to `run_leased` does one
-row's work under a renewed lease, within its cost budget, storing trials through the attempt's
+row's work under a renewed lease (given back at once on a transient database error,
+`given_back_on_transient_error`), within its cost budget, storing trials through the attempt's
 `DatabaseRunStore` and `TrialWriter`."""
 
 from __future__ import annotations
@@ -14,10 +15,16 @@ from app.lease.model_client import model_client
 from app.lease.models import Leased, LeasedTable, Metered
 from app.lease.repository import claim, lapsed, lock_held, release
 from app.lease.run import Failure, LeasedRun, failure_of, run_leased, run_on_process_loop
-from app.lease.service import lease_until, renewer
+from app.lease.service import (
+    TRANSIENT_ERRORS,
+    given_back_on_transient_error,
+    lease_until,
+    renewer,
+)
 from app.tenant.service import DaySpend
 
 __all__ = [
+    "TRANSIENT_ERRORS",
     "CostBudget",
     "DatabaseRunStore",
     "DaySpend",
@@ -31,6 +38,7 @@ __all__ = [
     "TrialWriter",
     "claim",
     "failure_of",
+    "given_back_on_transient_error",
     "lapsed",
     "lease_until",
     "lock_held",

@@ -199,12 +199,12 @@ def stuck_sealed_runs(
     session: Session, now: datetime, resent_before: datetime, limit: int
 ) -> list[uuid.UUID]:
     """Private runs still queued long after they were sent (a lost message), and those whose
-    lease ran out (a dead worker), not re-sent just now; locked, up to `limit`."""
+    lease ran out (a dead worker: at once, see `leases.lapsed`); locked, up to `limit`."""
     return leases.lapsed(
         session,
         SEALED_RUN_LEASES,
         now,
-        SealedRun.enqueued_at < resent_before,
+        resent_before,
         waiting=True,
         oldest_first=SealedRun.enqueued_at,
         limit=limit,

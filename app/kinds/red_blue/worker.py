@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 from app.kinds.api import Settings, UnitOfWork, ValidationFailed, get_settings, unit_of_work
 from app.kinds.api.evaluation import build_verifier
 from app.kinds.api.leases import (
+    TRANSIENT_ERRORS,
     CostBudget,
     DaySpend,
     Failure,
@@ -41,6 +42,7 @@ from app.kinds.api.leases import (
     LeasedRun,
     RowSpend,
     failure_of,
+    given_back_on_transient_error,
     lease_until,
     model_client,
     renewer,
@@ -369,11 +371,14 @@ async def _play(job: MatchJob, settings: Settings) -> JudgedMatch:
 
 async def _play_or_error(job: MatchJob, settings: Settings, gate: asyncio.Semaphore) -> MatchResult:
     """One match of a chunk: judged, or failed (it counts for no one). The soft time limit
-    is not caught here: it ends the whole chunk."""
+    and a transient database error are not caught here: they end the whole chunk (the
+    latter's retry plays again what was not written)."""
     async with gate:
         try:
             return await _play(job, settings)
         except SoftTimeLimitExceeded:
+            raise
+        except TRANSIENT_ERRORS:
             raise
         except Exception as exc:
             return failure_of(exc, settings, f"match {job.match_id}")
@@ -488,18 +493,22 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
             else:
                 outcomes[match_id] = labels.get(match_id, "error")
 
-    if unplayable:
-        land(unplayable)
-    if jobs:
-        held = [job.match_id for job in jobs]
-        try:
-            # A call with its retries, or a slow judge, may outlast one lease.
-            renew = renewer(MATCH_LEASES, held, token, settings)
-            with Heartbeat(renew, settings, "a match chunk"):
-                run_on_process_loop(_play_all(jobs, settings, land))
-        except SoftTimeLimitExceeded as exc:
-            timed_out = failure_of(exc, settings, "a match chunk")
-            land({job.match_id: timed_out for job in jobs if job.match_id not in outcomes})
+    claimed_ids = [*unplayable, *(job.match_id for job in jobs)]
+    # A transient database error gives back the matches not yet written: the chunk's retry
+    # takes them at once.
+    with given_back_on_transient_error(MATCH_LEASES, claimed_ids, token):
+        if unplayable:
+            land(unplayable)
+        if jobs:
+            held = [job.match_id for job in jobs]
+            try:
+                # A call with its retries, or a slow judge, may outlast one lease.
+                renew = renewer(MATCH_LEASES, held, token, settings)
+                with Heartbeat(renew, settings, "a match chunk"):
+                    run_on_process_loop(_play_all(jobs, settings, land))
+            except SoftTimeLimitExceeded as exc:
+                timed_out = failure_of(exc, settings, "a match chunk")
+                land({job.match_id: timed_out for job in jobs if job.match_id not in outcomes})
     return outcomes
 
 

@@ -14,10 +14,12 @@ from typing import Any
 
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
+from sqlalchemy.exc import OperationalError
 
 from app.config import Settings
 from app.evaluation.types import InfrastructureError
 from app.lease import run as lease_run
+from app.lease import service as lease_service
 from app.lease.models import LeasedTable
 from app.lease.run import Failure, LeasedRun, failure_of, run_leased, run_on_process_loop
 from app.lease.service import LeaseLost
@@ -39,11 +41,26 @@ def no_database(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lease_run, "session_scope", session_scope)
     monkeypatch.setattr(lease_run, "renewer", renewer)
     monkeypatch.setattr(lease_run, "get_settings", lambda: SETTINGS)
+    monkeypatch.setattr(lease_service, "session_scope", session_scope)
+
+
+@pytest.fixture
+def given_back(monkeypatch: pytest.MonkeyPatch) -> list[list[uuid.UUID]]:
+    """The rows whose lease a run gave back (`app.lease.repository.give_back`)."""
+    rows: list[list[uuid.UUID]] = []
+
+    def give_back(session: Any, table: Any, ids: Any, token: Any, now: Any) -> int:
+        rows.append(list(ids))
+        return len(ids)
+
+    monkeypatch.setattr(lease_service.repository, "give_back", give_back)
+    return rows
 
 
 class Recorded(LeasedRun[int, str, str]):
     """A job whose claim reports `runs` (None: nothing claimed), whose load gives `job`, and
-    whose execution returns `result` or raises `error`; it records how it ended."""
+    whose execution returns `result` or raises `error`, whose completion raises
+    `complete_error` if given; it records how it ended."""
 
     table = LeasedTable(Any, waiting="queued", running="running")  # type: ignore[arg-type]
 
@@ -53,8 +70,10 @@ class Recorded(LeasedRun[int, str, str]):
         job: str | None = "job",
         result: str = "done",
         error: Exception | None = None,
+        complete_error: Exception | None = None,
     ) -> None:
         self.claimed_runs, self.job, self.result, self.error = runs, job, result, error
+        self.complete_error = complete_error
         self.completed: list[tuple[str, str]] = []
         self.failures: list[Failure] = []
         self.loaded = 0
@@ -77,6 +96,8 @@ class Recorded(LeasedRun[int, str, str]):
         return self.result
 
     def complete(self, job: str, token: uuid.UUID, result: str) -> str:
+        if self.complete_error is not None:
+            raise self.complete_error
         self.completed.append((job, result))
         return "completed"
 
@@ -123,6 +144,57 @@ def test_a_run_whose_lease_was_taken_over_writes_nothing() -> None:
     job = Recorded(error=LeaseLost())
     assert run_leased(job, ROW) == "stopped: lease taken over by another worker"
     assert (job.completed, job.failures) == ([], [])
+
+
+def _deadlock() -> OperationalError:
+    return OperationalError("UPDATE attempts ...", None, Exception("deadlock detected"))
+
+
+@pytest.mark.parametrize("where", ["execute", "complete"])
+def test_a_transient_database_error_gives_the_lease_back_for_the_task_s_retry(
+    given_back: list[list[uuid.UUID]], where: str
+) -> None:
+    """The task is retried on it: the row is neither ended in error nor left held by the run
+    that failed, so the retry's claim takes it at once."""
+    job = (
+        Recorded(error=_deadlock()) if where == "execute" else Recorded(complete_error=_deadlock())
+    )
+    with pytest.raises(OperationalError):
+        run_leased(job, ROW)
+    assert (job.completed, job.failures) == ([], [])
+    assert given_back == [[ROW]]
+
+
+def test_a_row_that_cannot_even_be_given_back_keeps_the_first_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The database that failed the run refuses the give-back too: the run's error is the one
+    the task is retried on, and the lease runs out by itself."""
+
+    def refused(*_: Any) -> int:
+        raise OperationalError("UPDATE attempts ...", None, Exception("connection refused"))
+
+    monkeypatch.setattr(lease_service.repository, "give_back", refused)
+    with pytest.raises(OperationalError, match="deadlock detected"):
+        run_leased(Recorded(error=_deadlock()), ROW)
+
+
+def test_an_ending_in_error_that_meets_a_transient_error_gives_the_lease_back(
+    given_back: list[list[uuid.UUID]],
+) -> None:
+    class FailingToFail(Recorded):
+        def fail(self, row_id: uuid.UUID, token: uuid.UUID, failure: Failure) -> None:
+            raise _deadlock()
+
+    with pytest.raises(OperationalError):
+        run_leased(FailingToFail(runs=4), ROW)
+    assert given_back == [[ROW]]
+
+
+def test_other_errors_give_nothing_back(given_back: list[list[uuid.UUID]]) -> None:
+    assert run_leased(Recorded(error=KeyError("bug")), ROW) == "error: internal"
+    assert run_leased(Recorded(error=LeaseLost()), ROW).startswith("stopped")
+    assert given_back == []
 
 
 def test_an_infrastructure_error_is_recorded_with_its_detail_for_admins() -> None:

@@ -62,6 +62,7 @@ class Check(Leased, _Base):
     __tablename__ = "checks"
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     status: Mapped[JobStatus] = mapped_column(StrEnumColumn(JobStatus, 16))
+    enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=NOW)
 
 
 JOBS = LeasedTable(Job, waiting=JobStatus.QUEUED, running=JobStatus.RUNNING)
@@ -251,20 +252,59 @@ def test_the_sweep_finds_only_rows_whose_lease_ran_out(session: Session) -> None
     held = _job(session, JobStatus.RUNNING, run_token=uuid.uuid4(), lease_expires_at=LATER)
     expired = _job(session, JobStatus.RUNNING, run_token=uuid.uuid4(), lease_expires_at=EARLIER)
     _job(session, JobStatus.DONE)
-    assert leases.lapsed(session, JOBS, NOW, limit=10) == [expired]
+    assert leases.lapsed(session, JOBS, NOW, LATER, limit=10) == [expired]
     # With the waiting ones, and any others the caller names; never a held one.
-    found = leases.lapsed(session, JOBS, NOW, limit=10, waiting=True)
+    found = leases.lapsed(session, JOBS, NOW, LATER, limit=10, waiting=True)
     assert set(found) == {waiting, expired}
-    also = leases.lapsed(session, JOBS, NOW, limit=10, also=Job.id == waiting)
+    also = leases.lapsed(session, JOBS, NOW, LATER, limit=10, also=Job.id == waiting)
     assert set(also) == {waiting, expired}
     assert held not in found
+
+
+def test_a_row_whose_lease_ran_out_after_its_last_send_is_sent_again_at_once(
+    session: Session,
+) -> None:
+    """However recently a row was sent, once the lease taken after that send has run out
+    (its worker died), the sweep sends it again; and then not again until the re-send window
+    has passed, so a sweep every few seconds sends no flood of copies. A row waiting for a
+    worker, sent as recently, is left to its message until the window has passed."""
+    window_start = EARLIER - timedelta(seconds=60)  # sent before this: its message was lost
+    sent = EARLIER - timedelta(seconds=5)
+    died = _job(
+        session,
+        JobStatus.RUNNING,
+        run_token=uuid.uuid4(),
+        enqueued_at=sent,
+        lease_expires_at=EARLIER,
+    )
+    _job(session, JobStatus.QUEUED, enqueued_at=sent)
+    _job(
+        session, JobStatus.RUNNING, run_token=uuid.uuid4(), enqueued_at=sent, lease_expires_at=LATER
+    )
+    assert leases.lapsed(session, JOBS, NOW, window_start, limit=10, waiting=True) == [died]
+    # The sweep sent it now: its copy is not sent again while the window runs.
+    _row(session, died).enqueued_at = NOW
+    session.flush()
+    assert leases.lapsed(session, JOBS, NOW, window_start, limit=10, waiting=True) == []
+    assert leases.lapsed(session, JOBS, NOW, LATER, limit=10) == [died]
+    # A lease given back (a retry sent at that moment) is left to that retry, as sent then.
+    given_back = _job(
+        session,
+        JobStatus.RUNNING,
+        run_token=uuid.uuid4(),
+        enqueued_at=EARLIER,
+        lease_expires_at=EARLIER,
+    )
+    assert given_back not in leases.lapsed(session, JOBS, NOW, window_start, limit=10)
 
 
 def test_the_sweep_takes_its_conditions_order_and_limit(session: Session) -> None:
     late = _job(session, JobStatus.RUNNING, lease_expires_at=EARLIER - timedelta(seconds=1))
     later = _job(session, JobStatus.RUNNING, lease_expires_at=EARLIER)
-    assert leases.lapsed(session, JOBS, NOW, limit=1, oldest_first=Job.lease_expires_at) == [late]
-    assert leases.lapsed(session, JOBS, NOW, Job.id != late, limit=10) == [later]
+    assert leases.lapsed(session, JOBS, NOW, LATER, limit=1, oldest_first=Job.lease_expires_at) == [
+        late
+    ]
+    assert leases.lapsed(session, JOBS, NOW, LATER, Job.id != late, limit=10) == [later]
 
 
 def test_a_row_that_stays_waiting_while_held_is_free_only_without_a_live_lease(
@@ -277,11 +317,11 @@ def test_a_row_that_stays_waiting_while_held_is_free_only_without_a_live_lease(
     session.add_all([fresh, held, lapsed, finished])
     session.flush()
     ids = [fresh.id, held.id, lapsed.id, finished.id]
-    assert set(leases.lapsed(session, CHECKS, NOW, limit=10, waiting=True)) == {
+    assert set(leases.lapsed(session, CHECKS, NOW, LATER, limit=10, waiting=True)) == {
         fresh.id,
         lapsed.id,
     }
-    assert leases.lapsed(session, CHECKS, NOW, limit=10) == [lapsed.id]
+    assert leases.lapsed(session, CHECKS, NOW, LATER, limit=10) == [lapsed.id]
     token = uuid.uuid4()
     claimed = leases.claim(session, CHECKS, ids, token, NOW, LATER, returning=[Check.id])
     assert set(claimed.scalars()) == {fresh.id, lapsed.id}

@@ -27,12 +27,12 @@ def stuck_matches(
     session: Session, now: datetime, resent_before: datetime, limit: int
 ) -> list[uuid.UUID]:
     """Queued matches last sent long ago (their message was lost) and running ones whose
-    lease ran out (their worker died), not re-sent just now."""
+    lease ran out (their worker died: at once, see `leases.lapsed`)."""
     return leases.lapsed(
         session,
         MATCH_LEASES,
         now,
-        Match.enqueued_at < resent_before,
+        resent_before,
         waiting=True,
         oldest_first=Match.enqueued_at,
         limit=limit,
@@ -47,7 +47,7 @@ def stuck_defenses(
         session,
         SELF_TEST_LEASES,
         now,
-        Defense.enqueued_at < resent_before,
+        resent_before,
         waiting=True,
         also=(Defense.status == DefenseStatus.ACTIVE) & Defense.paired_at.is_(None),
         oldest_first=Defense.enqueued_at,
