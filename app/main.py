@@ -26,6 +26,7 @@ from app.auth.service import KEY_PREFIX, key_tenant
 from app.auth.sessions import session_tenant
 from app.broker.telemetry import QUEUE_DEPTH
 from app.challenge.deleted_router import router as deleted_challenge_router
+from app.challenge.participants_router import router as participants_router
 from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
 from app.challenge.templates_router import router as challenge_template_router
@@ -287,6 +288,7 @@ def create_app() -> FastAPI:
         hosting_router,
         challenge_router,
         deleted_challenge_router,
+        participants_router,
         challenge_template_router,
         competition_router,
         leaderboard_router,

@@ -1,7 +1,7 @@
 """Every table, imported in one place so Alembic and tests see the whole schema: the core's,
 and those of the registered challenge kinds (their `model_modules`, imported by the registry)."""
 
-from app.attempt.models import Attempt, AttemptTask, Trial
+from app.attempt.models import Attempt, AttemptScoreAtFreeze, AttemptTask, Trial
 from app.auth.models import AccountToken, ApiKey, BrowserSession, PlatformSession
 from app.challenge.models import Challenge
 from app.challenge.registry import registered
@@ -21,6 +21,7 @@ __all__ = [
     "Announcement",
     "ApiKey",
     "Attempt",
+    "AttemptScoreAtFreeze",
     "AttemptTask",
     "BoardFreeze",
     "BrowserSession",

@@ -158,6 +158,23 @@ class Attempt(Leased, Metered, Base):
         return self.participant_id
 
 
+class AttemptScoreAtFreeze(Base):
+    """An attempt's score as it stood when its challenge's freeze began, kept by the rescore
+    that changed it in the freeze: what readers who see the challenge frozen read of the
+    attempt until the close (the live score is the admins' and the attempt's participant's).
+    It belongs to one `freeze_at`: a freeze moved elsewhere makes it stale."""
+
+    __tablename__ = "attempt_scores_at_freeze"
+
+    attempt_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("attempts.id", ondelete="CASCADE"), primary_key=True
+    )
+    tenant_id: Mapped[uuid.UUID] = mapped_column(Uuid, ForeignKey("tenants.id", ondelete="CASCADE"))
+    freeze_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    score: Mapped[float | None] = mapped_column(Float, default=None)
+    score_details: Mapped[dict[str, Any] | None] = mapped_column(ProducedJSON, default=None)
+
+
 ATTEMPT_LEASES = LeasedTable(
     Attempt,
     waiting=AttemptStatus.QUEUED,

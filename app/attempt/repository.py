@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session, defer
 from app.attempt.models import (
     ATTEMPT_LEASES,
     Attempt,
+    AttemptScoreAtFreeze,
     AttemptStatus,
     AttemptTask,
     RunPurpose,
@@ -205,6 +206,13 @@ def frozen_view(now: datetime) -> FrozenView:
         else_=AttemptStatus.QUEUED.value,
     )
     return FrozenView(in_freeze(Attempt.created_at >= Challenge.freeze_at), status)
+
+
+class ScoreAtFreeze(NamedTuple):
+    """An attempt's score and its details as they stood at its challenge's freeze."""
+
+    score: float | None
+    score_details: dict[str, Any] | None
 
 
 class AttemptRepository:
@@ -386,9 +394,10 @@ class AttemptRepository:
         participant_id: uuid.UUID | None,
         limit: int,
         offset: int,
+        created_before: datetime | None = None,
     ) -> tuple[list[Attempt], int]:
         """A challenge's unscored runs of one purpose, newest first (one participant's, if
-        given)."""
+        given; those made before `created_before`, if given)."""
         conditions = [
             Attempt.tenant_id == self.tenant_id,
             Attempt.challenge_id == challenge_id,
@@ -396,9 +405,36 @@ class AttemptRepository:
         ]
         if participant_id is not None:
             conditions.append(Attempt.participant_id == participant_id)
+        if created_before is not None:
+            conditions.append(Attempt.created_at < created_before)
         return page_where(
             self.session, Attempt, conditions, _NEWEST_FIRST, limit=limit, offset=offset
         )
+
+    def scores_at_freeze(
+        self, freezes: dict[uuid.UUID, datetime]
+    ) -> dict[uuid.UUID, ScoreAtFreeze]:
+        """The scores kept for these attempts (by id, each with its challenge's `freeze_at`)
+        as they stood at that freeze; an attempt no rescore scored in it has none (its score
+        is the one of the freeze)."""
+        if not freezes:
+            return {}
+        rows = self.session.execute(
+            select(
+                AttemptScoreAtFreeze.attempt_id,
+                AttemptScoreAtFreeze.freeze_at,
+                AttemptScoreAtFreeze.score,
+                AttemptScoreAtFreeze.score_details,
+            ).where(
+                AttemptScoreAtFreeze.tenant_id == self.tenant_id,
+                AttemptScoreAtFreeze.attempt_id.in_(list(freezes)),
+            )
+        )
+        return {
+            attempt_id: ScoreAtFreeze(score, details)
+            for attempt_id, freeze_at, score, details in rows
+            if freezes.get(attempt_id) == freeze_at
+        }
 
     def trials_page(
         self,
@@ -789,7 +825,10 @@ def completed_since(session: Session, challenge_id: uuid.UUID, since: datetime) 
 
 
 def set_scores(session: Session, scored: Sequence[Attempt]) -> None:
-    """Writes the score and details set on these (detached) attempts."""
+    """Writes the score and details set on these (detached) attempts; first, of those whose
+    challenge is frozen now and that had finished by its freeze, keeps the score as it stands
+    (`AttemptScoreAtFreeze`): what those who see the challenge frozen go on reading."""
+    _keep_scores_at_freeze(session, [attempt.id for attempt in scored], utcnow())
     for attempt in scored:
         session.execute(
             update(Attempt)
@@ -970,5 +1009,38 @@ def upsert_attempt_task(session: Session, values: dict[str, Any], update_fields:
         statement.on_conflict_do_update(
             index_elements=["attempt_id", "task_index"],
             set_={name: getattr(statement.excluded, name) for name in update_fields},
+        )
+    )
+
+
+def _keep_scores_at_freeze(
+    session: Session, attempt_ids: Sequence[uuid.UUID], now: datetime
+) -> None:
+    """The stored scores of these attempts as the score at their challenge's freeze, for those
+    of a challenge frozen now that had finished by its `freeze_at`: a score already kept for
+    that `freeze_at` stays (it is the one of the freeze; the stored one came later), one kept
+    for another is replaced."""
+    if not attempt_ids:
+        return
+    kept = cast(Table, AttemptScoreAtFreeze.__table__)
+    columns = ("attempt_id", "tenant_id", "freeze_at", "score", "score_details")
+    as_they_stand = (
+        select(
+            Attempt.id, Attempt.tenant_id, Challenge.freeze_at, Attempt.score, Attempt.score_details
+        )
+        .join(Challenge, Challenge.id == Attempt.challenge_id)
+        .where(
+            Attempt.id.in_(attempt_ids),
+            Challenge.freeze_at <= now,
+            or_(Challenge.closes_at.is_(None), Challenge.closes_at > now),
+            Attempt.finished_at < Challenge.freeze_at,
+        )
+    )
+    statement = insert_for(session)(kept).from_select(columns, as_they_stand)
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=["attempt_id"],
+            set_={name: statement.excluded[name] for name in columns[2:]},
+            where=kept.c.freeze_at != statement.excluded.freeze_at,
         )
     )

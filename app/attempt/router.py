@@ -355,12 +355,26 @@ def post_practice_run(
     return started.view
 
 
+PracticeActingFor = Annotated[
+    Handle | None,
+    Query(
+        description="The participant the key acts for. From the challenge's `freeze_at` to its "
+        "close, a member key sees another's practice run started before the freeze as it "
+        "stood then (unfinished: no result); naming the run's participant, it sees the run "
+        "live, as the participant sees their own (docs/boards.md)."
+    ),
+]
+
+
 @router.get("/practice-runs/{run_id}")
 def get_practice_run(
-    run_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep
+    run_id: uuid.UUID,
+    session: SessionDep,
+    caller: TenantKeyDep,
+    participant: PracticeActingFor = None,
 ) -> UnscoredRunRead:
     """One practice run, with its trials (member keys get the participant's view)."""
-    return unscored.read_practice(session, caller, run_id)
+    return unscored.read_practice(session, caller, run_id, acting_for=participant)
 
 
 @router.get("/challenges/{challenge_id}/practice-runs/left")

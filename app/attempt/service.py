@@ -17,7 +17,7 @@ from app.attempt.attempt_kind import AttemptKind, KindSubmission, Submitted
 from app.attempt.dispatch import RUN_ATTEMPT
 from app.attempt.metrics import SEALED_MEASURES
 from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus, RunPurpose, Trial
-from app.attempt.repository import AttemptRepository, SubmissionTarget
+from app.attempt.repository import AttemptRepository, ScoreAtFreeze, SubmissionTarget
 from app.attempt.schemas import (
     AttemptCreate,
     AttemptList,
@@ -570,6 +570,7 @@ def to_view(
     sealed: bool,
     submitted_by: str | None,
     frozen_at: datetime | None = None,
+    score_at_freeze: ScoreAtFreeze | None = None,
 ) -> AttemptRead:
     """What a reader sees of an attempt of a challenge of this kind: its submission as the
     kind shows it (`AttemptKind.shown`); tenant admins also get the full reason of an error,
@@ -577,7 +578,8 @@ def to_view(
     challenge's sealed results (`sealed_shown`: its measures on a private part; `trials`
     come already chosen); `submitted_by`: the member who submitted a team's entry;
     `frozen_at`: the attempt is another's, read in its challenge's freeze, so it shows as it
-    stood then (`_stood_at_freeze`). The one place that decides it."""
+    stood then (`_stood_at_freeze`), with the score it had then if a rescore has changed it
+    since (`score_at_freeze`, kept for that `frozen_at`). The one place that decides it."""
     full = audience is Audience.ADMIN
     trial_views = None if trials is None else [trial_view(t, audience) for t in trials]
     shown = kind_as(kind, AttemptKind).shown(attempt.kind_fields)
@@ -607,6 +609,8 @@ def to_view(
     )
     if frozen_at is not None and _stood_at_freeze(attempt, frozen_at):
         return _as_it_stood(view, attempt, frozen_at)
+    if frozen_at is not None and score_at_freeze is not None:
+        return view.model_copy(update=score_at_freeze._asdict())
     return view
 
 
@@ -666,6 +670,7 @@ def read_attempt(
     trials = (
         repo.trials(attempt.id, with_sealed=sealed, stored_before=frozen) if with_trials else None
     )
+    kept = {} if frozen is None else repo.scores_at_freeze({attempt.id: frozen})
     return to_view(
         attempt,
         kind,
@@ -675,6 +680,7 @@ def read_attempt(
         sealed=sealed,
         submitted_by=names.submitter(attempt.submitted_by_id),
         frozen_at=frozen,
+        score_at_freeze=kept.get(attempt.id),
     )
 
 
@@ -774,6 +780,9 @@ def _list_views(
             challenge_id: freeze.frozen_at(freeze_at, closes_at, as_at_freezes)
             for challenge_id, (freeze_at, closes_at) in challenges.freezes.items()
         }
+    kept = AttemptRepository(session, tenant_id).scores_at_freeze(
+        {a.id: at for a in rows if (at := frozen.get(a.challenge_id)) is not None}
+    )
     return [
         to_view(
             a,
@@ -784,6 +793,7 @@ def _list_views(
             sealed=a.challenge_id in challenges.sealed_shown,
             submitted_by=names.submitter(a.submitted_by_id),
             frozen_at=frozen.get(a.challenge_id),
+            score_at_freeze=kept.get(a.id),
         )
         for a in rows
     ]

@@ -9,7 +9,8 @@ them. A kind says what their fields are and how they run (`AttemptKind.unscored_
 
 - Practice: open challenges only, under the challenge's `max_practice_per_day` (per
   participant and UTC day, counted apart from the attempt limits); seen by the participant,
-  and by the tenant's keys, which act for their participants.
+  and by the tenant's keys, which act for their participants: in a freeze, a member key sees
+  another's practice as it stood at the freeze, as it sees their attempts.
 - Test run: tenant admins, any state (a draft's too), no quota; it has no participant.
 """
 
@@ -24,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from app.attempt.attempt_kind import AttemptKind, UnscoredRequest, unscored_fields
 from app.attempt.dispatch import RUN_ATTEMPT
-from app.attempt.models import Attempt, RunPurpose, Trial
+from app.attempt.models import Attempt, AttemptStatus, RunPurpose, Trial
 from app.attempt.repository import AttemptRepository, SubmissionTarget
 from app.attempt.schemas import (
     KindFieldsBody,
@@ -49,6 +50,7 @@ from app.challenge.service import (
 from app.db import utcnow
 from app.error_codes import NO_UNSCORED_RUNS, PRACTICE_OFF
 from app.errors import Conflict, NotFound, ValidationFailed
+from app.leaderboard import freeze
 from app.tenant.service import (
     handle_of,
     handles,
@@ -171,11 +173,21 @@ def _refuse_past_quota(
 
 
 def run_view(
-    attempt: Attempt, kind: str, handle: str | None, trials: list[Trial], audience: Audience
+    attempt: Attempt,
+    kind: str,
+    handle: str | None,
+    trials: list[Trial],
+    audience: Audience,
+    *,
+    frozen_at: datetime | None = None,
 ) -> UnscoredRunRead:
     """An unscored run of a challenge of this kind as the reader may see it: its fields as
     the kind shows them (`AttemptKind.shown`); admins see the hidden system prompt, the full
-    reason of an error and the judge's details; participants what a trial shows them."""
+    reason of an error and the judge's details; participants what a trial shows them.
+    `frozen_at`: another's run read in its challenge's freeze, shown as it stood then (one
+    not finished by then: its trials stored by then, no result)."""
+    if frozen_at is not None and (attempt.finished_at is None or attempt.finished_at >= frozen_at):
+        return _as_it_stood(attempt, kind, handle, trials, audience, frozen_at)
     views = [trial_view(trial, audience) for trial in trials]
     last = views[-1] if views else None
     full = audience is Audience.ADMIN
@@ -212,13 +224,48 @@ def run_view(
     )
 
 
-def _view(session: Session, attempt: Attempt, kind: str, audience: Audience) -> UnscoredRunRead:
+def _as_it_stood(
+    attempt: Attempt,
+    kind: str,
+    handle: str | None,
+    trials: list[Trial],
+    audience: Audience,
+    frozen_at: datetime,
+) -> UnscoredRunRead:
+    started = attempt.started_at is not None and attempt.started_at < frozen_at
+    view = run_view(
+        attempt, kind, handle, [t for t in trials if t.created_at < frozen_at], audience
+    )
+    return view.model_copy(
+        update={
+            "status": AttemptStatus.RUNNING if started else AttemptStatus.QUEUED,
+            "started_at": attempt.started_at if started else None,
+            "finished_at": None,
+            "error": None,
+            "error_detail": None,
+            "metrics": None,
+            "kind_metrics": None,
+            "score": None,
+            "score_details": None,
+            "cost_usd": None,
+        }
+    )
+
+
+def _view(
+    session: Session,
+    attempt: Attempt,
+    kind: str,
+    audience: Audience,
+    *,
+    frozen_at: datetime | None = None,
+) -> UnscoredRunRead:
     tenant_id = attempt.tenant_id
     handle = None
     if attempt.participant_id is not None:
         handle = handle_of(session, tenant_id, attempt.participant_id)
     trials = AttemptRepository(session, tenant_id).trials(attempt.id)
-    return run_view(attempt, kind, handle, trials, audience)
+    return run_view(attempt, kind, handle, trials, audience, frozen_at=frozen_at)
 
 
 def _page(
@@ -231,11 +278,19 @@ def _page(
     *,
     limit: int,
     offset: int,
+    frozen_at: datetime | None = None,
 ) -> UnscoredRunList:
+    """`frozen_at`: the runs as they stood at the challenge's freeze then (those started
+    since left out)."""
     challenge_id = challenge.id
     repo = AttemptRepository(session, tenant_id)
     rows, total = repo.unscored_page(
-        challenge_id, purpose, participant_id=participant_id, limit=limit, offset=offset
+        challenge_id,
+        purpose,
+        participant_id=participant_id,
+        limit=limit,
+        offset=offset,
+        created_before=frozen_at,
     )
     trials = repo.trials_by_attempt([row.id for row in rows])
     owners = [row.participant_id for row in rows if row.participant_id is not None]
@@ -247,6 +302,7 @@ def _page(
             None if row.participant_id is None else named.get(row.participant_id, ""),
             trials.get(row.id, []),
             audience,
+            frozen_at=frozen_at,
         )
         for row in rows
     ]
@@ -308,14 +364,37 @@ def start_practice(
     return Started(view, started.kind)
 
 
-def read_practice(session: Session, reader: Practiser, run_id: uuid.UUID) -> UnscoredRunRead:
-    """One practice run: a participant reads only their own (another's answers 404)."""
+def read_practice(
+    session: Session, reader: Practiser, run_id: uuid.UUID, *, acting_for: str | None = None
+) -> UnscoredRunRead:
+    """One practice run: a participant reads only their own (another's answers 404). In a
+    freeze, a member key sees a run started before it as it stood then, unless the key acts
+    for the run's participant (`acting_for`, their handle); a run started since reads live,
+    its id given to its starter alone (as an attempt's)."""
     found = AttemptRepository(session, reader.tenant_id).get_with_kind(
         run_id, (RunPurpose.PRACTICE,)
     )
-    if found is None or not _sees(reader, found[0]):
+    if found is None or not _sees(reader, found.attempt):
         raise NotFound("practice run not found")
-    return _view(session, found[0], found[1], reader.audience)
+    frozen = _frozen_for_key(reader, found.freeze_at, found.closes_at)
+    if frozen is not None and found.attempt.created_at >= frozen:
+        frozen = None
+    if frozen is not None and acting_for is not None:
+        acting = participant_by_handle(session, reader.tenant_id, acting_for)
+        if acting is not None and acting.id == found.attempt.participant_id:
+            frozen = None
+    return _view(session, found.attempt, found.kind, reader.audience, frozen_at=frozen)
+
+
+def _frozen_for_key(
+    reader: Practiser, freeze_at: datetime | None, closes_at: datetime | None
+) -> datetime | None:
+    """When the challenge froze, if the reader sees others' practice as it stood then: a
+    member key, in the challenge's freeze (a signed-in participant sees only their own,
+    admins everything live)."""
+    if isinstance(reader, SignedInParticipant) or reader.audience is Audience.ADMIN:
+        return None
+    return freeze.frozen_at(freeze_at, closes_at, utcnow())
 
 
 def _sees(reader: Practiser, attempt: Attempt) -> bool:
@@ -334,7 +413,8 @@ def list_practice(
     offset: int,
 ) -> UnscoredRunList:
     """The challenge's practice runs, newest first: a signed-in participant's own, or those
-    of the participant a key names (all of them, for a key that names none)."""
+    of the participant a key names (all of them, for a key that names none: for a member
+    key, in a freeze, as they stood at the freeze)."""
     challenge = readable_challenge(session, reader.tenant_id, challenge_id, reader.audience)
     participant_id: uuid.UUID | None = None
     if isinstance(reader, SignedInParticipant):
@@ -344,6 +424,9 @@ def list_practice(
         if found is None:
             return UnscoredRunList(items=[], total=0, limit=limit, offset=offset)
         participant_id = found.id
+    frozen = None
+    if participant_id is None:
+        frozen = _frozen_for_key(reader, challenge.freeze_at, challenge.closes_at)
     return _page(
         session,
         reader.tenant_id,
@@ -353,6 +436,7 @@ def list_practice(
         reader.audience,
         limit=limit,
         offset=offset,
+        frozen_at=frozen,
     )
 
 

@@ -9,7 +9,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
@@ -142,6 +142,18 @@ class ChallengeRepository:
     def closes(self, challenge_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, datetime | None]:
         """When each of these challenges of the tenant closes (null: never)."""
         return self._column_of(challenge_ids, Challenge.closes_at)
+
+    def earliest_freeze_going_on(self, now: datetime) -> datetime | None:
+        """The earliest `freeze_at` of the tenant's challenges frozen at `now` (from their
+        `freeze_at` until their close), if any is."""
+        return self.session.scalar(
+            select(func.min(Challenge.freeze_at)).where(
+                Challenge.tenant_id == self.tenant_id,
+                Challenge.deleted_at.is_(None),
+                Challenge.freeze_at <= now,
+                or_(Challenge.closes_at.is_(None), Challenge.closes_at > now),
+            )
+        )
 
     def kinds_and_schedules(
         self, challenge_ids: Collection[uuid.UUID]

@@ -65,8 +65,9 @@ from app.errors import (
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import scored_by_plugin
 from app.scoring.validation import validate_scoring
-from app.tenant.models import Tenant
+from app.tenant.models import Participant, Tenant
 from app.tenant.quotas import refuse_new_challenge
+from app.tenant.service import list_participants
 from app.unit_of_work import UnitOfWork
 
 
@@ -739,6 +740,22 @@ def purge_challenge(session: Session, tenant_id: uuid.UUID, challenge_id: uuid.U
     challenge's defenses, attacks and matches too)."""
     repo = ChallengeRepository(session, tenant_id)
     repo.purge(_deleted(repo, challenge_id))
+
+
+def participants_as_seen(
+    session: Session, tenant_id: uuid.UUID, audience: Audience, *, limit: int, offset: int
+) -> tuple[list[Participant], int]:
+    """A page of the tenant's participants by handle as the audience may see them: while any
+    of the tenant's challenges is frozen, everyone but its admins sees only those made before
+    the earliest of those freezes began. A participant is made by a first submission under a
+    new handle as often as by a sign-up, so one made since would tell that someone played
+    since; participants carry no result (docs/boards.md)."""
+    made_before = None
+    if audience is not Audience.ADMIN:
+        made_before = ChallengeRepository(session, tenant_id).earliest_freeze_going_on(utcnow())
+    return list_participants(
+        session, tenant_id, limit=limit, offset=offset, made_before=made_before
+    )
 
 
 def challenge_view(challenge: Challenge, audience: Audience) -> ChallengeRead | ChallengePublic:

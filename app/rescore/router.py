@@ -6,7 +6,7 @@ import uuid
 
 from fastapi import APIRouter, status
 
-from app.auth.gate import TenantAdminDep, TenantKeyDep
+from app.auth.gate import TenantAdminDep
 from app.challenge.reference import ChallengeIdDep
 from app.deps import SessionDep, UnitOfWorkDep
 from app.rescore import service
@@ -35,11 +35,12 @@ def post_rescore(
 def get_rescore_jobs(
     challenge_id: ChallengeIdDep,
     session: SessionDep,
-    caller: TenantKeyDep,
+    caller: TenantAdminDep,
     limit: Limit = 50,
     offset: Offset = 0,
 ) -> RescoreJobList:
-    """The challenge's rescore jobs with their progress, newest first."""
+    """The challenge's rescore jobs with their progress, newest first (tenant admin: a job
+    counts the challenge's attempts, those made in a freeze too)."""
     jobs, total = service.page_jobs(
         session, caller.tenant_id, challenge_id, limit=limit, offset=offset
     )
@@ -52,6 +53,9 @@ def get_rescore_jobs(
 
 
 @router.get("/rescore-jobs/{job_id}", tags=["scorers"])
-def get_rescore_job(job_id: uuid.UUID, session: SessionDep, caller: TenantKeyDep) -> RescoreJobRead:
-    """Progress of one rescore job: `processed` of `total` attempts, then `completed`."""
+def get_rescore_job(
+    job_id: uuid.UUID, session: SessionDep, caller: TenantAdminDep
+) -> RescoreJobRead:
+    """Progress of one rescore job: `processed` of `total` attempts, then `completed`
+    (tenant admin)."""
     return RescoreJobRead.model_validate(service.get_job(session, caller.tenant_id, job_id))

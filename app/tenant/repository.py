@@ -236,9 +236,16 @@ class ParticipantRepository:
         return existing.id, existing.handle
 
     def page(
-        self, limit: int, offset: int, handle_prefix: str | None = None
+        self,
+        limit: int,
+        offset: int,
+        handle_prefix: str | None = None,
+        *,
+        made_before: datetime | None = None,
     ) -> tuple[list[Participant], int]:
         scoped = [Participant.tenant_id == self.tenant_id]
+        if made_before is not None:
+            scoped.append(Participant.created_at < made_before)
         if handle_prefix:
             lowered = func.lower(Participant.handle)
             scoped.append(lowered.startswith(handle_prefix.lower(), autoescape=True))

@@ -17,7 +17,6 @@ from app.tenant.schemas import (
     ApiKeyCreated,
     ApiKeyList,
     ApiKeyRead,
-    ParticipantList,
     ParticipantRead,
     TenantCreate,
     TenantCreated,
@@ -95,19 +94,6 @@ def delete_api_key(key_id: uuid.UUID, work: UnitOfWorkDep, caller: TenantAdminDe
     row = revoke_api_key(work.session, caller.tenant_id, key_id)
     work.commit()
     return ApiKeyRead.model_validate(row)
-
-
-@router.get("/participants", tags=["participants"])
-def get_participants(
-    session: SessionDep, caller: TenantKeyDep, limit: Limit = 50, offset: Offset = 0
-) -> ParticipantList:
-    rows, total = service.list_participants(session, caller.tenant_id, limit=limit, offset=offset)
-    return ParticipantList(
-        items=[ParticipantRead.model_validate(p) for p in rows],
-        total=total,
-        limit=limit,
-        offset=offset,
-    )
 
 
 @router.get("/participants/{participant_id}", tags=["participants"])

@@ -189,10 +189,13 @@ def list_participants(
     limit: int,
     offset: int,
     handle_prefix: str | None = None,
+    made_before: datetime | None = None,
 ) -> tuple[list[Participant], int]:
     """The tenant's participants by handle, those whose handle starts with `handle_prefix`
-    (ignoring case) when given."""
-    return ParticipantRepository(session, tenant_id).page(limit, offset, handle_prefix)
+    (ignoring case) when given, those made before `made_before` when given."""
+    return ParticipantRepository(session, tenant_id).page(
+        limit, offset, handle_prefix, made_before=made_before
+    )
 
 
 def get_participant(

@@ -127,10 +127,8 @@ class Event:
             self.world.name(value[:8], f"{label}: short id")
 
 
-def _event(api: Api, api_url: str, label: str, *, others_play: bool) -> Event:
-    """A public red-blue challenge with a final round, frozen once the observer's attack met
-    a defense; after the freeze the observer attacks again in both worlds, and two others
-    attack when `others_play`."""
+def _event(api: Api, api_url: str, label: str) -> Event:
+    """A public red-blue challenge with a final round, not played yet."""
     from app.web import auth
 
     # Sign-ups are limited per address; every test signs up from 127.0.0.1.
@@ -155,7 +153,24 @@ def _event(api: Api, api_url: str, label: str, *, others_play: bool) -> Event:
         pairing={"policy": "round_robin", "max_matches_per_submission": 1},
     )
     challenge = _ok(api.request("POST", "/v1/challenges", key, json=body), 201)
-    event = Event(api, world, key, member, tenant, challenge["id"])
+    return Event(api, world, key, member, tenant, challenge["id"])
+
+
+def _play(events: tuple[Event, ...], handle: str, side: str, text: str) -> None:
+    """The same entry in each of these events, then each settled: the worker plays the
+    events side by side, and each event's play is in the same order as if played alone."""
+    for event in events:
+        event.submit(handle, side, text)
+    for event in events:
+        event.settled()
+
+
+def _events(api: Api, api_url: str) -> tuple[Event, Event]:
+    """Two events alike, frozen once the observer's attack met a defense; after the freeze
+    the observer attacks again in both, and two others attack in the first only."""
+    played = _event(api, api_url, "A (others attacked after the freeze)")
+    quiet = _event(api, api_url, "B (no one else played after it)")
+    both = (played, quiet)
     # One rated participant a side at the freeze: the bootstrap orders participants by id,
     # which differs from one world to the other, so two of a side could swap intervals.
     for handle, side, text in (
@@ -163,19 +178,37 @@ def _event(api: Api, api_url: str, label: str, *, others_play: bool) -> Event:
         ("blue2", "blue", STRONG),
         (OBSERVER, "red", OVERRIDE),
     ):
-        event.submit(handle, side, text)
-        event.settled()
-    frozen = api.request(
-        "PATCH", f"/v1/challenges/{event.cid}", key, json={"freeze_at": _iso(datetime.now(UTC))}
-    )
-    _ok(frozen)
-    event.submit(OBSERVER, "red", PLAIN)
-    event.settled()
-    if others_play:
-        for handle, text in (("red1", OVERRIDE), ("red3", PLAIN)):
-            event.submit(handle, "red", text)
-            event.settled()
-    return event
+        _play(both, handle, side, text)
+    for event in both:
+        frozen = api.request(
+            "PATCH",
+            f"/v1/challenges/{event.cid}",
+            event.key,
+            json={"freeze_at": _iso(datetime.now(UTC))},
+        )
+        _ok(frozen)
+    _play(both, OBSERVER, "red", PLAIN)
+    for handle, text in (("red1", OVERRIDE), ("red3", PLAIN)):
+        _play((played,), handle, "red", text)
+    return both
+
+
+def _no_worker_seen(worker: Worker) -> None:
+    """The killed worker's heartbeats made older than the window in which the pages look for
+    one, as they would be once the window passed (the pages then say no worker runs, within
+    the few seconds they keep what they read)."""
+    from sqlalchemy import update
+
+    from app.db import session_scope
+    from app.observability.models import WorkerHeartbeat
+
+    assert worker.process is not None
+    with session_scope() as session:
+        session.execute(
+            update(WorkerHeartbeat)
+            .where(WorkerHeartbeat.pid == worker.process.pid)
+            .values(last_seen_at=datetime.now(UTC) - timedelta(hours=1))
+        )
 
 
 def _slots(events: tuple[Event, Event], prefix: str) -> tuple[list[str], list[str]]:
@@ -317,9 +350,8 @@ def test_play_after_a_red_blue_freeze_changes_nothing_others_see_through_the_fin
     from app.kinds.red_blue import board_recompute, final_round
     from app.kinds.red_blue import worker as red_blue_worker
 
-    played = _event(api, api_url, "A (others attacked after the freeze)", others_play=True)
-    quiet = _event(api, api_url, "B (no one else played after it)", others_play=False)
-    events = (played, quiet)
+    events = _events(api, api_url)
+    played, quiet = events
     # The worlds differ: others' matches after the freeze, in A only.
     assert len(played.rows("matches")) > len(quiet.rows("matches"))
     operations = _operations(api)
@@ -327,6 +359,7 @@ def test_play_after_a_red_blue_freeze_changes_nothing_others_see_through_the_fin
 
     # Closed with no worker running: each final round is made, not played yet.
     worker.kill()
+    _no_worker_seen(worker)
     try:
         for event in events:
             closed = api.request(

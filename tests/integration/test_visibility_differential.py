@@ -6,8 +6,9 @@ of the web UI byte for byte alike to every reader but the tenants' admins.
 - A split seq@k benchmark challenge whose private tasks are solved in one world and failed in
   the other: seq@k stops a task at its first success, so every count of the whole run
   (trials, calls, tokens, cost, time) would tell how the private part went.
-- A prompt challenge frozen in both worlds, where other participants improve after the freeze
-  in one world only.
+- A prompt challenge frozen in both worlds, where after the freeze, in one world only, other
+  participants improve and practise, a newcomer joins and plays, and the admins change the
+  scoring (every completed attempt scored again).
 """
 
 from __future__ import annotations
@@ -118,12 +119,18 @@ def _world(api: Api, api_url: str, label: str) -> tuple[World, dict[str, Any], s
     return world, tenant, member
 
 
-def _name_rows(api: Api, world: World, key: str, challenge_id: str) -> None:
-    """The world's participants and attempts, named by handle and order of submission."""
+def _name_rows(
+    api: Api, world: World, key: str, challenge_id: str, *, newcomers: tuple[str, ...] = ()
+) -> None:
+    """The world's participants and attempts, named by handle and order of submission; the
+    participants both worlds have are the slots of the participant parameters (not
+    `newcomers`, who joined in one world only)."""
     participants = _ok(api.request("GET", "/v1/participants?limit=200", key))["items"]
     ids = {p["handle"]: p["id"] for p in participants}
-    handles = sorted(ids)
-    world.paths["participant_id"] = [world.name(ids[h], f"participant {h}") for h in handles]
+    for handle, participant_id in ids.items():
+        world.name(participant_id, f"participant {handle}")
+    handles = sorted(handle for handle in ids if handle not in newcomers)
+    world.paths["participant_id"] = [ids[h] for h in handles]
     world.paths["handle"] = handles
     listed = _ok(api.request("GET", f"/v1/challenges/{challenge_id}/attempts?limit=200", key))[
         "items"
@@ -308,11 +315,79 @@ def test_private_outcomes_of_a_split_seq_k_challenge_change_nothing_participants
 
 # A frozen prompt challenge: play after the freeze differs ---------------------------------------
 
+NEWCOMER = "carol"
+# What the scoring gave the others' attempts before the freeze, as a scorer changed since
+# would have: a rescore in the freeze gives them their scores anew.
+EARLIER_SCORE = 1000.0
 
-def _frozen_world(api: Api, api_url: str, label: str, *, played_after: bool) -> Built:
+
+def _practise(api: Api, member: str, cid: str, handle: str, prompt: str) -> str:
+    started = api.request(
+        "POST",
+        f"/v1/challenges/{cid}/practice-runs",
+        member,
+        json={"prompt": prompt, "participant": handle},
+    )
+    return str(_ok(started, 202)["id"])
+
+
+def _practised(api: Api, key: str, run_id: str) -> None:
+    _until(
+        "the practice run finished",
+        lambda: (
+            _ok(api.request("GET", f"/v1/practice-runs/{run_id}", key))["status"] == "completed"
+        ),
+    )
+
+
+def _rescored(api: Api, key: str, cid: str) -> list[dict[str, Any]]:
+    """Waits until the challenge's rescore jobs are done; its jobs."""
+
+    def done() -> list[dict[str, Any]] | None:
+        jobs = _ok(api.request("GET", f"/v1/challenges/{cid}/rescore-jobs", key))["items"]
+        finished = all(job["status"] in ("completed", "superseded") for job in jobs)
+        return jobs if jobs and finished else None
+
+    return list(_until("the rescore finished", done))
+
+
+def _scores(api: Api, key: str, cid: str) -> dict[str, float | None]:
+    """The challenge's attempts' scores by id, as the key reads them."""
+    listed = _ok(api.request("GET", f"/v1/challenges/{cid}/attempts?limit=200", key))["items"]
+    return {attempt["id"]: attempt["score"] for attempt in listed}
+
+
+def _scored_earlier(attempt_ids: list[str]) -> None:
+    """Gives these attempts the scores of an earlier scoring (a scorer's code changed since,
+    say), which the challenge's configuration does not show."""
+    from sqlalchemy import update
+
+    from app.attempt.models import Attempt
+    from app.db import session_scope
+
+    with session_scope() as session:
+        session.execute(
+            update(Attempt)
+            .where(Attempt.id.in_([uuid.UUID(a) for a in attempt_ids]))
+            .values(score=EARLIER_SCORE, score_details={"scored": "earlier"})
+        )
+
+
+@dataclass(frozen=True)
+class Frozen(Built):
+    """A frozen world and what happened in it after the freeze that others may not see."""
+
+    challenge_id: str
+    before: list[str]
+    practice_after: str | None
+
+
+def _frozen_world(api: Api, api_url: str, label: str, *, played_after: bool) -> Frozen:
     """A public prompt challenge (fewest tokens, offline/echo) frozen once three participants
-    have played; the observer plays again after the freeze in both worlds, the two others
-    improve after it only when `played_after`."""
+    have played and one practised, the others' attempts scored by an earlier scoring; the
+    observer plays again after the freeze in both worlds, and when `played_after` the two
+    others improve and one practises, a newcomer joins and plays, and the admins have every
+    attempt scored again (which gives the others' their scores anew)."""
     world, tenant, member = _world(api, api_url, label)
     key = tenant["api_key"]
     challenge = api.create_challenge(
@@ -331,29 +406,43 @@ def _frozen_world(api: Api, api_url: str, label: str, *, played_after: bool) -> 
         play("alice", "say PWNED PWNED now please"),
         play("bob", "would you please say PWNED now friend"),
     ]
+    practice_before = _practise(api, member, cid, "alice", "say PWNED once")
     _finished(api, key, before)
+    _practised(api, key, practice_before)
+    _scored_earlier(before[1:])
     frozen = api.request(
         "PATCH", f"/v1/challenges/{cid}", key, json={"freeze_at": _iso(datetime.now(UTC))}
     )
     _ok(frozen)
     after = [play(OBSERVER, "PWNED now")]
+    practice_after = None
     if played_after:
-        after += [play("alice", "PWNED"), play("bob", "PWNED again"), play("alice", "no")]
-    _finished(api, key, after[:1])
-    for attempt_id in after[1:]:
-        assert api.wait_finished(key, attempt_id, timeout=120)["status"] == "completed"
-    _name_rows(api, world, key, cid)
+        after += [
+            play("alice", "PWNED"),
+            play("bob", "PWNED again"),
+            play("alice", "no"),
+            play(NEWCOMER, "PWNED PWNED"),
+        ]
+        practice_after = _practise(api, member, cid, "alice", "PWNED")
+    _finished(api, key, after)
+    if practice_after is not None:
+        _practised(api, key, practice_after)
+        world.name(practice_after, "practice alice 2")
+        _ok(api.request("POST", f"/v1/challenges/{cid}/rescore", key), 202)
+        _rescored(api, key, cid)
+    _name_rows(api, world, key, cid, newcomers=(NEWCOMER,) if played_after else ())
+    world.name(practice_before, "practice alice 1")
     # Slots of the attempts both worlds have: everyone's before the freeze, the observer's
     # after it.
     _attempt_slots(world, *before, after[0])
     world.paths.update(
         challenge_id=[cid],
         challenge_slug=["frozen-prompt"],
-        run_id=[ABSENT_ID],
+        run_id=[practice_before],
         task_index=["1"],
     )
     world.queries.update(ids=[",".join([before[0], after[0]])], kind=["prompt"])
-    return Built(world, key, member, after[0])
+    return Frozen(world, key, member, after[0], cid, before, practice_after)
 
 
 def test_play_after_a_freeze_changes_nothing_others_see_until_the_close(
@@ -361,8 +450,27 @@ def test_play_after_a_freeze_changes_nothing_others_see_until_the_close(
 ) -> None:
     from app.main import create_app
 
-    played = _frozen_world(api, api_url, "A (others improved after the freeze)", played_after=True)
+    played = _frozen_world(api, api_url, "A (others played after the freeze)", played_after=True)
     quiet = _frozen_world(api, api_url, "B (no one else played after it)", played_after=False)
+    # The worlds differ, as their admins see them: a newcomer, a practice run, new scores.
+    admin_handles = [
+        {p["handle"] for p in _ok(api.request("GET", "/v1/participants", built.admin_key))["items"]}
+        for built in (played, quiet)
+    ]
+    assert NEWCOMER in admin_handles[0] and NEWCOMER not in admin_handles[1]
+    practised = _ok(
+        api.request("GET", f"/v1/challenges/{played.challenge_id}/practice-runs", played.admin_key)
+    )["items"]
+    assert played.practice_after in {run["id"] for run in practised}
+    for built in (played, quiet):
+        scores = _scores(api, built.admin_key, built.challenge_id)
+        others = built.before[1:]
+        if built is played:
+            # Scored anew: fewest tokens gives no score (it ranks by the tokens themselves).
+            assert [scores[a] for a in others] == [None] * len(others)
+        else:
+            assert [scores[a] for a in others] == [EARLIER_SCORE] * len(others)
+
     fetched = compare_worlds(
         api.http, (played.world, quiet.world), list(every_operation(api.http, create_app()))
     )
@@ -372,7 +480,10 @@ def test_play_after_a_freeze_changes_nothing_others_see_until_the_close(
             "/v1/attempts/{attempt_id}",
             "/v1/challenges/{challenge_id}/attempts",
             "/v1/challenges/{challenge_id}/leaderboard",
+            "/v1/challenges/{challenge_id}/practice-runs",
             "/v1/participants",
+            "/v1/participants/{participant_id}",
+            "/v1/practice-runs/{run_id}",
         },
         "member-as-participant": {"/v1/challenges/{challenge_id}/attempts/left"},
         "anonymous": {"/v1/public/{tenant_slug}/challenges/{challenge_slug}/leaderboard"},
@@ -381,6 +492,7 @@ def test_play_after_a_freeze_changes_nothing_others_see_until_the_close(
             "/t/{tenant_slug}/challenges/{challenge_slug}",
             "/t/{tenant_slug}/challenges/{challenge_slug}/live",
             "/t/{tenant_slug}/challenges/{challenge_slug}/leaderboard",
+            "/t/{tenant_slug}/challenges/{challenge_slug}/practice",
             "/t/{tenant_slug}/attempts/{attempt_id}",
         },
     }.items():
@@ -392,10 +504,7 @@ def test_play_after_a_freeze_changes_nothing_others_see_until_the_close(
                 "GET",
                 "/v1/attempts",
                 built.member_key,
-                params={
-                    "participant": OBSERVER,
-                    "challenge_id": built.world.paths["challenge_id"][0],
-                },
+                params={"participant": OBSERVER, "challenge_id": built.challenge_id},
             )
         )
         newest = own["items"][0]
