@@ -21,6 +21,7 @@ from tests.e2e.conftest import WebClient, create_tenant
 from tests.e2e.test_web_authoring import _admin
 from tests.e2e.test_web_mail import Clients, _confirmed_account, _one
 from tests.fixtures.mail_server import MailServer
+from tests.integration.test_benchmark_challenges import benchmark_challenge
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -183,3 +184,45 @@ def test_a_close_is_mailed_once_however_often_the_sweep_runs(
     mail_server.inbox.wait_for(
         email, count=2, matching=lambda m: str(m.message["Subject"]).endswith("has closed")
     )
+
+
+def test_a_split_challenges_close_mails_that_its_private_board_is_revealed_once(
+    api: Api, owner: dict[str, Any], web_client: Clients, mail_server: MailServer
+) -> None:
+    """A split benchmark's private board is revealed at its close: its players get one mail
+    that says both, however often the sweep runs, and a challenge without a private board
+    says only that it closed."""
+    slug, key = owner["slug"], owner["api_key"]
+    split = benchmark_challenge(
+        api,
+        key,
+        visibility="public",
+        split={"public_fraction": 0.5, "seed": 7},
+        pages={"rules": "Play fair."},
+    )
+    handle, email = _confirmed_account(web_client(), mail_server, slug)
+    accepted = api.request(
+        "POST", f"/v1/challenges/{split['id']}/rules/acceptance", key, json={"participant": handle}
+    )
+    assert accepted.status_code == 201, accepted.text
+    close(api, owner, split)
+
+    notices.sweep()
+    notices.sweep()
+    received = _one(
+        mail_server.inbox.wait_for(
+            email, matching=lambda m: split["title"] in str(m.message["Subject"])
+        )
+    )
+    assert str(received.message["Subject"]) == (
+        f"{split['title']} has closed: the private leaderboard is revealed"
+    )
+    assert "Its private leaderboard is revealed" in received.text
+    with session_scope() as session:
+        sent = session.scalars(
+            select(ChallengeNotice).where(ChallengeNotice.challenge_id == uuid.UUID(split["id"]))
+        ).all()
+        assert sorted((notice.event, notice.mailed) for notice in sent) == [
+            ("closed", 1),
+            ("revealed", 1),
+        ]
