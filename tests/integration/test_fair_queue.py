@@ -158,3 +158,44 @@ def test_an_attempt_sent_after_another_tenants_flood_runs_before_most_of_it(
             api.request("DELETE", f"/v1/challenges/{flooded['id']}", flooding_key).status_code
             == 204
         )
+
+
+# Below every turn the service gives, so that no other test's attempt comes first.
+FIRST_TURN = -(2**62)
+
+
+def test_a_task_whose_attempt_waits_runs_the_attempt_whose_turn_it_is_and_sends_its_own_again(
+    api: Api, worker: Worker, tenant: dict[str, Any]
+) -> None:
+    from app.attempt import runner
+    from tests.integration.test_leases import _queued_attempt
+
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    # Never sent, and enqueued in the future, so no sweep sends them: only the task below.
+    later = utcnow() + timedelta(hours=1)
+    first = _queued_attempt(tenant, challenge, enqueued_at=later, turn=FIRST_TURN)
+    waiting = _queued_attempt(tenant, challenge, enqueued_at=later, turn=FIRST_TURN + 1)
+    # The worker's task of `waiting`, run here: it runs `first`, whose turn comes first ...
+    assert runner.run_in_turn(waiting) == "completed"
+    assert api.request("GET", f"/v1/attempts/{first}", key).json()["status"] == "completed"
+    # ... and `waiting` is not left without a task: its own, sent again, runs it.
+    assert api.wait_finished(key, str(waiting))["status"] == "completed"
+
+
+def test_a_task_whose_attempt_is_finished_runs_nothing_while_others_wait(
+    api: Api, tenant: dict[str, Any]
+) -> None:
+    from app.attempt import runner
+    from tests.integration.test_leases import _queued_attempt
+
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    later = utcnow() + timedelta(hours=1)
+    finished = _queued_attempt(tenant, challenge, enqueued_at=later, turn=FIRST_TURN + 2)
+    assert runner.run_attempt(finished) == "completed"
+    queued = _queued_attempt(tenant, challenge, enqueued_at=later, turn=FIRST_TURN)
+    # A redelivered task of a finished attempt takes no other's turn.
+    assert runner.run_in_turn(finished) == "skipped: finished or held by another worker"
+    assert api.request("GET", f"/v1/attempts/{queued}", key).json()["status"] == "queued"
+    assert runner.run_in_turn(queued) == "completed"
