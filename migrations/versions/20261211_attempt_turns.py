@@ -5,7 +5,7 @@ attempts (queued or running): the queue in turn order, and each tenant's share o
 Attempts made before take turn 0: those still queued go first, as they would have.
 
 Revision ID: 20261211_attempt_turns
-Revises: 20261210_tenant_hosting
+Revises: 20261211_scores_at_freeze
 Create Date: 2026-12-11
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "20261211_attempt_turns"
-down_revision: str | None = "20261210_tenant_hosting"
+down_revision: str | None = "20261211_scores_at_freeze"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

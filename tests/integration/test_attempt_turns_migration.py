@@ -31,7 +31,7 @@ from tests.services import scratch_database
 
 pytestmark = pytest.mark.integration
 
-BEFORE = "20261210_tenant_hosting"
+BEFORE = "20261211_scores_at_freeze"
 WHEN = datetime(2026, 12, 10, tzinfo=UTC)
 # The challenges and attempts tables' columns that the revision before has, and that are
 # required.
