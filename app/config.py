@@ -87,6 +87,10 @@ class Settings(BaseSettings):
     # of their own. Counted in the rate limits' Redis. As many as the default layout's threads
     # (two processes of 4): docs/capacity.md.
     api_max_in_flight_per_tenant: int = Field(default=8, ge=1, le=100_000)
+    # Attempts one tenant may have queued or running at once (entries, practice and test runs);
+    # a submission past it gets 429 with Retry-After, so a tenant cannot fill the workers'
+    # queue. Workers serve tenants in turn whatever the share (docs/capacity.md).
+    max_queued_per_tenant: int = Field(default=500, ge=1, le=1_000_000)
     # Anonymous reads of public boards (`/v1/public/...`) are served from a copy this young
     # (one database read per URL and interval, however large the crowd); 0 turns it off.
     public_cache_seconds: float = Field(default=1.0, ge=0, le=60)

@@ -159,6 +159,12 @@ QUOTA_MAX_ATTEMPTS_PER_DAY = _code(
     429,
     "The tenant's entries for the day are spent: retry after `Retry-After` seconds.",
 )
+QUEUE_SHARE_FULL = _code(
+    "queue_share_full",
+    429,
+    "The tenant has as many attempts queued or running as its share of the workers' queue: "
+    "retry after `Retry-After` seconds (`RateLimit-*` say the share).",
+)
 
 # Teams.
 TEAMS_NOT_ALLOWED = _code(

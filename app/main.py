@@ -235,6 +235,7 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
             "api_in_flight": settings.api_max_in_flight,
             "api_in_flight_per_client": settings.api_max_in_flight_per_client,
             "api_in_flight_per_tenant": settings.api_max_in_flight_per_tenant,
+            "queued_per_tenant": settings.max_queued_per_tenant,
             "database_pool": settings.database_pool_size,
         }
     )

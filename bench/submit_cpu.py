@@ -160,7 +160,11 @@ def main() -> None:
     ):
         common.flush_broker()
         os.environ.update(
-            common.service_env(database, str(data), extra={"GAUNTLET_QUEUE": "bench-submit-cpu"})
+            common.service_env(
+                database,
+                str(data),
+                extra={"GAUNTLET_QUEUE": "bench-submit-cpu", **common.UNSHARED_QUEUE},
+            )
         )
         try:
             asyncio.run(measure(args))

@@ -367,7 +367,7 @@ def main() -> None:
     ):
         common.flush_broker()
         print(f"   scratch database: {database.name}", flush=True)
-        env = common.service_env(database, str(data))
+        env = common.service_env(database, str(data), extra=common.UNSHARED_QUEUE)
         server, base = common.start_server(env, data, workers=args.serve_workers)
         processes = [server]
         failed = True

@@ -16,6 +16,7 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
     false,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, validates
 
@@ -46,6 +47,10 @@ class AttemptStatus(StrEnum):
     @property
     def finished(self) -> bool:
         return self in (AttemptStatus.COMPLETED, AttemptStatus.ERROR)
+
+
+# Attempts a worker has still to run or is running: the rows of the workers' queue.
+UNFINISHED = text("status IN ('queued', 'running')")
 
 
 class RunPurpose(StrEnum):
@@ -86,6 +91,22 @@ class Attempt(Leased, Metered, Base):
         ),
         Index("ix_attempts_status_lease", "status", "lease_expires_at"),
         Index("ix_attempts_tenant_created", "tenant_id", "created_at"),
+        # The workers' queue in turn order, and each tenant's place in it (app/attempt/turns.py):
+        # only unfinished attempts, so both stay as small as the queue.
+        Index(
+            "ix_attempts_unfinished_turn",
+            "turn",
+            "created_at",
+            postgresql_where=UNFINISHED,
+            sqlite_where=UNFINISHED,
+        ),
+        Index(
+            "ix_attempts_unfinished_tenant_turn",
+            "tenant_id",
+            "turn",
+            postgresql_where=UNFINISHED,
+            sqlite_where=UNFINISHED,
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
@@ -122,6 +143,10 @@ class Attempt(Leased, Metered, Base):
     # order by (as the leaderboard orders by its rows' `attempt_created_at_ms`).
     created_at_ms: Mapped[int] = mapped_column(BigInteger)
     enqueued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Its place in the workers' queue: workers take the claimable attempt of the lowest turn,
+    # and a tenant's next attempt gets a turn after its own unfinished ones (app/attempt/
+    # turns.py), so tenants are served in turn, not in the order they sent.
+    turn: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # `error` is what participants read ("model ... unreachable"); `error_detail` the full
     # reason (addresses, provider answers), for the tenant admin and the logs only.

@@ -22,6 +22,7 @@ from sqlalchemy import (
     case,
     exists,
     func,
+    literal_column,
     or_,
     select,
     tuple_,
@@ -44,6 +45,7 @@ from app.challenge.config import ChallengeState, LimitsConfig
 from app.challenge.models import Challenge, challenge_not_deleted, challenge_work_runs
 from app.competition.models import RulesAcceptance
 from app.db import (
+    UTCDateTime,
     count_where,
     insert_for,
     lock_some_ids,
@@ -163,6 +165,46 @@ _INSERT_NEW = {
 }
 
 
+# The workers' queue: attempts queued or running, as the literal condition of the partial
+# indexes over it (a parameter in its place would keep a generic plan off those indexes).
+_QUEUED = _ATTEMPTS.c.status == literal_column("'queued'")
+_RUNNING = _ATTEMPTS.c.status == literal_column("'running'")
+_UNFINISHED = or_(_QUEUED, _RUNNING)
+_TENANT = _ATTEMPTS.c.tenant_id == bindparam("tenant_id")
+_RUNNABLE = challenge_work_runs(_ATTEMPTS.c.challenge_id)
+_RUNNABLE_IN_ORDER = challenge_work_runs(_ATTEMPTS.c.challenge_id, row_by_row=True)
+_QUEUE_PLACE = select(
+    # What the tenant's share counts: its attempts a worker has to run (not those waiting
+    # because their challenge is deleted, or the tenant suspended).
+    select(func.count()).where(_UNFINISHED, _TENANT, _RUNNABLE).scalar_subquery(),
+    select(func.max(_ATTEMPTS.c.turn)).where(_UNFINISHED, _TENANT).scalar_subquery(),
+    # The queue's clock, across tenants (a number, nothing of any tenant's rows): the next
+    # turn a worker takes, or, with nothing queued, the latest turn running.
+    func.coalesce(
+        select(func.min(_ATTEMPTS.c.turn)).where(_QUEUED, _RUNNABLE_IN_ORDER).scalar_subquery(),
+        select(func.max(_ATTEMPTS.c.turn)).where(_UNFINISHED).scalar_subquery(),
+        0,
+    ),
+)
+
+
+class QueuePlace(NamedTuple):
+    """A tenant's place in the workers' queue (app/attempt/turns.py)."""
+
+    # Its attempts queued or running that a worker has to run.
+    unfinished: int
+    # The latest turn among them (None: it has none).
+    last_turn: int | None
+    # The turn the workers are at.
+    clock: int
+
+    @property
+    def next_turn(self) -> int:
+        """The turn of the tenant's next attempt: after its own unfinished ones, and never
+        before the turn the workers are at."""
+        return self.clock if self.last_turn is None else max(self.clock, self.last_turn + 1)
+
+
 class AttemptWithChallenge(NamedTuple):
     """An attempt with what its reads need of its challenge."""
 
@@ -234,6 +276,12 @@ class AttemptRepository:
             },
         ).one_or_none()
         return None if row is None else SubmissionTarget(*row)
+
+    def queue_place(self) -> QueuePlace:
+        """The tenant's attempts in the workers' queue (those its share counts) and the turn
+        its next attempt takes: one statement (`QueuePlace`)."""
+        row = self.session.execute(_QUEUE_PLACE, {"tenant_id": self.tenant_id}).one()
+        return QueuePlace(*row)
 
     def insert_new(self, attempt: Attempt) -> bool:
         """Inserts a new attempt's row; False if its idempotency key is already taken.
@@ -844,6 +892,34 @@ class Claimed:
     attempt: Attempt
     # Started for the first time by this claim: no run stored a trial before it.
     first_start: bool
+
+
+_IN_TURN = (
+    select(_ATTEMPTS.c.id)
+    .where(
+        or_(
+            _QUEUED,
+            _RUNNING & (_ATTEMPTS.c.lease_expires_at < bindparam("now", type_=UTCDateTime())),
+        ),
+        _RUNNABLE_IN_ORDER,
+    )
+    .order_by(_ATTEMPTS.c.turn, _ATTEMPTS.c.created_at)
+    .limit(1)
+    .with_for_update(skip_locked=True)
+)
+
+
+def in_turn(session: Session, now: datetime) -> uuid.UUID | None:
+    """The attempt whose turn it is, across tenants (for workers): the claimable one of the
+    lowest turn, locked for this transaction; one another transaction holds is passed over,
+    so workers claiming at once take different attempts. None when nothing is claimable."""
+    return session.scalar(_IN_TURN, {"now": now})
+
+
+def claimable(session: Session, attempt_id: uuid.UUID, now: datetime) -> bool:
+    """Whether a worker may claim the attempt now (queued, or held under an expired lease)."""
+    found = select(Attempt.id).where(Attempt.id == attempt_id, ATTEMPT_LEASES.claimable(now))
+    return session.scalar(found) is not None
 
 
 def claim(

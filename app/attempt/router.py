@@ -42,6 +42,7 @@ from app.error_codes import (
     NOT_IN_ERROR,
     NOT_OPEN,
     PRACTICE_OFF,
+    QUEUE_SHARE_FULL,
     QUOTA_MAX_ATTEMPTS_PER_DAY,
     QUOTA_MAX_PARTICIPANTS,
     RULES_NOT_ACCEPTED,
@@ -71,6 +72,7 @@ router = APIRouter(prefix="/v1", tags=["attempts"], route_class=ApiRoute)
         DAILY_LIMIT_REACHED,
         QUOTA_MAX_PARTICIPANTS,
         QUOTA_MAX_ATTEMPTS_PER_DAY,
+        QUEUE_SHARE_FULL,
         also={401: {}, 403: {"description": "Not a tenant key."}},
     ),
 )
@@ -303,7 +305,7 @@ def post_attempt_retry(
 @router.post(
     "/challenges/{challenge_id}/test-runs",
     status_code=status.HTTP_202_ACCEPTED,
-    responses=raises(NO_UNSCORED_RUNS),
+    responses=raises(NO_UNSCORED_RUNS, QUEUE_SHARE_FULL),
 )
 def post_test_run(
     challenge_id: ChallengeIdDep, body: TestRunCreate, work: UnitOfWorkDep, caller: TenantAdminDep
@@ -340,7 +342,12 @@ def list_test_runs(
     "/challenges/{challenge_id}/practice-runs",
     status_code=status.HTTP_202_ACCEPTED,
     responses=raises(
-        NO_UNSCORED_RUNS, *NOT_OPEN, PRACTICE_OFF, DAILY_LIMIT_REACHED, QUOTA_MAX_PARTICIPANTS
+        NO_UNSCORED_RUNS,
+        *NOT_OPEN,
+        PRACTICE_OFF,
+        DAILY_LIMIT_REACHED,
+        QUOTA_MAX_PARTICIPANTS,
+        QUEUE_SHARE_FULL,
     ),
 )
 def post_practice_run(

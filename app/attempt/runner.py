@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.attempt import repository
+from app.attempt import repository, turns
 from app.attempt.attempt_kind import AttemptJob, AttemptKind, RunContext, runner_of
 from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus
 from app.attempt.ranked import metric_columns, ranked_run
@@ -34,6 +34,7 @@ from app.lease.budget import CostBudget, RowSpend
 from app.lease.model_client import model_client
 from app.lease.repository import release
 from app.lease.run import Failure, LeasedRun, run_leased, run_on_process_loop
+from app.observability import context
 from app.observability import metrics as telemetry
 from app.scoring.measures import AttemptMetrics
 from app.scoring.service import ScoreResult, Scoring, prepare_scoring
@@ -48,6 +49,12 @@ def run_attempt(attempt_id: uuid.UUID) -> str:
     return run_leased(ATTEMPT_RUN, attempt_id)
 
 
+def run_in_turn(attempt_id: uuid.UUID) -> str:
+    """What a worker does with an attempt's task: runs the attempt whose turn it is, if this
+    one is waiting (app/attempt/turns.py); returns what happened, for the logs."""
+    return run_leased(IN_TURN_RUN, attempt_id)
+
+
 def warm_up_process() -> bool:
     """The warm-up call (app.evaluation.llm.warm_up_calls) on this process's event loop, the
     one its attempts then run on: their first timed call is then like any later one. Only
@@ -57,7 +64,13 @@ def warm_up_process() -> bool:
 
 
 class AttemptRun(LeasedRun[repository.Claimed, AttemptJob, AttemptMetrics]):
+    """An attempt's run; `in_turn`: of the attempt whose turn it is (`turns.claim_in_turn`),
+    else of the attempt asked for."""
+
     table = ATTEMPT_LEASES
+
+    def __init__(self, *, in_turn: bool = False) -> None:
+        self.in_turn = in_turn
 
     def claim(
         self,
@@ -67,7 +80,12 @@ class AttemptRun(LeasedRun[repository.Claimed, AttemptJob, AttemptMetrics]):
         now: datetime,
         until: datetime,
     ) -> repository.Claimed | None:
+        if self.in_turn:
+            return turns.claim_in_turn(session, row_id, token, now, until)
         return repository.claim(session, row_id, token, now, until)
+
+    def claimed_id(self, claimed: repository.Claimed, asked: uuid.UUID) -> uuid.UUID:
+        return claimed.attempt.id
 
     def runs(self, claimed: repository.Claimed) -> int:
         return claimed.attempt.run_count
@@ -76,6 +94,8 @@ class AttemptRun(LeasedRun[repository.Claimed, AttemptJob, AttemptMetrics]):
         return _load_job(session, claimed)
 
     def started(self, job: AttemptJob) -> None:
+        # The task's log lines name the attempt run, which its turn may have made another.
+        context.bind(attempt_id=str(job.attempt_id))
         telemetry.attempt_reached(job.kind, "running")
 
     def name(self, row_id: uuid.UUID) -> str:
@@ -95,6 +115,7 @@ class AttemptRun(LeasedRun[repository.Claimed, AttemptJob, AttemptMetrics]):
 
 
 ATTEMPT_RUN = AttemptRun()
+IN_TURN_RUN = AttemptRun(in_turn=True)
 
 
 def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | None:

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
+from app.attempt import turns
 from app.attempt.attempt_kind import AttemptKind, KindSubmission, Submitted
 from app.attempt.dispatch import RUN_ATTEMPT
 from app.attempt.metrics import SEALED_MEASURES
@@ -421,6 +422,8 @@ def _submit(
     # A team's entry holds the team's row to the commit (`entry_player`): one transaction.
     if (limited or challenge.team_id is not None) and autocommits(session):
         raise TransactionNeeded()
+    # The tenant's share of the workers' queue, before anything is written.
+    turn = turns.take_turn(repo)
     player = entry_player(session, tenant_id, challenge, body.participant)
     participant_id, handle = player.participant_id, player.handle
     if limited:
@@ -437,6 +440,7 @@ def _submit(
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint,
         submitted_by_id=player.submitted_by_id,
+        turn=turn,
     )
     if repo.insert_new(attempt):
         submitter = shown_submitter(challenge, attempt.submitted_by_id)
@@ -466,7 +470,8 @@ def rerun_attempt(work: UnitOfWork, tenant_id: uuid.UUID, attempt_id: uuid.UUID)
             f"only attempts that ended in error can be re-run; this one is {attempt.status}",
             code=NOT_IN_ERROR,
         )
-    _requeue(work, attempt)
+    (turn,) = turns.next_turns(AttemptRepository(session, tenant_id), 1)
+    _requeue(work, attempt, turn)
     work.session.flush()
     return attempt
 
@@ -482,16 +487,18 @@ def rerun_failed(work: UnitOfWork, tenant_id: uuid.UUID, challenge_id: uuid.UUID
     if repo.submission_target(challenge_id, None) is None:
         raise NotFound("challenge not found")
     failed = repo.errored_of_challenge(challenge_id, limit=RERUN_FAILED_BATCH)
-    for attempt in failed:
-        _requeue(work, attempt)
+    for attempt, turn in zip(failed, turns.next_turns(repo, len(failed)), strict=True):
+        _requeue(work, attempt, turn)
     work.session.flush()
     return len(failed)
 
 
-def _requeue(work: UnitOfWork, attempt: Attempt) -> None:
-    """Queued again, its finished trials kept; sent to a worker once the caller commits."""
+def _requeue(work: UnitOfWork, attempt: Attempt, turn: int) -> None:
+    """Queued again, at `turn`, its finished trials kept; sent to a worker once the caller
+    commits."""
     ATTEMPT_LEASES.queue_again(attempt, utcnow())
     attempt.error = None
+    attempt.turn = turn
     work.send_after_commit(RUN_ATTEMPT, str(attempt.id))
 
 

@@ -47,7 +47,7 @@ def _warm_up_pool_process(**_: object) -> None:
     max_retries=5,
 )
 def run_attempt(attempt_id: str) -> str:
-    return runner.run_attempt(uuid.UUID(attempt_id))
+    return runner.run_in_turn(uuid.UUID(attempt_id))
 
 
 @shared_task(name="gauntlet.sweep_attempts", acks_late=True, time_limit=300)

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from sqlalchemy.orm import Session
 
+from app.attempt import turns
 from app.attempt.attempt_kind import AttemptKind, UnscoredRequest, unscored_fields
 from app.attempt.dispatch import RUN_ATTEMPT
 from app.attempt.models import Attempt, AttemptStatus, RunPurpose, Trial
@@ -101,11 +102,14 @@ def _start(
     kind = kind_as(target.kind, AttemptKind)
     fields = kind_fields(kind, target.kind, body, model)
     now = utcnow()
+    if purpose is RunPurpose.PRACTICE:
+        refuse_unless_open(target, now)
+    # The tenant's share of the workers' queue, before anything is written.
+    turn = turns.take_turn(repo)
     participant_id: uuid.UUID | None = None
     if purpose is RunPurpose.PRACTICE:
         if handle is None:
             raise ValidationFailed.at(["participant"], "is required when practising with a key")
-        refuse_unless_open(target, now)
         participant_id, handle = _practiser(session, tenant_id, target, handle)
         lock_participant(session, tenant_id, participant_id)
         _refuse_past_quota(repo, target, participant_id)
@@ -120,7 +124,7 @@ def _start(
         )
     )
     attempt = queued_attempt(
-        tenant_id, challenge_id, participant_id, submitted, now, purpose=purpose
+        tenant_id, challenge_id, participant_id, submitted, now, purpose=purpose, turn=turn
     )
     repo.insert_new(attempt)
     work.send_after_commit(RUN_ATTEMPT, str(attempt.id))

@@ -14,7 +14,9 @@ from sqlalchemy import (
     Text,
     Uuid,
     exists,
+    func,
     or_,
+    select,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
@@ -116,16 +118,29 @@ def challenge_not_deleted(challenge_id: SQLColumnExpression[uuid.UUID]) -> Colum
     return ~exists().where(Challenge.id == challenge_id, Challenge.deleted_at.is_not(None))
 
 
-def challenge_work_runs(challenge_id: SQLColumnExpression[uuid.UUID]) -> ColumnElement[bool]:
-    """Rows (of a table with this challenge id column) a worker may run: their challenge is
-    not deleted and its tenant is active. The claims and sweeps of queued work take only
-    these, so the work of a deleted challenge, or of a suspended tenant, waits unrun until
-    the challenge is restored or the tenant resumed."""
-    stopped = or_(
+def _work_stopped() -> ColumnElement[bool]:
+    """Challenges whose work waits: deleted, or of a tenant that is not active."""
+    return or_(
         Challenge.deleted_at.is_not(None),
         exists().where(Tenant.id == Challenge.tenant_id, Tenant.status != TenantStatus.ACTIVE),
     )
-    return ~exists().where(Challenge.id == challenge_id, stopped)
+
+
+def challenge_work_runs(
+    challenge_id: SQLColumnExpression[uuid.UUID], *, row_by_row: bool = False
+) -> ColumnElement[bool]:
+    """Rows (of a table with this challenge id column) a worker may run: their challenge is
+    not deleted and its tenant is active. The claims and sweeps of queued work take only
+    these, so the work of a deleted challenge, or of a suspended tenant, waits unrun until
+    the challenge is restored or the tenant resumed.
+
+    `row_by_row`: the same, checked for each row as a scan in index order reaches it, for a
+    query that wants the first rows of an order (PostgreSQL turns the other form into a join
+    that reads every row, then sorts them)."""
+    if row_by_row:
+        stopped = select(func.count()).where(Challenge.id == challenge_id, _work_stopped())
+        return stopped.scalar_subquery() == 0
+    return ~exists().where(Challenge.id == challenge_id, _work_stopped())
 
 
 def strategy_of(scoring: ScoringConfig) -> Strategy:

@@ -140,6 +140,11 @@ class LeasedRun(ABC, Generic[Claimed, Job, Result]):
     def fail(self, row_id: uuid.UUID, token: uuid.UUID, failure: Failure) -> None:
         """Ends the row in error if this token still holds it."""
 
+    def claimed_id(self, claimed: Claimed, asked: uuid.UUID) -> uuid.UUID:
+        """The row the claim took: the one the task asked for, unless the kind's claim takes
+        whichever row's turn it is (attempts: app/attempt/turns.py)."""
+        return asked
+
     def name(self, row_id: uuid.UUID) -> str:
         """The row, as the logs name it."""
         return f"{self.table.model.__tablename__} {row_id}"
@@ -160,6 +165,7 @@ def run_leased(run: LeasedRun[Claimed, Job, Result], row_id: uuid.UUID) -> str:
     with session_scope() as session:
         claimed = run.claim(session, row_id, token, utcnow(), lease_until(settings))
         if claimed is not None:
+            row_id = run.claimed_id(claimed, row_id)
             runs = run.runs(claimed)
             if runs <= settings.max_attempt_runs:
                 job = run.load(session, claimed)

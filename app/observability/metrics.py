@@ -139,7 +139,8 @@ HTTP_REFUSED = Counter(
 CAPACITY = Gauge(
     "gauntlet_capacity",
     "Configured limits of one process, by what they limit (api_threads, "
-    "api_in_flight, api_in_flight_per_client, api_in_flight_per_tenant, database_pool).",
+    "api_in_flight, api_in_flight_per_client, api_in_flight_per_tenant, queued_per_tenant, "
+    "database_pool).",
     ["limit"],
     multiprocess_mode="livemax",
 )

@@ -394,3 +394,4 @@ def test_after_a_crowd_the_process_serves_as_before(server: Server) -> None:
     assert sum(values.get(name, 0) for name in refused) > 0, values
     assert values['gauntlet_capacity{limit="api_in_flight"}'] == 64
     assert values['gauntlet_capacity{limit="api_in_flight_per_tenant"}'] == 8
+    assert values['gauntlet_capacity{limit="queued_per_tenant"}'] == 500
