@@ -49,8 +49,8 @@ def test_the_admin_page_offers_every_export_and_downloads_it_as_the_api_does(
     offered = _hrefs(pages[0]) | _hrefs(pages[1])
     page = pages[0]
     for challenge, names in (
-        (prompt, ("leaderboard", "attempts", "trials")),
-        (duel, ("leaderboard", "defenses", "attacks", "matches")),
+        (prompt, ("leaderboard", "attempts", "trials", "rules_acceptances")),
+        (duel, ("leaderboard", "defenses", "attacks", "matches", "rules_acceptances")),
     ):
         for name in names:
             for output in ("csv", "json"):
@@ -58,7 +58,7 @@ def test_the_admin_page_offers_every_export_and_downloads_it_as_the_api_does(
                     f"/t/{slug}/admin/challenges/{challenge['id']}/exports/{name}?format={output}"
                 )
                 assert link in offered
-    assert len(offered) == 2 * (3 + 4)
+    assert len(offered) == 2 * (4 + 5)
     assert "of attempts of Exported prompts" in page  # each button says what it downloads
 
     for name in ("leaderboard", "attempts", "trials"):

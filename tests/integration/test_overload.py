@@ -43,6 +43,9 @@ class Answer:
     status: int
     headers: dict[str, str]
     body: bytes
+    # When its request was all sent and when its answer was all read (time.monotonic()).
+    sent_at: float = 0.0
+    answered_at: float = 0.0
 
 
 @dataclass
@@ -125,10 +128,14 @@ async def _get(port: int, target: str, headers: dict[str, str], source: str) -> 
         lines += [f"{name}: {value}" for name, value in headers.items()]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
         await writer.drain()
+        sent_at = time.monotonic()
         raw = await reader.read()
+        answered_at = time.monotonic()
     finally:
         writer.close()
-    return _parse(raw)
+    answer = _parse(raw)
+    answer.sent_at, answer.answered_at = sent_at, answered_at
+    return answer
 
 
 def _parse(raw: bytes) -> Answer:
@@ -234,6 +241,17 @@ def _check_crowd(answers: list[Answer]) -> dict[int, int]:
     return statuses
 
 
+def _served_past_the_limit(answers: list[Answer], limit: int) -> None:
+    """No more of the crowd were served than the process admits at once, but for those
+    answered before the crowd's last request was sent: each freed its place for another (the
+    crowd's connections open over a few milliseconds, and a quick read ends within them)."""
+    statuses = _check_crowd(answers)
+    last_sent = max(answer.sent_at for answer in answers)
+    freed = sum(answer.answered_at < last_sent for answer in answers if answer.status == 200)
+    assert statuses.get(200, 0) <= limit + freed, (statuses, freed)
+    assert statuses.get(503, 0) > 0, statuses
+
+
 def _public_challenges(server: Server) -> tuple[str, str, str]:
     tenant = server.api.create_tenant()
     key = tenant["api_key"]
@@ -327,8 +345,7 @@ def test_a_crowd_of_two_hundred_clients_past_the_limit_gets_503_at_once(server: 
         keyed += [(key, f"/v1/challenges/{challenge['id']}")] * 7
     targets = [f"{board}?offset={i}" for i, board in enumerate(boards[:CROWD])]
     answers, other = _crowd_with_another_client(server.port, targets, {}, targets[0])
-    statuses = _check_crowd(answers)
-    assert statuses.get(503, 0) >= CROWD - 64, statuses
+    _served_past_the_limit(answers, 64)
     assert other.status in (200, 503)
     answers, other = _crowd_with_another_client(
         server.port,
@@ -338,7 +355,7 @@ def test_a_crowd_of_two_hundred_clients_past_the_limit_gets_503_at_once(server: 
         crowd_headers=[{"Authorization": f"Bearer {key}"} for key, _ in keyed[:CROWD]],
         other_headers={"Authorization": f"Bearer {keyed[0][0]}"},
     )
-    assert _check_crowd(answers).get(503, 0) >= CROWD - 64
+    _served_past_the_limit(answers, 64)
     assert other.status in (200, 503)
 
 

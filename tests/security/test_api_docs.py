@@ -212,7 +212,8 @@ def test_times_are_iso_timestamps_and_durations_name_their_unit(api: Api) -> Non
     assert "created_at" in timed
 
 
-# The reads clients poll: boards, standings, matches, challenges, attempts and red_blue entries.
+# The reads clients poll: boards, standings, matches, challenges, attempts, red_blue entries and
+# a challenge's announcements.
 CONDITIONAL_READS = {
     "/v1/challenges/{challenge_id}/leaderboard",
     "/v1/public/{tenant_slug}/challenges/{challenge_slug}/leaderboard",
@@ -230,6 +231,7 @@ CONDITIONAL_READS = {
     "/v1/challenges/{challenge_id}/attempts",
     "/v1/defenses/{defense_id}",
     "/v1/attacks/{attack_id}",
+    "/v1/challenges/{challenge_id}/announcements",
 }
 
 
