@@ -112,6 +112,7 @@ def test_the_console_saves_pages_and_an_announcement_reaches_players_by_mail(
         {"overview": "Solve it.", "rules": "Be fair.", "data": "", "evaluation": "Fewest tokens."},
     )
     assert saved.status_code == 303, saved.text
+    assert admin.get(saved.headers["location"]).text.count("The pages are saved.") == 1
     stored = api.request("GET", f"/v1/challenges/{challenge['id']}", owner["api_key"]).json()
     assert stored["pages"]["evaluation"] == "Fewest tokens." and stored["rules_sha256"]
 
