@@ -72,7 +72,7 @@ def test_the_tabs_show_sanitized_pages_and_the_rules_form_lets_a_participant_pla
     refused = player.submit(slug, challenge["slug"], "hello")
     assert refused.status_code == 409 and "accept this challenge" in refused.text
     rules = player.get(f"{page}?tab=rules")
-    assert "<h4>Fair play</h4>" in rules.text
+    assert "<h3>Fair play</h3>" in rules.text
     assert "&lt;script&gt;alert('rules')&lt;/script&gt;" in rules.text
     assert "I have read these rules and accept them" in rules.text
     # Without the box ticked nothing is recorded.
