@@ -10,8 +10,9 @@ show. Participants read it on the organizer's pages, so it must not run anything
   `rel="noopener noreferrer nofollow"` to links. Two independent layers: a renderer bug
   that lets HTML through still meets the sanitizer.
 
-Headings start at level 3 (a `#` heading is an `h3`): the page's own `h1`/`h2` stay its
-outline.
+Headings start at level 3: the text's top heading level, whichever it is (`#` or the `##`
+many writers start with), becomes an `h3` under the page's own `h2`, the others keeping
+their places below it, so the page's outline skips no level.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ ALLOWED_ATTRIBUTES = {
     "code": {"class"},
 }
 URL_SCHEMES = frozenset({"http", "https", "mailto"})
-# Heading levels move down by this much: `#` is an h3 under the page's h2.
-HEADING_SHIFT = 2
+# The level the text's top heading takes: an h3 under the page's h2.
+TOP_HEADING_LEVEL = 3
 
 
 @cache
@@ -51,9 +52,11 @@ def _renderer() -> MarkdownIt:
 def _html(text: str) -> str:
     renderer = _renderer()
     tokens = renderer.parse(text)
-    for token in tokens:
-        if token.type in ("heading_open", "heading_close"):
-            token.tag = f"h{min(int(token.tag[1]) + HEADING_SHIFT, 6)}"
+    headings = [token for token in tokens if token.type in ("heading_open", "heading_close")]
+    if headings:
+        shift = TOP_HEADING_LEVEL - min(int(token.tag[1]) for token in headings)
+        for token in headings:
+            token.tag = f"h{min(int(token.tag[1]) + shift, 6)}"
     return str(renderer.renderer.render(tokens, renderer.options, {}))
 
 

@@ -73,7 +73,7 @@ def test_the_tabs_show_sanitized_pages_and_the_rules_form_lets_a_participant_pla
     refused = player.submit(slug, challenge["slug"], "hello")
     assert refused.status_code == 409 and "accept this challenge" in refused.text
     rules = player.get(f"{page}?tab=rules")
-    assert "<h4>Fair play</h4>" in rules.text
+    assert "<h3>Fair play</h3>" in rules.text
     assert "&lt;script&gt;alert('rules')&lt;/script&gt;" in rules.text
     assert "I have read these rules and accept them" in rules.text
     # Without the box ticked nothing is recorded.
@@ -113,6 +113,7 @@ def test_the_console_saves_pages_and_an_announcement_reaches_players_by_mail(
         {"overview": "Solve it.", "rules": "Be fair.", "data": "", "evaluation": "Fewest tokens."},
     )
     assert saved.status_code == 303, saved.text
+    assert admin.get(saved.headers["location"]).text.count("The pages are saved.") == 1
     stored = api.request("GET", f"/v1/challenges/{challenge['id']}", owner["api_key"]).json()
     assert stored["pages"]["evaluation"] == "Fewest tokens." and stored["rules_sha256"]
 

@@ -1180,6 +1180,7 @@ def test_an_account_given_the_admin_role_uses_the_admin_pages_until_the_role_is_
     role = f"/t/{slug}/admin/participants/rosa/role"
     given = keyed.post_form(role, {"admin": "yes"}, token_from=f"/t/{slug}/admin/participants/rosa")
     assert given.status_code == 303 and "role-given" in given.headers["location"]
+    assert keyed.get(given.headers["location"]).text.count('role="status"') == 1  # said once
     assert "<strong>admin</strong>" in keyed.get(f"/t/{slug}/admin/participants").text
     # A handle without an account cannot have the role.
     refused = keyed.post_form(

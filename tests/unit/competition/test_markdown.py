@@ -90,6 +90,22 @@ def test_ordinary_markdown_keeps_its_formatting() -> None:
     assert 'href="mailto:o@example.org"' in html
 
 
+@pytest.mark.parametrize(
+    ("text", "levels"),
+    [
+        ("## Fair play\n\n### Teams\n\n## Prizes", [3, 4, 3]),
+        ("### Only this", [3]),
+        ("# A\n\n## B\n\n### C\n\n#### D\n\n##### E\n\n###### F", [3, 4, 5, 6, 6, 6]),
+    ],
+)
+def test_the_texts_top_heading_is_an_h3_whatever_level_it_was_written_at(
+    text: str, levels: list[int]
+) -> None:
+    """The page's outline skips no level: its h2, then the text's headings from h3 down."""
+    html = str(render(text))
+    assert [int(level) for level in re.findall(r"<h([1-6])>", html)] == levels
+
+
 @pytest.mark.parametrize("text", ["", "   ", "\n\n"])
 def test_empty_text_renders_nothing(text: str) -> None:
     assert str(render(text)) == ""
