@@ -409,38 +409,3 @@ def mail_server(stack: Stack) -> Iterator[MailServer]:
     server.start()
     yield server
     server.stop()
-
-
-# The files whose tests take longest (tens of seconds to three minutes in all, measured with
-# `--durations`), longest first. `--dist loadfile` keeps a file in one test process, in the
-# order the files are collected: started last, such a file ran alone for minutes after the
-# other processes had finished. Moved to the front (after pytest-randomly's shuffle, which
-# still orders every other file and the tests within each), they run while the rest of the
-# suite fills the other processes around them.
-LONGEST_FIRST = (
-    "tests/integration/test_embedded.py",
-    "tests/security/test_openapi_fuzz.py",
-    "tests/integration/test_production.py",
-    "tests/integration/test_redblue_differential.py",
-    "tests/e2e/test_browser_pages.py",
-    "tests/integration/test_reliability.py",
-    "tests/integration/test_recovery.py",
-    "tests/integration/test_event_bench.py",
-    "tests/integration/test_visibility_differential.py",
-    "tests/e2e/test_web_mail.py",
-    "tests/integration/test_observability.py",
-    "tests/e2e/test_browser_authoring.py",
-    "tests/e2e/test_browser_event_host.py",
-    "tests/integration/test_redblue_final_round.py",
-    "tests/process/test_outbound_catalog.py",
-    "tests/process/test_eval_timing.py",
-    "tests/process/test_strict_skips.py",
-)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    missing = [name for name in LONGEST_FIRST if not (ROOT / name).is_file()]
-    if missing:
-        raise pytest.UsageError(f"tests/conftest.py's LONGEST_FIRST names no file: {missing}")
-    place = {name: number for number, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: place.get(item.nodeid.partition("::")[0], len(place)))
