@@ -17,7 +17,9 @@ class CompetitionKind:
         self, session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID
     ) -> set[uuid.UUID]:
         """The participants with an entry here (the participant it is recorded under and, for
-        a team's entry, the member who submitted it)."""
+        a team's entry, the member who submitted it). Every kind has it: `app.kinds.base.Kind`
+        answers from attempts, and a kind with entries of its own answers from them; this
+        layer only declares it."""
         raise NotImplementedError
 
     def private_board_revealed(self, session: Session, challenge: Challenge, now: datetime) -> bool:

@@ -15,6 +15,7 @@ from sqlalchemy import Boolean, String, Uuid, column, insert, inspect, select, t
 
 from app.db import UTCDateTime, make_engine
 from tests.conftest import Stack
+from tests.fixtures.tables_before import TENANTS_BEFORE
 from tests.integration.test_migrations import _config
 from tests.services import scratch_database
 
@@ -22,13 +23,6 @@ pytestmark = pytest.mark.integration
 
 BEFORE = "20261130_challenge_sections"
 WHEN = datetime(2026, 12, 1, tzinfo=UTC)
-TENANTS = table(
-    "tenants",
-    column("id", Uuid()),
-    column("slug", String()),
-    column("name", String()),
-    column("created_at", UTCDateTime()),
-)
 PARTICIPANTS = table(
     "participants",
     column("id", Uuid()),
@@ -49,7 +43,7 @@ def _check(url: str) -> None:
     try:
         with engine.begin() as connection:
             connection.execute(
-                insert(TENANTS),
+                insert(TENANTS_BEFORE),
                 {"id": tenant, "slug": f"t-{tenant.hex[:8]}", "name": "t", "created_at": WHEN},
             )
             connection.execute(

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import String, Uuid, column, insert, inspect, select, table
+from sqlalchemy import column, insert, inspect, select, table
 
 from app.attempt.models import AttemptScoreAtFreeze
-from app.db import UTCDateTime, make_engine
+from app.db import make_engine
 from tests.conftest import Stack
+from tests.fixtures.tables_before import TENANTS_BEFORE
 from tests.integration.test_migrations import _config
 from tests.services import scratch_database
 
@@ -22,13 +23,6 @@ pytestmark = pytest.mark.integration
 
 BEFORE = "20261211_competition_pages"
 WHEN = datetime(2026, 12, 7, tzinfo=UTC)
-TENANTS = table(
-    "tenants",
-    column("id", Uuid()),
-    column("slug", String()),
-    column("name", String()),
-    column("created_at", UTCDateTime()),
-)
 KEPT = AttemptScoreAtFreeze.__tablename__
 
 
@@ -40,13 +34,13 @@ def _check(url: str) -> None:
     try:
         with engine.begin() as connection:
             connection.execute(
-                insert(TENANTS),
+                insert(TENANTS_BEFORE),
                 {"id": tenant, "slug": f"t-{tenant.hex[:8]}", "name": "t", "created_at": WHEN},
             )
 
         command.upgrade(config, "head")
         with engine.connect() as connection:
-            assert connection.execute(select(TENANTS.c.id)).scalars().all() == [tenant]
+            assert connection.execute(select(TENANTS_BEFORE.c.id)).scalars().all() == [tenant]
             columns = {c["name"] for c in inspect(connection).get_columns(KEPT)}
             assert columns == {"attempt_id", "tenant_id", "freeze_at", "score", "score_details"}
             assert (
@@ -57,7 +51,7 @@ def _check(url: str) -> None:
         command.downgrade(config, BEFORE)
         with engine.connect() as connection:
             assert KEPT not in inspect(connection).get_table_names()
-            assert connection.execute(select(TENANTS.c.id)).scalars().all() == [tenant]
+            assert connection.execute(select(TENANTS_BEFORE.c.id)).scalars().all() == [tenant]
 
         command.upgrade(config, "head")
         with engine.connect() as connection:

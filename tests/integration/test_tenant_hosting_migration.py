@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import Date, Float, Integer, String, Uuid, column, insert, inspect, select, table
+from sqlalchemy import Date, Float, Integer, Uuid, column, insert, inspect, select, table
 
-from app.db import UTCDateTime, make_engine
+from app.db import make_engine
 from tests.conftest import Stack
+from tests.fixtures.tables_before import TENANTS_BEFORE
 from tests.integration.test_migrations import _config
 from tests.services import scratch_database
 
@@ -21,13 +22,6 @@ pytestmark = pytest.mark.integration
 
 BEFORE = "20261209_redblue_open_intervals"
 WHEN = datetime(2026, 12, 7, tzinfo=UTC)
-TENANTS = table(
-    "tenants",
-    column("id", Uuid()),
-    column("slug", String()),
-    column("name", String()),
-    column("created_at", UTCDateTime()),
-)
 SPEND = table(
     "tenant_spend",
     column("tenant_id", Uuid()),
@@ -46,7 +40,7 @@ def _check(url: str) -> None:
     try:
         with engine.begin() as connection:
             connection.execute(
-                insert(TENANTS),
+                insert(TENANTS_BEFORE),
                 {"id": tenant, "slug": f"t-{tenant.hex[:8]}", "name": "t", "created_at": WHEN},
             )
             connection.execute(
@@ -76,7 +70,7 @@ def _check(url: str) -> None:
             columns = {c["name"] for c in inspector.get_columns("tenants")}
             assert not (QUOTAS | {"status"}) & columns
             assert "attempts" not in {c["name"] for c in inspector.get_columns("tenant_spend")}
-            assert connection.execute(select(TENANTS.c.id)).scalars().all() == [tenant]
+            assert connection.execute(select(TENANTS_BEFORE.c.id)).scalars().all() == [tenant]
             assert connection.execute(select(SPEND.c.calls)).scalars().all() == [3]
 
         command.upgrade(config, "head")
