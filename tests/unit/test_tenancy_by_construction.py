@@ -2,12 +2,17 @@
 
 A repository class that takes its tenant when made (`ChallengeRepository(session, tenant_id)`:
 its `__init__` sets `self.tenant_id`) filters every statement by it, so a caller cannot forget
-the filter. Functions outside such a class that touch a tenant-owned table (a table with a
-`tenant_id` column) are listed below by name: the worker side's and the sweeps', which cross
-tenants by design, and the request path's not yet moved into a tenant-bound repository. The
-list only shrinks: a new function that touches a tenant-owned table outside a tenant-bound
-class fails the scan, and a listed function that no longer does (or no longer exists) fails
-it too, so that its name leaves the list.
+the filter. A class made for the platform admin (its `__init__` sets `self.platform_admin`
+from the admin's auth subject) may read across tenants: only that subject can make one.
+
+Access that crosses tenants by design (the worker side's claims, leases and runs, the
+sweeps, recomputations) lives in `cross_tenant` modules, which the request path cannot reach:
+an import-linter contract forbids routers and web code to import them, directly or not
+(pyproject.toml). Queries are written in repository and `cross_tenant` modules only; the scan
+below reads every other function of those modules. Functions outside both that touch a
+tenant-owned table (a table with a `tenant_id` column) are listed below by name, and the list
+only shrinks: a new one fails the scan, and a listed function that no longer touches one
+unbound (or no longer exists) fails it too, so that its name leaves the list.
 """
 
 from __future__ import annotations
@@ -32,14 +37,25 @@ def tenant_owned_models() -> set[str]:
     }
 
 
+def _is_repository(path: Path) -> bool:
+    return path.name == "repository.py" or path.parent.name == "repository"
+
+
+def _crosses_tenants(path: Path) -> bool:
+    return path.stem == "cross_tenant" or path.parent.name == "cross_tenant"
+
+
 def _repository_modules(package: Path) -> Iterator[Path]:
     for path in sorted(package.rglob("*.py")):
-        if path.name == "repository.py" or path.parent.name == "repository":
+        if _is_repository(path) and not _crosses_tenants(path):
             yield path
 
 
+BINDINGS = ("tenant_id", "platform_admin")
+
+
 def _binds_a_tenant(cls: ast.ClassDef) -> bool:
-    """Whether the class's `__init__` sets `self.tenant_id`."""
+    """Whether the class's `__init__` sets `self.tenant_id` (or `self.platform_admin`)."""
     for node in cls.body:
         if isinstance(node, ast.FunctionDef) and node.name == "__init__":
             for target in ast.walk(node):
@@ -48,7 +64,7 @@ def _binds_a_tenant(cls: ast.ClassDef) -> bool:
                     and isinstance(target.ctx, ast.Store)
                     and isinstance(target.value, ast.Name)
                     and target.value.id == "self"
-                    and target.attr == "tenant_id"
+                    and target.attr in BINDINGS
                 ):
                     return True
     return False
@@ -79,10 +95,9 @@ def unbound_access(package: Path = APP) -> set[str]:
     return found
 
 
-# Functions that touch tenant-owned tables with no tenant-bound object, as of this list's
-# making. Cross-tenant by design: the worker side (claims, leases, runs, recomputes), the
-# sweeps and the platform admin's pages. Still to be moved behind a tenant-bound repository:
-# those the request path calls with a tenant id of its own.
+# Functions of repository modules that touch tenant-owned tables with no tenant-bound object:
+# those not yet moved into a tenant-bound repository (the request path's) or into a
+# `cross_tenant` module (the worker side's and the sweeps').
 NOT_YET_BOUND = frozenset(
     {
         "app.attempt.repository:_keep_scores_at_freeze",
@@ -209,14 +224,20 @@ NOT_YET_BOUND = frozenset(
 )
 
 
+# The request path's reads that cannot be bound to a tenant because they come before one is
+# known or span tenants on purpose, each with its reason: the only unbound access the API
+# process keeps. (The platform admin's reads are bound to the platform admin instead.)
+REQUEST_PATH_CROSSINGS: dict[str, str] = {}
+
+
 def test_tenant_owned_tables_are_touched_through_tenant_bound_objects() -> None:
-    found = unbound_access()
+    found = unbound_access() - set(REQUEST_PATH_CROSSINGS)
     new = sorted(found - NOT_YET_BOUND)
     assert not new, (
         "these functions touch tenant-owned tables outside a class bound to one tenant "
         f"(its __init__ sets self.tenant_id): {new}"
     )
-    gone = sorted(NOT_YET_BOUND - found)
+    gone = sorted((NOT_YET_BOUND | set(REQUEST_PATH_CROSSINGS)) - unbound_access())
     assert not gone, (
         f"these no longer touch tenant-owned tables unbound: drop them from the list: {gone}"
     )
@@ -252,3 +273,70 @@ def test_the_tables_known_tenant_owned() -> None:
     owned = tenant_owned_models()
     assert {"Challenge", "Attempt", "Participant", "ApiKey"} <= owned
     assert "ScorerPlugin" not in owned and "Tenant" not in owned
+
+
+QUERY_BUILDERS = {"select", "insert", "update", "delete", "text", "union", "union_all", "exists"}
+SESSION_READS = {"execute", "scalar", "scalars", "get", "query", "merge"}
+# Modules that build statements and are no data access: the engine's (app.db), and the mapped
+# tables' (`models` modules: server defaults, index expressions).
+STATEMENT_MODULES_BESIDES_REPOSITORIES = {"app.db"}
+
+
+def statements_outside_repositories(package: Path = APP) -> set[str]:
+    """Modules other than repositories and `cross_tenant` modules that import a statement
+    builder from SQLAlchemy or read through a session (`session.execute(...)` and the like)."""
+    found = set()
+    for path in sorted(package.rglob("*.py")):
+        if _is_repository(path) or _crosses_tenants(path) or path.stem == "models":
+            continue
+        module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sqlalchemy"):
+                if any(alias.name in QUERY_BUILDERS for alias in node.names):
+                    found.add(module)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in SESSION_READS
+                and isinstance(node.func.value, ast.Name | ast.Attribute)
+                and (
+                    getattr(node.func.value, "id", None) == "session"
+                    or getattr(node.func.value, "attr", None) == "session"
+                )
+            ):
+                found.add(module)
+    return found - STATEMENT_MODULES_BESIDES_REPOSITORIES
+
+
+def test_queries_are_written_in_repository_modules_only() -> None:
+    # So the scan above, which reads repository modules, sees every query there is.
+    assert statements_outside_repositories() == set()
+
+
+def test_the_query_scan_finds_a_statement_in_a_service(tmp_path: Path) -> None:
+    package = tmp_path / "app" / "domain"
+    package.mkdir(parents=True)
+    (package / "service.py").write_text(
+        "from sqlalchemy import select\n"
+        "def rows(work):\n"
+        "    return work.session.scalars(select(Challenge))\n"
+    )
+    (package / "other.py").write_text("def rows(session):\n    return session.get(Challenge, 1)\n")
+    (package / "cross_tenant.py").write_text("from sqlalchemy import select\n")
+    assert statements_outside_repositories(tmp_path / "app") == {
+        "app.domain.service",
+        "app.domain.other",
+    }
+
+
+def test_cross_tenant_modules_are_out_of_the_request_path_s_reach() -> None:
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [
+        c for c in contracts["contracts"] if "app.*.cross_tenant" in c.get("forbidden_modules", [])
+    ]
+    assert contract["type"] == "forbidden"
+    assert {"app.web", "app.*.router"} <= set(contract["source_modules"])
+    # Indirect imports count: a service the web imports may not import one either.
+    assert not contract.get("allow_indirect_imports", False)
