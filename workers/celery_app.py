@@ -25,7 +25,7 @@ from celery.signals import (
     worker_shutdown,
 )
 
-from app.broker.config import configure
+from app.broker.config import configure, periodic_options
 from app.broker.sender import REQUEST_ID_HEADER
 from app.challenge.registry import periodic_tasks, worker_task_modules
 from app.config import get_settings
@@ -68,17 +68,17 @@ def make_celery() -> Celery:
             "sweep-attempts": {
                 "task": "gauntlet.sweep_attempts",
                 "schedule": settings.sweep_interval_seconds,
-                "options": {"queue": settings.queue, "expires": settings.sweep_interval_seconds},
+                "options": periodic_options(settings.queue, settings.sweep_interval_seconds),
             },
             "sweep-mail": {
                 "task": "gauntlet.sweep_mail",
                 "schedule": settings.sweep_interval_seconds,
-                "options": {"queue": settings.queue, "expires": settings.sweep_interval_seconds},
+                "options": periodic_options(settings.queue, settings.sweep_interval_seconds),
             },
             "sweep-notices": {
                 "task": "gauntlet.sweep_notices",
                 "schedule": settings.sweep_interval_seconds,
-                "options": {"queue": settings.queue, "expires": settings.sweep_interval_seconds},
+                "options": periodic_options(settings.queue, settings.sweep_interval_seconds),
             },
             **periodic_tasks(settings.queue),
         },

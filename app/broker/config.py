@@ -40,3 +40,17 @@ def configure(app: Celery, settings: Settings) -> None:
         task_serializer="json",
         accept_content=["json"],
     )
+
+
+# A periodic task (a sweep) waits at most this many of its periods, and never less than
+# `PERIODIC_EXPIRY_FLOOR_SECONDS`, before a worker drops it unstarted: a newer one is on its
+# way, so a worker that was down or busy finds a few stale ones rather than a pile, and a busy
+# machine's delivery delay (a second or more under load) does not drop every one of them.
+PERIODIC_EXPIRY_PERIODS = 5
+PERIODIC_EXPIRY_FLOOR_SECONDS = 10.0
+
+
+def periodic_options(queue: str, every: float) -> dict[str, object]:
+    """The sending options of a periodic task run every `every` seconds."""
+    expires = max(every * PERIODIC_EXPIRY_PERIODS, PERIODIC_EXPIRY_FLOOR_SECONDS)
+    return {"queue": queue, "expires": expires}

@@ -18,6 +18,7 @@ from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar
 
+from app.broker.config import periodic_options
 from app.challenge.challenge_kind import ChallengeKind
 from app.errors import ValidationFailed
 
@@ -113,7 +114,7 @@ def periodic_tasks(queue: str) -> dict[str, dict[str, Any]]:
         f"{kind.name}-{name}": {
             "task": task,
             "schedule": every,
-            "options": {"queue": queue, "expires": every},
+            "options": periodic_options(queue, every),
         }
         for kind in registered().values()
         for name, (task, every) in kind.periodic_tasks.items()
