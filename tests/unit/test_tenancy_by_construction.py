@@ -8,8 +8,9 @@ from the admin's auth subject) may read across tenants: only that subject can ma
 Access that crosses tenants by design (the worker side's claims, leases and runs, the
 sweeps, recomputations) lives in `cross_tenant` modules, which the request path cannot reach:
 an import-linter contract forbids routers and web code to import them, directly or not
-(pyproject.toml). Queries are written in repository and `cross_tenant` modules only; the scan
-below reads every other function of those modules. Functions outside both that touch a
+(pyproject.toml). Queries are written in repository and `cross_tenant` modules only
+(tests/unit/test_architecture.py), so the scan below, which reads every repository module,
+sees every query there is. Functions outside both that touch a
 tenant-owned table (a table with a `tenant_id` column) are listed below by name, and the list
 only shrinks: a new one fails the scan, and a listed function that no longer touches one
 unbound (or no longer exists) fails it too, so that its name leaves the list.
@@ -273,60 +274,6 @@ def test_the_tables_known_tenant_owned() -> None:
     owned = tenant_owned_models()
     assert {"Challenge", "Attempt", "Participant", "ApiKey"} <= owned
     assert "ScorerPlugin" not in owned and "Tenant" not in owned
-
-
-QUERY_BUILDERS = {"select", "insert", "update", "delete", "text", "union", "union_all", "exists"}
-SESSION_READS = {"execute", "scalar", "scalars", "get", "query", "merge"}
-# Modules that build statements and are no data access: the engine's (app.db), and the mapped
-# tables' (`models` modules: server defaults, index expressions).
-STATEMENT_MODULES_BESIDES_REPOSITORIES = {"app.db"}
-
-
-def statements_outside_repositories(package: Path = APP) -> set[str]:
-    """Modules other than repositories and `cross_tenant` modules that import a statement
-    builder from SQLAlchemy or read through a session (`session.execute(...)` and the like)."""
-    found = set()
-    for path in sorted(package.rglob("*.py")):
-        if _is_repository(path) or _crosses_tenants(path) or path.stem == "models":
-            continue
-        module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sqlalchemy"):
-                if any(alias.name in QUERY_BUILDERS for alias in node.names):
-                    found.add(module)
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in SESSION_READS
-                and isinstance(node.func.value, ast.Name | ast.Attribute)
-                and (
-                    getattr(node.func.value, "id", None) == "session"
-                    or getattr(node.func.value, "attr", None) == "session"
-                )
-            ):
-                found.add(module)
-    return found - STATEMENT_MODULES_BESIDES_REPOSITORIES
-
-
-def test_queries_are_written_in_repository_modules_only() -> None:
-    # So the scan above, which reads repository modules, sees every query there is.
-    assert statements_outside_repositories() == set()
-
-
-def test_the_query_scan_finds_a_statement_in_a_service(tmp_path: Path) -> None:
-    package = tmp_path / "app" / "domain"
-    package.mkdir(parents=True)
-    (package / "service.py").write_text(
-        "from sqlalchemy import select\n"
-        "def rows(work):\n"
-        "    return work.session.scalars(select(Challenge))\n"
-    )
-    (package / "other.py").write_text("def rows(session):\n    return session.get(Challenge, 1)\n")
-    (package / "cross_tenant.py").write_text("from sqlalchemy import select\n")
-    assert statements_outside_repositories(tmp_path / "app") == {
-        "app.domain.service",
-        "app.domain.other",
-    }
 
 
 def test_cross_tenant_modules_are_out_of_the_request_path_s_reach() -> None:
