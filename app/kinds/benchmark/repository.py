@@ -1,7 +1,8 @@
-"""The benchmark kind's statements on the request path, bound to one tenant: final marks,
-what the private board reads of a challenge's completed entries, and the private part's runs
-as a tenant's admin or its attempt's completion sees them. The worker side's claims and the
-sweep's reads of the private runs cross tenants: app/kinds/benchmark/cross_tenant.py."""
+"""The benchmark kind's statements bound to one tenant: final marks, what the private board
+reads of a challenge's completed entries, an attempt's private run and its own measures. The
+request path reads and writes through them, as does the worker side once it holds a run of a
+known tenant. The worker's claims and held leases and the sweep's reads of private runs cross
+tenants: app/kinds/benchmark/cross_tenant.py."""
 
 from __future__ import annotations
 
