@@ -46,7 +46,7 @@ from app.kinds.api.evaluation import (
 )
 from app.kinds.api.services import config_of
 from app.kinds.api.storage import Challenge
-from app.kinds.benchmark import private_part, repository, web
+from app.kinds.benchmark import private_part, web
 from app.kinds.benchmark.challenge_templates import benchmark_templates
 from app.kinds.benchmark.config import (
     BenchmarkConfig,
@@ -57,6 +57,7 @@ from app.kinds.benchmark.config import (
 )
 from app.kinds.benchmark.dispatch import SWEEP_TASK
 from app.kinds.benchmark.models import SealedRunStatus
+from app.kinds.benchmark.repository import BenchmarkRepository
 from app.kinds.benchmark.schemas import (
     BenchmarkMeasures,
     BenchmarkSubmission,
@@ -157,7 +158,7 @@ def _check_split_edit(
     path = _split_change(before.split, after.split)
     if path is None:
         return
-    entries = repository.entry_count(session, challenge.tenant_id, challenge.id)
+    entries = BenchmarkRepository(session, challenge.tenant_id).entry_count(challenge.id)
     if entries == 0:
         return
     where = ".".join(path)
@@ -319,7 +320,8 @@ class BenchmarkKind(web.BenchmarkPages, RunsAttempts, Kind):
         config = _config(job.config)
         if config.split is None or not job.purpose.scored:
             return None
-        stored = (repository.own_measures(session, job.attempt_id) or {}).get(SEALED_MEASURES)
+        own = BenchmarkRepository(session, job.tenant_id).own_measures(job.attempt_id)
+        stored = (own or {}).get(SEALED_MEASURES)
         if isinstance(stored, dict) and stored.get("status", "completed") == "completed":
             return BenchmarkMeasures(sealed=SealedMeasures.model_validate(stored))
         return BenchmarkMeasures(sealed=SealedMeasures(status=SealedRunStatus.QUEUED))

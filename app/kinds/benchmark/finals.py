@@ -49,8 +49,8 @@ from app.kinds.api.services import (
     sealed_shown,
 )
 from app.kinds.api.storage import Challenge, Participant, utcnow
-from app.kinds.benchmark import repository
 from app.kinds.benchmark.config import BenchmarkConfig, SplitConfig
+from app.kinds.benchmark.repository import BenchmarkRepository
 from app.kinds.benchmark.schemas import FinalMarks, PrivateBoard, PrivateBoardItem
 
 
@@ -87,7 +87,8 @@ def mark_final(
             code=BASELINE_NOT_FINAL,
         )
     lock_participant(session, reader.tenant_id, participant_id)
-    marked = repository.marked(session, challenge.id, participant_id)
+    marks = BenchmarkRepository(session, reader.tenant_id)
+    marked = marks.marked(challenge.id, participant_id)
     if final and attempt.id not in marked:
         if attempt.status is not AttemptStatus.COMPLETED:
             raise Conflict("only a completed submission can be final", code=ATTEMPT_NOT_COMPLETED)
@@ -96,13 +97,13 @@ def mark_final(
                 f"at most {split.final_submissions} final submissions: unmark one first",
                 code=FINAL_PICKS_EXHAUSTED,
             )
-        repository.mark(session, attempt, participant_id)
+        marks.mark(attempt, participant_id)
     elif not final:
-        repository.unmark(session, attempt.id)
+        marks.unmark(attempt.id)
     return FinalMarks(
         challenge_id=challenge.id,
         participant=handle_of(session, reader.tenant_id, participant_id),
-        attempt_ids=repository.marked(session, challenge.id, participant_id),
+        attempt_ids=marks.marked(challenge.id, participant_id),
         max_final=split.final_submissions,
     )
 
@@ -164,7 +165,8 @@ def private_board(
     if not sealed_shown(challenge.closes_at, audience):
         raise Forbidden("the private board is revealed when the challenge closes")
     tenant_id = challenge.tenant_id
-    rows = repository.completed_entries(session, tenant_id, challenge.id)
+    benchmark = BenchmarkRepository(session, tenant_id)
+    rows = benchmark.completed_entries(challenge.id)
     by_participant: dict[uuid.UUID, list[Entry]] = defaultdict(list)
     for attempt_id, participant_id, baseline, created_at, metrics, cost, own in rows:
         assert participant_id is not None
@@ -180,7 +182,7 @@ def private_board(
                 private=private if isinstance(private, dict) else {},
             )
         )
-    marked = repository.marked_at_challenge(session, challenge.id)
+    marked = benchmark.marked_at_challenge(challenge.id)
     best = [
         counted(entries, marked, split.final_submissions) for entries in by_participant.values()
     ]
@@ -236,7 +238,9 @@ def final_state(session: Session, challenge: Challenge, attempt: AttemptRead) ->
         return None
     if attempt.participant_id is None or attempt.baseline:
         return None
-    marked = repository.marked(session, challenge.id, attempt.participant_id)
+    marked = BenchmarkRepository(session, challenge.tenant_id).marked(
+        challenge.id, attempt.participant_id
+    )
     closed = challenge.closes_at is not None and utcnow() >= challenge.closes_at
     return FinalState(
         marked=attempt.id in marked,
@@ -254,6 +258,8 @@ def final_marks(
     return FinalMarks(
         challenge_id=challenge.id,
         participant=participant.handle,
-        attempt_ids=repository.marked(session, challenge.id, participant.id),
+        attempt_ids=BenchmarkRepository(session, reader.tenant_id).marked(
+            challenge.id, participant.id
+        ),
         max_final=split.final_submissions,
     )

@@ -9,9 +9,9 @@ import uuid
 from app.kinds.api import SEALED_MEASURES, Conflict, NotFound, TenantAdmin, UnitOfWork
 from app.kinds.api.error_codes import NOT_IN_ERROR
 from app.kinds.api.storage import utcnow
-from app.kinds.benchmark import repository
 from app.kinds.benchmark.dispatch import RUN_SEALED
 from app.kinds.benchmark.models import SEALED_RUN_LEASES, SealedRunStatus
+from app.kinds.benchmark.repository import BenchmarkRepository
 from app.kinds.benchmark.schemas import SealedMeasures
 
 
@@ -19,15 +19,15 @@ def start(
     work: UnitOfWork, attempt_id: uuid.UUID, tenant_id: uuid.UUID, challenge_id: uuid.UUID
 ) -> None:
     """Queues the attempt's private part, unless it has one; sent once the caller commits."""
-    if repository.queue_sealed_run(work.session, attempt_id, tenant_id, challenge_id):
+    if BenchmarkRepository(work.session, tenant_id).queue_sealed_run(attempt_id, challenge_id):
         work.send_after_commit(RUN_SEALED, str(attempt_id))
 
 
 def rerun(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> SealedMeasures:
     """Queues again the attempt's private part that ended in error (its finished tasks and
     trials kept); sent once the caller commits. 404 for an attempt without one."""
-    session = work.session
-    run = repository.sealed_run_of(session, admin.tenant_id, attempt_id)
+    runs = BenchmarkRepository(work.session, admin.tenant_id)
+    run = runs.sealed_run_of(attempt_id)
     if run is None:
         raise NotFound("no private part: the attempt is not one of a split challenge's")
     if run.status is not SealedRunStatus.ERROR:
@@ -38,8 +38,8 @@ def rerun(work: UnitOfWork, admin: TenantAdmin, attempt_id: uuid.UUID) -> Sealed
     SEALED_RUN_LEASES.queue_again(run, utcnow())
     run.error = None
     queued = SealedMeasures(status=SealedRunStatus.QUEUED)
-    repository.set_own_measures(
-        session, attempt_id, SEALED_MEASURES, queued.model_dump(mode="json", exclude_none=True)
+    runs.set_own_measures(
+        attempt_id, SEALED_MEASURES, queued.model_dump(mode="json", exclude_none=True)
     )
     work.send_after_commit(RUN_SEALED, str(attempt_id))
     return queued

@@ -42,10 +42,11 @@ from app.kinds.api.leases import (
 )
 from app.kinds.api.services import config_of
 from app.kinds.api.storage import Attempt, session_scope, utcnow
-from app.kinds.benchmark import repository
+from app.kinds.benchmark import cross_tenant
 from app.kinds.benchmark.config import BenchmarkConfig, StoredFields
 from app.kinds.benchmark.dispatch import RUN_SEALED
 from app.kinds.benchmark.models import SEALED_RUN_LEASES, SealedRun, SealedRunStatus
+from app.kinds.benchmark.repository import BenchmarkRepository
 from app.kinds.benchmark.run import attempt_metrics, part_config, run_tasks
 from app.kinds.benchmark.schemas import SealedMeasures
 from app.kinds.benchmark.split import parts_of
@@ -80,13 +81,13 @@ class SealedPartRun(LeasedRun[SealedRun, SealedJob, AttemptMetrics]):
         now: datetime,
         until: datetime,
     ) -> SealedRun | None:
-        return repository.claim_sealed_run(session, row_id, token, now, until)
+        return cross_tenant.claim_sealed_run(session, row_id, token, now, until)
 
     def runs(self, claimed: SealedRun) -> int:
         return claimed.run_count
 
     def load(self, session: Session, claimed: SealedRun) -> SealedJob | None:
-        found = repository.sealed_run_source(session, claimed.id)
+        found = cross_tenant.sealed_run_source(session, claimed.id)
         if found is None:
             return None
         attempt, challenge = found
@@ -144,11 +145,11 @@ class SealedPartRun(LeasedRun[SealedRun, SealedJob, AttemptMetrics]):
             run_status=result.run_status,
         )
         with session_scope() as session:
-            run = repository.held_sealed_run(session, job.attempt_id, token)
+            run = cross_tenant.held_sealed_run(session, job.attempt_id, token)
             if run is None:
                 return "skipped: taken over by another worker"
-            repository.set_own_measures(
-                session, job.attempt_id, SEALED, measures.model_dump(mode="json")
+            BenchmarkRepository(session, job.tenant_id).set_own_measures(
+                job.attempt_id, SEALED, measures.model_dump(mode="json")
             )
             run.status = SealedRunStatus.COMPLETED
             run.finished_at = utcnow()
@@ -157,7 +158,7 @@ class SealedPartRun(LeasedRun[SealedRun, SealedJob, AttemptMetrics]):
 
     def fail(self, row_id: uuid.UUID, token: uuid.UUID, failure: Failure) -> None:
         with session_scope() as session:
-            run = repository.held_sealed_run(session, row_id, token)
+            run = cross_tenant.held_sealed_run(session, row_id, token)
             if run is None:
                 return
             run.status = SealedRunStatus.ERROR
@@ -165,8 +166,8 @@ class SealedPartRun(LeasedRun[SealedRun, SealedJob, AttemptMetrics]):
             run.finished_at = utcnow()
             run.end_lease()
             measures = SealedMeasures(status=SealedRunStatus.ERROR, error=failure.reason)
-            repository.set_own_measures(
-                session, row_id, SEALED, measures.model_dump(mode="json", exclude_none=True)
+            BenchmarkRepository(session, run.tenant_id).set_own_measures(
+                row_id, SEALED, measures.model_dump(mode="json", exclude_none=True)
             )
 
 
@@ -179,13 +180,13 @@ def sweep() -> dict[str, int]:
     settings = get_settings()
     now = utcnow()
     with unit_of_work() as work:
-        stuck = repository.stuck_sealed_runs(
+        stuck = cross_tenant.stuck_sealed_runs(
             work.session,
             now,
             now - timedelta(seconds=settings.queued_requeue_seconds),
             SWEEP_BATCH,
         )
-        repository.mark_sealed_runs_sent(work.session, stuck, now)
+        cross_tenant.mark_sealed_runs_sent(work.session, stuck, now)
         for run_id in stuck:
             work.send_after_commit(RUN_SEALED, str(run_id))
     return {"resent": len(stuck)}
