@@ -453,6 +453,11 @@ def readable_challenge(
     return challenge
 
 
+def kept_challenge_count(session: Session, tenant_id: uuid.UUID) -> int:
+    """The tenant's challenges that are not deleted (drafts and archived ones too)."""
+    return ChallengeRepository(session, tenant_id).count_kept()
+
+
 def challenge_by_slug(session: Session, tenant_id: uuid.UUID, slug: str) -> Challenge | None:
     return ChallengeRepository(session, tenant_id).get_by_slug(slug)
 
