@@ -12,7 +12,7 @@ from app.unit_of_work import UnitOfWork, handles
 @handles(ScorerRemoving)
 def refuse_removing_a_scorer_in_use(work: UnitOfWork, event: ScorerRemoving) -> None:
     """A challenge naming the scorer would lose its scores: disable the scorer instead."""
-    in_use = count_naming_plugin(work.session, event.plugin_id)
+    in_use = count_naming_plugin(work.session, event.admin, event.plugin_id)
     if in_use:
         raise Conflict(
             f"scorer '{event.plugin_id}' is used by {in_use} challenge(s); disable it instead "

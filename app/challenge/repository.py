@@ -1,11 +1,12 @@
-"""SQL for challenges. Every query names its tenant, except the public lookups (public
-challenges only) and the platform admin's scorer checks (across tenants)."""
+"""SQL for challenges. Every query names its tenant (`ChallengeRepository`), except the home
+page's directory of the tenants with public challenges (public challenges only) and the
+platform admin's scorer checks (across tenants: `PlatformChallengeRepository`)."""
 
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from datetime import datetime
 from typing import TypeVar
 
@@ -13,6 +14,7 @@ from sqlalchemy import bindparam, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
+from app.auth.subjects import PlatformAdmin
 from app.auth.tenant_access import TenantStatus
 from app.challenge.config import ChallengeState, Visibility
 from app.challenge.models import Challenge
@@ -101,6 +103,19 @@ class ChallengeRepository:
         return self.session.scalar(
             select(Challenge).where(
                 Challenge.tenant_id == self.tenant_id, Challenge.slug == slug, _NOT_DELETED
+            )
+        )
+
+    def get_public(self, slug: str) -> Challenge | None:
+        """The tenant's public challenge with this slug, if it is not a draft (an archived one
+        too: its pages and boards stay)."""
+        return self.session.scalar(
+            select(Challenge).where(
+                Challenge.tenant_id == self.tenant_id,
+                Challenge.slug == slug,
+                Challenge.visibility == Visibility.PUBLIC,
+                Challenge.state != ChallengeState.DRAFT,
+                _NOT_DELETED,
             )
         )
 
@@ -208,31 +223,11 @@ class ChallengeRepository:
         self.session.flush()
 
 
-def get_public_challenge(
-    session: Session, tenant_slug: str, challenge_slug: str
-) -> tuple[Challenge, TenantStatus] | None:
-    """The one unauthenticated lookup: a public challenge by its tenant's and its own slug
-    (an archived one too: its pages and boards stay; never a draft), with its tenant's
-    status."""
-    found = session.execute(
-        select(Challenge, Tenant.status)
-        .join(Tenant, Tenant.id == Challenge.tenant_id)
-        .where(
-            Tenant.slug == tenant_slug,
-            Challenge.slug == challenge_slug,
-            Challenge.visibility == Visibility.PUBLIC,
-            Challenge.state != ChallengeState.DRAFT,
-            _NOT_DELETED,
-        )
-    ).one_or_none()
-    return None if found is None else (found[0], found[1])
-
-
 def tenants_with_public_challenges(
     session: Session, *, limit: int, offset: int, challenges_per_tenant: int
-) -> tuple[list[tuple[Tenant, list[Challenge]]], int]:
+) -> tuple[list[tuple[Tenant, list[Challenge], int]], int]:
     """Tenants that have at least one public challenge, by name, each with its newest public
-    challenges; and how many such tenants there are."""
+    challenges and how many it has; and how many such tenants there are."""
     # Only active tenants are listed: a suspended or pending one's pages are closed.
     has_public = select(Challenge.id).where(
         Challenge.tenant_id == Tenant.id, _LISTED_PUBLICLY
@@ -271,27 +266,25 @@ def tenants_with_public_challenges(
     by_tenant: dict[uuid.UUID, list[Challenge]] = defaultdict(list)
     for challenge in challenges:
         by_tenant[challenge.tenant_id].append(challenge)
-    return [(tenant, by_tenant[tenant.id]) for tenant in tenants], total
-
-
-def public_challenge_counts(
-    session: Session, tenant_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, int]:
-    if not tenant_ids:
-        return {}
-    rows = session.execute(
+    counts = session.execute(
         select(Challenge.tenant_id, func.count())
-        .where(Challenge.tenant_id.in_(tenant_ids), _LISTED_PUBLICLY)
+        .where(Challenge.tenant_id.in_([t.id for t in tenants]), _LISTED_PUBLICLY)
         .group_by(Challenge.tenant_id)
-    )
-    return {tenant_id: count for tenant_id, count in rows.tuples()}
+    ).tuples()
+    count_of = {tenant_id: count for tenant_id, count in counts}
+    return [(t, by_tenant[t.id], count_of.get(t.id, 0)) for t in tenants], total
 
 
-def scoring_of_every_challenge(
-    session: Session,
-) -> list[tuple[uuid.UUID, uuid.UUID, ScoringConfig]]:
-    """(id, tenant id, scoring) of every challenge of every tenant: the platform admin's
-    scorer registry asks which use a plugin (JSON filtering done in Python, portable to
-    SQLite)."""
-    rows = session.execute(select(Challenge.id, Challenge.tenant_id, Challenge.scoring))
-    return [(row.id, row.tenant_id, row.scoring) for row in rows]
+class PlatformChallengeRepository:
+    """The challenges of every tenant, for the platform admin."""
+
+    def __init__(self, session: Session, platform_admin: PlatformAdmin) -> None:
+        self.session = session
+        self.platform_admin = platform_admin
+
+    def scoring_of_every_challenge(self) -> list[tuple[uuid.UUID, uuid.UUID, ScoringConfig]]:
+        """(id, tenant id, scoring) of every challenge of every tenant: the platform admin's
+        scorer registry asks which use a plugin (JSON filtering done in Python, portable to
+        SQLite)."""
+        rows = self.session.execute(select(Challenge.id, Challenge.tenant_id, Challenge.scoring))
+        return [(row.id, row.tenant_id, row.scoring) for row in rows]

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, Protocol
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
-from app.auth.subjects import Audience
+from app.auth.subjects import Audience, PlatformAdmin
 from app.auth.tenant_access import refuse_unless_active
 from app.challenge import repository
 from app.challenge.challenge_kind import (
@@ -36,7 +36,7 @@ from app.challenge.flat_scoring import (
 from app.challenge.models import Challenge
 from app.challenge.reachability import refuse_unreachable
 from app.challenge.registry import KindNotFound, find_kind, kinds_taking, not_for, registered
-from app.challenge.repository import ChallengeRepository
+from app.challenge.repository import ChallengeRepository, PlatformChallengeRepository
 from app.challenge.schemas import (
     FLAT_SCORING_FIELDS,
     ChallengeCreate,
@@ -67,7 +67,7 @@ from app.scoring.strategies import scored_by_plugin
 from app.scoring.validation import validate_scoring
 from app.tenant.models import Participant, Tenant
 from app.tenant.quotas import refuse_new_challenge
-from app.tenant.service import list_participants
+from app.tenant.service import list_participants, tenant_by_slug
 from app.unit_of_work import UnitOfWork
 
 
@@ -453,6 +453,11 @@ def readable_challenge(
     return challenge
 
 
+def kept_challenge_count(session: Session, tenant_id: uuid.UUID) -> int:
+    """The tenant's challenges that are not deleted (drafts and archived ones too)."""
+    return ChallengeRepository(session, tenant_id).count_kept()
+
+
 def challenge_by_slug(session: Session, tenant_id: uuid.UUID, slug: str) -> Challenge | None:
     return ChallengeRepository(session, tenant_id).get_by_slug(slug)
 
@@ -495,12 +500,13 @@ def list_challenges(
 def public_challenge(session: Session, tenant_slug: str, challenge_slug: str) -> Challenge:
     """A public challenge by its tenant's slug and its own; anything else answers 404, and a
     challenge of a tenant that is not active 403 saying so (`TenantClosed`)."""
-    found = repository.get_public_challenge(session, tenant_slug, challenge_slug)
-    if found is None:
-        raise NotFound("no public challenge at this address")
-    challenge, status = found
-    refuse_unless_active(status)
-    return challenge
+    tenant = tenant_by_slug(session, tenant_slug)
+    if tenant is not None:
+        challenge = ChallengeRepository(session, tenant.id).get_public(challenge_slug)
+        if challenge is not None:
+            refuse_unless_active(tenant.status)
+            return challenge
+    raise NotFound("no public challenge at this address")
 
 
 def visible_challenge(
@@ -531,26 +537,28 @@ def tenants_with_public_challenges(
 ) -> tuple[list[tuple[Tenant, list[Challenge], int]], int]:
     """Tenants with public challenges (a page, by name), each with its newest public
     challenges and how many it has; and how many such tenants there are."""
-    tenants, total = repository.tenants_with_public_challenges(
+    return repository.tenants_with_public_challenges(
         session, limit=limit, offset=offset, challenges_per_tenant=challenges_per_tenant
     )
-    counts = repository.public_challenge_counts(session, [tenant.id for tenant, _ in tenants])
-    return [(tenant, challenges, counts.get(tenant.id, 0)) for tenant, challenges in tenants], total
 
 
-def scoring_with_plugin(session: Session, plugin_id: str) -> list[tuple[uuid.UUID, uuid.UUID]]:
+def scoring_with_plugin(
+    session: Session, admin: PlatformAdmin, plugin_id: str
+) -> list[tuple[uuid.UUID, uuid.UUID]]:
     """(challenge id, tenant id) of every challenge, of every tenant, that scores with the
-    plugin."""
+    plugin (the platform admin's, who changed it)."""
+    rows = PlatformChallengeRepository(session, admin).scoring_of_every_challenge()
     return [
         (challenge_id, tenant_id)
-        for challenge_id, tenant_id, scoring in repository.scoring_of_every_challenge(session)
+        for challenge_id, tenant_id, scoring in rows
         if scored_by_plugin(scoring.strategy) and scoring.plugin_id == plugin_id
     ]
 
 
-def count_naming_plugin(session: Session, plugin_id: str) -> int:
-    """How many challenges, of every tenant, name the plugin in their scoring."""
-    rows = repository.scoring_of_every_challenge(session)
+def count_naming_plugin(session: Session, admin: PlatformAdmin, plugin_id: str) -> int:
+    """How many challenges, of every tenant, name the plugin in their scoring (the platform
+    admin's, who removes it)."""
+    rows = PlatformChallengeRepository(session, admin).scoring_of_every_challenge()
     return sum(1 for _, _, scoring in rows if scoring.plugin_id == plugin_id)
 
 

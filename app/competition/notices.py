@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
-from app.competition import repository
+from app.competition import cross_tenant
 from app.competition.competition_kind import CompetitionKind
 from app.competition.repository import CompetitionRepository
 from app.competition.service import challenge_link, players
@@ -51,7 +51,7 @@ def _due(event: str, now: datetime) -> list[tuple[uuid.UUID, datetime]]:
     after: tuple[datetime, uuid.UUID] | None = None
     while True:
         with unit_of_work() as work:
-            rows = repository.due_notices(
+            rows = cross_tenant.due_notices(
                 work.session, event, now, now - NOTICE_WINDOW, after, BATCH
             )
             batch = [(row.id, row.closes_at) for row in rows if row.closes_at is not None]
@@ -96,7 +96,7 @@ def notify_challenge(
     them, or the challenge changed since it was found)."""
     with unit_of_work() as work:
         session = work.session
-        challenge = repository.challenge_of_any_tenant(session, challenge_id)
+        challenge = cross_tenant.challenge_of_any_tenant(session, challenge_id)
         if challenge is None or challenge.closes_at != closes_at or challenge.deleted_at:
             return 0
         repo = CompetitionRepository(session, challenge.tenant_id)

@@ -1,19 +1,16 @@
-"""Every SQL statement of the competition domain, tenant-scoped (`CompetitionRepository`),
-and the notices' sweep's, which reads across tenants (`due_*`: the sweep's only)."""
+"""The competition domain's SQL of one tenant (`CompetitionRepository`). The notices' sweep's,
+which reads across tenants, is in app.competition.cross_tenant."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, exists, func, select
+from sqlalchemy import Select, and_, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.challenge.config import ChallengeState
-from app.challenge.models import Challenge
 from app.competition.models import Announcement, ChallengeNotice, RulesAcceptance
 from app.db import utcnow
 from app.team.models import TeamMember
@@ -34,23 +31,22 @@ _UNIQUE_KEYS = {
 }
 
 
-def _insert_new(
-    session: Session, model: type[RulesAcceptance] | type[ChallengeNotice], values: dict[str, Any]
-) -> uuid.UUID | None:
-    """Inserts the row unless one with the same unique key exists (also in a transaction not
-    yet committed: this one waits for it); the new row's id, or None."""
-    keys = [column.key for column in _UNIQUE_KEYS[model]]
-    if session.get_bind().dialect.name == "postgresql":
-        pg = postgresql.insert(model).values(values).on_conflict_do_nothing(index_elements=keys)
-        return session.execute(pg.returning(model.id)).scalar()
-    lite = sqlite.insert(model).values(values).on_conflict_do_nothing(index_elements=keys)
-    return session.execute(lite.returning(model.id)).scalar()
-
-
 class CompetitionRepository:
     def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
         self.session = session
         self.tenant_id = tenant_id
+
+    def _insert_new(
+        self, model: type[RulesAcceptance] | type[ChallengeNotice], values: dict[str, Any]
+    ) -> uuid.UUID | None:
+        """Inserts the row unless one with the same unique key exists (also in a
+        transaction not yet committed: this one waits for it); the new row's id, or None."""
+        keys = [column.key for column in _UNIQUE_KEYS[model]]
+        if self.session.get_bind().dialect.name == "postgresql":
+            pg = postgresql.insert(model).values(values).on_conflict_do_nothing(index_elements=keys)
+            return self.session.execute(pg.returning(model.id)).scalar()
+        lite = sqlite.insert(model).values(values).on_conflict_do_nothing(index_elements=keys)
+        return self.session.execute(lite.returning(model.id)).scalar()
 
     # Rules acceptances ------------------------------------------------------------------------
 
@@ -65,7 +61,7 @@ class CompetitionRepository:
             "rules_sha256": rules_sha256,
             "accepted_at": utcnow(),
         }
-        return _insert_new(self.session, RulesAcceptance, values) is not None
+        return self._insert_new(RulesAcceptance, values) is not None
 
     def newest_acceptance(
         self, challenge_id: uuid.UUID, participant_id: uuid.UUID
@@ -169,56 +165,10 @@ class CompetitionRepository:
             "mailed": 0,
             "created_at": utcnow(),
         }
-        return _insert_new(self.session, ChallengeNotice, values)
+        return self._insert_new(ChallengeNotice, values)
 
     def set_notice_mailed(self, notice_id: uuid.UUID, mailed: int) -> None:
         notice = self.session.get(ChallengeNotice, notice_id)
         if notice is not None and notice.tenant_id == self.tenant_id:
             notice.mailed = mailed
             self.session.flush()
-
-
-def challenge_of_any_tenant(session: Session, challenge_id: uuid.UUID) -> Challenge | None:
-    """The challenge, whichever tenant's (the notices' sweep only)."""
-    return session.get(Challenge, challenge_id)
-
-
-def due_notices(
-    session: Session,
-    event: str,
-    now: datetime,
-    since: datetime,
-    after: tuple[datetime, uuid.UUID] | None,
-    limit: int,
-) -> Sequence[Challenge]:
-    """Challenges of every tenant closed between `since` and `now` (not drafts, not deleted)
-    whose notice of the event for that close is not recorded, in the order they closed,
-    after the cursor (closes_at, id)."""
-    sent = exists().where(
-        ChallengeNotice.challenge_id == Challenge.id,
-        ChallengeNotice.event == event,
-        ChallengeNotice.closes_at == Challenge.closes_at,
-    )
-    return list(
-        session.scalars(
-            select(Challenge)
-            .where(
-                Challenge.closes_at.is_not(None),
-                Challenge.closes_at <= now,
-                Challenge.closes_at > since,
-                Challenge.deleted_at.is_(None),
-                Challenge.state != ChallengeState.DRAFT,
-                ~sent,
-                *(
-                    ()
-                    if after is None
-                    else (
-                        (Challenge.closes_at > after[0])
-                        | and_(Challenge.closes_at == after[0], Challenge.id > after[1]),
-                    )
-                ),
-            )
-            .order_by(Challenge.closes_at, Challenge.id)
-            .limit(limit)
-        )
-    )

@@ -27,7 +27,7 @@ router = APIRouter(prefix="/v1", route_class=ApiRoute)
 @router.get("/tenants", tags=["tenants"])
 def get_tenants(
     session: SessionDep,
-    _: PlatformAdminDep,
+    admin: PlatformAdminDep,
     status: TenantStatus | None = None,
     limit: Limit = 50,
     offset: Offset = 0,
@@ -35,14 +35,16 @@ def get_tenants(
     """List tenants, oldest first, each with its status, quotas, organizers and activity
     (challenges, participants, attempts and model spend today); `status` keeps one status
     (platform admin)."""
-    rows, total = service.list_overviews(session, limit=limit, offset=offset, status=status)
+    rows, total = service.list_overviews(session, admin, limit=limit, offset=offset, status=status)
     return TenantOverviewList(items=rows, total=total, limit=limit, offset=offset)
 
 
 @router.get("/tenants/{tenant_id}", tags=["tenants"])
-def get_tenant(tenant_id: uuid.UUID, session: SessionDep, _: PlatformAdminDep) -> TenantOverview:
+def get_tenant(
+    tenant_id: uuid.UUID, session: SessionDep, admin: PlatformAdminDep
+) -> TenantOverview:
     """One tenant, as the list shows it (platform admin)."""
-    return service.overview(session, tenant_id)
+    return service.overview(session, admin, tenant_id)
 
 
 @router.patch(
@@ -51,7 +53,7 @@ def get_tenant(tenant_id: uuid.UUID, session: SessionDep, _: PlatformAdminDep) -
     responses=raises(ORGANIZER_UNCONFIRMED, STATUS_CHANGE_REFUSED),
 )
 def patch_tenant(
-    tenant_id: uuid.UUID, body: TenantAdminUpdate, work: UnitOfWorkDep, _: PlatformAdminDep
+    tenant_id: uuid.UUID, body: TenantAdminUpdate, work: UnitOfWorkDep, admin: PlatformAdminDep
 ) -> TenantOverview:
     """Change a tenant (platform admin): `status` `active` approves a pending tenant (its
     organizers are mailed) or resumes a suspended one; `suspended` closes its keys, sessions,
@@ -59,7 +61,7 @@ def patch_tenant(
     keeping its data. `quotas` sets the given quotas, null removing one."""
     service.change_tenant(work, tenant_id, body)
     work.commit()
-    return service.overview(work.session, tenant_id)
+    return service.overview(work.session, admin, tenant_id)
 
 
 @router.get("/tenant/quotas", tags=["tenants"])

@@ -22,12 +22,14 @@ from typing import Literal
 from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.orm import Session
 
+from app.auth.subjects import PlatformAdmin
 from app.auth.tenant_access import TenantStatus
+from app.challenge.service import kept_challenge_count
 from app.config import get_settings
 from app.db import utcnow
 from app.error_codes import ORGANIZER_UNCONFIRMED, SLUG_TAKEN
 from app.errors import Conflict, Forbidden, ValidationFailed
-from app.hosting import repository
+from app.hosting.repository import TenantActivityRepository
 from app.hosting.schemas import (
     Organizer,
     QuotasUpdate,
@@ -141,6 +143,7 @@ def host_tenant(
 
 def list_overviews(
     session: Session,
+    admin: PlatformAdmin,
     *,
     limit: int,
     offset: int,
@@ -150,23 +153,24 @@ def list_overviews(
     rows, total = tenants.list_tenants(
         session, limit=limit, offset=offset, status=status, newest_first=newest_first
     )
-    return overviews(session, rows), total
+    return overviews(session, admin, rows), total
 
 
-def overview(session: Session, tenant_id: uuid.UUID) -> TenantOverview:
-    return overviews(session, [tenants.get_tenant(session, tenant_id)])[0]
+def overview(session: Session, admin: PlatformAdmin, tenant_id: uuid.UUID) -> TenantOverview:
+    return overviews(session, admin, [tenants.get_tenant(session, tenant_id)])[0]
 
 
-def overviews(session: Session, rows: list[Tenant]) -> list[TenantOverview]:
+def overviews(session: Session, admin: PlatformAdmin, rows: list[Tenant]) -> list[TenantOverview]:
     """The tenants with what each holds and does today: one query per count for them all."""
     ids = [tenant.id for tenant in rows]
     now = utcnow()
     day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    challenges = repository.challenge_counts(session, ids)
-    participants = repository.participant_counts(session, ids)
-    attempts = repository.attempt_counts_since(session, ids, day_start)
-    spent = repository.spend_on(session, ids, now.date())
-    admins = repository.organizers(session, ids)
+    activity = TenantActivityRepository(session, admin)
+    challenges = activity.challenge_counts(ids)
+    participants = activity.participant_counts(ids)
+    attempts = activity.attempt_counts_since(ids, day_start)
+    spent = activity.spend_on(ids, now.date())
+    admins = activity.organizers(ids)
     return [
         TenantOverview(
             **TenantRead.model_validate(tenant).model_dump(),
@@ -261,7 +265,7 @@ def quota_usage(session: Session, tenant_id: uuid.UUID) -> TenantQuotaUsage:
     return TenantQuotaUsage(
         challenges=QuotaUse(
             limit=tenant.max_challenges,
-            used=repository.challenge_counts(session, [tenant_id]).get(tenant_id, 0),
+            used=kept_challenge_count(session, tenant_id),
         ),
         participants=QuotaUse(
             limit=tenant.max_participants, used=tenants.participant_count(session, tenant_id)

@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session
 from app.auth.subjects import Audience
 from app.challenge.models import Challenge
 from app.db import utcnow
-from app.leaderboard import repository
 from app.leaderboard.models import BoardFreeze
+from app.leaderboard.repository import BoardFreezeRepository
 
 T = TypeVar("T")
 
@@ -58,24 +58,30 @@ def frozen_at(
 
 
 def before_board_write(
-    session: Session, challenge_id: uuid.UUID, copy: BoardCopy, *, held: bool = False
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    copy: BoardCopy,
+    *,
+    held: bool = False,
 ) -> None:
-    """Call in the transaction that writes the challenge's board, before writing: in a freeze
-    (`held`: or past the close, while the kind holds it) whose snapshot is not taken yet,
-    takes it (once, whichever writer gets there first: the others wait for its commit and
-    find it taken)."""
+    """Call in the transaction that writes the board of the tenant's challenge, before
+    writing: in a freeze (`held`: or past the close, while the kind holds it) whose snapshot
+    is not taken yet, takes it (once, whichever writer gets there first: the others wait for
+    its commit and find it taken)."""
     now = utcnow()
-    schedule = repository.freeze_schedule(session, challenge_id)
+    freezes = BoardFreezeRepository(session, tenant_id)
+    schedule = freezes.schedule(challenge_id)
     if schedule is None:
         return
-    tenant_id, freeze_at, closes_at, taken_for = schedule
+    freeze_at, closes_at, taken_for = schedule
     if frozen_at(freeze_at, closes_at, now, held=held) is None or taken_for == freeze_at:
         return
     assert freeze_at is not None
-    if repository.claim_snapshot(session, tenant_id, challenge_id, freeze_at, now):
+    if freezes.claim(challenge_id, freeze_at, now):
         figures = copy(session, challenge_id)
         if figures is not None:
-            repository.keep_figures(session, challenge_id, figures)
+            freezes.keep_figures(challenge_id, figures)
 
 
 @dataclass(frozen=True)
@@ -103,13 +109,14 @@ def read_as_seen(
     frozen_at = frozen_since(challenge, held=held)
     if frozen_at is None or audience is Audience.ADMIN:
         return Seen(read(None), False, frozen_at)
-    snapshot = repository.snapshot(session, challenge.id, frozen_at)
+    freezes = BoardFreezeRepository(session, challenge.tenant_id)
+    snapshot = freezes.snapshot(challenge.id, frozen_at)
     if snapshot is not None:
         return Seen(read(snapshot), True, frozen_at)
     board = read(None)
     # A writer may have taken the snapshot and then changed the live board while it was read:
     # what was read is the frozen board only if there is still no snapshot afterwards.
-    snapshot = repository.snapshot(session, challenge.id, frozen_at)
+    snapshot = freezes.snapshot(challenge.id, frozen_at)
     if snapshot is not None:
         return Seen(read(snapshot), True, frozen_at)
     return Seen(board, True, frozen_at)

@@ -11,11 +11,10 @@ from sqlalchemy.orm import Session
 
 from app.auth.subjects import Audience
 from app.challenge.models import Challenge
-from app.leaderboard import repository
-from app.leaderboard.freeze import before_board_write, read_as_seen
+from app.leaderboard.freeze import BoardCopy, before_board_write, read_as_seen
 from app.leaderboard.models import ENTRY_MEASURES, BoardFreeze, LeaderboardEntry
 from app.leaderboard.ranking import PlacedAttempt, RankedAttempt, placed
-from app.leaderboard.repository import AnyEntry
+from app.leaderboard.repository import AnyEntry, LeaderboardRepository, place_of
 from app.leaderboard.schemas import Leaderboard, LeaderboardItem
 from app.scoring.strategies import Strategy
 from app.team.service import member_handles
@@ -25,22 +24,35 @@ def offer(session: Session, attempt: RankedAttempt, strategy: Strategy) -> None:
     """Puts the attempt on the leaderboard if it ranks and beats its participant's row."""
     entry = placed(strategy, attempt)
     if entry is not None:
-        before_board_write(session, attempt.challenge_id, _copy_to_frozen)
-        repository.offer(session, entry)
+        tenant_id = attempt.tenant_id
+        before_board_write(session, tenant_id, attempt.challenge_id, _frozen_copy(tenant_id))
+        LeaderboardRepository(session, tenant_id).offer(entry)
 
 
-def _copy_to_frozen(session: Session, challenge_id: uuid.UUID) -> None:
-    repository.copy_to_frozen(session, challenge_id)
+def _frozen_copy(tenant_id: uuid.UUID) -> BoardCopy:
+    """Copies the leaderboard of a challenge of the tenant into its frozen copy (its snapshot
+    keeps nothing besides the rows)."""
+
+    def copy(session: Session, challenge_id: uuid.UUID) -> None:
+        LeaderboardRepository(session, tenant_id).copy_to_frozen(challenge_id)
+
+    return copy
 
 
-def rebuild(session: Session, challenge_id: uuid.UUID, entries: Sequence[PlacedAttempt]) -> None:
-    """Replaces the challenge's leaderboard with these rows (in the caller's transaction, so
-    readers see the old leaderboard or the new one, never half of either). In a freeze, the
-    frozen board stays what it was."""
-    before_board_write(session, challenge_id, _copy_to_frozen)
-    repository.clear(session, challenge_id)
+def rebuild(
+    session: Session,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    entries: Sequence[PlacedAttempt],
+) -> None:
+    """Replaces the leaderboard of the tenant's challenge with these rows (in the caller's
+    transaction, so readers see the old leaderboard or the new one, never half of either). In
+    a freeze, the frozen board stays what it was."""
+    before_board_write(session, tenant_id, challenge_id, _frozen_copy(tenant_id))
+    board = LeaderboardRepository(session, tenant_id)
+    board.clear(challenge_id)
     for entry in entries:
-        repository.offer(session, entry)
+        board.offer(entry)
 
 
 def item_of(
@@ -63,17 +75,16 @@ def read_leaderboard(
 ) -> Leaderboard:
     """A page of the leaderboard as the audience sees it (frozen for non-admins in a
     freeze)."""
+    board = LeaderboardRepository(session, challenge.tenant_id)
 
     def read(snapshot: BoardFreeze | None) -> tuple[list[LeaderboardItem], int]:
         frozen = snapshot is not None
-        rows, total = repository.page(
-            session, challenge.id, limit=limit, offset=offset, frozen=frozen
-        )
+        rows, total = board.page(challenge.id, limit=limit, offset=offset, frozen=frozen)
         before = 0
         if rows and offset:
             # The first page has no row before it to ask about.
-            place = repository.place_of(rows[0][0])
-            before = repository.baselines_before(session, challenge.id, place, frozen=frozen)
+            place = place_of(rows[0][0])
+            before = board.baselines_before(challenge.id, place, frozen=frozen)
         teams = _teams_of(session, challenge.tenant_id, rows)
         return ranked_items(rows, offset - before, teams)[0], total
 
@@ -134,14 +145,14 @@ def leaderboard_in_order(
 ) -> tuple[list[LeaderboardItem], BoardCursor | None]:
     """Up to `limit` rows of the live leaderboard after the cursor, best first, ranked as its
     pages are (the exports, for admins), and the cursor of the last."""
-    rows = repository.entries_after(
-        session, tenant_id, challenge_id, None if after is None else after[1:], limit
+    rows = LeaderboardRepository(session, tenant_id).entries_after(
+        challenge_id, None if after is None else after[1:], limit
     )
     teams = _teams_of(session, tenant_id, rows)
     items, ranked = ranked_items(rows, 0 if after is None else after[0], teams)
     if not rows:
         return items, None
-    return items, (ranked, *repository.place_of(rows[-1][0]))
+    return items, (ranked, *place_of(rows[-1][0]))
 
 
 @dataclass(frozen=True)
@@ -160,8 +171,9 @@ def standings(
 ) -> dict[uuid.UUID, Standing]:
     """Where the participant stands on each of these challenges' leaderboards (those they
     are on), by challenge."""
-    entries = repository.best_entries(session, tenant_id, participant_id, challenge_ids)
+    board = LeaderboardRepository(session, tenant_id)
+    entries = board.best_entries(participant_id, challenge_ids)
     return {
-        challenge_id: Standing(entry, repository.rank_of(session, tenant_id, entry))
+        challenge_id: Standing(entry, board.rank_of(entry))
         for challenge_id, entry in entries.items()
     }

@@ -1,116 +1,28 @@
-"""Every statement on the outbox. A worker's claim and outcome go through the lease
-statements (app.lease.repository), as every leased job's do; the console's reads are scoped
-to one tenant."""
+"""The outbox's statements of one tenant: a message queued in its transaction and the
+console's reads. A worker's claims and sweeps, which read every tenant's messages, are in
+app.mail.cross_tenant."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from datetime import datetime
-from typing import Any, NamedTuple
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db import lock_some_ids, page_where
-from app.lease import repository as leases
-from app.mail.models import MAIL_LEASES, MailStatus, OutboundMail
-
-
-class ClaimedMail(NamedTuple):
-    tenant_id: uuid.UUID
-    recipient: str
-    message: str | None
-    created_at: datetime
-    # This try's number (1 for the first).
-    tries: int
-
-
-def add(session: Session, mail: OutboundMail) -> None:
-    session.add(mail)
-    session.flush()
-
-
-def claim(
-    session: Session, mail_id: uuid.UUID, token: uuid.UUID, now: datetime, until: datetime
-) -> ClaimedMail | None:
-    """The message, held under this token until `until`, if it is free (queued, or held
-    under a lease that ran out); None when it is sent, failed, waiting or held."""
-    row = leases.claim(
-        session,
-        MAIL_LEASES,
-        [mail_id],
-        token,
-        now,
-        until,
-        returning=[
-            OutboundMail.tenant_id,
-            OutboundMail.recipient,
-            OutboundMail.message,
-            OutboundMail.created_at,
-            OutboundMail.run_count,
-        ],
-    ).one_or_none()
-    return None if row is None else ClaimedMail(*row)
-
-
-def finish(session: Session, mail_id: uuid.UUID, token: uuid.UUID, **values: Any) -> bool:
-    """The outcome of the holder's try (status and what goes with it); False when the token
-    no longer holds the message (its lease ran out and another worker took it)."""
-    return bool(leases.release(session, MAIL_LEASES, [mail_id], token, **values).all())
-
-
-def due_for_retry(session: Session, now: datetime, limit: int) -> list[uuid.UUID]:
-    """Messages whose wait before their next try is over, oldest wait first, locked."""
-    return lock_some_ids(
-        session,
-        OutboundMail.id,
-        OutboundMail.status == MailStatus.RETRYING,
-        OutboundMail.next_attempt_at <= now,
-        oldest_first=OutboundMail.next_attempt_at,
-        limit=limit,
-    )
-
-
-def stuck(session: Session, now: datetime, sent_before: datetime, limit: int) -> list[uuid.UUID]:
-    """Queued messages last sent to a worker before `sent_before` (the task was lost, or never
-    left its process), and messages whose worker's lease ran out (it died), locked."""
-    return leases.lapsed(
-        session,
-        MAIL_LEASES,
-        now,
-        sent_before,
-        waiting=True,
-        oldest_first=OutboundMail.enqueued_at,
-        limit=limit,
-    )
-
-
-def requeue(
-    session: Session, waited: Sequence[uuid.UUID], lost: Sequence[uuid.UUID], now: datetime
-) -> None:
-    """Marks the messages as sent to a worker now: those that waited for a retry as queued
-    again."""
-    if waited:
-        session.execute(
-            update(OutboundMail)
-            .where(OutboundMail.id.in_(waited), OutboundMail.status == MailStatus.RETRYING)
-            .values(status=MailStatus.QUEUED, enqueued_at=now, next_attempt_at=None),
-            execution_options={"synchronize_session": False},
-        )
-    if lost:
-        session.execute(
-            update(OutboundMail).where(OutboundMail.id.in_(lost)).values(enqueued_at=now),
-            execution_options={"synchronize_session": False},
-        )
+from app.db import page_where
+from app.mail.models import OutboundMail
 
 
 class MailRepository:
-    """A tenant's messages, for its console."""
+    """A tenant's messages: queued in its transactions, read on its console."""
 
     def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
         self.session = session
         self.tenant_id = tenant_id
+
+    def add(self, mail: OutboundMail) -> None:
+        self.session.add(mail)
+        self.session.flush()
 
     def page(self, limit: int, offset: int) -> tuple[list[OutboundMail], int]:
         return page_where(

@@ -7,24 +7,24 @@ import uuid
 from celery import shared_task
 from sqlalchemy.exc import OperationalError
 
-from app.mail import service
+from app.mail import delivery, service
 
 
 @shared_task(
     name=service.SEND_MAIL_TASK,
     acks_late=True,
     reject_on_worker_lost=True,
-    soft_time_limit=service.SEND_TIME_LIMIT_SECONDS,
-    time_limit=service.SEND_TIME_LIMIT_SECONDS + 10,
+    soft_time_limit=delivery.SEND_TIME_LIMIT_SECONDS,
+    time_limit=delivery.SEND_TIME_LIMIT_SECONDS + 10,
     autoretry_for=(OperationalError,),
     retry_backoff=True,
     retry_jitter=True,
     max_retries=5,
 )
 def send_mail(mail_id: str) -> str:
-    return service.deliver(uuid.UUID(mail_id))
+    return delivery.deliver(uuid.UUID(mail_id))
 
 
 @shared_task(name="gauntlet.sweep_mail", acks_late=True, time_limit=300)
 def sweep_mail() -> dict[str, int]:
-    return service.sweep()
+    return delivery.sweep()

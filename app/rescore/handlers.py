@@ -19,4 +19,4 @@ def rescore_the_challenge(work: UnitOfWork, event: ScoringChanged) -> uuid.UUID:
 
 @handles(ScorerChanged)
 def rescore_the_scorers_challenges(work: UnitOfWork, event: ScorerChanged) -> None:
-    request_rescores_for_plugin(work, event.plugin_id, event.reason)
+    request_rescores_for_plugin(work, event.admin, event.plugin_id, event.reason)

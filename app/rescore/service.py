@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from app.attempt import repository as attempts
 from app.attempt.models import Attempt
 from app.attempt.ranked import as_ranked
+from app.auth.subjects import PlatformAdmin
 from app.challenge import service as challenges
 from app.db import session_scope, utcnow
 from app.errors import NotFound
@@ -63,11 +64,16 @@ def request_challenge_rescore(
     return request_rescore(work, tenant_id, challenge_id, "requested")
 
 
-def request_rescores_for_plugin(work: UnitOfWork, plugin_id: str, reason: str) -> list[RescoreJob]:
-    """Jobs for every challenge, of every tenant, that scores with this plugin."""
+def request_rescores_for_plugin(
+    work: UnitOfWork, admin: PlatformAdmin, plugin_id: str, reason: str
+) -> list[RescoreJob]:
+    """Jobs for every challenge, of every tenant, that scores with this plugin (the platform
+    admin changed it)."""
     return [
         request_rescore(work, tenant_id, challenge_id, reason)
-        for challenge_id, tenant_id in challenges.scoring_with_plugin(work.session, plugin_id)
+        for challenge_id, tenant_id in challenges.scoring_with_plugin(
+            work.session, admin, plugin_id
+        )
     ]
 
 
@@ -190,7 +196,7 @@ def _swap_leaderboard(
             job.status = RescoreStatus.SUPERSEDED
             job.finished_at = utcnow()
             return
-        leaderboard.rebuild(session, challenge_id, list(best.values()))
+        leaderboard.rebuild(session, job.tenant_id, challenge_id, list(best.values()))
         if started_at is not None:
             for attempt in attempts.completed_since(session, challenge_id, started_at):
                 leaderboard.offer(session, as_ranked(attempt), strategy)

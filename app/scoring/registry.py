@@ -8,6 +8,7 @@ from typing import Any
 import jsonschema
 from sqlalchemy.orm import Session
 
+from app.auth.subjects import PlatformAdmin
 from app.config import get_settings
 from app.db import utcnow
 from app.error_codes import PLUGIN_ID_TAKEN
@@ -125,7 +126,9 @@ def get(session: Session, plugin_id: str) -> ScorerPlugin:
     return plugin
 
 
-def update(work: UnitOfWork, plugin_id: str, body: ScorerUpdate) -> ScorerPlugin:
+def update(
+    work: UnitOfWork, admin: PlatformAdmin, plugin_id: str, body: ScorerUpdate
+) -> ScorerPlugin:
     """Applies the change. A change of defaults or availability changes scores: it is
     announced (`ScorerChanged`), and the challenges scoring with the plugin are rescored."""
     session = work.session
@@ -145,12 +148,12 @@ def update(work: UnitOfWork, plugin_id: str, body: ScorerUpdate) -> ScorerPlugin
     plugin.updated_at = utcnow()
     session.flush()
     if affects_scores:
-        work.publish(ScorerChanged(plugin_id, f"scorer '{plugin_id}' changed"))
+        work.publish(ScorerChanged(admin, plugin_id, f"scorer '{plugin_id}' changed"))
     return plugin
 
 
-def delete(work: UnitOfWork, plugin_id: str) -> None:
+def delete(work: UnitOfWork, admin: PlatformAdmin, plugin_id: str) -> None:
     """Removes a scorer; refused (by the domains that use scorers) while one uses it."""
     plugin = get(work.session, plugin_id)
-    work.publish(ScorerRemoving(plugin_id))
+    work.publish(ScorerRemoving(admin, plugin_id))
     repository.delete_plugin(work.session, plugin)

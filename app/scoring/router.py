@@ -61,13 +61,13 @@ def get_scorer(plugin_id: str, session: SessionDep, _: CallerDep) -> ScorerRead:
 
 @router.patch("/{plugin_id}")
 def patch_scorer(
-    plugin_id: str, body: ScorerUpdate, work: UnitOfWorkDep, _: PlatformAdminDep
+    plugin_id: str, body: ScorerUpdate, work: UnitOfWorkDep, admin: PlatformAdminDep
 ) -> ScorerRead:
     """Change a scorer's description, defaults, schema, or disable it (platform admin).
 
     A change of defaults or of `enabled` rescores every challenge that uses the scorer.
     """
-    plugin = registry.update(work, plugin_id, body)
+    plugin = registry.update(work, admin, plugin_id, body)
     work.commit()
     return ScorerRead.model_validate(plugin)
 
@@ -77,8 +77,8 @@ def patch_scorer(
     status_code=status.HTTP_204_NO_CONTENT,
     responses=raises(SCORER_IN_USE),
 )
-def delete_scorer(plugin_id: str, work: UnitOfWorkDep, _: PlatformAdminDep) -> Response:
+def delete_scorer(plugin_id: str, work: UnitOfWorkDep, admin: PlatformAdminDep) -> Response:
     """Remove a scorer no challenge uses; one in use must be disabled instead."""
-    registry.delete(work, plugin_id)
+    registry.delete(work, admin, plugin_id)
     work.commit()
     return Response(status_code=status.HTTP_204_NO_CONTENT)

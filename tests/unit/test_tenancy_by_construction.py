@@ -120,20 +120,6 @@ NOT_YET_BOUND = frozenset(
         "app.attempt.repository:trials_of",
         "app.attempt.repository:unfinished_by_status",
         "app.attempt.repository:upsert_attempt_task",
-        "app.auth.repository:delete_by_token_hash",
-        "app.auth.repository:live_session_tenant",
-        "app.challenge.repository:get_public_challenge",
-        "app.challenge.repository:public_challenge_counts",
-        "app.challenge.repository:scoring_of_every_challenge",
-        "app.challenge.repository:tenants_with_public_challenges",
-        "app.competition.repository:_insert_new",
-        "app.competition.repository:challenge_of_any_tenant",
-        "app.competition.repository:due_notices",
-        "app.hosting.repository:attempt_counts_since",
-        "app.hosting.repository:challenge_counts",
-        "app.hosting.repository:organizers",
-        "app.hosting.repository:participant_counts",
-        "app.hosting.repository:spend_on",
         "app.kinds.red_blue.repository.boards:baseline_players",
         "app.kinds.red_blue.repository.boards:board_after_write",
         "app.kinds.red_blue.repository.boards:claim_board",
@@ -178,23 +164,6 @@ NOT_YET_BOUND = frozenset(
         "app.kinds.red_blue.repository.sweep:stuck_boards",
         "app.kinds.red_blue.repository.sweep:stuck_defenses",
         "app.kinds.red_blue.repository.sweep:stuck_matches",
-        "app.leaderboard.repository:_offer_statement",
-        "app.leaderboard.repository:best_entries",
-        "app.leaderboard.repository:claim_snapshot",
-        "app.leaderboard.repository:clear",
-        "app.leaderboard.repository:copy_to_frozen",
-        "app.leaderboard.repository:entries_after",
-        "app.leaderboard.repository:entry_table",
-        "app.leaderboard.repository:freeze_schedule",
-        "app.leaderboard.repository:keep_figures",
-        "app.leaderboard.repository:page",
-        "app.leaderboard.repository:rank_of",
-        "app.leaderboard.repository:snapshot",
-        "app.mail.repository:add",
-        "app.mail.repository:claim",
-        "app.mail.repository:due_for_retry",
-        "app.mail.repository:requeue",
-        "app.mail.repository:stuck",
         "app.rescore.repository:add",
         "app.rescore.repository:add_processed",
         "app.rescore.repository:get",
@@ -213,7 +182,18 @@ NOT_YET_BOUND = frozenset(
 # The request path's reads that cannot be bound to a tenant because they come before one is
 # known or span tenants on purpose, each with its reason: the only unbound access the API
 # process keeps. (The platform admin's reads are bound to the platform admin instead.)
-REQUEST_PATH_CROSSINGS: dict[str, str] = {}
+REQUEST_PATH_CROSSINGS: dict[str, str] = {
+    "app.auth.repository:live_session_tenant": (
+        "a browser session's token names its tenant: it is looked up before one is known"
+    ),
+    "app.auth.repository:delete_by_token_hash": (
+        "the session cookie is the platform's: signing out or in ends the browser's session "
+        "by its token, whichever tenant it is in"
+    ),
+    "app.challenge.repository:tenants_with_public_challenges": (
+        "the home page's public directory lists the tenants with public challenges"
+    ),
+}
 
 
 def test_tenant_owned_tables_are_touched_through_tenant_bound_objects() -> None:

@@ -53,7 +53,12 @@ def platform_tenants(
     visit = platform_visit(request, session)
     size = service.TENANTS_PAGE_SIZE
     rows, total = hosting.list_overviews(
-        session, limit=size, offset=(page_number - 1) * size, status=status, newest_first=True
+        session,
+        visit.admin,
+        limit=size,
+        offset=(page_number - 1) * size,
+        status=status,
+        newest_first=True,
     )
     return page(
         request,
@@ -80,7 +85,7 @@ def _tenant_page(
     error: FormError | None = None,
     typed: dict[str, str] | None = None,
 ) -> Response:
-    shown = hosting.overview(session, tenant_id)
+    shown = hosting.overview(session, visit.admin, tenant_id)
     return form_page(
         visit.request,
         visit.web,

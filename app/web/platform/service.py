@@ -30,8 +30,12 @@ BUDGET_FIELD = "daily_cost_budget_usd"
 
 @dataclass(frozen=True)
 class PlatformVisit:
+    """A visit of a browser signed in as the platform admin, who reads across tenants as
+    `admin`."""
+
     request: Request
     web: auth.WebSession
+    admin: PlatformAdmin
 
 
 def signed_in(request: Request, session: Session) -> bool:
@@ -48,7 +52,7 @@ def platform_visit(request: Request, session: Session) -> PlatformVisit:
         if request.cookies.get(auth.PLATFORM_COOKIE):
             auth.clear_platform_cookie(request, response)
         raise Answer(response)
-    return PlatformVisit(request, web)
+    return PlatformVisit(request, web, PlatformAdmin())
 
 
 def platform_form(request: Request, session: Session, csrf_token: str) -> PlatformVisit:
@@ -58,7 +62,7 @@ def platform_form(request: Request, session: Session, csrf_token: str) -> Platfo
     require_csrf(web, csrf_token)
     if not signed_in(request, session):
         raise not_found()
-    return PlatformVisit(request, web)
+    return PlatformVisit(request, web, PlatformAdmin())
 
 
 def check_token(session: Session, typed: str, address: str) -> None:

@@ -362,7 +362,7 @@ def write_board(
     if current is None or tuple(current) >= marker:
         return None
     held = final_round_holds_freeze(session, challenge_id, now)
-    before_board_write(session, challenge_id, copy_to_frozen, held=held)
+    before_board_write(session, tenant_id, challenge_id, copy_to_frozen, held=held)
     stored = known[1] if known is not None and known[0] == tuple(current) else None
     if stored is None:
         stored = stored_ratings(session, challenge_id)
