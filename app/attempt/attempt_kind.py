@@ -34,10 +34,9 @@ from typing import Annotated, Any, ClassVar, TypeVar
 from pydantic import AfterValidator, BaseModel, StringConstraints, ValidationError
 from sqlalchemy.orm import Session
 
-from app.attempt import repository
 from app.attempt.metrics import KindMetrics
 from app.attempt.models import RunPurpose
-from app.attempt.repository import LandedTrial, SubmissionTarget
+from app.attempt.repository import LandedTrial, RunTrialRepository, SubmissionTarget
 from app.attempt.run_store import DatabaseRunStore
 from app.attempt.trial_writer import TrialWriter
 from app.challenge.challenge_kind import ChallengeKind, KindConfig
@@ -165,8 +164,8 @@ class RunContext:
 
     def _stored_trials(self, task_index: int) -> list[TrialRecord]:
         with session_scope() as session:
-            rows = repository.task_trials(session, self.job.attempt_id, task_index)
-            return [repository.trial_record(row) for row in rows]
+            run_trials = RunTrialRepository(session, self.job.tenant_id)
+            return run_trials.trial_records(self.job.attempt_id, task_index)
 
     async def stored_trials(self, task_index: int = 0) -> list[TrialRecord]:
         """The trials earlier runs of this attempt stored (a takeover continues from them);
@@ -294,9 +293,9 @@ def unscored_fields(kind: ChallengeKind) -> type[KindSubmission] | None:
     return kind.submission_model if kind.accepts.attempts else None
 
 
-def stored_trials(session: Session, attempt_id: uuid.UUID) -> list[TrialRecord]:
-    """An attempt's stored trials (its first task's), for a kind's `measure_own`."""
-    return [repository.trial_record(row) for row in repository.trials_of(session, attempt_id)]
+def stored_trials(session: Session, job: AttemptJob) -> list[TrialRecord]:
+    """The job's attempt's stored trials (its first task's), for a kind's `measure_own`."""
+    return RunTrialRepository(session, job.tenant_id).trial_records(job.attempt_id)
 
 
 def checked_prompt(target: SubmissionTarget, prompt: str, field: str = "prompt") -> str:

@@ -1,7 +1,9 @@
-"""SQL for attempts and trials.
+"""SQL for attempts and trials, bound to one tenant.
 
-Request-side queries are scoped to a tenant (`AttemptRepository`). Worker-side statements take
-an attempt id from the queue and guard every state change with the run token of the lease.
+The request path's queries are scoped to a tenant (`AttemptRepository`); a run stores its
+trials through `RunTrialRepository`, bound to the tenant of the attempt it runs. The worker
+side's statements that take attempt ids from the queue across tenants (claims, leases, the
+sweep, a rescore's recomputation) are in `app.attempt.cross_tenant`.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, defer
 
 from app.attempt.models import (
-    ATTEMPT_LEASES,
     Attempt,
     AttemptScoreAtFreeze,
     AttemptStatus,
@@ -45,10 +46,8 @@ from app.challenge.config import ChallengeState, LimitsConfig
 from app.challenge.models import Challenge, challenge_not_deleted, challenge_work_runs
 from app.competition.models import RulesAcceptance
 from app.db import (
-    UTCDateTime,
     count_where,
     insert_for,
-    lock_some_ids,
     page_where,
     utcnow,
 )
@@ -224,32 +223,6 @@ class FrozenView:
     status: ColumnElement[str]
 
 
-def frozen_view(now: datetime) -> FrozenView:
-    """An attempt as it stood when its challenge's freeze began, for a freeze going on at
-    `now` (`app.leaderboard.freeze.frozen_at`: from `freeze_at` until the close); elsewhere
-    the attempt as it is. As it stood then, an attempt not finished before the freeze is
-    running if it had started, else queued."""
-
-    def in_freeze(*conditions: ColumnElement[bool]) -> ColumnElement[bool]:
-        return exists().where(
-            Challenge.id == Attempt.challenge_id,
-            Challenge.freeze_at <= now,
-            or_(Challenge.closes_at.is_(None), Challenge.closes_at > now),
-            *conditions,
-        )
-
-    unsettled = in_freeze(
-        or_(Attempt.finished_at.is_(None), Attempt.finished_at >= Challenge.freeze_at)
-    )
-    started = in_freeze(Attempt.started_at < Challenge.freeze_at)
-    status = case(
-        (~unsettled, Attempt.status),
-        (started, AttemptStatus.RUNNING.value),
-        else_=AttemptStatus.QUEUED.value,
-    )
-    return FrozenView(in_freeze(Attempt.created_at >= Challenge.freeze_at), status)
-
-
 class ScoreAtFreeze(NamedTuple):
     """An attempt's score and its details as they stood at its challenge's freeze."""
 
@@ -415,7 +388,7 @@ class AttemptRepository:
         as_at_freezes: datetime | None = None,
     ) -> tuple[list[Attempt], int]:
         """A page of the tenant's entries, newest first. `as_at_freezes` (now): the attempts
-        of challenges frozen now as they stood at the freeze (`frozen_view`): those
+        of challenges frozen now as they stood at the freeze (`_frozen_view`): those
         submitted since left out, the others' status as it was then."""
         conditions = [Attempt.tenant_id == self.tenant_id, _ENTRY, _CHALLENGE_KEPT]
         if challenge_id is not None:
@@ -426,13 +399,39 @@ class AttemptRepository:
             if status is not None:
                 conditions.append(Attempt.status == status)
         else:
-            frozen = frozen_view(as_at_freezes)
+            frozen = self._frozen_view(as_at_freezes)
             conditions.append(~frozen.submitted_since)
             if status is not None:
                 conditions.append(frozen.status == status)
         return page_where(
             self.session, Attempt, conditions, _NEWEST_FIRST, limit=limit, offset=offset
         )
+
+    def _frozen_view(self, now: datetime) -> FrozenView:
+        """An attempt as it stood when its challenge's freeze began, for a freeze going on at
+        `now` (`app.leaderboard.freeze.frozen_at`: from `freeze_at` until the close); elsewhere
+        the attempt as it is. As it stood then, an attempt not finished before the freeze is
+        running if it had started, else queued."""
+
+        def in_freeze(*conditions: ColumnElement[bool]) -> ColumnElement[bool]:
+            return exists().where(
+                Challenge.tenant_id == self.tenant_id,
+                Challenge.id == Attempt.challenge_id,
+                Challenge.freeze_at <= now,
+                or_(Challenge.closes_at.is_(None), Challenge.closes_at > now),
+                *conditions,
+            )
+
+        unsettled = in_freeze(
+            or_(Attempt.finished_at.is_(None), Attempt.finished_at >= Challenge.freeze_at)
+        )
+        started = in_freeze(Attempt.started_at < Challenge.freeze_at)
+        status = case(
+            (~unsettled, Attempt.status),
+            (started, AttemptStatus.RUNNING.value),
+            else_=AttemptStatus.QUEUED.value,
+        )
+        return FrozenView(in_freeze(Attempt.created_at >= Challenge.freeze_at), status)
 
     def unscored_page(
         self,
@@ -798,12 +797,7 @@ class AttemptRepository:
         return list(self.session.scalars(query.order_by(Trial.trial_index)))
 
 
-# Worker side -------------------------------------------------------------------------------
-
-
-def get(session: Session, attempt_id: uuid.UUID) -> Attempt | None:
-    """An attempt by the id a task carries (the id was the tenant's when it was sent)."""
-    return session.get(Attempt, attempt_id)
+# The /metrics gauge -----------------------------------------------------------------------
 
 
 def unfinished_by_status(session: Session) -> dict[AttemptStatus, int]:
@@ -819,132 +813,7 @@ def unfinished_by_status(session: Session) -> dict[AttemptStatus, int]:
     return counts
 
 
-# Rescoring: a challenge's completed attempts, in batches, then those finished meanwhile.
-
-
-def count_completed(session: Session, challenge_id: uuid.UUID) -> int:
-    return (
-        session.scalar(
-            select(func.count())
-            .select_from(Attempt)
-            .where(
-                Attempt.challenge_id == challenge_id,
-                Attempt.status == AttemptStatus.COMPLETED,
-                _ENTRY,
-            )
-        )
-        or 0
-    )
-
-
-def completed_after(
-    session: Session, challenge_id: uuid.UUID, after: Attempt | None, limit: int
-) -> list[Attempt]:
-    """The next completed attempts in submission order (to the millisecond, then by id),
-    after the attempt `after` (None: from the first)."""
-    query = (
-        select(Attempt)
-        .where(
-            Attempt.challenge_id == challenge_id,
-            Attempt.status == AttemptStatus.COMPLETED,
-            _ENTRY,
-        )
-        .order_by(Attempt.created_at_ms, Attempt.id)
-        .limit(limit)
-    )
-    if after is not None:
-        query = query.where(
-            tuple_(Attempt.created_at_ms, Attempt.id) > tuple_(after.created_at_ms, after.id)
-        )
-    return list(session.scalars(query))
-
-
-def completed_since(session: Session, challenge_id: uuid.UUID, since: datetime) -> list[Attempt]:
-    return list(
-        session.scalars(
-            select(Attempt).where(
-                Attempt.challenge_id == challenge_id,
-                Attempt.status == AttemptStatus.COMPLETED,
-                Attempt.finished_at >= since,
-                _ENTRY,
-            )
-        )
-    )
-
-
-def set_scores(session: Session, scored: Sequence[Attempt]) -> None:
-    """Writes the score and details set on these (detached) attempts; first, of those whose
-    challenge is frozen now and that had finished by its freeze, keeps the score as it stands
-    (`AttemptScoreAtFreeze`): what those who see the challenge frozen go on reading."""
-    _keep_scores_at_freeze(session, [attempt.id for attempt in scored], utcnow())
-    for attempt in scored:
-        session.execute(
-            update(Attempt)
-            .where(Attempt.id == attempt.id)
-            .values(score=attempt.score, score_details=attempt.score_details)
-        )
-
-
-@dataclass(frozen=True)
-class Claimed:
-    """An attempt a run just took, as the claim left it."""
-
-    attempt: Attempt
-    # Started for the first time by this claim: no run stored a trial before it.
-    first_start: bool
-
-
-_IN_TURN = (
-    select(_ATTEMPTS.c.id)
-    .where(
-        or_(
-            _QUEUED,
-            _RUNNING & (_ATTEMPTS.c.lease_expires_at < bindparam("now", type_=UTCDateTime())),
-        ),
-        _RUNNABLE_IN_ORDER,
-    )
-    .order_by(_ATTEMPTS.c.turn, _ATTEMPTS.c.created_at)
-    .limit(1)
-    .with_for_update(skip_locked=True)
-)
-
-
-def in_turn(session: Session, now: datetime) -> uuid.UUID | None:
-    """The attempt whose turn it is, across tenants (for workers): the claimable one of the
-    lowest turn, locked for this transaction; one another transaction holds is passed over,
-    so workers claiming at once take different attempts. None when nothing is claimable."""
-    return session.scalar(_IN_TURN, {"now": now})
-
-
-def claimable(session: Session, attempt_id: uuid.UUID, now: datetime) -> bool:
-    """Whether a worker may claim the attempt now (queued, or held under an expired lease)."""
-    found = select(Attempt.id).where(Attempt.id == attempt_id, ATTEMPT_LEASES.claimable(now))
-    return session.scalar(found) is not None
-
-
-def claim(
-    session: Session, attempt_id: uuid.UUID, token: uuid.UUID, now: datetime, lease_until: datetime
-) -> Claimed | None:
-    """Takes the attempt if it is queued, or running under an expired lease (its worker died),
-    and reads it back in the same statement.
-
-    None when someone else holds it or it is finished. (An admin's re-run keeps `started_at`,
-    so only an attempt never started before is `first_start`.)
-    """
-    attempt = (
-        leases.claim(
-            session, ATTEMPT_LEASES, [attempt_id], token, now, lease_until, returning=[Attempt]
-        )
-        .scalars()
-        .one_or_none()
-    )
-    if attempt is None:
-        return None
-    return Claimed(attempt, first_start=attempt.started_at == now)
-
-
-def locked_if_held(session: Session, attempt_id: uuid.UUID, token: uuid.UUID) -> Attempt | None:
-    return leases.lock_held(session, ATTEMPT_LEASES, attempt_id, token)
+# A run's storage ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -959,98 +828,97 @@ class LandedTrial:
     sealed: bool = False
 
 
-def insert_trials(
-    session: Session, *, tenant_id: uuid.UUID, attempt_id: uuid.UUID, landed: Sequence[LandedTrial]
-) -> None:
-    """Adds the trials, in one statement, but any whose index exists: a late worker cannot
-    duplicate one."""
-    if not landed:
-        return
-    now = utcnow()
-    rows = []
-    for item in landed:
-        data = item.trial.to_dict()
-        rows.append(
-            {
-                "id": uuid.uuid4(),
-                "tenant_id": tenant_id,
-                "attempt_id": attempt_id,
-                "task_index": item.task_index,
-                "task_id": item.task_id[:200] if item.task_id is not None else None,
-                "trial_index": item.trial.attempt_index,
-                "success": item.trial.judge.success,
-                "score": item.trial.judge.score,
-                "actor": data["actor"],
-                "judge": data["judge"],
-                "critic": data["critic"],
-                "sealed": item.sealed,
-                "created_at": now,
-            }
+class RunTrialRepository:
+    """What a run of one of the tenant's attempts stores as it lands and reads back: its
+    trials and its tasks' rows. A worker makes one with the tenant of the attempt it runs
+    (`AttemptJob.tenant_id`); the lease is checked by the caller, in the same transaction."""
+
+    def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def insert_trials(self, attempt_id: uuid.UUID, landed: Sequence[LandedTrial]) -> None:
+        """Adds the trials, in one statement, but any whose index exists: a late worker
+        cannot duplicate one."""
+        if not landed:
+            return
+        now = utcnow()
+        rows = []
+        for item in landed:
+            data = item.trial.to_dict()
+            rows.append(
+                {
+                    "id": uuid.uuid4(),
+                    "tenant_id": self.tenant_id,
+                    "attempt_id": attempt_id,
+                    "task_index": item.task_index,
+                    "task_id": item.task_id[:200] if item.task_id is not None else None,
+                    "trial_index": item.trial.attempt_index,
+                    "success": item.trial.judge.success,
+                    "score": item.trial.judge.score,
+                    "actor": data["actor"],
+                    "judge": data["judge"],
+                    "critic": data["critic"],
+                    "sealed": item.sealed,
+                    "created_at": now,
+                }
+            )
+        self.session.execute(self._trials_insert(self.session.get_bind().dialect.name), rows)
+
+    @staticmethod
+    @functools.cache
+    def _trials_insert(dialect: str) -> Any:
+        """The trials' INSERT, built once per database dialect and run with a row of
+        parameters per trial (a statement with the rows' values in it was compiled anew each
+        time)."""
+        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        table = cast(Table, Trial.__table__)
+        return insert(table).on_conflict_do_nothing(
+            index_elements=["attempt_id", "task_index", "trial_index"]
         )
-    session.execute(_trials_insert(session.get_bind().dialect.name), rows)
 
+    def trial_records(
+        self, attempt_id: uuid.UUID, task_index: int | None = None
+    ) -> list[TrialRecord]:
+        """The attempt's stored trials (one task's, when given) by index, as the engine's
+        records (the run-folder attempt layout)."""
+        query = select(Trial).where(
+            Trial.tenant_id == self.tenant_id, Trial.attempt_id == attempt_id
+        )
+        if task_index is not None:
+            query = query.where(Trial.task_index == task_index)
+        return [
+            TrialRecord.from_dict(
+                {
+                    "attempt_index": row.trial_index,
+                    "actor": row.actor,
+                    "judge": row.judge,
+                    "critic": row.critic,
+                }
+            )
+            for row in self.session.scalars(query.order_by(Trial.trial_index))
+        ]
 
-@functools.cache
-def _trials_insert(dialect: str) -> Any:
-    """The trials' INSERT, built once per database dialect and run with a row of parameters
-    per trial (a statement with the rows' values in it was compiled anew each time)."""
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    table = cast(Table, Trial.__table__)
-    return insert(table).on_conflict_do_nothing(
-        index_elements=["attempt_id", "task_index", "trial_index"]
-    )
-
-
-def trial_record(row: Trial) -> TrialRecord:
-    """A stored trial as the engine's record (the run-folder attempt layout)."""
-    return TrialRecord.from_dict(
-        {
-            "attempt_index": row.trial_index,
-            "actor": row.actor,
-            "judge": row.judge,
-            "critic": row.critic,
-        }
-    )
-
-
-def trials_of(session: Session, attempt_id: uuid.UUID) -> Sequence[Trial]:
-    return session.scalars(
-        select(Trial).where(Trial.attempt_id == attempt_id).order_by(Trial.trial_index)
-    ).all()
-
-
-def stuck_queued(session: Session, before: datetime, limit: int) -> list[uuid.UUID]:
-    return lock_some_ids(
-        session,
-        Attempt.id,
-        Attempt.status == AttemptStatus.QUEUED,
-        Attempt.enqueued_at < before,
-        # A deleted challenge's attempts wait, unsent, until it is restored; a suspended
-        # tenant's until it is resumed.
-        challenge_work_runs(Attempt.challenge_id),
-        oldest_first=Attempt.enqueued_at,
-        limit=limit,
-    )
-
-
-def stuck_running(
-    session: Session, now: datetime, requeued_before: datetime, limit: int
-) -> list[uuid.UUID]:
-    """Running attempts whose lease ran out since they were last sent (their worker is gone:
-    at once), or whose re-send before `requeued_before` was lost too (`leases.lapsed`)."""
-    return leases.lapsed(
-        session,
-        ATTEMPT_LEASES,
-        now,
-        requeued_before,
-        oldest_first=Attempt.lease_expires_at,
-        limit=limit,
-    )
-
-
-def mark_enqueued(session: Session, attempt_ids: list[uuid.UUID], now: datetime) -> None:
-    if attempt_ids:
-        session.execute(update(Attempt).where(Attempt.id.in_(attempt_ids)).values(enqueued_at=now))
+    def upsert_task(
+        self,
+        attempt_id: uuid.UUID,
+        task_index: int,
+        values: dict[str, Any],
+        update_fields: list[str],
+    ) -> None:
+        """Stores a task's row of the attempt with these values; a row already stored for the
+        task has `update_fields` of them written."""
+        insert = insert_for(self.session)
+        statement = insert(AttemptTask).values(
+            tenant_id=self.tenant_id, attempt_id=attempt_id, task_index=task_index, **values
+        )
+        self.session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["attempt_id", "task_index"],
+                set_={name: getattr(statement.excluded, name) for name in update_fields},
+                where=AttemptTask.tenant_id == self.tenant_id,
+            )
+        )
 
 
 def set_run_record(
@@ -1068,55 +936,3 @@ def run_config_of(
     """The run record a run stored on its row (None before its first run)."""
     config = session.scalar(select(table.model.run_config).where(table.model.id == row_id))
     return cast(dict[str, Any] | None, config)
-
-
-def task_trials(session: Session, attempt_id: uuid.UUID, task_index: int) -> Sequence[Trial]:
-    return session.scalars(
-        select(Trial)
-        .where(Trial.attempt_id == attempt_id, Trial.task_index == task_index)
-        .order_by(Trial.trial_index)
-    ).all()
-
-
-def upsert_attempt_task(session: Session, values: dict[str, Any], update_fields: list[str]) -> None:
-    insert = insert_for(session)
-    statement = insert(AttemptTask).values(**values)
-    session.execute(
-        statement.on_conflict_do_update(
-            index_elements=["attempt_id", "task_index"],
-            set_={name: getattr(statement.excluded, name) for name in update_fields},
-        )
-    )
-
-
-def _keep_scores_at_freeze(
-    session: Session, attempt_ids: Sequence[uuid.UUID], now: datetime
-) -> None:
-    """The stored scores of these attempts as the score at their challenge's freeze, for those
-    of a challenge frozen now that had finished by its `freeze_at`: a score already kept for
-    that `freeze_at` stays (it is the one of the freeze; the stored one came later), one kept
-    for another is replaced."""
-    if not attempt_ids:
-        return
-    kept = cast(Table, AttemptScoreAtFreeze.__table__)
-    columns = ("attempt_id", "tenant_id", "freeze_at", "score", "score_details")
-    as_they_stand = (
-        select(
-            Attempt.id, Attempt.tenant_id, Challenge.freeze_at, Attempt.score, Attempt.score_details
-        )
-        .join(Challenge, Challenge.id == Attempt.challenge_id)
-        .where(
-            Attempt.id.in_(attempt_ids),
-            Challenge.freeze_at <= now,
-            or_(Challenge.closes_at.is_(None), Challenge.closes_at > now),
-            Attempt.finished_at < Challenge.freeze_at,
-        )
-    )
-    statement = insert_for(session)(kept).from_select(columns, as_they_stand)
-    session.execute(
-        statement.on_conflict_do_update(
-            index_elements=["attempt_id"],
-            set_={name: statement.excluded[name] for name in columns[2:]},
-            where=kept.c.freeze_at != statement.excluded.freeze_at,
-        )
-    )

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.attempt import repository
-from app.attempt.repository import LandedTrial
+from app.attempt.repository import LandedTrial, RunTrialRepository
 from app.attempt.trial_writer import TrialWriter
 from app.config import Settings
 from app.db import session_scope
@@ -61,18 +61,16 @@ class DatabaseRunStore:
 
     def _load_trials(self, task: Task) -> list[TrialRecord]:
         with session_scope() as session:
-            rows = repository.task_trials(session, self.attempt_id, task.canonical_index)
-            return [repository.trial_record(row) for row in rows]
+            run_trials = RunTrialRepository(session, self.tenant_id)
+            return run_trials.trial_records(self.attempt_id, task.canonical_index)
 
     def _save_task(self, task: Task, field: str, value: dict[str, Any]) -> None:
         with session_scope() as session:
             self._held(session)
-            repository.upsert_attempt_task(
-                session,
+            RunTrialRepository(session, self.tenant_id).upsert_task(
+                self.attempt_id,
+                task.canonical_index,
                 {
-                    "attempt_id": self.attempt_id,
-                    "task_index": task.canonical_index,
-                    "tenant_id": self.tenant_id,
                     "task_id": task.task_id[:200],
                     "sealed": task.task_id in self.sealed_task_ids,
                     field: value,

@@ -17,10 +17,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.attempt import repository, turns
+from app.attempt import cross_tenant
 from app.attempt.attempt_kind import AttemptJob, AttemptKind, RunContext, runner_of
 from app.attempt.models import ATTEMPT_LEASES, Attempt, AttemptStatus
 from app.attempt.ranked import metric_columns, ranked_run
+from app.attempt.turn_claim import claim_in_turn
 from app.challenge.models import strategy_of
 from app.challenge.registry import find_kind, kind_as
 from app.challenge.service import config_of, find_challenge, scoring_of
@@ -63,8 +64,8 @@ def warm_up_process() -> bool:
     return warmed_up() and run_on_process_loop(warm_up_calls())
 
 
-class AttemptRun(LeasedRun[repository.Claimed, AttemptJob, AttemptMetrics]):
-    """An attempt's run; `in_turn`: of the attempt whose turn it is (`turns.claim_in_turn`),
+class AttemptRun(LeasedRun[cross_tenant.Claimed, AttemptJob, AttemptMetrics]):
+    """An attempt's run; `in_turn`: of the attempt whose turn it is (`claim_in_turn`),
     else of the attempt asked for."""
 
     table = ATTEMPT_LEASES
@@ -79,18 +80,18 @@ class AttemptRun(LeasedRun[repository.Claimed, AttemptJob, AttemptMetrics]):
         token: uuid.UUID,
         now: datetime,
         until: datetime,
-    ) -> repository.Claimed | None:
+    ) -> cross_tenant.Claimed | None:
         if self.in_turn:
-            return turns.claim_in_turn(session, row_id, token, now, until)
-        return repository.claim(session, row_id, token, now, until)
+            return claim_in_turn(session, row_id, token, now, until)
+        return cross_tenant.claim(session, row_id, token, now, until)
 
-    def claimed_id(self, claimed: repository.Claimed, asked: uuid.UUID) -> uuid.UUID:
+    def claimed_id(self, claimed: cross_tenant.Claimed, asked: uuid.UUID) -> uuid.UUID:
         return claimed.attempt.id
 
-    def runs(self, claimed: repository.Claimed) -> int:
+    def runs(self, claimed: cross_tenant.Claimed) -> int:
         return claimed.attempt.run_count
 
-    def load(self, session: Session, claimed: repository.Claimed) -> AttemptJob | None:
+    def load(self, session: Session, claimed: cross_tenant.Claimed) -> AttemptJob | None:
         return _load_job(session, claimed)
 
     def started(self, job: AttemptJob) -> None:
@@ -118,7 +119,7 @@ ATTEMPT_RUN = AttemptRun()
 IN_TURN_RUN = AttemptRun(in_turn=True)
 
 
-def _load_job(session: Session, claimed: repository.Claimed) -> AttemptJob | None:
+def _load_job(session: Session, claimed: cross_tenant.Claimed) -> AttemptJob | None:
     attempt = claimed.attempt
     challenge = find_challenge(session, attempt.tenant_id, attempt.challenge_id)
     if challenge is None:
@@ -185,7 +186,7 @@ def _finish(job: AttemptJob, token: uuid.UUID, measured: AttemptMetrics) -> None
     with unit_of_work() as work:
         session = work.session
         # Read now, not when the run began: an attempt that ends while a rescore runs is
-        # scored by the configuration that rescore applies (app.rescore.service).
+        # scored by the configuration that rescore applies (app.rescore.runner).
         saved = scoring_of(session, job.tenant_id, job.challenge_id)
         if saved is None:
             return
@@ -197,7 +198,7 @@ def _finish(job: AttemptJob, token: uuid.UUID, measured: AttemptMetrics) -> None
         if not plugin:
             scored = scoring.score(metrics.as_plugin_input(), context)
             ended = _complete(work, job, token, metrics, kind_metrics, scored, scoring)
-        elif repository.locked_if_held(session, job.attempt_id, token) is None:
+        elif cross_tenant.locked_if_held(session, job.attempt_id, token) is None:
             return  # another worker took the attempt over: not worth a plugin's seconds
     if plugin:
         scored = scoring.score(metrics.as_plugin_input(), context)
@@ -264,7 +265,7 @@ def _finish_with_error(attempt_id: uuid.UUID, token: uuid.UUID, failure: Failure
 
     Participants read the failure's `reason`; tenant admins its `detail` too."""
     with session_scope() as session:
-        attempt = repository.locked_if_held(session, attempt_id, token)
+        attempt = cross_tenant.locked_if_held(session, attempt_id, token)
         if attempt is None:
             return
         attempt.status = AttemptStatus.ERROR

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from app.attempt import repository
+from app.attempt import cross_tenant
 from app.attempt.dispatch import RUN_ATTEMPT
 from app.config import get_settings
 from app.db import utcnow
@@ -29,13 +29,13 @@ def sweep() -> dict[str, int]:
     settings = get_settings()
     now = utcnow()
     with unit_of_work() as work:
-        queued = repository.stuck_queued(
+        queued = cross_tenant.stuck_queued(
             work.session, now - timedelta(seconds=settings.queued_requeue_seconds), BATCH
         )
-        running = repository.stuck_running(
+        running = cross_tenant.stuck_running(
             work.session, now, now - timedelta(seconds=settings.queued_requeue_seconds), BATCH
         )
-        repository.mark_enqueued(work.session, queued + running, now)
+        cross_tenant.mark_enqueued(work.session, queued + running, now)
         for attempt_id in queued + running:
             work.send_after_commit(RUN_ATTEMPT, str(attempt_id))
     sent = work.sent

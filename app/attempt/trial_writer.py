@@ -15,9 +15,8 @@ import asyncio
 import uuid
 from typing import Any
 
-from app.attempt import repository
 from app.attempt.models import ATTEMPT_LEASES
-from app.attempt.repository import LandedTrial
+from app.attempt.repository import LandedTrial, RunTrialRepository
 from app.config import Settings
 from app.db import session_scope
 from app.lease.models import LeasedTable
@@ -73,7 +72,5 @@ class TrialWriter:
     def _write(self, batch: list[LandedTrial]) -> None:
         with session_scope() as session:
             hold(session, self.holder, self.holder_id, self.token, self.settings)
-            repository.insert_trials(
-                session, tenant_id=self.tenant_id, attempt_id=self.attempt_id, landed=batch
-            )
+            RunTrialRepository(session, self.tenant_id).insert_trials(self.attempt_id, batch)
         self.transactions += 1

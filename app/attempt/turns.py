@@ -20,23 +20,16 @@ after the thousand; two tenants with attempts queued are served one each in turn
 A task still names one attempt, and a worker still claims under a lease (app/lease/). A task
 whose attempt is waiting claims the attempt whose turn it is instead, when that is another,
 and sends its own attempt's task again: every waiting attempt keeps a task of its own, so
-nothing waits for the sweep, and a task whose attempt is finished or held runs nothing.
+nothing waits for the sweep, and a task whose attempt is finished or held runs nothing
+(the worker's claim: app/attempt/turn_claim.py).
 """
 
 from __future__ import annotations
 
-import uuid
-from datetime import datetime
-
-from sqlalchemy.orm import Session
-
-from app.attempt import repository
-from app.attempt.dispatch import RUN_ATTEMPT
-from app.attempt.repository import AttemptRepository, Claimed
+from app.attempt.repository import AttemptRepository
 from app.config import get_settings
 from app.error_codes import QUEUE_SHARE_FULL
 from app.errors import AppError
-from app.unit_of_work import TaskMessage, send_tasks
 
 # What a refused submission is told to wait: attempts finish in seconds, a place with them.
 QUEUE_RETRY_AFTER_SECONDS = 5
@@ -79,20 +72,3 @@ def next_turns(repo: AttemptRepository, count: int) -> range:
     does not refuse: it queues what was submitted already)."""
     first = repo.queue_place().next_turn
     return range(first, first + count)
-
-
-def claim_in_turn(
-    session: Session, asked: uuid.UUID, token: uuid.UUID, now: datetime, until: datetime
-) -> Claimed | None:
-    """A worker's claim for the task of attempt `asked`: the attempt whose turn it is, if
-    `asked` is waiting and another's turn comes first (`asked`'s task is then sent again);
-    else `asked`, if it is claimable."""
-    if repository.claimable(session, asked, now):
-        chosen = repository.in_turn(session, now)
-        if chosen is not None and chosen != asked:
-            claimed = repository.claim(session, chosen, token, now, until)
-            if claimed is not None:
-                # `asked` was committed long ago: its task may go before this claim commits.
-                send_tasks([TaskMessage(RUN_ATTEMPT, (str(asked),))])
-                return claimed
-    return repository.claim(session, asked, token, now, until)

@@ -7,7 +7,8 @@ import uuid
 from celery import shared_task
 from sqlalchemy.exc import OperationalError
 
-from app.rescore.service import RESCORE_TASK, run_rescore
+from app.rescore.runner import run_rescore
+from app.rescore.service import RESCORE_TASK
 
 
 @shared_task(

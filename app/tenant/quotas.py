@@ -38,7 +38,7 @@ from app.error_codes import (
 from app.errors import AppError
 from app.tenant import repository
 from app.tenant.models import Tenant
-from app.tenant.repository import ParticipantRepository
+from app.tenant.repository import ParticipantRepository, TenantSpendRepository
 
 
 class Quota(StrEnum):
@@ -117,7 +117,7 @@ def count_entry(session: Session, tenant_id: uuid.UUID, limit: int | None, now: 
     past it."""
     if limit is None:
         return
-    if repository.count_entry(session, tenant_id, now.date(), limit):
+    if TenantSpendRepository(session, tenant_id).count_entry(now.date(), limit):
         return
     day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
     reset = day_start + timedelta(days=1)
@@ -132,4 +132,4 @@ def count_entry(session: Session, tenant_id: uuid.UUID, limit: int | None, now: 
 
 def entries_today(session: Session, tenant_id: uuid.UUID, now: datetime) -> int:
     """The entries counted today (counted while the tenant has a daily quota)."""
-    return repository.entries_on(session, tenant_id, now.date())
+    return TenantSpendRepository(session, tenant_id).entries_on(now.date())

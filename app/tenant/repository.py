@@ -1,4 +1,5 @@
-"""SQL for tenants and participants. Participant queries are always scoped to one tenant."""
+"""SQL for tenants, their participants and their days. Participant and day queries are always
+scoped to one tenant."""
 
 from __future__ import annotations
 
@@ -69,36 +70,6 @@ def lock_tenant(session: Session, tenant_id: uuid.UUID) -> None:
 def quota_of(session: Session, tenant_id: uuid.UUID, column: InstrumentedAttribute[Any]) -> Any:
     """One quota column of the tenant (None: no quota), read alone."""
     return session.scalar(select(column).where(Tenant.id == tenant_id))
-
-
-def count_entry(session: Session, tenant_id: uuid.UUID, day: date, limit: int) -> bool:
-    """Counts one entry of the tenant's day if fewer than `limit` are counted; False (and
-    nothing counted) when the day has `limit` already. One statement: the upsert's condition
-    is checked on the row it locks, so concurrent entries never pass the limit."""
-    if limit < 1:
-        return False
-    insert = insert_for(session)
-    statement = insert(TenantSpend).values(
-        tenant_id=tenant_id, day=day, spent_usd=0.0, calls=0, attempts=1
-    )
-    counted = session.execute(
-        statement.on_conflict_do_update(
-            index_elements=["tenant_id", "day"],
-            set_={"attempts": TenantSpend.attempts + 1},
-            where=TenantSpend.attempts < limit,
-        ).returning(TenantSpend.attempts)
-    ).first()
-    return counted is not None
-
-
-def entries_on(session: Session, tenant_id: uuid.UUID, day: date) -> int:
-    """The entries counted on the tenant's day (while it had a daily quota)."""
-    counted = session.scalar(
-        select(TenantSpend.attempts).where(
-            TenantSpend.tenant_id == tenant_id, TenantSpend.day == day
-        )
-    )
-    return int(counted or 0)
 
 
 class ParticipantRepository:
@@ -298,38 +269,74 @@ class ParticipantRepository:
         return {row.id: row.handle for row in rows}
 
 
-def add_spend(session: Session, tenant_id: uuid.UUID, day: date, amount_usd: float) -> None:
-    """Adds one call's charge to the tenant's day, atomically across workers (one upsert)."""
-    insert = insert_for(session)
-    statement = insert(TenantSpend).values(
-        tenant_id=tenant_id, day=day, spent_usd=amount_usd, calls=1
-    )
-    session.execute(
-        statement.on_conflict_do_update(
-            index_elements=["tenant_id", "day"],
-            set_={
-                "spent_usd": TenantSpend.spent_usd + statement.excluded.spent_usd,
-                "calls": TenantSpend.calls + 1,
-            },
+class TenantSpendRepository:
+    """The tenant's days (`TenantSpend`): the entries counted against its daily quota, and its
+    model spend."""
+
+    def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def count_entry(self, day: date, limit: int) -> bool:
+        """Counts one entry of the tenant's day if fewer than `limit` are counted; False (and
+        nothing counted) when the day has `limit` already. One statement: the upsert's
+        condition is checked on the row it locks, so concurrent entries never pass the
+        limit."""
+        if limit < 1:
+            return False
+        insert = insert_for(self.session)
+        statement = insert(TenantSpend).values(
+            tenant_id=self.tenant_id, day=day, spent_usd=0.0, calls=0, attempts=1
         )
-    )
+        counted = self.session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["tenant_id", "day"],
+                set_={"attempts": TenantSpend.attempts + 1},
+                where=TenantSpend.attempts < limit,
+            ).returning(TenantSpend.attempts)
+        ).first()
+        return counted is not None
 
-
-def spend_on(session: Session, tenant_id: uuid.UUID, day: date) -> float:
-    spent = session.scalar(
-        select(TenantSpend.spent_usd).where(
-            TenantSpend.tenant_id == tenant_id, TenantSpend.day == day
+    def entries_on(self, day: date) -> int:
+        """The entries counted on the tenant's day (while it had a daily quota)."""
+        counted = self.session.scalar(
+            select(TenantSpend.attempts).where(
+                TenantSpend.tenant_id == self.tenant_id, TenantSpend.day == day
+            )
         )
-    )
-    return float(spent or 0.0)
+        return int(counted or 0)
 
-
-def spend_since(session: Session, tenant_id: uuid.UUID, first_day: date) -> list[TenantSpend]:
-    """The tenant's days with spend from `first_day` on, newest first."""
-    return list(
-        session.scalars(
-            select(TenantSpend)
-            .where(TenantSpend.tenant_id == tenant_id, TenantSpend.day >= first_day)
-            .order_by(TenantSpend.day.desc())
+    def add_spend(self, day: date, amount_usd: float) -> None:
+        """Adds one call's charge to the tenant's day, atomically across workers (one
+        upsert)."""
+        insert = insert_for(self.session)
+        statement = insert(TenantSpend).values(
+            tenant_id=self.tenant_id, day=day, spent_usd=amount_usd, calls=1
         )
-    )
+        self.session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["tenant_id", "day"],
+                set_={
+                    "spent_usd": TenantSpend.spent_usd + statement.excluded.spent_usd,
+                    "calls": TenantSpend.calls + 1,
+                },
+            )
+        )
+
+    def spend_on(self, day: date) -> float:
+        spent = self.session.scalar(
+            select(TenantSpend.spent_usd).where(
+                TenantSpend.tenant_id == self.tenant_id, TenantSpend.day == day
+            )
+        )
+        return float(spent or 0.0)
+
+    def spend_since(self, first_day: date) -> list[TenantSpend]:
+        """The tenant's days with spend from `first_day` on, newest first."""
+        return list(
+            self.session.scalars(
+                select(TenantSpend)
+                .where(TenantSpend.tenant_id == self.tenant_id, TenantSpend.day >= first_day)
+                .order_by(TenantSpend.day.desc())
+            )
+        )

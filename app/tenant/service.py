@@ -22,7 +22,7 @@ from app.errors import Conflict, NotFound
 from app.tenant import repository
 from app.tenant.models import EmailPolicy, Participant, Tenant
 from app.tenant.quotas import refuse_new_participant
-from app.tenant.repository import ParticipantRepository
+from app.tenant.repository import ParticipantRepository, TenantSpendRepository
 from app.tenant.schemas import SpendDay, TenantUsage
 
 
@@ -34,10 +34,10 @@ class DaySpend:
     tenant_id: uuid.UUID
 
     def spent(self, session: Session) -> float:
-        return repository.spend_on(session, self.tenant_id, utcnow().date())
+        return TenantSpendRepository(session, self.tenant_id).spend_on(utcnow().date())
 
     def add(self, session: Session, amount_usd: float) -> None:
-        repository.add_spend(session, self.tenant_id, utcnow().date(), amount_usd)
+        TenantSpendRepository(session, self.tenant_id).add_spend(utcnow().date(), amount_usd)
 
     def budget_usd(self, session: Session) -> float | None:
         budget = repository.quota_of(session, self.tenant_id, Tenant.daily_cost_budget_usd)
@@ -162,8 +162,8 @@ def tenant_usage(session: Session, tenant_id: uuid.UUID, settings: Settings) -> 
     """Today's model spend against the budgets, and the last days' spend."""
     now = utcnow()
     today = now.date()
-    days = repository.spend_since(
-        session, tenant_id, today - timedelta(days=USAGE_HISTORY_DAYS - 1)
+    days = TenantSpendRepository(session, tenant_id).spend_since(
+        today - timedelta(days=USAGE_HISTORY_DAYS - 1)
     )
     spent = next((row.spent_usd for row in days if row.day == today), 0.0)
     budget = daily_budget_usd(get_tenant(session, tenant_id), settings)

@@ -14,15 +14,9 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from app.attempt.cross_tenant import completed_after, completed_since, count_completed
 from app.attempt.models import Attempt, RunPurpose
-from app.attempt.repository import (
-    AttemptRepository,
-    LandedTrial,
-    completed_after,
-    completed_since,
-    count_completed,
-    insert_trials,
-)
+from app.attempt.repository import AttemptRepository, LandedTrial, RunTrialRepository
 from app.challenge.config import LimitsConfig
 from app.challenge.models import Challenge
 from app.db import make_engine, utcnow
@@ -269,12 +263,7 @@ def test_readers_of_scored_play_never_see_practice_or_test_runs(engine: Engine) 
             }
         )
         for attempt in (entry, practice, test_run):
-            insert_trials(
-                session,
-                tenant_id=tenant.id,
-                attempt_id=attempt.id,
-                landed=[LandedTrial(record)],
-            )
+            RunTrialRepository(session, tenant.id).insert_trials(attempt.id, [LandedTrial(record)])
         unscored = {practice.id, test_run.id, failed_practice.id, failed_test.id}
 
         assert repo.count_counting(challenge.id, alice.id) == 1

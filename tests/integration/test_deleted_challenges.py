@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, update
 
-from app.attempt import repository as attempts
+from app.attempt import cross_tenant as attempts
 from app.attempt import runner
 from app.attempt.models import Attempt
 from app.db import session_scope, utcnow

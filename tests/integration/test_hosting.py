@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from app.attempt import runner
-from app.attempt.repository import stuck_queued
+from app.attempt.cross_tenant import stuck_queued
 from app.attempt.schemas import AttemptCreate
 from app.attempt.service import submit_attempt
 from app.auth.subjects import TenantAdmin

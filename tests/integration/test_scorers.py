@@ -303,7 +303,7 @@ def test_changing_scoring_rescores_past_attempts_and_rebuilds_the_leaderboard(
     ]
     assert api.request("GET", f"/v1/attempts/{second}", key).json()["score"] == 95.0
     # A second run of the same job (a redelivery) changes nothing.
-    from app.rescore.service import run_rescore
+    from app.rescore.runner import run_rescore
 
     assert run_rescore(uuid.UUID(job["id"])) == "skipped"
     listed = api.request("GET", f"/v1/challenges/{challenge['id']}/rescore-jobs", key).json()

@@ -285,11 +285,11 @@ def test_a_spent_tenant_budget_starts_no_call_and_costs_no_attempt(
     api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
 ) -> None:
     from app.db import session_scope, utcnow
-    from app.tenant.repository import add_spend
+    from app.tenant.repository import TenantSpendRepository
 
     key = tenant["api_key"]
     with session_scope() as session:  # the tenant already spent its day's budget
-        add_spend(session, uuid.UUID(tenant["id"]), utcnow().date(), 20.0)
+        TenantSpendRepository(session, uuid.UUID(tenant["id"])).add_spend(utcnow().date(), 20.0)
     challenge = api.create_challenge(
         key,
         target={"model": "openai/fake-model", "api_base": provider.base_url},

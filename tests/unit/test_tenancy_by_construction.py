@@ -101,25 +101,6 @@ def unbound_access(package: Path = APP) -> set[str]:
 # `cross_tenant` module (the worker side's and the sweeps').
 NOT_YET_BOUND = frozenset(
     {
-        "app.attempt.repository:_keep_scores_at_freeze",
-        "app.attempt.repository:_trials_insert",
-        "app.attempt.repository:claim",
-        "app.attempt.repository:claimable",
-        "app.attempt.repository:completed_after",
-        "app.attempt.repository:completed_since",
-        "app.attempt.repository:count_completed",
-        "app.attempt.repository:frozen_view",
-        "app.attempt.repository:get",
-        "app.attempt.repository:locked_if_held",
-        "app.attempt.repository:mark_enqueued",
-        "app.attempt.repository:set_scores",
-        "app.attempt.repository:stuck_queued",
-        "app.attempt.repository:stuck_running",
-        "app.attempt.repository:task_trials",
-        "app.attempt.repository:trial_record",
-        "app.attempt.repository:trials_of",
-        "app.attempt.repository:unfinished_by_status",
-        "app.attempt.repository:upsert_attempt_task",
         "app.kinds.red_blue.repository.boards:baseline_players",
         "app.kinds.red_blue.repository.boards:board_after_write",
         "app.kinds.red_blue.repository.boards:claim_board",
@@ -164,17 +145,6 @@ NOT_YET_BOUND = frozenset(
         "app.kinds.red_blue.repository.sweep:stuck_boards",
         "app.kinds.red_blue.repository.sweep:stuck_defenses",
         "app.kinds.red_blue.repository.sweep:stuck_matches",
-        "app.rescore.repository:add",
-        "app.rescore.repository:add_processed",
-        "app.rescore.repository:get",
-        "app.rescore.repository:get_for_tenant",
-        "app.rescore.repository:newer_pending_exists",
-        "app.rescore.repository:page_of_challenge",
-        "app.tenant.repository:add_spend",
-        "app.tenant.repository:count_entry",
-        "app.tenant.repository:entries_on",
-        "app.tenant.repository:spend_on",
-        "app.tenant.repository:spend_since",
     }
 )
 
@@ -192,6 +162,9 @@ REQUEST_PATH_CROSSINGS: dict[str, str] = {
     ),
     "app.challenge.repository:tenants_with_public_challenges": (
         "the home page's public directory lists the tenants with public challenges"
+    ),
+    "app.attempt.repository:unfinished_by_status": (
+        "the /metrics gauge of attempts queued and running counts every tenant's, numbers only"
     ),
 }
 

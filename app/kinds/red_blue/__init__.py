@@ -222,7 +222,7 @@ class RedBlueKind(RedBluePages, RunsAttempts, Kind):
     def measure_own(
         self, session: Session, job: AttemptJob, metrics: AttemptMetrics
     ) -> KindMetrics | None:
-        trials = stored_trials(session, job.attempt_id)
+        trials = stored_trials(session, job)
         return verdicts_of(trials[0].judge.details) if trials else None
 
     # Leaderboards -------------------------------------------------------------------------
