@@ -71,7 +71,7 @@ from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Measure, ScoringStrategy, Strategy, scoring_strategy
 from app.unit_of_work import UnitOfWork, WorkerTask, handles, unit_of_work
 
-KINDS_API_VERSION = "1.0"
+KINDS_API_VERSION = "2.0"
 
 __all__ = [
     "FROZEN_AT_DESCRIPTION",
