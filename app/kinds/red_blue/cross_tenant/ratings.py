@@ -9,8 +9,8 @@ from sqlalchemy import Uuid, any_, bindparam, delete, insert, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
+from app.kinds.red_blue.cross_tenant.rows import _RATINGS, RatingRow, _dialect
 from app.kinds.red_blue.models import Rating, Side
-from app.kinds.red_blue.repository.rows import _RATINGS, RatingRow, _dialect
 
 
 def ratings_of(session: Session, challenge_id: uuid.UUID, side: Side) -> dict[uuid.UUID, float]:
