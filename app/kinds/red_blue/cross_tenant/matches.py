@@ -1,5 +1,5 @@
-"""Worker-side statements on matches: claimed and finished under their lease, paired and
-queued."""
+"""Worker-side statements on matches, by id whatever their tenant: claimed and finished under
+their lease, paired and queued."""
 
 from __future__ import annotations
 

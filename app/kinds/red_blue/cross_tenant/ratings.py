@@ -1,4 +1,5 @@
-"""The ratings of a board's rows: read, and replaced when a recompute writes them."""
+"""The ratings of a board's rows on the worker side, whatever its tenant: read by pairing and
+the recompute, and replaced when a recompute writes them."""
 
 from __future__ import annotations
 
