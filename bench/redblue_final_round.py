@@ -4,7 +4,7 @@ chunks queued), for --participants each with an active defense and an attack and
 yet, so the round makes n * (n - 1) matches.
 
 In a scratch PostgreSQL database, in this process, with the worker's own function
-(`app.kinds.red_blue.final_round.make`; no broker: the chunks it would send are counted).
+(`app.kinds.red_blue.final_round_runs.make`; no broker: the chunks it would send are counted).
 
 Usage: .venv/bin/python bench/redblue_final_round.py [--participants 50,100,200]
 """
@@ -100,7 +100,7 @@ def main() -> None:
     with common.scratch_database(keep=args.keep_db) as database:
         use_database(database.url)
         import app.unit_of_work as unit_of_work
-        from app.kinds.red_blue import final_round
+        from app.kinds.red_blue import final_round_runs
 
         sent: list[int] = []
 
@@ -113,10 +113,10 @@ def main() -> None:
             challenge_id = create(size, str(size))
             sent.clear()
             started, cpu = time.perf_counter(), time.process_time()
-            outcome = final_round.make(challenge_id)
+            outcome = final_round_runs.make(challenge_id)
             wall, cpu = time.perf_counter() - started, time.process_time() - cpu
             again = time.perf_counter()
-            repeated = final_round.make(challenge_id)
+            repeated = final_round_runs.make(challenge_id)
             print(
                 f"{size} participants: {outcome} in {wall:.2f} s wall, {cpu:.2f} s CPU "
                 f"({sum(sent)} chunks sent); asked again: {repeated!r} in "

@@ -3,7 +3,7 @@ server-side).
 
 In a scratch PostgreSQL database: one tenant and one red_blue challenge (made through the
 service layer, the demo's rules), --participants participants, and both sides' boards written
-by the worker's own `repository.write_board` (the rows a recompute writes: every participant
+by the worker's own `cross_tenant.write_board` (the rows a recompute writes: every participant
 rated on both sides, in rank order, with points, matches and wins), then VACUUM ANALYZE.
 
 Measured (sequential, --reads each, 50 rows a page):
@@ -56,9 +56,9 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
     from app.challenge.service import create_challenge
     from app.config import get_settings
     from app.db import session_scope, utcnow
-    from app.kinds.red_blue import board_recompute, repository
+    from app.kinds.red_blue import board_recompute, cross_tenant
+    from app.kinds.red_blue.cross_tenant import RatingRow
     from app.kinds.red_blue.models import Side
-    from app.kinds.red_blue.repository import RatingRow
     from app.seed import DEMO_RED_BLUE
     from app.tenant.models import Participant
     from app.tenant.service import create_tenant
@@ -110,19 +110,19 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
                 )
             )
     with session_scope() as session:
-        repository.land_matches(session, tenant_id, challenge_id, [], now)
+        cross_tenant.land_matches(session, tenant_id, challenge_id, [], now)
     with session_scope() as session:
-        claim = repository.claim_board(
+        claim = cross_tenant.claim_board(
             session, challenge_id, now, board_recompute.pacing(get_settings())
         )
     assert claim is not None
     with session_scope() as session:
-        written = repository.write_board(
+        written = cross_tenant.write_board(
             session,
             tenant_id,
             challenge_id,
             claim.generation,
-            repository.BoardWrite(
+            cross_tenant.BoardWrite(
                 rows=rows,
                 red_points=sum(r.points for r in rows if r.side is Side.RED),
                 blue_points=sum(r.points for r in rows if r.side is Side.BLUE),

@@ -70,7 +70,7 @@ def parse_args() -> argparse.Namespace:
 
 
 class Phases:
-    """Seconds spent in named functions of the worker and the repository, while recording."""
+    """Seconds spent in named functions of the worker and its statements, while recording."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -108,17 +108,17 @@ class Phases:
 
 
 def instrument() -> Phases:
-    # The recompute calls the repository through its module, and the rating functions by the
-    # names it imported: each is wrapped where the recompute looks it up.
-    from app.kinds.red_blue import board_recompute, repository
+    # The recompute calls its statements through their package (cross_tenant), and the rating
+    # functions by the names it imported: each is wrapped where the recompute looks it up.
+    from app.kinds.red_blue import board_recompute, cross_tenant
 
     phases = Phases()
-    phases.wrap(repository, "landed_matches", "read landings")
-    phases.wrap(repository, "stored_ratings", "read stored rows")
+    phases.wrap(cross_tenant, "landed_matches", "read landings")
+    phases.wrap(cross_tenant, "stored_ratings", "read stored rows")
     phases.wrap(board_recompute, "fit_strengths", "fit")
     phases.wrap(board_recompute, "bootstrap_bounds", "bootstrap")
     phases.wrap(board_recompute, "_rows", "rank rows")
-    phases.wrap(repository, "write_board", "write")
+    phases.wrap(cross_tenant, "write_board", "write")
     return phases
 
 
@@ -198,13 +198,13 @@ class Competition:
         import psycopg
 
         from app.db import session_scope, utcnow
-        from app.kinds.red_blue import repository
+        from app.kinds.red_blue import cross_tenant
 
         now = utcnow().isoformat()
         per_attack = min(50, self.blues)
         attacks = self._attack_rows(math.ceil(count / per_attack))
         with session_scope() as session:
-            landing = repository.land_matches(
+            landing = cross_tenant.land_matches(
                 session, self.tenant_id, self.challenge_id, [], utcnow()
             )
         seq = landing.seq
@@ -252,7 +252,7 @@ class Competition:
         """`count` matches as a worker lands them: a new attack paired with defenses (queued
         rows), claimed with a lease, completed in one transaction."""
         from app.db import session_scope, utcnow
-        from app.kinds.red_blue import repository, worker
+        from app.kinds.red_blue import cross_tenant, worker
         from app.kinds.red_blue.match_result import JudgedCategory, JudgedMatch
         from app.kinds.red_blue.models import Attack
         from app.kinds.red_blue.rules.judging import CategoryVerdict
@@ -279,7 +279,7 @@ class Competition:
                     match_id = uuid.uuid4()
                     outcomes[match_id] = self._won(red, blue)
                     rows.append(
-                        repository.NewMatch(
+                        cross_tenant.NewMatch(
                             id=match_id,
                             tenant_id=self.tenant_id,
                             challenge_id=self.challenge_id,
@@ -292,10 +292,10 @@ class Competition:
                     )
                     left -= 1
             session.flush()
-            repository.insert_matches(session, rows)
+            cross_tenant.insert_matches(session, rows)
         token = uuid.uuid4()
         with session_scope() as session:
-            repository.claim_matches(
+            cross_tenant.claim_matches(
                 session, list(outcomes), token, now, now + timedelta(minutes=5)
             )
         worker._end_matches(

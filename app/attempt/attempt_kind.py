@@ -195,6 +195,7 @@ class UnscoredRequest:
     `AttemptKind.unscored` checks and turns into what the run stores."""
 
     session: Session
+    tenant_id: uuid.UUID
     target: SubmissionTarget
     fields: KindSubmission
     # Loads the challenge's configuration (a query: only kinds whose check needs it call it).

@@ -116,6 +116,7 @@ def _start(
     submitted = kind.unscored(
         UnscoredRequest(
             session=session,
+            tenant_id=tenant_id,
             target=target,
             fields=fields,
             config=lambda: config_of(get_challenge(session, tenant_id, challenge_id)),

@@ -18,7 +18,7 @@ from app.attempt import cross_tenant as attempts
 from app.attempt import runner
 from app.attempt.models import Attempt
 from app.db import session_scope, utcnow
-from app.kinds.red_blue import repository as red_blue
+from app.kinds.red_blue import cross_tenant as red_blue
 from app.kinds.red_blue.board_recompute import recompute
 from app.kinds.red_blue.models import Board, Match, MatchStatus
 from app.kinds.red_blue.worker import run_match

@@ -95,7 +95,7 @@ class Event:
         """Every self-test, pairing and match done, rated, and its intervals bootstrapped
         (the boards frozen in both worlds are then the same)."""
         from app.db import session_scope
-        from app.kinds.red_blue import repository
+        from app.kinds.red_blue.repository import FinalRoundRepository
 
         def done() -> bool:
             defenses, attacks = self.rows("defenses"), self.rows("attacks")
@@ -106,7 +106,8 @@ class Event:
             if any(m["status"] not in ("completed", "error") for m in self.rows("matches")):
                 return False
             with session_scope() as session:
-                return repository.board_rated_all(session, uuid.UUID(self.cid))
+                rounds = FinalRoundRepository(session, uuid.UUID(self.tenant["id"]))
+                return rounds.board_rated_all(uuid.UUID(self.cid))
 
         until("the event settles", done, timeout=120)
 
@@ -347,7 +348,7 @@ def _restart(worker: Worker) -> None:
 def test_play_after_a_red_blue_freeze_changes_nothing_others_see_through_the_final_round(
     api: Api, api_url: str, worker: Worker
 ) -> None:
-    from app.kinds.red_blue import board_recompute, final_round
+    from app.kinds.red_blue import board_recompute, final_round_runs
     from app.kinds.red_blue import worker as red_blue_worker
 
     events = _events(api, api_url)
@@ -369,7 +370,7 @@ def test_play_after_a_red_blue_freeze_changes_nothing_others_see_through_the_fin
                 json={"closes_at": _iso(datetime.now(UTC))},
             )
             _ok(closed)
-            made = final_round.make(uuid.UUID(event.cid))
+            made = final_round_runs.make(uuid.UUID(event.cid))
             assert made.startswith("made: ") and made != "made: 0 matches", made
         # The admin pages say alike in both worlds that no worker runs: walk them so.
         sign_in = f"/t/{played.tenant['slug']}/admin/sign-in"

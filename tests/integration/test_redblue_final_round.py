@@ -75,7 +75,7 @@ def test_the_final_round_plays_each_newest_defense_against_each_other_newest_att
 ) -> None:
     from app.challenge.service import close_now
     from app.config import get_settings
-    from app.kinds.red_blue import final_round
+    from app.kinds.red_blue import final_round_runs
     from app.kinds.red_blue.dispatch import FINAL_ROUND_TASK
     from app.unit_of_work import unit_of_work
     from workers.celery_app import celery_app
@@ -146,7 +146,7 @@ def test_the_final_round_plays_each_newest_defense_against_each_other_newest_att
 
     # Asked again (a redelivered task, a worker's sweep, in this process): nothing more.
     celery_app.send_task(FINAL_ROUND_TASK, args=[cid], queue=get_settings().queue)
-    assert final_round.make(uuid.UUID(cid)) == "skipped: made already"
+    assert final_round_runs.make(uuid.UUID(cid)) == "skipped: made already"
     assert _pairs(all_matches(api, key, cid)) == played
 
     # The export says which matches the round made.
@@ -188,7 +188,7 @@ def test_without_the_setting_the_close_plays_nothing_more(
     api: Api, worker: Worker, tenant: dict[str, Any]
 ) -> None:
     from app.db import session_scope, utcnow
-    from app.kinds.red_blue import final_round, repository
+    from app.kinds.red_blue import cross_tenant, final_round_runs
 
     key = tenant["api_key"]
     cid = create(api, key, pairing={"policy": "round_robin", "max_matches_per_submission": 1})["id"]
@@ -200,9 +200,9 @@ def test_without_the_setting_the_close_plays_nothing_more(
     assert len(before) == 2  # of the four pairs
     _close_now(api, key, cid)
 
-    assert final_round.make(uuid.UUID(cid)) == "skipped: no final round"
+    assert final_round_runs.make(uuid.UUID(cid)) == "skipped: no final round"
     with session_scope() as session:
-        assert uuid.UUID(cid) not in repository.final_rounds_due(session, utcnow(), 1000)
+        assert uuid.UUID(cid) not in cross_tenant.final_rounds_due(session, utcnow(), 1000)
     standings = _standings(api, key, cid)
     assert standings["final_round"] is None
     assert _pairs(all_matches(api, key, cid)) == before
@@ -216,7 +216,7 @@ def test_a_round_survives_workers_killed_while_making_and_playing_it_and_the_fre
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from app.db import session_scope
-    from app.kinds.red_blue import final_round, repository
+    from app.kinds.red_blue import cross_tenant, final_round_runs
     from app.kinds.red_blue.models import FinalRound, Match
 
     key = tenant["api_key"]
@@ -256,9 +256,9 @@ def test_a_round_survives_workers_killed_while_making_and_playing_it_and_the_fre
     def dies(*args: Any) -> None:
         raise SystemExit("the worker died before its commit")
 
-    monkeypatch.setattr(repository, "set_final_round_matches", dies)
+    monkeypatch.setattr(cross_tenant, "set_final_round_matches", dies)
     with pytest.raises(SystemExit):
-        final_round.make(uuid.UUID(cid))
+        final_round_runs.make(uuid.UUID(cid))
     monkeypatch.undo()
     with session_scope() as session:
         assert session.get(FinalRound, uuid.UUID(cid)) is None

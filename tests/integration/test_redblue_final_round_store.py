@@ -14,8 +14,9 @@ from sqlalchemy.orm import Session
 
 from app.challenge.models import Challenge
 from app.db import utcnow
-from app.kinds.red_blue import repository
+from app.kinds.red_blue import cross_tenant
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, FinalRound, Match
+from app.kinds.red_blue.repository import FinalRoundRepository
 from app.tenant.models import Participant, Tenant
 from tests.integration.test_redblue_match_result import engine  # noqa: F401  (a fixture)
 
@@ -68,8 +69,8 @@ def _entries(session: Session, challenge: Challenge) -> tuple[Attack, Defense]:
     return attack, defense
 
 
-def _new_match(attack: Attack, defense: Defense, now: datetime) -> repository.NewMatch:
-    return repository.NewMatch(
+def _new_match(attack: Attack, defense: Defense, now: datetime) -> cross_tenant.NewMatch:
+    return cross_tenant.NewMatch(
         tenant_id=attack.tenant_id,
         challenge_id=attack.challenge_id,
         attack_id=attack.id,
@@ -90,26 +91,26 @@ def test_a_round_is_due_once_per_close_and_made_once(engine: Engine) -> None:  #
         deleted = _challenge(session, final_round=True, closes_at=now - timedelta(seconds=1))
         deleted.deleted_at = now
         session.flush()
-        due = set(repository.final_rounds_due(session, now, 1000))
+        due = set(cross_tenant.final_rounds_due(session, now, 1000))
         assert closed.id in due
         assert without.id not in due and still_open.id not in due
         assert deleted.id not in due  # its round waits until it is restored
 
         assert closed.closes_at is not None
-        made = repository.claim_final_round(
+        made = cross_tenant.claim_final_round(
             session, closed.tenant_id, closed.id, closed.closes_at, now
         )
-        again = repository.claim_final_round(
+        again = cross_tenant.claim_final_round(
             session, closed.tenant_id, closed.id, closed.closes_at, now
         )
         assert (made, again) == (True, False)
-        assert closed.id not in set(repository.final_rounds_due(session, now, 1000))
+        assert closed.id not in set(cross_tenant.final_rounds_due(session, now, 1000))
         # Opened again and closed later: a round for that close.
         later = closed.closes_at + timedelta(minutes=5)
         closed.closes_at = later
         session.flush()
-        assert closed.id in set(repository.final_rounds_due(session, later, 1000))
-        assert repository.claim_final_round(session, closed.tenant_id, closed.id, later, later)
+        assert closed.id in set(cross_tenant.final_rounds_due(session, later, 1000))
+        assert cross_tenant.claim_final_round(session, closed.tenant_id, closed.id, later, later)
         session.rollback()
 
 
@@ -122,30 +123,32 @@ def test_matches_go_in_batches_without_a_pair_twice_and_the_round_is_played(
         assert challenge.closes_at is not None
         pairs = [_entries(session, challenge) for _ in range(3)]
         matches = [_new_match(attack, defense, now) for attack, defense in pairs]
-        first = repository.insert_matches_in_batches(session, matches[:2], batch=1)
+        first = cross_tenant.insert_matches_in_batches(session, matches[:2], batch=1)
         assert len(first) == 2
         # The same pairs again (new ids) and one more: only the new pair goes in.
         again = [dataclasses.replace(match, id=uuid.uuid4()) for match in matches]
-        assert len(repository.insert_matches_in_batches(session, again, batch=2)) == 1
+        assert len(cross_tenant.insert_matches_in_batches(session, again, batch=2)) == 1
         total = session.scalar(
             select(func.count()).select_from(Match).where(Match.challenge_id == challenge.id)
         )
         assert total == 3
 
-        assert repository.claim_final_round(
+        assert cross_tenant.claim_final_round(
             session, challenge.tenant_id, challenge.id, challenge.closes_at, now
         )
         # A freeze had begun: the round keeps it past the close until the boards are final.
-        assert repository.final_round_holds_freeze(session, challenge.id, now)
-        assert repository.final_round_match_counts(session, challenge.id) == {"queued": 3}
-        assert challenge.id in repository.unplayed_final_rounds(session, 1000)
-        repository.mark_final_round_played(session, challenge.id, 3, now)
+        rounds = FinalRoundRepository(session, challenge.tenant_id)
+        assert rounds.holds_freeze(challenge.id, now)
+        assert rounds.match_counts(challenge.id) == {"queued": 3}
+        assert cross_tenant.final_round_match_counts(session, challenge.id) == {"queued": 3}
+        assert challenge.id in cross_tenant.unplayed_final_rounds(session, 1000)
+        cross_tenant.mark_final_round_played(session, challenge.id, 3, now)
         played = session.get(FinalRound, challenge.id)
         assert played is not None
         session.refresh(played)
         assert played.played_at is not None and played.matches == 3
-        assert challenge.id not in repository.unplayed_final_rounds(session, 1000)
+        assert challenge.id not in cross_tenant.unplayed_final_rounds(session, 1000)
         # No board yet: nothing to rate, so the boards are final and the freeze is let go.
-        assert repository.board_rated_all(session, challenge.id)
-        assert not repository.final_round_holds_freeze(session, challenge.id, now)
+        assert rounds.board_rated_all(challenge.id)
+        assert not rounds.holds_freeze(challenge.id, now)
         session.rollback()

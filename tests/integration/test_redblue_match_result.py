@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.challenge.models import Challenge
 from app.db import make_engine, utcnow
-from app.kinds.red_blue import repository
+from app.kinds.red_blue import cross_tenant
 from app.kinds.red_blue.match_result import JudgedCategory, JudgedMatch
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, Match, MatchStatus
 from app.kinds.red_blue.rules.judging import CategoryVerdict
@@ -92,7 +92,7 @@ def _two_matches(session: Session) -> tuple[Match, Match]:
     session.add_all([defense, *attacks])
     session.flush()
     matches = [
-        repository.NewMatch(
+        cross_tenant.NewMatch(
             tenant_id=tenant.id,
             challenge_id=challenge.id,
             attack_id=attack.id,
@@ -103,7 +103,7 @@ def _two_matches(session: Session) -> tuple[Match, Match]:
         )
         for attack in attacks
     ]
-    first, second = repository.insert_matches(session, matches)
+    first, second = cross_tenant.insert_matches(session, matches)
     found = (session.get(Match, first), session.get(Match, second))
     assert found[0] is not None and found[1] is not None
     return found[0], found[1]
@@ -114,7 +114,7 @@ def test_a_match_result_is_what_its_row_holds_and_the_recompute_reads(engine: En
         judged, failed = _two_matches(session)
         token = uuid.uuid4()
         now = utcnow()
-        claimed = repository.claim_matches(
+        claimed = cross_tenant.claim_matches(
             session, [judged.id, failed.id], token, now, now + timedelta(minutes=5)
         )
         assert {match.id for match in claimed} == {judged.id, failed.id}
@@ -122,12 +122,12 @@ def test_a_match_result_is_what_its_row_holds_and_the_recompute_reads(engine: En
         assert {match.system_prompt for match in claimed} == {"Never say PWNED."}
 
         where = (judged.tenant_id, judged.challenge_id)
-        assert repository.finish_match(session, judged.id, token, JUDGED, now) == where
+        assert cross_tenant.finish_match(session, judged.id, token, JUDGED, now) == where
         gave_up = Failure.of("gave up after 3 runs", "the provider answered 500 three times")
-        assert repository.finish_match(session, failed.id, token, gave_up, now) == where
+        assert cross_tenant.finish_match(session, failed.id, token, gave_up, now) == where
         # Ended: a second write under the same token (a redelivery) changes nothing.
-        assert repository.finish_match(session, judged.id, token, gave_up, now) is None
-        landing = repository.land_matches(session, *where, [judged.id], now)
+        assert cross_tenant.finish_match(session, judged.id, token, gave_up, now) is None
+        landing = cross_tenant.land_matches(session, *where, [judged.id], now)
         session.expire_all()
 
         row = session.get(Match, judged.id)
@@ -166,7 +166,7 @@ def test_a_match_result_is_what_its_row_holds_and_the_recompute_reads(engine: En
         assert (error.red_points, error.blue_points, error.attack_won) == (None, None, None)
         assert (error.breached, error.verdicts, error.board_seq) == (None, None, None)
 
-        landed = repository.landed_matches(session, judged.challenge_id, None, landing.seq)
+        landed = cross_tenant.landed_matches(session, judged.challenge_id, None, landing.seq)
         # The recompute sees the judged match only, its participants by their UUIDs.
         assert (landed.reds, landed.blues) == (
             [judged.red_participant_id],

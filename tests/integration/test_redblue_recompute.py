@@ -101,10 +101,10 @@ class Competition:
         """`count` new queued matches between random participants; each with the outcome
         the participants' strengths make likely."""
         from app.db import session_scope, utcnow
-        from app.kinds.red_blue import repository
+        from app.kinds.red_blue import cross_tenant
 
         now = utcnow()
-        matches: list[repository.NewMatch] = []
+        matches: list[cross_tenant.NewMatch] = []
         outcomes: list[tuple[uuid.UUID, bool]] = []
         while len(matches) < count:
             red = draw.choice(sorted(self.attacks))
@@ -113,7 +113,7 @@ class Competition:
             if (attack, self.defenses[blue]) in self.used:
                 continue
             self.used.add((attack, self.defenses[blue]))
-            match = repository.NewMatch(
+            match = cross_tenant.NewMatch(
                 tenant_id=self.tenant_id,
                 challenge_id=self.challenge_id,
                 attack_id=attack,
@@ -126,7 +126,7 @@ class Competition:
             chance = 1 / (1 + 10 ** ((self.strength[blue] - self.strength[red]) / 400))
             outcomes.append((match.id, draw.random() < chance))
         with session_scope() as session:
-            repository.insert_matches(session, matches)
+            cross_tenant.insert_matches(session, matches)
         return outcomes
 
     def land(self, count: int, draw: random.Random) -> None:
@@ -134,14 +134,14 @@ class Competition:
         then completed by one transaction that lands them on the board)."""
         from app.config import get_settings
         from app.db import session_scope, utcnow
-        from app.kinds.red_blue import repository, worker
+        from app.kinds.red_blue import cross_tenant, worker
         from app.kinds.red_blue.match_result import JudgedCategory, JudgedMatch, MatchResult
         from app.kinds.red_blue.rules.judging import CategoryVerdict
 
         outcomes = self.queue(count, draw)
         token = uuid.uuid4()
         with session_scope() as session:
-            claimed = repository.claim_matches(
+            claimed = cross_tenant.claim_matches(
                 session,
                 [match_id for match_id, _ in outcomes],
                 token,
@@ -200,12 +200,12 @@ def board(challenge_id: uuid.UUID) -> Any:
 
 def stored(challenge_id: uuid.UUID) -> dict[tuple[str, str], Any]:
     from app.db import session_scope
-    from app.kinds.red_blue import repository
+    from app.kinds.red_blue import cross_tenant
 
     with session_scope() as session:
         return {
             (row.side.value, str(row.participant_id)): row
-            for row in repository.stored_ratings(session, challenge_id)
+            for row in cross_tenant.stored_ratings(session, challenge_id)
         }
 
 
@@ -306,17 +306,17 @@ def intervals_due(challenge_id: uuid.UUID) -> None:
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int | None, int, int]]:
     """Every read of landed matches a recompute makes: (after, up to, matches read)."""
-    from app.kinds.red_blue import repository
+    from app.kinds.red_blue import cross_tenant
 
     seen: list[tuple[int | None, int, int]] = []
-    read = repository.landed_matches
+    read = cross_tenant.landed_matches
 
     def recording(session: Any, challenge_id: uuid.UUID, after: int | None, upto: int) -> Any:
         found = read(session, challenge_id, after, upto)
         seen.append((after, upto, int(found.matches.sum())))
         return found
 
-    monkeypatch.setattr(repository, "landed_matches", recording)
+    monkeypatch.setattr(cross_tenant, "landed_matches", recording)
     return seen
 
 
@@ -502,11 +502,11 @@ def process(states: OrderedDict[uuid.UUID, Any]) -> Iterator[None]:
 def claim(challenge_id: uuid.UUID) -> Any:
     from app.config import get_settings
     from app.db import session_scope, utcnow
-    from app.kinds.red_blue import board_recompute, repository
+    from app.kinds.red_blue import board_recompute, cross_tenant
 
     with session_scope() as session:
         pacing = board_recompute.pacing(get_settings())
-        found = repository.claim_board(session, challenge_id, utcnow(), pacing)
+        found = cross_tenant.claim_board(session, challenge_id, utcnow(), pacing)
     assert found is not None
     return found
 

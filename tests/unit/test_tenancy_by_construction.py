@@ -6,14 +6,13 @@ the filter. A class made for the platform admin (its `__init__` sets `self.platf
 from the admin's auth subject) may read across tenants: only that subject can make one.
 
 Access that crosses tenants by design (the worker side's claims, leases and runs, the
-sweeps, recomputations) lives in `cross_tenant` modules, which the request path cannot reach:
-an import-linter contract forbids routers and web code to import them, directly or not
-(pyproject.toml). Queries are written in repository and `cross_tenant` modules only
-(tests/unit/test_architecture.py), so the scan below, which reads every repository module,
-sees every query there is. Functions outside both that touch a
-tenant-owned table (a table with a `tenant_id` column) are listed below by name, and the list
-only shrinks: a new one fails the scan, and a listed function that no longer touches one
-unbound (or no longer exists) fails it too, so that its name leaves the list.
+sweeps, recomputations) lives in `cross_tenant` modules, which the API process cannot reach:
+an import-linter contract forbids its composition, routers and pages to import them,
+directly or not (pyproject.toml). Queries are written in repository and `cross_tenant`
+modules only (tests/unit/test_architecture.py), so the scan below, which reads every
+repository module, sees every query there is: a function there that names a tenant-owned
+table (one with a `tenant_id` column) outside a bound class fails it, but for the few reads
+of the request path that must cross tenants (`REQUEST_PATH_CROSSINGS`, each with its reason).
 """
 
 from __future__ import annotations
@@ -96,59 +95,6 @@ def unbound_access(package: Path = APP) -> set[str]:
     return found
 
 
-# Functions of repository modules that touch tenant-owned tables with no tenant-bound object:
-# those not yet moved into a tenant-bound repository (the request path's) or into a
-# `cross_tenant` module (the worker side's and the sweeps').
-NOT_YET_BOUND = frozenset(
-    {
-        "app.kinds.red_blue.repository.boards:baseline_players",
-        "app.kinds.red_blue.repository.boards:board_after_write",
-        "app.kinds.red_blue.repository.boards:claim_board",
-        "app.kinds.red_blue.repository.boards:copy_to_frozen",
-        "app.kinds.red_blue.repository.boards:handles_of",
-        "app.kinds.red_blue.repository.boards:land_matches",
-        "app.kinds.red_blue.repository.boards:mark_board_dirty_again",
-        "app.kinds.red_blue.repository.boards:pace_board",
-        "app.kinds.red_blue.repository.boards:release_interval_refresh",
-        "app.kinds.red_blue.repository.boards:write_board",
-        "app.kinds.red_blue.repository.entries:_newest_active_defense",
-        "app.kinds.red_blue.repository.entries:active_defenses",
-        "app.kinds.red_blue.repository.entries:attacks_of",
-        "app.kinds.red_blue.repository.entries:claim_defense",
-        "app.kinds.red_blue.repository.entries:defense_if_held",
-        "app.kinds.red_blue.repository.entries:get_challenge",
-        "app.kinds.red_blue.repository.entries:lock_attack",
-        "app.kinds.red_blue.repository.entries:lock_defense",
-        "app.kinds.red_blue.repository.entries:newest_active_defense",
-        "app.kinds.red_blue.repository.entries:newest_active_defense_text",
-        "app.kinds.red_blue.repository.final_round:board_rated_all",
-        "app.kinds.red_blue.repository.final_round:claim_final_round",
-        "app.kinds.red_blue.repository.final_round:final_round_holds_freeze",
-        "app.kinds.red_blue.repository.final_round:final_round_match_counts",
-        "app.kinds.red_blue.repository.final_round:final_round_of",
-        "app.kinds.red_blue.repository.final_round:final_rounds_due",
-        "app.kinds.red_blue.repository.final_round:mark_final_round_played",
-        "app.kinds.red_blue.repository.final_round:pending_defense_count",
-        "app.kinds.red_blue.repository.final_round:set_final_round_matches",
-        "app.kinds.red_blue.repository.final_round:unplayed_final_rounds",
-        "app.kinds.red_blue.repository.matches:challenge_version",
-        "app.kinds.red_blue.repository.matches:claim_matches",
-        "app.kinds.red_blue.repository.matches:finish_match",
-        "app.kinds.red_blue.repository.matches:pairs_of",
-        "app.kinds.red_blue.repository.ratings:_delete_ratings",
-        "app.kinds.red_blue.repository.ratings:ratings_of",
-        "app.kinds.red_blue.repository.rows:_owned_by",
-        "app.kinds.red_blue.repository.rows:match_status_for",
-        "app.kinds.red_blue.repository.rows:shown_to",
-        "app.kinds.red_blue.repository.sweep:mark_boards_resent",
-        "app.kinds.red_blue.repository.sweep:stuck_attacks",
-        "app.kinds.red_blue.repository.sweep:stuck_boards",
-        "app.kinds.red_blue.repository.sweep:stuck_defenses",
-        "app.kinds.red_blue.repository.sweep:stuck_matches",
-    }
-)
-
-
 # The request path's reads that cannot be bound to a tenant because they come before one is
 # known or span tenants on purpose, each with its reason: the only unbound access the API
 # process keeps. (The platform admin's reads are bound to the platform admin instead.)
@@ -170,16 +116,15 @@ REQUEST_PATH_CROSSINGS: dict[str, str] = {
 
 
 def test_tenant_owned_tables_are_touched_through_tenant_bound_objects() -> None:
-    found = unbound_access() - set(REQUEST_PATH_CROSSINGS)
-    new = sorted(found - NOT_YET_BOUND)
+    found = unbound_access()
+    new = sorted(found - set(REQUEST_PATH_CROSSINGS))
     assert not new, (
-        "these functions touch tenant-owned tables outside a class bound to one tenant "
-        f"(its __init__ sets self.tenant_id): {new}"
+        "these functions touch tenant-owned tables outside a class bound to one tenant (its "
+        "__init__ sets self.tenant_id) or to the platform admin, and outside a cross_tenant "
+        f"module: {new}"
     )
-    gone = sorted((NOT_YET_BOUND | set(REQUEST_PATH_CROSSINGS)) - unbound_access())
-    assert not gone, (
-        f"these no longer touch tenant-owned tables unbound: drop them from the list: {gone}"
-    )
+    gone = sorted(set(REQUEST_PATH_CROSSINGS) - found)
+    assert not gone, f"these no longer cross tenants: drop them from the list: {gone}"
 
 
 def test_the_scan_tells_bound_from_unbound(tmp_path: Path) -> None:

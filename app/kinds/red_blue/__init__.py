@@ -4,8 +4,10 @@ target call judged by each category of the judge suite; points, team standings a
 Bradley-Terry ratings with bootstrap intervals follow (docs/redblue.md).
 
 The rules are `rules/`'s (pure: no database, web or tasks); the rest of this package stores
-and schedules them: its tables (`models.py`), SQL (`repository.py`), request-side rules and views
-(`service.py`), endpoints (`router.py`) and worker tasks (`worker.py`, `tasks.py`).
+and schedules them: its tables (`models.py`), SQL (`repository/`, bound to one tenant, and
+the worker side's `cross_tenant/`), request-side rules and views (`service/`), endpoints
+(`router.py`) and worker tasks (`worker.py`, `board_recompute.py`, `final_round_runs.py`,
+`tasks.py`).
 It takes entries of its own, no attempts (`accepts`): the core answers 422 to `POST
 /v1/challenges/{id}/attempts`, naming the endpoints to use (`entries_hint`). Its unscored
 runs (practice, test runs) are attempts: a one-off match of an attack against a defense
@@ -199,7 +201,10 @@ class RedBlueKind(RedBluePages, RunsAttempts, Kind):
             if request.purpose is RunPurpose.TEST or request.participant_id is None:
                 raise ValidationFailed.at(["system_prompt"], "a test run needs a sample defense")
             defense = service.own_defense_text(
-                request.session, request.target.challenge_id, request.participant_id
+                request.session,
+                request.tenant_id,
+                request.target.challenge_id,
+                request.participant_id,
             )
             if defense is None:
                 raise ValidationFailed.at(

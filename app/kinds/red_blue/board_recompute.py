@@ -23,10 +23,10 @@ import numpy as np
 from app.kinds.api import Settings, UnitOfWork, get_settings, unit_of_work
 from app.kinds.api.services import redblue_recomputed
 from app.kinds.api.storage import session_scope, utcnow
-from app.kinds.red_blue import repository
+from app.kinds.red_blue import cross_tenant
+from app.kinds.red_blue.cross_tenant import RatingRow
 from app.kinds.red_blue.dispatch import INTERVALS_ONLY, recompute_in
 from app.kinds.red_blue.models import Side
-from app.kinds.red_blue.repository import RatingRow
 from app.kinds.red_blue.rules.ratings import (
     FloatArray,
     Tally,
@@ -88,14 +88,14 @@ class _BoardState:
         return sum(value for participant, value in points.items() if participant not in left_out)
 
     @classmethod
-    def recounted(cls, tenant_id: uuid.UUID, seq: int, landed: repository.Landed) -> _BoardState:
+    def recounted(cls, tenant_id: uuid.UUID, seq: int, landed: cross_tenant.Landed) -> _BoardState:
         nothing = np.zeros(0)
         tally: Tally[uuid.UUID] = Tally()
         state = cls(tenant_id, 0, tally, nothing, nothing, nothing, 0, {}, {}, {})
         state.add(landed, seq)
         return state
 
-    def add(self, landed: repository.Landed, seq: int) -> None:
+    def add(self, landed: cross_tenant.Landed, seq: int) -> None:
         """Adds the matches landed after `self.seq` up to `seq`; the per-player arrays grow
         with the participants they bring (strength 0, no interval yet)."""
         reds, blues = self.tally.reds, self.tally.blues
@@ -201,7 +201,7 @@ def pause_after(seconds: float, share: float) -> timedelta:
     return timedelta(seconds=seconds * (1.0 - share) / share)
 
 
-def pacing(settings: Settings) -> repository.Pacing:
+def pacing(settings: Settings) -> cross_tenant.Pacing:
     """A claim's spacing of recomputes: the next starts no sooner than the last one's cost
     over the share after this one starts (so with this one's own cost, the same as waiting
     `pause_after` once it ends). A claimed interval refresh holds off others for longer than
@@ -214,7 +214,7 @@ def pacing(settings: Settings) -> repository.Pacing:
     def refresh_hold(last_seconds: float | None) -> timedelta:
         return max(timedelta(minutes=1), timedelta(seconds=10 * (last_seconds or 0.0)))
 
-    return repository.Pacing(next_recompute, refresh_hold)
+    return cross_tenant.Pacing(next_recompute, refresh_hold)
 
 
 def recompute(challenge_id: uuid.UUID, *, intervals_only: bool = False) -> str:
@@ -225,7 +225,7 @@ def recompute(challenge_id: uuid.UUID, *, intervals_only: bool = False) -> str:
     failure leaves the board dirty."""
     settings = get_settings()
     with session_scope() as session:
-        claim = repository.claim_board(
+        claim = cross_tenant.claim_board(
             session, challenge_id, utcnow(), pacing(settings), intervals_only=intervals_only
         )
     if claim is None:
@@ -234,11 +234,11 @@ def recompute(challenge_id: uuid.UUID, *, intervals_only: bool = False) -> str:
         return _recompute(challenge_id, claim, settings)
     except Exception:
         with session_scope() as session:
-            repository.mark_board_dirty_again(session, challenge_id, utcnow())
+            cross_tenant.mark_board_dirty_again(session, challenge_id, utcnow())
         raise
 
 
-def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: Settings) -> str:
+def _recompute(challenge_id: uuid.UUID, claim: cross_tenant.BoardClaim, settings: Settings) -> str:
     started = time.perf_counter()
     kept = _take_state(challenge_id)
     if kept is not None and kept.seq > claim.landed_seq:
@@ -277,7 +277,7 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
     rows = _rows(state, low, high)
     refresh_seconds = recount_seconds + bootstrap_seconds if claim.refresh_intervals else 0.0
     now = utcnow()
-    board = repository.BoardWrite(
+    board = cross_tenant.BoardWrite(
         rows=rows,
         red_points=state.team_points(Side.RED),
         blue_points=state.team_points(Side.BLUE),
@@ -287,7 +287,7 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
         intervals_computed_at=now if claim.refresh_intervals else None,
     )
     with unit_of_work() as work:
-        written = repository.write_board(
+        written = cross_tenant.write_board(
             work.session, tenant_id, challenge_id, claim.generation, board, now, state.written
         )
         if written is not None:
@@ -295,7 +295,7 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
         elif claim.refresh_intervals:
             # A later recompute wrote first, with older intervals than these: the next one
             # bootstraps without waiting.
-            repository.release_interval_refresh(
+            cross_tenant.release_interval_refresh(
                 work.session, challenge_id, state.intervals_seq, now
             )
     _keep_state(challenge_id, state)
@@ -308,12 +308,12 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
     with unit_of_work() as work:
         if written is not None:
             finished = utcnow()
-            repository.pace_board(
+            cross_tenant.pace_board(
                 work.session,
                 challenge_id,
                 claim.generation,
                 ratings=(
-                    repository.Pace(
+                    cross_tenant.Pace(
                         ratings_seconds,
                         finished + pause_after(ratings_seconds, settings.redblue_recompute_share),
                     )
@@ -321,7 +321,7 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
                     else None
                 ),
                 intervals=(
-                    repository.Pace(
+                    cross_tenant.Pace(
                         refresh_seconds,
                         finished + pause_after(refresh_seconds, settings.redblue_intervals_share),
                     )
@@ -341,14 +341,14 @@ def _recompute(challenge_id: uuid.UUID, claim: repository.BoardClaim, settings: 
 
 
 def _tenant_of(session: Any, challenge_id: uuid.UUID) -> uuid.UUID | None:
-    challenge = repository.get_challenge(session, challenge_id)
+    challenge = cross_tenant.get_challenge(session, challenge_id)
     return None if challenge is None else challenge.tenant_id
 
 
 def _load(
     session: Any,
     challenge_id: uuid.UUID,
-    claim: repository.BoardClaim,
+    claim: cross_tenant.BoardClaim,
     kept: _BoardState | None,
     tenant_id: uuid.UUID,
 ) -> tuple[_BoardState, float]:
@@ -361,12 +361,12 @@ def _load(
     recounting = time.perf_counter()
     stored: list[RatingRow] | None = None
     if kept is None or claim.refresh_intervals:
-        landed = repository.landed_matches(session, challenge_id, None, claim.landed_seq)
+        landed = cross_tenant.landed_matches(session, challenge_id, None, claim.landed_seq)
         state = _BoardState.recounted(tenant_id, claim.landed_seq, landed)
         if kept is not None:
             state.start_from_kept(kept)
         else:
-            stored = repository.stored_ratings(session, challenge_id)
+            stored = cross_tenant.stored_ratings(session, challenge_id)
             state.start_from_stored(stored, strengths=True)
             state.intervals_seq = claim.intervals_seq
         recount_seconds = time.perf_counter() - recounting
@@ -374,23 +374,23 @@ def _load(
         state, recount_seconds = kept, 0.0
         if state.seq < claim.landed_seq:
             state.add(
-                repository.landed_matches(session, challenge_id, state.seq, claim.landed_seq),
+                cross_tenant.landed_matches(session, challenge_id, state.seq, claim.landed_seq),
                 claim.landed_seq,
             )
     if state.intervals_seq < claim.intervals_seq:
         # Another process bootstrapped since: its intervals are the latest.
         if stored is None:
-            stored = repository.stored_ratings(session, challenge_id)
+            stored = cross_tenant.stored_ratings(session, challenge_id)
         state.start_from_stored(stored, strengths=False)
         state.intervals_seq = claim.intervals_seq
-    state.baselines = repository.baseline_players(session, challenge_id)
+    state.baselines = cross_tenant.baseline_players(session, challenge_id)
     unnamed = [
         participant
         for participant in (*state.tally.red_names, *state.tally.blue_names)
         if participant not in state.handles
     ]
     if unnamed:
-        state.handles.update(repository.handles_of(session, unnamed))
+        state.handles.update(cross_tenant.handles_of(session, unnamed))
     return state, recount_seconds
 
 
@@ -458,7 +458,7 @@ def _ends(values: FloatArray) -> list[float | None]:
 def _follow_up(work: UnitOfWork, challenge_id: uuid.UUID, now: Any) -> None:
     """A board left clean with intervals older than its ratings gets one more recompute, of
     the intervals only, when their refresh is due (a landing meanwhile sends its own)."""
-    dirty, stale, due = repository.board_after_write(work.session, challenge_id)
+    dirty, stale, due = cross_tenant.board_after_write(work.session, challenge_id)
     if not dirty and stale:
         wait = 0.0 if due is None else (due - now).total_seconds()
         work.send_after_commit(recompute_in(wait), str(challenge_id), INTERVALS_ONLY)

@@ -4,18 +4,18 @@ The shapes a match takes, from its pairing to the ratings:
 
 - pairing inserts it: a row of the matches table (`worker._make_matches`, the ids of the
   attack, the defense and both participants);
-- a worker claims it: `repository.ClaimedMatch`, the claim statement's row (its run number and
-  the exact texts of the call, kept by the claim);
+- a worker claims it: `cross_tenant.ClaimedMatch`, the claim statement's row (its run number
+  and the exact texts of the call, kept by the claim);
 - the worker plays it: `worker.MatchJob`, the inputs of one playable match (the claimed texts
   with the challenge's rules);
-- it ends: a `MatchResult` (here), judged or failed, which `repository.finish_match` writes
+- it ends: a `MatchResult` (here), judged or failed, which `cross_tenant.finish_match` writes
   to the row's columns in the transaction that lands it on its board;
-- the recompute reads what landed: `repository.Landed`, columns of participant ids and
+- the recompute reads what landed: `cross_tenant.Landed`, columns of participant ids and
   counts (never an object per match: a board may have millions), summed per pair into the
   rules' `Tally`; `rules.ratings.MatchOutcome` is one such comparison (red, blue, whether red
   won), for rating a list of matches from scratch (`compute_ratings`);
 - what the recompute writes is no longer a match: a participant's row on a board
-  (`repository.RatingRow`).
+  (`cross_tenant.RatingRow`).
 
 A one-off match (practice, a test run: `one_off.py`) is judged the same way and kept as an
 attempt's trial instead of a match row.

@@ -3,9 +3,9 @@ and, in a freeze, which of them and how far along (docs/redblue.md, "What reader
 docs/boards.md, "Freeze").
 
 One `Reader` per request decides both, and every read of entries and matches goes through it:
-lists, pages and counts filter by its SQL predicates (`shown_to`, `match_status_for` in the
-kind's repository), a row read by id is checked by `sees` and every view is cut by `settled`
-(the same rule over a loaded row). No route has a freeze rule of its own.
+lists, pages and counts filter by its SQL predicates (`shown_to`, `match_status_for` of the
+kind's `RedBlueRepository`), a row read by id is checked by `sees` and every view is cut by
+`settled` (the same rule over a loaded row). No route has a freeze rule of its own.
 
 The freeze, for every reader but the challenge's admins, from `freeze_at` until the boards
 are revealed (the close, or with a final round the final boards): other people's entries

@@ -11,10 +11,7 @@ from celery import shared_task
 from sqlalchemy.exc import OperationalError
 
 from app.kinds.api import get_settings
-
-# The module's name is taken by its task below.
-from app.kinds.red_blue import final_round as rounds
-from app.kinds.red_blue import worker
+from app.kinds.red_blue import final_round_runs, worker
 from app.kinds.red_blue.dispatch import (
     FINAL_ROUND_TASK,
     INTERVALS_ONLY,
@@ -80,7 +77,7 @@ def recompute(challenge_id: str, part: str = "") -> str:
 # (bench/README.md); a round cut short is rolled back and made again by the next sweep.
 @shared_task(name=FINAL_ROUND_TASK, time_limit=1800, **_RETRIED)
 def final_round(challenge_id: str) -> str:
-    return rounds.make(uuid.UUID(challenge_id))
+    return final_round_runs.make(uuid.UUID(challenge_id))
 
 
 @shared_task(name=SWEEP_TASK, acks_late=True, time_limit=300)

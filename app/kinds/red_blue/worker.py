@@ -51,8 +51,9 @@ from app.kinds.api.leases import (
 )
 from app.kinds.api.services import config_of
 from app.kinds.api.storage import session_scope, utcnow
-from app.kinds.red_blue import final_round, repository
+from app.kinds.red_blue import cross_tenant, final_round_runs
 from app.kinds.red_blue.config import RedBlueSections, sections_of
+from app.kinds.red_blue.cross_tenant import Entry
 from app.kinds.red_blue.dispatch import (
     PAIR_ATTACK,
     RECOMPUTE,
@@ -71,7 +72,7 @@ from app.kinds.red_blue.models import (
     Match,
     Side,
 )
-from app.kinds.red_blue.repository import Entry
+from app.kinds.red_blue.repository import RedBlueRepository
 from app.kinds.red_blue.rules.judging import judge_match, verify_categories
 from app.kinds.red_blue.rules.pairing import NewEntry, Opponent, choose_opponents
 
@@ -94,7 +95,7 @@ def _budget(match_id: uuid.UUID | None, tenant_id: uuid.UUID, settings: Settings
 
 def _sections(session: Any, challenge_id: uuid.UUID) -> tuple[RedBlueSections, str, Any] | None:
     """The challenge's sections, goal and row; None when it is gone or does not load."""
-    challenge = repository.get_challenge(session, challenge_id)
+    challenge = cross_tenant.get_challenge(session, challenge_id)
     if challenge is None:
         return None
     try:
@@ -155,7 +156,7 @@ class SelfTestRun(LeasedRun[Defense, SelfTestJob, SelfTestResult]):
         now: datetime,
         until: datetime,
     ) -> Defense | None:
-        return repository.claim_defense(session, row_id, token, now, until)
+        return cross_tenant.claim_defense(session, row_id, token, now, until)
 
     def runs(self, claimed: Defense) -> int:
         return claimed.run_count
@@ -189,7 +190,7 @@ class SelfTestRun(LeasedRun[Defense, SelfTestJob, SelfTestResult]):
 
     def complete(self, job: SelfTestJob, token: uuid.UUID, result: SelfTestResult) -> str:
         with unit_of_work() as work:
-            defense = repository.defense_if_held(work.session, job.defense_id, token)
+            defense = cross_tenant.defense_if_held(work.session, job.defense_id, token)
             if defense is None:
                 return "stopped: lease taken over"
             defense.self_test_output = result.output
@@ -211,7 +212,7 @@ class SelfTestRun(LeasedRun[Defense, SelfTestJob, SelfTestResult]):
 
     def fail(self, row_id: uuid.UUID, token: uuid.UUID, failure: Failure) -> None:
         with session_scope() as session:
-            defense = repository.defense_if_held(session, row_id, token)
+            defense = cross_tenant.defense_if_held(session, row_id, token)
             if defense is None:
                 return
             defense.status = DefenseStatus.ERROR
@@ -252,7 +253,7 @@ def _make_matches(
         other = by_id[opponent.id]
         attack, defense = (entry, other) if isinstance(entry, Attack) else (other, entry)
         matches.append(
-            repository.NewMatch(
+            cross_tenant.NewMatch(
                 tenant_id=entry.tenant_id,
                 challenge_id=entry.challenge_id,
                 attack_id=attack.id,
@@ -262,7 +263,7 @@ def _make_matches(
                 created_at=now,
             )
         )
-    inserted = repository.insert_matches(work.session, matches)
+    inserted = cross_tenant.insert_matches(work.session, matches)
     for chunk in chunks([str(match_id) for match_id in inserted]):
         work.send_after_commit(RUN_MATCHES, *chunk)
     return len(inserted)
@@ -273,16 +274,16 @@ def pair_attack(attack_id: uuid.UUID) -> str:
 
     with unit_of_work() as work:
         session = work.session
-        attack = repository.lock_attack(session, attack_id)
+        attack = cross_tenant.lock_attack(session, attack_id)
         if attack is None:
             return "skipped: no such attack"
         loaded = _sections(session, attack.challenge_id)
         if loaded is None:
             return "skipped: the challenge does not load"
         sections = loaded[0]
-        defenses = repository.active_defenses(session, attack.challenge_id)
+        defenses = cross_tenant.active_defenses(session, attack.challenge_id)
         ratings = (
-            repository.ratings_of(session, attack.challenge_id, Side.BLUE)
+            cross_tenant.ratings_of(session, attack.challenge_id, Side.BLUE)
             if sections.pairing.policy == "latest_best"
             else {}
         )
@@ -290,7 +291,7 @@ def pair_attack(attack_id: uuid.UUID) -> str:
             NewEntry(attack.id, "attack", attack.participant_id),
             _opponents(defenses, ratings),
             sections.pairing,
-            repository.pairs_of(session, Match.attack_id, attack.id),
+            cross_tenant.pairs_of(session, Match.attack_id, attack.id),
         )
         made = _make_matches(work, attack, chosen, {d.id: d for d in defenses})
         if attack.paired_at is None:
@@ -304,12 +305,14 @@ def _pair_defense(work: UnitOfWork, defense: Defense, sections: RedBlueSections)
 
     session = work.session
     defense.paired_at = utcnow()
-    newest = repository.newest_active_defense(session, defense.challenge_id, defense.participant_id)
+    newest = RedBlueRepository(session, defense.tenant_id).newest_active_defense(
+        defense.challenge_id, defense.participant_id
+    )
     if newest != defense.id:
         return 0
-    attacks = repository.attacks_of(session, defense.challenge_id)
+    attacks = cross_tenant.attacks_of(session, defense.challenge_id)
     ratings = (
-        repository.ratings_of(session, defense.challenge_id, Side.RED)
+        cross_tenant.ratings_of(session, defense.challenge_id, Side.RED)
         if sections.pairing.policy == "latest_best"
         else {}
     )
@@ -317,13 +320,13 @@ def _pair_defense(work: UnitOfWork, defense: Defense, sections: RedBlueSections)
         NewEntry(defense.id, "defense", defense.participant_id),
         _opponents(attacks, ratings),
         sections.pairing,
-        repository.pairs_of(session, Match.defense_id, defense.id),
+        cross_tenant.pairs_of(session, Match.defense_id, defense.id),
     )
     return _make_matches(work, defense, chosen, {a.id: a for a in attacks})
 
 
 def _pair_active_defense(work: UnitOfWork, defense_id: uuid.UUID) -> bool:
-    defense = repository.lock_defense(work.session, defense_id)
+    defense = cross_tenant.lock_defense(work.session, defense_id)
     if defense is None or defense.status is not DefenseStatus.ACTIVE or defense.paired_at:
         return False
     loaded = _sections(work.session, defense.challenge_id)
@@ -341,7 +344,7 @@ class MatchJob:
     """What a match's run takes, read in the claim's transaction so no session stays open
     during model calls: the claimed texts of the call and the challenge's rules. Its inputs,
     not its result (`MatchResult`): a separate type from the claim's row
-    (`repository.ClaimedMatch`) because only a playable match (its challenge loads, its texts
+    (`cross_tenant.ClaimedMatch`) because only a playable match (its challenge loads, its texts
     are there, its runs are not spent) becomes one."""
 
     match_id: uuid.UUID
@@ -420,7 +423,7 @@ _loaded_challenges: dict[uuid.UUID, tuple[Any, tuple[RedBlueSections, str] | Non
 
 def _challenge_rules(session: Any, challenge_id: uuid.UUID) -> tuple[RedBlueSections, str] | None:
     """The challenge's sections and goal (None when it is gone or does not load)."""
-    version = repository.challenge_version(session, challenge_id)
+    version = cross_tenant.challenge_version(session, challenge_id)
     if version is None:
         _loaded_challenges.pop(challenge_id, None)
         return None
@@ -453,7 +456,7 @@ def run_matches(match_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
     labels: dict[uuid.UUID, str] = {}
     jobs: list[MatchJob] = []
     with session_scope() as session:
-        claimed = repository.claim_matches(
+        claimed = cross_tenant.claim_matches(
             session, match_ids, token, utcnow(), lease_until(settings)
         )
         rules: dict[uuid.UUID, tuple[RedBlueSections, str] | None] = {}
@@ -523,7 +526,7 @@ def _end_matches(token: uuid.UUID, ended: dict[uuid.UUID, MatchResult]) -> set[u
     judged: dict[tuple[uuid.UUID, uuid.UUID], list[uuid.UUID]] = defaultdict(list)
     with unit_of_work() as work:
         for match_id, result in ended.items():
-            held = repository.finish_match(work.session, match_id, token, result, now)
+            held = cross_tenant.finish_match(work.session, match_id, token, result, now)
             if held is None:
                 continue
             written.add(match_id)
@@ -533,7 +536,7 @@ def _end_matches(token: uuid.UUID, ended: dict[uuid.UUID, MatchResult]) -> set[u
         # Boards in one order, so two transactions landing on the same two boards never wait
         # for each other in a cycle.
         for (challenge_id, tenant_id), landed in sorted(judged.items()):
-            landing = repository.land_matches(work.session, tenant_id, challenge_id, landed, now)
+            landing = cross_tenant.land_matches(work.session, tenant_id, challenge_id, landed, now)
             if landing.turned_dirty:
                 due = landing.recompute_due_at
                 wait = 0.0 if due is None else (due - now).total_seconds()
@@ -548,21 +551,21 @@ def sweep() -> dict[str, int]:
     """Re-sends what was lost: queued matches and running ones whose lease ran out, pending
     self-tests nobody holds and active defenses never paired, attacks never paired, and
     boards left dirty (a recompute message lost, or a recompute that failed); and sees to the
-    final rounds (`final_round.sweep`)."""
+    final rounds (`final_round_runs.sweep`)."""
 
     settings = get_settings()
     now = utcnow()
     before = now - timedelta(seconds=settings.queued_requeue_seconds)
     with unit_of_work() as work:
         session = work.session
-        matches = repository.stuck_matches(session, now, before, SWEEP_BATCH)
-        defenses = repository.stuck_defenses(session, now, before, SWEEP_BATCH)
-        attacks = repository.stuck_attacks(session, before, SWEEP_BATCH)
-        boards = repository.stuck_boards(session, before, SWEEP_BATCH)
-        repository.mark_resent(session, Match, matches, now)
-        repository.mark_resent(session, Defense, defenses, now)
-        repository.mark_resent(session, Attack, attacks, now)
-        repository.mark_boards_resent(session, boards, now)
+        matches = cross_tenant.stuck_matches(session, now, before, SWEEP_BATCH)
+        defenses = cross_tenant.stuck_defenses(session, now, before, SWEEP_BATCH)
+        attacks = cross_tenant.stuck_attacks(session, before, SWEEP_BATCH)
+        boards = cross_tenant.stuck_boards(session, before, SWEEP_BATCH)
+        cross_tenant.mark_resent(session, Match, matches, now)
+        cross_tenant.mark_resent(session, Defense, defenses, now)
+        cross_tenant.mark_resent(session, Attack, attacks, now)
+        cross_tenant.mark_boards_resent(session, boards, now)
         for chunk in chunks([str(match_id) for match_id in matches]):
             work.send_after_commit(RUN_MATCHES, *chunk)
         for task, ids in (
@@ -572,7 +575,7 @@ def sweep() -> dict[str, int]:
         ):
             for entry_id in ids:
                 work.send_after_commit(task, str(entry_id))
-        rounds = final_round.sweep(work, now)
+        rounds = final_round_runs.sweep(work, now)
     found = {
         "matches": len(matches),
         "defenses": len(defenses),

@@ -7,8 +7,8 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, func, or_, select, tuple_
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, Select, Table, case, false, func, or_, select, true, tuple_
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.kinds.api.storage import (
     Challenge,
@@ -32,20 +32,46 @@ from app.kinds.red_blue.models import (
     Side,
 )
 from app.kinds.red_blue.readers import Reader
-from app.kinds.red_blue.repository.rows import (
-    Activity,
-    BoardLine,
-    EntryModel,
-    Places,
-    match_status_for,
-    shown_to,
-)
+from app.kinds.red_blue.repository.rows import Activity, BoardLine, EntryModel, Places, T
 
 
 class RedBlueRepository:
     def __init__(self, session: Session, tenant_id: uuid.UUID) -> None:
         self.session = session
         self.tenant_id = tenant_id
+
+    # What a reader sees (app/kinds/red_blue/readers.py), as SQL for this repository's lists
+    # and counts: the same rule as `Reader.sees` and `Reader.settled` over a loaded row.
+
+    def shown_to(
+        self, reader: Reader, model: type[Defense] | type[Attack] | type[Match]
+    ) -> ColumnElement[bool]:
+        """The rows of `model` that exist for the reader."""
+        if reader.cutoff is None:
+            return true()
+        return or_(model.created_at < reader.cutoff, self._owned_by(reader, model))
+
+    def match_status_for(self, reader: Reader) -> ColumnElement[Any]:
+        """A match's status as the reader sees it: a match whose end came after the freeze (not
+        their own) is still queued for them."""
+        if reader.cutoff is None:
+            return Match.status.expression
+        ended_before = Match.finished_at.is_not(None) & (Match.finished_at < reader.cutoff)
+        return case(
+            (or_(self._owned_by(reader, Match), ended_before), Match.status),
+            else_=MatchStatus.QUEUED.value,
+        )
+
+    def _owned_by(
+        self, reader: Reader, model: type[Defense] | type[Attack] | type[Match]
+    ) -> ColumnElement[bool]:
+        owner = reader.participant_id
+        if owner is None:
+            return false()
+        if model is Match:
+            return or_(Match.red_participant_id == owner, Match.blue_participant_id == owner)
+        entry: type[Defense] | type[Attack] = model  # type: ignore[assignment]
+        return entry.participant_id == owner
 
     # Submissions -------------------------------------------------------------------------
 
@@ -145,6 +171,46 @@ class RedBlueRepository:
 
     # Reads -------------------------------------------------------------------------------
 
+    def challenge(self, challenge_id: uuid.UUID) -> Challenge | None:
+        """The tenant's challenge, unless it is gone or deleted."""
+        return self.session.scalar(
+            select(Challenge).where(
+                Challenge.tenant_id == self.tenant_id,
+                Challenge.id == challenge_id,
+                Challenge.deleted_at.is_(None),
+            )
+        )
+
+    def newest_active_defense(
+        self, challenge_id: uuid.UUID, participant_id: uuid.UUID
+    ) -> uuid.UUID | None:
+        return self.session.scalar(
+            self._newest_active_defense(Defense.id, challenge_id, participant_id)
+        )
+
+    def newest_active_defense_text(
+        self, challenge_id: uuid.UUID, participant_id: uuid.UUID
+    ) -> str | None:
+        return self.session.scalar(
+            self._newest_active_defense(Defense.system_prompt, challenge_id, participant_id)
+        )
+
+    def _newest_active_defense(
+        self, column: InstrumentedAttribute[T], challenge_id: uuid.UUID, participant_id: uuid.UUID
+    ) -> Select[T]:
+        """The participant's newest active defense here: the one that plays for them."""
+        return (
+            select(column)
+            .where(
+                Defense.tenant_id == self.tenant_id,
+                Defense.challenge_id == challenge_id,
+                Defense.participant_id == participant_id,
+                Defense.status == DefenseStatus.ACTIVE,
+            )
+            .order_by(Defense.created_at.desc(), Defense.id.desc())
+            .limit(1)
+        )
+
     def defense(self, defense_id: uuid.UUID) -> Defense | None:
         return self.session.scalar(
             select(Defense).where(
@@ -194,7 +260,7 @@ class RedBlueRepository:
         conditions = [
             Match.tenant_id == self.tenant_id,
             Match.challenge_id == challenge_id,
-            shown_to(reader, Match),
+            self.shown_to(reader, Match),
         ]
         if attack_id is not None:
             conditions.append(Match.attack_id == attack_id)
@@ -230,7 +296,7 @@ class RedBlueRepository:
                         model.tenant_id == self.tenant_id,
                         model.challenge_id == challenge_id,
                         model.participant_id == participant_id,
-                        shown_to(reader, model),
+                        self.shown_to(reader, model),
                     )
                     .order_by(model.created_at.desc(), model.id)
                     .limit(limit)
@@ -251,10 +317,10 @@ class RedBlueRepository:
     ) -> tuple[list[BoardLine], int]:
         """A page of one side's board in its stored order, with each participant's handle
         (`frozen`: of its copy as it stood when the challenge's freeze began). A side's
-        positions are 1..n with no gap (`write_board`), so the page is the positions after
-        `offset` and the total is the last position: two short range scans of the board's
-        position index, whatever the offset (an OFFSET would read and join every row before
-        the page)."""
+        positions are 1..n with no gap (`cross_tenant.write_board`), so the page is the
+        positions after `offset` and the total is the last position: two short range scans of
+        the board's position index, whatever the offset (an OFFSET would read and join every
+        row before the page)."""
         rows_of: type[Rating] | type[FrozenRating] = FrozenRating if frozen else Rating
         side_rows = (
             rows_of.challenge_id == challenge_id,
@@ -300,7 +366,7 @@ class RedBlueRepository:
         query = select(model).where(
             model.tenant_id == self.tenant_id,
             model.challenge_id == challenge_id,
-            shown_to(reader, model),
+            self.shown_to(reader, model),
         )
         if after is not None:
             query = query.where(
@@ -315,11 +381,13 @@ class RedBlueRepository:
         counts: dict[uuid.UUID, dict[MatchStatus, int]] = {entry: {} for entry in entry_ids}
         if not entry_ids:
             return counts
-        status = match_status_for(reader)
+        status = self.match_status_for(reader)
         rows = self.session.execute(
             select(column, status, func.count())
             .where(
-                Match.tenant_id == self.tenant_id, column.in_(entry_ids), shown_to(reader, Match)
+                Match.tenant_id == self.tenant_id,
+                column.in_(entry_ids),
+                self.shown_to(reader, Match),
             )
             .group_by(column, status)
         ).tuples()

@@ -44,7 +44,6 @@ from app.kinds.api.services import (
     submission_target,
 )
 from app.kinds.api.storage import Challenge, utcnow
-from app.kinds.red_blue import repository
 from app.kinds.red_blue.config import RedBlueLimitFields, text_limit
 from app.kinds.red_blue.dispatch import PAIR_ATTACK, SELF_TEST
 from app.kinds.red_blue.models import Attack, Defense, DefenseStatus, Match, MatchStatus
@@ -113,10 +112,12 @@ def check_entry_lengths(limits: LimitsConfig, *, defense: str, attack: str) -> N
 
 
 def own_defense_text(
-    session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, participant_id: uuid.UUID
 ) -> str | None:
     """The system prompt of the participant's newest active defense here, if any."""
-    return repository.newest_active_defense_text(session, challenge_id, participant_id)
+    return RedBlueRepository(session, tenant_id).newest_active_defense_text(
+        challenge_id, participant_id
+    )
 
 
 def _submit(

@@ -1,7 +1,7 @@
 """What a reader sees of a red-blue challenge's rows in a freeze, decided once: the SQL that
-lists and counts (`shown_to`, `match_status_for`) says what the same rule over a loaded
-row says (`Reader.sees`, `Reader.settled`), for every kind of reader and every row (the
-tables on an in-memory SQLite database, the embedded mode's engine)."""
+lists and counts (`RedBlueRepository.shown_to` and `.match_status_for`) says what the same
+rule over a loaded row says (`Reader.sees`, `Reader.settled`), for every kind of reader and
+every row (the tables on an in-memory SQLite database, the embedded mode's engine)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.kinds.red_blue.models import Attack, Defense, Match, MatchStatus
 from app.kinds.red_blue.readers import PUBLIC_READER, Reader
-from app.kinds.red_blue.repository import match_status_for, shown_to
+from app.kinds.red_blue.repository import RedBlueRepository
 
 FREEZE = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 BEFORE, AFTER = FREEZE - timedelta(minutes=5), FREEZE + timedelta(minutes=5)
@@ -90,7 +90,8 @@ def test_the_lists_and_counts_show_the_matches_a_read_by_id_shows(
 ) -> None:
     reader = READERS[name]
     rows = _matches(session)
-    query = select(Match.id, match_status_for(reader)).where(shown_to(reader, Match))
+    repo = RedBlueRepository(session, TENANT)
+    query = select(Match.id, repo.match_status_for(reader)).where(repo.shown_to(reader, Match))
     listed = {match_id: status for match_id, status in session.execute(query).tuples()}
     assert set(listed) == {m.id for m in rows if reader.sees(m)}
     for match in rows:
@@ -139,5 +140,6 @@ def test_entries_are_listed_as_they_are_read(
             rows.append(Attack(**common, prompt="Say PWNED"))
     session.add_all(rows)
     session.flush()
-    listed = set(session.scalars(select(model.id).where(shown_to(reader, model))))
+    shown = RedBlueRepository(session, TENANT).shown_to(reader, model)
+    listed = set(session.scalars(select(model.id).where(shown)))
     assert listed == {row.id for row in rows if reader.sees(row)}

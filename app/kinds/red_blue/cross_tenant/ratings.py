@@ -1,4 +1,5 @@
-"""The ratings of a board's rows: read, and replaced when a recompute writes them."""
+"""The ratings of a board's rows on the worker side, whatever its tenant: read by pairing and
+the recompute, and replaced when a recompute writes them."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from sqlalchemy import Uuid, any_, bindparam, delete, insert, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
+from app.kinds.red_blue.cross_tenant.rows import _RATINGS, RatingRow, _dialect
 from app.kinds.red_blue.models import Rating, Side
-from app.kinds.red_blue.repository.rows import _RATINGS, RatingRow, _dialect
 
 
 def ratings_of(session: Session, challenge_id: uuid.UUID, side: Side) -> dict[uuid.UUID, float]:

@@ -1,5 +1,5 @@
-"""Worker-side statements on matches: claimed and finished under their lease, paired and
-queued."""
+"""Worker-side statements on matches, by id whatever their tenant: claimed and finished under
+their lease, paired and queued."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 
 from app.kinds.api import leases
 from app.kinds.api.storage import Challenge, insert_for
+from app.kinds.red_blue.cross_tenant.rows import _MATCHES
 from app.kinds.red_blue.match_result import JudgedMatch, MatchResult
 from app.kinds.red_blue.models import MATCH_LEASES, Attack, Defense, Match, MatchStatus
-from app.kinds.red_blue.repository.rows import _MATCHES
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,18 +1,19 @@
-"""Worker-side statements on entries: a defense's self-test claimed under its lease, the
-entries a pairing reads, and the locks that make pairings run one at a time."""
+"""Worker-side statements on entries, by id from the queue whatever their tenant: a
+challenge's row, a defense's self-test claimed under its lease, the entries a pairing reads,
+and the locks that make pairings run one at a time."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime
 
-from sqlalchemy import Select, select
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.kinds.api import leases
 from app.kinds.api.storage import Challenge, take_write_lock
+from app.kinds.red_blue.cross_tenant.rows import Entry, _dialect
 from app.kinds.red_blue.models import SELF_TEST_LEASES, Attack, Defense, DefenseStatus
-from app.kinds.red_blue.repository.rows import Entry, T, _dialect
 
 
 def get_challenge(session: Session, challenge_id: uuid.UUID) -> Challenge | None:
@@ -58,36 +59,6 @@ def attacks_of(session: Session, challenge_id: uuid.UUID) -> list[Entry]:
         )
     ).tuples()
     return [Entry(*row) for row in rows]
-
-
-def newest_active_defense(
-    session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
-) -> uuid.UUID | None:
-    return session.scalar(_newest_active_defense(Defense.id, challenge_id, participant_id))
-
-
-def newest_active_defense_text(
-    session: Session, challenge_id: uuid.UUID, participant_id: uuid.UUID
-) -> str | None:
-    return session.scalar(
-        _newest_active_defense(Defense.system_prompt, challenge_id, participant_id)
-    )
-
-
-def _newest_active_defense(
-    column: InstrumentedAttribute[T], challenge_id: uuid.UUID, participant_id: uuid.UUID
-) -> Select[T]:
-    """The participant's newest active defense here: the one that plays for them."""
-    return (
-        select(column)
-        .where(
-            Defense.challenge_id == challenge_id,
-            Defense.participant_id == participant_id,
-            Defense.status == DefenseStatus.ACTIVE,
-        )
-        .order_by(Defense.created_at.desc(), Defense.id.desc())
-        .limit(1)
-    )
 
 
 def lock_attack(session: Session, attack_id: uuid.UUID) -> Attack | None:

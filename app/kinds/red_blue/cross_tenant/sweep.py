@@ -1,4 +1,4 @@
-"""The sweep: work that lost its worker, found and sent again."""
+"""The sweep: work that lost its worker, in every tenant, found and sent again."""
 
 from __future__ import annotations
 
