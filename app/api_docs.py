@@ -4,9 +4,9 @@ ReDoc served from the app's own files.
 Errors: each operation lists the errors it can answer, all in the one error shape
 (`ErrorResponse`): 401 and 403 from its credential dependencies, 404 where it has path
 parameters, 413 and 422 where it takes a body or parameters (every request's text is checked,
-app/input_guard.py), 503 everywhere (the database), and what a route declares itself with
+app/kit/input_guard.py), 503 everywhere (the database), and what a route declares itself with
 FastAPI's `responses=` (a 409 or a 429 only its rules know about: `raises(...)`). Each error
-response lists the codes it may carry (app/error_codes.py): in `x-error-codes`, and each with
+response lists the codes it may carry (app/kit/error_codes.py): in `x-error-codes`, and each with
 its meaning in the description.
 
 Swagger UI: swagger-ui-dist's bundle comes from the `fastapi-offline` package and is served
@@ -44,7 +44,7 @@ from app.auth.gate import (
     require_tenant_key,
 )
 from app.challenge.registry import registered
-from app.error_codes import (
+from app.kit.error_codes import (
     CODES_EXTENSION,
     GENERAL,
     ErrorCode,

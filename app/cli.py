@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from app.evalcli.cli import add_eval_commands, dispatch
+from app.evaluation.commands.cli import add_eval_commands, dispatch
 
 
 def migrate() -> None:
@@ -23,7 +23,7 @@ def migrate() -> None:
     from alembic import command
     from alembic.config import Config
 
-    from app.config import get_settings
+    from app.kit.config import get_settings
 
     settings = get_settings()
     if settings.resolved_database_url.startswith("sqlite"):
@@ -40,7 +40,7 @@ def proxy_options() -> dict[str, Any]:
     believed only from `GAUNTLET_TRUSTED_PROXIES` (uvicorn's own default believes them from
     loopback, so that anyone reaching the port there could pick their address)."""
     # The settings (pydantic) load for the service's commands alone, never for `gauntlet eval`.
-    from app.config import get_settings
+    from app.kit.config import get_settings
 
     trusted = get_settings().trusted_proxy_list
     if not trusted:
@@ -51,8 +51,8 @@ def proxy_options() -> dict[str, Any]:
 def _server_config(host: str, port: int, workers: int) -> dict[str, Any]:
     """uvicorn's settings; its worker processes apply the same logging configuration."""
     # The settings (pydantic) load for the service's commands alone, never for `gauntlet eval`.
-    from app.config import get_settings
-    from app.observability.logging import logging_config
+    from app.kit.config import get_settings
+    from app.kit.observability.logging import logging_config
 
     settings = get_settings()
     return {
@@ -72,7 +72,7 @@ def serve(host: str, port: int, workers: int) -> None:
     # The web server loads for `serve` alone.
     import uvicorn
 
-    from app.observability.processes import prepare_metrics_directory
+    from app.kit.observability.processes import prepare_metrics_directory
 
     prepare_metrics_directory("api")
     uvicorn.run(**_server_config(host, port, workers))
@@ -89,12 +89,12 @@ def worker(
         # `gauntlet run` killed (SIGKILL: no goodbye) must not leave its worker running.
         tie_to_parent(signal.SIGTERM)
     # The service's modules load for the service's commands alone, never for `gauntlet eval`.
-    from app.observability.processes import prepare_metrics_directory
+    from app.kit.observability.processes import prepare_metrics_directory
 
     prepare_metrics_directory("worker")
     # The worker side (Celery, every task) loads for `worker` alone.
-    from app.config import get_settings
-    from app.observability.logging import configure_logging
+    from app.kit.config import get_settings
+    from app.kit.observability.logging import configure_logging
     from workers.celery_app import celery_app
 
     loglevel = loglevel or get_settings().log_level
@@ -121,7 +121,7 @@ def worker(
 def beat(loglevel: str) -> None:
     """The periodic scheduler alone (production runs exactly one; `worker --beat` embeds it)."""
     # The worker side (Celery, every task) loads for `beat` alone.
-    from app.config import get_settings
+    from app.kit.config import get_settings
     from workers.celery_app import celery_app
 
     schedule = str((get_settings().data_dir / "celerybeat-schedule").resolve())
@@ -132,8 +132,8 @@ def beat(loglevel: str) -> None:
 
 def seed() -> None:
     # The database and the domains load for `seed` alone.
-    from app.config import get_settings
-    from app.db import session_scope
+    from app.kit.config import get_settings
+    from app.kit.db import session_scope
     from app.seed import seed_demo
 
     with session_scope() as session:
@@ -148,16 +148,16 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 def run_embedded(host: str, port: int) -> None:
     """Everything on one machine, nothing to install: migrate, seed, a worker, the API."""
     # The service's modules load for `run` alone, never for `gauntlet eval`.
-    from app.observability.processes import prepare_metrics_directory
+    from app.kit.observability.processes import prepare_metrics_directory
 
     # Shared with the worker below, so the API's /metrics shows the worker's series too.
     prepare_metrics_directory("embedded")
     # The web server, the database and the domains load for `run` alone.
     import uvicorn
 
-    from app.config import get_settings
-    from app.db import session_scope
-    from app.observability.logging import configure_logging
+    from app.kit.config import get_settings
+    from app.kit.db import session_scope
+    from app.kit.observability.logging import configure_logging
     from app.seed import seed_demo
 
     # The worker is part of this one service: /healthz fails without it (unless told not to).
@@ -263,7 +263,7 @@ def _settings_or_exit() -> None:
     # pydantic and the settings load for the service's commands alone, never for `gauntlet eval`.
     from pydantic import ValidationError
 
-    from app.config import get_settings
+    from app.kit.config import get_settings
 
     try:
         get_settings()

@@ -24,17 +24,19 @@ from app.attempt.router import router as attempt_router
 from app.attempt.telemetry import UNFINISHED_ATTEMPTS
 from app.auth.service import KEY_PREFIX, key_tenant
 from app.auth.sessions import session_tenant
-from app.broker.telemetry import QUEUE_DEPTH
 from app.challenge.deleted_router import router as deleted_challenge_router
 from app.challenge.participants_router import router as participants_router
 from app.challenge.registry import registered
 from app.challenge.router import router as challenge_router
 from app.challenge.templates_router import router as challenge_template_router
 from app.competition.router import router as competition_router
-from app.conditional import ConditionalGet
-from app.config import get_settings
-from app.db import get_autocommit_sessionmaker, get_engine
-from app.error_codes import (
+from app.export.router import router as export_router
+from app.hosting.router import router as hosting_router
+from app.kit.broker.telemetry import QUEUE_DEPTH
+from app.kit.conditional import ConditionalGet
+from app.kit.config import get_settings
+from app.kit.db import get_autocommit_sessionmaker, get_engine
+from app.kit.error_codes import (
     BAD_REQUEST,
     FORBIDDEN,
     METHOD_NOT_ALLOWED,
@@ -47,16 +49,14 @@ from app.error_codes import (
     VALIDATION_ERROR,
     declared_codes,
 )
-from app.errors import AppError, request_error_details, validation_message
-from app.export.router import router as export_router
-from app.fair_share.requesters import Requesters, tenant_bucket
-from app.fair_share.shares import Shares
-from app.hosting.router import router as hosting_router
-from app.input_guard import refuse_unstorable_input
+from app.kit.errors import AppError, request_error_details, validation_message
+from app.kit.fair_share.requesters import Requesters, tenant_bucket
+from app.kit.fair_share.shares import Shares
+from app.kit.input_guard import refuse_unstorable_input
+from app.kit.middleware import AdmissionControl, ApiCaching, BodySizeLimit, RequestObservability
+from app.kit.observability import metrics
+from app.kit.observability.router import router as observability_router
 from app.leaderboard.router import router as leaderboard_router
-from app.middleware import AdmissionControl, ApiCaching, BodySizeLimit, RequestObservability
-from app.observability import metrics
-from app.observability.router import router as observability_router
 from app.rescore.router import router as rescore_router
 from app.scoring.router import router as scoring_router
 from app.scoring.sandbox.service import log_scorer_sandbox
@@ -105,7 +105,7 @@ def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
 
 
 def warn_if_undeclared(route: Any, exc: AppError) -> None:
-    """Logs an error whose code the operation does not declare (app/error_codes.py `raises`):
+    """Logs an error whose code the operation does not declare (app/kit/error_codes.py `raises`):
     the API document would not tell clients of it. The tests fail on this warning."""
     if not isinstance(route, APIRoute) or not route.include_in_schema:
         return
@@ -274,7 +274,7 @@ def create_app() -> FastAPI:
         requesters=requesters,
     )
     app.add_middleware(ApiCaching, public_seconds=settings.public_cache_seconds)
-    # Outside the public reads' cache, so its copies are answered 304 too (app/conditional.py).
+    # Outside the public reads' cache, so its copies are answered 304 too (app/kit/conditional.py).
     app.add_middleware(ConditionalGet)
     # Added last, so outermost: refused bodies and errors get a request id and are counted.
     app.add_middleware(RequestObservability, access_log=settings.access_log, mounts=(STATIC_URL,))

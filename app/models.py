@@ -6,9 +6,9 @@ from app.auth.models import AccountToken, ApiKey, BrowserSession, PlatformSessio
 from app.challenge.models import Challenge
 from app.challenge.registry import registered
 from app.competition.models import Announcement, ChallengeNotice, RulesAcceptance
+from app.kit.mail.models import OutboundMail
+from app.kit.observability.models import WorkerHeartbeat
 from app.leaderboard.models import BoardFreeze, FrozenLeaderboardEntry, LeaderboardEntry
-from app.mail.models import OutboundMail
-from app.observability.models import WorkerHeartbeat
 from app.rescore.models import RescoreJob
 from app.scoring.models import ScorerPlugin
 from app.team.models import Team, TeamMember

@@ -11,7 +11,7 @@ from app.auth.service import create_api_key
 from app.auth.subjects import ApiKeyRole
 from app.challenge.schemas import ChallengeCreate
 from app.challenge.service import challenge_by_slug, create_challenge
-from app.config import Settings
+from app.kit.config import Settings
 from app.tenant.service import create_tenant, tenant_by_slug
 
 DEMO_TENANT = "demo"

@@ -1,4 +1,4 @@
-"""What the ETag of a conditional read costs (app/conditional.py): hashing the body of a 100-row
+"""What the ETag of a conditional read costs (app/kit/conditional.py): hashing the body of a 100-row
 board against the rest of its request.
 
 In a scratch database (bench/leaderboard_read.py's loader): one tenant, one challenge,
@@ -139,7 +139,7 @@ async def measure_requests(
 
 
 def measure_body(body: bytes, calls: int, request_ms: float) -> None:
-    from app.conditional import entity_tag, none_match
+    from app.kit.conditional import entity_tag, none_match
     from app.leaderboard.schemas import Leaderboard
 
     tag = entity_tag(body)
@@ -185,7 +185,7 @@ def main() -> None:
         build_leaderboard(database.dsn, challenge_id)
         body, request_ms = asyncio.run(measure_requests(args, key, challenge_id))
         measure_body(body, args.calls, request_ms)
-        from app.db import get_engine
+        from app.kit.db import get_engine
 
         get_engine().dispose()
 

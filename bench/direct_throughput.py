@@ -5,7 +5,7 @@ call after a fixed latency (default 20 ms). One LLMClient per transport, with 20
 flight (its global and per-model caps), makes `--calls` chat completions as fast as it can:
 
 - `direct`: `openai-compatible/fake` with the server as `api_base`: the direct transport's
-  HTTP client (app.evaluation.direct, app.outbound.transport), litellm never imported by it;
+  HTTP client (app.evaluation.engine.direct, app.outbound.transport), litellm never imported by it;
 - `litellm`: `openai/fake-model` with `OPENAI_API_BASE` at the server: litellm's HTTP path.
 
 Both make the same records (four token fields, cost lookup, retries armed) and are warmed up
@@ -33,8 +33,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-real-key")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.evaluation.llm import LLMClient, warm_up_for
-from app.evaluation.types import ModelSpec
+from app.evaluation.engine.llm import LLMClient, warm_up_for
+from app.evaluation.engine.types import ModelSpec
 from bench import common
 from bench.latency_server import LatencyServer
 

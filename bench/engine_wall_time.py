@@ -46,11 +46,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-real-key")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.evalcli.folder import RunFolderStore
-from app.evaluation.benchmark import Benchmark
-from app.evaluation.llm import LLMClient, warm_up_for
-from app.evaluation.runner import RunConfig, run_benchmark
-from app.evaluation.types import CallRecord, Message, ModelSpec
+from app.evaluation.commands.folder import RunFolderStore
+from app.evaluation.engine.benchmark import Benchmark
+from app.evaluation.engine.llm import LLMClient, warm_up_for
+from app.evaluation.engine.runner import RunConfig, run_benchmark
+from app.evaluation.engine.types import CallRecord, Message, ModelSpec
 from bench import common
 from bench.latency_server import ArcAnswers, Grid, LatencyServer
 

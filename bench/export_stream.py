@@ -177,7 +177,7 @@ def main() -> None:
     with common.scratch_database(keep=args.keep_db) as database, common.data_dir() as data:
         print(f"   scratch database: {database.name}", flush=True)
         use_database(database.url)
-        from app.db import get_engine
+        from app.kit.db import get_engine
 
         tenant_id, challenge_id, key = create_tenant_and_challenge()
         load_rows(database.dsn, tenant_id, challenge_id, args.participants, args.attempts, 0.9, rng)

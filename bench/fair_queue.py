@@ -99,7 +99,7 @@ def statements(args: argparse.Namespace) -> None:
         os.environ.setdefault("GAUNTLET_ADMIN_TOKEN", common.ADMIN_TOKEN)
         from app.attempt import repository
         from app.attempt.repository import AttemptRepository
-        from app.db import get_sessionmaker, utcnow
+        from app.kit.db import get_sessionmaker, utcnow
 
         rows = args.tenants * (args.queued + args.finished)
         print(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.evaluation.offline import (
+from app.evaluation.engine.offline import (
     GUARDED_MAX_PHRASE_CHARS,
     GUARDED_MAX_PHRASES,
     guarded_echo_reply,

@@ -60,8 +60,8 @@ def use_database(url: str) -> None:
     """Points the app's settings and cached engine at the scratch database."""
     os.environ["GAUNTLET_DATABASE_URL"] = url
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    from app.config import get_settings
-    from app.db import get_engine, get_sessionmaker
+    from app.kit.config import get_settings
+    from app.kit.db import get_engine, get_sessionmaker
 
     get_settings.cache_clear()
     get_engine.cache_clear()
@@ -74,7 +74,7 @@ def use_database(url: str) -> None:
 def create_tenant_and_challenge() -> tuple[uuid.UUID, uuid.UUID, str]:
     from app.challenge.schemas import ChallengeCreate
     from app.challenge.service import create_challenge
-    from app.db import session_scope
+    from app.kit.db import session_scope
     from app.seed import DEMO_CHALLENGE
     from app.tenant.service import create_tenant
 
@@ -210,7 +210,7 @@ def fewest_tokens_entry(
 ) -> Any:
     """An attempt row as app.leaderboard.ranking places it on a fewest_tokens board (a
     PlacedAttempt), or None if it does not rank."""
-    from app.db import from_epoch_ms
+    from app.kit.db import from_epoch_ms
     from app.leaderboard.ranking import RankedAttempt, placed
     from app.scoring.measures import AttemptMetrics
 
@@ -553,7 +553,7 @@ def main() -> None:
     with common.scratch_database(keep=args.keep_db) as database, common.data_dir() as data:
         print(f"   scratch database: {database.name}", flush=True)
         use_database(database.url)
-        from app.db import get_engine
+        from app.kit.db import get_engine
 
         tenant_id, challenge_id, key = create_tenant_and_challenge()
         participant_ids = load_rows(

@@ -42,8 +42,8 @@ def create(participants: int, tag: str) -> uuid.UUID:
 
     from app.challenge.schemas import ChallengeCreate
     from app.challenge.service import create_challenge
-    from app.db import session_scope, utcnow
     from app.kinds.red_blue.models import Attack, Defense, DefenseStatus
+    from app.kit.db import session_scope, utcnow
     from app.seed import DEMO_RED_BLUE
     from app.tenant.models import Participant
     from app.tenant.service import create_tenant
@@ -99,7 +99,7 @@ def main() -> None:
     common.print_machine_info("red-blue final round")
     with common.scratch_database(keep=args.keep_db) as database:
         use_database(database.url)
-        import app.unit_of_work as unit_of_work
+        import app.kit.unit_of_work as unit_of_work
         from app.kinds.red_blue import final_round_runs
 
         sent: list[int] = []

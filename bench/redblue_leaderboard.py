@@ -54,11 +54,11 @@ def seed(participants: int, rng: random.Random) -> tuple[uuid.UUID, str]:
 
     from app.challenge.schemas import ChallengeCreate
     from app.challenge.service import create_challenge
-    from app.config import get_settings
-    from app.db import session_scope, utcnow
     from app.kinds.red_blue import board_recompute, cross_tenant
     from app.kinds.red_blue.cross_tenant import RatingRow
     from app.kinds.red_blue.models import Side
+    from app.kit.config import get_settings
+    from app.kit.db import session_scope, utcnow
     from app.seed import DEMO_RED_BLUE
     from app.tenant.models import Participant
     from app.tenant.service import create_tenant
@@ -152,9 +152,9 @@ def vacuum(database: Any) -> None:
 def service_reads(challenge_id: uuid.UUID, reads: int, deep: int) -> None:
     from app.auth.subjects import Audience
     from app.challenge.models import Challenge
-    from app.db import get_sessionmaker
     from app.kinds.red_blue import service
     from app.kinds.red_blue.models import Side
+    from app.kit.db import get_sessionmaker
 
     with get_sessionmaker()() as session:
         challenge = session.get(Challenge, challenge_id)
@@ -250,7 +250,7 @@ def main() -> None:
         service_reads(challenge_id, args.reads, args.deep_offset)
         print("\n-- GET /v1/challenges/{id}/leaderboard through the ASGI app (in process)")
         asyncio.run(http_reads(challenge_id, key, args.reads, args.deep_offset))
-        from app.db import get_engine
+        from app.kit.db import get_engine
 
         get_engine().dispose()
 

@@ -277,13 +277,13 @@ def profile(
     import pstats
 
     os.environ.update(env)
-    from app.config import get_settings
-    from app.db import get_engine, get_sessionmaker
+    from app.kit.config import get_settings
+    from app.kit.db import get_engine, get_sessionmaker
 
     get_settings.cache_clear()
     get_engine.cache_clear()
     get_sessionmaker.cache_clear()
-    from app.evaluation.llm import warm_up
+    from app.evaluation.engine.llm import warm_up
     from app.kinds.red_blue import worker
 
     warm_up()

@@ -147,8 +147,8 @@ class Competition:
 
         from app.challenge.schemas import ChallengeCreate
         from app.challenge.service import create_challenge
-        from app.db import session_scope, utcnow
         from app.kinds.red_blue.models import Defense, DefenseStatus
+        from app.kit.db import session_scope, utcnow
         from app.seed import DEMO_RED_BLUE
         from app.tenant.models import Participant
         from app.tenant.service import create_tenant
@@ -197,8 +197,8 @@ class Competition:
         board as one landing."""
         import psycopg
 
-        from app.db import session_scope, utcnow
         from app.kinds.red_blue import cross_tenant
+        from app.kit.db import session_scope, utcnow
 
         now = utcnow().isoformat()
         per_attack = min(50, self.blues)
@@ -251,11 +251,11 @@ class Competition:
     def land(self, count: int) -> None:
         """`count` matches as a worker lands them: a new attack paired with defenses (queued
         rows), claimed with a lease, completed in one transaction."""
-        from app.db import session_scope, utcnow
         from app.kinds.red_blue import cross_tenant, worker
         from app.kinds.red_blue.match_result import JudgedCategory, JudgedMatch
         from app.kinds.red_blue.models import Attack
         from app.kinds.red_blue.rules.judging import CategoryVerdict
+        from app.kit.db import session_scope, utcnow
 
         now = utcnow()
         rows, outcomes = [], {}
@@ -322,8 +322,8 @@ class Competition:
     def set_intervals_due(self, due: bool) -> None:
         from sqlalchemy import update
 
-        from app.db import session_scope, utcnow
         from app.kinds.red_blue.models import Board
+        from app.kit.db import session_scope, utcnow
 
         when = utcnow() + (timedelta(seconds=-1) if due else timedelta(days=1))
         with session_scope() as session:
@@ -337,7 +337,7 @@ class Competition:
 @contextmanager
 def recording_sends(game: Competition) -> Iterator[None]:
     """Tasks the unit of work would send are recorded with when they are due instead."""
-    import app.unit_of_work as unit_of_work
+    import app.kit.unit_of_work as unit_of_work
 
     original = unit_of_work.send_tasks
 
@@ -475,9 +475,9 @@ def before(game: Competition) -> None:
     from scratch with the bootstrap, every row deleted and inserted again."""
     from sqlalchemy import delete, insert, select
 
-    from app.db import session_scope
     from app.kinds.red_blue.models import Match, MatchStatus, Rating
     from app.kinds.red_blue.rules.ratings import MatchOutcome, compute_ratings
+    from app.kit.db import session_scope
 
     def old() -> int:
         with session_scope() as session:

@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.evaluation.patterns import compile_tenant_pattern
+from app.evaluation.engine.patterns import compile_tenant_pattern
 
 FINDING = r"^(a+)+$"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
-from app.config import get_settings
-from app.db import Base, make_engine
+from app.kit.config import get_settings
+from app.kit.db import Base, make_engine
 from app.models import __all__ as _all_models  # noqa: F401  (registers every table)
 
 target_metadata = Base.metadata

@@ -26,7 +26,7 @@ import httpx
 import pytest
 import redis
 
-from app.error_codes import UNDECLARED_ERROR_CODE
+from app.kit.error_codes import UNDECLARED_ERROR_CODE
 from app.seed import DEMO_CHALLENGE
 
 if TYPE_CHECKING:
@@ -81,7 +81,8 @@ TEST_SETTINGS = {
     "GAUNTLET_BENCHMARK_DATA_DIR": tempfile.mkdtemp(prefix="gauntlet-test-benchmark-data-"),
     "GAUNTLET_SEED_DEMO": "false",
     # Tests race tens of requests from one address and one tenant on purpose (tests/
-    # integration/test_overload.py and test_production.py check the limits at their defaults).
+    # integration/deployment/test_overload.py and test_production.py check the limits at their
+    # defaults).
     "GAUNTLET_API_MAX_IN_FLIGHT_PER_CLIENT": "64",
     "GAUNTLET_API_MAX_IN_FLIGHT_PER_TENANT": "64",
     # Test runs sharing one Redis (parallel checkouts) must not take each other's tasks, nor
@@ -98,16 +99,16 @@ TEST_SETTINGS = {
     "GAUNTLET_PUBLIC_URL": PUBLIC_URL,
     "GAUNTLET_MAIL_RETRY_BASE_SECONDS": "0.5",
     # The hostile scorers of tests/security/test_sandbox.py, and the original protocol's dict
-    # scorers of tests/integration/test_original_scorer_protocol.py, may be registered.
+    # scorers of tests/integration/scoring/test_original_scorer_protocol.py, may be registered.
     "GAUNTLET_SCORER_ALLOWED_MODULES": (
         "scorers.,tests.fixtures.hostile_scorers.,tests.fixtures.original_scorers."
     ),
 }
-# A challenge kind of the tests' own (tests/integration/test_challenge_kinds.py), added the way
-# an operator adds one: a package installed beside the service, declaring its entry point. The
-# folder holds that package's installed metadata; on the path of this process (for the API
-# server thread) and of the processes the tests start (which run from the project's root, so
-# the kind's module, tests.fixtures.word_count_kind, is importable).
+# A challenge kind of the tests' own (tests/integration/challenge/test_challenge_kinds.py),
+# added the way an operator adds one: a package installed beside the service, declaring its
+# entry point. The folder holds that package's installed metadata; on the path of this process
+# (for the API server thread) and of the processes the tests start (which run from the
+# project's root, so the kind's module, tests.fixtures.word_count_kind, is importable).
 INSTALLED_KINDS = ROOT / "tests" / "fixtures" / "installed"
 TEST_KINDS = {
     "PYTHONPATH": os.pathsep.join(
@@ -145,8 +146,8 @@ def undeclared_error_codes() -> Iterator[list[str]]:
 
 def _reset_caches() -> None:
     from app.challenge.registry import registered
-    from app.config import get_settings
-    from app.db import get_engine, get_sessionmaker
+    from app.kit.config import get_settings
+    from app.kit.db import get_engine, get_sessionmaker
 
     get_settings.cache_clear()
     get_engine.cache_clear()
@@ -187,7 +188,7 @@ def stack() -> Iterator[Stack]:
 
         migrate()
         yield result
-        from app.db import get_engine
+        from app.kit.db import get_engine
 
         get_engine().dispose()
         # This run's keys, and only those: they all carry its prefix.
@@ -202,7 +203,7 @@ def counting_queries() -> Iterator[list[str]]:
     """The SQL statements the in-process server (`api_url`) runs meanwhile."""
     from sqlalchemy import event
 
-    from app.db import get_engine
+    from app.kit.db import get_engine
 
     statements: list[str] = []
 

@@ -348,7 +348,7 @@ class ProductionLayout:
         """Back to the layout's normal state: peers reachable, every service running, and no
         API process left with database connections that a fault cut.
 
-        Its pool has no pre-ping (app/db.py): an API process that holds such connections
+        Its pool has no pre-ping (app/kit/db.py): an API process that holds such connections
         answers its next request that needs the database with a 503 (then it connects
         afresh). That is the service's documented behaviour after its database went away,
         not something the next test should meet by chance: the API is restarted instead."""

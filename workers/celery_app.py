@@ -3,7 +3,7 @@
 The broker's settings are app/broker's (Redis in production; in the embedded mode, `make run`,
 a folder in the data dir, so attempts still run off the request path in a separate worker
 process with no Redis to install). This app knows every task; it is built only by the
-processes that run them (workers, beat); the API sends through app/broker/sender.py.
+processes that run them (workers, beat); the API sends through app/kit/broker/sender.py.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from celery.signals import (
     worker_shutdown,
 )
 
-from app.broker.config import configure, periodic_options
-from app.broker.sender import REQUEST_ID_HEADER
 from app.challenge.registry import periodic_tasks, worker_task_modules
-from app.config import get_settings
-from app.observability import context
-from app.observability.logging import configure_logging
-from app.observability.worker import on_worker_init, on_worker_ready, on_worker_shutdown
+from app.kit.broker.config import configure, periodic_options
+from app.kit.broker.sender import REQUEST_ID_HEADER
+from app.kit.config import get_settings
+from app.kit.observability import context
+from app.kit.observability.logging import configure_logging
+from app.kit.observability.worker import on_worker_init, on_worker_ready, on_worker_shutdown
 from app.scoring.sandbox.service import describe_scorer_sandbox, log_scorer_sandbox
 from workers.supervisor import end_with_parent
 
@@ -48,7 +48,7 @@ def make_celery() -> Celery:
         include=[
             "app.attempt.tasks",
             "app.rescore.tasks",
-            "app.mail.tasks",
+            "app.kit.mail.tasks",
             "app.competition.tasks",
             *kind_tasks,
         ],

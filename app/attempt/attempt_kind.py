@@ -14,7 +14,7 @@ to the others.
 A kind declares what it accepts (`ChallengeKind.accepts`); one that takes attempts, or runs
 unscored ones (`AttemptKind.unscored_model`), also subclasses `RunsAttempts` (`app.kinds.base`
 refuses a kind that would take attempts it cannot run), and a kind that runs none has no run
-method at all. The runner (`app.attempt.runner`, a leased job of `app.lease`) does what every
+method at all. The runner (`app.attempt.runner`, a leased job of `app.kit.lease`) does what every
 kind shares: the claim and the lease, the model client with the outbound policy and the cost
 budgets, the time limit, the errors, the score and the leaderboard. A kind runs its trials and
 returns what they measured (`RunsAttempts.run`), storing what it produces through the
@@ -40,14 +40,14 @@ from app.attempt.repository import LandedTrial, RunTrialRepository, SubmissionTa
 from app.attempt.run_store import DatabaseRunStore
 from app.attempt.trial_writer import TrialWriter
 from app.challenge.challenge_kind import ChallengeKind, KindConfig
-from app.config import Settings, get_settings
-from app.db import session_scope
-from app.errors import ValidationFailed
-from app.evaluation.llm import LLMClient
-from app.evaluation.types import InfrastructureError, TrialRecord
-from app.schemas import InputSchema
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.types import InfrastructureError, TrialRecord
+from app.kit.config import Settings, get_settings
+from app.kit.db import session_scope
+from app.kit.errors import ValidationFailed
+from app.kit.schemas import InputSchema
+from app.kit.unit_of_work import UnitOfWork
 from app.scoring.measures import AttemptMetrics
-from app.unit_of_work import UnitOfWork
 
 
 def _storable_text(value: str) -> str:

@@ -27,8 +27,8 @@ from app.attempt.models import (
     RunPurpose,
 )
 from app.challenge.models import Challenge, challenge_work_runs
-from app.db import UTCDateTime, insert_for, lock_some_ids, utcnow
-from app.lease import repository as leases
+from app.kit.db import UTCDateTime, insert_for, lock_some_ids, utcnow
+from app.kit.lease import repository as leases
 
 _ATTEMPTS: Table = Attempt.__table__  # type: ignore[assignment]
 # Entries only: rescoring reads scored play (the repository's `_ENTRY`).

@@ -3,7 +3,7 @@ makes the attempt's row visible)."""
 
 from __future__ import annotations
 
-from app.unit_of_work import WorkerTask
+from app.kit.unit_of_work import WorkerTask
 
 RUN_ATTEMPT_TASK = "gauntlet.run_attempt"
 

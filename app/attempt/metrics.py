@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.evaluation.types import TrialRecord
-from app.schemas import OutputSchema
+from app.evaluation.engine.types import TrialRecord
+from app.kit.schemas import OutputSchema
 from app.scoring.measures import AttemptMetrics
 
 

@@ -21,7 +21,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, validates
 
 from app.challenge.models import challenge_work_runs
-from app.db import (
+from app.kit.db import (
     Base,
     JSONType,
     ModelColumn,
@@ -34,7 +34,7 @@ from app.db import (
     new_id,
     utcnow,
 )
-from app.lease.models import Leased, LeasedTable, Metered
+from app.kit.lease.models import Leased, LeasedTable, Metered
 from app.scoring.measures import AttemptMetrics
 
 
@@ -242,7 +242,8 @@ class Trial(Base):
     trial_index: Mapped[int] = mapped_column(Integer)
     success: Mapped[bool] = mapped_column(Boolean)
     score: Mapped[float] = mapped_column(Float)
-    # Model outputs, judge and critic replies: escaped on the way in (app/storable.py).
+    # Model outputs, judge and critic replies: escaped on the way in
+    # (app/evaluation/engine/storable.py).
     actor: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
     judge: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)
     critic: Mapped[dict[str, Any]] = mapped_column(ProducedJSON)

@@ -45,15 +45,15 @@ from app.attempt.schemas import FailedAttempt, RunRow
 from app.challenge.config import ChallengeState, LimitsConfig
 from app.challenge.models import Challenge, challenge_not_deleted, challenge_work_runs
 from app.competition.models import RulesAcceptance
-from app.db import (
+from app.evaluation.engine.types import TrialRecord
+from app.kit.db import (
     count_where,
     insert_for,
     page_where,
     utcnow,
 )
-from app.evaluation.types import TrialRecord
-from app.lease import repository as leases
-from app.lease.models import LeasedTable
+from app.kit.lease import repository as leases
+from app.kit.lease.models import LeasedTable
 from app.team.models import Team, TeamMember
 from app.tenant.models import Participant, Tenant
 

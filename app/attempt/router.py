@@ -31,10 +31,10 @@ from app.challenge.reference import (
     ChallengeRef,
     resolve_challenge,
 )
-from app.conditional import CONDITIONAL_READ
-from app.db import TransactionNeeded, get_autocommit_sessionmaker, get_sessionmaker
-from app.deps import IdempotencyKey, SessionDep, UnitOfWorkDep, accepted_headers
-from app.error_codes import (
+from app.kit.conditional import CONDITIONAL_READ
+from app.kit.db import TransactionNeeded, get_autocommit_sessionmaker, get_sessionmaker
+from app.kit.deps import IdempotencyKey, SessionDep, UnitOfWorkDep, accepted_headers
+from app.kit.error_codes import (
     DAILY_LIMIT_REACHED,
     IDEMPOTENCY_KEY_REUSED,
     KIND_TAKES_NO_ATTEMPTS,
@@ -49,11 +49,11 @@ from app.error_codes import (
     TOTAL_LIMIT_REACHED,
     raises,
 )
-from app.observability import context
-from app.observability import metrics as telemetry
-from app.routing import ApiRoute
-from app.schemas import Handle, Limit, Offset, TrialLimit
-from app.unit_of_work import UnitOfWork
+from app.kit.observability import context
+from app.kit.observability import metrics as telemetry
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Handle, Limit, Offset, TrialLimit
+from app.kit.unit_of_work import UnitOfWork
 
 router = APIRouter(prefix="/v1", tags=["attempts"], route_class=ApiRoute)
 

@@ -20,11 +20,11 @@ from sqlalchemy.orm import Session
 from app.attempt import repository
 from app.attempt.repository import LandedTrial, RunTrialRepository
 from app.attempt.trial_writer import TrialWriter
-from app.config import Settings
-from app.db import session_scope
-from app.evaluation.benchmark import Task
-from app.evaluation.types import TrialRecord
-from app.lease.service import LeaseLost, hold
+from app.evaluation.engine.benchmark import Task
+from app.evaluation.engine.types import TrialRecord
+from app.kit.config import Settings
+from app.kit.db import session_scope
+from app.kit.lease.service import LeaseLost, hold
 
 
 class DatabaseRunStore:

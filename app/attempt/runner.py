@@ -1,7 +1,7 @@
 """Running one attempt on a worker: claim it, run its trials through the evaluation engine,
 finish it with metrics, score and leaderboard in one transaction.
 
-The run has the shape of every leased job (app/lease/run.py). The claim is a conditional
+The run has the shape of every leased job (app/kit/lease/run.py). The claim is a conditional
 update that also takes over an attempt whose worker died (lease expired); trials are stored as
 they land, unique per index, so a takeover continues where the dead worker stopped; only the
 holder of the current run token can finish the attempt, so the leaderboard moves once.
@@ -25,22 +25,22 @@ from app.attempt.turn_claim import claim_in_turn
 from app.challenge.models import strategy_of
 from app.challenge.registry import find_kind, kind_as
 from app.challenge.service import config_of, find_challenge, scoring_of
-from app.config import Settings
-from app.db import session_scope, utcnow
-from app.errors import ValidationFailed
-from app.evaluation.llm import warm_up_calls, warmed_up
-from app.evaluation.types import InfrastructureError
+from app.evaluation.engine.llm import warm_up_calls, warmed_up
+from app.evaluation.engine.types import InfrastructureError
+from app.kit.config import Settings
+from app.kit.db import session_scope, utcnow
+from app.kit.errors import ValidationFailed
+from app.kit.lease.budget import CostBudget, RowSpend
+from app.kit.lease.model_client import model_client
+from app.kit.lease.repository import release
+from app.kit.lease.run import Failure, LeasedRun, run_leased, run_on_process_loop
+from app.kit.observability import context
+from app.kit.observability import metrics as telemetry
+from app.kit.unit_of_work import UnitOfWork, unit_of_work
 from app.leaderboard import service as leaderboard
-from app.lease.budget import CostBudget, RowSpend
-from app.lease.model_client import model_client
-from app.lease.repository import release
-from app.lease.run import Failure, LeasedRun, run_leased, run_on_process_loop
-from app.observability import context
-from app.observability import metrics as telemetry
 from app.scoring.measures import AttemptMetrics
 from app.scoring.service import ScoreResult, Scoring, prepare_scoring
 from app.tenant.service import DaySpend
-from app.unit_of_work import UnitOfWork, unit_of_work
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def run_in_turn(attempt_id: uuid.UUID) -> str:
 
 
 def warm_up_process() -> bool:
-    """The warm-up call (app.evaluation.llm.warm_up_calls) on this process's event loop, the
+    """The warm-up call (app.evaluation.engine.llm.warm_up_calls) on this process's event loop, the
     one its attempts then run on: their first timed call is then like any later one. Only
     after the main process's warm-up loaded litellm's modules (inherited by the fork): a pool
     process that took seconds to start would be killed by Celery's start-up timeout."""

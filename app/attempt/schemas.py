@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from app.attempt.models import Attempt, AttemptStatus, RunPurpose
-from app.schemas import Handle, InputSchema, OutputSchema
+from app.kit.schemas import Handle, InputSchema, OutputSchema
 from app.scoring.measures import AttemptMetrics
 
 # A kind's fields ride along as extra fields of the body (as a challenge's sections do).

@@ -46,10 +46,11 @@ from app.challenge.service import (
     sealed_shown_of,
 )
 from app.competition.service import refuse_unless_accepted
-from app.config import get_settings
-from app.db import TransactionNeeded, autocommits, utcnow
-from app.error_codes import IDEMPOTENCY_KEY_REUSED, KIND_TAKES_NO_ATTEMPTS, NOT_IN_ERROR
-from app.errors import (
+from app.evaluation.engine.storable import SERVED_SECTION_CHARS, bounded_value
+from app.kit.config import get_settings
+from app.kit.db import TransactionNeeded, autocommits, utcnow
+from app.kit.error_codes import IDEMPOTENCY_KEY_REUSED, KIND_TAKES_NO_ATTEMPTS, NOT_IN_ERROR
+from app.kit.errors import (
     MISSPELT,
     Conflict,
     Forbidden,
@@ -57,8 +58,8 @@ from app.errors import (
     ValidationFailed,
     telling_first,
 )
+from app.kit.unit_of_work import UnitOfWork
 from app.leaderboard import freeze
-from app.storable import SERVED_SECTION_CHARS, bounded_value
 from app.team.service import player_id
 from app.tenant.quotas import count_entry
 from app.tenant.service import (
@@ -68,7 +69,6 @@ from app.tenant.service import (
     participant_by_handle,
     participant_for_handle,
 )
-from app.unit_of_work import UnitOfWork
 
 
 class StoredSubmission(NamedTuple):

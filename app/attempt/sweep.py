@@ -3,7 +3,7 @@
 Attempts still queued long after they were sent (the broker lost the message, or it could not
 be sent at all) are sent again, and so are attempts running under an expired lease (their
 worker died), as soon as it has expired: a dead worker's attempt waits for its lease, not for
-the re-send window (`app.lease.repository.lapsed`).
+the re-send window (`app.kit.lease.repository.lapsed`).
 The run that picks one up either claims it or sees it is taken; runs beyond the limit end it
 with an error.
 """
@@ -15,10 +15,10 @@ from datetime import timedelta
 
 from app.attempt import cross_tenant
 from app.attempt.dispatch import RUN_ATTEMPT
-from app.config import get_settings
-from app.db import utcnow
-from app.observability import metrics as telemetry
-from app.unit_of_work import unit_of_work
+from app.kit.config import get_settings
+from app.kit.db import utcnow
+from app.kit.observability import metrics as telemetry
+from app.kit.unit_of_work import unit_of_work
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from sqlalchemy.exc import OperationalError
 
 from app.attempt import runner, sweep
 from app.attempt.dispatch import RUN_ATTEMPT_TASK
-from app.config import get_settings
-from app.evaluation.llm import warm_up
+from app.evaluation.engine.llm import warm_up
+from app.kit.config import get_settings
 
 _settings = get_settings()
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from app.attempt import repository
-from app.db import get_sessionmaker
+from app.kit.db import get_sessionmaker
 
 
 def unfinished_attempts() -> Iterable[tuple[list[str], float]]:

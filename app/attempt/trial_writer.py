@@ -17,10 +17,10 @@ from typing import Any
 
 from app.attempt.models import ATTEMPT_LEASES
 from app.attempt.repository import LandedTrial, RunTrialRepository
-from app.config import Settings
-from app.db import session_scope
-from app.lease.models import LeasedTable
-from app.lease.service import hold
+from app.kit.config import Settings
+from app.kit.db import session_scope
+from app.kit.lease.models import LeasedTable
+from app.kit.lease.service import hold
 
 
 class TrialWriter:

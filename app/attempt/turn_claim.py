@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app.attempt import cross_tenant
 from app.attempt.cross_tenant import Claimed
 from app.attempt.dispatch import RUN_ATTEMPT
-from app.unit_of_work import TaskMessage, send_tasks
+from app.kit.unit_of_work import TaskMessage, send_tasks
 
 
 def claim_in_turn(

@@ -17,7 +17,7 @@ per attempt). So a tenant with a thousand attempts queued holds turns far ahead,
 tenant's one attempt, queued later, takes the turn the workers are at: it runs next, not
 after the thousand; two tenants with attempts queued are served one each in turn.
 
-A task still names one attempt, and a worker still claims under a lease (app/lease/). A task
+A task still names one attempt, and a worker still claims under a lease (app/kit/lease/). A task
 whose attempt is waiting claims the attempt whose turn it is instead, when that is another,
 and sends its own attempt's task again: every waiting attempt keeps a task of its own, so
 nothing waits for the sweep, and a task whose attempt is finished or held runs nothing
@@ -27,9 +27,9 @@ nothing waits for the sweep, and a task whose attempt is finished or held runs n
 from __future__ import annotations
 
 from app.attempt.repository import AttemptRepository
-from app.config import get_settings
-from app.error_codes import QUEUE_SHARE_FULL
-from app.errors import AppError
+from app.kit.config import get_settings
+from app.kit.error_codes import QUEUE_SHARE_FULL
+from app.kit.errors import AppError
 
 # What a refused submission is told to wait: attempts finish in seconds, a place with them.
 QUEUE_RETRY_AFTER_SECONDS = 5
@@ -48,7 +48,7 @@ class QueueShareFull(AppError):
             f"queue; retry once some have finished (in {wait} s)",
             details={"limit": "tenant_queued", "share": share},
             # The RateLimit header fields of the IETF draft, as the in-flight share's refusals
-            # carry them (app/middleware.py): the share, none left, when to look again.
+            # carry them (app/kit/middleware.py): the share, none left, when to look again.
             headers={
                 "Retry-After": wait,
                 "RateLimit-Limit": str(share),

@@ -48,9 +48,10 @@ from app.challenge.service import (
     readable_challenge,
     refuse_unless_open,
 )
-from app.db import utcnow
-from app.error_codes import NO_UNSCORED_RUNS, PRACTICE_OFF
-from app.errors import Conflict, NotFound, ValidationFailed
+from app.kit.db import utcnow
+from app.kit.error_codes import NO_UNSCORED_RUNS, PRACTICE_OFF
+from app.kit.errors import Conflict, NotFound, ValidationFailed
+from app.kit.unit_of_work import UnitOfWork
 from app.leaderboard import freeze
 from app.tenant.service import (
     handle_of,
@@ -59,7 +60,6 @@ from app.tenant.service import (
     participant_by_handle,
     participant_for_handle,
 )
-from app.unit_of_work import UnitOfWork
 
 Practiser = TenantKey | SignedInParticipant
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.auth.models import AccountToken, TokenPurpose
 from app.auth.repository import AccountTokenRepository
 from app.auth.sessions import new_token, token_hash
-from app.db import utcnow
+from app.kit.db import utcnow
 
 LIFETIMES = {
     # Long enough for a mail read the next day (and a slow mail server's retries).

@@ -19,9 +19,9 @@ from fastapi import Depends, Request
 
 from app.auth.service import authenticate
 from app.auth.subjects import PlatformAdmin, TenantAdmin, TenantKey
-from app.deps import SessionDep
-from app.errors import Forbidden, Unauthorized
-from app.routing import release_request_session
+from app.kit.deps import SessionDep
+from app.kit.errors import Forbidden, Unauthorized
+from app.kit.routing import release_request_session
 
 
 async def get_credential(request: Request) -> str:
@@ -44,7 +44,7 @@ def get_caller(credential: CredentialDep, session: SessionDep) -> PlatformAdmin 
         return authenticate(session, credential)
     finally:
         # The endpoint runs in another trip to the thread pool: the connection must not wait
-        # for it checked out (app/deps.py).
+        # for it checked out (app/kit/deps.py).
         release_request_session()
 
 

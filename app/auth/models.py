@@ -8,7 +8,7 @@ from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.auth.subjects import ApiKeyRole
-from app.db import Base, StrEnumColumn, UTCDateTime, new_id, utcnow
+from app.kit.db import Base, StrEnumColumn, UTCDateTime, new_id, utcnow
 
 
 class ApiKey(Base):

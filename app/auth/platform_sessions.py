@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 from app.auth.models import PlatformSession
 from app.auth.repository import PlatformSessionRepository
 from app.auth.sessions import ADMIN_SESSION_SECONDS, new_token, token_hash
-from app.config import get_settings
-from app.db import utcnow
+from app.kit.config import get_settings
+from app.kit.db import utcnow
 
 
 def _admin_token_hash() -> str:

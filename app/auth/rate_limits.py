@@ -37,7 +37,7 @@ from limits.errors import StorageError
 from limits.storage import MemoryStorage, RedisStorage, Storage
 from limits.strategies import MovingWindowRateLimiter
 
-from app.config import get_settings
+from app.kit.config import get_settings
 
 ACCOUNT_FAILURES = "5/minute;10/15 minutes;20/hour;50/day"
 ADDRESS_FAILURES = "30/15 minutes;200/day"

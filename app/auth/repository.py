@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.auth.models import AccountToken, ApiKey, BrowserSession, PlatformSession, TokenPurpose
 from app.auth.subjects import ApiKeyRole
 from app.auth.tenant_access import TenantStatus
-from app.db import page_where
+from app.kit.db import page_where
 
 # Built once: every API request runs it, and composing the select each time cost ~4 % of
 # an attempt submission's CPU (SQLAlchemy caches the compiled SQL either way). It reads the

@@ -14,9 +14,9 @@ from app.auth.models import ApiKey
 from app.auth.repository import ApiKeyRepository, active_key
 from app.auth.subjects import ApiKeyRole, PlatformAdmin, TenantKey, tenant_key
 from app.auth.tenant_access import refuse_unless_active
-from app.config import get_settings
-from app.db import utcnow
-from app.errors import NotFound, Unauthorized
+from app.kit.config import get_settings
+from app.kit.db import utcnow
+from app.kit.errors import NotFound, Unauthorized
 
 KEY_PREFIX = "gk_"
 

@@ -23,7 +23,7 @@ from app.auth.repository import (
     live_session_tenant,
 )
 from app.auth.subjects import TenantAdmin
-from app.db import utcnow
+from app.kit.db import utcnow
 
 PARTICIPANT_SESSION_SECONDS = 14 * 24 * 3600
 ADMIN_SESSION_SECONDS = 12 * 3600

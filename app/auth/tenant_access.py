@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from app.error_codes import TENANT_PENDING, TENANT_SUSPENDED
-from app.errors import AppError
+from app.kit.error_codes import TENANT_PENDING, TENANT_SUSPENDED
+from app.kit.errors import AppError
 
 
 class TenantStatus(StrEnum):

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ValidationError
 
 from app.challenge.config import KindLimits
-from app.db import STORED
-from app.errors import ValidationFailed, error_details
-from app.schemas import InputSchema
+from app.kit.db import STORED
+from app.kit.errors import ValidationFailed, error_details
+from app.kit.schemas import InputSchema
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
 
@@ -128,7 +128,7 @@ class ChallengeKind:
 
     def parse(self, sections: Mapping[str, Any], *, stored: bool = False) -> KindConfig:
         """The kind's sections, validated (a 422 naming the field when they are not).
-        `stored`: read back from the database (see `app.db.STORED`)."""
+        `stored`: read back from the database (see `app.kit.db.STORED`)."""
         try:
             return self.config_model.model_validate(
                 dict(sections), context=STORED if stored else None

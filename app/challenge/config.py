@@ -8,7 +8,7 @@ from typing import Any, Self
 
 from pydantic import ConfigDict, Field
 
-from app.schemas import InputSchema
+from app.kit.schemas import InputSchema
 
 
 class Visibility(StrEnum):

@@ -10,10 +10,10 @@ from fastapi import APIRouter, Response, status
 from app.auth.gate import TenantAdminDep
 from app.challenge import service
 from app.challenge.schemas import ChallengeList, ChallengeRead, ChallengeRestore
-from app.deps import SessionDep, UnitOfWorkDep
-from app.error_codes import QUOTA_MAX_CHALLENGES, SLUG_TAKEN, raises
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.error_codes import QUOTA_MAX_CHALLENGES, SLUG_TAKEN, raises
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1/deleted-challenges", tags=["challenges"], route_class=ApiRoute)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from app.unit_of_work import Event
+from app.kit.unit_of_work import Event
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.challenge.schemas import FLAT_SCORING_FIELDS, ChallengeCreate, ChallengeUpdate
-from app.errors import ValidationFailed
+from app.kit.errors import ValidationFailed
 from app.scoring.repository import get_plugin
 from app.scoring.sandbox.child import canonical_entrypoint
 from app.scoring.strategies import PLUGIN_STRATEGY, scored_by_plugin

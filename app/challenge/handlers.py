@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from app.challenge.service import count_naming_plugin
-from app.error_codes import SCORER_IN_USE
-from app.errors import Conflict
+from app.kit.error_codes import SCORER_IN_USE
+from app.kit.errors import Conflict
+from app.kit.unit_of_work import UnitOfWork, handles
 from app.scoring.events import ScorerRemoving
-from app.unit_of_work import UnitOfWork, handles
 
 
 @handles(ScorerRemoving)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from app.challenge.config import LimitsConfig
-from app.error_codes import DAILY_LIMIT_REACHED, TOTAL_LIMIT_REACHED
-from app.errors import Conflict, TooManyRequests
+from app.kit.error_codes import DAILY_LIMIT_REACHED, TOTAL_LIMIT_REACHED
+from app.kit.errors import Conflict, TooManyRequests
 
 
 @dataclass(frozen=True)

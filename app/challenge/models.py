@@ -23,7 +23,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.auth.tenant_access import TenantStatus
 from app.challenge.config import ChallengePages, ChallengeState, LimitsConfig, Visibility
-from app.db import Base, JSONType, ModelColumn, StrEnumColumn, UTCDateTime, new_id, utcnow
+from app.kit.db import Base, JSONType, ModelColumn, StrEnumColumn, UTCDateTime, new_id, utcnow
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Strategy
 from app.tenant.models import Tenant

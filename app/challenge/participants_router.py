@@ -7,9 +7,9 @@ from fastapi import APIRouter
 
 from app.auth.gate import TenantKeyDep
 from app.challenge import service
-from app.deps import SessionDep
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset
+from app.kit.deps import SessionDep
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Limit, Offset
 from app.tenant.schemas import ParticipantList, ParticipantRead
 
 router = APIRouter(prefix="/v1", tags=["participants"], route_class=ApiRoute)

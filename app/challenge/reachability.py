@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from app.challenge.challenge_kind import NamedModel
-from app.config import get_settings
-from app.errors import Problems, ServiceUnavailable, ValidationFailed
-from app.evaluation.model_ids import base_url_problem, model_id_problem
+from app.evaluation.engine.model_ids import base_url_problem, model_id_problem
+from app.kit.config import get_settings
+from app.kit.errors import Problems, ServiceUnavailable, ValidationFailed
 from app.outbound.addresses import ResolutionFailed
 from app.outbound.policy import OutboundRefused
 from app.outbound.providers import BUILTIN_PROVIDERS

@@ -26,10 +26,10 @@ from starlette.concurrency import run_in_threadpool
 
 from app.auth.gate import CallerDep, check_tenant_key
 from app.challenge.repository import ChallengeRepository
-from app.deps import SessionDep
-from app.errors import NotFound
-from app.routing import release_request_session
-from app.schemas import Slug
+from app.kit.deps import SessionDep
+from app.kit.errors import NotFound
+from app.kit.routing import release_request_session
+from app.kit.schemas import Slug
 
 _AS_ID = TypeAdapter(uuid.UUID)
 _DESCRIPTION = (

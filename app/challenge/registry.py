@@ -18,9 +18,9 @@ from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar
 
-from app.broker.config import periodic_options
 from app.challenge.challenge_kind import ChallengeKind
-from app.errors import ValidationFailed
+from app.kit.broker.config import periodic_options
+from app.kit.errors import ValidationFailed
 
 # The built-in kinds: adding one is a package under app/kinds/ and a line here.
 BUILTIN_KINDS = (

@@ -18,7 +18,7 @@ from app.auth.subjects import PlatformAdmin
 from app.auth.tenant_access import TenantStatus
 from app.challenge.config import ChallengeState, Visibility
 from app.challenge.models import Challenge
-from app.db import count_where, page_where
+from app.kit.db import count_where, page_where
 from app.scoring.schemas import ScoringConfig
 from app.tenant.models import Tenant
 

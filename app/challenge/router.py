@@ -20,18 +20,18 @@ from app.challenge.schemas import (
     ChallengeUpdate,
     registered_kind,
 )
-from app.conditional import CONDITIONAL_READ
-from app.deps import SessionDep, UnitOfWorkDep
-from app.error_codes import (
+from app.kit.conditional import CONDITIONAL_READ
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.error_codes import (
     CHALLENGE_ARCHIVED,
     QUOTA_MAX_CHALLENGES,
     SLUG_TAKEN,
     SPLIT_FROZEN,
     raises,
 )
-from app.errors import ValidationFailed, request_error_details
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset
+from app.kit.errors import ValidationFailed, request_error_details
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Limit, Offset
 
 
 class ChallengeBodyRoute(ApiRoute):

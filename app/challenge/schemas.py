@@ -34,7 +34,7 @@ from app.challenge.config import (
 )
 from app.challenge.reference import ChallengeSlug
 from app.challenge.registry import KindNotFound, find_kind
-from app.schemas import BoundedDatetime, InputSchema, Name, OutputSchema
+from app.kit.schemas import BoundedDatetime, InputSchema, Name, OutputSchema
 from app.scoring.schemas import ENTRYPOINT_PATTERN, ScoringConfig
 from app.scoring.strategies import Strategy
 

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.error_words import pattern_words
-from app.schemas import InputSchema
+from app.kit.error_words import pattern_words
+from app.kit.schemas import InputSchema
 
 # The name of a feedback mode or a benchmark.
 NAME_PATTERN = pattern_words(

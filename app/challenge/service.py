@@ -45,15 +45,15 @@ from app.challenge.schemas import (
     ChallengeUpdate,
 )
 from app.challenge.templates import slug_of_title, with_template
-from app.db import utcnow
-from app.error_codes import (
+from app.kit.db import utcnow
+from app.kit.error_codes import (
     CHALLENGE_ARCHIVED,
     CHALLENGE_CLOSED,
     CHALLENGE_DRAFT,
     CHALLENGE_UPCOMING,
     SLUG_TAKEN,
 )
-from app.errors import (
+from app.kit.errors import (
     MISSPELT,
     Conflict,
     NotFound,
@@ -62,13 +62,13 @@ from app.errors import (
     error_details,
     problem,
 )
+from app.kit.unit_of_work import UnitOfWork
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import scored_by_plugin
 from app.scoring.validation import validate_scoring
 from app.tenant.models import Participant, Tenant
 from app.tenant.quotas import refuse_new_challenge
 from app.tenant.service import list_participants, tenant_by_slug
-from app.unit_of_work import UnitOfWork
 
 
 class Scheduled(Protocol):

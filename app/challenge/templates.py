@@ -15,7 +15,7 @@ from slugify import slugify
 from app.challenge.challenge_kind import ChallengeTemplate
 from app.challenge.reference import ChallengeSlug
 from app.challenge.registry import registered
-from app.errors import NotFound, ValidationFailed
+from app.kit.errors import NotFound, ValidationFailed
 
 # Room for `-2`... after a slug made from a title (a slug has at most 64 characters).
 _TITLE_SLUG_CHARS = 56

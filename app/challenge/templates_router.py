@@ -12,8 +12,8 @@ from app.auth.gate import TenantAdminDep
 from app.challenge.challenge_kind import ChallengeTemplate
 from app.challenge.router import KindFilter
 from app.challenge.templates import all_templates, find_template
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset, OutputSchema, page_of
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Limit, Offset, OutputSchema, page_of
 
 router = APIRouter(prefix="/v1/challenge-templates", tags=["challenges"], route_class=ApiRoute)
 

@@ -6,7 +6,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, UTCDateTime, new_id, utcnow
+from app.kit.db import Base, UTCDateTime, new_id, utcnow
 
 
 class RulesAcceptance(Base):

@@ -31,10 +31,10 @@ from app.competition import cross_tenant
 from app.competition.competition_kind import CompetitionKind
 from app.competition.repository import CompetitionRepository
 from app.competition.service import challenge_link, players
-from app.db import utcnow
+from app.kit.db import utcnow
+from app.kit.unit_of_work import unit_of_work
 from app.tenant import account_mail
 from app.tenant.service import get_tenant
-from app.unit_of_work import unit_of_work
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.competition.models import Announcement, ChallengeNotice, RulesAcceptance
-from app.db import utcnow
+from app.kit.db import utcnow
 from app.team.models import TeamMember
 from app.tenant.models import Participant
 

@@ -16,11 +16,11 @@ from app.competition.schemas import (
     RulesAcceptanceCreate,
     RulesAcceptanceRead,
 )
-from app.conditional import CONDITIONAL_READ
-from app.deps import SessionDep, UnitOfWorkDep
-from app.error_codes import NO_RULES, raises
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset
+from app.kit.conditional import CONDITIONAL_READ
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.error_codes import NO_RULES, raises
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1/challenges", tags=["challenges"], route_class=ApiRoute)
 

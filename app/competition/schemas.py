@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from app.schemas import Handle, InputSchema, Name, OutputSchema
+from app.kit.schemas import Handle, InputSchema, Name, OutputSchema
 
 MAX_ANNOUNCEMENT_CHARS = 20_000
 

@@ -35,13 +35,13 @@ from app.competition.schemas import (
     AnnouncementRead,
     RulesAcceptanceRead,
 )
-from app.config import get_settings
-from app.db import utcnow
-from app.error_codes import NO_RULES, RULES_NOT_ACCEPTED
-from app.errors import Conflict, NotFound, ValidationFailed
+from app.kit.config import get_settings
+from app.kit.db import utcnow
+from app.kit.error_codes import NO_RULES, RULES_NOT_ACCEPTED
+from app.kit.errors import Conflict, NotFound, ValidationFailed
+from app.kit.unit_of_work import UnitOfWork
 from app.tenant import account_mail
 from app.tenant.service import get_tenant, participant_for_handle
-from app.unit_of_work import UnitOfWork
 
 AcceptancesCursor = tuple[datetime, uuid.UUID]
 

@@ -7,13 +7,13 @@ from starlette.responses import StreamingResponse
 
 from app.auth.gate import TenantAdminDep
 from app.challenge.reference import ChallengeIdDep
-from app.deps import SessionDep
 from app.export import service
 from app.export.formats import ExportFormat
 from app.export.responses import export_response
 from app.export.schemas import ExportList
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset
+from app.kit.deps import SessionDep
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1", tags=["exports"], route_class=ApiRoute)
 

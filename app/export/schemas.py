@@ -5,7 +5,7 @@ from datetime import datetime
 from pydantic import Field
 
 from app.export.formats import ExportFormat
-from app.schemas import OutputSchema
+from app.kit.schemas import OutputSchema
 
 FROZEN_EXPORTS = (
     "While the challenge's public boards are frozen (from its `freeze_at` until its close): "

@@ -14,15 +14,15 @@ from app.auth.subjects import TenantKey
 from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.challenge.service import get_challenge
-from app.db import get_sessionmaker, utcnow
-from app.errors import NotFound
 from app.export.datasets import COMMON_DATASETS
 from app.export.export_kind import ExportKind
 from app.export.formats import ExportFormat
 from app.export.schemas import ColumnRead, ExportList, ExportRead
 from app.export.stream import Dataset, ExportSource, stream
+from app.kit.db import get_sessionmaker, utcnow
+from app.kit.errors import NotFound
+from app.kit.schemas import page_of
 from app.leaderboard.freeze import frozen_since
-from app.schemas import page_of
 
 
 def datasets_of(kind: str) -> Sequence[Dataset]:

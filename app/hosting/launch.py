@@ -23,10 +23,10 @@ from app.auth.subjects import TenantAdmin
 from app.challenge import service as challenges
 from app.challenge.config import ChallengeState, ChallengeStatus, Visibility
 from app.challenge.models import Challenge
-from app.db import utcnow
-from app.error_codes import LAUNCH_NOT_READY
-from app.errors import Conflict
-from app.unit_of_work import UnitOfWork
+from app.kit.db import utcnow
+from app.kit.error_codes import LAUNCH_NOT_READY
+from app.kit.errors import Conflict
+from app.kit.unit_of_work import UnitOfWork
 
 
 class CheckState(StrEnum):

@@ -9,8 +9,6 @@ from fastapi import APIRouter
 
 from app.auth.gate import PlatformAdminDep, TenantAdminDep
 from app.auth.tenant_access import TenantStatus
-from app.deps import SessionDep, UnitOfWorkDep
-from app.error_codes import ORGANIZER_UNCONFIRMED, STATUS_CHANGE_REFUSED, raises
 from app.hosting import service
 from app.hosting.schemas import (
     TenantAdminUpdate,
@@ -18,8 +16,10 @@ from app.hosting.schemas import (
     TenantOverviewList,
     TenantQuotaUsage,
 )
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.error_codes import ORGANIZER_UNCONFIRMED, STATUS_CHANGE_REFUSED, raises
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1", route_class=ApiRoute)
 

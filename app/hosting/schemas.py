@@ -8,7 +8,7 @@ from datetime import date
 from pydantic import Field
 
 from app.auth.tenant_access import TenantStatus
-from app.schemas import InputSchema, OutputSchema
+from app.kit.schemas import InputSchema, OutputSchema
 from app.tenant.schemas import TenantRead
 
 

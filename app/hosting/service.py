@@ -25,10 +25,6 @@ from sqlalchemy.orm import Session
 from app.auth.subjects import PlatformAdmin
 from app.auth.tenant_access import TenantStatus
 from app.challenge.service import kept_challenge_count
-from app.config import get_settings
-from app.db import utcnow
-from app.error_codes import ORGANIZER_UNCONFIRMED, SLUG_TAKEN
-from app.errors import Conflict, Forbidden, ValidationFailed
 from app.hosting.repository import TenantActivityRepository
 from app.hosting.schemas import (
     Organizer,
@@ -39,14 +35,18 @@ from app.hosting.schemas import (
     TenantOverview,
     TenantQuotaUsage,
 )
-from app.mail import service as mail
-from app.mail.message import Mail
-from app.schemas import Name, Slug
+from app.kit.config import get_settings
+from app.kit.db import utcnow
+from app.kit.error_codes import ORGANIZER_UNCONFIRMED, SLUG_TAKEN
+from app.kit.errors import Conflict, Forbidden, ValidationFailed
+from app.kit.mail import service as mail
+from app.kit.mail.message import Mail
+from app.kit.schemas import Name, Slug
+from app.kit.unit_of_work import UnitOfWork
 from app.tenant import account_mail, quotas
 from app.tenant import service as tenants
 from app.tenant.models import Participant, Tenant
 from app.tenant.schemas import TenantRead
-from app.unit_of_work import UnitOfWork
 
 SignupPolicy = Literal["open", "approval", "closed"]
 # What the outbox calls the message that tells organizers their tenant is approved.

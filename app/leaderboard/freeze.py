@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.subjects import Audience
 from app.challenge.models import Challenge
-from app.db import utcnow
+from app.kit.db import utcnow
 from app.leaderboard.models import BoardFreeze
 from app.leaderboard.repository import BoardFreezeRepository
 

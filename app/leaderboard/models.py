@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Uuid, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, JSONType, UTCDateTime, from_epoch_ms, utcnow
+from app.kit.db import Base, JSONType, UTCDateTime, from_epoch_ms, utcnow
 
 # The metrics an entry keeps of its attempt, beside its score, to show them.
 ENTRY_MEASURES = ("succeeded", "tokens_total", "elapsed_ms", "rating")

@@ -15,7 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
 from app.challenge.models import Challenge
-from app.db import epoch_ms, utcnow
+from app.kit.db import epoch_ms, utcnow
 from app.leaderboard.models import (
     ENTRY_MEASURES,
     BoardFreeze,

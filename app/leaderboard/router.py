@@ -7,13 +7,13 @@ from starlette.concurrency import run_in_threadpool
 from app.auth.gate import CredentialDep, check_tenant_key
 from app.auth.service import authenticate
 from app.challenge.reference import ChallengeRef, resolve_challenge
-from app.conditional import CONDITIONAL_READ
-from app.db import get_sessionmaker
-from app.deps import SessionDep
+from app.kit.conditional import CONDITIONAL_READ
+from app.kit.db import get_sessionmaker
+from app.kit.deps import SessionDep
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Limit, Offset
 from app.leaderboard import leaderboard_kind
 from app.leaderboard.schemas import Leaderboard
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1", tags=["leaderboards"], route_class=ApiRoute)
 

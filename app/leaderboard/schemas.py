@@ -5,7 +5,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from app.schemas import OutputSchema
+from app.kit.schemas import OutputSchema
 from app.scoring.strategies import Strategy
 
 

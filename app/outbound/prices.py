@@ -1,7 +1,7 @@
 """What a model call costs, from litellm's bundled price map read as data.
 
 litellm prices the calls it makes itself. Calls that do not go through litellm (the direct
-transport to OpenAI-compatible servers, app.evaluation.direct) are priced here, from
+transport to OpenAI-compatible servers, app.evaluation.engine.direct) are priced here, from
 `litellm_prices.json`: the per-token prices of litellm's bundled price map, derived from the
 installed litellm by `catalog_build`, which keeps only the models whose price this module
 computes exactly as litellm's own `completion_cost` does (checked at build time on several

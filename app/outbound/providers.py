@@ -29,10 +29,10 @@ CATALOG_PATH = Path(__file__).resolve().parent / "litellm_catalog.json"
 
 MAX_MODEL_ID_CHARS = 200
 ALL_REMOTE_PROVIDERS = "*"
-# Built into the service (app.evaluation.offline): no network, no key, no cost.
+# Built into the service (app.evaluation.engine.offline): no network, no key, no cost.
 BUILTIN_PROVIDERS = frozenset({"offline"})
 # Not litellm's: `openai-compatible/<name>` is a model of an OpenAI-compatible server reached
-# through its base URL (app.evaluation.direct), which the base-URL policy decides.
+# through its base URL (app.evaluation.engine.direct), which the base-URL policy decides.
 DIRECT_PROVIDER = "openai-compatible"
 _MODEL_ID = re.compile(r"^[A-Za-z0-9@][A-Za-z0-9._:@+-]*(?:/[A-Za-z0-9@][A-Za-z0-9._:@+-]*)*$")
 _PROVIDER_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")

@@ -59,7 +59,7 @@ KEEPALIVE_S = 4.0
 # that listens on 127.0.0.1 only.
 CONNECT_EACH_S = 2.0
 # A chat completion is text; an answer this large is a hostile or broken server. Callers pass
-# a smaller cap tied to what the request asked for (app.evaluation.bounds).
+# a smaller cap tied to what the request asked for (app.evaluation.engine.bounds).
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 _READ_SIZE = 65536
 _EXCERPT_LIMIT = 300

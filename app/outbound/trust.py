@@ -6,7 +6,7 @@ httpx falls back to certifi's bundle when either variable names nothing that exi
 in a deployment's path would silently trust the public authorities instead of the operator's
 (and fail every call to a server with a private certificate, far from the cause). Here a
 variable that names no such file or folder is an error naming it: at start-up of the service
-(app.config) and of `gauntlet eval run`, and in the transport if the environment changed since.
+(app.kit.config) and of `gauntlet eval run`, and in the transport if the environment changed since.
 """
 
 from __future__ import annotations

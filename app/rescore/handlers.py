@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 
 from app.challenge.events import ScoringChanged
+from app.kit.unit_of_work import UnitOfWork, handles
 from app.rescore.service import request_rescore, request_rescores_for_plugin
 from app.scoring.events import ScorerChanged
-from app.unit_of_work import UnitOfWork, handles
 
 
 @handles(ScoringChanged)

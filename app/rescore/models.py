@@ -7,7 +7,7 @@ from enum import StrEnum
 from sqlalchemy import ForeignKey, Index, Integer, String, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, ProducedText, StrEnumColumn, UTCDateTime, new_id, utcnow
+from app.kit.db import Base, ProducedText, StrEnumColumn, UTCDateTime, new_id, utcnow
 
 
 class RescoreStatus(StrEnum):

@@ -9,7 +9,7 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db import page_where
+from app.kit.db import page_where
 from app.rescore.models import RescoreJob
 
 

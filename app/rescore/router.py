@@ -8,11 +8,11 @@ from fastapi import APIRouter, status
 
 from app.auth.gate import TenantAdminDep
 from app.challenge.reference import ChallengeIdDep
-from app.deps import SessionDep, UnitOfWorkDep
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Limit, Offset
 from app.rescore import service
 from app.rescore.schemas import RescoreJobList, RescoreJobRead
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset
 
 router = APIRouter(prefix="/v1", route_class=ApiRoute)
 

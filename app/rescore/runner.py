@@ -17,8 +17,8 @@ from app.attempt import cross_tenant as attempts
 from app.attempt.models import Attempt
 from app.attempt.ranked import as_ranked
 from app.challenge import service as challenges
-from app.db import session_scope, utcnow
-from app.errors import NotFound
+from app.kit.db import session_scope, utcnow
+from app.kit.errors import NotFound
 from app.leaderboard import service as leaderboard
 from app.leaderboard.ranking import PlacedAttempt, placed
 from app.rescore import cross_tenant as jobs

@@ -3,8 +3,8 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
+from app.kit.schemas import OutputSchema
 from app.rescore.models import RescoreStatus
-from app.schemas import OutputSchema
 
 
 class RescoreJobRead(OutputSchema):

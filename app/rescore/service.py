@@ -11,11 +11,11 @@ from sqlalchemy.orm import Session
 
 from app.auth.subjects import PlatformAdmin
 from app.challenge import service as challenges
-from app.db import utcnow
-from app.errors import NotFound
+from app.kit.db import utcnow
+from app.kit.errors import NotFound
+from app.kit.unit_of_work import UnitOfWork, WorkerTask
 from app.rescore.models import RescoreJob, RescoreStatus
 from app.rescore.repository import RescoreJobRepository
-from app.unit_of_work import UnitOfWork, WorkerTask
 
 RESCORE_TASK = "gauntlet.rescore_challenge"
 RESCORE = WorkerTask(RESCORE_TASK, "POST .../rescore to retry")

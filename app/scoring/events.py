@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.auth.subjects import PlatformAdmin
-from app.unit_of_work import Event
+from app.kit.unit_of_work import Event
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import AwareDatetime, Field, field_validator
 
-from app.db import epoch_ms, from_epoch_ms
-from app.schemas import OutputSchema
+from app.kit.db import epoch_ms, from_epoch_ms
+from app.kit.schemas import OutputSchema
 
 
 class AttemptMetrics(OutputSchema):

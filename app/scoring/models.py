@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import Boolean, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, JSONType, UTCDateTime, utcnow
+from app.kit.db import Base, JSONType, UTCDateTime, utcnow
 
 
 class ScorerPlugin(Base):

@@ -9,10 +9,11 @@ import jsonschema
 from sqlalchemy.orm import Session
 
 from app.auth.subjects import PlatformAdmin
-from app.config import get_settings
-from app.db import utcnow
-from app.error_codes import PLUGIN_ID_TAKEN
-from app.errors import Conflict, NotFound, ServiceUnavailable, ValidationFailed
+from app.kit.config import get_settings
+from app.kit.db import utcnow
+from app.kit.error_codes import PLUGIN_ID_TAKEN
+from app.kit.errors import Conflict, NotFound, ServiceUnavailable, ValidationFailed
+from app.kit.unit_of_work import UnitOfWork
 from app.scoring import repository
 from app.scoring.events import ScorerChanged, ScorerRemoving
 from app.scoring.models import ScorerPlugin
@@ -20,7 +21,6 @@ from app.scoring.sandbox.child import canonical_entrypoint
 from app.scoring.sandbox.pool import SandboxRefused, ScorerError
 from app.scoring.sandbox.service import scorer_sandbox
 from app.scoring.schemas import InstalledScorer, ScorerCreate, ScorerUpdate
-from app.unit_of_work import UnitOfWork
 
 ENTRY_POINT_GROUP = "gauntlet.scorers"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db import page_where
+from app.kit.db import page_where
 from app.scoring.models import ScorerPlugin
 
 

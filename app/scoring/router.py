@@ -3,10 +3,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Response, status
 
 from app.auth.gate import CallerDep, PlatformAdminDep
-from app.deps import SessionDep, UnitOfWorkDep
-from app.error_codes import PLUGIN_ID_TAKEN, SCORER_IN_USE, raises
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset, page_of
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.error_codes import PLUGIN_ID_TAKEN, SCORER_IN_USE, raises
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Limit, Offset, page_of
 from app.scoring import registry
 from app.scoring.schemas import (
     InstalledScorerList,

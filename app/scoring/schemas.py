@@ -5,8 +5,8 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from app.error_words import pattern_words
-from app.schemas import InputSchema, OutputSchema
+from app.kit.error_words import pattern_words
+from app.kit.schemas import InputSchema, OutputSchema
 from app.scoring.strategies import PLUGIN_STRATEGY, STRATEGIES, Strategy, scored_by_plugin
 
 PLUGIN_ID_PATTERN = pattern_words(

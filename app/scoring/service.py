@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.config import get_settings
-from app.observability import metrics as telemetry
+from app.kit.config import get_settings
+from app.kit.observability import metrics as telemetry
 from app.scoring.repository import get_plugin
 from app.scoring.sandbox.pool import resolve_timeout_ms
 from app.scoring.sandbox.service import scorer_sandbox

@@ -17,8 +17,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
-from app.db import epoch_ms
-from app.figures import format_duration, format_number, format_percent
+from app.kit.db import epoch_ms
+from app.kit.figures import format_duration, format_number, format_percent
 from app.scoring.measures import AttemptMetrics
 
 

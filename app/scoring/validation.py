@@ -7,7 +7,7 @@ from typing import Any
 import jsonschema
 from sqlalchemy.orm import Session
 
-from app.errors import ValidationFailed
+from app.kit.errors import ValidationFailed
 from app.scoring.repository import get_plugin
 from app.scoring.strategies import scored_by_plugin
 

@@ -10,8 +10,8 @@ from fastapi import APIRouter, Response, status
 
 from app.auth.gate import TenantKeyDep
 from app.challenge.reference import ChallengeIdDep
-from app.deps import SessionDep, UnitOfWorkDep
-from app.error_codes import (
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.error_codes import (
     ALREADY_IN_TEAM,
     CHALLENGE_NOT_LIVE,
     HAS_OWN_ENTRIES,
@@ -22,8 +22,8 @@ from app.error_codes import (
     TEAMS_NOT_ALLOWED,
     raises,
 )
-from app.routing import ApiRoute
-from app.schemas import Handle, Limit, Offset
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Handle, Limit, Offset
 from app.team import service
 from app.team.schemas import (
     InviteCode,

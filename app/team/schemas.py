@@ -5,7 +5,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from app.schemas import Handle, InputSchema, OutputSchema
+from app.kit.schemas import Handle, InputSchema, OutputSchema
 
 _MEMBER = Field(
     description="The member acting, by handle (created on first use, as in submissions)."

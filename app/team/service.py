@@ -22,8 +22,8 @@ from app.challenge.config import ChallengeState
 from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.challenge.service import get_challenge
-from app.db import utcnow
-from app.error_codes import (
+from app.kit.db import utcnow
+from app.kit.error_codes import (
     ALREADY_IN_TEAM,
     CHALLENGE_NOT_LIVE,
     HAS_OWN_ENTRIES,
@@ -32,7 +32,7 @@ from app.error_codes import (
     TEAM_NAME_TAKEN,
     TEAMS_NOT_ALLOWED,
 )
-from app.errors import Conflict, NotFound, ValidationFailed
+from app.kit.errors import Conflict, NotFound, ValidationFailed
 from app.team.models import Team, TeamMember
 from app.team.repository import TeamRepository
 from app.team.schemas import (

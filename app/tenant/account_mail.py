@@ -30,13 +30,13 @@ from sqlalchemy.orm import Session
 from app.auth import account_tokens
 from app.auth.models import TokenPurpose
 from app.auth.sessions import end_participant_sessions
-from app.config import get_settings
-from app.db import utcnow
-from app.mail import service as mail
-from app.mail.message import Mail
+from app.kit.config import get_settings
+from app.kit.db import utcnow
+from app.kit.mail import service as mail
+from app.kit.mail.message import Mail
+from app.kit.unit_of_work import UnitOfWork
 from app.tenant.models import EmailPolicy, Participant, Tenant
 from app.tenant.repository import ParticipantRepository
-from app.unit_of_work import UnitOfWork
 
 MAX_EMAIL_CHARS = 254
 # Accounts one reset request asked by address may reach (one person, a few handles).

@@ -21,7 +21,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.auth.tenant_access import TenantStatus
-from app.db import Base, StrEnumColumn, UTCDateTime, new_id, utcnow
+from app.kit.db import Base, StrEnumColumn, UTCDateTime, new_id, utcnow
 
 
 class EmailPolicy(StrEnum):
@@ -78,7 +78,7 @@ class Participant(Base):
     """A player of one tenant; created on first use by a tenant key, or by signing up.
 
     Handles are unique in a tenant ignoring case ('Alice' and 'alice' are one player); the
-    first spelling is kept for display. Handles are ASCII (`app.schemas.Handle`), so SQL's
+    first spelling is kept for display. Handles are ASCII (`app.kit.schemas.Handle`), so SQL's
     lower() and Python's agree on both databases.
     """
 

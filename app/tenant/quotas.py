@@ -12,7 +12,7 @@ one rule per quota, called where the thing it counts is made.
   `Retry-After` until 00:00 UTC. They are counted while the quota is set, in the tenant's day
   row, by one conditional statement, so concurrent entries never pass it.
 - `daily_cost_budget_usd`: the model spend of a UTC day, in place of the platform's
-  `GAUNTLET_TENANT_DAILY_COST_BUDGET_USD` (read before every paid call, app.lease.budget).
+  `GAUNTLET_TENANT_DAILY_COST_BUDGET_USD` (read before every paid call, app.kit.lease.budget).
 
 Challenges and participants are counted under a lock of the tenant's row, so two requests at
 once cannot both take the last place.
@@ -29,13 +29,13 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.db import TransactionNeeded, autocommits
-from app.error_codes import (
+from app.kit.db import TransactionNeeded, autocommits
+from app.kit.error_codes import (
     QUOTA_MAX_ATTEMPTS_PER_DAY,
     QUOTA_MAX_CHALLENGES,
     QUOTA_MAX_PARTICIPANTS,
 )
-from app.errors import AppError
+from app.kit.errors import AppError
 from app.tenant import repository
 from app.tenant.models import Tenant
 from app.tenant.repository import ParticipantRepository, TenantSpendRepository

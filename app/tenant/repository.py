@@ -13,7 +13,7 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.auth.models import BrowserSession
 from app.auth.tenant_access import TenantStatus
-from app.db import count_where, insert_for, page_where, take_write_lock, utcnow
+from app.kit.db import count_where, insert_for, page_where, take_write_lock, utcnow
 from app.tenant.models import Participant, Tenant, TenantSpend
 
 

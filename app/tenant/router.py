@@ -6,11 +6,11 @@ from fastapi import APIRouter, status
 
 from app.auth.gate import PlatformAdminDep, TenantAdminDep, TenantKeyDep
 from app.auth.service import create_api_key, page_api_keys, revoke_api_key
-from app.config import get_settings
-from app.deps import SessionDep, UnitOfWorkDep
-from app.error_codes import SLUG_TAKEN, raises
-from app.routing import ApiRoute
-from app.schemas import Limit, Offset
+from app.kit.config import get_settings
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.error_codes import SLUG_TAKEN, raises
+from app.kit.routing import ApiRoute
+from app.kit.schemas import Limit, Offset
 from app.tenant import service
 from app.tenant.schemas import (
     ApiKeyCreate,

@@ -7,7 +7,7 @@ from pydantic import Field
 
 from app.auth.subjects import ApiKeyRole
 from app.auth.tenant_access import TenantStatus
-from app.schemas import InputSchema, Name, OutputSchema, Slug
+from app.kit.schemas import InputSchema, Name, OutputSchema, Slug
 from app.tenant.models import EmailPolicy
 
 

@@ -15,10 +15,10 @@ from app.auth.service import create_api_key
 from app.auth.sessions import token_hash
 from app.auth.subjects import ApiKeyRole, SignedInParticipant
 from app.auth.tenant_access import TenantStatus
-from app.config import Settings
-from app.db import utcnow
-from app.error_codes import ADMIN_NEEDS_ACCOUNT, HANDLE_TAKEN, SLUG_TAKEN, STATUS_CHANGE_REFUSED
-from app.errors import Conflict, NotFound
+from app.kit.config import Settings
+from app.kit.db import utcnow
+from app.kit.error_codes import ADMIN_NEEDS_ACCOUNT, HANDLE_TAKEN, SLUG_TAKEN, STATUS_CHANGE_REFUSED
+from app.kit.errors import Conflict, NotFound
 from app.tenant import repository
 from app.tenant.models import EmailPolicy, Participant, Tenant
 from app.tenant.quotas import refuse_new_participant

@@ -2,7 +2,7 @@
 
 - Passwords are hashed with argon2id (OWASP's minimum parameters: 19 MiB, 2 passes, 1 lane,
   about 40-70 ms on a small machine, so a sign-in stays fast and a leaked hash stays costly).
-  What a password must be is `app.strength`.
+  What a password must be is `app.kit.strength`.
 - Every visitor holds one session cookie (`gauntlet_session`, HttpOnly, SameSite=Lax, Secure
   in production or over HTTPS), signed with the settings' secret key. It carries a random
   session id and whether it is signed in. A signed-in session id is a server-side session's
@@ -33,10 +33,10 @@ from fastapi import Request
 from itsdangerous import BadData, URLSafeTimedSerializer
 from starlette.responses import Response
 
-from app import strength
 from app.auth import sessions
 from app.auth.rate_limits import AccountLimits
-from app.config import get_settings
+from app.kit import strength
+from app.kit.config import get_settings
 
 SESSION_COOKIE = "gauntlet_session"
 ADMIN_COOKIE = "gauntlet_admin"

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.figures import format_percent as percent
+from app.kit.figures import format_percent as percent
 
 # Drawn at most about this size (app.css caps it): in a narrow column or on a phone it
 # shrinks, so the labels are set large enough to stay legible at two thirds of it.

@@ -1,4 +1,4 @@
-"""How the pages write numbers, durations, shares (app.figures, shared with the scoring
+"""How the pages write numbers, durations, shares (app.kit.figures, shared with the scoring
 strategies' columns), dates and costs (also Jinja filters), and the coercions that read figures
 from stored documents without trusting their types."""
 
@@ -9,9 +9,9 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from app.figures import format_duration as format_duration
-from app.figures import format_number as format_number
-from app.figures import format_percent as format_percent
+from app.kit.figures import format_duration as format_duration
+from app.kit.figures import format_number as format_number
+from app.kit.figures import format_percent as format_percent
 
 
 def format_when(value: datetime | None) -> str:

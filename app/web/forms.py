@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from app.error_codes import VALIDATION_ERROR
-from app.errors import AppError
+from app.kit.error_codes import VALIDATION_ERROR
+from app.kit.errors import AppError
 
 
 class FormError(AppError):

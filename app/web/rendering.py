@@ -32,10 +32,10 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from app.auth.rate_limits import LimitsUnavailable
 from app.challenge.registry import registered
-from app.config import get_settings
-from app.errors import AppError
-from app.observability.health import workers_missing
-from app.routing import ApiRoute
+from app.kit.config import get_settings
+from app.kit.errors import AppError
+from app.kit.observability.health import workers_missing
+from app.kit.routing import ApiRoute
 from app.tenant.account_mail import play_problem
 from app.web import auth, formatting
 from app.web.forms import FormError

@@ -25,7 +25,7 @@ from pydantic import AwareDatetime, BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from app.error_words import json_error_words
+from app.kit.error_words import json_error_words
 
 # A text the model allows to be longer than this is a text area, not a one-line input.
 LONG_TEXT_CHARS = 500

@@ -51,9 +51,9 @@ from app.auth.subjects import TenantAdmin
 from app.challenge.challenge_kind import KindConfig
 from app.challenge.models import Challenge
 from app.challenge.registry import find_kind, kind_as
+from app.kit.unit_of_work import UnitOfWork
 from app.scoring.strategies import Measure, ScoringStrategy
 from app.tenant.models import Participant
-from app.unit_of_work import UnitOfWork
 from app.web.forms import FormError
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ Options:
   GAUNTLET_BENCHMARK_DATA_DIR, and in this package). Default: the small sample bundled in
   `data/`, ten simple puzzles written for this package (not ARC-AGI-2's own tasks).
 - `split`: `evaluation` by default.
-- `seed`: seeds the offline simulated solvers (app.evaluation.simulated) only; the tasks are
+- `seed`: seeds the offline simulated solvers (app.evaluation.engine.simulated) only; the tasks are
   the same for every seed.
 
 The prompt: an introduction, the training pairs (`--Example i--`, 0-based, each grid as
@@ -58,9 +58,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from app.evaluation import simulated
-from app.evaluation.benchmark import AttemptView, Task, resolve_data_path
-from app.evaluation.types import VerifierResult
+from app.evaluation.engine import simulated
+from app.evaluation.engine.benchmark import AttemptView, Task, resolve_data_path
+from app.evaluation.engine.types import VerifierResult
 
 VERIFIER = "deterministic"
 FEEDBACK_MODES = {"binary", "cell_match"}
@@ -248,7 +248,7 @@ def build_prompt(train: Sequence[tuple[Grid, Grid]], test_inputs: Sequence[Grid]
     )
 
 
-# What the simulated solvers are told (app.evaluation.simulated); never seen by the actor.
+# What the simulated solvers are told (app.evaluation.engine.simulated); never seen by the actor.
 
 
 def _difficulty(answers: Sequence[Grid]) -> float:

@@ -8,8 +8,8 @@ in the operator's data folder, GAUNTLET_BENCHMARK_DATA_DIR, and in this package)
 Each row is a JSON object with a `prompt` and exactly one way to grade it:
 
 - `correct_keywords` (and optional `incorrect_patterns`, `pass_threshold`): the correct-first
-  rubric of app.evaluation.verifiers.RubricVerifier; the score is the share of keywords found,
-  so rubric rows give graded scores;
+  rubric of app.evaluation.engine.verifiers.RubricVerifier; the score is the share of keywords
+  found, so rubric rows give graded scores;
 - `regex`: passes when the regular expression matches anywhere in the output (any case);
 - `answer`: a string (or a list of accepted strings) the whole output must equal, compared with
   whitespace collapsed and case folded;
@@ -30,10 +30,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.evaluation.benchmark import AttemptView, Task, resolve_data_path, run_model_client
-from app.evaluation.feedback import render_feedback
-from app.evaluation.types import VerifierResult
-from app.evaluation.verifiers import (
+from app.evaluation.engine.benchmark import AttemptView, Task, resolve_data_path, run_model_client
+from app.evaluation.engine.feedback import render_feedback
+from app.evaluation.engine.types import VerifierResult
+from app.evaluation.engine.verifiers import (
     JUDGE_RUBRIC_MAX_CHARS,
     LLMJudgeConfig,
     LLMJudgeVerifier,

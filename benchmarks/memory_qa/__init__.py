@@ -28,13 +28,13 @@ notes repeat word for word, and a repeat would only take a place from evidence):
   (so a two-entity question's second entity is reached), and what is left at the end goes to
   the best remaining notes, hop by hop. A question with no entity id falls back to `standard`.
 
-Grading, correct-first (app.evaluation.verifiers.RubricVerifier, with the question's correct
+Grading, correct-first (app.evaluation.engine.verifiers.RubricVerifier, with the question's correct
 keywords and known wrong answers): a correct keyword present in the output decides, whatever
 else the output says (the rubric's score is the share of correct keywords found, and the task
 passes when all are found: "It moved from X to Y" passes for Y, a half answer to a two-part
 question fails at 0.5); failing that, a known wrong answer present decides (a fail). Only when
 the rubric cannot decide, no correct keyword and no known wrong answer in the output (a
-paraphrase, a refusal), does the LLM judge decide (app.evaluation.verifiers.LLMJudgeVerifier
+paraphrase, a refusal), does the LLM judge decide (app.evaluation.engine.verifiers.LLMJudgeVerifier
 through the run's judge model: `judge_votes` votes, 3 by default, the median rating against
 `judge_pass_threshold`), with a rubric that quotes the correct keywords (so `offline/judge`,
 which rates the share of quoted phrases found, can grade it) and names the known wrong answers
@@ -56,10 +56,10 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from app.evaluation import simulated
-from app.evaluation.benchmark import AttemptView, Task, run_model_client
-from app.evaluation.types import VerifierResult
-from app.evaluation.verifiers import (
+from app.evaluation.engine import simulated
+from app.evaluation.engine.benchmark import AttemptView, Task, run_model_client
+from app.evaluation.engine.types import VerifierResult
+from app.evaluation.engine.verifiers import (
     LLMJudgeConfig,
     LLMJudgeVerifier,
     RubricConfig,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from app.evaluation.offline import OFFLINE_MODELS
+from app.evaluation.engine.offline import OFFLINE_MODELS
 from tests.conftest import Api, Worker
 from tests.e2e.conftest import (
     DESKTOP,
@@ -385,7 +385,7 @@ def unsolved_answer_grids(attempt: dict[str, Any], api: Api, key: str) -> list[s
     nowhere."""
     import json
 
-    from app.evaluation.benchmark import Benchmark
+    from app.evaluation.engine.benchmark import Benchmark
 
     tasks = Benchmark.load("arcagi2").load_tasks({})
     trials = api.request("GET", f"/v1/attempts/{attempt['id']}/trials?limit=500", key).json()
@@ -550,7 +550,7 @@ def test_a_running_benchmark_attempt_shows_its_progress_live(
     from sqlalchemy import select, update
 
     from app.attempt.models import Attempt
-    from app.db import session_scope
+    from app.kit.db import session_scope
     from app.tenant.models import Participant
 
     tenant = create_tenant(api)

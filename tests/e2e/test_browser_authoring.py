@@ -27,7 +27,7 @@ from tests.e2e.conftest import (
     screenshot,
     sign_up_in_browser,
 )
-from tests.integration.test_redblue import (
+from tests.integration.red_blue.test_redblue import (
     OVERRIDE,
     PLAIN,
     STRONG,

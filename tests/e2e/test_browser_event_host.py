@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from app.config import get_settings
+from app.kit.config import get_settings
 from tests.conftest import PUBLIC_URL, Api, Worker
 from tests.e2e.conftest import PASSWORD, horizontal_overflow
 from tests.e2e.test_browser_authoring import console_tab, created, new_form, tried_once

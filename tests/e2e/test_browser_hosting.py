@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from app.config import get_settings
+from app.kit.config import get_settings
 from tests.conftest import Api
 from tests.e2e.conftest import PASSWORD, PHONE, horizontal_overflow, screenshot
 from tests.e2e.test_browser_authoring import UNLABELLED_CONTROLS

@@ -147,10 +147,10 @@ def _mail_links(tenant_slug: str, handle: str, email: str) -> dict[str, str]:
     the console's page of the confirmation message."""
     from app.auth import account_tokens
     from app.auth.models import TokenPurpose
-    from app.mail import service as mail
+    from app.kit.mail import service as mail
+    from app.kit.unit_of_work import unit_of_work
     from app.tenant import account_mail
     from app.tenant import service as tenants
-    from app.unit_of_work import unit_of_work
 
     with unit_of_work() as work:
         tenant = tenants.tenant_by_slug(work.session, tenant_slug)

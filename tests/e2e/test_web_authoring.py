@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from markupsafe import escape
 
-from app.errors import detail_text
+from app.kit.errors import detail_text
 from app.web.authoring.router import DELETED_PAGE_SIZE
 from tests.conftest import Api, Worker
 from tests.e2e.conftest import WebClient, create_tenant
@@ -414,7 +414,7 @@ def test_a_split_asked_for_with_its_seed_left_empty_gets_a_seed(
 def test_a_form_with_three_mistakes_shows_three_messages_each_beside_its_field(
     api: Api, web_client: Clients
 ) -> None:
-    from tests.integration.test_challenge_templates import THREE_MISTAKES, THREE_PROBLEMS
+    from tests.integration.challenge.test_challenge_templates import THREE_MISTAKES, THREE_PROBLEMS
 
     tenant = create_tenant(api)
     key, tenant_slug = tenant["api_key"], tenant["slug"]
@@ -619,7 +619,7 @@ def test_the_deleted_challenges_page_lists_every_deleted_challenge_a_page_at_a_t
 def test_test_runs_read_as_their_kind_says_and_cost_the_same_on_every_offline_model(
     api: Api, worker: Worker, web_client: Clients
 ) -> None:
-    from tests.integration.test_challenge_templates import _finished
+    from tests.integration.challenge.test_challenge_templates import _finished
 
     tenant = create_tenant(api)
     key, tenant_slug = tenant["api_key"], tenant["slug"]

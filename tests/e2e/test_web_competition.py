@@ -15,13 +15,13 @@ from sqlalchemy import select
 
 from app.competition import notices
 from app.competition.models import ChallengeNotice
-from app.db import session_scope
+from app.kit.db import session_scope
 from tests.conftest import Api, Worker
 from tests.e2e.conftest import WebClient, create_tenant
 from tests.e2e.test_web_authoring import _admin
 from tests.e2e.test_web_mail import Clients, _confirmed_account, _one
 from tests.fixtures.mail_server import MailServer
-from tests.integration.test_benchmark_challenges import benchmark_challenge
+from tests.integration.benchmark.test_benchmark_challenges import benchmark_challenge
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 

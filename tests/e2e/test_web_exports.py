@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import Api, Worker
 from tests.e2e.conftest import WebClient, create_tenant
-from tests.integration.test_redblue import red_blue_body
+from tests.integration.red_blue.test_redblue import red_blue_body
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 

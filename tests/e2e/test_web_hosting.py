@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from app.config import get_settings
-from app.db import session_scope
+from app.kit.config import get_settings
+from app.kit.db import session_scope
 from app.tenant import service as tenants
 from tests.conftest import ADMIN_TOKEN, PUBLIC_URL, Api, Worker
 from tests.e2e.conftest import PASSWORD, WebClient, create_tenant

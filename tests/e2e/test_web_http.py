@@ -377,7 +377,7 @@ def test_an_attempt_page_of_a_trial_stored_whole_is_bounded(
     from sqlalchemy import select, update
 
     from app.attempt.models import Trial
-    from app.db import session_scope
+    from app.kit.db import session_scope
 
     key, slug = owner["api_key"], owner["slug"]
     challenge = api.create_challenge(key)
@@ -631,7 +631,7 @@ def _seed_leaderboard(tenant_id: str, challenge_id: str, rows: int, player: str)
     from sqlalchemy import insert
 
     from app.attempt.models import Attempt
-    from app.db import session_scope
+    from app.kit.db import session_scope
     from app.leaderboard.models import LeaderboardEntry
     from app.tenant.models import Participant
     from app.web.auth import hash_password
@@ -750,7 +750,7 @@ def _alert(response: Any) -> str:
 def test_the_model_spec_form_explains_refusals_and_keeps_what_was_typed(
     api: Api, web_client: Clients, owner: dict[str, Any]
 ) -> None:
-    from app.evaluation.offline import OFFLINE_MODELS
+    from app.evaluation.engine.offline import OFFLINE_MODELS
 
     key, slug = owner["api_key"], owner["slug"]
     challenge = _benchmark_challenge(api, key)

@@ -22,14 +22,14 @@ import pytest
 from sqlalchemy import select, update
 
 from app.auth.models import AccountToken
-from app.db import session_scope, utcnow
-from app.mail import service as mail
-from app.mail.message import Mail
-from app.mail.models import MailStatus, OutboundMail
+from app.kit.db import session_scope, utcnow
+from app.kit.mail import service as mail
+from app.kit.mail.message import Mail
+from app.kit.mail.models import MailStatus, OutboundMail
+from app.kit.unit_of_work import UnitOfWork, unit_of_work
 from app.tenant import account_mail
 from app.tenant import service as tenants
 from app.tenant.models import Participant
-from app.unit_of_work import UnitOfWork, unit_of_work
 from tests.conftest import PUBLIC_URL, Api, Worker
 from tests.e2e.conftest import PASSWORD, WebClient, create_tenant
 from tests.embedded import ADMIN_TOKEN as EMBEDDED_TOKEN

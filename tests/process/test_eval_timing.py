@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = r"""
 import asyncio, json, sys
-from app.evaluation import llm
-from app.evaluation.types import ModelSpec
+from app.evaluation.engine import llm
+from app.evaluation.engine.types import ModelSpec
 
 mode, path = sys.argv[1], sys.argv[2]
 litellm = llm.load_litellm()
@@ -119,7 +119,7 @@ def test_a_pool_process_skips_its_warm_up_when_the_main_process_had_none(
     seconds that Celery's start-up timeout does not allow; it leaves the cold call to its first
     attempt rather than be killed and restarted."""
     from app.attempt import runner
-    from app.evaluation import llm
+    from app.evaluation.engine import llm
 
     calls: list[str] = []
 

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MARKER = "LITELLM-IMPORTED:"
 # Also reported: what else would slow these commands' start (the openai SDK: ~0.5 s; HTTP
 # client libraries: 0.1-0.2 s; pydantic and the settings: ~0.1 s).
-HEAVY = ("openai", "aiohttp", "httpx", "pydantic", "app.config")
+HEAVY = ("openai", "aiohttp", "httpx", "pydantic", "app.kit.config")
 
 # Runs `app.cli.main` once per argument list (JSON in argv[1]); a command's SystemExit is its
 # exit code. The last line says whether litellm was imported.

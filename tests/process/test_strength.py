@@ -3,7 +3,7 @@ are tests/unit/test_strength.py)."""
 
 from __future__ import annotations
 
-from app.strength import secret_problem
+from app.kit.strength import secret_problem
 
 
 def test_the_documented_way_to_make_a_secret_makes_one_production_accepts() -> None:

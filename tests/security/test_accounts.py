@@ -242,7 +242,7 @@ def test_sessions_expire_on_the_server_whatever_the_cookie_says(
     from sqlalchemy import update
 
     from app.auth.models import BrowserSession
-    from app.db import session_scope, utcnow
+    from app.kit.db import session_scope, utcnow
 
     slug = owner["slug"]
     client = clients()
@@ -477,7 +477,7 @@ def test_the_secure_cookie_flag_comes_from_the_settings_not_from_headers(
         ("12345678", "one of the most common passwords"),
         ("Password1", "one of the most common passwords"),
         (" " * 8, "must not be blank"),
-        # Refused at the door, before the password policy sees it (app/input_guard.py).
+        # Refused at the door, before the password policy sees it (app/kit/input_guard.py).
         ("\x00" * 8, "must not contain NUL (U+0000) characters"),
         ("tab\tinside it", "must not contain control characters (U+0009"),
         ("short", "at least 8 characters"),

@@ -36,7 +36,7 @@ HUGE = str(2**63)
 
 def _run_count(attempt_id: str) -> int:
     from app.attempt.models import Attempt
-    from app.db import session_scope
+    from app.kit.db import session_scope
 
     with session_scope() as session:
         attempt = session.get(Attempt, uuid.UUID(attempt_id))

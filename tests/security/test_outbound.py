@@ -284,7 +284,7 @@ def test_an_attempt_stops_at_its_cost_budget(
 def test_a_spent_tenant_budget_starts_no_call_and_costs_no_attempt(
     api: Api, worker: Worker, tenant: dict[str, Any], provider: FakeOpenAIServer
 ) -> None:
-    from app.db import session_scope, utcnow
+    from app.kit.db import session_scope, utcnow
     from app.tenant.repository import TenantSpendRepository
 
     key = tenant["api_key"]

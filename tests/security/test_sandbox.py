@@ -91,7 +91,7 @@ class Replay:
         return result
 
     def assert_no_secret_anywhere(self, secrets: list[str], attempt_ids: list[str]) -> None:
-        from app.db import session_scope
+        from app.kit.db import session_scope
 
         seen = [response.text for response in self.answers]
         with session_scope() as session:
@@ -238,7 +238,7 @@ def test_huge_deep_and_non_json_details_are_bounded_data(
     assert odd["score"] == 1.0
     assert odd["score_details"]["nan"] == "NaN"
     assert odd["score_details"]["huge"] == str(10**40)
-    # Kept visible, escaped where it is stored (app/storable.py).
+    # Kept visible, escaped where it is stored (app/evaluation/engine/storable.py).
     assert odd["score_details"]["surrogate"] == "\\ud800 alone"
     unserializable = replay.attempt("answers:NonJsonDetails", {"unserializable": True})
     assert unserializable["score"] is None

@@ -1,4 +1,4 @@
-"""Conditional GET (app/conditional.py): a read that declares the 304 answer carries the ETag of
+"""Conditional GET (app/kit/conditional.py): a read that declares the 304 answer carries the ETag of
 its exact body, a request naming that ETag in If-None-Match (weak comparison, lists, `*`) is
 answered 304 with no body and the same ETag and Cache-Control, anything else is answered as
 before; keyed reads stay `no-store` with their ETag, and copies the public reads' cache
@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 from fastapi import APIRouter, FastAPI, Response
 
-from app.conditional import (
+from app.kit.conditional import (
     CONDITIONAL_READ,
     NOT_MODIFIED,
     ConditionalGet,
     entity_tag,
     none_match,
 )
-from app.middleware import ApiCaching
-from app.routing import ApiRoute
+from app.kit.middleware import ApiCaching
+from app.kit.routing import ApiRoute
 
 Message = dict[str, Any]
 TAG = entity_tag(b'{"items": []}')

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from app.cli import build_parser
-from app.config import Settings
+from app.kit.config import Settings
 from tests.documented import documented_commands
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +112,8 @@ def test_the_image_serves_the_api_as_compose_does(compose: dict[str, Any]) -> No
 
 def test_the_documents_show_the_commands_compose_runs(compose: dict[str, Any]) -> None:
     """The production commands the documents show (docs/production.md) are those of the
-    Compose file, which tests/integration/test_production.py starts; nothing else is shown."""
+    Compose file, which tests/integration/deployment/test_production.py starts; nothing else
+    is shown."""
     shown = [shlex.split(command, comments=True) for command in documented_commands("gauntlet")]
     ran = [compose["services"][name]["command"] for name in ("migrate", "api", "worker", "beat")]
     assert shown == ran

@@ -1,4 +1,4 @@
-"""Error codes: one registry (app/error_codes.py), the table of docs/errors.md equal to it, each
+"""Error codes: one registry (app/kit/error_codes.py), the table of docs/errors.md equal to it, each
 operation's codes in the OpenAPI document, every raise naming a code of its own status, and
 an error whose code its operation does not declare logged (the tests fail on that log)."""
 
@@ -16,8 +16,8 @@ import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
 
-from app import error_codes
-from app.error_codes import (
+from app.kit import error_codes
+from app.kit.error_codes import (
     CODES_EXTENSION,
     ERROR_CODES,
     GENERAL,
@@ -28,9 +28,9 @@ from app.error_codes import (
     code_table,
     raises,
 )
-from app.errors import AppError, Conflict
+from app.kit.errors import AppError, Conflict
+from app.kit.routing import ApiRoute
 from app.main import create_app, install_error_handlers
-from app.routing import ApiRoute
 
 ROOT = Path(__file__).resolve().parents[2]
 # The statuses whose codes every operation must declare itself, each a code of its own.
@@ -96,8 +96,8 @@ def test_the_docs_table_is_the_registry() -> None:
     found = re.search(r"<!-- error codes: begin -->\n(.*?)\n<!-- error codes: end -->", text, re.S)
     assert found is not None
     assert found.group(1) == code_table(), (
-        "docs/errors.md's table differs from app/error_codes.py: paste the output of "
-        "`python -c 'from app.error_codes import code_table; print(code_table())'`"
+        "docs/errors.md's table differs from app/kit/error_codes.py: paste the output of "
+        "`python -c 'from app.kit.error_codes import code_table; print(code_table())'`"
     )
 
 

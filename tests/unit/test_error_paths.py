@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.errors import as_given, request_error_details, telling_first
+from app.kit.errors import as_given, request_error_details, telling_first
 
 
 class Contains(BaseModel):
@@ -159,7 +159,7 @@ def test_a_field_like_none_of_the_models_keeps_pydantics_words() -> None:
 
 
 def test_fields_at_follows_unions_and_lists() -> None:
-    from app.errors import fields_at
+    from app.kit.errors import fields_at
 
     assert fields_at(Sections, ()) == {"target", "categories"}
     assert fields_at(Sections, ("target",)) == {"model", "system_prompt", "temperature"}

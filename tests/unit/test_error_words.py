@@ -12,8 +12,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.challenge.schemas import ChallengeCreate, check_closes_at, check_freeze_at
-from app.error_words import json_error_words, pattern_words, plain_message
-from app.errors import detail_text, error_details, validation_message
+from app.kit.error_words import json_error_words, pattern_words, plain_message
+from app.kit.errors import detail_text, error_details, validation_message
 
 
 class Suite(BaseModel):

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from app.fair_share.requesters import Requesters
-from app.fair_share.shares import Shares
-from app.middleware import AdmissionControl, ApiCaching, RequestObservability
+from app.kit.fair_share.requesters import Requesters
+from app.kit.fair_share.shares import Shares
+from app.kit.middleware import AdmissionControl, ApiCaching, RequestObservability
 
 Message = dict[str, Any]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.storable import (
+from app.evaluation.engine.storable import (
     NON_FINITE_MESSAGE,
     NUL_MESSAGE,
     STORED_VALUE_CHARS,
@@ -175,7 +175,7 @@ def test_a_deeply_nested_huge_value_is_bounded_without_recursion() -> None:
 def test_what_is_stored_is_bounded_whatever_its_size() -> None:
     from sqlalchemy.dialects import postgresql
 
-    from app.db import ProducedJSON
+    from app.kit.db import ProducedJSON
 
     value = {"output": "\x00" + "y" * (STORED_VALUE_CHARS + 10), "model": "m"}
     stored = ProducedJSON().process_bind_param(value, postgresql.dialect())

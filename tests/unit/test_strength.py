@@ -8,8 +8,8 @@ import string
 
 import pytest
 
-from app.config import Settings
-from app.strength import password_problem, secret_problem
+from app.kit.config import Settings
+from app.kit.strength import password_problem, secret_problem
 
 STRONG_TOKEN = secrets.token_urlsafe(32)
 STRONG_KEY = secrets.token_urlsafe(32)
@@ -164,7 +164,8 @@ def test_trusted_proxies_are_addresses_or_networks(monkeypatch: pytest.MonkeyPat
 def test_uvicorn_believes_proxy_headers_only_from_the_trusted_proxies(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from app import cli, config
+    from app import cli
+    from app.kit import config
 
     monkeypatch.setattr(config, "get_settings", lambda: _production(monkeypatch))
     assert cli.proxy_options() == {"proxy_headers": False, "forwarded_allow_ips": []}

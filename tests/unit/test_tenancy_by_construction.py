@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import app.models  # noqa: F401  (every table, the kinds' included)
-from app.db import Base
+from app.kit.db import Base
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.broker import sender
-from app.unit_of_work import UnitOfWork, WorkerTask, unit_of_work
+from app.kit.broker import sender
+from app.kit.unit_of_work import UnitOfWork, WorkerTask, unit_of_work
 
 TASK = WorkerTask("gauntlet.test_task", "nothing sends it again")
 
@@ -72,9 +72,9 @@ def test_a_failed_commit_sends_nothing(events: list[str]) -> None:
 def test_the_context_manager_commits_then_sends_or_rolls_back(
     events: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.db
+    import app.kit.db
 
-    monkeypatch.setattr(app.db, "get_sessionmaker", lambda: lambda: FakeSession(events))
+    monkeypatch.setattr(app.kit.db, "get_sessionmaker", lambda: lambda: FakeSession(events))
     with unit_of_work() as work:
         work.send_after_commit(TASK, "kept")
     assert events == ["commit", "send gauntlet.test_task kept", "close"]
@@ -88,7 +88,7 @@ def test_the_context_manager_commits_then_sends_or_rolls_back(
 def test_a_message_the_broker_refuses_is_logged_and_counted_not_raised(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from app.observability import metrics
+    from app.kit.observability import metrics
 
     sent: list[str] = []
 

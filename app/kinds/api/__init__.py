@@ -60,16 +60,16 @@ from app.challenge.config import ChallengeStatus, KindLimits, LimitsConfig, Visi
 from app.challenge.events import ChallengeClosed
 from app.challenge.reachability import checked_api_base, refuse_unreachable
 from app.challenge.sections import NAME_PATTERN, EvaluationConfig
-from app.config import Settings, get_settings
-from app.error_words import pattern_words
-from app.errors import AppError, Conflict, Forbidden, NotFound, ValidationFailed, telling_first
 from app.kinds.base import Kind
+from app.kit.config import Settings, get_settings
+from app.kit.error_words import pattern_words
+from app.kit.errors import AppError, Conflict, Forbidden, NotFound, ValidationFailed, telling_first
+from app.kit.schemas import Handle, InputSchema, Limit, ModelId, Offset, OutputSchema
+from app.kit.unit_of_work import UnitOfWork, WorkerTask, handles, unit_of_work
 from app.leaderboard.schemas import FROZEN_AT_DESCRIPTION, FROZEN_DESCRIPTION
-from app.schemas import Handle, InputSchema, Limit, ModelId, Offset, OutputSchema
 from app.scoring.measures import AttemptMetrics
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Measure, ScoringStrategy, Strategy, scoring_strategy
-from app.unit_of_work import UnitOfWork, WorkerTask, handles, unit_of_work
 
 KINDS_API_VERSION = "2.0"
 

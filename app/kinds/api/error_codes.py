@@ -6,7 +6,7 @@ code the table gains is one a kind may use.
 
 from __future__ import annotations
 
-from app.error_codes import (
+from app.kit.error_codes import (
     ADMIN_NEEDS_ACCOUNT,
     ALREADY_IN_TEAM,
     ATTEMPT_NOT_COMPLETED,

@@ -4,8 +4,8 @@ and judges, feedback modes, benchmarks and their variants, model-id checks. Ligh
 
 from __future__ import annotations
 
-from app.evalcli.variant import CliError, Variant, load_yaml, parse_variant
-from app.evaluation.benchmark import (
+from app.evaluation.commands.variant import CliError, Variant, load_yaml, parse_variant
+from app.evaluation.engine.benchmark import (
     Benchmark,
     BenchmarkError,
     DataFileNotFound,
@@ -13,11 +13,15 @@ from app.evaluation.benchmark import (
     installed_benchmarks,
     select_tasks,
 )
-from app.evaluation.feedback import CRITIC_FEEDBACK_MODES, FEEDBACK_MODE_WORDS, FEEDBACK_MODES
-from app.evaluation.llm import CompletionClient, LLMClient
-from app.evaluation.model_ids import base_url_problem, model_id_problem
-from app.evaluation.offline import OFFLINE_MODELS, PROVIDER
-from app.evaluation.types import (
+from app.evaluation.engine.feedback import (
+    CRITIC_FEEDBACK_MODES,
+    FEEDBACK_MODE_WORDS,
+    FEEDBACK_MODES,
+)
+from app.evaluation.engine.llm import CompletionClient, LLMClient
+from app.evaluation.engine.model_ids import base_url_problem, model_id_problem
+from app.evaluation.engine.offline import OFFLINE_MODELS, PROVIDER
+from app.evaluation.engine.types import (
     CallRecord,
     InfrastructureError,
     JudgeSection,
@@ -25,7 +29,7 @@ from app.evaluation.types import (
     TrialRecord,
     VerifierResult,
 )
-from app.evaluation.verifiers import LLMJudgeConfig, VerifierConfig, build_verifier
+from app.evaluation.engine.verifiers import LLMJudgeConfig, VerifierConfig, build_verifier
 
 __all__ = [
     "CRITIC_FEEDBACK_MODES",

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from app.auth.gate import TenantAdminDep, TenantKeyDep
 from app.challenge.reference import ChallengeIdDep
-from app.conditional import CONDITIONAL_READ
-from app.deps import IdempotencyKey, SessionDep, UnitOfWorkDep, accepted_headers
-from app.routing import ApiRoute
+from app.kit.conditional import CONDITIONAL_READ
+from app.kit.deps import IdempotencyKey, SessionDep, UnitOfWorkDep, accepted_headers
+from app.kit.routing import ApiRoute
 
 __all__ = [
     "CONDITIONAL_READ",

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from app.attempt.run_store import DatabaseRunStore
 from app.attempt.trial_writer import TrialWriter
-from app.lease.budget import CostBudget, RowSpend
-from app.lease.heartbeat import Heartbeat
-from app.lease.model_client import model_client
-from app.lease.models import Leased, LeasedTable, Metered
-from app.lease.repository import claim, lapsed, lock_held, release
-from app.lease.run import Failure, LeasedRun, failure_of, run_leased, run_on_process_loop
-from app.lease.service import (
+from app.kit.lease.budget import CostBudget, RowSpend
+from app.kit.lease.heartbeat import Heartbeat
+from app.kit.lease.model_client import model_client
+from app.kit.lease.models import Leased, LeasedTable, Metered
+from app.kit.lease.repository import claim, lapsed, lock_held, release
+from app.kit.lease.run import Failure, LeasedRun, failure_of, run_leased, run_on_process_loop
+from app.kit.lease.service import (
     TRANSIENT_ERRORS,
     given_back_on_transient_error,
     lease_until,

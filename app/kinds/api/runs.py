@@ -4,8 +4,8 @@ kind's run module imports it, when the run starts."""
 
 from __future__ import annotations
 
-from app.evaluation.engine import run_trials
-from app.evaluation.runner import (
+from app.evaluation.engine.engine import run_trials
+from app.evaluation.engine.runner import (
     RunAborted,
     RunConfig,
     RunConfigMismatch,

@@ -23,8 +23,8 @@ from app.challenge.service import (
     to_public_view,
 )
 from app.competition.service import refuse_unless_accepted
+from app.kit.observability.metrics import redblue_recomputed
 from app.leaderboard.freeze import Seen, before_board_write, frozen_since, read_as_seen
-from app.observability.metrics import redblue_recomputed
 from app.team.service import member_handles, player_id, players_at, team_of
 from app.tenant.quotas import count_entry
 from app.tenant.service import (

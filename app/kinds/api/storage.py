@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from app.attempt.models import Attempt
 from app.challenge.models import Challenge, challenge_not_deleted, challenge_work_runs
-from app.db import (
+from app.kit.db import (
     Base,
     JSONType,
     ProducedJSON,

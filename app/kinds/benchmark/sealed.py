@@ -1,6 +1,6 @@
 """The private part of a split challenge's scored attempt, on a worker: a run of its own, made
 when the attempt (its public part) completes and run under a lease of its own
-(`SEALED_RUN_LEASES`), as every leased job is (app/lease/run.py).
+(`SEALED_RUN_LEASES`), as every leased job is (app/kit/lease/run.py).
 
 Why a run of its own: seq@k stops a task at its first success, so how long the private tasks
 take, and how many calls, tokens and dollars they cost, tells how they went. Run with the

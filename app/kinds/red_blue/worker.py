@@ -3,7 +3,7 @@ a newly active defense, a match's run, and the sweep that re-sends what was lost
 debounced recompute of ratings and standings is `board_recompute.py`'s). Every step is safe
 to repeat (redelivered tasks, a worker that died), as attempts' are:
 
-- a self-test or a match is a leased job (app/lease/): claimed by a conditional update taking
+- a self-test or a match is a leased job (app/kit/lease/): claimed by a conditional update taking
   a lease; only the holder of the current run token finishes it; one short transaction
   claims, one completes;
 - pairing never makes a pair twice (UNIQUE(attack_id, defense_id), inserts that ignore a

@@ -7,7 +7,7 @@ whatever was cut is flagged with `"details_truncated": true`. Numbers that JSON 
 faithfully become strings: NaN and infinities (which PostgreSQL's JSONB refuses) and integers
 beyond 2**53 (which JavaScript clients would round). NUL characters and lone surrogates (which
 PostgreSQL cannot store) are left to the storage boundary, which escapes them visibly
-(app/storable.py), so a participant sees what the plugin wrote.
+(app/evaluation/engine/storable.py), so a participant sees what the plugin wrote.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from app.config import get_settings
+from app.kit.config import get_settings
 from app.scoring.sandbox.pool import Sandbox, SandboxSettings, describe_isolation, get_sandbox
 
 log = logging.getLogger(__name__)

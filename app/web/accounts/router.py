@@ -11,9 +11,9 @@ from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
 
 from app.auth.tenant_access import TenantStatus
-from app.deps import SessionDep, UnitOfWorkDep
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.unit_of_work import UnitOfWork
 from app.tenant.models import Participant, Tenant
-from app.unit_of_work import UnitOfWork
 from app.web import auth
 from app.web.accounts import service
 from app.web.forms import FormError

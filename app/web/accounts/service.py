@@ -13,14 +13,14 @@ from sqlalchemy.orm import Session
 
 from app.auth import sessions
 from app.auth.rate_limits import Refusal
-from app.errors import Conflict
-from app.schemas import Handle
+from app.kit.errors import Conflict
+from app.kit.schemas import Handle
+from app.kit.unit_of_work import UnitOfWork
 from app.tenant import account_mail
 from app.tenant import service as tenants
 from app.tenant.account_mail import EmailRefused
 from app.tenant.models import EmailPolicy, Participant, Tenant
 from app.tenant.quotas import QuotaReached
-from app.unit_of_work import UnitOfWork
 from app.web import auth
 from app.web.forms import FormError
 

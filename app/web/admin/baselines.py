@@ -22,9 +22,9 @@ from app.challenge import service as challenges
 from app.challenge.config import ChallengeState, Visibility
 from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
-from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import AppError, detail_text, error_details
-from app.observability import metrics as telemetry
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.errors import AppError, detail_text, error_details
+from app.kit.observability import metrics as telemetry
 from app.tenant import service as tenants
 from app.web.admin.console import console_tabs
 from app.web.admin.visits import AdminVisit, admin_form, admin_page_visit

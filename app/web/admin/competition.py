@@ -18,8 +18,8 @@ from app.challenge.models import Challenge
 from app.challenge.schemas import ChallengeUpdate
 from app.competition import service as competition
 from app.competition.schemas import AnnouncementCreate
-from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import AppError, detail_text, error_details
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.errors import AppError, detail_text, error_details
 from app.web.admin.console import console_tabs
 from app.web.admin.visits import AdminVisit, admin_form, admin_page_visit
 from app.web.challenges.competition import TABS

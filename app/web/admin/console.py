@@ -15,10 +15,10 @@ from starlette.responses import Response
 
 from app.challenge import service as challenges
 from app.challenge.models import Challenge
-from app.deps import SessionDep
-from app.errors import NotFound
 from app.export import service as exports
 from app.export.formats import ExportFormat
+from app.kit.deps import SessionDep
+from app.kit.errors import NotFound
 from app.tenant.models import Tenant
 from app.web.admin import service
 from app.web.admin.visits import AdminVisit, admin_page_visit

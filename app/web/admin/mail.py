@@ -12,9 +12,9 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
 
-from app.config import get_settings
-from app.deps import SessionDep, UnitOfWorkDep
-from app.mail import service as mail
+from app.kit.config import get_settings
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.mail import service as mail
 from app.tenant import service as tenants
 from app.tenant.models import EmailPolicy
 from app.web.admin.visits import admin_form, admin_page_visit

@@ -30,20 +30,20 @@ from app.auth.tenant_access import TenantClosed
 from app.challenge import service as challenges
 from app.challenge.config import ChallengeState
 from app.challenge.registry import kind_as, kind_names
-from app.config import get_settings
-from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import AppError, Conflict, NotFound, Unauthorized, telling_first
 from app.export import service as exports
 from app.export.formats import ExportFormat
 from app.export.responses import export_response
 from app.hosting import launch
 from app.hosting import service as hosting
-from app.observability import metrics as telemetry
+from app.kit.config import get_settings
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.errors import AppError, Conflict, NotFound, Unauthorized, telling_first
+from app.kit.observability import metrics as telemetry
+from app.kit.unit_of_work import UnitOfWork
 from app.scoring import registry
 from app.tenant import service as tenants
 from app.tenant.models import Tenant
 from app.tenant.schemas import ApiKeyCreate
-from app.unit_of_work import UnitOfWork
 from app.web import auth
 from app.web.admin import service
 from app.web.admin.console import console_tabs, overview_page

@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from app.challenge.registry import kind_as
 from app.challenge.service import config_of, to_public_view
-from app.deps import SessionDep
+from app.kit.deps import SessionDep
 from app.web.attempts import service
 from app.web.leaderboards.service import strategy_text
 from app.web.rendering import HtmlRoute, json_response, not_found, page, render_macro

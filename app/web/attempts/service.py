@@ -18,9 +18,9 @@ from app.auth.subjects import Audience
 from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.challenge.service import config_of, find_challenge, sealed_shown
-from app.evaluation.patterns import linear
+from app.evaluation.engine.patterns import linear
+from app.evaluation.engine.storable import encodable
 from app.scoring.strategies import scoring_strategy
-from app.storable import encodable
 from app.team.service import player_id
 from app.tenant.models import Participant, Tenant
 from app.tenant.service import entry_names

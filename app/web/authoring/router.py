@@ -22,8 +22,8 @@ from app.challenge.config import ChallengeState
 from app.challenge.models import Challenge
 from app.challenge.registry import KindNotFound
 from app.challenge.schemas import ChallengeRestore
-from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import Conflict, NotFound
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.errors import Conflict, NotFound
 from app.tenant.models import Tenant
 from app.web.admin.console import console_tabs
 from app.web.admin.visits import AdminVisit, admin_form, admin_page_visit

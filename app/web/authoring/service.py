@@ -22,14 +22,14 @@ from app.challenge.models import Challenge
 from app.challenge.registry import find_kind, kind_as, registered
 from app.challenge.schemas import ChallengeCreate, ChallengeUpdate
 from app.challenge.templates import all_templates, default_template, find_template
-from app.config import get_settings
-from app.errors import AppError, NotFound, ValidationFailed, detail_text
-from app.evaluation.feedback import FEEDBACK_MODE_WORDS, FEEDBACK_MODES
-from app.evaluation.offline import OFFLINE_MODELS
-from app.input_guard import refuse_unstorable_value
+from app.evaluation.engine.feedback import FEEDBACK_MODE_WORDS, FEEDBACK_MODES
+from app.evaluation.engine.offline import OFFLINE_MODELS
+from app.kit.config import get_settings
+from app.kit.errors import AppError, NotFound, ValidationFailed, detail_text
+from app.kit.input_guard import refuse_unstorable_value
+from app.kit.unit_of_work import UnitOfWork
 from app.outbound.prices import bundled_prices
 from app.scoring.strategies import Strategy, scoring_strategy
-from app.unit_of_work import UnitOfWork
 from app.web.schema_form import (
     FieldGroup,
     FormField,

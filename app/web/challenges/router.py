@@ -26,9 +26,9 @@ from app.challenge.models import Challenge
 from app.challenge.registry import kind_as
 from app.challenge.service import challenge_status, config_of, to_public_view
 from app.competition import service as competition_service
-from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import AppError
-from app.observability import metrics as telemetry
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.errors import AppError
+from app.kit.observability import metrics as telemetry
 from app.team import service as team_service
 from app.tenant import service as tenants
 from app.web import auth

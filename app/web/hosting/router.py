@@ -13,8 +13,8 @@ from starlette.responses import Response
 
 from app.auth.subjects import TenantAdmin
 from app.auth.tenant_access import TenantStatus
-from app.deps import SessionDep, UnitOfWorkDep
 from app.hosting import service as hosting
+from app.kit.deps import SessionDep, UnitOfWorkDep
 from app.tenant import service as tenants
 from app.tenant.models import Participant, Tenant
 from app.web import auth

@@ -4,12 +4,12 @@ policy makes it (app.hosting)."""
 
 from __future__ import annotations
 
-from app.errors import Conflict, Forbidden, ValidationFailed
 from app.hosting import service as hosting
 from app.hosting.service import HostedTenant
+from app.kit.errors import Conflict, Forbidden, ValidationFailed
+from app.kit.unit_of_work import UnitOfWork
 from app.tenant import account_mail
 from app.tenant.account_mail import EmailRefused
-from app.unit_of_work import UnitOfWork
 from app.web import auth
 from app.web.accounts.service import clean_handle
 from app.web.forms import FormError, error_field

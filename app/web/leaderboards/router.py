@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from app.challenge.registry import kind_as
 from app.challenge.service import to_public_view
-from app.deps import SessionDep
+from app.kit.deps import SessionDep
 from app.web.leaderboards.service import (
     LEADERBOARD_PAGE_SIZE,
     leaderboard_chart,

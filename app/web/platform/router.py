@@ -13,10 +13,10 @@ from starlette.responses import Response
 
 from app.auth import platform_sessions
 from app.auth.tenant_access import TenantStatus
-from app.deps import SessionDep, UnitOfWorkDep
-from app.errors import Conflict
 from app.hosting import service as hosting
 from app.hosting.schemas import TenantAdminUpdate
+from app.kit.deps import SessionDep, UnitOfWorkDep
+from app.kit.errors import Conflict
 from app.tenant import service as tenants
 from app.web import auth
 from app.web.forms import FormError

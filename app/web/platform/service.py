@@ -14,8 +14,8 @@ from app.auth import platform_sessions
 from app.auth.service import authenticate
 from app.auth.subjects import PlatformAdmin
 from app.auth.tenant_access import TenantClosed
-from app.errors import Unauthorized
 from app.hosting.schemas import QuotasUpdate
+from app.kit.errors import Unauthorized
 from app.tenant import service as tenants
 from app.web import auth
 from app.web.forms import FormError

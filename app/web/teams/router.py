@@ -11,8 +11,8 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 from starlette.responses import Response
 
-from app.deps import UnitOfWorkDep
-from app.errors import AppError, detail_text, error_details
+from app.kit.deps import UnitOfWorkDep
+from app.kit.errors import AppError, detail_text, error_details
 from app.team import service
 from app.team.schemas import TeamCreate, TeamJoin
 from app.web.challenges.router import challenge_page_response, form_fields

@@ -12,7 +12,7 @@ import pytest
 from kombu import Connection
 from kombu.transport.virtual import Channel as VirtualChannel
 
-from app.broker.folder_transport import Transport
+from app.kit.broker.folder_transport import Transport
 
 QUEUE = "gauntlet"
 

@@ -16,13 +16,13 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evalcli import upload
-from app.evalcli.folder import RunFolderStore, run_folder_for
-from app.evalcli.upload import UploadError, UploadTarget
-from app.evaluation.benchmark import Benchmark
-from app.evaluation.llm import LLMClient
-from app.evaluation.runner import RunConfig, run_benchmark
-from app.evaluation.types import ModelSpec
+from app.evaluation.commands import upload
+from app.evaluation.commands.folder import RunFolderStore, run_folder_for
+from app.evaluation.commands.upload import UploadError, UploadTarget
+from app.evaluation.engine.benchmark import Benchmark
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.runner import RunConfig, run_benchmark
+from app.evaluation.engine.types import ModelSpec
 
 
 def free_port() -> int:
@@ -248,7 +248,7 @@ def test_the_s3_sync_hook_takes_the_variant_setting(
 def test_metrics_and_inspect_read_an_s3_copy_of_a_run_without_config_json(
     run_folder: Path, endpoint: str, bucket: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from app.evalcli.cli import main as eval_main
+    from app.evaluation.commands.cli import main as eval_main
 
     upload.upload(run_folder, UploadTarget(bucket=bucket, prefix="team", endpoint_url=endpoint))
     assert eval_main(["metrics", str(run_folder), "--json"]) == 0
@@ -278,7 +278,7 @@ def test_metrics_and_inspect_read_an_s3_copy_of_a_run_without_config_json(
 def test_an_object_key_naming_a_path_outside_the_copy_is_refused(
     s3: Any, endpoint: str, bucket: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from app.evalcli.cli import main as eval_main
+    from app.evaluation.commands.cli import main as eval_main
 
     s3.put_object(Bucket=bucket, Key="run/task-1/../../../escape.json", Body=b"{}")
     with pytest.raises(UploadError, match="outside the copy"):

@@ -15,15 +15,15 @@ from tests.unit.evaluation.test_budget import CountingBudget, Unread
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.llm import LLMClient
-from app.evaluation.types import (
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.types import (
     CallRecord,
     CostBudgetExhausted,
     Message,
     ModelSpec,
     RetryPolicy,
 )
-from app.lease.budget import CostBudget
+from app.kit.lease.budget import CostBudget
 from app.outbound.policy import OutboundPolicy, parse_allowed_bases
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 

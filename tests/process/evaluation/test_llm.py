@@ -6,7 +6,8 @@ classes, caps, cost) is checked on both paths a call can take:
 - `litellm`: a provider model id (`openai/fake-model`) with no base URL; litellm's openai
   provider reads the server's address from `OPENAI_API_BASE`, so the request takes litellm's
   real HTTP path;
-- `direct`: the same model id with an `api_base`, over the direct transport (app.evaluation.direct);
+- `direct`: the same model id with an `api_base`, over the direct transport
+  (app.evaluation.engine.direct);
 - `openai-compatible`: the explicit `openai-compatible/` prefix with an `api_base`, also direct.
 """
 
@@ -27,9 +28,10 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.direct import ConnectionPools
-from app.evaluation.llm import LLMClient, load_litellm, retry_after_seconds
-from app.evaluation.types import (
+from app.evaluation.engine.direct import ConnectionPools
+from app.evaluation.engine.llm import LLMClient, load_litellm, retry_after_seconds
+from app.evaluation.engine.storable import TRUNCATION_MARK
+from app.evaluation.engine.types import (
     InfrastructureError,
     Message,
     ModelSpec,
@@ -38,7 +40,6 @@ from app.evaluation.types import (
 )
 from app.outbound.prices import Price, bundled_prices
 from app.outbound.providers import bundled_catalog
-from app.storable import TRUNCATION_MARK
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 
 USER: list[Message] = [{"role": "user", "content": "hello there"}]
@@ -148,9 +149,9 @@ def test_unknown_price_gives_no_cost_and_one_warning_per_model(
         second = await client.complete(transport.spec(), USER)
         return [first.cost_usd, second.cost_usd]
 
-    with caplog.at_level(logging.WARNING, logger="app.evaluation.llm"):
+    with caplog.at_level(logging.WARNING, logger="app.evaluation.engine.llm"):
         assert asyncio.run(twice()) == [None, None]
-    warnings = [record for record in caplog.records if record.name == "app.evaluation.llm"]
+    warnings = [record for record in caplog.records if record.name == "app.evaluation.engine.llm"]
     assert len(warnings) == 1
     assert transport.model() in warnings[0].getMessage()
 
@@ -184,7 +185,7 @@ def test_a_prices_override_prices_its_model_on_every_path(transport: Transport) 
     assert record.cost_usd == 6 * 1.0 + 4 * 0.5 + 5 * 3.0
 
 
-# Bounded outputs, usage and prompts (app.evaluation.bounds)
+# Bounded outputs, usage and prompts (app.evaluation.engine.bounds)
 
 
 def test_an_answer_longer_than_max_tokens_allows_is_cut_with_a_mark(

@@ -13,13 +13,13 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.llm import LLMClient, load_litellm
-from app.evaluation.offline import (
+from app.evaluation.engine.llm import LLMClient, load_litellm
+from app.evaluation.engine.offline import (
     OFFLINE_MODELS,
     register_offline_models,
 )
-from app.evaluation.prompts import build_judge_prompt
-from app.evaluation.types import Message, ModelSpec
+from app.evaluation.engine.prompts import build_judge_prompt
+from app.evaluation.engine.types import Message, ModelSpec
 
 
 @pytest.fixture(scope="module")

@@ -14,13 +14,13 @@ from tests.unit.evaluation.test_runner import config, run
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.benchmark import (
+from app.evaluation.engine.benchmark import (
     AttemptView,
     Task,
     complete,
 )
-from app.evaluation.llm import LLMClient, load_litellm
-from app.evaluation.types import ModelSpec, RetryPolicy, VerifierResult
+from app.evaluation.engine.llm import LLMClient, load_litellm
+from app.evaluation.engine.types import ModelSpec, RetryPolicy, VerifierResult
 from tests.fixtures.eval_benchmark import make_benchmark
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 
@@ -75,7 +75,7 @@ def test_transient_failures_are_retried_and_usage_summed_per_role(
             sleeps.append(delay)
 
         client = LLMClient(retry=RetryPolicy(max_attempts=3, base_delay_s=0.01), sleep=no_sleep)
-        with caplog.at_level(logging.WARNING, logger="app.evaluation.llm"):
+        with caplog.at_level(logging.WARNING, logger="app.evaluation.engine.llm"):
             result = run(make_benchmark(count=2), config(metric="pass@k", k=2, actor=actor), client)
         assert result.status == "complete"
         assert server.request_count == 6

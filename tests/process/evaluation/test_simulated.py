@@ -23,10 +23,10 @@ def test_a_new_process_registers_the_tasks_it_loads_like_a_worker_does() -> None
         """
         import asyncio, os
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        from app.evaluation.benchmark import Benchmark
-        from app.evaluation.llm import LLMClient
-        from app.evaluation.simulated import UNREGISTERED_REPLY
-        from app.evaluation.types import ModelSpec
+        from app.evaluation.engine.benchmark import Benchmark
+        from app.evaluation.engine.llm import LLMClient
+        from app.evaluation.engine.simulated import UNREGISTERED_REPLY
+        from app.evaluation.engine.types import ModelSpec
 
         task = Benchmark.load("arcagi2").load_tasks({})[0]
         spec = ModelSpec("offline/solver-sim", temperature=0.0)

@@ -10,7 +10,7 @@ from app.outbound.providers import bundled_catalog
 def test_every_chat_model_s_limits_are_litellm_s() -> None:
     from importlib.metadata import version
 
-    from app.evaluation.llm import load_litellm
+    from app.evaluation.engine.llm import load_litellm
 
     litellm = load_litellm()
     table, catalog = bundled_limits(), bundled_catalog()

@@ -18,8 +18,8 @@ from tests.unit.outbound.test_policy import _call, policy, resolver
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.llm import LLMClient
-from app.evaluation.types import InfrastructureError, ModelSpec, RetryPolicy
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.types import InfrastructureError, ModelSpec, RetryPolicy
 from app.outbound import transport
 from tests.fixtures.fake_openai import FakeOpenAIServer
 

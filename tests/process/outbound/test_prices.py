@@ -14,7 +14,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 def test_every_openai_model_costs_what_litellm_says_on_usages_the_build_never_tried() -> None:
-    from app.evaluation.llm import load_litellm
+    from app.evaluation.engine.llm import load_litellm
 
     litellm = load_litellm()
     table, catalog = bundled_prices(), bundled_catalog()

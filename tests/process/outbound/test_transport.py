@@ -22,9 +22,9 @@ from typing import Any
 import h11
 import pytest
 
-from app.evaluation.direct import ConnectionPools
-from app.evaluation.llm import LLMClient, is_transient
-from app.evaluation.types import InfrastructureError, ModelSpec, RetryPolicy
+from app.evaluation.engine.direct import ConnectionPools
+from app.evaluation.engine.llm import LLMClient, is_transient
+from app.evaluation.engine.types import InfrastructureError, ModelSpec, RetryPolicy
 from app.outbound import transport
 from app.outbound.addresses import DestinationRefused, ResolutionFailed
 from app.outbound.policy import OutboundPolicy

@@ -12,7 +12,7 @@ from app.attempt import service
 from app.attempt.repository import SubmissionTarget
 from app.attempt.service import Player, entry_player, shown_handle
 from app.challenge.config import ChallengeState, LimitsConfig
-from app.errors import ValidationFailed
+from app.kit.errors import ValidationFailed
 
 TENANT = uuid.uuid4()
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.attempt.attempt_kind import AttemptKind, ShownFields, stored_fields
-from app.evaluation.types import InfrastructureError
+from app.evaluation.engine.types import InfrastructureError
 from app.kinds.benchmark import KIND as BENCHMARK
 from app.kinds.benchmark.config import StoredFields, shown_fields
 from app.kinds.prompt import KIND as PROMPT

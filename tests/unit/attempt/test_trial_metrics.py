@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.attempt.metrics import trial_metrics
-from app.evaluation.types import ActorSection, CriticSection, JudgeSection, TrialRecord
+from app.evaluation.engine.types import ActorSection, CriticSection, JudgeSection, TrialRecord
 from app.scoring.measures import AttemptMetrics
 
 

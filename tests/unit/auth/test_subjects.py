@@ -17,7 +17,7 @@ from app.auth.subjects import (
     TenantMember,
     tenant_key,
 )
-from app.errors import Forbidden
+from app.kit.errors import Forbidden
 
 TENANT = uuid.uuid4()
 KEY = uuid.uuid4()

@@ -14,13 +14,13 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import benchmarks.arcagi2 as arc
-from app.evalcli.variant import load_prices, parse_variant, run_config_from_variant
-from app.evaluation import simulated
-from app.evaluation.benchmark import AttemptView, Benchmark, Task
-from app.evaluation.feedback import render_feedback
-from app.evaluation.llm import LLMClient
-from app.evaluation.runner import MemoryRunStore, RunConfig, RunResult, run_benchmark
-from app.evaluation.types import ModelSpec, VerifierResult
+from app.evaluation.commands.variant import load_prices, parse_variant, run_config_from_variant
+from app.evaluation.engine import simulated
+from app.evaluation.engine.benchmark import AttemptView, Benchmark, Task
+from app.evaluation.engine.feedback import render_feedback
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.runner import MemoryRunStore, RunConfig, RunResult, run_benchmark
+from app.evaluation.engine.types import ModelSpec, VerifierResult
 
 BENCHMARK = Benchmark.load("arcagi2")
 SIM = "offline/solver-sim"
@@ -365,7 +365,7 @@ def test_the_cli_runs_a_bundled_variant_into_a_run_folder(tmp_path: Path) -> Non
 def test_seq_k_with_feedback_beats_pass_k_on_the_bundled_sample() -> None:
     # The simulation draws seq@k attempt t with pass@k sample t's number at a chance raised by
     # feedback, so every task pass@k solves within k, seq@k solves too (module docstring of
-    # app.evaluation.simulated); the parameters are the bundled variants'.
+    # app.evaluation.engine.simulated); the parameters are the bundled variants'.
     k = 5
     actor = ModelSpec(SIM, temperature=0.8)
     passk, _ = run(RunConfig("arcagi2", "pass@k", k, "binary", actor))

@@ -11,10 +11,10 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import benchmarks.jsonl as jsonl
-from app.evaluation.benchmark import AttemptView, Benchmark, Task
-from app.evaluation.llm import LLMClient
-from app.evaluation.runner import MemoryRunStore, RunConfig, run_benchmark
-from app.evaluation.types import ModelSpec, VerifierResult
+from app.evaluation.engine.benchmark import AttemptView, Benchmark, Task
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.runner import MemoryRunStore, RunConfig, run_benchmark
+from app.evaluation.engine.types import ModelSpec, VerifierResult
 from tests.fixtures.eval_benchmark import ScriptedClient
 
 BENCHMARK = Benchmark.load("jsonl")

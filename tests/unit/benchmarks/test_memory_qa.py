@@ -11,13 +11,13 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import benchmarks.memory_qa as memory_qa
-from app.evalcli.variant import load_prices, parse_variant, run_config_from_variant
-from app.evaluation.benchmark import AttemptView, Benchmark, Task, use_models
-from app.evaluation.feedback import render_feedback
-from app.evaluation.llm import LLMClient
-from app.evaluation.offline import judge_verdict
-from app.evaluation.runner import MemoryRunStore, RunConfig, RunResult, run_benchmark
-from app.evaluation.types import ModelSpec, VerifierResult
+from app.evaluation.commands.variant import load_prices, parse_variant, run_config_from_variant
+from app.evaluation.engine.benchmark import AttemptView, Benchmark, Task, use_models
+from app.evaluation.engine.feedback import render_feedback
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.offline import judge_verdict
+from app.evaluation.engine.runner import MemoryRunStore, RunConfig, RunResult, run_benchmark
+from app.evaluation.engine.types import ModelSpec, VerifierResult
 from benchmarks.memory_qa.data import CATEGORIES, Note, extract_entities, generate_memory
 
 BENCHMARK = Benchmark.load("memory_qa")

@@ -13,7 +13,7 @@ from app.challenge.flat_scoring import (
     scoring_from_flat,
 )
 from app.challenge.schemas import ChallengeCreate, ChallengeUpdate
-from app.errors import ValidationFailed
+from app.kit.errors import ValidationFailed
 
 PROMPT_CHALLENGE = {
     "slug": "flat",

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from app.attempt.attempt_kind import AttemptKind
 from app.challenge import registry
 from app.challenge.challenge_kind import Accepts, ChallengeKind
-from app.config import Settings
+from app.kit.config import Settings
 from app.leaderboard.leaderboard_kind import LeaderboardKind
 from app.web.web_kind import WebKind
 

@@ -12,12 +12,12 @@ import yaml
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from app.cli import build_parser
-from app.evalcli.cli import main
-from app.evalcli.report import Console
-from app.evaluation.benchmark import Task
-from app.evaluation.metrics import TaskOutcome, TaskStats
-from app.evaluation.runner import RunEvent
-from app.evaluation.types import ActorSection, JudgeSection, TrialRecord
+from app.evaluation.commands.cli import main
+from app.evaluation.commands.report import Console
+from app.evaluation.engine.benchmark import Task
+from app.evaluation.engine.metrics import TaskOutcome, TaskStats
+from app.evaluation.engine.runner import RunEvent
+from app.evaluation.engine.types import ActorSection, JudgeSection, TrialRecord
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "benchmarks" / "jsonl" / "variants" / "example.yaml"
@@ -232,8 +232,8 @@ def test_the_cli_reads_the_allowed_bases_as_the_settings_do(
     environment: dict[str, str],
     dotenv: str | None,
 ) -> None:
-    from app.config import Settings
-    from app.evalcli.cli import allowed_api_bases_setting
+    from app.evaluation.commands.cli import allowed_api_bases_setting
+    from app.kit.config import Settings
 
     for name in list(os.environ):
         if name.lower() == "gauntlet_allowed_api_bases":
@@ -262,7 +262,7 @@ def test_a_malformed_allowed_bases_setting_is_a_clear_error(
 def test_ctrl_c_after_the_run_finished_exits_130_without_a_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import app.evalcli.cli as cli
+    import app.evaluation.commands.cli as cli
 
     def interrupted(*_: Any, **__: Any) -> str:
         raise KeyboardInterrupt

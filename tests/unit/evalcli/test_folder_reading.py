@@ -18,10 +18,10 @@ import yaml
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evalcli.cli import main
-from app.evalcli.folder import RunFolderError, RunFolderStore
-from app.evaluation.runner import RunConfig, RunConfigMismatch, run_benchmark
-from app.evaluation.types import ModelSpec
+from app.evaluation.commands.cli import main
+from app.evaluation.commands.folder import RunFolderError, RunFolderStore
+from app.evaluation.engine.runner import RunConfig, RunConfigMismatch, run_benchmark
+from app.evaluation.engine.types import ModelSpec
 from tests.fixtures.eval_benchmark import ScriptedClient, make_benchmark
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -10,12 +10,12 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evalcli import plot
-from app.evalcli.folder import RunFolderStore, run_folder_for
-from app.evaluation.benchmark import Benchmark
-from app.evaluation.llm import LLMClient
-from app.evaluation.runner import RunConfig, run_benchmark
-from app.evaluation.types import ModelSpec
+from app.evaluation.commands import plot
+from app.evaluation.commands.folder import RunFolderStore, run_folder_for
+from app.evaluation.engine.benchmark import Benchmark
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.runner import RunConfig, run_benchmark
+from app.evaluation.engine.types import ModelSpec
 
 ACTOR = ModelSpec("offline/solver-sim", temperature=0.8)
 

@@ -16,12 +16,12 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evalcli.cli import main
-from app.evalcli.folder import RunFolderStore, run_folder_for
-from app.evalcli.variant import load_yaml, parse_variant, run_config_from_variant
-from app.evaluation.benchmark import Benchmark
-from app.evaluation.runner import RunConfig, run_benchmark
-from app.evaluation.types import CallRecord, Message, ModelSpec
+from app.evaluation.commands.cli import main
+from app.evaluation.commands.folder import RunFolderStore, run_folder_for
+from app.evaluation.commands.variant import load_yaml, parse_variant, run_config_from_variant
+from app.evaluation.engine.benchmark import Benchmark
+from app.evaluation.engine.runner import RunConfig, run_benchmark
+from app.evaluation.engine.types import CallRecord, Message, ModelSpec
 from app.outbound.prices import bundled_prices
 from app.outbound.providers import bundled_catalog
 from tests.fixtures.seq_k.arc_model import ArcModel

@@ -1,5 +1,5 @@
-"""Variant checking (app.evalcli.variant.parse_variant): what is accepted, and that every problem
-is reported at once with its key path."""
+"""Variant checking (app.evaluation.commands.variant.parse_variant): what is accepted, and that
+every problem is reported at once with its key path."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from app.evalcli.variant import (
+from app.evaluation.commands.variant import (
     DEFAULT_CHAR_LIMIT,
     DEFAULT_CONCURRENCY,
     CliError,
     Concurrency,
     parse_variant,
 )
-from app.evaluation.types import ModelSpec
+from app.evaluation.engine.types import ModelSpec
 
 MINIMAL = {"metric": "pass@k", "k": 3, "model": "offline/echo"}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.evaluation.benchmark import (
+from app.evaluation.engine.benchmark import (
     Benchmark,
     DataFileNotFound,
     confined_data_files,

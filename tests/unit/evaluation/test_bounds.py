@@ -1,11 +1,11 @@
-"""The bounds of one model call (app.evaluation.bounds): what is kept of an answer, how much
+"""The bounds of one model call (app.evaluation.engine.bounds): what is kept of an answer, how much
 of it is read, what a usage may claim, which prompt is too long."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.evaluation.bounds import (
+from app.evaluation.engine.bounds import (
     DEFAULT_MAX_OUTPUT_CHARS,
     MAX_BYTES_PER_TOKEN,
     MIN_OUTPUT_CHARS,
@@ -24,8 +24,8 @@ from app.evaluation.bounds import (
     prompt_token_floor,
     response_byte_cap,
 )
-from app.evaluation.types import CallRecord, JudgeSection, Message, TrialRecord
-from app.storable import TRUNCATION_MARK
+from app.evaluation.engine.storable import TRUNCATION_MARK
+from app.evaluation.engine.types import CallRecord, JudgeSection, Message, TrialRecord
 
 # Output caps
 

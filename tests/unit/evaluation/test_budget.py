@@ -14,15 +14,15 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.runner import MemoryRunStore, RunConfig, run_benchmark
-from app.evaluation.types import (
+from app.evaluation.engine.runner import MemoryRunStore, RunConfig, run_benchmark
+from app.evaluation.engine.types import (
     CallRecord,
     CostBudgetExhausted,
     InfrastructureError,
     Message,
     ModelSpec,
 )
-from app.lease.budget import CostBudget, format_usd
+from app.kit.lease.budget import CostBudget, format_usd
 from tests.fixtures.eval_benchmark import ScriptedClient, make_benchmark
 
 

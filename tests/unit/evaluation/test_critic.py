@@ -7,17 +7,21 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.critic import CRITIC_FEEDBACK_LIMIT_CHARS, critic_feedback, critic_messages
-from app.evaluation.engine import run_trials
-from app.evaluation.feedback import (
+from app.evaluation.engine.critic import (
+    CRITIC_FEEDBACK_LIMIT_CHARS,
+    critic_feedback,
+    critic_messages,
+)
+from app.evaluation.engine.engine import run_trials
+from app.evaluation.engine.feedback import (
     CRITIC_FEEDBACK_MODES,
     FEEDBACK_MODES,
     TRUNCATION_MARKER,
     known_feedback_modes,
     validate_feedback_mode,
 )
-from app.evaluation.types import ModelSpec, VerifierResult
-from app.evaluation.verifiers import RubricConfig, RubricVerifier
+from app.evaluation.engine.types import ModelSpec, VerifierResult
+from app.evaluation.engine.verifiers import RubricConfig, RubricVerifier
 from tests.fixtures.eval_benchmark import ScriptedClient
 
 CRITIC = ModelSpec("fake/critic", temperature=0.0)

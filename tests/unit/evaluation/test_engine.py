@@ -10,16 +10,16 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.engine import run_trials
-from app.evaluation.feedback import (
+from app.evaluation.engine.engine import run_trials
+from app.evaluation.engine.feedback import (
     COMPACT_LIMIT_CHARS,
     FEEDBACK_MODES,
     TRUNCATION_MARKER,
     render_feedback,
     validate_feedback_mode,
 )
-from app.evaluation.llm import LLMClient
-from app.evaluation.types import (
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.types import (
     ActorSection,
     CallRecord,
     CriticSection,
@@ -31,7 +31,12 @@ from app.evaluation.types import (
     TrialRecord,
     VerifierResult,
 )
-from app.evaluation.verifiers import ContainsConfig, ContainsVerifier, RubricConfig, RubricVerifier
+from app.evaluation.engine.verifiers import (
+    ContainsConfig,
+    ContainsVerifier,
+    RubricConfig,
+    RubricVerifier,
+)
 
 ACTOR = ModelSpec(model="fake/actor")
 TASK = "What is 6 x 7?"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.evaluation.llm import LLMClient, is_transient
-from app.evaluation.types import RetryPolicy
+from app.evaluation.engine.llm import LLMClient, is_transient
+from app.evaluation.engine.types import RetryPolicy
 
 
 def test_the_output_ceiling_must_be_positive() -> None:

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from app.evaluation.metrics import pass_at_k, pass_curve, seq_at_t
+from app.evaluation.engine.metrics import pass_at_k, pass_curve, seq_at_t
 
 
 def exact_pass_at_k(n: int, c: int, k: int) -> Fraction:
@@ -104,7 +104,7 @@ def test_seq_at_t_rejects_zero_based_indices() -> None:
 
 # best-score curves, standard errors, run curves, usage and cost
 
-from app.evaluation.metrics import (  # noqa: E402
+from app.evaluation.engine.metrics import (  # noqa: E402
     AttemptOutcome,
     Price,
     TaskOutcome,

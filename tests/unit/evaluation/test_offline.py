@@ -7,13 +7,13 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.llm import LLMClient
-from app.evaluation.offline import (
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.offline import (
     OFFLINE_MODELS,
     judge_verdict,
     rubric_keywords,
 )
-from app.evaluation.types import InfrastructureError, ModelSpec
+from app.evaluation.engine.types import InfrastructureError, ModelSpec
 
 
 def test_offline_models_are_listed() -> None:

@@ -12,9 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from app.evaluation.patterns import PatternError, compile_tenant_pattern, linear, python_to_re2
-from app.evaluation.types import InfrastructureError
-from app.evaluation.verifiers import (
+from app.evaluation.engine.patterns import (
+    PatternError,
+    compile_tenant_pattern,
+    linear,
+    python_to_re2,
+)
+from app.evaluation.engine.types import InfrastructureError
+from app.evaluation.engine.verifiers import (
     RegexConfig,
     RegexVerifier,
     RubricConfig,

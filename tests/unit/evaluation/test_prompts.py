@@ -1,4 +1,4 @@
-"""The seq@k prompt (app.evaluation.prompts): by default seq_k's `build_prompt` text word for
+"""The seq@k prompt (app.evaluation.engine.prompts): by default seq_k's `build_prompt` text word for
 word (checked against what seq_k's own code returned, tests/fixtures/seq_k/prompts.json), with
 the history whole as seq_k sends it (an output is cut only where its call's bound cut what was
 stored); the earlier wording kept as the `gauntlet-2025` style, with the bounds its runs were
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from app.evaluation.bounds import capped_output, output_char_cap
-from app.evaluation.prompts import (
+from app.evaluation.engine.bounds import capped_output, output_char_cap
+from app.evaluation.engine.prompts import (
     EARLIER_FEEDBACK_CHARS,
     EARLIER_OUTPUT_CHARS,
     GAUNTLET_2025_STYLE,
@@ -25,8 +25,8 @@ from app.evaluation.prompts import (
     bounded_history,
     build_actor_messages,
 )
-from app.evaluation.types import ActorSection, CriticSection, JudgeSection, TrialRecord
-from app.storable import TRUNCATION_MARK
+from app.evaluation.engine.storable import TRUNCATION_MARK
+from app.evaluation.engine.types import ActorSection, CriticSection, JudgeSection, TrialRecord
 
 SEQ_K_PROMPTS = json.loads(
     (Path(__file__).resolve().parents[2] / "fixtures" / "seq_k" / "prompts.json").read_text(
@@ -85,7 +85,7 @@ def test_seq_ks_history_carries_a_long_output_and_feedback_whole() -> None:
 
 
 def test_seq_ks_history_shows_an_output_as_its_call_stored_it() -> None:
-    """What the history may cut is what the call's bound cut (app.evaluation.bounds): the
+    """What the history may cut is what the call's bound cut (app.evaluation.engine.bounds): the
     stored output, mark included, and nothing more."""
     cap = output_char_cap(16, 200_000)
     stored, cut = capped_output("y" * 50_000, cap)

@@ -13,8 +13,8 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evalcli import folder as run_folder
-from app.evalcli.folder import (
+from app.evaluation.commands import folder as run_folder
+from app.evaluation.commands.folder import (
     RunFolderError,
     RunFolderStore,
     find_run_folders,
@@ -23,9 +23,9 @@ from app.evalcli.folder import (
     run_folder_for,
     write_json_atomic,
 )
-from app.evaluation.benchmark import Task
-from app.evaluation.runner import RunConfig, run_benchmark
-from app.evaluation.types import ActorSection, JudgeSection, ModelSpec, TrialRecord
+from app.evaluation.engine.benchmark import Task
+from app.evaluation.engine.runner import RunConfig, run_benchmark
+from app.evaluation.engine.types import ActorSection, JudgeSection, ModelSpec, TrialRecord
 from tests.fixtures.eval_benchmark import ScriptedClient, make_benchmark
 
 ACTOR = ModelSpec("openai/gpt-4o-mini", temperature=0.3)

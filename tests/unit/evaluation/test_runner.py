@@ -12,8 +12,8 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evalcli.folder import RunFolderStore
-from app.evaluation.benchmark import (
+from app.evaluation.commands.folder import RunFolderStore
+from app.evaluation.engine.benchmark import (
     AttemptView,
     Benchmark,
     BenchmarkError,
@@ -22,7 +22,7 @@ from app.evaluation.benchmark import (
     resolve_spec,
     use_models,
 )
-from app.evaluation.runner import (
+from app.evaluation.engine.runner import (
     MemoryRunStore,
     RunAborted,
     RunConfig,
@@ -35,7 +35,7 @@ from app.evaluation.runner import (
     run_benchmark,
     select_tasks,
 )
-from app.evaluation.types import Message, ModelSpec, TrialRecord, VerifierResult
+from app.evaluation.engine.types import Message, ModelSpec, TrialRecord, VerifierResult
 from app.outbound.prices import Price
 from tests.fixtures.eval_benchmark import ScriptedClient, make_benchmark, make_tasks, secret
 

@@ -20,11 +20,11 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evalcli.cli import main
-from app.evalcli.folder import write_json_atomic
-from app.evaluation.metrics import UsageTotals, price_lookup, rounded_cost, tokens_by_model
-from app.evaluation.runner import MemoryRunStore, RunConfig, run_benchmark
-from app.evaluation.types import ModelSpec, TrialRecord
+from app.evaluation.commands.cli import main
+from app.evaluation.commands.folder import write_json_atomic
+from app.evaluation.engine.metrics import UsageTotals, price_lookup, rounded_cost, tokens_by_model
+from app.evaluation.engine.runner import MemoryRunStore, RunConfig, run_benchmark
+from app.evaluation.engine.types import ModelSpec, TrialRecord
 from app.outbound.prices import Price
 from tests.fixtures.eval_benchmark import ScriptedClient, make_benchmark
 from tests.fixtures.seq_k.compare import compare_file

@@ -8,13 +8,13 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation import simulated
-from app.evaluation.feedback import BINARY_FEEDBACK
-from app.evaluation.llm import LLMClient
-from app.evaluation.model_ids import model_id_problem
-from app.evaluation.offline import OFFLINE_MODELS
-from app.evaluation.prompts import GAUNTLET_2025_STYLE, SEQ_K_STYLE, build_actor_messages
-from app.evaluation.simulated import (
+from app.evaluation.engine import simulated
+from app.evaluation.engine.feedback import BINARY_FEEDBACK
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.model_ids import model_id_problem
+from app.evaluation.engine.offline import OFFLINE_MODELS
+from app.evaluation.engine.prompts import GAUNTLET_2025_STYLE, SEQ_K_STYLE, build_actor_messages
+from app.evaluation.engine.simulated import (
     SOLVER_SIM_MODEL,
     UNREGISTERED_REPLY,
     WEAK_SOLVER_SIM_MODEL,
@@ -22,7 +22,13 @@ from app.evaluation.simulated import (
     reply,
     success_probability,
 )
-from app.evaluation.types import ActorSection, CriticSection, JudgeSection, ModelSpec, TrialRecord
+from app.evaluation.engine.types import (
+    ActorSection,
+    CriticSection,
+    JudgeSection,
+    ModelSpec,
+    TrialRecord,
+)
 
 CORRECT = "The answer is RIGHT."
 WRONG = ("The answer is WRONG-A.", "The answer is WRONG-B.", "The answer is WRONG-C.")

@@ -10,16 +10,16 @@ from pydantic import ValidationError
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.llm import LLMClient
-from app.evaluation.prompts import (
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.prompts import (
     JUDGE_RESPONSE_END,
     JUDGE_RESPONSE_START,
     JUDGE_RUBRIC_START,
     build_judge_prompt,
     parse_judge_prompt,
 )
-from app.evaluation.types import CallRecord, InfrastructureError, Message, ModelSpec
-from app.evaluation.verifiers import (
+from app.evaluation.engine.types import CallRecord, InfrastructureError, Message, ModelSpec
+from app.evaluation.engine.verifiers import (
     VERIFIER_CONFIG_ADAPTER,
     ContainsConfig,
     ContainsVerifier,

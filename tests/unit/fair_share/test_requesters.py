@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.fair_share import requesters as requesters_module
-from app.fair_share.requesters import Requesters, public_bucket
+from app.kit.fair_share import requesters as requesters_module
+from app.kit.fair_share.requesters import Requesters, public_bucket
 
 KEYS = {"gk_alpha": "tenant:a", "gk_beta": "tenant:b"}
 SESSIONS = {"session-of-a": "tenant:a"}

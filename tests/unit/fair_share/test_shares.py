@@ -3,7 +3,7 @@ refused here without asking Redis until a place is given back or the hint passes
 request at a time asks; when Redis does not answer, places are counted in the process.
 
 Redis is played by a script standing in for `_take_in_redis` and the client's ZREM (no
-network in unit tests; tests/integration/test_fair_share.py runs the real scripts)."""
+network in unit tests; tests/integration/tenant/test_fair_share.py runs the real scripts)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from app.fair_share.shares import FULL_HINT_SECONDS, REDIS_RETRY_SECONDS, Lease, Shares
+from app.kit.fair_share.shares import FULL_HINT_SECONDS, REDIS_RETRY_SECONDS, Lease, Shares
 
 
 class FakeRedis:

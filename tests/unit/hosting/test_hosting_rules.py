@@ -10,9 +10,9 @@ import pytest
 
 from app.auth.subjects import PlatformAdmin, TenantAdmin, TenantMember
 from app.auth.tenant_access import TenantClosed, TenantStatus, refuse_unless_active
-from app.config import Settings
-from app.errors import ValidationFailed
 from app.hosting.service import checked_name, checked_slug, slug_from_name
+from app.kit.config import Settings
+from app.kit.errors import ValidationFailed
 from app.tenant.models import Tenant
 from app.web.admin.service import wrong_console_credential
 from app.web.forms import FormError

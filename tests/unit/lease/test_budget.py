@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from app.evaluation.types import CallRecord, CostBudgetExhausted, ModelSpec
-from app.lease import budget as lease_budget
-from app.lease.budget import CostBudget
+from app.evaluation.engine.types import CallRecord, CostBudgetExhausted, ModelSpec
+from app.kit.lease import budget as lease_budget
+from app.kit.lease.budget import CostBudget
 
 SPEC = ModelSpec("openai/gpt-4o")
 

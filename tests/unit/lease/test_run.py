@@ -1,4 +1,4 @@
-"""The shape of a leased job's run (app/lease/run.py): what is written, and what the task
+"""The shape of a leased job's run (app/kit/lease/run.py): what is written, and what the task
 answers, for each way a run can end. The job here keeps its rows in memory; attempts' and
 self-tests' runs on the database are the integration tests'."""
 
@@ -16,13 +16,13 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy.exc import OperationalError
 
-from app.config import Settings
-from app.evaluation.types import InfrastructureError
-from app.lease import run as lease_run
-from app.lease import service as lease_service
-from app.lease.models import LeasedTable
-from app.lease.run import Failure, LeasedRun, failure_of, run_leased, run_on_process_loop
-from app.lease.service import LeaseLost
+from app.evaluation.engine.types import InfrastructureError
+from app.kit.config import Settings
+from app.kit.lease import run as lease_run
+from app.kit.lease import service as lease_service
+from app.kit.lease.models import LeasedTable
+from app.kit.lease.run import Failure, LeasedRun, failure_of, run_leased, run_on_process_loop
+from app.kit.lease.service import LeaseLost
 
 SETTINGS = SimpleNamespace(
     max_attempt_runs=3, attempt_lease_seconds=30, attempt_time_limit_seconds=120
@@ -46,7 +46,7 @@ def no_database(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def given_back(monkeypatch: pytest.MonkeyPatch) -> list[list[uuid.UUID]]:
-    """The rows whose lease a run gave back (`app.lease.repository.give_back`)."""
+    """The rows whose lease a run gave back (`app.kit.lease.repository.give_back`)."""
     rows: list[list[uuid.UUID]] = []
 
     def give_back(session: Any, table: Any, ids: Any, token: Any, now: Any) -> int:

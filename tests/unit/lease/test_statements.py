@@ -2,7 +2,7 @@
 database, the embedded mode's engine), and the heartbeat that keeps a lease.
 
 Whether two workers racing for a row both get it is PostgreSQL's concern:
-tests/integration/test_lease_statements.py."""
+tests/integration/lease/test_lease_statements.py."""
 
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ import pytest
 from sqlalchemy import String, Uuid, create_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from app.config import Settings
-from app.db import StrEnumColumn, UTCDateTime
-from app.lease import repository as leases
-from app.lease.heartbeat import Heartbeat
-from app.lease.models import Leased, LeasedTable
-from app.lease.service import LeaseLost, hold
+from app.kit.config import Settings
+from app.kit.db import StrEnumColumn, UTCDateTime
+from app.kit.lease import repository as leases
+from app.kit.lease.heartbeat import Heartbeat
+from app.kit.lease.models import Leased, LeasedTable
+from app.kit.lease.service import LeaseLost, hold
 
 # Fixed, and long past: a lease `hold` renews runs from the real clock, well after these.
 NOW = datetime(2020, 1, 1, 12, 0, tzinfo=UTC)

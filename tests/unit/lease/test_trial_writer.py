@@ -11,9 +11,9 @@ import pytest
 
 from app.attempt.repository import LandedTrial
 from app.attempt.trial_writer import TrialWriter
-from app.config import Settings
-from app.evaluation.types import CallRecord, JudgeSection, TrialRecord
-from app.lease.service import LeaseLost
+from app.evaluation.engine.types import CallRecord, JudgeSection, TrialRecord
+from app.kit.config import Settings
+from app.kit.lease.service import LeaseLost
 
 
 class RecordingWriter(TrialWriter):

@@ -10,7 +10,14 @@ from email.policy import default
 
 import pytest
 
-from app.mail.message import MAX_SUBJECT_CHARS, MAX_TEXT_CHARS, Mail, MailRefused, compose, one_line
+from app.kit.mail.message import (
+    MAX_SUBJECT_CHARS,
+    MAX_TEXT_CHARS,
+    Mail,
+    MailRefused,
+    compose,
+    one_line,
+)
 
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 SENDER = "Gauntlet <gauntlet@example.org>"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.mail.delivery import MAX_RETRY_DELAY_SECONDS, retry_delay
+from app.kit.mail.delivery import MAX_RETRY_DELAY_SECONDS, retry_delay
 
 
 def test_the_wait_doubles_after_each_try_up_to_an_hour() -> None:

@@ -1,6 +1,6 @@
 """Request ids, the request counter's labels, JSON log lines, the metrics token and the label
 caps: the parts of observability that need no database or worker (those are in
-tests/integration/test_observability.py)."""
+tests/integration/deployment/test_observability.py)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import httpx
 import pytest
 import yaml
 
-from app.config import Settings
+from app.kit.config import Settings
+from app.kit.observability import context, metrics
+from app.kit.observability.logging import build_formatter
+from app.kit.observability.service import metrics_reader_allowed
 from app.main import create_app
-from app.observability import context, metrics
-from app.observability.logging import build_formatter
-from app.observability.service import metrics_reader_allowed
 from app.web.rendering import STATIC_DIR
 from tests.conftest import ROOT
 
@@ -215,7 +215,8 @@ def test_compose_checks_each_worker_on_its_own_endpoint(monkeypatch: pytest.Monk
     assert shared < set(compose["services"]["api"]["environment"])
     port = environment["GAUNTLET_WORKER_HTTP_PORT"]
     assert environment["GAUNTLET_WORKER_HTTP_HOST"] == "0.0.0.0"
-    # The check asks the port the worker was given (tests/integration/test_production.py runs it).
+    # The check asks the port the worker was given (tests/integration/deployment/test_production.py
+    # runs it).
     check = " ".join(worker["healthcheck"]["test"])
     assert 'os.environ["GAUNTLET_WORKER_HTTP_PORT"]}/healthz' in check
     for key, value in environment.items():

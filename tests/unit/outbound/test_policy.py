@@ -12,8 +12,8 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.llm import LLMClient
-from app.evaluation.types import InfrastructureError, Message, ModelSpec
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.types import InfrastructureError, Message, ModelSpec
 from app.outbound.addresses import IPAddress, ResolutionFailed, non_public_reason
 from app.outbound.policy import OutboundPolicy, OutboundRefused, parse_allowed_bases
 from app.outbound.providers import ProviderPolicy, bundled_catalog, model_id_problem

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.evalcli.cli import CliError, _operator_policy
+from app.evaluation.commands.cli import CliError, _operator_policy
 from app.outbound.proxy import Proxy, ProxySettings, parse_proxy
 from app.outbound.urls import parse_url
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import Settings
+from app.kit.config import Settings
 from app.outbound.smtp import SmtpServer, one_address
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.evaluation.llm import is_transient
+from app.evaluation.engine.llm import is_transient
 from app.outbound.addresses import DestinationRefused, ResolutionFailed, system_resolve_async
 from app.outbound.transport import status_error
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from app.config import Settings
-from app.evalcli.cli import CliError, _operator_policy
+from app.evaluation.commands.cli import CliError, _operator_policy
+from app.kit.config import Settings
 from app.outbound import transport
 from app.outbound.policy import OutboundPolicy
 from app.outbound.trust import TrustedAuthorities

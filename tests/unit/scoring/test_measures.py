@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.db import epoch_ms, from_epoch_ms
+from app.kit.db import epoch_ms, from_epoch_ms
 from app.scoring.measures import AttemptMetrics
 
 SUBMITTED = datetime(2026, 11, 27, 19, 41, 2, 123456, tzinfo=UTC)

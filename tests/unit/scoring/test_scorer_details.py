@@ -88,8 +88,8 @@ def test_numbers_json_cannot_carry_become_strings() -> None:
 
 
 def test_lone_surrogates_are_left_to_the_storage_boundary() -> None:
-    # app/storable.py escapes them visibly where they are stored; replacing them here would
-    # hide what the plugin wrote.
+    # app/evaluation/engine/storable.py escapes them visibly where they are stored; replacing them
+    # here would hide what the plugin wrote.
     bounded = bound_details({"\udc80key": "a\ud800b", "emoji": "🎯"})
     assert bounded == {"\udc80key": "a\ud800b", "emoji": "🎯"}
 

@@ -417,7 +417,7 @@ def test_countdowns_read_in_two_units_and_end_at_now(seconds: int, text: str) ->
 
 
 def test_a_misspelt_field_comes_first_naming_what_it_probably_meant() -> None:
-    from app.errors import telling_first
+    from app.kit.errors import telling_first
 
     errors = [
         {"loc": ("target", "model"), "msg": "Field required", "type": "missing"},

@@ -6,7 +6,7 @@ The API process never imports them (an import-linter contract, pyproject.toml): 
 side reads through the repositories bound to one tenant (`app.kinds.red_blue.repository`).
 
 Every state change of a defense's self-test or a match is guarded by the run token of its
-lease, through the lease statements (app/lease/). One module a concern: `rows`, `entries`,
+lease, through the lease statements (app/kit/lease/). One module a concern: `rows`, `entries`,
 `matches`, `ratings`, `boards`, `landed`, `final_round` and `sweep`; every name is imported
 here, so callers say `cross_tenant.<name>`.
 """

@@ -10,8 +10,8 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.llm import load_litellm
-from app.evaluation.offline import (
+from app.evaluation.engine.llm import load_litellm
+from app.evaluation.engine.offline import (
     GUARDED_ECHO_MODEL,
 )
 

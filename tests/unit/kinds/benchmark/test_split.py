@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from app.evaluation.metrics import (
+from app.evaluation.engine.metrics import (
     AttemptOutcome,
     TaskOutcome,
     TaskStats,

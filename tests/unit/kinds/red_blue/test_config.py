@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from app.evaluation.verifiers import ContainsConfig, LLMJudgeConfig
+from app.evaluation.engine.verifiers import ContainsConfig, LLMJudgeConfig
 from app.kinds.red_blue.rules.config import (
     DEFAULT_SAMPLED_OPPONENTS,
     MAX_CATEGORIES,

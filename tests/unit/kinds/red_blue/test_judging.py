@@ -15,8 +15,8 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from app.evaluation.llm import LLMClient
-from app.evaluation.types import CallRecord, Message, ModelSpec, VerifierResult
+from app.evaluation.engine.llm import LLMClient
+from app.evaluation.engine.types import CallRecord, Message, ModelSpec, VerifierResult
 from app.kinds.red_blue.rules.config import JudgeSuite, PointsConfig, RedBlueConfig, SelfTest
 from app.kinds.red_blue.rules.judging import (
     MatchJudgement,

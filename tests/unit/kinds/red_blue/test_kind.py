@@ -14,15 +14,15 @@ from app.attempt import runner
 from app.attempt.models import RunPurpose
 from app.auth.subjects import SignedInParticipant, TenantAdmin, TenantMember
 from app.challenge.challenge_kind import Accepts
-from app.config import get_settings
-from app.errors import ValidationFailed
-from app.evaluation.types import InfrastructureError
+from app.evaluation.engine.types import InfrastructureError
 from app.kinds.red_blue import KIND
 from app.kinds.red_blue.config import text_limit
 from app.kinds.red_blue.models import Side
 from app.kinds.red_blue.readers import PUBLIC_READER
 from app.kinds.red_blue.schemas import OneOffMatch
 from app.kinds.red_blue.service import board_side, reader_of
+from app.kit.config import get_settings
+from app.kit.errors import ValidationFailed
 
 SECTIONS = {
     "target": {"model": "offline/guarded-echo", "api_base": None},
