@@ -26,7 +26,7 @@ from celery.signals import (
 )
 
 from app.challenge.registry import periodic_tasks, worker_task_modules
-from app.kit.broker.config import configure, periodic_options
+from app.kit.broker.config import PERIODIC_TASK, beat_schedule, configure
 from app.kit.broker.sender import REQUEST_ID_HEADER
 from app.kit.config import get_settings
 from app.kit.observability import context
@@ -36,6 +36,7 @@ from app.scoring.sandbox.service import describe_scorer_sandbox, log_scorer_sand
 from workers.supervisor import end_with_parent
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+log = logging.getLogger(__name__)
 
 
 def make_celery() -> Celery:
@@ -64,30 +65,35 @@ def make_celery() -> Celery:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         worker_hijack_root_logger=False,
-        beat_schedule={
-            "sweep-attempts": {
-                "task": "gauntlet.sweep_attempts",
-                "schedule": settings.sweep_interval_seconds,
-                "options": periodic_options(settings.queue, settings.sweep_interval_seconds),
+        beat_schedule=beat_schedule(
+            settings.queue,
+            {
+                "sweep-attempts": ("gauntlet.sweep_attempts", settings.sweep_interval_seconds),
+                "sweep-mail": ("gauntlet.sweep_mail", settings.sweep_interval_seconds),
+                "sweep-notices": ("gauntlet.sweep_notices", settings.sweep_interval_seconds),
+                **periodic_tasks(),
             },
-            "sweep-mail": {
-                "task": "gauntlet.sweep_mail",
-                "schedule": settings.sweep_interval_seconds,
-                "options": periodic_options(settings.queue, settings.sweep_interval_seconds),
-            },
-            "sweep-notices": {
-                "task": "gauntlet.sweep_notices",
-                "schedule": settings.sweep_interval_seconds,
-                "options": periodic_options(settings.queue, settings.sweep_interval_seconds),
-            },
-            **periodic_tasks(settings.queue),
-        },
+        ),
         beat_schedule_filename=str((settings.data_dir / "celerybeat-schedule").resolve()),
     )
     return app
 
 
 celery_app = make_celery()
+
+
+@celery_app.task(name=PERIODIC_TASK, acks_late=True, time_limit=300)
+def run_periodic(tasks: list[str]) -> dict[str, Any]:
+    """One period's periodic tasks (app.kit.broker.config.beat_schedule), run in turn in this
+    pool process; one that fails is logged and the others still run."""
+    results: dict[str, Any] = {}
+    for name in tasks:
+        try:
+            results[name] = celery_app.tasks[name]()
+        except Exception:
+            log.exception("periodic task %s failed", name)
+            results[name] = "error"
+    return results
 
 
 @worker_process_init.connect

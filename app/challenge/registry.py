@@ -16,10 +16,9 @@ from collections.abc import Callable, Container, Sequence
 from functools import cache
 from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from app.challenge.challenge_kind import ChallengeKind
-from app.kit.broker.config import periodic_options
 from app.kit.errors import ValidationFailed
 
 # The built-in kinds: adding one is a package under app/kinds/ and a line here.
@@ -108,14 +107,10 @@ def worker_task_modules() -> list[str]:
     return [module for kind in registered().values() for module in kind.task_modules]
 
 
-def periodic_tasks(queue: str) -> dict[str, dict[str, Any]]:
-    """The kinds' periodic tasks as entries of Celery's beat schedule."""
+def periodic_tasks() -> dict[str, tuple[str, float]]:
+    """The kinds' periodic tasks: `kind-name: (task, every seconds)`, for Celery's beat."""
     return {
-        f"{kind.name}-{name}": {
-            "task": task,
-            "schedule": every,
-            "options": periodic_options(queue, every),
-        }
+        f"{kind.name}-{name}": (task, every)
         for kind in registered().values()
         for name, (task, every) in kind.periodic_tasks.items()
     }
