@@ -104,6 +104,10 @@ TEST_SETTINGS = {
         "scorers.,tests.fixtures.hostile_scorers.,tests.fixtures.original_scorers."
     ),
 }
+# For workers that a test starts besides the session's and that call only offline models and
+# servers named by base URL: no litellm warm-up (~5 s of CPU at each start, which the many
+# such starts of the suite add up to minutes of). The session's worker keeps its warm-up.
+NO_WARM_UP = {"GAUNTLET_WORKER_WARM_UP": "false"}
 # A challenge kind of the tests' own (tests/integration/challenge/test_challenge_kinds.py),
 # added the way an operator adds one: a package installed beside the service, declaring its
 # entry point. The folder holds that package's installed metadata; on the path of this process

@@ -22,8 +22,11 @@ log = logging.getLogger(__name__)
 def _load_litellm_before_forking(**_: object) -> None:
     """Import litellm (seconds) and make its first call (seconds more: it loads its provider
     modules then) once in the worker's main process, before the pool forks, so no attempt pays
-    for either and no lease runs out while a child imports it."""
-
+    for either and no lease runs out while a child imports it. Not when the operator turned it
+    off (`GAUNTLET_WORKER_WARM_UP=false`): pool processes then skip theirs too."""
+    if not _settings.worker_warm_up:
+        log.info("warm-up off: a pool process's first call through litellm imports it")
+        return
     warm_up()
 
 

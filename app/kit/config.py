@@ -100,6 +100,12 @@ class Settings(BaseSettings):
     # How long a process waits for a pooled connection before the request fails with 503.
     database_pool_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     worker_concurrency: int = Field(default=2, ge=1, le=512)
+    # Whether a worker imports litellm and makes its warm-up calls before its pool forks, so
+    # that no attempt's first model call is timed with litellm's imports in it (~5 s of CPU at
+    # each worker start). Off, the first call through litellm in each pool process pays them
+    # inside its attempt: for workers that serve only offline models and servers named by base
+    # URL (the direct transport), such as a test deployment.
+    worker_warm_up: bool = True
     # Red-blue boards (docs/redblue.md): the share of one worker process that a board's ratings
     # recomputes, and its interval refreshes, may each take at most. After one that took t
     # seconds, the next waits t · (1 - share) / share (and at least 0.25 s), so the share

@@ -30,7 +30,7 @@ from app.kit.unit_of_work import UnitOfWork, unit_of_work
 from app.tenant import account_mail
 from app.tenant import service as tenants
 from app.tenant.models import Participant
-from tests.conftest import PUBLIC_URL, Api, Worker
+from tests.conftest import NO_WARM_UP, PUBLIC_URL, Api, Worker
 from tests.e2e.conftest import PASSWORD, WebClient, create_tenant
 from tests.embedded import ADMIN_TOKEN as EMBEDDED_TOKEN
 from tests.embedded import Embedded
@@ -592,7 +592,7 @@ def test_without_an_smtp_server_mail_lands_in_the_data_folder_and_the_console_sh
 ) -> None:
     """The embedded mode (`make run`: SQLite, the folder broker, no GAUNTLET_SMTP_URL)."""
     data = tmp_path / "data"
-    embedded = Embedded(data, free_port(), tmp_path / "run.log")
+    embedded = Embedded(data, free_port(), tmp_path / "run.log", NO_WARM_UP)
     printed = embedded.start()
     try:
         assert f"Mail            written to {data.resolve() / 'mail'}" in printed

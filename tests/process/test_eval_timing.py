@@ -132,3 +132,20 @@ def test_a_pool_process_skips_its_warm_up_when_the_main_process_had_none(
     assert runner.warm_up_process() is False and calls == []
     monkeypatch.setattr(llm, "_warmed_up", True)
     assert runner.warm_up_process() is True and calls == ["warm-up"]
+
+
+def test_a_worker_with_its_warm_up_off_neither_imports_litellm_nor_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`GAUNTLET_WORKER_WARM_UP=false`: the worker's hook returns at once, so its pool
+    processes skip their warm-up too (they warm up only after the main process did)."""
+    import app.attempt.tasks as tasks
+
+    warmed: list[str] = []
+    monkeypatch.setattr(tasks, "warm_up", lambda: warmed.append("warm-up") or True)
+    monkeypatch.setattr(tasks._settings, "worker_warm_up", False)
+    tasks._load_litellm_before_forking()
+    assert warmed == []
+    monkeypatch.setattr(tasks._settings, "worker_warm_up", True)
+    tasks._load_litellm_before_forking()
+    assert warmed == ["warm-up"]

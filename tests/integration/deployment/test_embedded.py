@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import NO_WARM_UP, ROOT
 from tests.documented import section, shell_blocks, shell_commands
 from tests.embedded import Embedded
 from tests.services import free_port
@@ -27,7 +27,8 @@ from tests.services import free_port
 
 @pytest.fixture
 def embedded(tmp_path: Path) -> Iterator[Embedded]:
-    instance = Embedded(tmp_path / "data", free_port(), tmp_path / "run.log")
+    # The demo's offline models only: no litellm warm-up (the README's own run keeps it).
+    instance = Embedded(tmp_path / "data", free_port(), tmp_path / "run.log", NO_WARM_UP)
     yield instance
     instance.stop()
 
@@ -355,7 +356,7 @@ def test_the_worker_is_watched_replaced_when_it_dies_and_never_outlives_gauntlet
         tmp_path / "data",
         free_port(),
         tmp_path / "run.log",
-        {"GAUNTLET_WORKER_HEARTBEAT_SECONDS": "1"},
+        {"GAUNTLET_WORKER_HEARTBEAT_SECONDS": "1", **NO_WARM_UP},
     )
     try:
         embedded.start()

@@ -31,7 +31,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.seed import DEMO_CHALLENGE
-from tests.conftest import ADMIN_TOKEN, ROOT, TEST_SETTINGS, Stack
+from tests.conftest import ADMIN_TOKEN, NO_WARM_UP, ROOT, TEST_SETTINGS, Stack
 from tests.services import free_port, scratch_database
 
 pytestmark = pytest.mark.integration
@@ -183,6 +183,8 @@ class Deployment:
             GAUNTLET_METRICS_TOKEN=METRICS_TOKEN,
             GAUNTLET_WORKER_HTTP_PORT=str(self.worker_port),
             GAUNTLET_WORKER_HEARTBEAT_SECONDS="1",
+            # Offline models only, and a worker started again after each test that stops it.
+            **NO_WARM_UP,
         )
         self.env = env
         (folder / "data").mkdir()  # as the image has /var/lib/gauntlet

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from app.attempt.models import Attempt, AttemptStatus, Trial
 from app.kit.db import make_engine, utcnow
 from app.leaderboard.models import LeaderboardEntry
-from tests.conftest import TEST_SETTINGS, Api, Stack
+from tests.conftest import NO_WARM_UP, TEST_SETTINGS, Api, Stack
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 from tests.fixtures.tenant_flood import finish_flood, measure, start_flood
 from tests.production import ProductionLayout
@@ -55,6 +55,8 @@ def layout(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
             )
         },
         "GAUNTLET_QUEUED_REQUEUE_SECONDS": str(REQUEUE_SECONDS),
+        # Its workers call offline models and servers by base URL only, and restart often.
+        **NO_WARM_UP,
         "GAUNTLET_ATTEMPT_TIME_LIMIT_SECONDS": str(TIME_LIMIT_SECONDS),
         # Isolation from the session's worker and from other runs sharing this Redis.
         "GAUNTLET_QUEUE": f"production-{run}",

@@ -21,7 +21,7 @@ from sqlalchemy import text
 from app.attempt.models import Attempt
 from app.kit.config import Settings
 from app.kit.db import session_scope, utcnow
-from tests.conftest import Api, Worker
+from tests.conftest import NO_WARM_UP, Api, Worker
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 from tests.integration.deployment.test_reliability import _send_run_attempt
 from tests.integration.lease.test_leases import _queued_attempt
@@ -42,7 +42,10 @@ def recovering_worker(worker: Worker) -> Iterator[Worker]:
     assert DEFAULT_REQUEUE_SECONDS >= 60
     suite_env = worker.env
     worker.stop()
-    worker.env = {name: value for name, value in suite_env.items() if name != REQUEUE_SETTING}
+    worker.env = {
+        **{name: value for name, value in suite_env.items() if name != REQUEUE_SETTING},
+        **NO_WARM_UP,
+    }
     worker.start()
     try:
         yield worker
@@ -140,6 +143,7 @@ def test_a_killed_worker_s_attempt_is_taken_over_once_its_lease_runs_out(
     it, though the attempt was sent only seconds before (well within the re-send window)."""
     key = tenant["api_key"]
     env = {**recovering_worker.env, "GAUNTLET_QUEUE": f"test-private-{uuid.uuid4().hex[:8]}"}
+    assert env["GAUNTLET_WORKER_WARM_UP"] == "false"  # as the module's worker: direct calls only
     doomed = Worker(env, tmp_path / "doomed.log", concurrency=1, beat=False)
     with FakeOpenAIServer(default=Behaviour.ok("PWNED")) as provider:
         target = {"model": "openai/fake-model", "api_base": provider.base_url}

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.kit.db import utcnow
-from tests.conftest import Api, Stack, Worker
+from tests.conftest import NO_WARM_UP, Api, Stack, Worker
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 from tests.integration.lease.test_leases import _queued_attempt
 
@@ -276,7 +276,7 @@ def test_a_busy_worker_holds_no_message_it_has_not_started(
     # future, so no sweep of the suite's workers sends them anywhere else.
     later = utcnow() + timedelta(hours=1)
     next_one = _queued_attempt(tenant, quick, enqueued_at=later)
-    env = {**stack.env(), "GAUNTLET_QUEUE": f"test-private-{uuid.uuid4().hex[:8]}"}
+    env = {**stack.env(), **NO_WARM_UP, "GAUNTLET_QUEUE": f"test-private-{uuid.uuid4().hex[:8]}"}
     busy = Worker(env, tmp_path / "busy.log", concurrency=1, beat=False)
     free = Worker(env, tmp_path / "free.log", concurrency=1, beat=False)
     # Every call to this server outlasts the model timeout: its attempt keeps its worker busy
