@@ -6,9 +6,10 @@ the security scheme the document declares for it (none for the public reads), an
 parameters are every other time real ids of this test's objects, so generation reaches the
 services and not only the 404s. Every operation must be reached: some request of its own past
 the credential check (an answer other than 401 or 403), else the test names it. The size is
-bounded (25 valid and 25 invalid cases an operation) so the run takes about a minute here;
-GAUNTLET_FUZZ_EXAMPLES raises it (40 took two minutes), and GAUNTLET_FUZZ_RANDOM=1 draws new
-inputs each run, where the default replays the same ones, so CI is reproducible.
+bounded (40 valid and 40 invalid cases an operation) so the run takes about two minutes here:
+with 25, some operations saw no request past the credential check. GAUNTLET_FUZZ_EXAMPLES
+raises it, and GAUNTLET_FUZZ_RANDOM=1 draws new inputs each run, where the default replays the
+same ones, so CI is reproducible.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tests.conftest import ADMIN_TOKEN, Api
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = int(os.environ.get("GAUNTLET_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("GAUNTLET_FUZZ_EXAMPLES", "40"))
 RANDOM = os.environ.get("GAUNTLET_FUZZ_RANDOM") == "1"
 ADMIN_PATHS = ("/v1/tenants", "/v1/scorers/installed", "/metrics")
 ADMIN_SCORER_METHODS = {"POST", "PATCH", "DELETE"}
