@@ -42,10 +42,8 @@ def recovering_worker(worker: Worker) -> Iterator[Worker]:
     assert DEFAULT_REQUEUE_SECONDS >= 60
     suite_env = worker.env
     worker.stop()
-    worker.env = {
-        **{name: value for name, value in suite_env.items() if name != REQUEUE_SETTING},
-        **NO_WARM_UP,
-    }
+    # Still the session's worker, warm-up included: its log is the one other tests read.
+    worker.env = {name: value for name, value in suite_env.items() if name != REQUEUE_SETTING}
     worker.start()
     try:
         yield worker
@@ -142,8 +140,9 @@ def test_a_killed_worker_s_attempt_is_taken_over_once_its_lease_runs_out(
     held has run out, the sweep sends the attempt again and the session's worker completes
     it, though the attempt was sent only seconds before (well within the re-send window)."""
     key = tenant["api_key"]
-    env = {**recovering_worker.env, "GAUNTLET_QUEUE": f"test-private-{uuid.uuid4().hex[:8]}"}
-    assert env["GAUNTLET_WORKER_WARM_UP"] == "false"  # as the module's worker: direct calls only
+    queue = f"test-private-{uuid.uuid4().hex[:8]}"
+    # A worker of its own that calls a server by base URL only: no litellm warm-up.
+    env = {**recovering_worker.env, **NO_WARM_UP, "GAUNTLET_QUEUE": queue}
     doomed = Worker(env, tmp_path / "doomed.log", concurrency=1, beat=False)
     with FakeOpenAIServer(default=Behaviour.ok("PWNED")) as provider:
         target = {"model": "openai/fake-model", "api_base": provider.base_url}
