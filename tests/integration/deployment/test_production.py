@@ -166,10 +166,13 @@ def test_attempts_whose_task_never_left_a_killed_api_are_sent_by_a_replay_or_the
         except httpx.HTTPError as error:
             answers[name] = error
 
+    # One after the other, so the replayed attempt holds the earlier turn: a task claims the
+    # attempt whose turn it is (app/attempt/turns.py), and the replay's task must not run the
+    # other one first.
     clients = [threading.Thread(target=submit, args=(name,)) for name in ("replayed", "swept")]
-    for client in clients:
+    for stored, client in enumerate(clients, start=1):
         client.start()
-    _wait_for_rows(engine, challenge["id"], 2)
+        _wait_for_rows(engine, challenge["id"], stored)
     layout["api"].kill()  # between the commit and the send
     for client in clients:
         client.join(timeout=30)
