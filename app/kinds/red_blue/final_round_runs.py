@@ -17,6 +17,7 @@ from app.kinds.red_blue.cross_tenant import Entry
 from app.kinds.red_blue.dispatch import FINAL_ROUND, INTERVALS_ONLY, RECOMPUTE, RUN_MATCHES, chunks
 from app.kinds.red_blue.final_round import FINISHED, has_final_round
 from app.kinds.red_blue.models import Match, MatchStatus
+from app.kinds.red_blue.repository.final_round import FinalRoundRepository
 from app.kinds.red_blue.rules.final_round import RoundEntry, final_pairs, newest_of_each
 
 log = logging.getLogger(__name__)
@@ -94,8 +95,8 @@ def sweep(work: UnitOfWork, now: datetime) -> dict[str, int]:
     for challenge_id in due:
         work.send_after_commit(FINAL_ROUND, str(challenge_id))
     played = 0
-    for challenge_id in cross_tenant.unplayed_final_rounds(session, SWEEP_BATCH):
-        counts = cross_tenant.final_round_match_counts(session, challenge_id)
+    for challenge_id, tenant_id in cross_tenant.unplayed_final_rounds(session, SWEEP_BATCH):
+        counts = FinalRoundRepository(session, tenant_id).match_counts(challenge_id)
         if any(counts.get(status, 0) for status in MatchStatus if status not in FINISHED):
             continue
         cross_tenant.mark_final_round_played(session, challenge_id, sum(counts.values()), now)

@@ -40,7 +40,6 @@ from app.kinds.red_blue.cross_tenant.entries import (
 )
 from app.kinds.red_blue.cross_tenant.final_round import (
     claim_final_round,
-    final_round_match_counts,
     final_rounds_due,
     insert_matches_in_batches,
     mark_final_round_played,
@@ -97,7 +96,6 @@ __all__ = [
     "claim_matches",
     "copy_to_frozen",
     "defense_if_held",
-    "final_round_match_counts",
     "final_rounds_due",
     "finish_match",
     "get_challenge",

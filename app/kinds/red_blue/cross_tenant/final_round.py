@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from app.kinds.api.storage import (
@@ -16,11 +16,10 @@ from app.kinds.api.storage import (
     challenge_not_deleted,
     count_where,
     insert_for,
-    lock_some_ids,
 )
 from app.kinds.red_blue.cross_tenant.matches import NewMatch, _queued_row
 from app.kinds.red_blue.cross_tenant.rows import _MATCHES
-from app.kinds.red_blue.models import Board, Defense, DefenseStatus, FinalRound, Match, MatchStatus
+from app.kinds.red_blue.models import Board, Defense, DefenseStatus, FinalRound
 
 
 def final_rounds_due(session: Session, now: datetime, limit: int) -> list[uuid.UUID]:
@@ -107,27 +106,17 @@ def set_final_round_matches(session: Session, challenge_id: uuid.UUID, matches: 
     )
 
 
-def final_round_match_counts(session: Session, challenge_id: uuid.UUID) -> dict[MatchStatus, int]:
-    """The challenge's final-round matches (of every round it had) by status
-    (`ix_redblue_matches_final_round`)."""
+def unplayed_final_rounds(session: Session, limit: int) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """Final rounds made whose matches were not all found finished yet, as (challenge, tenant)
+    pairs, their rows locked for this transaction (another sweep's are skipped)."""
     rows = session.execute(
-        select(Match.status, func.count())
-        .where(Match.challenge_id == challenge_id, Match.final_round.is_(True))
-        .group_by(Match.status)
+        select(FinalRound.challenge_id, FinalRound.tenant_id)
+        .where(FinalRound.played_at.is_(None), challenge_not_deleted(FinalRound.challenge_id))
+        .order_by(FinalRound.scheduled_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
     ).tuples()
-    return {MatchStatus(status): int(count) for status, count in rows}
-
-
-def unplayed_final_rounds(session: Session, limit: int) -> list[uuid.UUID]:
-    """Final rounds made whose matches were not all found finished yet."""
-    return lock_some_ids(
-        session,
-        FinalRound.challenge_id,
-        FinalRound.played_at.is_(None),
-        challenge_not_deleted(FinalRound.challenge_id),
-        oldest_first=FinalRound.scheduled_at,
-        limit=limit,
-    )
+    return list(rows)
 
 
 def mark_final_round_played(
