@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import Table, bindparam, func, literal_column, or_, select, tuple_, update
+from sqlalchemy import Table, bindparam, func, or_, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from app.attempt.models import (
@@ -24,20 +24,13 @@ from app.attempt.models import (
     Attempt,
     AttemptScoreAtFreeze,
     AttemptStatus,
-    RunPurpose,
 )
+from app.attempt.repository import ENTRIES_ONLY, QUEUED, RUNNABLE_IN_ORDER, RUNNING
 from app.challenge.models import Challenge, challenge_work_runs
 from app.kit.db import UTCDateTime, insert_for, lock_some_ids, utcnow
 from app.kit.lease import repository as leases
 
 _ATTEMPTS: Table = Attempt.__table__  # type: ignore[assignment]
-# Entries only: rescoring reads scored play (the repository's `_ENTRY`).
-_ENTRY = Attempt.purpose == RunPurpose.ENTRY
-# The workers' queue, as the literal condition of the partial indexes over it (a parameter in
-# its place would keep a generic plan off those indexes), as the repository's queue place.
-_QUEUED = _ATTEMPTS.c.status == literal_column("'queued'")
-_RUNNING = _ATTEMPTS.c.status == literal_column("'running'")
-_RUNNABLE_IN_ORDER = challenge_work_runs(_ATTEMPTS.c.challenge_id, row_by_row=True)
 
 
 # Rescoring: a challenge's completed attempts, in batches, then those finished meanwhile.
@@ -51,7 +44,7 @@ def count_completed(session: Session, challenge_id: uuid.UUID) -> int:
             .where(
                 Attempt.challenge_id == challenge_id,
                 Attempt.status == AttemptStatus.COMPLETED,
-                _ENTRY,
+                ENTRIES_ONLY,
             )
         )
         or 0
@@ -68,7 +61,7 @@ def completed_after(
         .where(
             Attempt.challenge_id == challenge_id,
             Attempt.status == AttemptStatus.COMPLETED,
-            _ENTRY,
+            ENTRIES_ONLY,
         )
         .order_by(Attempt.created_at_ms, Attempt.id)
         .limit(limit)
@@ -87,7 +80,7 @@ def completed_since(session: Session, challenge_id: uuid.UUID, since: datetime) 
                 Attempt.challenge_id == challenge_id,
                 Attempt.status == AttemptStatus.COMPLETED,
                 Attempt.finished_at >= since,
-                _ENTRY,
+                ENTRIES_ONLY,
             )
         )
     )
@@ -155,10 +148,10 @@ _IN_TURN = (
     select(_ATTEMPTS.c.id)
     .where(
         or_(
-            _QUEUED,
-            _RUNNING & (_ATTEMPTS.c.lease_expires_at < bindparam("now", type_=UTCDateTime())),
+            QUEUED,
+            RUNNING & (_ATTEMPTS.c.lease_expires_at < bindparam("now", type_=UTCDateTime())),
         ),
-        _RUNNABLE_IN_ORDER,
+        RUNNABLE_IN_ORDER,
     )
     .order_by(_ATTEMPTS.c.turn, _ATTEMPTS.c.created_at)
     .limit(1)

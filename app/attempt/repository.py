@@ -149,7 +149,7 @@ _SUBMISSION_TARGET = (
 _IDEMPOTENCY_KEY = ["tenant_id", "idempotency_key"]
 # Scored play only: every reader of boards, limits, rescoring, exports, dashboards and the
 # attempt lists reads entries alone (unscored runs are read by `unscored_*`).
-_ENTRY = Attempt.purpose == RunPurpose.ENTRY
+ENTRIES_ONLY = Attempt.purpose == RunPurpose.ENTRY
 _NEWEST_FIRST = (Attempt.created_at.desc(), Attempt.id)
 # An attempt of a deleted challenge is read by nobody (404, left out of lists) until the
 # challenge is restored; its challenge's boards and exports are not found either.
@@ -166,12 +166,12 @@ _INSERT_NEW = {
 
 # The workers' queue: attempts queued or running, as the literal condition of the partial
 # indexes over it (a parameter in its place would keep a generic plan off those indexes).
-_QUEUED = _ATTEMPTS.c.status == literal_column("'queued'")
-_RUNNING = _ATTEMPTS.c.status == literal_column("'running'")
-_UNFINISHED = or_(_QUEUED, _RUNNING)
+QUEUED = _ATTEMPTS.c.status == literal_column("'queued'")
+RUNNING = _ATTEMPTS.c.status == literal_column("'running'")
+_UNFINISHED = or_(QUEUED, RUNNING)
 _TENANT = _ATTEMPTS.c.tenant_id == bindparam("tenant_id")
 _RUNNABLE = challenge_work_runs(_ATTEMPTS.c.challenge_id)
-_RUNNABLE_IN_ORDER = challenge_work_runs(_ATTEMPTS.c.challenge_id, row_by_row=True)
+RUNNABLE_IN_ORDER = challenge_work_runs(_ATTEMPTS.c.challenge_id, row_by_row=True)
 _QUEUE_PLACE = select(
     # What the tenant's share counts: its attempts a worker has to run (not those waiting
     # because their challenge is deleted, or the tenant suspended).
@@ -180,7 +180,7 @@ _QUEUE_PLACE = select(
     # The queue's clock, across tenants (a number, nothing of any tenant's rows): the next
     # turn a worker takes, or, with nothing queued, the latest turn running.
     func.coalesce(
-        select(func.min(_ATTEMPTS.c.turn)).where(_QUEUED, _RUNNABLE_IN_ORDER).scalar_subquery(),
+        select(func.min(_ATTEMPTS.c.turn)).where(QUEUED, RUNNABLE_IN_ORDER).scalar_subquery(),
         select(func.max(_ATTEMPTS.c.turn)).where(_UNFINISHED).scalar_subquery(),
         0,
     ),
@@ -274,7 +274,7 @@ class AttemptRepository:
             select(Attempt).where(
                 Attempt.tenant_id == self.tenant_id,
                 Attempt.id == attempt_id,
-                _ENTRY,
+                ENTRIES_ONLY,
                 _CHALLENGE_KEPT,
             )
         )
@@ -331,7 +331,7 @@ class AttemptRepository:
             Attempt.tenant_id == self.tenant_id,
             Attempt.challenge_id == challenge_id,
             Attempt.baseline.is_(False),
-            _ENTRY,
+            ENTRIES_ONLY,
         )
         recorded = select(Attempt.participant_id).where(
             *conditions, Attempt.participant_id.is_not(None)
@@ -353,7 +353,7 @@ class AttemptRepository:
                 Attempt.tenant_id == self.tenant_id,
                 Attempt.challenge_id == challenge_id,
                 Attempt.participant_id.in_(participant_ids),
-                _ENTRY,
+                ENTRIES_ONLY,
             )
             .distinct()
         )
@@ -390,7 +390,7 @@ class AttemptRepository:
         """A page of the tenant's entries, newest first. `as_at_freezes` (now): the attempts
         of challenges frozen now as they stood at the freeze (`_frozen_view`): those
         submitted since left out, the others' status as it was then."""
-        conditions = [Attempt.tenant_id == self.tenant_id, _ENTRY, _CHALLENGE_KEPT]
+        conditions = [Attempt.tenant_id == self.tenant_id, ENTRIES_ONLY, _CHALLENGE_KEPT]
         if challenge_id is not None:
             conditions.append(Attempt.challenge_id == challenge_id)
         if participant_id is not None:
@@ -565,7 +565,7 @@ class AttemptRepository:
                 Attempt.tenant_id == self.tenant_id,
                 Attempt.participant_id == participant_id,
                 Attempt.challenge_id.in_(challenge_ids),
-                _ENTRY,
+                ENTRIES_ONLY,
             )
             .group_by(Attempt.challenge_id)
         )
@@ -582,7 +582,7 @@ class AttemptRepository:
             .where(
                 Attempt.tenant_id == self.tenant_id,
                 Attempt.challenge_id.in_(challenge_ids),
-                _ENTRY,
+                ENTRIES_ONLY,
             )
             .group_by(Attempt.challenge_id, Attempt.status)
         )
@@ -611,7 +611,7 @@ class AttemptRepository:
             .where(
                 Attempt.tenant_id == self.tenant_id,
                 Attempt.participant_id.in_(participant_ids),
-                _ENTRY,
+                ENTRIES_ONLY,
             )
             .group_by(Attempt.participant_id)
         )
@@ -631,7 +631,7 @@ class AttemptRepository:
                     Attempt.tenant_id == self.tenant_id,
                     Attempt.challenge_id == challenge_id,
                     Attempt.status == AttemptStatus.ERROR,
-                    _ENTRY,
+                    ENTRIES_ONLY,
                 )
                 .order_by(Attempt.created_at, Attempt.id)
                 .limit(limit)
@@ -651,7 +651,7 @@ class AttemptRepository:
                 Challenge.tenant_id == self.tenant_id,
                 Challenge.deleted_at.is_(None),
                 Attempt.status == AttemptStatus.ERROR,
-                _ENTRY,
+                ENTRIES_ONLY,
             )
             .order_by(Attempt.finished_at.desc().nulls_last(), Attempt.id)
             .limit(limit)
@@ -734,7 +734,7 @@ class AttemptRepository:
         """Up to `limit` of the challenge's attempts after (created_at, id), oldest first;
         not their run records, which only the worker reads."""
         query = select(Attempt).where(
-            Attempt.tenant_id == self.tenant_id, Attempt.challenge_id == challenge_id, _ENTRY
+            Attempt.tenant_id == self.tenant_id, Attempt.challenge_id == challenge_id, ENTRIES_ONLY
         )
         if after is not None:
             query = query.where(
@@ -765,7 +765,7 @@ class AttemptRepository:
                 Attempt.tenant_id == self.tenant_id,
                 Attempt.challenge_id == challenge_id,
                 Trial.tenant_id == self.tenant_id,
-                _ENTRY,
+                ENTRIES_ONLY,
             )
         )
         if after is not None:
