@@ -61,7 +61,7 @@ from app.kit.errors import (
 from app.kit.unit_of_work import UnitOfWork
 from app.leaderboard import freeze
 from app.team.service import player_id
-from app.tenant.quotas import count_entry
+from app.tenant.quotas import QuotaReached, count_entry, give_back_entry
 from app.tenant.service import (
     entry_names,
     handles,
@@ -419,8 +419,11 @@ def _submit(
         challenge, fields, lambda: config_of(get_challenge(session, tenant_id, challenge_id))
     )
     limited = challenge.limits.counts_attempts
-    # A team's entry holds the team's row to the commit (`entry_player`): one transaction.
-    if (limited or challenge.team_id is not None) and autocommits(session):
+    quota = challenge.tenant_attempts_per_day
+    # Limits and the tenant's day are counted under locks held to the insert, and a team's
+    # entry holds the team's row to the commit (`entry_player`): one transaction.
+    needs_one = limited or quota is not None or challenge.team_id is not None
+    if needs_one and autocommits(session):
         raise TransactionNeeded()
     # The tenant's share of the workers' queue, before anything is written.
     turn = turns.take_turn(repo)
@@ -429,7 +432,17 @@ def _submit(
     if limited:
         lock_participant(session, tenant_id, participant_id)
         _check_limits(repo, challenge, participant_id, now)
-    count_entry(session, tenant_id, challenge.tenant_attempts_per_day, now)
+    try:
+        count_entry(session, tenant_id, quota, now)
+    except QuotaReached:
+        # A retry of the request that took the day's last place is that request's replay.
+        existing = repo.by_idempotency_key(idempotency_key) if idempotency_key else None
+        if existing is None:
+            raise
+        submitter = shown_submitter(challenge, existing.submitted_by_id)
+        return _replayed(
+            repo, existing, challenge_id, fingerprint, handle, challenge.kind, submitter
+        )
     attempt = queued_attempt(
         tenant_id,
         challenge_id,
@@ -445,8 +458,10 @@ def _submit(
     if repo.insert_new(attempt):
         submitter = shown_submitter(challenge, attempt.submitted_by_id)
         return StoredSubmission(attempt, True, True, handle, challenge.kind, submitter)
-    # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
+    # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race,
+    # and counted the entry.
     assert idempotency_key is not None
+    give_back_entry(session, tenant_id, quota, now)
     existing = repo.by_idempotency_key(idempotency_key)
     if existing is None:
         raise RuntimeError(f"Idempotency-Key {idempotency_key!r} conflicted, yet no attempt has it")

@@ -114,9 +114,13 @@ def refuse_new_participant(session: Session, tenant_id: uuid.UUID) -> None:
 def count_entry(session: Session, tenant_id: uuid.UUID, limit: int | None, now: datetime) -> None:
     """Counts one entry against the tenant's daily quota (`limit`, read with the submission's
     challenge; None: no quota, nothing counted); 429 with `Retry-After` until midnight UTC
-    past it."""
+    past it. The count holds the tenant's day row to the commit, so it asks for a transaction
+    (`TransactionNeeded`): a retry sent at once with the same Idempotency-Key waits for the
+    first to commit, and then finds its entry (`give_back_entry`)."""
     if limit is None:
         return
+    if autocommits(session):
+        raise TransactionNeeded()
     if TenantSpendRepository(session, tenant_id).count_entry(now.date(), limit):
         return
     day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -128,6 +132,17 @@ def count_entry(session: Session, tenant_id: uuid.UUID, limit: int | None, now: 
         f"{ASK_FOR_MORE}",
         headers={"Retry-After": str(math.ceil((reset - now).total_seconds()))},
     )
+
+
+def give_back_entry(
+    session: Session, tenant_id: uuid.UUID, limit: int | None, now: datetime
+) -> None:
+    """Gives back the entry `count_entry` counted in this transaction, when the request turned
+    out to be a retry of one that stored its entry first (the same Idempotency-Key): one entry
+    is counted once."""
+    if limit is None:
+        return
+    TenantSpendRepository(session, tenant_id).uncount_entry(now.date())
 
 
 def entries_today(session: Session, tenant_id: uuid.UUID, now: datetime) -> int:

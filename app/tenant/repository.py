@@ -7,7 +7,7 @@ import uuid
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
@@ -296,6 +296,19 @@ class TenantSpendRepository:
             ).returning(TenantSpend.attempts)
         ).first()
         return counted is not None
+
+    def uncount_entry(self, day: date) -> None:
+        """Takes back one entry counted on the tenant's day (by `count_entry`, in this
+        transaction)."""
+        self.session.execute(
+            update(TenantSpend)
+            .where(
+                TenantSpend.tenant_id == self.tenant_id,
+                TenantSpend.day == day,
+                TenantSpend.attempts > 0,
+            )
+            .values(attempts=TenantSpend.attempts - 1)
+        )
 
     def entries_on(self, day: date) -> int:
         """The entries counted on the tenant's day (while it had a daily quota)."""

@@ -70,8 +70,9 @@ from app.leaderboard.schemas import FROZEN_AT_DESCRIPTION, FROZEN_DESCRIPTION
 from app.scoring.measures import AttemptMetrics
 from app.scoring.schemas import ScoringConfig
 from app.scoring.strategies import Measure, ScoringStrategy, Strategy, scoring_strategy
+from app.tenant.quotas import QuotaReached
 
-KINDS_API_VERSION = "2.0"
+KINDS_API_VERSION = "2.1"
 
 __all__ = [
     "FROZEN_AT_DESCRIPTION",
@@ -108,6 +109,7 @@ __all__ = [
     "NotFound",
     "Offset",
     "OutputSchema",
+    "QuotaReached",
     "RunContext",
     "RunPurpose",
     "RunRow",

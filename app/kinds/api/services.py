@@ -26,7 +26,7 @@ from app.competition.service import refuse_unless_accepted
 from app.kit.observability.metrics import redblue_recomputed
 from app.leaderboard.freeze import Seen, before_board_write, frozen_since, read_as_seen
 from app.team.service import member_handles, player_id, players_at, team_of
-from app.tenant.quotas import count_entry
+from app.tenant.quotas import count_entry, give_back_entry
 from app.tenant.service import (
     EntryNames,
     as_subject,
@@ -52,6 +52,7 @@ __all__ = [
     "find_attempt",
     "frozen_since",
     "get_challenge",
+    "give_back_entry",
     "handle_of",
     "handles",
     "left_under",

@@ -6,6 +6,7 @@ each; a tenant admin's view of its quotas; and that only the platform admin chan
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -254,6 +255,37 @@ def test_a_daily_attempt_quota_counts_attempts_and_red_blue_entries(api: Api) ->
     _quotas(api, tenant, max_attempts_per_day=3)
     assert api.submit(key, prompt["id"], "PWNED", "carol").status_code == 202
     assert api.submit(key, prompt["id"], "PWNED", "dave").status_code == 429
+
+
+def test_retries_of_one_idempotency_key_count_once_against_the_daily_quota(api: Api) -> None:
+    """Retries sent at once with one Idempotency-Key are one entry: counted once, and answered
+    as replays even when the first of them took the day's last place."""
+    tenant = api.create_tenant()
+    key = tenant["api_key"]
+    challenge = api.create_challenge(key)
+    _quotas(api, tenant, max_attempts_per_day=2)
+
+    def retries(idempotency_key: str, handle: str) -> list[Any]:
+        headers = {"Idempotency-Key": idempotency_key}
+        with ThreadPoolExecutor(8) as pool:
+            return list(
+                pool.map(
+                    lambda _: api.submit(key, challenge["id"], "PWNED", handle, headers=headers),
+                    range(8),
+                )
+            )
+
+    def used() -> int:
+        usage = api.request("GET", "/v1/tenant/quotas", key).json()
+        return int(usage["attempts_today"]["used"])
+
+    for place, handle in enumerate(["ann", "bob"], start=1):
+        sent = retries(f"k-{uuid.uuid4()}", handle)
+        assert [r.status_code for r in sent] == [202] * 8, [r.text for r in sent]
+        assert len({r.json()["id"] for r in sent}) == 1
+        assert used() == place
+    assert api.submit(key, challenge["id"], "PWNED", "carol").status_code == 429
+    assert used() == 2
 
 
 def test_a_tenants_own_daily_budget_replaces_the_platforms(api: Api) -> None:

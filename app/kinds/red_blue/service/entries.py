@@ -17,6 +17,7 @@ from app.kinds.api import (
     Forbidden,
     LimitsConfig,
     NotFound,
+    QuotaReached,
     SignedInParticipant,
     SubmissionTarget,
     TenantAdmin,
@@ -33,6 +34,7 @@ from app.kinds.api.services import (
     entry_names,
     entry_player,
     get_challenge,
+    give_back_entry,
     left_under,
     lock_participant,
     player_id,
@@ -167,7 +169,15 @@ def _submit(
         counter = repo.count_defenses if is_defense else repo.count_attacks
         left = left_under(limits, lambda since: counter(challenge_id, participant_id, since), now)
         refuse_when_none_left(left, limits, what.removesuffix("s"), what, now)
-    count_entry(session, tenant_id, target.tenant_attempts_per_day, now)
+    quota = target.tenant_attempts_per_day
+    try:
+        count_entry(session, tenant_id, quota, now)
+    except QuotaReached:
+        # A retry of the request that took the day's last place is that request's replay.
+        earlier = by_key(idempotency_key) if idempotency_key else None
+        if earlier is None:
+            raise
+        return _replay(earlier, challenge_id, fingerprint, target, handle_given)
     common: dict[str, Any] = {
         "id": uuid.uuid4(),
         "tenant_id": tenant_id,
@@ -190,8 +200,10 @@ def _submit(
     if repo.insert_entry(entry):
         work.send_after_commit(SELF_TEST if is_defense else PAIR_ATTACK, str(entry.id))
         return EntrySubmission(entry, True, handle, shown_submitter(target, entry.submitted_by_id))
-    # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race.
+    # Only an Idempotency-Key conflicts: a concurrent request with the same key won the race,
+    # and counted the entry.
     assert idempotency_key is not None
+    give_back_entry(session, tenant_id, quota, now)
     existing = by_key(idempotency_key)
     if existing is None:
         raise RuntimeError(f"Idempotency-Key {idempotency_key!r} conflicted, yet nothing has it")
