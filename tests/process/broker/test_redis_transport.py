@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -53,7 +54,7 @@ def test_a_connection_lost_with_an_unacknowledged_message_closes_with_no_other_e
     queue.put({"n": 1})
     taken = queue.get(timeout=5)  # delivered, not acknowledged
     assert taken.payload == {"n": 1}
-    channel = connection.default_channel
+    channel: Any = connection.default_channel
     process.kill()
     process.wait(timeout=10)
     # The state a worker's consumer left the channel in after a failed close: its pools
