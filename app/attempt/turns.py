@@ -30,6 +30,7 @@ from app.attempt.repository import AttemptRepository
 from app.kit.config import get_settings
 from app.kit.error_codes import QUEUE_SHARE_FULL
 from app.kit.errors import AppError
+from app.kit.observability import metrics as telemetry
 
 # What a refused submission is told to wait: attempts finish in seconds, a place with them.
 QUEUE_RETRY_AFTER_SECONDS = 5
@@ -63,6 +64,7 @@ def take_turn(repo: AttemptRepository) -> int:
     place = repo.queue_place()
     share = get_settings().max_queued_per_tenant
     if place.unfinished >= share:
+        telemetry.request_refused("queue")
         raise QueueShareFull(share)
     return place.next_turn
 

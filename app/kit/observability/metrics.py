@@ -133,7 +133,8 @@ HTTP_REFUSED = Counter(
     "Requests refused at admission, by reason (busy: the process works on its limit of "
     "requests, answered 503; client: one client's limit of requests at once, answered 429; "
     "tenant: a tenant's share, public: the share of a tenant's anonymous readers, "
-    "across the API's processes, answered 429).",
+    "across the API's processes, answered 429; queue: a submission past its tenant's share "
+    "of the workers' queue, answered 429 queue_share_full).",
     ["reason"],
 )
 CAPACITY = Gauge(

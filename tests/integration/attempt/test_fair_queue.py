@@ -15,7 +15,7 @@ from sqlalchemy import insert, select, update
 from app.attempt.models import Attempt, AttemptStatus, RunPurpose
 from app.kit.config import get_settings
 from app.kit.db import session_scope, utcnow
-from tests.conftest import Api, Worker
+from tests.conftest import ADMIN_TOKEN, Api, Worker
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 
 pytestmark = pytest.mark.integration
@@ -60,10 +60,24 @@ def _end(attempt_ids: list[uuid.UUID]) -> None:
         )
 
 
+def _queue_refusals(api: Api) -> float:
+    """`gauntlet_http_refused_total{reason="queue"}` as /metrics reads it."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = api.request("GET", "/metrics", ADMIN_TOKEN).text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "gauntlet_http_refused_total" and sample.labels == {"reason": "queue"}
+    )
+
+
 def test_a_tenant_past_its_queue_share_is_refused_while_another_is_served(
     api: Api, worker: Worker
 ) -> None:
     share = get_settings().max_queued_per_tenant
+    refusals_before = _queue_refusals(api)
     flooding, other = api.create_tenant(), api.create_tenant()
     flooding_key, other_key = flooding["api_key"], other["api_key"]
     flooded = api.create_challenge(flooding_key)
@@ -92,6 +106,8 @@ def test_a_tenant_past_its_queue_share_is_refused_while_another_is_served(
         # Nothing of the refused submission was stored: not even its participant.
         participants = api.request("GET", "/v1/participants", flooding_key).json()
         assert participants["total"] == 0
+        # Counted for the operator, beside the admission's refusals.
+        assert _queue_refusals(api) == refusals_before + 2
 
         other_challenge = api.create_challenge(other_key)
         accepted = api.submit(other_key, other_challenge["id"], "PWNED", "bob")
