@@ -63,6 +63,16 @@ DEFAULT_MACROS = "kind_default.html"
 
 
 @dataclass(frozen=True)
+class Spend:
+    """One line of a challenge's model spend on its console's overview: what ran, how many
+    times, and what its model calls cost (USD)."""
+
+    label: str
+    runs: int
+    usd: float
+
+
+@dataclass(frozen=True)
 class Count:
     """One figure of a challenge's row on the tenant admin page."""
 
@@ -227,6 +237,13 @@ class WebKind:
                 _submit_attempt,
             ),
         )
+
+    def kind_spend(
+        self, session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID
+    ) -> Sequence[Spend]:
+        """The model spend of the kind's own runs, beside its attempts, practice and test runs
+        (which every kind's overview shows): a red-blue challenge's matches, say."""
+        return ()
 
     def admin_panel(self, session: Session, admin: TenantAdmin) -> Any | None:
         """A section of the tenant admin page (its entries in error, say); None: nothing."""

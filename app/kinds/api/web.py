@@ -15,6 +15,7 @@ from app.web.web_kind import (
     Count,
     ListStanding,
     RunVerdict,
+    Spend,
     StrategyText,
     WebKind,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "FormError",
     "ListStanding",
     "RunVerdict",
+    "Spend",
     "StrategyText",
     "TaskRow",
     "WebKind",

@@ -40,6 +40,7 @@ from app.kinds.api.web import (
     FormError,
     ListStanding,
     RunVerdict,
+    Spend,
     StrategyText,
     WebKind,
     board_audience,
@@ -352,6 +353,12 @@ class RedBluePages(WebKind):
             "interval; rank = 1 + the number of participants whose interval lies entirely "
             "above.",
         )
+
+    def kind_spend(
+        self, session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID
+    ) -> Sequence[Spend]:
+        """The matches played: each calls the target model, and the judges when they grade."""
+        return [Spend("Matches", *service.match_spend(session, tenant_id, challenge_id))]
 
     def dashboard_counts(
         self, session: Session, tenant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID]

@@ -26,7 +26,7 @@ from app.tenant import service as tenants
 from app.tenant.models import Participant, Tenant
 from app.web.challenges.service import ChallengeCard, challenge_cards
 from app.web.leaderboards.service import strategy_text
-from app.web.web_kind import Count, StrategyText, WebKind, by_kind
+from app.web.web_kind import Count, Spend, StrategyText, WebKind, by_kind
 
 
 @dataclass(frozen=True)
@@ -65,13 +65,6 @@ _SPEND_LABELS = {
 
 
 @dataclass(frozen=True)
-class Spend:
-    label: str
-    runs: int
-    usd: float
-
-
-@dataclass(frozen=True)
 class ChallengeOverview:
     """What a challenge's console opens with: its row's figures, its model spend by purpose,
     and the launch checklist (with whether *Open* and *Publish* wait for it now)."""
@@ -101,6 +94,7 @@ def challenge_overview(
     spend = [
         Spend(label, *spent.get(purpose, (0, 0.0))) for purpose, label in _SPEND_LABELS.items()
     ]
+    spend += kind.kind_spend(session, tenant_id, challenge.id)
     return ChallengeOverview(
         row,
         kind_title,

@@ -433,6 +433,18 @@ class RedBlueRepository:
             activity[challenge].unrated = int(count)
         return activity
 
+    def match_spend(self, challenge_id: uuid.UUID) -> tuple[int, float]:
+        """How many of the challenge's matches were played (completed or ended in error),
+        and what their model calls cost (USD; a match without a known price counts 0)."""
+        played, cost = self.session.execute(
+            select(func.count(), func.coalesce(func.sum(Match.cost_usd), 0.0)).where(
+                Match.tenant_id == self.tenant_id,
+                Match.challenge_id == challenge_id,
+                Match.finished_at.is_not(None),
+            )
+        ).one()
+        return int(played), float(cost or 0.0)
+
     def places_of(
         self, participant_id: uuid.UUID, challenge_ids: Sequence[uuid.UUID], *, frozen: bool
     ) -> dict[uuid.UUID, Places]:

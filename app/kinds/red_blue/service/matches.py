@@ -305,6 +305,13 @@ def activity(
     return RedBlueRepository(session, tenant_id).activity_of(challenge_ids)
 
 
+def match_spend(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID
+) -> tuple[int, float]:
+    """The challenge's matches played, and their model spend (its console's overview)."""
+    return RedBlueRepository(session, tenant_id).match_spend(challenge_id)
+
+
 def places(
     session: Session,
     viewer: SignedInParticipant,
