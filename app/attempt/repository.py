@@ -622,6 +622,32 @@ class AttemptRepository:
             if participant_id is not None
         }
 
+    def entrants_of(
+        self, challenge_id: uuid.UUID, *, limit: int
+    ) -> tuple[list[tuple[uuid.UUID, int, datetime]], int]:
+        """The challenge's participants with entries, the most recently active first (at most
+        `limit`): each with how many entries and when the newest was; and how many there are
+        in all."""
+        entered = (
+            Attempt.tenant_id == self.tenant_id,
+            Attempt.challenge_id == challenge_id,
+            ENTRIES_ONLY,
+        )
+        newest = func.max(Attempt.created_at)
+        rows = self.session.execute(
+            select(Attempt.participant_id, func.count(), newest)
+            .where(*entered)
+            .group_by(Attempt.participant_id)
+            .order_by(newest.desc(), Attempt.participant_id)
+            .limit(limit)
+        ).tuples()
+        total = self.session.scalar(
+            select(func.count(func.distinct(Attempt.participant_id))).where(*entered)
+        )
+        # Entries only: every one has a participant.
+        found = [(who, count, at) for who, count, at in rows if who is not None]
+        return found, int(total or 0)
+
     def errored_of_challenge(self, challenge_id: uuid.UUID, *, limit: int) -> list[Attempt]:
         """The challenge's attempts that ended in error, oldest first, locked for the caller."""
         return list(

@@ -1022,6 +1022,14 @@ def challenge_spend(
     return AttemptRepository(session, tenant_id).spend_by_purpose(challenge_id)
 
 
+def challenge_entrants(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, *, limit: int
+) -> tuple[list[tuple[uuid.UUID, int, datetime]], int]:
+    """The challenge's participants with attempts (its console): see
+    `AttemptRepository.entrants_of`."""
+    return AttemptRepository(session, tenant_id).entrants_of(challenge_id, limit=limit)
+
+
 def participant_activity(
     session: Session, tenant_id: uuid.UUID, participant_ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, tuple[int, datetime]]:

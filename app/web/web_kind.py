@@ -36,6 +36,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -70,6 +71,16 @@ class Spend:
     label: str
     runs: int
     usd: float
+
+
+@dataclass(frozen=True)
+class Entrant:
+    """A participant with entries in a challenge (its console's Participants tab): how many,
+    and when the newest was made."""
+
+    participant_id: uuid.UUID
+    entries: int
+    last_entry_at: datetime
 
 
 @dataclass(frozen=True)
@@ -237,6 +248,16 @@ class WebKind:
                 _submit_attempt,
             ),
         )
+
+    def entry_activity(
+        self, session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, *, limit: int
+    ) -> tuple[Sequence[Entrant], int]:
+        """The challenge's participants with entries, the most recently active first (at most
+        `limit`), and how many there are: its attempts, for a kind whose entries are attempts."""
+        found, total = attempt_service.challenge_entrants(
+            session, tenant_id, challenge_id, limit=limit
+        )
+        return [Entrant(*row) for row in found], total
 
     def kind_spend(
         self, session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID

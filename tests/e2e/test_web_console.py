@@ -205,9 +205,19 @@ def _spend(page: str) -> dict[str, tuple[int, float]]:
     return {label: (int(runs.replace(",", "")), float(usd)) for label, runs, usd in rows}
 
 
-def test_the_overview_counts_a_red_blue_challenges_matches_in_its_model_spend(
+def _entrants(page: str) -> list[tuple[str, int]]:
+    """The Participants tab's table: (handle, entries), in the order shown."""
+    rows = re.findall(
+        r'<tr data-entrant="([^"]+)">.*?<td class="num">([\d,]+)</td>', page, re.DOTALL
+    )
+    return [(handle, int(entries.replace(",", ""))) for handle, entries in rows]
+
+
+def test_the_console_counts_each_kinds_entries_by_participant_and_its_runs_in_the_spend(
     api: Api, web_client: Clients, worker: Worker
 ) -> None:
+    """A red-blue challenge's matches are in its model spend, and its participants with
+    defenses or attacks in its Participants tab; a prompt challenge's, with attempts."""
     from sqlalchemy import update
 
     from app.kinds.red_blue.models import Match
@@ -241,10 +251,21 @@ def test_the_overview_counts_a_red_blue_challenges_matches_in_its_model_spend(
     assert spend["Matches"] == (2, 0.5125)
     assert spend["Attempts"] == (0, 0.0)
     assert "In all $0.5125" in overview.text
+    admin = _admin(web_client, tenant)
+    tab = admin.get(f"/t/{slug}/admin/challenges/{challenge['id']}/participants").text
+    # The most recently active first: the attack was sent last.
+    assert _entrants(tab) == [("red", 1), ("navy", 1), ("blue", 1)]
+    assert f'href="/t/{slug}/admin/participants/red"' in tab
 
     # A prompt challenge's overview has no line of matches.
     prompt = api.create_challenge(key, title="Say it")
-    assert api.submit(key, prompt["id"], "PWNED", "ada").status_code == 202
-    page = _admin(web_client, tenant).get(f"/t/{slug}/admin/challenges/{prompt['id']}").text
+    empty = admin.get(f"/t/{slug}/admin/challenges/{prompt['id']}/participants").text
+    assert _entrants(empty) == [] and "No entries yet." in empty
+    for handle in ("ada", "bob", "ada"):
+        assert api.submit(key, prompt["id"], "PWNED", handle).status_code == 202
+    page = admin.get(f"/t/{slug}/admin/challenges/{prompt['id']}").text
     assert set(_spend(page)) == {"Attempts", "Practice runs", "Test runs"}
-    assert _spend(page)["Attempts"][0] == 1
+    assert _spend(page)["Attempts"][0] == 3
+    tab = admin.get(f"/t/{slug}/admin/challenges/{prompt['id']}/participants").text
+    assert _entrants(tab) == [("ada", 2), ("bob", 1)]
+    assert "2 participants with entries" in tab

@@ -37,6 +37,7 @@ from app.kinds.api.web import (
     BaselineForm,
     BaselineSubmitted,
     Count,
+    Entrant,
     FormError,
     ListStanding,
     RunVerdict,
@@ -353,6 +354,13 @@ class RedBluePages(WebKind):
             "interval; rank = 1 + the number of participants whose interval lies entirely "
             "above.",
         )
+
+    def entry_activity(
+        self, session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, *, limit: int
+    ) -> tuple[Sequence[Entrant], int]:
+        """Its defenses and attacks, both sides counted."""
+        found, total = service.entry_activity(session, tenant_id, challenge_id, limit=limit)
+        return [Entrant(*row) for row in found], total
 
     def kind_spend(
         self, session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID

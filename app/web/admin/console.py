@@ -108,8 +108,9 @@ def challenge_console(
 def challenge_participants(
     tenant_slug: str, challenge_id: uuid.UUID, request: Request, session: SessionDep
 ) -> Response:
-    """Who plays: the figures of the challenge's entries, its teams (or individual play),
-    and the links to its boards and to each participant's page."""
+    """Who plays: the figures of the challenge's entries, its participants with entries (the
+    most recently active first, each linking to their page), its teams (or individual play),
+    and the link to its boards."""
     visit = admin_page_visit(request, session, tenant_slug)
     challenge = _challenge(session, visit, challenge_id)
     overview = service.challenge_overview(session, visit.subject, challenge)
@@ -119,6 +120,7 @@ def challenge_participants(
         challenge=challenge,
         tabs=console_tabs(visit.tenant, challenge.id, "participants"),
         row=overview.row,
+        entrants=service.challenge_entrants(session, visit.tenant.id, challenge),
         teams=service.challenge_teams(session, visit.tenant.id, challenge),
     )
 

@@ -105,6 +105,29 @@ def challenge_overview(
 
 
 TEAMS_SHOWN = 100
+ENTRANTS_SHOWN = 100
+
+
+@dataclass(frozen=True)
+class EntrantRow:
+    handle: str
+    entries: int
+    last_entry_at: datetime
+
+
+def challenge_entrants(
+    session: Session, tenant_id: uuid.UUID, challenge: Challenge
+) -> tuple[list[EntrantRow], int]:
+    """The challenge's participants with entries, the most recently active first (the first
+    `ENTRANTS_SHOWN`), with their handles; and how many there are."""
+    kind = kind_as(challenge.kind, WebKind)
+    found, total = kind.entry_activity(session, tenant_id, challenge.id, limit=ENTRANTS_SHOWN)
+    names = tenants.handles(session, tenant_id, [entrant.participant_id for entrant in found])
+    rows = [
+        EntrantRow(names.get(entrant.participant_id, ""), entrant.entries, entrant.last_entry_at)
+        for entrant in found
+    ]
+    return rows, total
 
 
 def challenge_teams(

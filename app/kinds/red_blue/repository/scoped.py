@@ -7,7 +7,19 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Table, case, false, func, or_, select, true, tuple_
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Table,
+    case,
+    false,
+    func,
+    or_,
+    select,
+    true,
+    tuple_,
+    union_all,
+)
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.kinds.api.storage import (
@@ -432,6 +444,30 @@ class RedBlueRepository:
         for challenge, count in unrated:
             activity[challenge].unrated = int(count)
         return activity
+
+    def entrants_of(
+        self, challenge_id: uuid.UUID, *, limit: int
+    ) -> tuple[list[tuple[uuid.UUID, int, datetime]], int]:
+        """The challenge's participants with defenses or attacks, the most recently active
+        first (at most `limit`): each with how many entries (both sides) and when the newest
+        was; and how many there are in all."""
+        entries = union_all(
+            *(
+                select(model.participant_id, model.created_at).where(
+                    model.tenant_id == self.tenant_id, model.challenge_id == challenge_id
+                )
+                for model in (Defense, Attack)
+            )
+        ).subquery()
+        newest = func.max(entries.c.created_at)
+        rows = self.session.execute(
+            select(entries.c.participant_id, func.count(), newest)
+            .group_by(entries.c.participant_id)
+            .order_by(newest.desc(), entries.c.participant_id)
+            .limit(limit)
+        ).tuples()
+        total = self.session.scalar(select(func.count(func.distinct(entries.c.participant_id))))
+        return [(who, int(count), at) for who, count, at in rows], int(total or 0)
 
     def match_spend(self, challenge_id: uuid.UUID) -> tuple[int, float]:
         """How many of the challenge's matches were played (completed or ended in error),

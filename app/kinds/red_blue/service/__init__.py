@@ -57,6 +57,7 @@ from app.kinds.red_blue.service.exports import (
 from app.kinds.red_blue.service.matches import (
     FailedMatch,
     activity,
+    entry_activity,
     list_match_views,
     list_matches,
     match_spend,
@@ -97,6 +98,7 @@ __all__ = [
     "defenses_in_order",
     "entrants",
     "entries_left",
+    "entry_activity",
     "freeze_cutoff",
     "list_match_views",
     "list_matches",

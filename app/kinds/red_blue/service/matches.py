@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -303,6 +304,13 @@ def activity(
     """Each challenge's defenses, attacks, matches and matches awaiting the ratings (the
     tenant admin page)."""
     return RedBlueRepository(session, tenant_id).activity_of(challenge_ids)
+
+
+def entry_activity(
+    session: Session, tenant_id: uuid.UUID, challenge_id: uuid.UUID, *, limit: int
+) -> tuple[list[tuple[uuid.UUID, int, datetime]], int]:
+    """The challenge's participants with entries on either side (its console)."""
+    return RedBlueRepository(session, tenant_id).entrants_of(challenge_id, limit=limit)
 
 
 def match_spend(
