@@ -485,3 +485,31 @@ def test_the_leaderboard_panel_marks_a_freeze_the_live_result_and_baselines() ->
     assert "live-result" not in admins
     live = panel()
     assert "rozen" not in live and "live-result" not in live
+
+
+def test_the_page_links_keep_the_lists_parameters_and_show_only_the_pages_there_are() -> None:
+    from app.web.rendering import render_macro
+
+    middle = render_macro(
+        "macros.html", "pager", 2, 3, "Tenant pages", link="?status=a b&page=", ends=True
+    )
+    assert 'aria-label="Tenant pages"' in middle
+    assert '<a href="?status=a b&amp;page=1">« First</a>' in middle
+    assert '<a href="?status=a b&amp;page=1" rel="prev">← Previous</a>' in middle
+    assert "<span>Page 2 of 3</span>" in middle
+    assert '<a href="?status=a b&amp;page=3" rel="next">Next →</a>' in middle
+    assert '<a href="?status=a b&amp;page=3">Last »</a>' in middle
+    first = render_macro(
+        "macros.html",
+        "pager",
+        1,
+        1200,
+        "Attempt pages",
+        anchor="#list",
+        labels=("← Newer", "Older →"),
+        note=" · 5 shown",
+    )
+    assert 'rel="prev"' not in first and "« First" not in first
+    assert "<span>Page 1 of 1,200 · 5 shown</span>" in first
+    assert '<a href="?page=2#list" rel="next">Older →</a>' in first
+    assert "Last »" not in first
