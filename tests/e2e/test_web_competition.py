@@ -2,7 +2,7 @@
 loopback that a real worker sends to: the challenge page's tabs show sanitized Markdown, a
 participant accepts the rules with the form before playing, the console saves the pages and
 posts an announcement that arrives by mail, and the notices of a close arrive once however
-often the sweep runs."""
+often the sweep runs, a red-blue final round's boards mailed as revealed once final."""
 
 from __future__ import annotations
 
@@ -227,3 +227,42 @@ def test_a_split_challenges_close_mails_that_its_private_board_is_revealed_once(
             ("closed", 1),
             ("revealed", 1),
         ]
+
+
+def test_a_red_blue_final_rounds_boards_are_mailed_as_revealed_once_they_are_final(
+    api: Api, owner: dict[str, Any], web_client: Clients, mail_server: MailServer
+) -> None:
+    """A red-blue challenge with a final round reveals its boards once the round is played,
+    after its close: its players are told of both, each once, however often the sweep runs."""
+    from tests.integration.red_blue.test_redblue import OVERRIDE, STRONG, attack, create, defend
+    from tests.integration.red_blue.test_redblue_final_round import _final
+
+    slug, key = owner["slug"], owner["api_key"]
+    challenge = create(api, key, final_round=True)
+    handle, email = _confirmed_account(web_client(), mail_server, slug)
+    defend(api, key, challenge["id"], handle, STRONG)
+    attack(api, key, challenge["id"], "rex", OVERRIDE)
+    close(api, owner, challenge)
+    notices.sweep()
+    _final(api, key, challenge["id"])
+    notices.sweep()
+    notices.sweep()
+
+    def mentioned(text: str) -> Any:
+        return lambda m: challenge["title"] in str(m.message["Subject"]) and text in m.text
+
+    revealed = _one(mail_server.inbox.wait_for(email, matching=mentioned("is revealed")))
+    assert "the final results are on its page" in revealed.text
+    with session_scope() as session:
+        sent = session.scalars(
+            select(ChallengeNotice).where(
+                ChallengeNotice.challenge_id == uuid.UUID(challenge["id"])
+            )
+        ).all()
+        assert sorted((notice.event, notice.mailed) for notice in sent) == [
+            ("closed", 1),
+            ("revealed", 1),
+        ]
+    # The close was told once: in a mail of its own, or in the reveal's when both were due.
+    closed = mail_server.inbox.wait_for(email, matching=mentioned("takes no more submissions"))
+    assert len(closed) == 1
