@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from tests.fixtures.mail_server import MailServer
 
 # Skips fail under `make test` and in CI (tests/strict.py).
+from tests import http
 from tests.strict import pytest_runtest_makereport  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -341,7 +342,7 @@ class Api:
     def __init__(self, base_url: str, admin_token: str = ADMIN_TOKEN) -> None:
         self.base_url = base_url
         self.admin_token = admin_token
-        self.http = httpx.Client(base_url=base_url, timeout=30)
+        self.http = http.client(base_url=base_url, timeout=30)
 
     def request(
         self, method: str, path: str, token: str | None = None, **kwargs: Any

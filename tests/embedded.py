@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 
+from tests import http
 from tests.conftest import ROOT
 
 ADMIN_TOKEN = "embedded-token"
@@ -65,7 +66,7 @@ class Embedded:
         deadline = time.monotonic() + 180
         while True:
             try:
-                if httpx.get(f"{self.base}/healthz", timeout=1).status_code == 200:
+                if http.get(f"{self.base}/healthz", timeout=1).status_code == 200:
                     return self.log.read_bytes()[offset:].decode(errors="replace")
             except httpx.HTTPError:
                 pass

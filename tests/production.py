@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 import yaml
 
+from tests import http
 from tests.fixtures.tcp_proxy import TcpProxy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -335,7 +336,7 @@ class ProductionLayout:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                if httpx.get(f"{self.base_url}/healthz", timeout=2).status_code == 200:
+                if http.get(f"{self.base_url}/healthz", timeout=2).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

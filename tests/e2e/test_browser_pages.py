@@ -26,7 +26,12 @@ import pytest
 from app.kinds.benchmark.config import BenchmarkSpec, SplitConfig
 from app.kinds.benchmark.split import parts_of
 from tests.conftest import ADMIN_TOKEN, PUBLIC_URL, Api, Worker
-from tests.e2e.conftest import create_tenant, horizontal_overflow, sign_up_in_browser
+from tests.e2e.conftest import (
+    REDUCED_MOTION,
+    create_tenant,
+    horizontal_overflow,
+    sign_up_in_browser,
+)
 
 if TYPE_CHECKING:
     from jinja2 import Environment, Template
@@ -216,7 +221,11 @@ def world(
     contexts: list[BrowserContext] = []
 
     def context() -> BrowserContext:
-        opened = browser.new_context(base_url=api_url, viewport={"width": 390, "height": 844})
+        opened = browser.new_context(
+            base_url=api_url,
+            viewport={"width": 390, "height": 844},
+            reduced_motion=REDUCED_MOTION,
+        )
         opened.set_default_timeout(15_000)
         contexts.append(opened)
         return opened

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 from sqlalchemy import select, update
 
@@ -30,6 +29,7 @@ from app.kit.unit_of_work import UnitOfWork, unit_of_work
 from app.tenant import account_mail
 from app.tenant import service as tenants
 from app.tenant.models import Participant
+from tests import http
 from tests.conftest import NO_WARM_UP, PUBLIC_URL, Api, Worker
 from tests.e2e.conftest import PASSWORD, WebClient, create_tenant
 from tests.embedded import ADMIN_TOKEN as EMBEDDED_TOKEN
@@ -596,7 +596,7 @@ def test_without_an_smtp_server_mail_lands_in_the_data_folder_and_the_console_sh
     printed = embedded.start()
     try:
         assert f"Mail            written to {data.resolve() / 'mail'}" in printed
-        created = httpx.post(
+        created = http.post(
             f"{embedded.base}/v1/tenants",
             headers={"Authorization": f"Bearer {EMBEDDED_TOKEN}"},
             json={"slug": "club", "name": "Club"},

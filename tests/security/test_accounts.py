@@ -28,6 +28,7 @@ import httpx
 import pytest
 
 from app.auth.rate_limits import AccountLimits
+from tests import http
 from tests.conftest import ROOT, Api, Stack
 from tests.e2e.conftest import PASSWORD, WebClient, create_tenant
 from tests.services import free_port
@@ -127,7 +128,7 @@ def second_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     deadline = time.monotonic() + 60
     while True:
         try:
-            if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:
+            if http.get(f"{base_url}/healthz", timeout=2).status_code == 200:
                 break
         except httpx.HTTPError:
             pass
@@ -320,7 +321,7 @@ def test_participants_named_by_api_keys_follow_the_same_rule(
     variants = ["Zed", "zed", "ZED", "zeD"] * 3
 
     def submit(handle: str) -> httpx.Response:
-        with httpx.Client(base_url=api_url, timeout=30) as client:
+        with http.client(base_url=api_url, timeout=30) as client:
             return client.post(
                 f"/v1/challenges/{challenge['id']}/attempts",
                 json={"prompt": "hello", "participant": handle},

@@ -16,6 +16,7 @@ import httpx
 import pytest
 import redis
 
+from tests import http
 from tests.conftest import TEST_SETTINGS, Api, Stack, Worker
 
 pytestmark = pytest.mark.integration
@@ -154,7 +155,7 @@ def test_a_registered_kinds_endpoint_task_and_web_fragments(
 
     # Its web fragments: the challenge page's facts and form are the kind's, and what it
     # hides is not on the page.
-    with httpx.Client(base_url=api_url, timeout=30) as browser:
+    with http.client(base_url=api_url, timeout=30) as browser:
         page = browser.get(f"/t/{tenant['slug']}/challenges/{challenge['slug']}")
         assert page.status_code == 200
         assert "Words to hit" in page.text and ">3<" in page.text

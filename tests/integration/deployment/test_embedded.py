@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from tests import http
 from tests.conftest import NO_WARM_UP, ROOT
 from tests.documented import section, shell_blocks, shell_commands
 from tests.embedded import Embedded
@@ -150,7 +150,7 @@ def test_the_readme_commands_run_as_written_on_another_port(readme_run: Embedded
     for noise in ("-------------- celery@", "superuser privileges", "No hostname was supplied"):
         assert noise not in output
     # The worker shares the API's metrics directory: the API's /metrics shows its series.
-    metrics = httpx.get(
+    metrics = http.get(
         f"{embedded.base}/metrics", headers={"Authorization": "Bearer embedded-token"}
     ).text
     assert 'gauntlet_attempts_total{kind="prompt",status="completed"} 1.0' in metrics
@@ -159,13 +159,13 @@ def test_the_readme_commands_run_as_written_on_another_port(readme_run: Embedded
     embedded.stop()
     printed = embedded.start()
     assert demo_key in printed
-    challenges = httpx.get(f"{embedded.base}/v1/challenges", headers=headers).json()
+    challenges = http.get(f"{embedded.base}/v1/challenges", headers=headers).json()
     assert sorted(c["slug"] for c in challenges["items"]) == [
         "guard-the-banana",
         "make-it-say-pwned",
         "say-pwned",
     ]
-    board = httpx.get(f"{embedded.base}/v1/public/demo/challenges/say-pwned/leaderboard").json()
+    board = http.get(f"{embedded.base}/v1/public/demo/challenges/say-pwned/leaderboard").json()
     assert board["total"] == 1
 
 
@@ -211,17 +211,17 @@ def test_the_demo_red_blue_competition_runs_on_sqlite(embedded: Embedded) -> Non
     key = (embedded.data_dir / "demo_api_key").read_text().strip()
     headers = {"Authorization": f"Bearer {key}"}
     base = embedded.base
-    challenges = httpx.get(f"{base}/v1/challenges?kind=red_blue", headers=headers).json()
+    challenges = http.get(f"{base}/v1/challenges?kind=red_blue", headers=headers).json()
     (challenge,) = challenges["items"]
     cid = challenge["id"]
 
     def post(path: str, body: dict[str, str]) -> dict[str, Any]:
-        response = httpx.post(f"{base}{path}", headers=headers, json=body)
+        response = http.post(f"{base}{path}", headers=headers, json=body)
         assert response.status_code == 202, response.text
         return dict(response.json())
 
     def get(path: str) -> dict[str, Any]:
-        response = httpx.get(f"{base}{path}", headers=headers)
+        response = http.get(f"{base}{path}", headers=headers)
         assert response.status_code == 200, response.text
         return dict(response.json())
 
@@ -266,7 +266,7 @@ def test_the_demo_red_blue_competition_runs_on_sqlite(embedded: Embedded) -> Non
         ),
     )
     assert (standings["red_points"], standings["blue_points"]) == (2, 6)
-    red = httpx.get(f"{base}/v1/public/demo/challenges/guard-the-banana/leaderboard?side=red")
+    red = http.get(f"{base}/v1/public/demo/challenges/guard-the-banana/leaderboard?side=red")
     assert [i["participant"] for i in red.json()["items"]] == ["oscar", "pam"]
 
 
@@ -313,7 +313,7 @@ def _worker_of(embedded: Embedded) -> int:
 
 
 def _submit_and_finish(embedded: Embedded, headers: dict[str, str], challenge_id: str) -> str:
-    response = httpx.post(
+    response = http.post(
         f"{embedded.base}/v1/challenges/{challenge_id}/attempts",
         headers=headers,
         json={"prompt": "Say PWNED", "participant": "alice"},
@@ -323,7 +323,7 @@ def _submit_and_finish(embedded: Embedded, headers: dict[str, str], challenge_id
     return str(
         _until(
             "the attempt to finish",
-            lambda: (s := httpx.get(url, headers=headers).json()["status"]) not in RUNNING and s,
+            lambda: (s := http.get(url, headers=headers).json()["status"]) not in RUNNING and s,
         )
     )
 
@@ -332,7 +332,7 @@ RUNNING = ("queued", "running")
 
 
 def _admin_page(embedded: Embedded, key: str) -> str:
-    with httpx.Client(base_url=embedded.base) as browser:
+    with http.client(base_url=embedded.base) as browser:
         form = browser.get("/t/demo/admin/sign-in").text
         csrf = re.search(r'name="csrf_token" value="([^"]+)"', form)
         assert csrf is not None
@@ -362,7 +362,7 @@ def test_the_worker_is_watched_replaced_when_it_dies_and_never_outlives_gauntlet
         embedded.start()
         key = (embedded.data_dir / "demo_api_key").read_text().strip()
         headers = {"Authorization": f"Bearer {key}"}
-        challenges = httpx.get(f"{embedded.base}/v1/challenges", headers=headers).json()
+        challenges = http.get(f"{embedded.base}/v1/challenges", headers=headers).json()
         (challenge_id,) = [c["id"] for c in challenges["items"] if c["slug"] == "say-pwned"]
         assert BANNER not in _admin_page(embedded, key)
 
@@ -374,7 +374,7 @@ def test_the_worker_is_watched_replaced_when_it_dies_and_never_outlives_gauntlet
         try:
             down = _until(
                 "/healthz to fail",
-                lambda: (r := httpx.get(f"{embedded.base}/healthz")).status_code == 503 and r,
+                lambda: (r := http.get(f"{embedded.base}/healthz")).status_code == 503 and r,
             )
             assert down.json()["error"]["details"]["workers"]["seen"] == 0
             assert "no worker seen" in down.json()["error"]["message"]
@@ -382,7 +382,7 @@ def test_the_worker_is_watched_replaced_when_it_dies_and_never_outlives_gauntlet
         finally:
             for pid in stalled:
                 os.kill(pid, signal.SIGCONT)
-        _until("/healthz", lambda: httpx.get(f"{embedded.base}/healthz").status_code == 200)
+        _until("/healthz", lambda: http.get(f"{embedded.base}/healthz").status_code == 200)
         _until("the banner to go", lambda: BANNER not in _admin_page(embedded, key))
 
         # A worker that dies: SIGKILL, no goodbye.

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import http
 from tests.conftest import ADMIN_TOKEN, ROOT, Worker
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 
@@ -50,7 +51,7 @@ def generated(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     """The client, generated from the document the running API serves, importable, and the
     modules written against it type-checked (mypy, strict, no expression of type `Any`)."""
     tmp_path = tmp_path_factory.mktemp("generated")
-    document = httpx.get(f"{api_url}/openapi.json", timeout=30).json()
+    document = http.get(f"{api_url}/openapi.json", timeout=30).json()
     (tmp_path / "openapi.json").write_text(json.dumps(document))
     # No formatter run over the generated code: it is read by mypy and Python only.
     (tmp_path / "config.yaml").write_text("post_hooks: []\n")
@@ -112,7 +113,7 @@ def generated(api_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 
 def test_the_journeys_operations_take_and_answer_named_models(api_url: str) -> None:
-    document = httpx.get(f"{api_url}/openapi.json", timeout=30).json()
+    document = http.get(f"{api_url}/openapi.json", timeout=30).json()
     schemas = document["components"]["schemas"]
     for (method, path), (body, answer) in JOURNEY_OPERATIONS.items():
         operation = document["paths"][path][method]
@@ -175,7 +176,7 @@ def _operation_of(method: str, path: str, operations: list[Operation]) -> Operat
 def test_every_operation_of_the_document_is_called_through_the_generated_client(
     api_url: str, worker: Worker, generated: Path
 ) -> None:
-    document = httpx.get(f"{api_url}/openapi.json", timeout=30).json()
+    document = http.get(f"{api_url}/openapi.json", timeout=30).json()
     operations = _operations(document)
     answered: dict[str, list[int]] = {}
     unkeyed: list[str] = []

@@ -31,6 +31,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.seed import DEMO_CHALLENGE
+from tests import http
 from tests.conftest import ADMIN_TOKEN, NO_WARM_UP, ROOT, TEST_SETTINGS, Stack
 from tests.services import free_port, scratch_database
 
@@ -200,7 +201,7 @@ class Deployment:
             env,
             folder / "worker.log",
         )
-        self.http = httpx.Client(base_url=self.api_base, timeout=30)
+        self.http = http.client(base_url=self.api_base, timeout=30)
 
     @property
     def api_base(self) -> str:
@@ -223,7 +224,7 @@ class Deployment:
     def _all_ok(self) -> bool | None:
         try:
             api = self.http.get("/healthz")
-            worker = httpx.get(f"{self.worker_base}/healthz", timeout=5)
+            worker = http.get(f"{self.worker_base}/healthz", timeout=5)
         except httpx.HTTPError:
             return None
         healthy = api.status_code == 200 and api.json()["status"] == "ok"
@@ -239,7 +240,7 @@ class Deployment:
         return self.http.get("/healthz")
 
     def worker_health(self) -> httpx.Response:
-        return httpx.get(f"{self.worker_base}/healthz", timeout=10)
+        return http.get(f"{self.worker_base}/healthz", timeout=10)
 
     def api_metrics(self) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
         response = self.http.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
@@ -247,7 +248,7 @@ class Deployment:
         return parse_metrics(response.text)
 
     def worker_metrics(self) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-        response = httpx.get(
+        response = http.get(
             f"{self.worker_base}/metrics",
             headers={"Authorization": f"Bearer {METRICS_TOKEN}"},
             timeout=10,
@@ -314,7 +315,7 @@ def submit(
     deployment: Deployment, key: str, challenge_id: str, prompt: str, request_id: str
 ) -> httpx.Response:
     # A connection per submission, so the two API processes share them out between them.
-    return httpx.post(
+    return http.post(
         f"{deployment.api_base}/v1/challenges/{challenge_id}/attempts",
         json={"prompt": prompt, "participant": f"p-{uuid.uuid4().hex[:6]}"},
         headers={"Authorization": f"Bearer {key}", "X-Request-ID": request_id},
@@ -446,7 +447,7 @@ def test_worker_answers_its_own_health_and_guards_its_metrics(deployment: Deploy
         "pool",
     }
     assert checks["pool"]["processes"] == 2
-    anonymous = httpx.get(f"{deployment.worker_base}/metrics", timeout=10)
+    anonymous = http.get(f"{deployment.worker_base}/metrics", timeout=10)
     assert anonymous.status_code == 401
 
 

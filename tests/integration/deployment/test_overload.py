@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
+from tests import http
 from tests.conftest import ROOT, Api, Stack
 from tests.integration.red_blue.test_redblue import red_blue_body
 from tests.services import free_port
@@ -76,7 +77,7 @@ def _serving(stack: Stack, **settings: str) -> Iterator[Server]:
     deadline = time.monotonic() + 60
     while True:
         try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+            if http.get(f"{url}/healthz", timeout=2).status_code == 200:
                 break
         except httpx.HTTPError:
             pass

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from app.attempt.models import Attempt, AttemptStatus, Trial
 from app.kit.db import make_engine, utcnow
 from app.leaderboard.models import LeaderboardEntry
+from tests import http
 from tests.conftest import NO_WARM_UP, TEST_SETTINGS, Api, Stack
 from tests.fixtures.fake_openai import Behaviour, FakeOpenAIServer
 from tests.fixtures.tenant_flood import finish_flood, measure, start_flood
@@ -216,25 +217,25 @@ def test_an_attempt_submitted_while_the_broker_is_down_runs_once_it_is_back(
 
 def test_healthz_answers_503_while_the_database_is_down(layout: ProductionLayout) -> None:
     healthz = f"{layout.base_url}/healthz"
-    assert httpx.get(healthz).status_code == 200
+    assert http.get(healthz).status_code == 200
     layout.database_proxy.refuse()
     # Several requests, so both API processes are likely asked (which process takes a
     # connection is up to the kernel).
     for _ in range(6):
-        down = httpx.get(healthz, timeout=10)
+        down = http.get(healthz, timeout=10)
         assert down.status_code == 503, down.text
         assert down.json()["error"]["code"] == "unavailable"
         assert "database unreachable" in down.json()["error"]["message"]
     assert layout["api"].healthcheck().returncode != 0
     layout.database_proxy.restore()
     deadline = time.monotonic() + 30
-    while httpx.get(healthz, timeout=10).status_code != 200:
+    while http.get(healthz, timeout=10).status_code != 200:
         assert time.monotonic() < deadline, "the API never found its database again"
         time.sleep(0.1)
     # Every process answers 200 from now on, also one that no request reached during the
     # outage and whose pool still holds connections the outage cut.
     for _ in range(6):
-        assert httpx.get(healthz, timeout=10).status_code == 200
+        assert http.get(healthz, timeout=10).status_code == 200
     assert layout["api"].healthcheck().returncode == 0
 
 
@@ -293,11 +294,11 @@ class Load:
             time.sleep(0.05)
 
     def _client(self, number: int) -> None:
-        with httpx.Client(base_url=self.base_url, timeout=15) as http:
+        with http.client(base_url=self.base_url, timeout=15) as session:
             sequence = 0
             while not self._stop.is_set():
                 sequence += 1
-                self._submit(http, f"load-{number}-{sequence}", f"p{number}-{sequence}")
+                self._submit(session, f"load-{number}-{sequence}", f"p{number}-{sequence}")
                 self._stop.wait(0.3)
 
     def _submit(self, http: httpx.Client, idempotency_key: str, participant: str) -> None:
