@@ -105,9 +105,10 @@ TEST_SETTINGS = {
         "scorers.,tests.fixtures.hostile_scorers.,tests.fixtures.original_scorers."
     ),
 }
-# For workers that a test starts besides the session's and that call only offline models and
-# servers named by base URL: no litellm warm-up (~5 s of CPU at each start, which the many
-# such starts of the suite add up to minutes of). The session's worker keeps its warm-up.
+# The suite's workers start without litellm's warm-up (its import and first call: 7-9 s of
+# CPU at each start, and the session's worker alone is started again by a dozen tests); a
+# pool process that calls a model through litellm imports it then. The warm-up's own test
+# starts a worker with it (tests/integration/deployment/test_worker_warm_up.py).
 NO_WARM_UP = {"GAUNTLET_WORKER_WARM_UP": "false"}
 # A challenge kind of the tests' own (tests/integration/challenge/test_challenge_kinds.py),
 # added the way an operator adds one: a package installed beside the service, declaring its
@@ -330,7 +331,7 @@ class Worker:
 @pytest.fixture(scope="session")
 def worker(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
     log_path = tmp_path_factory.mktemp("worker") / "worker.log"
-    process = Worker(stack.env(), log_path)
+    process = Worker({**stack.env(), **NO_WARM_UP}, log_path)
     process.start()
     yield process
     process.stop()

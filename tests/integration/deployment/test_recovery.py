@@ -42,7 +42,6 @@ def recovering_worker(worker: Worker) -> Iterator[Worker]:
     assert DEFAULT_REQUEUE_SECONDS >= 60
     suite_env = worker.env
     worker.stop()
-    # Still the session's worker, warm-up included: its log is the one other tests read.
     worker.env = {name: value for name, value in suite_env.items() if name != REQUEUE_SETTING}
     worker.start()
     try:
