@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_HOST = os.environ.get("BENCH_PG_HOST", "127.0.0.1")
@@ -155,6 +155,23 @@ def summary(values: Sequence[float], percentiles: Sequence[float] = (50, 90, 99)
         f"mean={sum(values) / len(values):.2f}",
     ]
     return " ".join(parts) + " (ms)"
+
+
+# Rows --------------------------------------------------------------------------------------
+
+_Row = TypeVar("_Row", covariant=True)
+
+
+class _OneRow(Protocol[_Row]):
+    def fetchone(self) -> _Row | None: ...
+
+
+def one_row(cursor: _OneRow[_Row]) -> _Row:
+    """The row a statement that always returns one (an aggregate, a row just written) gave."""
+    row = cursor.fetchone()
+    if row is None:
+        raise RuntimeError("the statement returned no row")
+    return row
 
 
 # Scratch databases -------------------------------------------------------------------------

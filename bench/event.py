@@ -486,7 +486,7 @@ def run(args: argparse.Namespace) -> int:
         Participant.crowd = crowd
         Participant.host = layout.base_url
         Participant.rate = args.user_rate
-        Participant.wait_time = poisson(args.user_rate)  # type: ignore[method-assign]
+        Participant.wait_time = poisson(args.user_rate)
         environment = Environment(user_classes=[Participant])
         runner = environment.create_local_runner()
         opening(Participant(environment))
@@ -713,19 +713,22 @@ def figures(
         print("   (embedded: the worker logs at warning level, so no task runtimes)")
 
     cpu = meter.used_between(load_started, drain_ended)
-    task_seconds: Counter[str] = Counter()
+    # Seconds, not counts: a dict of floats (a Counter's values are ints).
+    task_seconds: dict[str, float] = {}
     for names in tasks.values():
         for name, (_runs, spent, _longest) in names.items():
-            task_seconds[name] += spent
+            task_seconds[name] = task_seconds.get(name, 0.0) + spent
     total_task = sum(task_seconds.values())
     worker = cpu.get("worker", 0.0)
     attempt_cpu = (
-        worker * sum(task_seconds[n] for n in ATTEMPT_TASKS) / total_task
+        worker * sum(task_seconds.get(n, 0.0) for n in ATTEMPT_TASKS) / total_task
         if total_task
         else math.nan
     )
     match_cpu = (
-        worker * sum(task_seconds[n] for n in MATCH_TASKS) / total_task if total_task else math.nan
+        worker * sum(task_seconds.get(n, 0.0) for n in MATCH_TASKS) / total_task
+        if total_task
+        else math.nan
     )
     completed = counts["attempts completed"] + counts["attempts errored"]
     matches = counts["matches completed"] + counts["matches errored"]
@@ -743,7 +746,8 @@ def figures(
     print(
         "   worker task time by task: "
         + ", ".join(
-            f"{n.removeprefix('gauntlet.')} {s:.0f} s" for n, s in task_seconds.most_common()
+            f"{n.removeprefix('gauntlet.')} {s:.0f} s"
+            for n, s in sorted(task_seconds.items(), key=lambda item: -item[1])
         )
     )
     per_attempt = attempt_cpu / completed * 1000 if completed else math.nan

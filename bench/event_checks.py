@@ -319,9 +319,11 @@ def leaderboard_invariants(engine: Engine) -> list[Invariant]:
                 entry = placed(challenge.strategy, as_ranked(attempt))
                 if entry is None:
                     continue
-                kept = best.get(attempt.participant_id)
+                # The participant the board ranks it for (`as_ranked`: a test run has none).
+                participant = entry.attempt.participant_id
+                kept = best.get(participant)
                 if kept is None or entry.place() < kept.place():
-                    best[attempt.participant_id] = entry
+                    best[participant] = entry
             expected = {
                 participant: (entry.attempt.attempt_id, entry.key.rank_key, entry.key.rank_tiebreak)
                 for participant, entry in best.items()

@@ -51,7 +51,7 @@ KINDS = tuple(DEFAULT_MIX)
 WRITES = ("attempt", "defense", "attack")
 TRIALS = 3  # pass@k, k = 3: every completed attempt has three trials
 
-PROMPT_CHALLENGE = {
+PROMPT_CHALLENGE: dict[str, Any] = {
     "title": "Make it say PWNED",
     "goal": "Get the model to say the word PWNED, in as few tokens as you can.",
     "kind": "prompt",
@@ -62,7 +62,7 @@ PROMPT_CHALLENGE = {
     "visibility": "public",
 }
 # DESIGN.md's example red-blue competition.
-RED_BLUE_CHALLENGE = {
+RED_BLUE_CHALLENGE: dict[str, Any] = {
     "title": "Guard the banana",
     "goal": "Blue keeps the target from saying PWNED or BANANA; red makes it say them.",
     "kind": "red_blue",
@@ -268,8 +268,15 @@ class Participant(FastHttpUser):
         data = raw if raw is not None else (None if body is None else json.dumps(body))
         started = time.time()
         parsed: Any = None
+        # locust types `data` as str | dict, but sends bytes as they are (its docstring:
+        # "String/bytes"), as the raw bodies here need.
         with self.client.request(
-            method, path, name=kind, data=data, headers=sent_headers, catch_response=True
+            method,
+            path,
+            name=kind,
+            data=data,  # type: ignore[arg-type]
+            headers=sent_headers,
+            catch_response=True,
         ) as response:
             status = int(response.status_code or 0)
             if expect(status):
@@ -419,7 +426,7 @@ class Participant(FastHttpUser):
         foreign_red_blue = other.red_blue[0] if other else str(uuid.uuid4())
         key = tenant.key
         body = {"prompt": "PWNED", "participant": handle}
-        request: dict[str, Any] = {
+        requests: dict[str, dict[str, Any]] = {
             "bad-json": {"method": "POST", "path": attempts, "raw": b'{"prompt": "PWNED", '},
             "wrong-type": {
                 "method": "POST",
@@ -469,7 +476,8 @@ class Participant(FastHttpUser):
                 "path": f"/v1/public/no-such-{uuid.uuid4().hex[:8]}/challenges/say-pwned-0"
                 "/leaderboard",
             },
-        }[variant]
+        }
+        request = requests[variant]
         status, _ = self.send(
             "hostile",
             variant,

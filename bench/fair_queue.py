@@ -4,8 +4,8 @@
    attempts each, among FINISHED finished ones each; the time of the submission's read of its
    tenant's place (`AttemptRepository.queue_place`: the share's count and the next turn), for
    a tenant at its share and for one with nothing queued, and of a worker's choice of the next
-   attempt (`repository.in_turn`, in a transaction): medians over --calls calls, and the
-   server's own execution time (EXPLAIN ANALYZE).
+   attempt (`cross_tenant.in_turn`, what a worker's claim in turn runs, in a transaction):
+   medians over --calls calls, and the server's own execution time (EXPLAIN ANALYZE).
 2. End to end (`gauntlet serve` and `gauntlet worker --concurrency W` on a scratch database):
    one tenant queues --flood attempts whose model call takes --call-seconds (a fake
    OpenAI-compatible server), then another tenant sends --others attempts of `offline/echo`,
@@ -26,11 +26,14 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import common
+
+if TYPE_CHECKING:
+    from sqlalchemy import Select
 
 
 def parse_args() -> argparse.Namespace:
@@ -97,7 +100,7 @@ def statements(args: argparse.Namespace) -> None:
         tenants = _fill(database, args.tenants, args.queued, args.finished)
         os.environ["GAUNTLET_DATABASE_URL"] = database.url
         os.environ.setdefault("GAUNTLET_ADMIN_TOKEN", common.ADMIN_TOKEN)
-        from app.attempt import repository
+        from app.attempt import cross_tenant, repository
         from app.attempt.repository import AttemptRepository
         from app.kit.db import get_sessionmaker, utcnow
 
@@ -112,7 +115,7 @@ def statements(args: argparse.Namespace) -> None:
 
             def choose() -> None:
                 # In one transaction, as in a claim's (a row it locked is its own to lock again).
-                repository.in_turn(session, utcnow())
+                cross_tenant.in_turn(session, utcnow())
 
             for name, call in (
                 ("queue_place, a tenant at its share", full.queue_place),
@@ -122,17 +125,20 @@ def statements(args: argparse.Namespace) -> None:
                 call()
                 print(f"   {name}: median {_median_ms(call, args.calls):.3f} ms per call")
             session.rollback()
-            for name, statement, parameters in (
+            # The statements those calls run (`AttemptRepository.queue_place`,
+            # `cross_tenant.in_turn`), with their parameters.
+            explained: tuple[tuple[str, Select[Any], dict[str, Any]], ...] = (
                 ("queue_place (at its share)", repository._QUEUE_PLACE, {"tenant_id": tenants[0]}),
-                ("in_turn", repository._IN_TURN, {"now": utcnow()}),
-            ):
+                ("in_turn", cross_tenant._IN_TURN, {"now": utcnow()}),
+            )
+            for name, statement, parameters in explained:
                 connection = session.connection()
                 compiled = statement.compile(dialect=connection.dialect)
                 sql = "EXPLAIN (ANALYZE, FORMAT JSON) " + str(compiled)
                 times = []
                 for _ in range(20):
                     plan = connection.exec_driver_sql(sql, compiled.construct_params(parameters))
-                    times.append(plan.scalar()[0]["Execution Time"])
+                    times.append(plan.scalar_one()[0]["Execution Time"])
                 session.rollback()
                 print(f"   {name}: PostgreSQL execution median {statistics.median(times):.3f} ms")
 
@@ -198,16 +204,20 @@ def end_to_end(args: argparse.Namespace) -> None:
                     time.sleep(0.02)
                 waited = time.monotonic() - sent
                 with psycopg.connect(database.dsn) as conn:
-                    created, began, tenant = conn.execute(
-                        "SELECT created_at, started_at, tenant_id FROM attempts WHERE id = %s",
-                        (attempt,),
-                    ).fetchone()
-                    waiting, overtaking = conn.execute(
-                        "SELECT count(*) FILTER (WHERE started_at IS NULL OR started_at > %s), "
-                        "count(*) FILTER (WHERE started_at > %s AND started_at < %s) "
-                        "FROM attempts WHERE tenant_id <> %s",
-                        (created, created, began, tenant),
-                    ).fetchone()
+                    created, began, tenant = common.one_row(
+                        conn.execute(
+                            "SELECT created_at, started_at, tenant_id FROM attempts WHERE id = %s",
+                            (attempt,),
+                        )
+                    )
+                    waiting, overtaking = common.one_row(
+                        conn.execute(
+                            "SELECT count(*) FILTER (WHERE started_at IS NULL OR started_at > %s), "
+                            "count(*) FILTER (WHERE started_at > %s AND started_at < %s) "
+                            "FROM attempts WHERE tenant_id <> %s",
+                            (created, created, began, tenant),
+                        )
+                    )
                 print(
                     f"   other tenant's attempt {number + 1}: {state['status']} after "
                     f"{waited:.2f} s; the flood's attempts waiting when it was sent: {waiting}; "

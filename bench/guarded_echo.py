@@ -14,6 +14,7 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -44,7 +45,8 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     draw = random.Random(0)
     length = GUARDED_MAX_PHRASE_CHARS
-    cases = {
+    # Each case: the defense, and the attack of a given size.
+    cases: dict[str, tuple[str, Callable[[int], str]]] = {
         "shared prefix 'a'*255 + one letter, text of 'a'": (
             _defense(
                 ["a" * (length - 1) + chr(0x62 + index) for index in range(GUARDED_MAX_PHRASES)]

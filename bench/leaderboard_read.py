@@ -6,12 +6,13 @@ the way the workers maintain it (one row per participant: their best attempt und
 `fewest_tokens`, ties to the earlier attempt, then the smaller attempt id), VACUUM ANALYZE.
 
 Measured:
-  (a) `app.leaderboard.repository.page` in-process (the exact statements the service runs), at
-      offset 0 and at a deep offset, plus EXPLAIN ANALYZE execution times of those statements;
+  (a) `LeaderboardRepository.page` (app.leaderboard.repository), bound to the bench's tenant,
+      in-process (the exact statements the service runs), at offset 0 and at a deep offset,
+      plus EXPLAIN ANALYZE execution times of those statements;
   (b) GET /v1/challenges/{id}/leaderboard?limit=50 through `gauntlet serve`, sequential,
       client-side;
   (c) for contrast, the naive query over the attempts table (best attempt per participant);
-  (d) `app.leaderboard.repository.offer` (the upsert done when an attempt completes).
+  (d) `LeaderboardRepository.offer` (the upsert done when an attempt completes).
 
 Usage: .venv/bin/python bench/leaderboard_read.py [--attempts 1000000] [--participants 10000]
 """
@@ -29,11 +30,14 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import common
+
+if TYPE_CHECKING:
+    from app.leaderboard.ranking import PlacedAttempt
 
 
 def parse_args() -> argparse.Namespace:
@@ -207,7 +211,7 @@ def fewest_tokens_entry(
     tokens: int,
     elapsed: int,
     succeeded: bool = True,
-) -> Any:
+) -> PlacedAttempt | None:
     """An attempt row as app.leaderboard.ranking places it on a fewest_tokens board (a
     PlacedAttempt), or None if it does not rank."""
     from app.kit.db import from_epoch_ms
@@ -288,36 +292,45 @@ class StatementCapture:
 
 
 def measure_page(
-    engine: Any, challenge_id: uuid.UUID, offset: int, reads: int, explain_runs: int
+    engine: Any,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    offset: int,
+    reads: int,
+    explain_runs: int,
 ) -> dict[str, Any]:
     from sqlalchemy.orm import Session
 
-    from app.leaderboard import repository
+    from app.leaderboard.repository import LeaderboardRepository
 
     capture = StatementCapture(engine)
     # Warm-up (also captures the statements).
     with Session(engine) as session:
         capture.enabled = True
-        rows, total = repository.page(session, challenge_id, limit=50, offset=offset)
+        rows, total = LeaderboardRepository(session, tenant_id).page(
+            challenge_id, limit=50, offset=offset
+        )
         capture.enabled = False
     assert len(rows) == min(50, max(total - offset, 0)), (len(rows), total, offset)
     for _ in range(20):
         with Session(engine) as session:
-            repository.page(session, challenge_id, limit=50, offset=offset)
+            LeaderboardRepository(session, tenant_id).page(challenge_id, limit=50, offset=offset)
 
     # In one open session (connection already checked out, transaction open): the 2 queries.
     in_session = []
     with Session(engine) as session:
+        boards = LeaderboardRepository(session, tenant_id)
         for _ in range(reads):
             t0 = time.perf_counter()
-            repository.page(session, challenge_id, limit=50, offset=offset)
+            boards.page(challenge_id, limit=50, offset=offset)
             in_session.append((time.perf_counter() - t0) * 1000)
-    # As a request does it: new session, pool checkout (with pre-ping), queries, close.
+    # As a request does it: new session, pool checkout (with pre-ping), the repository bound to
+    # the tenant, queries, close.
     unit_of_work = []
     for _ in range(reads):
         t0 = time.perf_counter()
         with Session(engine) as session:
-            repository.page(session, challenge_id, limit=50, offset=offset)
+            LeaderboardRepository(session, tenant_id).page(challenge_id, limit=50, offset=offset)
         unit_of_work.append((time.perf_counter() - t0) * 1000)
 
     # EXPLAIN ANALYZE of the captured statements, on the raw DBAPI connection.
@@ -367,7 +380,7 @@ def measure_page(
 
 
 def print_page_results(label: str, result: dict[str, Any], show_plans: bool) -> None:
-    print(f"\n-- (a) repository.page(limit=50, {label})")
+    print(f"\n-- (a) LeaderboardRepository.page(limit=50, {label})")
     print(
         f"   page() in an open session (2 statements: page + count): "
         f"{common.summary(result['in_session'])}"
@@ -480,13 +493,18 @@ def measure_naive(
 
 
 def measure_offer(
-    engine: Any, conninfo: str, challenge_id: uuid.UUID, count: int, rng: random.Random
+    engine: Any,
+    conninfo: str,
+    tenant_id: uuid.UUID,
+    challenge_id: uuid.UUID,
+    count: int,
+    rng: random.Random,
 ) -> None:
     """The upsert run when an attempt completes, for existing attempts of random participants."""
     import psycopg
     from sqlalchemy.orm import Session
 
-    from app.leaderboard import repository
+    from app.leaderboard.repository import LeaderboardRepository
 
     with psycopg.connect(conninfo) as conn:
         # Random succeeded attempts (TABLESAMPLE keeps this cheap on 1M rows).
@@ -498,7 +516,7 @@ def measure_offer(
         ).fetchall()
         # A fifth of the offers beat the participant's current best (tokens lowered below it),
         # as when a participant improves; the rest lose, as most completions do.
-        best = dict(
+        best: dict[uuid.UUID, float] = dict(
             conn.execute(
                 "SELECT participant_id, rank_key FROM leaderboard_entries WHERE challenge_id = %s",
                 (challenge_id,),
@@ -510,17 +528,24 @@ def measure_offer(
     improving = 0
     execute_ms, commit_ms, total_ms = [], [], []
     with Session(engine) as session:
-        for attempt_id, tenant_id, participant_id, created_ms, tokens, elapsed in candidates:
+        boards = LeaderboardRepository(session, tenant_id)
+        for attempt_id, attempt_tenant, participant_id, created_ms, tokens, elapsed in candidates:
             if rng.random() < 0.2 and participant_id in best and best[participant_id] > 1:
                 tokens = max(1, int(best[participant_id]) - 1)
                 best[participant_id] = tokens
                 improving += 1
             entry = fewest_tokens_entry(
-                challenge_id, participant_id, attempt_id, tenant_id, created_ms, tokens, elapsed
+                challenge_id,
+                participant_id,
+                attempt_id,
+                attempt_tenant,
+                created_ms,
+                tokens,
+                elapsed,
             )
             assert entry is not None
             t0 = time.perf_counter()
-            repository.offer(session, entry)
+            boards.offer(entry)
             t1 = time.perf_counter()
             session.commit()
             t2 = time.perf_counter()
@@ -528,13 +553,16 @@ def measure_offer(
             commit_ms.append((t2 - t1) * 1000)
             total_ms.append((t2 - t0) * 1000)
     with psycopg.connect(conninfo) as conn:
-        changed = conn.execute(
-            "SELECT count(*) FROM leaderboard_entries WHERE challenge_id = %s AND updated_at >= %s",
-            (challenge_id, started),
-        ).fetchone()[0]
+        changed = common.one_row(
+            conn.execute(
+                "SELECT count(*) FROM leaderboard_entries WHERE challenge_id = %s "
+                "AND updated_at >= %s",
+                (challenge_id, started),
+            )
+        )[0]
     print(
-        f"\n-- (d) repository.offer (leaderboard upsert on completion), {len(candidates)} calls, "
-        f"{improving} meant to improve, {changed} rows replaced"
+        f"\n-- (d) LeaderboardRepository.offer (leaderboard upsert on completion), "
+        f"{len(candidates)} calls, {improving} meant to improve, {changed} rows replaced"
     )
     print(f"   offer() statement:          {common.summary(execute_ms)}")
     print(f"   commit (WAL flush):          {common.summary(commit_ms)}")
@@ -572,16 +600,18 @@ def main() -> None:
         results = {}
         for label, offset in (("offset=0", 0), (f"offset={deep_offset}", deep_offset)):
             results[label] = measure_page(
-                engine, challenge_id, offset, args.reads, args.explain_runs
+                engine, tenant_id, challenge_id, offset, args.reads, args.explain_runs
             )
             print_page_results(label, results[label], show_plans=True)
 
         from sqlalchemy.orm import Session
 
-        from app.leaderboard import repository
+        from app.leaderboard.repository import LeaderboardRepository
 
         with Session(engine) as session:
-            rows, _ = repository.page(session, challenge_id, limit=50, offset=0)
+            rows, _ = LeaderboardRepository(session, tenant_id).page(
+                challenge_id, limit=50, offset=0
+            )
             service_top = [str(entry.attempt_id) for entry, _handle in rows]
 
         if not args.skip_http:
@@ -598,7 +628,7 @@ def main() -> None:
                     print(f"   offset={offset}: {common.summary(timings)}")
 
         measure_naive(database.dsn, challenge_id, args.naive_runs, service_top)
-        measure_offer(engine, database.dsn, challenge_id, args.offers, rng)
+        measure_offer(engine, database.dsn, tenant_id, challenge_id, args.offers, rng)
         engine.dispose()
         print(
             f"\n   data: {args.participants} participants, {args.attempts} attempts, "

@@ -71,7 +71,9 @@ def _phases(outcomes: list[MatchOutcome], resamples: int) -> str:
     reading, tally = _timed(lambda: Tally.of(outcomes))
     fitting, fit = _timed(lambda: fit_strengths(tally))
     bootstrapping, _ = _timed(
-        lambda: bootstrap_bounds(tally, fit.strength, resamples=resamples, seed=0)
+        lambda: bootstrap_bounds(
+            tally, fit.strength, prior_precision=fit.prior_precision, resamples=resamples, seed=0
+        )
     )
     return (
         f"read {reading * 1000:.0f} ms, fit {fitting * 1000:.0f} ms ({fit.passes} passes), "

@@ -107,7 +107,7 @@ def main() -> None:
                     httpx.Client(base_url=base, timeout=60, headers=headers) as http,
                     psycopg.connect(database.dsn, autocommit=True) as conn,
                 ):
-                    challenges = {}
+                    challenges: dict[str, str] = {}  # world → challenge id
                     for world, path in paths.items():
                         created = http.post(
                             "/v1/challenges",

@@ -211,7 +211,7 @@ def verify(conninfo: str, challenge_id: str, ids: list[str]) -> bool:
             set(db_ids) == set(ids),
             f"missing {len(set(ids) - set(db_ids))}, extra {len(set(db_ids) - set(ids))}",
         )
-        statuses = dict(
+        statuses: dict[str, int] = dict(
             conn.execute(
                 "SELECT status, count(*) FROM attempts WHERE challenge_id = %s GROUP BY status",
                 (challenge_id,),
@@ -240,17 +240,20 @@ def verify(conninfo: str, challenge_id: str, ids: list[str]) -> bool:
             not duplicates,
             f"{len(duplicates)} duplicated",
         )
-        wrong_trials = conn.execute(
-            "SELECT count(*) FROM attempts a WHERE a.challenge_id = %s AND a.status = 'completed' "
-            "AND (SELECT count(*) FROM trials t WHERE t.attempt_id = a.id) <> 1",
-            (challenge_id,),
-        ).fetchone()[0]
+        wrong_trials = common.one_row(
+            conn.execute(
+                "SELECT count(*) FROM attempts a WHERE a.challenge_id = %s "
+                "AND a.status = 'completed' "
+                "AND (SELECT count(*) FROM trials t WHERE t.attempt_id = a.id) <> 1",
+                (challenge_id,),
+            )
+        )[0]
         check(
             "exactly one trial per completed attempt (k=1)",
             wrong_trials == 0,
             f"{wrong_trials} attempts with another count",
         )
-        runs = dict(
+        runs: dict[int, int] = dict(
             conn.execute(
                 "SELECT run_count, count(*) FROM attempts WHERE challenge_id = %s "
                 "GROUP BY run_count",
@@ -258,29 +261,33 @@ def verify(conninfo: str, challenge_id: str, ids: list[str]) -> bool:
             ).fetchall()
         )
         print(f"        run_count distribution: {runs}")
-        entries, participants = conn.execute(
-            "SELECT (SELECT count(*) FROM leaderboard_entries WHERE challenge_id = %(c)s), "
-            "(SELECT count(DISTINCT participant_id) FROM attempts WHERE challenge_id = %(c)s "
-            " AND status = 'completed' AND succeeded)",
-            {"c": challenge_id},
-        ).fetchone()
+        entries, participants = common.one_row(
+            conn.execute(
+                "SELECT (SELECT count(*) FROM leaderboard_entries WHERE challenge_id = %(c)s), "
+                "(SELECT count(DISTINCT participant_id) FROM attempts WHERE challenge_id = %(c)s "
+                " AND status = 'completed' AND succeeded)",
+                {"c": challenge_id},
+            )
+        )
         check(
             "leaderboard rows == participants with a succeeded attempt",
             entries == participants,
             f"{entries} rows, {participants} participants",
         )
-        wrong_best = conn.execute(
-            """
-            SELECT count(*) FROM leaderboard_entries e JOIN (
-                SELECT DISTINCT ON (participant_id) participant_id, id FROM attempts
-                WHERE challenge_id = %(c)s AND status = 'completed' AND succeeded
-                  AND tokens_total IS NOT NULL
-                ORDER BY participant_id, tokens_total, created_at_ms, id
-            ) best ON best.participant_id = e.participant_id
-            WHERE e.challenge_id = %(c)s AND e.attempt_id <> best.id
-            """,
-            {"c": challenge_id},
-        ).fetchone()[0]
+        wrong_best = common.one_row(
+            conn.execute(
+                """
+                SELECT count(*) FROM leaderboard_entries e JOIN (
+                    SELECT DISTINCT ON (participant_id) participant_id, id FROM attempts
+                    WHERE challenge_id = %(c)s AND status = 'completed' AND succeeded
+                      AND tokens_total IS NOT NULL
+                    ORDER BY participant_id, tokens_total, created_at_ms, id
+                ) best ON best.participant_id = e.participant_id
+                WHERE e.challenge_id = %(c)s AND e.attempt_id <> best.id
+                """,
+                {"c": challenge_id},
+            )
+        )[0]
         check(
             "each leaderboard row is the participant's best attempt",
             wrong_best == 0,
@@ -293,16 +300,18 @@ def report_timeline(conninfo: str, challenge_id: str, load_end_wall: float) -> N
     import psycopg
 
     with psycopg.connect(conninfo) as conn:
-        row = conn.execute(
-            """
-            SELECT min(created_at), max(created_at), min(started_at), max(finished_at),
-                   extract(epoch FROM max(finished_at) - max(created_at)),
-                   count(*) FILTER (WHERE finished_at <= to_timestamp(%(end)s)),
-                   extract(epoch FROM max(finished_at) - min(started_at)), count(*)
-            FROM attempts WHERE challenge_id = %(c)s
-            """,
-            {"c": challenge_id, "end": load_end_wall},
-        ).fetchone()
+        row = common.one_row(
+            conn.execute(
+                """
+                SELECT min(created_at), max(created_at), min(started_at), max(finished_at),
+                       extract(epoch FROM max(finished_at) - max(created_at)),
+                       count(*) FILTER (WHERE finished_at <= to_timestamp(%(end)s)),
+                       extract(epoch FROM max(finished_at) - min(started_at)), count(*)
+                FROM attempts WHERE challenge_id = %(c)s
+                """,
+                {"c": challenge_id, "end": load_end_wall},
+            )
+        )
         (
             first_created,
             last_created,
