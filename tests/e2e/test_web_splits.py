@@ -22,6 +22,7 @@ from tests.e2e.test_web_http import (
     _submit_spec,
     _wait_finished,
 )
+from tests.integration.benchmark.test_benchmark_splits import _private_part_ran
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
@@ -47,6 +48,8 @@ def test_a_participants_pages_show_the_private_tasks_only_after_the_close(
     assert submitted.status_code == 303
     attempt_id = _attempt_id_of(submitted)
     assert _wait_finished(api, key, attempt_id)["status"] == "completed"
+    # Its private part runs after it, in a run of its own: its results exist, and stay hidden.
+    _private_part_ran(api, key, attempt_id)
 
     attempt_page = f"/t/{slug}/attempts/{attempt_id}"
     tasks = f"{attempt_page}/tasks"

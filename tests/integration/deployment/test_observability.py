@@ -429,7 +429,10 @@ def test_metrics_and_logs_follow_a_small_load_from_api_to_worker(deployment: Dep
         assert access["route"] == SUBMIT_ROUTE and access["status"] == 202
         in_worker = [line for line in worker_lines if line.get("request_id") == request_id]
         assert in_worker, f"no worker line for {request_id}"
-        assert {line.get("attempt_id") for line in in_worker} == {attempt_id}
+        # The task's lines name its attempt; a task that found another attempt's turn first
+        # ran that one (app/attempt/turns.py), and its run's lines name the one it ran.
+        named = {line.get("attempt_id") for line in in_worker}
+        assert attempt_id in named and named <= set(submitted.values()), (request_id, named)
     assert {line["pid"] for line in api_lines} >= {
         line["pid"] for line in api_lines if line.get("request_id") in submitted
     }
