@@ -15,8 +15,16 @@ import httpx
 _TLS = ssl.create_default_context()
 
 
+# A connection idle this long is not used again: the servers close theirs after 5 s idle
+# (uvicorn's default), and a request sent on a connection as the server closes it gets no
+# answer ("Server disconnected without sending a response").
+KEEPALIVE_SECONDS = 2.0
+
+
 def client(**options: Any) -> httpx.Client:
-    """An `httpx.Client` (the same options) with the shared context."""
+    """An `httpx.Client` (the same options) with the shared context, dropping idle
+    connections before the server does."""
+    options.setdefault("limits", httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
     return httpx.Client(verify=_TLS, **options)
 
 

@@ -543,13 +543,16 @@ class AttemptRepository:
             return []
         return list(
             self.session.scalars(
-                select(Attempt).where(
+                select(Attempt)
+                .where(
                     Attempt.tenant_id == self.tenant_id,
                     Attempt.challenge_id == challenge_id,
                     Attempt.participant_id == participant_id,
                     Attempt.id.in_(attempt_ids),
                     Attempt.purpose.in_(purposes),
                 )
+                # Newest first, as the page shows them: the same answer for the same rows.
+                .order_by(Attempt.created_at.desc(), Attempt.id)
             )
         )
 
