@@ -22,9 +22,14 @@ KEEPALIVE_SECONDS = 2.0
 
 
 def client(**options: Any) -> httpx.Client:
-    """An `httpx.Client` (the same options) with the shared context, dropping idle
-    connections before the server does."""
-    options.setdefault("limits", httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
+    """An `httpx.Client` (the same options, httpx's default limits) with the shared context,
+    dropping idle connections before the server does."""
+    options.setdefault(
+        "limits",
+        httpx.Limits(
+            max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_SECONDS
+        ),
+    )
     return httpx.Client(verify=_TLS, **options)
 
 
