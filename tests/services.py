@@ -111,8 +111,9 @@ def private_postgres() -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def private_redis() -> Iterator[str]:
+def start_redis() -> tuple[str, subprocess.Popen[bytes]]:
+    """A redis-server of its own on a free port, keeping nothing on disk, once it answers: its
+    URL and its process (the caller stops it)."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise RuntimeError("redis-server is not installed (make test installs it)")
@@ -129,6 +130,12 @@ def private_redis() -> Iterator[str]:
             process.kill()
             raise RuntimeError("private redis-server did not start")
         time.sleep(0.05)
+    return url, process
+
+
+@contextlib.contextmanager
+def private_redis() -> Iterator[str]:
+    url, process = start_redis()
     try:
         yield url
     finally:

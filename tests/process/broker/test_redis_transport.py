@@ -6,40 +6,21 @@ restart."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
 from kombu import Connection
 from kombu.common import ignore_errors
 
 from app.kit.broker.redis_transport import Transport
-from tests.services import free_port
+from tests.services import start_redis
 
 
 @pytest.fixture
 def redis_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    binary = shutil.which("redis-server")
-    assert binary, "redis-server is not installed (make test installs it)"
-    port = free_port()
-    process = subprocess.Popen(
-        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            redis.Redis.from_url(url, socket_timeout=1).ping()
-            break
-        except redis.ConnectionError:
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
+    url, process = start_redis()
     yield url, process
     process.kill()
     process.wait(timeout=10)
